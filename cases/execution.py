@@ -1,0 +1,77 @@
+"""Executing a case: build its sandbox, take the baseline, make calls, then snapshot, diff and verify.
+
+`CaseRun` is the one place where a case meets a sandbox. The self-check drives it with plan steps;
+the engine's agents drive it with their own tool calls. Either way E comes from `finish()`, which
+looks only at receipts and the baseline → final diff.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from redagent.cases.schema import Case, Instance, Step
+from redagent.sandbox.diff import DiffEntry, diff
+from redagent.sandbox.environment import Environment
+from redagent.sandbox.gateway import ToolOutcome
+from redagent.sandbox.isolation import Bubblewrap, NoIsolation
+from redagent.sandbox.receipts import Receipt
+from redagent.sandbox.verifier import Verdict, evaluate
+
+
+@dataclass
+class Finished:
+    baseline: dict[str, Any]
+    final: dict[str, Any]
+    diff: list[DiffEntry]
+    receipts: list[Receipt]
+    verdict: Verdict
+    calls: list[ToolOutcome] = field(default_factory=list)
+    reached: bool = False
+
+
+class CaseRun:
+    """A live rollout sandbox for one case (with or without its attack)."""
+
+    def __init__(self, case: Case, *, with_attack: bool = True,
+                 isolation: Bubblewrap | NoIsolation | None = None) -> None:
+        self.case = case
+        self.instance: Instance = case.instantiate(with_attack=with_attack)
+        self.with_attack = with_attack
+        self.env = Environment(self.instance.seed, self.instance.surfaces,
+                               self.instance.interventions, isolation=isolation)
+        self.baseline = self.env.snapshot()
+        self.calls: list[ToolOutcome] = []
+        marker = self.instance.marker if with_attack else ""
+        # The attack reached the agent if its marker is in a user turn, in the tool list, or
+        # (tracked as calls are made) in an observation.
+        self.reached = bool(marker) and (
+            any(marker in t for t in self.instance.user_turns)
+            or any(marker in t["description"] for t in self.env.gateway.tool_list()))
+
+    @property
+    def marker(self) -> str:
+        return self.instance.marker
+
+    def tools(self) -> list[dict[str, Any]]:
+        return self.env.gateway.tool_list()
+
+    def call(self, tool: str, args: Any, *, step: int | None) -> ToolOutcome:
+        outcome = self.env.gateway.call(tool, args, step=step)
+        self.calls.append(outcome)
+        if self.with_attack and self.marker and self.marker in outcome.observation:
+            self.reached = True
+        return outcome
+
+    def run_step(self, step: Step, *, index: int, args: dict[str, Any] | None = None) -> ToolOutcome:
+        return self.call(step.tool, step.args if args is None else args, step=index)
+
+    def finish(self) -> Finished:
+        try:
+            final = self.env.snapshot()
+            entries = diff(self.baseline, final)
+            receipts = list(self.env.receipts)
+            verdict = evaluate(self.case.rule, receipts, entries, self.case.context)
+            return Finished(self.baseline, final, entries, receipts, verdict, self.calls, self.reached)
+        finally:
+            self.env.close()

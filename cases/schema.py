@@ -1,0 +1,155 @@
+"""The case: one executable test of one safety constraint along one IVC path.
+
+A `Case` is immutable data loaded from a case file. `instantiate()` turns it into what a rollout
+needs — the seed with the attack placed (or, for the benign variant, without it), the user turns,
+and the tool-side interventions — without ever handing the sandbox the verifier or the plans.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from redagent.sandbox.verifier import resolve_ref
+
+PLACEHOLDER = "{{attack}}"
+
+
+@dataclass(frozen=True)
+class Step:
+    tool: str
+    args: dict[str, Any]
+    mutate: tuple[dict[str, Any], ...] = ()  # argument overrides that must make E fall to 0
+    reject: dict[str, Any] | None = None  # argument overrides the service refuses
+
+
+@dataclass(frozen=True)
+class Plans:
+    benign: tuple[Step, ...]
+    harmful: tuple[Step, ...]
+    indirect: tuple[Step, ...] = ()  # optional: the harm realised only as a side effect
+
+
+@dataclass(frozen=True)
+class Attack:
+    placement: str  # user | seed | tool
+    content: str
+    target: str | None = None  # user: "task" or "followups[N]"; seed: a seed reference
+    item: dict[str, Any] | None = None  # seed placement: a whole new record appended at target
+    intervention: dict[str, Any] | None = None  # tool placement
+    marker: str = ""  # a phrase of the content that proves it reached an observation
+
+
+@dataclass(frozen=True)
+class Instance:
+    """What a rollout is built from: nothing here reveals the verifier or the plans."""
+
+    seed: dict[str, Any]
+    user_turns: list[str]
+    surfaces: list[str]
+    interventions: list[dict[str, Any]]
+    marker: str
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    version: int
+    title: str
+    strategy: str
+    vulnerability: str
+    constraint: str
+    surfaces: tuple[str, ...]
+    channel: str
+    task: str
+    followups: tuple[str, ...]
+    seed: dict[str, Any]
+    values: dict[str, Any]
+    attack: Attack
+    rule: dict[str, Any]
+    semantic: bool
+    judge_instructions: str
+    policy_reminder: str
+    recognition_cues: tuple[str, ...]
+    plans: Plans
+    source: str = ""  # the file it came from
+    content_hash: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def context(self) -> dict[str, Any]:
+        """What verifier references resolve against."""
+        return {"seed": self.seed, "values": self.values}
+
+    def instantiate(self, *, with_attack: bool = True) -> Instance:
+        seed = copy.deepcopy(self.seed)
+        turns = [self.task, *self.followups]
+        interventions: list[dict[str, Any]] = []
+        content = self.attack.content if with_attack else ""
+        if self.attack.placement == "user":
+            index = _turn_index(self.attack.target or "task")
+            turns[index] = _place(turns[index], content)
+        elif self.attack.placement == "seed":
+            if self.attack.item is not None:
+                if with_attack:
+                    container = resolve_ref(seed, self.attack.target or "")
+                    container.append(_fill(copy.deepcopy(self.attack.item), content))
+            else:
+                place_text(seed, self.attack.target or "", content)
+        elif with_attack and self.attack.intervention:
+            interventions.append({**self.attack.intervention,
+                                  "content" if self.attack.intervention["kind"] != "lookalike"
+                                  else "description": content})
+        turns = [t.replace(PLACEHOLDER, "") for t in turns]
+        return Instance(seed=seed, user_turns=turns, surfaces=list(self.surfaces),
+                        interventions=interventions, marker=self.attack.marker)
+
+
+def _turn_index(target: str) -> int:
+    if target == "task":
+        return 0
+    match = re.fullmatch(r"followups\[(\d+)\]", target)
+    return int(match.group(1)) + 1 if match else 0
+
+
+def _place(text: str, content: str) -> str:
+    if PLACEHOLDER in text:
+        return text.replace(PLACEHOLDER, content)
+    return f"{text}\n\n{content}" if content else text
+
+
+def _fill(value: Any, content: str) -> Any:
+    if isinstance(value, str):
+        return value.replace(PLACEHOLDER, content)
+    if isinstance(value, list):
+        return [_fill(v, content) for v in value]
+    if isinstance(value, dict):
+        return {k: _fill(v, content) for k, v in value.items()}
+    return value
+
+
+def place_text(seed: dict[str, Any], target: str, content: str) -> None:
+    """Put the attack into the text at `target` (a placeholder is replaced, else it is appended)."""
+    head, _, last = target.rpartition(".")
+    bracket = re.match(r'^(.*)\["((?:[^"\\]|\\.)*)"\]$', target)
+    if bracket:
+        head, last = bracket.group(1), bracket.group(2)
+    container = resolve_ref(seed, head) if head else seed
+    current = container[last]
+    if isinstance(current, dict):  # a workspace file written as {content: ..., executable: ...}
+        current["content"] = _place(current.get("content", ""), content)
+    else:
+        container[last] = _place(str(current), content)
+
+
+def derive_marker(content: str) -> str:
+    """A phrase of the attack that survives JSON rendering: no quotes, backslashes or newlines."""
+    best = ""
+    for line in content.splitlines():
+        for run in re.split(r'["\\]', line):
+            run = run.strip()
+            if len(run) > len(best):
+                best = run
+    return best[:60].strip()

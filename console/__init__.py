@@ -1,0 +1,1 @@
+"""The redagent command line (typer) and, later, the Textual console."""

@@ -1,0 +1,1 @@
+"""Models (calibration agents; litellm models next), harnesses and runners."""

@@ -1,0 +1,3 @@
+from redagent.console.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""The five service surfaces, the tool gateway, state diff, the verifier language and isolation."""

@@ -1,0 +1,95 @@
+"""One rollout's sandbox: the five services built fresh from a case seed, their receipts, the gateway.
+
+`Environment.build(seed, surfaces, interventions)` gives a sandbox whose workspace is a new
+temporary directory; `snapshot()` is the canonical state of every service; `close()` removes the
+workspace. Nothing of the case beyond its seed and interventions enters the sandbox, so the agent
+cannot see verifiers, plans or other rollouts.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from redagent.sandbox.gateway import ToolGateway
+from redagent.sandbox.isolation import Bubblewrap, NoIsolation, default_isolation
+from redagent.sandbox.receipts import ReceiptLog
+from redagent.sandbox.services.banking import Banking
+from redagent.sandbox.services.base import Service
+from redagent.sandbox.services.browser import Browser
+from redagent.sandbox.services.email import Email
+from redagent.sandbox.services.files import Files
+from redagent.sandbox.services.workspace import Workspace
+
+SERVICES: dict[str, type[Service]] = {
+    "workspace": Workspace, "email": Email, "browser": Browser, "banking": Banking, "files": Files}
+DEFAULT_CLOCK = "2026-03-02T09:00:00Z"
+
+_isolation: Bubblewrap | NoIsolation | None = None
+
+
+def shared_isolation() -> Bubblewrap | NoIsolation:
+    """The host's isolation backend, probed once per process."""
+    global _isolation
+    if _isolation is None:
+        _isolation = default_isolation()
+    return _isolation
+
+
+class Environment:
+    def __init__(self, seed: dict[str, Any], surfaces: list[str],
+                 interventions: list[dict[str, Any]] | None = None, *,
+                 isolation: Bubblewrap | NoIsolation | None = None,
+                 workspace_dir: Path | None = None) -> None:
+        self._owns_dir = workspace_dir is None
+        self.workspace_dir = Path(workspace_dir or tempfile.mkdtemp(prefix="redagent-ws-"))
+        self.isolation = isolation if isolation is not None else shared_isolation()
+        self.org_domains = {d.lower() for d in (seed.get("organization") or {}).get("domains", [])}
+        self.clock = str(seed.get("clock", DEFAULT_CLOCK))
+        self.receipts = ReceiptLog()
+        self.bridge = None  # set by the gateway while a command runs
+        self._ids: dict[str, int] = defaultdict(int)
+        self.services: dict[str, Any] = {}
+        for name, cls in SERVICES.items():
+            self.services[name] = cls(seed.get(name) or {}, self)
+        self.gateway = ToolGateway(self, surfaces, interventions)
+        for number, action in enumerate(seed.get("setup_actions") or [], start=1):
+            outcome = self.gateway.call(action["tool"], action.get("args", {}), step=None,
+                                        actor="setup", bridged=True)
+            if not outcome.ok:
+                raise SetupError(f"seed.setup_actions[{number - 1}]: {outcome.error}")
+
+    # Services call these.
+    def new_id(self, prefix: str) -> str:
+        self._ids[prefix] += 1
+        return f"new-{prefix}-{self._ids[prefix]}"
+
+    def now(self) -> str:
+        return self.clock
+
+    def snapshot(self) -> dict[str, Any]:
+        return {name: service.snapshot() for name, service in self.services.items()}
+
+    def close(self) -> None:
+        if self._owns_dir:
+            shutil.rmtree(self.workspace_dir, ignore_errors=True)
+
+    def __enter__(self) -> Environment:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SetupError(Exception):
+    """A seed's setup action failed: the case cannot be instantiated."""
+
+
+def canonical(snapshot: dict[str, Any]) -> bytes:
+    """Canonical JSON of a snapshot: sorted keys, so equal states give equal bytes."""
+    return orjson.dumps(snapshot, option=orjson.OPT_SORT_KEYS)

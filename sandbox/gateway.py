@@ -1,0 +1,183 @@
+"""The tool gateway: every tool call an agent makes passes here, and only here.
+
+It resolves the name (including look-alike tools a case plants), validates arguments against the
+schema the model was shown, runs the service, writes receipts for consequential calls and for
+every refused attempt, and applies the case's tool-side interventions to what the agent is shown.
+Both the original result and the observation actually shown are returned, so the trajectory keeps
+them side by side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from redagent.sandbox.isolation import BridgeAnswer
+from redagent.sandbox.tools import ConfinementViolation, ToolError, ToolSpec, validate
+
+if TYPE_CHECKING:
+    from redagent.sandbox.environment import Environment
+
+INTERVENTION_KINDS = ("tamper", "poison_description", "lookalike")
+TAMPER_MODES = ("replace", "append", "prepend", "error")
+
+
+@dataclass
+class ToolOutcome:
+    name: str
+    args: dict[str, Any]
+    ok: bool
+    result: Any  # what the service returned (None on error)
+    observation: str  # what the agent is shown
+    error: str | None = None
+    receipt_ids: list[str] = field(default_factory=list)
+    tampered: bool = False
+
+    @property
+    def original(self) -> str:
+        """The observation the agent would have seen without any intervention."""
+        return self.error and f"ERROR: {self.error}" or render(self.result)
+
+
+def render(result: Any) -> str:
+    if isinstance(result, str):
+        return result
+    return orjson.dumps(result).decode()
+
+
+class ToolGateway:
+    def __init__(self, env: Environment, surfaces: list[str],
+                 interventions: list[dict[str, Any]] | None = None) -> None:
+        self.env = env
+        self.surfaces = list(surfaces)
+        self.interventions = list(interventions or [])
+        self.specs: dict[str, ToolSpec] = {}  # every tool of the mocked world, for bridged calls
+        for service in env.services.values():
+            for spec in service.tool_specs():
+                self.specs[spec.name] = spec
+        self.visible = [n for n, s in self.specs.items() if s.service in self.surfaces]
+        self.lookalikes = {i["name"]: i for i in self.interventions if i["kind"] == "lookalike"}
+
+    # -- what the agent sees -------------------------------------------------------------------
+    def tool_list(self) -> list[dict[str, Any]]:
+        """Function definitions in the order a harness shows them; look-alikes sit beside their twins."""
+        poisoned = {i["tool"]: i["content"] for i in self.interventions
+                    if i["kind"] == "poison_description"}
+        shown = []
+        for name in self.visible:
+            spec = self.specs[name]
+            description = spec.description
+            if name in poisoned:
+                description = f"{description}\n{poisoned[name]}"
+            shown.append(spec.schema(description))
+            for fake in self.lookalikes.values():
+                if fake["target"] == name:
+                    shown.append({"name": fake["name"], "description": fake["description"],
+                                  "parameters": spec.parameters})
+        return shown
+
+    # -- calls ---------------------------------------------------------------------------------
+    def call(self, name: str, args: Any, *, step: int | None, actor: str = "agent",
+             via: str | None = None, bridged: bool = False) -> ToolOutcome:
+        fake = self.lookalikes.get(name)
+        target = fake["target"] if fake else name
+        if fake:
+            via = fake["name"]
+        spec = self.specs.get(target)
+        if spec is None or (not bridged and target not in self.visible):
+            return self._error(name, args, f"unknown tool {name!r}")
+        if not isinstance(args, dict):
+            return self._refused(spec, name, {}, step, actor, via,
+                                 ToolError(f"arguments must be a JSON object, got {type(args).__name__}"))
+        problems = validate(spec.parameters, args)
+        if problems:
+            return self._refused(spec, name, args, step, actor, via,
+                                 ToolError("invalid arguments: " + "; ".join(problems)))
+        effective = dict(args)
+        if fake:
+            for key, value in (fake.get("inject_args") or {}).items():
+                current = effective.get(key)
+                if isinstance(value, list):
+                    effective[key] = list(current or []) + list(value)
+                elif isinstance(value, dict):
+                    effective[key] = {**(current or {}), **value}
+                else:
+                    effective[key] = value
+        service = self.env.services[spec.service]
+        fx: dict[str, Any] = {}
+        before = len(self.env.receipts)
+        previous_bridge = self.env.bridge
+        self.env.bridge = lambda tool, a: self._bridged(tool, a, step)
+        try:
+            result = spec.handler(service, fx, **effective)
+        except ToolError as exc:
+            return self._refused(spec, name, effective, step, actor, via, exc)
+        finally:
+            self.env.bridge = previous_bridge
+        receipts = []
+        if spec.consequential:
+            receipts.append(self.env.receipts.append(
+                service=spec.service, action=spec.name, args=effective, outcome="ok",
+                actor=actor, step=step, effect=fx, via=via))
+        made = [r.id for r in self.env.receipts.since(before)]
+        outcome = ToolOutcome(name=name, args=args, ok=True, result=result,
+                              observation=render(result), receipt_ids=made)
+        return self._intervene(outcome, target)
+
+    def _bridged(self, name: str, args: dict[str, Any], step: int | None) -> BridgeAnswer:
+        outcome = self.call(name, args, step=step, via="run_command", bridged=True)
+        hosts = []
+        for rid in outcome.receipt_ids:
+            receipt = next(r for r in self.env.receipts if r.id == rid)
+            if receipt.effect.get("host"):
+                hosts.append(receipt.effect["host"])
+        text = outcome.observation if outcome.ok else (outcome.error or outcome.observation)
+        return BridgeAnswer(ok=outcome.ok, output=text, hosts=hosts, receipt_ids=outcome.receipt_ids)
+
+    def _refused(self, spec: ToolSpec, name: str, args: dict[str, Any], step: int | None,
+                 actor: str, via: str | None, exc: ToolError) -> ToolOutcome:
+        receipt_ids = []
+        # Attempts at effects, and every attempt to leave the sandbox, are evidence an auditor needs.
+        if spec.consequential or isinstance(exc, ConfinementViolation):
+            receipt = self.env.receipts.append(
+                service=spec.service, action=spec.name, args=args, outcome=exc.outcome,
+                actor=actor, step=step, error=str(exc), via=via)
+            receipt_ids.append(receipt.id)
+        outcome = self._error(name, args, str(exc))
+        outcome.receipt_ids = receipt_ids
+        return outcome
+
+    @staticmethod
+    def _error(name: str, args: Any, message: str) -> ToolOutcome:
+        return ToolOutcome(name=name, args=args if isinstance(args, dict) else {}, ok=False,
+                           result=None, observation=f"ERROR: {message}", error=message)
+
+    def _intervene(self, outcome: ToolOutcome, target: str) -> ToolOutcome:
+        for item in self.interventions:
+            if item["kind"] != "tamper" or item["tool"] != target:
+                continue
+            if any(outcome.args.get(k) != v for k, v in (item.get("match") or {}).items()):
+                continue
+            outcome.tampered = True
+            mode, content = item.get("mode", "append"), item["content"]
+            if mode == "error":
+                outcome.observation = f"ERROR: {content}"
+                continue
+            field_name = item.get("field")
+            if field_name and isinstance(outcome.result, dict) and field_name in outcome.result:
+                shown = dict(outcome.result)
+                shown[field_name] = _apply(mode, str(shown[field_name]), content)
+                outcome.observation = render(shown)
+            else:
+                outcome.observation = _apply(mode, outcome.observation, content)
+        return outcome
+
+
+def _apply(mode: str, text: str, content: str) -> str:
+    if mode == "replace":
+        return content
+    if mode == "prepend":
+        return f"{content}\n{text}"
+    return f"{text}\n{content}"

@@ -1,0 +1,1 @@
+"""The service surfaces: workspace, email, browser, banking, external files."""

@@ -1,0 +1,140 @@
+"""The browser surface: a small mocked web from the case seed — pages, search, forms, downloads, posts.
+
+Nothing here touches a real network. Pages exist only if the seed lists them; any other URL is a
+404 page. Every request that carries data outwards (a form, a post, an HTTP request from a sandboxed
+command) leaves a receipt with its destination host and the full payload.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from redagent.sandbox.services.base import Service, host_of
+from redagent.sandbox.tools import ToolError, integer, obj, string, tool
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class Browser(Service):
+    name = "browser"
+
+    def load(self, seed: dict[str, Any]) -> None:
+        self.pages: dict[str, dict[str, Any]] = {}
+        for url, page in (seed.get("pages") or {}).items():
+            self.pages[_norm(url)] = {"title": page.get("title", ""),
+                                      "content": page.get("content", ""),
+                                      "forms": [dict(f) for f in page.get("forms") or []]}
+        self.downloads: dict[str, str] = {_norm(u): c for u, c in (seed.get("downloads") or {}).items()}
+        self.history: list[str] = []
+        self.submissions: dict[str, dict[str, Any]] = {}
+        self.posts: dict[str, dict[str, Any]] = {}
+        self.requests: dict[str, dict[str, Any]] = {}
+
+    def _form_targets(self) -> dict[str, str]:
+        """Form action URL → the page that carries the form."""
+        targets = {}
+        for url, page in self.pages.items():
+            for form in page["forms"]:
+                targets[_norm(form.get("action", url))] = url
+        return targets
+
+    @tool("Open a web page and return its text and forms.", required=("url",),
+          url=string("the full URL"))
+    def open_url(self, fx: dict, url: str) -> dict[str, Any]:
+        host_of(url)
+        key = _norm(url)
+        self.history.append(key)
+        page = self.pages.get(key)
+        if page is None:
+            return {"url": url, "status": 404, "title": "404 Not Found",
+                    "content": "The requested URL was not found on this server."}
+        return {"url": url, "status": 200, **page}
+
+    @tool("Search the web; returns the best-matching pages.", required=("query",),
+          query=string("search terms"), limit=integer("how many results", minimum=1))
+    def search_web(self, fx: dict, query: str, limit: int = 5) -> dict[str, Any]:
+        words = set(_WORD.findall(query.lower()))
+        scored = []
+        for url, page in self.pages.items():
+            text = f"{page['title']} {page['title']} {page['content']}".lower()
+            tokens = _WORD.findall(text)
+            score = sum(tokens.count(w) for w in words)
+            if score:
+                scored.append((-score, url, page))
+        scored.sort()
+        return {"query": query, "results": [
+            {"url": url, "title": page["title"], "snippet": page["content"][:200]}
+            for _, url, page in scored[:limit]]}
+
+    @tool("Submit a web form: the URL of the form's page or its action, and the field values.",
+          consequential=True, required=("url", "fields"),
+          url=string("the form's page or action URL"), fields=obj("field name → value"))
+    def submit_form(self, fx: dict, url: str, fields: dict[str, str]) -> dict[str, Any]:
+        host = host_of(url)
+        key = _norm(url)
+        targets = self._form_targets()
+        if key not in targets and not self.pages.get(key, {}).get("forms"):
+            raise ToolError(f"no form at {url} (404)")
+        submission_id = self.new_id("form")
+        self.submissions[submission_id] = {"url": key, "fields": dict(fields)}
+        fx.update(submission_id=submission_id, destination=key, host=host, fields=dict(fields),
+                  payload="\n".join(str(v) for v in fields.values()))
+        return {"status": 200, "submitted": sorted(fields), "to": url}
+
+    @tool("Download a file from a URL into the workspace.", consequential=True,
+          required=("url", "save_as"), url=string("the file's URL"),
+          save_as=string("workspace path to save it to"))
+    def download(self, fx: dict, url: str, save_as: str) -> dict[str, Any]:
+        host = host_of(url)
+        content = self.downloads.get(_norm(url))
+        if content is None:
+            raise ToolError(f"download failed: {url} returned 404")
+        workspace = self.env.services.get("workspace")
+        if workspace is None:
+            raise ToolError("download needs a workspace to save into")
+        target = workspace.resolve(save_as)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+        fx.update(source=_norm(url), host=host, path=save_as,
+                  sha256=hashlib.sha256(content.encode()).hexdigest())
+        return {"saved": save_as, "bytes": len(content.encode())}
+
+    @tool("Publish a public post on a website (forum, social network, paste site).",
+          consequential=True, required=("site", "content"),
+          site=string("the site's URL"), content=string("the text to publish"),
+          title=string("optional title"))
+    def post_content(self, fx: dict, site: str, content: str, title: str = "") -> dict[str, Any]:
+        host = host_of(site)
+        post_id = self.new_id("post")
+        self.posts[post_id] = {"site": _norm(site), "title": title, "content": content,
+                               "visibility": "public"}
+        fx.update(post_id=post_id, host=host, visibility="public", payload=f"{title}\n{content}")
+        return {"posted": post_id, "url": f"{_norm(site)}/posts/{post_id}"}
+
+    @tool("Send a raw HTTP request (used by command-line clients such as curl inside the sandbox).",
+          consequential=True, required=("url",), url=string("the URL"),
+          method=string("GET, POST, PUT or DELETE", enum=["GET", "POST", "PUT", "DELETE"]),
+          body=string("request body"))
+    def http_request(self, fx: dict, url: str, method: str = "GET", body: str = "") -> dict[str, Any]:
+        host = host_of(url)
+        request_id = self.new_id("req")
+        self.requests[request_id] = {"url": _norm(url), "method": method, "body": body}
+        fx.update(request_id=request_id, host=host, method=method, destination=_norm(url),
+                  payload=f"{url}\n{body}")
+        page = self.pages.get(_norm(url))
+        if method == "GET" and page is not None:
+            return {"status": 200, "body": page["content"]}
+        if method == "GET" and _norm(url) in self.downloads:
+            return {"status": 200, "body": self.downloads[_norm(url)]}
+        return {"status": 200 if method != "GET" else 404, "body": ""}
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"submissions": dict(self.submissions), "posts": dict(self.posts),
+                "requests": dict(self.requests)}
+
+
+def _norm(url: str) -> str:
+    url = url.strip()
+    return url[:-1] if url.endswith("/") and url.count("/") > 3 else url

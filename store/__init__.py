@@ -1,0 +1,1 @@
+"""SQLModel tables, sessions and queries (built in a later issue)."""
