@@ -60,8 +60,15 @@ _Constructor.add_constructor("tag:yaml.org,2002:timestamp", _Constructor.constru
 _SCALARS = _Constructor()
 
 
+_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq",
+                                                   "timestamp")}
+
+
 def _to_python(node: yaml.Node, path: str, lines: dict[str, int]) -> Any:
     lines.setdefault(path, node.start_mark.line + 1)
+    if node.tag not in _PLAIN_TAGS:
+        raise _Located(path or "(file)", node.start_mark.line + 1,
+                       f"tag {node.tag!r} is not allowed: case files hold plain data only")
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:

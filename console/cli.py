@@ -166,6 +166,53 @@ def cases_check(
         raise typer.Exit(1)
 
 
+@cases_app.command("rollout")
+def cases_rollout(
+    case_id: str = typer.Argument(..., help="case id"),
+    agent: str = typer.Option("sim/comply", help="calibration agent, e.g. sim/ignore, sim/indirect"),
+    benign: bool = typer.Option(False, help="run the benign variant (attack removed)"),
+    path: list[Path] | None = typer.Option(None, "--path"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run one calibration agent through one case: trajectory, receipts, state diff, E and its evidence."""
+    from redagent.engine.calibration import BEHAVIOURS
+    from redagent.engine.direct import run_direct
+
+    if agent not in BEHAVIOURS:
+        raise UserError(f"unknown calibration agent {agent!r} (known: {', '.join(BEHAVIOURS)})")
+    match = [c for c in _library(path) if c.id == case_id]
+    if not match:
+        raise UserError(f"no case with id {case_id!r}")
+    rollout = run_direct(match[0], agent, with_attack=not benign)
+    done = rollout.finished
+    if as_json:
+        _json({"case_id": rollout.case_id, "case_hash": rollout.case_hash, "agent": agent,
+               "E": rollout.E, "expected_E": rollout.expected_E, "evidence": done.verdict.to_dict()["evidence"],
+               "reached": rollout.reached, "events": [e.to_dict() for e in rollout.events],
+               "receipts": [r.to_dict() for r in done.receipts], "diff": [d.to_dict() for d in done.diff]})
+        return
+    out.rule(f"{case_id} · {agent}{' · benign variant' if benign else ''}")
+    for event in rollout.events:
+        if event.role == "assistant" and event.tool_call:
+            out.print(f"[cyan]#{event.index} call[/] {event.tool_call['name']}"
+                      f"({orjson.dumps(event.tool_call['args']).decode()})", markup=True, highlight=False)
+        elif event.role == "tool":
+            flag = " [yellow](tampered)[/]" if event.tampered else ""
+            shown = (event.observation or "")[:300].replace("[", r"\[")
+            out.print(f"[dim]#{event.index} result{flag}[/] {shown}", highlight=False)
+        else:
+            out.print(f"[bold]#{event.index} {event.role}[/] {event.text}", markup=True, highlight=False)
+    out.rule("receipts")
+    for r in done.receipts:
+        out.print(f"{r.id} step {r.step} {r.actor} {r.service}.{r.action} {r.outcome}"
+                  f"{' via ' + r.via if r.via else ''}", highlight=False)
+    out.rule("state diff")
+    for entry in done.diff:
+        out.print(f"{entry.op:8} {entry.key}", highlight=False)
+    evidence = ", ".join(done.verdict.receipts + done.verdict.diff) or "—"
+    out.rule(f"E = {rollout.E} (expected {rollout.expected_E}) · evidence: {evidence}")
+
+
 @cases_app.command("taxonomy")
 def cases_taxonomy(as_json: bool = typer.Option(False, "--json")) -> None:
     """Print the IVC taxonomy: strategies, vulnerabilities, constraints, surfaces."""

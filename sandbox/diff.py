@@ -1,4 +1,4 @@
-"""Baseline → final state differences, addressed by paths such as `banking.payees["new-payee-1"]`.
+"""Baseline → final state differences, addressed by paths: `banking.payees.p-1`, `workspace.files["a/b.md"]`.
 
 Snapshots are nested dicts keyed by stable ids, so a diff is a structural walk: records that appear
 are `added`, records that vanish are `removed`, and leaves that differ are `changed` with before and

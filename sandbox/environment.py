@@ -62,6 +62,7 @@ class Environment:
             outcome = self.gateway.call(action["tool"], action.get("args", {}), step=None,
                                         actor="setup", bridged=True)
             if not outcome.ok:
+                self.close()
                 raise SetupError(f"seed.setup_actions[{number - 1}]: {outcome.error}")
 
     # Services call these.

@@ -10,6 +10,7 @@ them side by side.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -114,6 +115,9 @@ class ToolGateway:
             result = spec.handler(service, fx, **effective)
         except ToolError as exc:
             return self._refused(spec, name, effective, step, actor, via, exc)
+        except OSError as exc:  # the real filesystem said no (a file where a folder should be, …)
+            reason = f"{exc.strerror or exc}: {Path(exc.filename).name}" if exc.filename else str(exc)
+            return self._refused(spec, name, effective, step, actor, via, ToolError(reason))
         finally:
             self.env.bridge = previous_bridge
         receipts = []

@@ -1,0 +1,40 @@
+# `make demo` and `make test` work on a fresh machine: they create .venv, install the project and,
+# when run as root on Debian/Ubuntu, the system packages it needs (bubblewrap for sandboxed commands).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint bench setup system
+
+demo: setup
+	$(BIN)/redagent cases check
+
+test: setup
+	$(BIN)/ruff check .
+	$(BIN)/pytest -q
+
+lint: setup
+	$(BIN)/ruff check .
+
+bench: setup
+	$(BIN)/python benchmarks/instrument.py
+
+setup: system $(VENV)/.installed
+
+system:
+	@if ! command -v bwrap >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing bubblewrap (sandbox for agent commands)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	  else \
+	    echo "note: bubblewrap (bwrap) is missing, so run_command will refuse to run agent commands." >&2; \
+	    echo "      install it with 'sudo apt-get install bubblewrap' (Debian/Ubuntu), 'sudo dnf install bubblewrap'" >&2; \
+	    echo "      (Fedora) or your distribution's package, then run make again." >&2; \
+	  fi; \
+	fi
+
+$(VENV)/.installed: pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@

@@ -1,0 +1,83 @@
+"""The direct runner: one calibration agent through one case, with no harness in between.
+
+It records the trajectory as ordered events — user turns, assistant text, tool calls, and for each
+call the original result beside the observation actually shown — and ends with the state-grounded
+verdict. Harnesses (native function calling, ReAct text actions, a shell agent) build on the same
+events in the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from redagent.cases.execution import CaseRun, Finished
+from redagent.cases.schema import Case
+from redagent.engine.calibration import CalibrationAgent, expected_E
+from redagent.sandbox.isolation import Bubblewrap, NoIsolation
+
+MAX_STEPS = 64
+
+
+@dataclass
+class Event:
+    index: int
+    role: str  # user | assistant | tool
+    text: str = ""
+    tool_call: dict[str, Any] | None = None  # {"id", "name", "args"} on an assistant event
+    original: str | None = None  # on a tool event: what the service returned
+    observation: str | None = None  # on a tool event: what the agent was shown
+    receipts: list[str] = field(default_factory=list)
+    tampered: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Rollout:
+    case_id: str
+    case_hash: str
+    agent: str
+    events: list[Event]
+    finished: Finished
+    expected_E: int | None
+    reached: bool
+
+    @property
+    def E(self) -> int:
+        return self.finished.verdict.E
+
+
+def run_direct(case: Case, agent_name: str, *, with_attack: bool = True,
+               isolation: Bubblewrap | NoIsolation | None = None, max_steps: int = MAX_STEPS) -> Rollout:
+    agent = CalibrationAgent(agent_name, case)
+    run = CaseRun(case, with_attack=with_attack, isolation=isolation)
+    events: list[Event] = []
+    tools = run.tools()
+    calls = 0
+    for turn, text in enumerate(run.instance.user_turns):
+        events.append(Event(len(events), "user", text=text))
+        agent.start_turn(turn, text, tools if turn == 0 else [])
+        while calls < max_steps:
+            action = agent.next_action()
+            if action.kind == "final":
+                events.append(Event(len(events), "assistant", text=action.text))
+                break
+            if action.kind == "say":
+                events.append(Event(len(events), "assistant", text=action.text))
+                continue
+            step = len(events)
+            calls += 1
+            events.append(Event(step, "assistant", tool_call={
+                "id": f"call_{calls}", "name": action.tool, "args": action.args}))
+            outcome = run.call(action.tool, action.args, step=step)
+            events.append(Event(len(events), "tool", original=outcome.original,
+                                observation=outcome.observation, receipts=outcome.receipt_ids,
+                                tampered=outcome.tampered, tool_call={"id": f"call_{calls}",
+                                                                      "name": action.tool}))
+            agent.observe(outcome.observation)
+    finished = run.finish()
+    return Rollout(case_id=case.id, case_hash=case.content_hash, agent=agent_name, events=events,
+                   finished=finished, expected_E=expected_E(agent_name, case) if with_attack else 0,
+                   reached=finished.reached)

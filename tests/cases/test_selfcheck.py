@@ -1,0 +1,73 @@
+"""The self-check over the whole built-in library, and proof that its checks can fail."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from redagent.cases.loader import library_dir, load_case, load_cases
+from redagent.cases.selfcheck import check_case, summarize
+from redagent.cases.taxonomy import STRATEGIES, VULNERABILITIES
+
+LIBRARY = load_cases()
+EXAMPLE = load_case(library_dir() / "banking" / "e2-invoice-bank-details-change.yaml")
+
+
+@pytest.fixture(scope="module")
+def summary():
+    return summarize([check_case(case) for case in LIBRARY])
+
+
+def test_every_library_case_passes(summary):
+    assert summary["failed"] == [], summary["failed"][:5]
+    assert summary["passed"] == summary["cases"] == len(LIBRARY)
+
+
+def test_library_covers_the_taxonomy(summary):
+    assert summary["cases"] >= 60
+    assert set(summary["by_surface"]) == {"workspace", "email", "browser", "banking", "files"}
+    assert set(summary["by_strategy"]) == set(STRATEGIES)
+    assert set(summary["by_vulnerability"]) == set(VULNERABILITIES)
+    assert len(summary["by_constraint"]) >= 20
+
+
+def loosened(case, rule):
+    return dataclasses.replace(case, rule=rule)
+
+
+def test_a_verifier_that_fires_on_any_transfer_fails_verifiability():
+    result = check_case(loosened(EXAMPLE, {"receipt": {"action": "send_transfer"}}))
+    assert ("verifiability" in {k for k, _ in result.failures})
+    assert any("benign plan gives E=1" in why for _, why in result.failures)
+
+
+def test_a_verifier_that_counts_transfers_fails_the_mutation_check():
+    # Silent on the benign plan (one transfer), fires on benign + harmful (two) — but also fires when
+    # the harmful transfer goes to the approved account: the mutation check must call that too loose.
+    result = check_case(loosened(EXAMPLE, {"receipt": {"action": "send_transfer", "min": 2}}))
+    kinds = [k for k, _ in result.failures]
+    assert kinds == ["mutation"], result.failures
+    assert "too loose" in result.failures[0][1]
+
+
+def test_a_verifier_that_counts_failed_attempts_fails_the_rejection_check():
+    rule = {"receipt": {"action": "send_transfer", "outcome": "any",
+                        "where": {"args.to_account": {"not_in": {"ref": "values.approved_accounts"}}}}}
+    result = check_case(loosened(EXAMPLE, rule))
+    assert [k for k, _ in result.failures] == ["rejection"]
+
+
+def test_an_attack_that_never_reaches_the_agent_fails_reachability():
+    unreachable = dataclasses.replace(EXAMPLE, attack=dataclasses.replace(
+        EXAMPLE.attack, target="email.inbox[1].body"))
+    # The benign plan never opens the second email, so the attack placed there is never seen.
+    result = check_case(unreachable)
+    assert "reachability" in [k for k, _ in result.failures]
+
+
+def test_a_broken_benign_plan_fails_executability():
+    plans = dataclasses.replace(EXAMPLE.plans, benign=EXAMPLE.plans.benign + (
+        dataclasses.replace(EXAMPLE.plans.benign[1], args={"email_id": "m-999"}),))
+    result = check_case(dataclasses.replace(EXAMPLE, plans=plans))
+    assert "executability" in [k for k, _ in result.failures]

@@ -1,0 +1,75 @@
+"""The `redagent` command line as a user runs it: real subprocesses, real exit codes, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from redagent.cases.loader import library_dir
+
+
+def redagent(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "redagent", *args], capture_output=True, text=True, timeout=600,
+                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+
+
+def test_cases_list_json_and_filters():
+    result = redagent("cases", "list", "--surface", "banking", "--json")
+    assert result.returncode == 0
+    listed = json.loads(result.stdout)
+    assert listed and all("banking" in c["surfaces"] for c in listed)
+    assert {"id", "strategy", "vulnerability", "constraint", "hash"} <= set(listed[0])
+
+
+def test_cases_check_json_interface():
+    result = redagent("cases", "check", "--json")
+    summary = json.loads(result.stdout)
+    assert result.returncode == (0 if not summary["failed"] else 1)
+    assert set(summary) == {"cases", "passed", "failed", "by_surface", "by_strategy", "by_vulnerability",
+                            "by_constraint"}
+    assert summary["passed"] == summary["cases"] - len({f["id"] for f in summary["failed"]})
+
+
+def test_taxonomy_and_show():
+    taxonomy = json.loads(redagent("cases", "taxonomy", "--json").stdout)
+    assert (len(taxonomy["strategies"]), len(taxonomy["vulnerabilities"]), len(taxonomy["constraints"]),
+            len(taxonomy["surfaces"])) == (15, 11, 28, 5)
+    shown = redagent("cases", "show", "banking-e2-invoice-bank-details-change")
+    assert shown.returncode == 0 and "E2 email poisoning" in shown.stdout
+
+
+def test_validate_reports_each_problem_on_one_line_and_exits_2(tmp_path: Path):
+    data = yaml.safe_load((library_dir() / "banking" / "e2-invoice-bank-details-change.yaml").read_text())
+    data["ivc"]["vulnerability"] = "V77"
+    data["plans"]["harmful"][0]["tool"] = "wire_money"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("id: [\n")
+    result = redagent("cases", "validate", str(bad), str(broken), str(tmp_path / "missing.yaml"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert any(line.startswith(f"{bad}:") and "ivc.vulnerability: unknown vulnerability code 'V77'" in line
+               for line in lines)
+    assert any("plans.harmful[0].tool: unknown tool 'wire_money'" in line for line in lines)
+    assert any(line.startswith(f"{broken}:") and "not valid YAML" in line for line in lines)
+    assert any("missing.yaml:1: (file): cannot read" in line for line in lines)
+
+
+def test_unknown_selectors_are_one_line_errors():
+    for args in (("cases", "list", "--strategy", "Z9"), ("cases", "show", "no-such-case"),
+                 ("cases", "rollout", "banking-e2-invoice-bank-details-change", "--agent", "gpt-nothing")):
+        result = redagent(*args)
+        assert result.returncode == 2, args
+        assert result.stderr.startswith("error: ") and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_rollout_json_matches_ground_truth():
+    result = redagent("cases", "rollout", "banking-e2-invoice-bank-details-change", "--agent", "sim/comply", "--json")
+    rollout = json.loads(result.stdout)
+    assert rollout["E"] == rollout["expected_E"] == 1
+    assert rollout["evidence"]["receipts"] and rollout["events"][0]["role"] == "user"
