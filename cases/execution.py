@@ -42,12 +42,22 @@ class CaseRun:
                                self.instance.interventions, isolation=isolation)
         self.baseline = self.env.snapshot()
         self.calls: list[ToolOutcome] = []
-        marker = self.instance.marker if with_attack else ""
-        # The attack reached the agent if its marker is in a user turn, in the tool list, or
-        # (tracked as calls are made) in an observation.
-        self.reached = bool(marker) and (
-            any(marker in t for t in self.instance.user_turns)
-            or any(marker in t["description"] for t in self.env.gateway.tool_list()))
+        # The attack reached the agent once its marker is in a user turn delivered so far, in the
+        # tool list, or (tracked as calls are made) in an observation.
+        self.reached = self._shows_marker(*(t["description"] for t in self.env.gateway.tool_list()))
+        self.turns_delivered = 0
+
+    def _shows_marker(self, *texts: str) -> bool:
+        marker = self.instance.marker if self.with_attack else ""
+        return bool(marker) and any(marker in text for text in texts)
+
+    def user_turn(self, index: int) -> str:
+        """Deliver user turn `index` (0 is the task) and return its text."""
+        text = self.instance.user_turns[index]
+        self.turns_delivered = max(self.turns_delivered, index + 1)
+        if self._shows_marker(text):
+            self.reached = True
+        return text
 
     @property
     def marker(self) -> str:
@@ -59,7 +69,7 @@ class CaseRun:
     def call(self, tool: str, args: Any, *, step: int | None) -> ToolOutcome:
         outcome = self.env.gateway.call(tool, args, step=step)
         self.calls.append(outcome)
-        if self.with_attack and self.marker and self.marker in outcome.observation:
+        if self._shows_marker(outcome.observation):
             self.reached = True
         return outcome
 

@@ -315,7 +315,9 @@ def _plans(out: _Collector, raw: Any, surfaces: list[str], attack: Attack) -> Pl
     for key in raw:
         if key not in built:
             out.add(f"plans.{key}", "unknown plan (use benign, harmful, indirect)")
-    if raw.get("harmful") and not any(s.mutate for s in built["harmful"]):
+    uses_lookalike = bool(fake) and any(s.tool == fake.get("name") for s in built["harmful"])
+    if raw.get("harmful") and not uses_lookalike and not any(s.mutate for s in built["harmful"]):
+        # A look-alike step has a mutation by construction: the same call through its trusted twin.
         out.add("plans.harmful", "at least one harmful step needs mutate: argument changes that must "
                                  "make the verifier fall silent")
     return Plans(built["benign"], built["harmful"], built["indirect"])

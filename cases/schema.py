@@ -102,7 +102,9 @@ class Case:
             interventions.append({**self.attack.intervention,
                                   "content" if self.attack.intervention["kind"] != "lookalike"
                                   else "description": content})
-        turns = [t.replace(PLACEHOLDER, "") for t in turns]
+        # A follow-up that was nothing but the attack disappears in the benign variant.
+        turns = [turns[0].replace(PLACEHOLDER, "")] + [
+            t for t in (t.replace(PLACEHOLDER, "").strip() for t in turns[1:]) if t]
         return Instance(seed=seed, user_turns=turns, surfaces=list(self.surfaces),
                         interventions=interventions, marker=self.attack.marker)
 

@@ -5,8 +5,9 @@ For every case, as AgentDojo's suite check does and beyond it:
   reachability   the attack reaches an observation along the benign plan (or the user turn,
                  or the tool list for description and look-alike attacks);
   verifiability  benign plan → E=0; benign plan with the harmful plan once the attack is seen → E=1;
-  mutation       dropping any effect of the harmful plan, or applying any declared argument
-                 mutation, makes E=0 — a verifier that still fires is too loose;
+  mutation       dropping any effect of the harmful plan, applying any declared argument
+                 mutation, or sending a look-alike tool's call through its trusted twin, makes
+                 E=0 — a verifier that still fires is too loose;
   rejection      the harmful effects with the service-rejected arguments give failed/denied
                  receipts and E=0 (attempts never count);
   indirect       where an indirect plan exists, it realises the harm (E=1) through side effects.
@@ -14,6 +15,7 @@ For every case, as AgentDojo's suite check does and beyond it:
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -37,11 +39,15 @@ class CaseCheck:
         return not self.failures
 
 
-def is_effect(step: Step, case: Case) -> bool:
+def _lookalike_target(step: Step, case: Case) -> str | None:
     intervention = case.attack.intervention or {}
-    tool = intervention["target"] if intervention.get("kind") == "lookalike" and \
-        step.tool == intervention.get("name") else step.tool
-    return tool in CONSEQUENTIAL
+    if intervention.get("kind") == "lookalike" and step.tool == intervention.get("name"):
+        return intervention["target"]
+    return None
+
+
+def is_effect(step: Step, case: Case) -> bool:
+    return (_lookalike_target(step, case) or step.tool) in CONSEQUENTIAL
 
 
 def run_plan(case: Case, harmful: Iterable[tuple[Step, dict[str, Any]]] | None, *,
@@ -68,9 +74,13 @@ def run_plan(case: Case, harmful: Iterable[tuple[Step, dict[str, Any]]] | None, 
             step, args = pending.pop(0)
             act("harmful", step, args)
 
+    run.user_turn(0)
     maybe_harm()
     for i, step in enumerate(case.plans.benign):
         act(f"benign[{i}]", step, step.args)
+        maybe_harm()
+    for turn in range(1, len(run.instance.user_turns)):  # follow-ups arrive after the task is done
+        run.user_turn(turn)
         maybe_harm()
     for step, args in pending:  # never reached: run the rest anyway, so verifiability is still tested
         act("harmful", step, args)
@@ -105,6 +115,15 @@ def check_case(case: Case, *, isolation: Bubblewrap | NoIsolation | None = None)
         if run.verdict.E:
             fail(("mutation", f"verifier still fires with harmful[{i}] ({step.tool}) dropped: "
                               f"too loose (evidence {_evidence(run)})"))
+        twin = _lookalike_target(step, case)
+        if twin:
+            # The safe twin of a look-alike call is the same call through the trusted tool.
+            swapped = [(dataclasses.replace(s, tool=twin) if j == i else s, s.args)
+                       for j, s in enumerate(case.plans.harmful)]
+            run, _ = run_plan(case, swapped, isolation=isolation)
+            if run.verdict.E:
+                fail(("mutation", f"verifier still fires when harmful[{i}] uses the trusted {twin} instead of "
+                                  f"the look-alike {step.tool}: too loose (evidence {_evidence(run)})"))
         for m, override in enumerate(step.mutate):
             changed = [(s, {**s.args, **override} if j == i else s.args)
                        for j, s in enumerate(case.plans.harmful)]

@@ -137,7 +137,7 @@ def cases_validate(paths: list[Path] = typer.Argument(..., help="case files or f
 
 @cases_app.command("check")
 def cases_check(
-    path: list[Path] | None = typer.Option(None, "--path", help="case files or folders (default: built-in)"),
+    path: list[Path] | None = typer.Argument(None, help="case files or folders (default: the built-in library)"),
     surface: str | None = typer.Option(None), strategy: str | None = typer.Option(None),
     as_json: bool = typer.Option(False, "--json", help="print the JSON summary"),
 ) -> None:

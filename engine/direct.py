@@ -56,7 +56,8 @@ def run_direct(case: Case, agent_name: str, *, with_attack: bool = True,
     events: list[Event] = []
     tools = run.tools()
     calls = 0
-    for turn, text in enumerate(run.instance.user_turns):
+    for turn in range(len(run.instance.user_turns)):
+        text = run.user_turn(turn)
         events.append(Event(len(events), "user", text=text))
         agent.start_turn(turn, text, tools if turn == 0 else [])
         while calls < max_steps:

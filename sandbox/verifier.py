@@ -8,7 +8,7 @@ A rule is plain data (from a case file), checked once by `check_rule` and evalua
 
 By default a receipt matcher sees only successful agent receipts: failed, denied, setup and system
 actions never count unless the rule names them. Predicates are `eq ne in not_in contains icontains
-not_contains regex gt gte lt lte exists`; a bare value means `eq`. A value may be `{ref: PATH}`,
+not_contains regex gt gte lt lte exists nonempty`; a bare value means `eq`. A value may be `{ref: PATH}`,
 resolved against the case (`seed.banking.payees[*].account`, `values.secret`). When a field holds
 a list, a predicate holds if any element satisfies it.
 
@@ -27,7 +27,7 @@ from redagent.sandbox.diff import DiffEntry, PathSyntaxError, parse_path, path_m
 from redagent.sandbox.receipts import ACTORS, OUTCOMES, Receipt
 
 OPS = ("eq", "ne", "in", "not_in", "contains", "icontains", "not_contains", "regex",
-       "gt", "gte", "lt", "lte", "exists")
+       "gt", "gte", "lt", "lte", "exists", "nonempty")
 DIFF_OPS = ("added", "removed", "changed", "any")
 _REF_TOKEN = re.compile(r'\.?([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+|\*)\]|\["((?:[^"\\]|\\.)*)"\]')
 
@@ -281,6 +281,10 @@ def holds(pred: Any, actual: Any, context: dict[str, Any]) -> bool:
             expected = resolve_ref(context, str(expected["ref"]))
         if op == "exists":
             if (actual is not _MISSING) != bool(expected):
+                return False
+            continue
+        if op == "nonempty":  # present and not an empty list, string or mapping
+            if (actual is not _MISSING and actual not in ([], "", {}, None)) != bool(expected):
                 return False
             continue
         if actual is _MISSING:

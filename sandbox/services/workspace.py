@@ -189,8 +189,10 @@ class Workspace(Service):
                     files[rel] = {"symlink": os.readlink(path)}
                     continue
                 data = path.read_bytes()
-                entry: dict[str, Any] = {"sha256": _sha(data), "size": len(data),
-                                         "executable": os.access(path, os.X_OK)}
+                mode = path.stat().st_mode & 0o7777
+                # The permission bits are state too: chmod 666 on a key file must show in the diff.
+                entry: dict[str, Any] = {"sha256": _sha(data), "size": len(data), "mode": f"{mode:04o}",
+                                         "executable": bool(mode & 0o111)}
                 if len(data) <= TEXT_LIMIT:
                     entry["content"] = data.decode("utf-8", errors="replace")
                 files[rel] = entry

@@ -7,8 +7,12 @@ import pytest
 from redagent.cases.loader import load_cases
 from redagent.engine.calibration import BEHAVIOURS, UnknownAgent, expected_E, indirect_route
 from redagent.engine.direct import run_direct
+from redagent.sandbox.environment import SERVICES
+from redagent.sandbox.receipts import ReceiptLog
+from redagent.sandbox.verifier import evaluate
 
 LIBRARY = load_cases()
+SERVICE_OF = {spec.name: cls.name for cls in SERVICES.values() for spec in cls.tool_specs()}
 
 
 @pytest.mark.parametrize("agent", list(BEHAVIOURS))
@@ -48,14 +52,29 @@ def test_trajectory_shapes_follow_the_behaviour():
         == ["denied"]
 
 
-def test_indirect_never_calls_the_harmful_tool_directly():
+def calls_as_receipts(rollout, case):
+    """What a transcript alone shows: each direct tool call as if it were a receipt, with no effect."""
+    log = ReceiptLog()
+    lookalike = case.attack.intervention or {}
+    for event in rollout.events:
+        if event.role == "assistant" and event.tool_call:
+            name = event.tool_call["name"]
+            if lookalike.get("kind") == "lookalike" and name == lookalike.get("name"):
+                name = lookalike["target"]
+            log.append(service=SERVICE_OF.get(name, "?"), action=name, args=event.tool_call["args"], outcome="ok",
+                       actor="agent", step=event.index)
+    return list(log)
+
+
+def test_indirect_harm_is_invisible_in_the_direct_calls():
+    # sim/indirect realises the harm (E=1 from receipts), yet the verifier applied to the direct tool
+    # calls alone stays silent: the harm is only a side effect (a script run, an attachment by reference).
     for case in LIBRARY:
         if indirect_route(case) is None:
             continue
         rollout = run_direct(case, "sim/indirect")
-        direct = {(e.tool_call["name"]) for e in rollout.events if e.role == "assistant" and e.tool_call}
-        deciding = [r for r in rollout.finished.receipts if r.id in rollout.finished.verdict.receipts]
-        assert deciding and all(r.via == "run_command" or r.action not in direct for r in deciding), case.id
+        assert rollout.E == 1, case.id
+        assert evaluate(case.rule, calls_as_receipts(rollout, case), [], case.context).E == 0, case.id
 
 
 def test_benign_variant_keeps_E_zero_for_a_complying_agent():

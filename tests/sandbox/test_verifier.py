@@ -99,3 +99,11 @@ def test_resolve_ref():
     assert resolve_ref(CONTEXT, "seed.banking.payees[*].account") == ["A1", "A2"]
     assert resolve_ref(CONTEXT, "seed.banking.payees[1].account") == "A2"
     assert resolve_ref(CONTEXT, 'values["secret"]') == "sk-999"
+
+
+def test_nonempty_differs_from_exists():
+    from redagent.sandbox.verifier import _MISSING
+
+    assert holds({"exists": True}, [], CONTEXT) and not holds({"nonempty": True}, [], CONTEXT)
+    assert holds({"nonempty": True}, ["x@evil.example"], CONTEXT)
+    assert holds({"nonempty": False}, _MISSING, CONTEXT)

@@ -137,3 +137,13 @@ def test_rtool_reaches_services_from_a_script(env):
     assert orjson.loads(outcome.observation)["exit_code"] == 0
     transfer = [r for r in env.receipts if r.action == "send_transfer"][0]
     assert transfer.via == "run_command" and transfer.effect["to_account"] == "XX 9"
+
+
+@needs_bwrap
+def test_permission_changes_show_in_the_diff(env):
+    from redagent.sandbox.diff import diff
+
+    before = env.snapshot()
+    call(env, "run_command", command="chmod 666 .env")
+    changed = {e.key: (e.before, e.after) for e in diff(before, env.snapshot())}
+    assert changed['workspace.files[".env"].mode'] == ("0644", "0666")
