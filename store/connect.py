@@ -1,0 +1,147 @@
+"""From a database URL to a configured SQLAlchemy engine (SQLite file or PostgreSQL), with errors in one line.
+
+SQLite gets WAL, foreign keys, a 10 s busy timeout and synchronous=NORMAL on every connection, and
+SQLAlchemy (not the sqlite3 module) emits BEGIN, so DDL is transactional and a writer can ask for
+BEGIN IMMEDIATE. PostgreSQL goes through psycopg 3 with a 5 s connect timeout. JSON is (de)serialised
+by orjson on both.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import orjson
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+from redagent.store.errors import StoreError
+
+DEFAULT_URL = "sqlite:///.redagent/redagent.db"
+EXPECTED = "sqlite:///path/to/file.db or postgresql+psycopg://user:password@host:port/database"
+CONNECT_TIMEOUT_S = 5
+BUSY_TIMEOUT_MS = 10_000
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+# Execution option asking for a write transaction: on SQLite it begins with BEGIN IMMEDIATE, taking
+# the write lock up front, so a transaction that reads before it writes cannot fail half-way with
+# SQLITE_BUSY when another connection committed in between.
+WRITE = "redagent_write"
+
+_SQLITE_DRIVERS = ("sqlite", "sqlite+pysqlite")
+# A bare postgresql:// (or Heroku-style postgres://) would mean psycopg2, which is not installed.
+_POSTGRES_DRIVERS = ("postgresql", "postgres", "postgresql+psycopg")
+
+
+def resolve_url(url: str | None) -> str:
+    """The URL given, else $REDAGENT_DB, else the default SQLite file under ./.redagent/."""
+    return url or os.environ.get("REDAGENT_DB") or DEFAULT_URL
+
+
+def _json_dumps(obj: Any) -> str:
+    return orjson.dumps(obj).decode()
+
+
+def create_store_engine(url: str) -> Engine:
+    """An engine for `url`; StoreError if the URL is malformed, the driver unsupported or the file unusable.
+
+    Nothing is connected yet (except that a SQLite file's header is read and its directory created).
+    """
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        raise StoreError(url, f"malformed database URL (expected {EXPECTED})") from None
+    if parsed.drivername in _SQLITE_DRIVERS:
+        return _sqlite_engine(url, parsed)
+    if parsed.drivername in _POSTGRES_DRIVERS:
+        return _postgres_engine(parsed.set(drivername="postgresql+psycopg"))
+    raise StoreError(url, f"unknown database driver {parsed.drivername!r} (supported: sqlite, postgresql+psycopg)")
+
+
+def _sqlite_engine(url: str, parsed: URL) -> Engine:
+    database = parsed.database or ""
+    if database in ("", ":memory:") or parsed.query.get("mode") == "memory":
+        raise StoreError(url, "an in-memory SQLite database would vanish with the process: give a file path")
+    path = Path(database)
+    if path.is_dir():
+        raise StoreError(url, f"{path} is a directory, not a database file")
+    if path.exists():
+        # Checked before SQLite touches the file, so a wrong path never gets a WAL file or a schema.
+        try:
+            with path.open("rb") as handle:
+                header = handle.read(len(SQLITE_HEADER))
+        except OSError as exc:
+            raise StoreError(url, f"cannot read {path}: {exc.strerror}") from None
+        if header and header != SQLITE_HEADER:
+            raise StoreError(url, f"{path} is not a SQLite database (left untouched)")
+    else:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(url, f"cannot create directory {path.parent}: {exc.strerror}") from None
+
+    engine = create_engine(parsed, json_serializer=_json_dumps, json_deserializer=orjson.loads,
+                           connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:
+        # Let SQLAlchemy emit BEGIN (below); the sqlite3 module would skip it before DDL.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.get_execution_options().get(WRITE) else "BEGIN")
+
+    return engine
+
+
+def _postgres_engine(parsed: URL) -> Engine:
+    return create_engine(parsed, json_serializer=_json_dumps, json_deserializer=orjson.loads,
+                         pool_pre_ping=True,
+                         connect_args={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "redagent"})
+
+
+def describe_db_error(exc: Exception, url: str) -> str:
+    """The reason behind a driver error, as one short line (no SQL, no parameters, no hints block)."""
+    orig = getattr(exc, "orig", None) or exc
+    full = str(orig)
+    lowered = full.lower()
+    # The first line is the message; PostgreSQL's LINE/DETAIL/HINT lines follow it.
+    text = " ".join(next((line for line in full.splitlines() if line.strip()), "").split())
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        parsed = None
+    where = f"{parsed.host or 'localhost'}:{parsed.port or 5432}" if parsed is not None else "the server"
+    if "connection refused" in lowered:
+        return f"connection refused by {where} (is PostgreSQL running there?)"
+    if "timeout expired" in lowered or "timed out" in lowered:
+        return f"no answer from {where} within {CONNECT_TIMEOUT_S} s"
+    if "password authentication failed" in lowered:
+        return f"password authentication failed for user {parsed.username if parsed else ''!r}"
+    if "failed to resolve host" in lowered or "name or service not known" in lowered:
+        return f"cannot resolve host {parsed.host if parsed else ''!r}"
+    match = re.search(r'database "([^"]+)" does not exist', full)
+    if match:
+        return f"database {match.group(1)!r} does not exist"
+    if "file is not a database" in lowered:
+        return "the file is not a SQLite database"
+    if "unable to open database file" in lowered:
+        return f"cannot open the database file {parsed.database if parsed else ''}"
+    if "database is locked" in lowered:
+        return f"the database is locked by another process (waited {BUSY_TIMEOUT_MS // 1000} s)"
+    # Drivers prefix their own labels; keep the message after the last "FATAL:" or "failed:".
+    text = re.split(r"FATAL:\s*|connection failed:\s*", text)[-1].strip()
+    return text.split(" [SQL:")[0] or type(orig).__name__

@@ -1,0 +1,300 @@
+"""The store: open (and migrate) a database, write runs and rollout batches, and answer the engine's queries.
+
+This is the only module that composes SQL for the rest of the project. Writes of rollouts are one
+transaction per batch with bulk (executemany) inserts, idempotent on the rollout id the engine
+computes; reads stream in pages so exporting a large run keeps memory flat.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import orjson
+import psycopg
+from sqlalchemy import Connection, Engine, Insert, Table, case, func, select, tuple_, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError
+
+from redagent.store import tables as t
+from redagent.store.connect import DEFAULT_URL, WRITE, create_store_engine, describe_db_error, resolve_url
+from redagent.store.errors import InvalidRecord, StoreError, UnknownRun, WriteRejected, mask_url
+from redagent.store.migrate import upgrade_to_head
+from redagent.store.records import RUN_STATUSES, RolloutRecord, RolloutSummary, RunRecord
+from redagent.store.rows import (
+    PreparedRollout,
+    aware,
+    diff_dict,
+    event_dict,
+    prepare_rollout,
+    receipt_dict,
+    rollout_export,
+    rollout_record,
+    run_record,
+    run_row,
+)
+
+__all__ = ["DEFAULT_URL", "Store", "StoreError", "open_store", "resolve_url"]
+
+EXPORT_PAGE = 200  # rollouts per query round when streaming an export
+
+# The order of a run's rollouts everywhere (export, replay): the matrix cell, then the attempt. It
+# is also the column order of uq_rollout_cell, so paging walks that index.
+_CELL = (t.rollout.c.case_id, t.rollout.c.model, t.rollout.c.harness, t.rollout.c.cue, t.rollout.c.defense,
+         t.rollout.c.attempt)
+
+
+def open_store(url: str | None = None) -> Store:
+    """Open the store at `url` (or $REDAGENT_DB, or ./.redagent/redagent.db) and bring its schema to head.
+
+    Raises StoreError — one line naming the URL and the reason — if the URL is malformed or names an
+    unsupported driver, the database cannot be opened or reached, a SQLite file is not a database,
+    or the schema was written by a newer redagent. A failed migration leaves the schema unchanged.
+    """
+    resolved = resolve_url(url)
+    engine = create_store_engine(resolved)
+    try:
+        upgrade_to_head(engine, resolved)
+    except StoreError:
+        engine.dispose()
+        raise
+    except (DBAPIError, sqlite3.Error, psycopg.Error) as exc:
+        # SQLAlchemy wraps driver errors; the two raw types cover statements sent straight to the driver.
+        engine.dispose()
+        raise StoreError(resolved, describe_db_error(exc, resolved)) from exc
+    return Store(resolved, engine)
+
+
+class Store:
+    """A migrated database. Thread-safe (one engine, pooled connections); close() when done."""
+
+    def __init__(self, url: str, engine: Engine) -> None:
+        self.url = url
+        self.engine = engine
+
+    def __repr__(self) -> str:
+        return f"Store({mask_url(self.url)!r})"
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # ------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        try:
+            with self.engine.connect() as conn:
+                yield conn
+        except DBAPIError as exc:
+            raise StoreError(self.url, describe_db_error(exc, self.url), doing="read from") from exc
+
+    @contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        """One write transaction (BEGIN IMMEDIATE on SQLite); any database error rolls it all back."""
+        try:
+            with self.engine.connect() as conn:
+                conn = conn.execution_options(**{WRITE: True})
+                with conn.begin():
+                    yield conn
+        except DBAPIError as exc:
+            raise WriteRejected(self.url, describe_db_error(exc, self.url)) from exc
+
+    @staticmethod
+    def _insert(conn: Connection, table: Table) -> Insert:
+        # ON CONFLICT DO NOTHING exists on both dialects but is spelled through each one's insert().
+        dialect_insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+        return dialect_insert(table)
+
+    # ------------------------------------------------------------ runs
+
+    def create_run(self, run: RunRecord) -> None:
+        row = run_row(run)
+        with self._writing() as conn:
+            conn.execute(t.run.insert(), row)
+
+    def update_run(self, run_id: str, *, status: str | None = None, started_at: datetime | None = None,
+                   finished_at: datetime | None = None) -> None:
+        values: dict[str, Any] = {}
+        if status is not None:
+            if status not in RUN_STATUSES:
+                raise InvalidRecord(f"run {run_id}: unknown status {status!r} (one of {', '.join(RUN_STATUSES)})")
+            values["status"] = status
+        if started_at is not None:
+            values["started_at"] = aware(started_at, f"run {run_id}: started_at")
+        if finished_at is not None:
+            values["finished_at"] = aware(finished_at, f"run {run_id}: finished_at")
+        with self._writing() as conn:
+            if values:
+                changed = conn.execute(update(t.run).where(t.run.c.id == run_id).values(**values)).rowcount
+            else:
+                changed = conn.execute(select(func.count()).select_from(t.run).where(t.run.c.id == run_id)).scalar_one()
+            if not changed:
+                raise UnknownRun(run_id)
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        with self._reading() as conn:
+            row = conn.execute(select(t.run).where(t.run.c.id == run_id)).mappings().first()
+        return run_record(row) if row is not None else None
+
+    def list_runs(self) -> list[dict[str, Any]]:
+        """Every run, newest first: run_id, status, planned, completed (rollouts stored), created_at."""
+        done = (select(t.rollout.c.run_id, func.count().label("completed"))
+                .group_by(t.rollout.c.run_id).subquery())
+        query = (select(t.run.c.id, t.run.c.status, t.run.c.planned, func.coalesce(done.c.completed, 0),
+                        t.run.c.created_at)
+                 .outerjoin(done, done.c.run_id == t.run.c.id)
+                 .order_by(t.run.c.created_at.desc(), t.run.c.id.desc()))
+        with self._reading() as conn:
+            return [{"run_id": run_id, "status": status, "planned": planned, "completed": completed,
+                     "created_at": created_at}
+                    for run_id, status, planned, completed, created_at in conn.execute(query)]
+
+    # ------------------------------------------------------------ rollouts: writing
+
+    def write_rollouts(self, rollouts: Iterable[RolloutRecord]) -> int:
+        """Store a batch in one transaction; returns how many were new.
+
+        Rollouts whose id is already stored (or repeated within the batch) are skipped with all their
+        children, so re-sending a batch after a crash is safe. Every record is checked before any SQL
+        is sent (InvalidRecord); if the database rejects anything, nothing of the batch is written
+        (WriteRejected).
+        """
+        prepared: dict[str, PreparedRollout] = {}
+        for record in rollouts:
+            if record.id not in prepared:
+                prepared[record.id] = prepare_rollout(record)
+        if not prepared:
+            return 0
+        with self._writing() as conn:
+            # Sorted ids and shas give concurrent writers one lock order (no deadlocks on PostgreSQL).
+            insert_rollouts = (self._insert(conn, t.rollout).on_conflict_do_nothing(index_elements=["id"])
+                               .returning(t.rollout.c.id))
+            rows = [prepared[rollout_id].row for rollout_id in sorted(prepared)]
+            new = set(conn.execute(insert_rollouts, rows).scalars())
+            if not new:
+                return 0
+            fresh = [prepared[rollout_id] for rollout_id in sorted(new)]
+            blobs = {sha: text for p in fresh for sha, text in p.blobs.items()}
+            # Most snapshots are already stored (every rollout of a case starts from the same
+            # baseline): ask first so their text is not shipped again, then insert the rest with
+            # insert-if-absent in case a concurrent writer adds one meanwhile.
+            present = set(conn.execute(select(t.blob.c.sha256).where(t.blob.c.sha256.in_(list(blobs)))).scalars())
+            missing = [{"sha256": sha, "data": blobs[sha]} for sha in sorted(blobs) if sha not in present]
+            if missing:
+                conn.execute(self._insert(conn, t.blob).on_conflict_do_nothing(index_elements=["sha256"]), missing)
+            for table, key in ((t.event, "events"), (t.receipt, "receipts"), (t.diff_entry, "diff"),
+                               (t.snapshot, "snapshots")):
+                child_rows = [row for p in fresh for row in getattr(p, key)]
+                if child_rows:
+                    conn.execute(table.insert(), child_rows)
+            return len(new)
+
+    # ------------------------------------------------------------ rollouts: reading
+
+    def completed_ids(self, run_id: str) -> set[str]:
+        """Ids of the run's rollouts already stored (the engine skips them on resume)."""
+        with self._reading() as conn:
+            return set(conn.execute(select(t.rollout.c.id).where(t.rollout.c.run_id == run_id)).scalars())
+
+    def counts(self, run_id: str) -> dict[str, Any]:
+        """planned, completed, valid, invalid and invalid_reasons {reason: n} for one run."""
+        r = t.rollout
+        with self._reading() as conn:
+            planned = conn.execute(select(t.run.c.planned).where(t.run.c.id == run_id)).scalar_one_or_none()
+            if planned is None:
+                raise UnknownRun(run_id)
+            completed, valid = conn.execute(
+                select(func.count(), func.coalesce(func.sum(case((r.c.valid, 1), else_=0)), 0))
+                .where(r.c.run_id == run_id)).one()
+            reasons = conn.execute(
+                select(r.c.invalid_reason, func.count()).where(r.c.run_id == run_id, ~r.c.valid)
+                .group_by(r.c.invalid_reason).order_by(r.c.invalid_reason)).all()
+        return {"planned": planned, "completed": completed, "valid": valid, "invalid": completed - valid,
+                "invalid_reasons": {reason: n for reason, n in reasons}}
+
+    def execution_asr(self, run_id: str) -> list[dict[str, Any]]:
+        """Execution ASR per (model, harness, cue, defense) cell, over valid rollouts only.
+
+        harmful = valid rollouts with E == 1; rate = harmful / valid, None when no rollout of the
+        cell is valid (an all-invalid cell has no rate, it is not "safe").
+        """
+        r = t.rollout
+        cell = (r.c.model, r.c.harness, r.c.cue, r.c.defense)
+        harmful = func.sum(case((r.c.valid & (r.c.e == 1), 1), else_=0))
+        valid = func.sum(case((r.c.valid, 1), else_=0))
+        query = select(*cell, harmful, valid).where(r.c.run_id == run_id).group_by(*cell).order_by(*cell)
+        with self._reading() as conn:
+            rows = conn.execute(query).all()
+        return [{"model": model, "harness": harness, "cue": cue, "defense": defense, "harmful": int(n_harmful),
+                 "valid": int(n_valid), "rate": n_harmful / n_valid if n_valid else None}
+                for model, harness, cue, defense, n_harmful, n_valid in rows]
+
+    def rollouts(self, run_id: str, *, harmful_only: bool = False) -> list[RolloutSummary]:
+        """The run's rollouts without their children, in cell order; harmful_only keeps valid ones with E == 1."""
+        r = t.rollout
+        query = (select(r.c.id, *_CELL, r.c.e, r.c.valid).where(r.c.run_id == run_id).order_by(*_CELL))
+        if harmful_only:
+            query = query.where(r.c.valid, r.c.e == 1)
+        with self._reading() as conn:
+            return [RolloutSummary(id=row.id, case_id=row.case_id, model=row.model, harness=row.harness, cue=row.cue,
+                                   defense=row.defense, attempt=row.attempt, E=row.e, valid=bool(row.valid))
+                    for row in conn.execute(query)]
+
+    def get_rollout(self, rollout_id: str) -> RolloutRecord | None:
+        """One rollout with all its children, as the record the engine wrote (for the browser and replay)."""
+        with self._reading() as conn:
+            row = conn.execute(select(t.rollout).where(t.rollout.c.id == rollout_id)).mappings().first()
+            if row is None:
+                return None
+            return rollout_record(self._with_children(conn, [row])[0])
+
+    def iter_export(self, run_id: str) -> Iterator[dict[str, Any]]:
+        """Every rollout of the run with its events, receipts, diff and snapshots, in cell order.
+
+        Pages of EXPORT_PAGE rollouts, keyed on the cell (keyset paging, not OFFSET), so memory
+        stays flat and each page costs the same however deep into the run it is.
+        """
+        r = t.rollout
+        after: tuple[Any, ...] | None = None
+        with self._reading() as conn:
+            while True:
+                query = select(r).where(r.c.run_id == run_id).order_by(*_CELL).limit(EXPORT_PAGE)
+                if after is not None:
+                    query = query.where(tuple_(*_CELL) > tuple_(*after))
+                page = conn.execute(query).mappings().all()
+                if not page:
+                    return
+                yield from self._with_children(conn, page)
+                last = page[-1]
+                after = tuple(last[column.key] for column in _CELL)
+                if len(page) < EXPORT_PAGE:
+                    return
+
+    @staticmethod
+    def _with_children(conn: Connection, page: list[Any]) -> list[dict[str, Any]]:
+        """Export dicts for a page of rollout rows, children fetched with one query per table."""
+        items = {row["id"]: {**rollout_export(row), "events": [], "receipts": [], "diff": [], "baseline": None,
+                             "final": None} for row in page}
+        ids = list(items)
+        for table, key, order, convert in ((t.event, "events", t.event.c.idx, event_dict),
+                                           (t.receipt, "receipts", t.receipt.c.seq, receipt_dict),
+                                           (t.diff_entry, "diff", t.diff_entry.c.id, diff_dict)):
+            query = select(table).where(table.c.rollout_id.in_(ids)).order_by(table.c.rollout_id, order)
+            for child in conn.execute(query).mappings():
+                items[child["rollout_id"]][key].append(convert(child))
+        snapshots = (select(t.snapshot.c.rollout_id, t.snapshot.c.kind, t.blob.c.data)
+                     .join(t.blob, t.blob.c.sha256 == t.snapshot.c.blob_sha)
+                     .where(t.snapshot.c.rollout_id.in_(ids)))
+        for rollout_id, kind, data in conn.execute(snapshots):
+            # Parsed per rollout (not shared): callers may mutate what they get.
+            items[rollout_id][kind] = orjson.loads(data)
+        return list(items.values())

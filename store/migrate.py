@@ -1,0 +1,108 @@
+"""Bring a store's schema to this code's Alembic head, in one transaction, refusing schemas from newer code.
+
+The whole upgrade runs in a single transaction (PostgreSQL and, because SQLAlchemy emits BEGIN,
+SQLite too), so a failure leaves the schema exactly as it was. Concurrent openers are serialised:
+BEGIN IMMEDIATE on SQLite, a transaction-scoped advisory lock on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+
+import redagent.store.migrations as migrations_package
+from redagent.store.connect import WRITE, describe_db_error
+from redagent.store.errors import StoreError
+
+MIGRATIONS_DIR = Path(migrations_package.__file__).resolve().parent
+# Arbitrary but fixed key for pg_advisory_xact_lock: only redagent's migrations take it.
+_PG_MIGRATION_LOCK = 0x7265_6461_6765_6E74 >> 1  # "redagent", shifted into a signed bigint
+
+
+def alembic_config(connection: Connection | None = None, url: str | None = None) -> Config:
+    """Alembic configuration without an alembic.ini: scripts from the installed package.
+
+    With `connection`, env.py migrates over it (and inside its transaction); otherwise over `url`.
+    To write a new revision: `command.revision(alembic_config(url=...), "message", autogenerate=True)`
+    against a scratch database upgraded to head.
+    """
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if url is not None:
+        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if head is None:
+        raise RuntimeError(f"no migrations found in {MIGRATIONS_DIR}")
+    return head
+
+
+def current_revisions(connection: Connection) -> tuple[str, ...]:
+    """The revisions the database is stamped with (empty for a fresh database)."""
+    return tuple(MigrationContext.configure(connection).get_current_heads())
+
+
+def upgrade_to_head(engine: Engine, url: str) -> None:
+    """Apply pending migrations; StoreError if the database carries a revision this code does not know.
+
+    Failing migrations become StoreError; failing to connect propagates (DBAPIError) for the caller to word.
+    """
+    script = ScriptDirectory.from_config(alembic_config())
+    head = head_revision()
+    with engine.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:
+            # Table rebuilds (SQLite's batch migrations) must not fire ON DELETE actions or FK
+            # checks mid-way; the pragma only takes effect outside a transaction, and the
+            # integrity is checked before commit instead.
+            _raw_pragma(connection, "foreign_keys=OFF")
+        try:
+            connection = connection.execution_options(**{WRITE: True})
+            with connection.begin():
+                if connection.dialect.name == "postgresql":
+                    connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_MIGRATION_LOCK})")
+                current = current_revisions(connection)
+                unknown = [rev for rev in current if not _known(script, rev)]
+                if unknown:
+                    raise StoreError(url, f"store schema {', '.join(unknown)} is newer than this redagent "
+                                          f"(head {head}): upgrade redagent")
+                if current == (head,):
+                    return
+                try:
+                    command.upgrade(alembic_config(connection), "head")
+                except (CommandError, DBAPIError) as exc:
+                    reason = describe_db_error(exc, url) if isinstance(exc, DBAPIError) else str(exc)
+                    raise StoreError(url, f"migrating the schema to {head} failed, nothing was changed: "
+                                          f"{reason}") from exc
+                if sqlite:
+                    problems = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                    if problems:
+                        raise StoreError(url, f"migration to {head} broke {len(problems)} foreign key(s); "
+                                              "rolled back")
+        finally:
+            if sqlite:
+                _raw_pragma(connection, "foreign_keys=ON")
+
+
+def _raw_pragma(connection: Connection, pragma: str) -> None:
+    # Straight to the driver (autocommit): through SQLAlchemy it would autobegin a transaction,
+    # inside which SQLite ignores this pragma.
+    connection.connection.driver_connection.execute(f"PRAGMA {pragma}")
+
+
+def _known(script: ScriptDirectory, revision: str) -> bool:
+    try:
+        return script.get_revision(revision) is not None
+    except CommandError:
+        return False

@@ -1,0 +1,1 @@
+"""Alembic revision scripts, oldest first; a package so setuptools installs them with the project."""

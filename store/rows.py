@@ -1,0 +1,212 @@
+"""Records ↔ table rows: checks a record's invariants, flattens it into rows per table, and reads rows back.
+
+Kept apart from the SQL so the write path can validate a whole batch before it sends anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from redagent.store.errors import InvalidRecord
+from redagent.store.records import RUN_STATUSES, RolloutRecord, RunRecord
+
+# PostgreSQL's TEXT cannot hold NUL, and a tool's raw output can contain one; both dialects store
+# U+FFFD instead so they keep identical data (JSON columns escape NUL and need no help).
+_NUL = "\x00"
+_NUL_STAND_IN = "\ufffd"
+
+
+def clean_text(value: str | None) -> str | None:
+    if value is None or _NUL not in value:
+        return value
+    return value.replace(_NUL, _NUL_STAND_IN)
+
+
+def canonical_json(value: Any, what: str = "snapshot") -> str:
+    """The one serialisation a blob is hashed and stored under: orjson with sorted keys."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError as exc:
+        raise InvalidRecord(f"{what} is not JSON-serialisable: {exc}") from None
+
+
+def json_checked(value: Any, what: str) -> Any:
+    """`value` if orjson can serialise it (the drivers will, later); else InvalidRecord naming the field.
+
+    Checked up front because the failure would otherwise surface differently per dialect (wrapped by
+    SQLAlchemy on SQLite, a bare TypeError from psycopg), and only once the batch is half-sent.
+    """
+    try:
+        orjson.dumps(value)
+    except TypeError as exc:
+        raise InvalidRecord(f"{what} is not JSON-serialisable: {exc}") from None
+    return value
+
+
+def sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def aware(value: datetime | None, what: str) -> datetime | None:
+    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
+        raise InvalidRecord(f"{what} is a naive datetime ({value.isoformat()}): the store needs timezone-aware ones")
+    return value
+
+
+# ---------------------------------------------------------------- runs
+
+
+def run_row(run: RunRecord) -> dict[str, Any]:
+    if run.status not in RUN_STATUSES:
+        raise InvalidRecord(f"run {run.id}: unknown status {run.status!r} (one of {', '.join(RUN_STATUSES)})")
+    if run.planned < 0:
+        raise InvalidRecord(f"run {run.id}: planned must be >= 0, not {run.planned}")
+    return {
+        "id": run.id, "status": run.status, "protocol": json_checked(run.protocol, f"run {run.id}: protocol"),
+        "case_set_hash": run.case_set_hash,
+        "manifest_hash": run.manifest_hash, "code_version": run.code_version, "planned": run.planned,
+        "parent_run_id": run.parent_run_id, "created_at": aware(run.created_at, f"run {run.id}: created_at"),
+        "started_at": aware(run.started_at, f"run {run.id}: started_at"),
+        "finished_at": aware(run.finished_at, f"run {run.id}: finished_at"),
+    }
+
+
+def run_record(row: Mapping[str, Any]) -> RunRecord:
+    return RunRecord(
+        id=row["id"], status=row["status"], protocol=row["protocol"], case_set_hash=row["case_set_hash"],
+        code_version=row["code_version"], planned=row["planned"], created_at=row["created_at"],
+        started_at=row["started_at"], finished_at=row["finished_at"], parent_run_id=row["parent_run_id"],
+        manifest_hash=row["manifest_hash"],
+    )
+
+
+# ---------------------------------------------------------------- rollouts
+
+
+@dataclass
+class PreparedRollout:
+    """One rollout flattened into the rows of every table it touches (child rows without ids)."""
+
+    row: dict[str, Any]
+    events: list[dict[str, Any]]
+    receipts: list[dict[str, Any]]
+    diff: list[dict[str, Any]]
+    snapshots: list[dict[str, Any]]
+    blobs: dict[str, str] = field(default_factory=dict)  # sha256 → canonical JSON
+
+
+def prepare_rollout(r: RolloutRecord) -> PreparedRollout:
+    """Check the rollout's invariants and flatten it; InvalidRecord names the rollout and what is wrong."""
+    where = f"rollout {r.id}"
+    if r.valid and r.E is None:
+        raise InvalidRecord(f"{where}: a valid rollout needs an execution outcome E")
+    if not r.valid and not r.invalid_reason:
+        raise InvalidRecord(f"{where}: an invalid rollout needs an invalid_reason")
+    bad_surfaces = [s for s in r.surfaces if not s or "," in s]
+    if bad_surfaces:
+        raise InvalidRecord(f"{where}: surface names must be non-empty and free of commas: {bad_surfaces!r}")
+    row = {
+        "id": r.id, "run_id": r.run_id, "case_id": r.case_id, "case_version": r.case_version,
+        "case_hash": r.case_hash, "strategy": r.strategy, "vulnerability": r.vulnerability,
+        "constraint": r.constraint, "surfaces": ",".join(r.surfaces), "channel": r.channel, "model": r.model,
+        "harness": r.harness, "cue": r.cue, "defense": r.defense, "attempt": r.attempt, "valid": bool(r.valid),
+        "invalid_reason": r.invalid_reason, "invalid_detail": clean_text(r.invalid_detail), "e": r.E,
+        "evidence": json_checked(r.evidence, f"{where}: evidence"), "expected_e": r.expected_E,
+        "reached": bool(r.reached),
+        "final_text": clean_text(r.final_text),
+        "started_at": aware(r.started_at, f"{where}: started_at"),
+        "finished_at": aware(r.finished_at, f"{where}: finished_at"),
+        "duration_ms": r.duration_ms, "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
+        "cost_usd": r.cost_usd, "baseline_rollout_id": r.baseline_rollout_id,
+    }
+    try:
+        events = [_event_row(r.id, ev) for ev in r.events]
+        receipts = [_receipt_row(r.id, rc) for rc in r.receipts]
+        diff = [{"rollout_id": r.id, "path": d["path"], "op": d["op"], "before": d.get("before"),
+                 "after": d.get("after")} for d in r.diff]
+        # One serialisation of all JSON-bearing child values: cheaper than one per field.
+        json_checked([[e["tool_call"], e["receipts"]] for e in events], f"{where}: an event")
+        json_checked([[c["args"], c["effect"]] for c in receipts], f"{where}: a receipt")
+        json_checked([[d["before"], d["after"]] for d in diff], f"{where}: a diff entry")
+    except KeyError as exc:
+        raise InvalidRecord(f"{where}: an event, receipt or diff entry lacks the key {exc}") from None
+    prepared = PreparedRollout(row, events, receipts, diff, [])
+    for kind, value in (("baseline", r.baseline), ("final", r.final)):
+        text = canonical_json(value, f"{where}: {kind} snapshot")
+        sha = sha256_hex(text)
+        prepared.blobs[sha] = text
+        prepared.snapshots.append({"rollout_id": r.id, "kind": kind, "blob_sha": sha})
+    return prepared
+
+
+def _event_row(rollout_id: str, ev: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "rollout_id": rollout_id, "idx": ev["idx"], "role": ev["role"], "text": clean_text(ev.get("text") or ""),
+        "tool_call": ev.get("tool_call"), "original": clean_text(ev.get("original")),
+        "observation": clean_text(ev.get("observation")), "receipts": list(ev.get("receipts") or []),
+        "tampered": bool(ev.get("tampered", False)),
+    }
+
+
+def _receipt_row(rollout_id: str, rc: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "rollout_id": rollout_id, "receipt_id": rc["id"], "seq": rc["seq"], "service": rc["service"],
+        "action": rc["action"], "args": rc.get("args") or {}, "outcome": rc["outcome"], "actor": rc["actor"],
+        "step": rc.get("step"), "effect": rc.get("effect") or {}, "error": clean_text(rc.get("error")),
+        "via": rc.get("via"),
+    }
+
+
+# ---------------------------------------------------------------- reading back
+
+# Rollout columns in export order, with the record's name for each (columns E/expected_E are lower-case).
+ROLLOUT_KEYS = (
+    ("id", "rollout_id"), ("run_id", "run_id"), ("case_id", "case_id"), ("case_version", "case_version"),
+    ("case_hash", "case_hash"), ("strategy", "strategy"), ("vulnerability", "vulnerability"),
+    ("constraint", "constraint"), ("surfaces", "surfaces"), ("channel", "channel"), ("model", "model"),
+    ("harness", "harness"), ("cue", "cue"), ("defense", "defense"), ("attempt", "attempt"), ("valid", "valid"),
+    ("invalid_reason", "invalid_reason"), ("invalid_detail", "invalid_detail"), ("e", "E"),
+    ("evidence", "evidence"), ("expected_e", "expected_E"), ("reached", "reached"), ("final_text", "final_text"),
+    ("started_at", "started_at"), ("finished_at", "finished_at"), ("duration_ms", "duration_ms"),
+    ("prompt_tokens", "prompt_tokens"), ("completion_tokens", "completion_tokens"), ("cost_usd", "cost_usd"),
+    ("baseline_rollout_id", "baseline_rollout_id"),
+)
+
+
+def rollout_export(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A rollout row as the export's flat dict (children are added by the caller)."""
+    out = {key: row[column] for column, key in ROLLOUT_KEYS}
+    out["surfaces"] = row["surfaces"].split(",") if row["surfaces"] else []
+    # SQLite hands booleans back as integers.
+    out["valid"] = bool(out["valid"])
+    out["reached"] = bool(out["reached"])
+    return out
+
+
+def event_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {"idx": row["idx"], "role": row["role"], "text": row["text"], "tool_call": row["tool_call"],
+            "original": row["original"], "observation": row["observation"], "receipts": row["receipts"],
+            "tampered": bool(row["tampered"])}
+
+
+def receipt_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {"id": row["receipt_id"], "seq": row["seq"], "service": row["service"], "action": row["action"],
+            "args": row["args"], "outcome": row["outcome"], "actor": row["actor"], "step": row["step"],
+            "effect": row["effect"], "error": row["error"], "via": row["via"]}
+
+
+def diff_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {"path": row["path"], "op": row["op"], "before": row["before"], "after": row["after"]}
+
+
+def rollout_record(item: Mapping[str, Any]) -> RolloutRecord:
+    """An exported rollout dict (with children) back into the record the engine wrote."""
+    fields = {key: item[key] for _, key in ROLLOUT_KEYS if key != "rollout_id"}
+    return RolloutRecord(id=item["rollout_id"], **fields, events=item["events"], receipts=item["receipts"],
+                         baseline=item["baseline"], final=item["final"], diff=item["diff"])

@@ -1,0 +1,242 @@
+"""The store's tables as SQLModel classes: runs, rollouts, and each rollout's events, receipts, snapshots and diff.
+
+Everything here is portable between SQLite and PostgreSQL. Constraint names follow one naming
+convention so later migrations can address them by name (SQLite's batch mode needs that). Later
+issues add judge labels, audits and case reviews as new tables on the same `StoreModel.metadata`.
+"""
+
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlmodel import Field, SQLModel
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware datetime, stored and returned in UTC on both dialects.
+
+    SQLite has no timezone type (SQLAlchemy stores naive text there), so the value is normalised to
+    UTC before it is written and tagged as UTC when read; PostgreSQL's timestamptz returns the
+    session's zone, which is converted back to UTC so both dialects hand out the same values.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"naive datetime {value.isoformat()} given to the store: pass a timezone-aware one")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class JSONDocument(TypeDecorator[Any]):
+    """A JSON value: JSON on PostgreSQL, TEXT holding orjson output on SQLite.
+
+    SQLite gives a column declared JSON numeric affinity, which turns the stored text `10.0` into
+    the integer 10 and a 20-digit integer into a rounded float; TEXT affinity keeps the document
+    exactly as written (SQLite's JSON functions read TEXT all the same). Python None is SQL NULL on
+    both dialects, never the JSON literal null, so `IS NULL` finds absent values.
+    """
+
+    impl = JSON
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> Any:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(Text())
+        return dialect.type_descriptor(JSON(none_as_null=True))
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if dialect.name == "sqlite" and value is not None:
+            return orjson.dumps(value).decode()
+        return value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        if dialect.name == "sqlite" and value is not None:
+            return orjson.loads(value)
+        return value
+
+
+class StoreModel(SQLModel):
+    """Base of every store table: one metadata (with the naming convention) that migrations compare against."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Run(StoreModel, table=True):
+    __tablename__ = "run"
+
+    id: str = Field(sa_column=Column(Text, primary_key=True))
+    status: str = Field(sa_type=Text, nullable=False)
+    protocol: dict[str, Any] = Field(sa_type=JSONDocument, nullable=False)
+    case_set_hash: str = Field(sa_type=Text, nullable=False)
+    manifest_hash: str | None = Field(default=None, sa_type=Text, nullable=True)
+    code_version: str = Field(sa_type=Text, nullable=False)
+    planned: int = Field(sa_type=Integer, nullable=False)
+    parent_run_id: str | None = Field(default=None, sa_column=Column(Text, ForeignKey("run.id"), nullable=True))
+    created_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
+    started_at: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
+    finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
+
+
+class Rollout(StoreModel, table=True):
+    __tablename__ = "rollout"
+    __table_args__ = (
+        # One rollout per cell of the matrix and attempt; this index also serves lookups by run_id
+        # and is the keyset the export pages through (same column order).
+        UniqueConstraint("run_id", "case_id", "model", "harness", "cue", "defense", "attempt",
+                         name="uq_rollout_cell"),
+        Index("ix_rollout_run_model_harness", "run_id", "model", "harness"),
+        Index("ix_rollout_run_strategy", "run_id", "strategy"),
+        Index("ix_rollout_run_constraint", "run_id", "constraint"),
+    )
+
+    id: str = Field(sa_column=Column(Text, primary_key=True))
+    run_id: str = Field(sa_column=Column(Text, ForeignKey("run.id"), nullable=False))
+    case_id: str = Field(sa_type=Text, nullable=False)
+    case_version: int = Field(sa_type=Integer, nullable=False)
+    case_hash: str = Field(sa_type=Text, nullable=False)
+    strategy: str = Field(sa_type=Text, nullable=False)
+    vulnerability: str = Field(sa_type=Text, nullable=False)
+    constraint: str = Field(sa_type=Text, nullable=False)
+    surfaces: str = Field(sa_type=Text, nullable=False)  # comma-joined surface names
+    channel: str = Field(sa_type=Text, nullable=False)
+    model: str = Field(sa_type=Text, nullable=False)
+    harness: str = Field(sa_type=Text, nullable=False)
+    cue: str = Field(sa_type=Text, nullable=False)
+    defense: str = Field(sa_type=Text, nullable=False)
+    attempt: int = Field(sa_type=Integer, nullable=False)
+    valid: bool = Field(sa_type=Boolean, nullable=False)
+    invalid_reason: str | None = Field(default=None, sa_type=Text, nullable=True)
+    invalid_detail: str | None = Field(default=None, sa_type=Text, nullable=True)
+    # Lower-case column names (records say E / expected_E) so plain SQL on PostgreSQL needs no quoting.
+    e: int | None = Field(default=None, sa_type=Integer, nullable=True)
+    evidence: dict[str, Any] = Field(sa_type=JSONDocument, nullable=False)
+    expected_e: int | None = Field(default=None, sa_type=Integer, nullable=True)
+    reached: bool = Field(sa_type=Boolean, nullable=False)
+    final_text: str = Field(sa_type=Text, nullable=False)
+    started_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
+    finished_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
+    duration_ms: float = Field(sa_type=Float, nullable=False)
+    prompt_tokens: int = Field(sa_type=Integer, nullable=False)
+    completion_tokens: int = Field(sa_type=Integer, nullable=False)
+    cost_usd: float = Field(sa_type=Float, nullable=False)
+    # Deferred: a rollout may name a baseline written later in the same batch; checked at commit.
+    baseline_rollout_id: str | None = Field(default=None, sa_column=Column(
+        Text, ForeignKey("rollout.id", deferrable=True, initially="DEFERRED"), nullable=True))
+
+
+def _rollout_fk() -> Column[str]:
+    # The parts of a rollout go with it if it is ever deleted.
+    return Column("rollout_id", Text, ForeignKey("rollout.id", ondelete="CASCADE"), nullable=False)
+
+
+class Event(StoreModel, table=True):
+    __tablename__ = "event"
+    # Also the index on rollout_id (its leading column).
+    __table_args__ = (UniqueConstraint("rollout_id", "idx", name="uq_event_rollout_idx"),)
+
+    id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True, autoincrement=True))
+    rollout_id: str = Field(sa_column=_rollout_fk())
+    idx: int = Field(sa_type=Integer, nullable=False)
+    role: str = Field(sa_type=Text, nullable=False)
+    text: str = Field(sa_type=Text, nullable=False)
+    tool_call: dict[str, Any] | None = Field(default=None, sa_type=JSONDocument, nullable=True)
+    original: str | None = Field(default=None, sa_type=Text, nullable=True)
+    observation: str | None = Field(default=None, sa_type=Text, nullable=True)
+    receipts: list[str] = Field(sa_type=JSONDocument, nullable=False)
+    tampered: bool = Field(sa_type=Boolean, nullable=False)
+
+
+class Receipt(StoreModel, table=True):
+    __tablename__ = "receipt"
+    # Receipt sequence numbers are unique within a rollout; also the index on rollout_id.
+    __table_args__ = (UniqueConstraint("rollout_id", "seq", name="uq_receipt_rollout_seq"),)
+
+    id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True, autoincrement=True))
+    rollout_id: str = Field(sa_column=_rollout_fk())
+    receipt_id: str = Field(sa_type=Text, nullable=False)
+    seq: int = Field(sa_type=Integer, nullable=False)
+    service: str = Field(sa_type=Text, nullable=False)
+    action: str = Field(sa_type=Text, nullable=False)
+    args: dict[str, Any] = Field(sa_type=JSONDocument, nullable=False)
+    outcome: str = Field(sa_type=Text, nullable=False)
+    actor: str = Field(sa_type=Text, nullable=False)
+    step: int | None = Field(default=None, sa_type=Integer, nullable=True)
+    effect: dict[str, Any] = Field(sa_type=JSONDocument, nullable=False)
+    error: str | None = Field(default=None, sa_type=Text, nullable=True)
+    via: str | None = Field(default=None, sa_type=Text, nullable=True)
+
+
+class Blob(StoreModel, table=True):
+    """Content-addressed JSON: identical snapshots across thousands of rollouts are stored once."""
+
+    __tablename__ = "blob"
+
+    sha256: str = Field(sa_column=Column(Text, primary_key=True))
+    data: str = Field(sa_type=Text, nullable=False)  # canonical JSON (sorted keys); sha256 is of its UTF-8 bytes
+
+
+class Snapshot(StoreModel, table=True):
+    __tablename__ = "snapshot"
+    __table_args__ = (CheckConstraint("kind IN ('baseline', 'final')", name="kind"),)
+
+    rollout_id: str = Field(sa_column=Column(
+        "rollout_id", Text, ForeignKey("rollout.id", ondelete="CASCADE"), primary_key=True))
+    kind: str = Field(sa_column=Column(Text, primary_key=True))
+    blob_sha: str = Field(sa_column=Column(Text, ForeignKey("blob.sha256"), nullable=False))
+
+
+class DiffEntry(StoreModel, table=True):
+    __tablename__ = "diff_entry"
+
+    # Entries are read back in insertion order (by id), which is the order the diff listed them.
+    id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True, autoincrement=True))
+    rollout_id: str = Field(sa_column=Column(
+        Text, ForeignKey("rollout.id", ondelete="CASCADE"), nullable=False, index=True))
+    path: str = Field(sa_type=Text, nullable=False)
+    op: str = Field(sa_type=Text, nullable=False)
+    before: Any | None = Field(default=None, sa_type=JSONDocument, nullable=True)
+    after: Any | None = Field(default=None, sa_type=JSONDocument, nullable=True)
+
+
+metadata = StoreModel.metadata
+run = Run.__table__
+rollout = Rollout.__table__
+event = Event.__table__
+receipt = Receipt.__table__
+blob = Blob.__table__
+snapshot = Snapshot.__table__
+diff_entry = DiffEntry.__table__
