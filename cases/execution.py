@@ -66,8 +66,10 @@ class CaseRun:
     def tools(self) -> list[dict[str, Any]]:
         return self.env.gateway.tool_list()
 
-    def call(self, tool: str, args: Any, *, step: int | None) -> ToolOutcome:
-        outcome = self.env.gateway.call(tool, args, step=step)
+    def call(self, tool: str, args: Any, *, step: int | None, any_tool: bool = False) -> ToolOutcome:
+        """A tool call by the agent; `any_tool` lets a harness use a tool outside the case's surfaces
+        (the shell harness's command runner)."""
+        outcome = self.env.gateway.call(tool, args, step=step, bridged=any_tool)
         self.calls.append(outcome)
         if self._shows_marker(outcome.observation):
             self.reached = True

@@ -25,6 +25,12 @@ out = Console()
 err = Console(stderr=True)
 
 
+def _default_models() -> list[str]:
+    from redagent.engine.calibration import BEHAVIOURS
+
+    return list(BEHAVIOURS)
+
+
 class UserError(Exception):
     """A problem the user can fix; printed as one line, exit code 2."""
 
@@ -237,6 +243,224 @@ def cases_taxonomy(as_json: bool = typer.Option(False, "--json")) -> None:
         for row in rows:
             table.add_row(*row)
         out.print(table)
+
+
+# -- runs --------------------------------------------------------------------------------------
+runs_app = typer.Typer(no_args_is_help=True, help="Stored runs: list and show.")
+app.add_typer(runs_app, name="runs")
+
+DB_OPTION = typer.Option(None, "--db", help="store URL (default: $REDAGENT_DB or sqlite:///.redagent/redagent.db)")
+
+
+def _store(db: str | None):
+    from redagent.store.db import StoreError, open_store
+
+    try:
+        return open_store(db)
+    except StoreError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _split(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _drive(runner, as_json: bool) -> dict[str, Any]:
+    """Run a matrix with a live progress bar; Ctrl-C stops cleanly (in-flight rollouts finish)."""
+    import asyncio
+    import signal
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from redagent.engine.matrix import summary
+
+    columns = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[rate]:>7.1f}/s"), TextColumn("ETA {task.fields[eta]}"),
+               TextColumn("invalid {task.fields[invalid]}"), TextColumn("exec ASR {task.fields[asr]}"),
+               TimeElapsedColumn()]
+    with Progress(*columns, console=err, transient=as_json, disable=not err.is_terminal and as_json) as bar:
+        pending = runner.pending()
+        task = bar.add_task(runner.run_record.id, total=len(runner.keys), completed=len(runner.keys) - len(pending),
+                            rate=0.0, eta="—", invalid=0, asr="—")
+
+        def show(progress) -> None:
+            eta = progress.eta
+            bar.update(task, completed=progress.completed, rate=progress.rate,
+                       eta=f"{eta:.0f}s" if eta is not None else "—", invalid=progress.invalid,
+                       asr=f"{progress.asr:.1%}" if progress.asr is not None else "—")
+
+        runner.on_progress = show
+
+        async def go():
+            loop = asyncio.get_running_loop()
+            loop.add_signal_handler(signal.SIGINT, runner.request_stop)
+            try:
+                return await runner.run()
+            finally:
+                loop.remove_signal_handler(signal.SIGINT)
+
+        asyncio.run(go())
+    result = summary(runner.store, runner.run_record.id)
+    if result["status"] == "stopped":
+        err.print(f"stopped: {result['completed']} of {result['planned']} rollouts stored; "
+                  f"resume with `redagent run --resume {result['run_id']}`", highlight=False)
+    return result
+
+
+def _print_summary(result: dict[str, Any]) -> None:
+    out.print(f"[bold]{result['run_id']}[/] {result['status']} · {result['completed']}/{result['planned']} rollouts "
+              f"· valid {result['valid']} · invalid {result['invalid']}", highlight=False)
+    if result["invalid_reasons"]:
+        out.print("invalid: " + ", ".join(f"{k} {v}" for k, v in sorted(result["invalid_reasons"].items())))
+    table = Table(title="execution ASR (E=1 among valid rollouts)")
+    for column in ("model", "harness", "cue", "defense", "harmful", "valid", "ASR"):
+        table.add_column(column, justify="right" if column in ("harmful", "valid", "ASR") else "left")
+    for cell in result["execution_asr"]:
+        rate = "—" if cell["rate"] is None else f"{cell['rate']:.1%}"
+        table.add_row(cell["model"], cell["harness"], cell["cue"], cell["defense"], str(cell["harmful"]),
+                      str(cell["valid"]), rate)
+    out.print(table)
+
+
+def _engine_errors():
+    from redagent.engine.models import ModelConfigError
+    from redagent.engine.plan import PlanError
+
+    return (PlanError, ModelConfigError, CaseFileError)
+
+
+@app.command("run")
+def run(
+    cases: str = typer.Option("all", "--cases", help="all, ids, globs, surface:X, strategy:X, constraint:X, paths"),
+    models: str = typer.Option(",".join(_default_models()), "--models", help="sim/* or litellm model strings"),
+    harnesses: str = typer.Option("native,react,shell", "--harnesses"),
+    cues: str = typer.Option("clean", "--cues", help="clean,disclosed"),
+    defenses: str = typer.Option("none", "--defenses", help="none,self-reminder,policy-reminder,placebo"),
+    attempts: int = typer.Option(1, "--attempts"),
+    concurrency: int = typer.Option(8, "--concurrency", help="rollouts in flight"),
+    per_model: int | None = typer.Option(None, "--per-model", help="rollouts in flight per model"),
+    max_steps: int = typer.Option(30, "--max-steps", help="tool calls per rollout"),
+    api_base: str | None = typer.Option(None, "--api-base", help="model endpoint (OpenAI-compatible, vLLM, Ollama)"),
+    timeout: float = typer.Option(60.0, "--timeout", help="seconds per model call"),
+    retries: int = typer.Option(3, "--retries", help="retries per model call (rate limits, 5xx, timeouts)"),
+    disclosure: str | None = typer.Option(None, "--disclosure-text", help="text of the 'disclosed' cue"),
+    resume: str | None = typer.Option(None, "--resume", help="complete the missing rollouts of RUN_ID"),
+    db: str | None = DB_OPTION,
+    as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
+) -> None:
+    """Run a model × harness × cue × defense × case × attempt matrix (default: the calibration agents)."""
+    from redagent.engine.conditions import DEFAULT_DISCLOSURE
+    from redagent.engine.matrix import RunSpec, resume_run, start_run
+
+    store = _store(db)
+    try:
+        if resume:
+            runner = resume_run(store, resume)
+        else:
+            spec = RunSpec(cases=cases, models=_split(models), harnesses=_split(harnesses), cues=_split(cues),
+                           defenses=_split(defenses), attempts=attempts, concurrency=concurrency,
+                           per_model=per_model, max_steps=max_steps, api_base=api_base, timeout=timeout,
+                           retries=retries, disclosure=disclosure or DEFAULT_DISCLOSURE)
+            runner = start_run(store, spec)
+        result = _drive(runner, as_json)
+    except _engine_errors() as exc:
+        raise UserError(str(exc).splitlines()[0]) from None
+    finally:
+        store.close()
+    if as_json:
+        _json({k: result[k] for k in ("run_id", "planned", "completed", "valid", "invalid", "invalid_reasons",
+                                      "execution_asr")})
+    else:
+        _print_summary(result)
+
+
+@app.command("replay")
+def replay(
+    run_id: str = typer.Argument(..., help="the run whose rollouts are replayed"),
+    defense: str = typer.Option(..., "--defense", help="the defense to replay with"),
+    harmful_only: bool = typer.Option(True, "--harmful-only/--all-rollouts", help="replay only E=1 rollouts"),
+    db: str | None = DB_OPTION,
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Re-run historical rollouts with only the defense changed; each new rollout links to its baseline."""
+    from redagent.engine.matrix import replay_run
+
+    store = _store(db)
+    try:
+        result = _drive(replay_run(store, run_id, defense=defense, harmful_only=harmful_only), as_json)
+    except _engine_errors() as exc:
+        raise UserError(str(exc).splitlines()[0]) from None
+    finally:
+        store.close()
+    if as_json:
+        _json(result)
+    else:
+        _print_summary(result)
+
+
+@runs_app.command("list")
+def runs_list(db: str | None = DB_OPTION, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Every stored run, newest first."""
+    store = _store(db)
+    try:
+        runs = store.list_runs()
+    finally:
+        store.close()
+    if as_json:
+        _json([{k: r[k] for k in ("run_id", "status", "planned", "completed")} for r in runs])
+        return
+    table = Table(title=f"{len(runs)} runs")
+    for column in ("run", "status", "completed", "planned", "created"):
+        table.add_column(column)
+    for r in runs:
+        table.add_row(r["run_id"], r["status"], str(r["completed"]), str(r["planned"]), str(r["created_at"])[:19])
+    out.print(table)
+
+
+@runs_app.command("show")
+def runs_show(run_id: str = typer.Argument(...), db: str | None = DB_OPTION,
+              as_json: bool = typer.Option(False, "--json")) -> None:
+    """A run's protocol, counts, execution ASR per cell with valid denominators, invalid reasons."""
+    from redagent.engine.matrix import summary
+
+    store = _store(db)
+    try:
+        result = summary(store, run_id)
+    except _engine_errors() as exc:
+        raise UserError(str(exc)) from None
+    finally:
+        store.close()
+    if as_json:
+        _json(result)
+        return
+    protocol = result["protocol"]
+    out.print(f"protocol: cases {protocol['cases']} · models {', '.join(protocol['models'])} · harnesses "
+              f"{', '.join(protocol['harnesses'])} · cues {', '.join(protocol['cues'])} · defenses "
+              f"{', '.join(protocol['defenses'])} · attempts {protocol['attempts']} · code {result['code_version']}",
+              highlight=False)
+    _print_summary(result)
+
+
+@app.command("export")
+def export(run_id: str = typer.Argument(...), fmt: str = typer.Option("jsonl", "--format", help="jsonl"),
+           output: Path | None = typer.Option(None, "--out", help="file to write (default: stdout)"),
+           db: str | None = DB_OPTION) -> None:
+    """One rollout per line with all its evidence: events, receipts, diff, snapshots, E, validity."""
+    if fmt != "jsonl":
+        raise UserError(f"unknown export format {fmt!r} (known: jsonl)")
+    store = _store(db)
+    try:
+        if store.get_run(run_id) is None:
+            raise UserError(f"no run {run_id!r} in the store")
+        sink = output.open("wb") if output else sys.stdout.buffer
+        try:
+            for row in store.iter_export(run_id):
+                sink.write(orjson.dumps(row, default=str) + b"\n")
+        finally:
+            if output:
+                sink.close()
+    finally:
+        store.close()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from redagent.sandbox.cli import CommandLineError
+from redagent.sandbox.cli import resolve as resolve_command
 from redagent.sandbox.isolation import BridgeAnswer
 from redagent.sandbox.tools import ConfinementViolation, ToolError, ToolSpec, validate
 
@@ -64,20 +66,30 @@ class ToolGateway:
     # -- what the agent sees -------------------------------------------------------------------
     def tool_list(self) -> list[dict[str, Any]]:
         """Function definitions in the order a harness shows them; look-alikes sit beside their twins."""
-        poisoned = {i["tool"]: i["content"] for i in self.interventions
-                    if i["kind"] == "poison_description"}
         shown = []
         for name in self.visible:
             spec = self.specs[name]
-            description = spec.description
-            if name in poisoned:
-                description = f"{description}\n{poisoned[name]}"
-            shown.append(spec.schema(description))
+            shown.append(self.definition(name))
             for fake in self.lookalikes.values():
                 if fake["target"] == name:
                     shown.append({"name": fake["name"], "description": fake["description"],
                                   "parameters": spec.parameters})
         return shown
+
+    def definition(self, name: str) -> dict[str, Any]:
+        """The definition of any tool as an agent would be shown it (poisoned descriptions included)."""
+        description = self.specs[name].description
+        for item in self.interventions:
+            if item["kind"] == "poison_description" and item["tool"] == name:
+                description = f"{description}\n{item['content']}"
+        return self.specs[name].schema(description)
+
+    def service_of(self) -> dict[str, str]:
+        """Tool name → service, look-alikes under their twin's service."""
+        services = {name: spec.service for name, spec in self.specs.items()}
+        for fake in self.lookalikes.values():
+            services[fake["name"]] = services[fake["target"]]
+        return services
 
     # -- calls ---------------------------------------------------------------------------------
     def call(self, name: str, args: Any, *, step: int | None, actor: str = "agent",
@@ -110,7 +122,7 @@ class ToolGateway:
         fx: dict[str, Any] = {}
         before = len(self.env.receipts)
         previous_bridge = self.env.bridge
-        self.env.bridge = lambda tool, a: self._bridged(tool, a, step)
+        self.env.bridge = lambda request: self._bridged(request, step)
         try:
             result = spec.handler(service, fx, **effective)
         except ToolError as exc:
@@ -130,7 +142,21 @@ class ToolGateway:
                               observation=render(result), receipt_ids=made)
         return self._intervene(outcome, target)
 
-    def _bridged(self, name: str, args: dict[str, Any], step: int | None) -> BridgeAnswer:
+    def command_tools(self) -> dict[str, dict[str, Any]]:
+        """Every tool a sandboxed command may name, look-alikes included, for the service CLIs."""
+        tools = {name: {"service": spec.service, "parameters": spec.parameters} for name, spec in self.specs.items()}
+        for fake in self.lookalikes.values():
+            tools[fake["name"]] = tools[fake["target"]]
+        return tools
+
+    def _bridged(self, request: dict[str, Any], step: int | None) -> BridgeAnswer:
+        if "cli" in request:
+            try:
+                name, args = resolve_command(request["cli"], self.command_tools())
+            except CommandLineError as exc:
+                return BridgeAnswer(ok=False, output=str(exc))
+        else:
+            name, args = request["tool"], request["args"]
         outcome = self.call(name, args, step=step, via="run_command", bridged=True)
         hosts = []
         for rid in outcome.receipt_ids:

@@ -1,8 +1,9 @@
 """Isolation backends for `run_command`: bubblewrap, or nothing at all — never an unconfined shell.
 
 Under bubblewrap a command sees a read-only /usr, a private /tmp, no network namespace, and the
-rollout's workspace as the only writable place. When running as root, privileges are dropped to
-`nobody` first, so the process limit (RLIMIT_NPROC) is enforced by the kernel.
+rollout's workspace as the only writable place. When running as root, privileges are dropped to an
+unprivileged uid of the command's own first, so the process limit (RLIMIT_NPROC) is enforced by the
+kernel, per sandbox.
 
 Sandboxed commands reach the mocked services through a Unix socket bridge: the `rtool` shim (and
 its `curl`/`wget` faces) send a tool call over the socket, the gateway runs it as an ordinary call
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import itertools
 import json
 import os
 import resource
@@ -29,12 +31,12 @@ from pathlib import Path
 from typing import Any
 
 SHIM = Path(__file__).parent / "shims" / "rtool"
-SHIM_NAMES = ("rtool", "curl", "wget")
+SHIM_NAMES = ("rtool", "curl", "wget", "fs", "mail", "web", "bank", "drive")
 OUTPUT_LIMIT = 65536
-NOBODY = 65534
 
-# A bridge answers one tool call from inside the sandbox: (tool name, arguments) → (ok, text).
-Bridge = Callable[[str, dict[str, Any]], "BridgeAnswer"]
+# A bridge answers one request from inside the sandbox — {"tool": name, "args": {...}} or
+# {"cli": ["mail", "send", "--to", ...]} — with (ok, text).
+Bridge = Callable[[dict[str, Any]], "BridgeAnswer"]
 
 
 @dataclass
@@ -47,6 +49,11 @@ class BridgeAnswer:
 
 class IsolationUnavailable(Exception):
     """No isolation backend can run commands on this host; the message says why and what to do."""
+
+
+class SandboxFailure(Exception):
+    """The sandbox itself could not be set up for a command (not the command failing): the rollout
+    cannot be trusted and is recorded as invalid (`sandbox_error`)."""
 
 
 @dataclass
@@ -85,22 +92,29 @@ class Bubblewrap:
         if problem:
             raise IsolationUnavailable(problem)
         drop = os.geteuid() == 0
+        # Each command gets a uid of its own, so the per-user process limit applies per sandbox and
+        # concurrent rollouts cannot starve each other of processes.
+        uid = _next_uid() if drop else os.geteuid()
         if drop:
-            _hand_over(workspace, NOBODY)
+            _hand_over(workspace, uid)
         with tempfile.TemporaryDirectory(prefix="redagent-bridge-") as bridge_dir:
             server = _BridgeServer(Path(bridge_dir) / "svc.sock", bridge) if bridge else None
             if drop:
                 os.chmod(bridge_dir, 0o755)
                 if server:
                     os.chmod(server.path, 0o777)
-            argv = self._argv(workspace, command, bridge_dir)
+            status_read, status_write = os.pipe()
+            argv = self._argv(workspace, command, bridge_dir, status_write)
             if drop:
-                argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv]
+                argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
             limits = functools.partial(_limits, self.memory_mb, self.max_processes,
                                        self.max_file_mb, timeout)
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, preexec_fn=limits,
-                                    start_new_session=True, env=_ENV)
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, preexec_fn=limits, pass_fds=(status_write,),
+                                        start_new_session=True, env=_ENV)
+            finally:
+                os.close(status_write)
             timed_out = False
             try:
                 out, err = proc.communicate(timeout=timeout)
@@ -111,6 +125,11 @@ class Bubblewrap:
             finally:
                 if server:
                     server.close()
+                with os.fdopen(status_read, "rb") as status:
+                    started = b"child-pid" in status.read()
+            if not started and not timed_out:
+                raise SandboxFailure(f"bubblewrap could not start the sandbox: "
+                                     f"{err.decode(errors='replace').strip()[:200]}")
         return CommandResult(
             exit_code=proc.returncode if not timed_out else 124,
             stdout=_clip(out), stderr=_clip(err) + ("\n[killed: time limit]" if timed_out else ""),
@@ -118,8 +137,10 @@ class Bubblewrap:
             hosts=sorted({h for a in (server.answers if server else []) for h in a.hosts}),
             bridged_calls=[r for a in (server.answers if server else []) for r in a.receipt_ids])
 
-    def _argv(self, workspace: Path, command: str, bridge_dir: str) -> list[str]:
-        argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session",
+    def _argv(self, workspace: Path, command: str, bridge_dir: str, status_fd: int) -> list[str]:
+        # bwrap reports {"child-pid": …} on the status fd only once the sandbox is up: its absence
+        # tells a sandbox that failed to start from a command that failed.
+        argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--json-status-fd", str(status_fd),
                 "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
                 "--tmpfs", "/tmp", "--dir", "/run"]
         for name in ("bin", "lib", "lib64", "sbin"):
@@ -171,6 +192,16 @@ def default_isolation() -> Bubblewrap | NoIsolation:
     return NoIsolation(problem) if problem else Bubblewrap()
 
 
+_uids = itertools.count()
+_uid_lock = threading.Lock()
+UID_BASE, UID_SPAN = 200_000, 65_536
+
+
+def _next_uid() -> int:
+    with _uid_lock:
+        return UID_BASE + next(_uids) % UID_SPAN
+
+
 def _limits(memory_mb: int, max_processes: int, max_file_mb: int, timeout: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
     resource.setrlimit(resource.RLIMIT_NPROC, (max_processes, max_processes))
@@ -203,7 +234,7 @@ class _BridgeServer:
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.bind(str(path))
         self._sock.listen(8)
-        self._sock.settimeout(0.05)
+        self._sock.settimeout(0.5)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
@@ -214,7 +245,10 @@ class _BridgeServer:
                 conn, _ = self._sock.accept()
             except TimeoutError:
                 continue
-            except OSError:
+            except OSError:  # the socket was shut down: the command is over
+                return
+            if self._stop.is_set():
+                conn.close()
                 return
             with conn:
                 conn.settimeout(5)
@@ -231,16 +265,22 @@ class _BridgeServer:
                 break
             data += chunk
         request = json.loads(data or b"{}")
-        name, args = request.get("tool"), request.get("args")
-        if not isinstance(name, str) or not isinstance(args, dict):
-            reply = {"ok": False, "output": "bad request: need {\"tool\": name, \"args\": {...}}"}
+        well_formed = (isinstance(request.get("tool"), str) and isinstance(request.get("args"), dict)) or (
+            isinstance(request.get("cli"), list) and all(isinstance(w, str) for w in request["cli"]))
+        if not well_formed:
+            reply = {"ok": False, "output": "bad request: need {\"tool\": name, \"args\": {...}} or {\"cli\": [...]}"}
         else:
-            answer = self.bridge(name, args)
+            answer = self.bridge(request)
             self.answers.append(answer)
             reply = {"ok": answer.ok, "output": answer.output}
         conn.sendall(json.dumps(reply).encode() + b"\n")
 
     def close(self) -> None:
         self._stop.set()
+        try:  # a connection of our own wakes the thread blocked in accept() at once
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as waker:
+                waker.connect(str(self.path))
+        except OSError:
+            pass
         self._thread.join(timeout=1)
         self._sock.close()

@@ -1,0 +1,126 @@
+"""What every harness shares: the rollout context, trajectory recording, tool execution, the loop bounds."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from redagent.cases.execution import CaseRun
+from redagent.cases.schema import Case
+from redagent.engine.direct import Event
+from redagent.engine.models import Model, ModelReply, ModelRequest
+from redagent.sandbox.gateway import ToolOutcome
+
+MAX_MALFORMED = 3  # consecutive unusable replies before the rollout is invalid
+# Tools that block on a subprocess run off the event loop; everything else is fast in-memory work.
+BLOCKING_TOOLS = {"run_command"}
+
+
+class HarnessError(Exception):
+    """The rollout cannot be completed by this harness (e.g. the model never produced a usable action)."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass
+class RolloutContext:
+    case: Case
+    run: CaseRun
+    model: Model
+    cue_text: str
+    defense_text: str
+    max_steps: int = 30
+    executor: Executor | None = None
+    events: list[Event] = field(default_factory=list)
+    final_text: str = ""
+    steps: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    malformed: int = 0
+
+    # -- trajectory ----------------------------------------------------------------------------
+    def record(self, role: str, text: str = "", **fields: Any) -> int:
+        index = len(self.events)
+        self.events.append(Event(index, role, text=text, **fields))
+        return index
+
+    def user_turn(self, index: int) -> str:
+        text = self.run.user_turn(index)
+        self.record("user", text)
+        return text
+
+    @property
+    def out_of_steps(self) -> bool:
+        return self.steps >= self.max_steps
+
+    # -- the model -----------------------------------------------------------------------------
+    async def ask(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None, harness: str,
+                  turn: int) -> ModelReply:
+        reply = await self.model.complete(ModelRequest(messages=messages, tools=tools, harness=harness, turn=turn))
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+        self.cost_usd += reply.cost_usd
+        return reply
+
+    def malformed_reply(self, why: str) -> None:
+        self.malformed += 1
+        if self.malformed >= MAX_MALFORMED:
+            raise HarnessError("malformed_tool_call", f"{self.malformed} unusable replies in a row; last: {why}")
+
+    def usable_reply(self) -> None:
+        self.malformed = 0
+
+    # -- tools ---------------------------------------------------------------------------------
+    async def execute(self, call_id: str, shown_name: str, shown_args: Any, *, tool: str | None = None,
+                      args: Any = None, any_tool: bool = False) -> ToolOutcome:
+        """Record the call, run it through the gateway, record what came back.
+
+        `shown_*` is the call as the model made it (the `shell` tool, say); `tool`/`args` what the
+        gateway runs (`run_command`), when they differ.
+        """
+        tool = tool or shown_name
+        args = shown_args if args is None else args
+        step = self.record("assistant", tool_call={"id": call_id, "name": shown_name, "args": shown_args})
+        self.steps += 1
+        if tool in BLOCKING_TOOLS:
+            loop = asyncio.get_running_loop()
+            outcome = await loop.run_in_executor(
+                self.executor, lambda: self.run.call(tool, args, step=step, any_tool=any_tool))
+        else:
+            outcome = self.run.call(tool, args, step=step, any_tool=any_tool)
+        return outcome
+
+    def record_result(self, call_id: str, name: str, outcome: ToolOutcome, shown: str) -> None:
+        self.record("tool", original=outcome.original, observation=shown, receipts=outcome.receipt_ids,
+                    tampered=outcome.tampered, tool_call={"id": call_id, "name": name})
+
+    def boundary(self) -> str:
+        """The defense text shown before the model's next decision ('' when there is none)."""
+        return self.defense_text
+
+
+class Harness(Protocol):
+    name: str
+
+    async def run(self, ctx: RolloutContext) -> None: ...
+
+
+HARNESSES = ("native", "react", "shell")
+
+
+def get_harness(name: str) -> Harness:
+    # Imported here because each harness module imports this one.
+    from redagent.engine.harnesses.native import NativeHarness
+    from redagent.engine.harnesses.react import ReactHarness
+    from redagent.engine.harnesses.shell import ShellHarness
+
+    harnesses = {"native": NativeHarness, "react": ReactHarness, "shell": ShellHarness}
+    if name not in harnesses:
+        raise KeyError(f"unknown harness {name!r} (known: {', '.join(HARNESSES)})")
+    return harnesses[name]()

@@ -1,0 +1,109 @@
+"""Planning a matrix run: which cases, which conditions, and a stable id for every rollout.
+
+A rollout's id is a hash of the run id, the case (id and content hash) and its cell (model,
+harness, cue, defense, attempt). Storing by that id makes writes idempotent: a resumed or repeated
+run can never store the same rollout twice.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from redagent.cases.loader import load_cases
+from redagent.cases.schema import Case
+from redagent.engine.calibration import BEHAVIOURS, is_calibration
+from redagent.engine.conditions import CUES, DEFENSES
+from redagent.engine.harnesses.base import HARNESSES
+
+SELECTOR_FIELDS = ("surface", "strategy", "vulnerability", "constraint", "channel")
+
+
+class PlanError(ValueError):
+    """A matrix that cannot be run as asked; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class RolloutKey:
+    case_id: str
+    model: str
+    harness: str
+    cue: str
+    defense: str
+    attempt: int
+
+
+def rollout_id(run_id: str, key: RolloutKey, case_hash: str) -> str:
+    text = "|".join([run_id, key.case_id, case_hash, key.model, key.harness, key.cue, key.defense, str(key.attempt)])
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def case_set_hash(cases: Iterable[Case]) -> str:
+    digest = hashlib.sha256()
+    for case in sorted(cases, key=lambda c: c.id):
+        digest.update(f"{case.id}\0{case.content_hash}\n".encode())
+    return digest.hexdigest()
+
+
+def select_cases(selector: str, library: list[Case] | None = None) -> list[Case]:
+    """`all`, or comma-separated terms: an id, an id glob (`banking-*`), `surface:email`,
+    `strategy:T3`, `vulnerability:V01`, `constraint:C16`, `channel:tool`, or a case file/folder path."""
+    terms = [t.strip() for t in selector.split(",") if t.strip()] or ["all"]
+    paths = [t for t in terms if ("/" in t or t.endswith((".yaml", ".yml", ".json"))) and ":" not in t]
+    cases = list(library) if library is not None else load_cases()
+    if paths:
+        missing = [p for p in paths if not Path(p).exists()]
+        if missing:
+            raise PlanError(f"case path not found: {missing[0]}")
+        cases += [c for c in load_cases(paths) if c.id not in {x.id for x in cases}]
+    chosen: dict[str, Case] = {}
+    for term in terms:
+        if term in paths:
+            matched = [c for c in cases if Path(c.source).resolve().is_relative_to(Path(term).resolve())]
+        elif term == "all":
+            matched = cases
+        elif ":" in term:
+            field, _, value = term.partition(":")
+            if field not in SELECTOR_FIELDS:
+                raise PlanError(f"unknown case selector {field!r} (use {', '.join(SELECTOR_FIELDS)}, an id or a glob)")
+            matched = [c for c in cases if _field(c, field) == value or (field == "surface" and value in c.surfaces)]
+        else:
+            matched = [c for c in cases if fnmatch.fnmatchcase(c.id, term)]
+        if not matched:
+            raise PlanError(f"case selector {term!r} matches no case")
+        for case in matched:
+            chosen.setdefault(case.id, case)
+    return sorted(chosen.values(), key=lambda c: c.id)
+
+
+def _field(case: Case, field: str) -> str:
+    return {"strategy": case.strategy, "vulnerability": case.vulnerability, "constraint": case.constraint,
+            "channel": case.channel}.get(field, "")
+
+
+def check_conditions(models: list[str], harnesses: list[str], cues: list[str], defenses: list[str],
+                     attempts: int) -> None:
+    for name, values, known in (("harness", harnesses, HARNESSES), ("cue", cues, CUES),
+                                ("defense", defenses, DEFENSES)):
+        if not values:
+            raise PlanError(f"no {name} given")
+        for value in values:
+            if value not in known:
+                raise PlanError(f"unknown {name} {value!r} (known: {', '.join(known)})")
+    if not models:
+        raise PlanError("no model given")
+    for model in models:
+        if is_calibration(model) and model not in BEHAVIOURS:
+            raise PlanError(f"unknown calibration agent {model!r} (known: {', '.join(BEHAVIOURS)})")
+    if attempts < 1:
+        raise PlanError("--attempts must be at least 1")
+
+
+def matrix(cases: list[Case], models: list[str], harnesses: list[str], cues: list[str], defenses: list[str],
+           attempts: int) -> list[RolloutKey]:
+    return [RolloutKey(case.id, model, harness, cue, defense, attempt)
+            for case in cases for model in models for harness in harnesses for cue in cues
+            for defense in defenses for attempt in range(1, attempts + 1)]

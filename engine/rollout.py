@@ -1,0 +1,85 @@
+"""One rollout end to end: sandbox from the case, the harness drives the model, then E from the evidence.
+
+Whatever happens, the sandbox is finished (snapshot, diff, verdict) and removed. A rollout the
+model, the harness or the sandbox could not complete is recorded as invalid with its reason — its E
+is not set, so it can never be counted as safe.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor
+from datetime import UTC, datetime
+
+from redagent.cases.execution import CaseRun
+from redagent.cases.schema import Case
+from redagent.engine.calibration import expected_E, is_calibration
+from redagent.engine.conditions import DEFAULT_DISCLOSURE, cue_prefix, defense_text
+from redagent.engine.harnesses.base import HarnessError, RolloutContext, get_harness
+from redagent.engine.models import Model, ModelFailure
+from redagent.engine.plan import RolloutKey, rollout_id
+from redagent.sandbox.environment import SetupError
+from redagent.sandbox.isolation import SandboxFailure
+from redagent.store.records import RolloutRecord
+
+ModelFactory = Callable[[str, Case], Model]
+
+
+async def execute_rollout(run_id: str, case: Case, key: RolloutKey, models: ModelFactory, *,
+                          disclosure: str = DEFAULT_DISCLOSURE, max_steps: int = 30, executor: Executor | None = None,
+                          baseline_rollout_id: str | None = None) -> RolloutRecord:
+    started = datetime.now(UTC)
+    clock = time.perf_counter()
+    valid, reason, detail = True, None, None
+    try:
+        run = CaseRun(case)
+    except SetupError as exc:
+        return _invalid_before_start(run_id, case, key, started, clock, "sandbox_error", str(exc),
+                                     baseline_rollout_id)
+    ctx = RolloutContext(case=case, run=run, model=models(key.model, case), cue_text=cue_prefix(key.cue, disclosure),
+                         defense_text=defense_text(key.defense, case), max_steps=max_steps, executor=executor)
+    try:
+        await get_harness(key.harness).run(ctx)
+    except ModelFailure as exc:
+        valid, reason, detail = False, exc.reason, exc.detail
+    except HarnessError as exc:
+        valid, reason, detail = False, exc.reason, exc.detail
+    except (OSError, SandboxFailure) as exc:
+        valid, reason, detail = False, "sandbox_error", f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # a harness bug must cost one rollout, not the run; the reason says so
+        valid, reason, detail = False, "harness_error", f"{type(exc).__name__}: {exc}"
+    finished = run.finish()
+    verdict = finished.verdict.to_dict()
+    return RolloutRecord(
+        id=rollout_id(run_id, key, case.content_hash), run_id=run_id, case_id=case.id, case_version=case.version,
+        case_hash=case.content_hash, strategy=case.strategy, vulnerability=case.vulnerability,
+        constraint=case.constraint, surfaces=list(case.surfaces), channel=case.channel, model=key.model,
+        harness=key.harness, cue=key.cue, defense=key.defense, attempt=key.attempt, valid=valid,
+        invalid_reason=reason, invalid_detail=detail, E=verdict["E"] if valid else None,
+        evidence=verdict["evidence"],
+        expected_E=expected_E(key.model, case, key.defense) if valid and is_calibration(key.model) else None,
+        reached=finished.reached, final_text=ctx.final_text, started_at=started, finished_at=datetime.now(UTC),
+        duration_ms=(time.perf_counter() - clock) * 1000, prompt_tokens=ctx.prompt_tokens,
+        completion_tokens=ctx.completion_tokens, cost_usd=ctx.cost_usd, baseline_rollout_id=baseline_rollout_id,
+        events=[_event(e) for e in ctx.events], receipts=[r.to_dict() for r in finished.receipts],
+        baseline=finished.baseline, final=finished.final, diff=[d.to_dict() for d in finished.diff])
+
+
+def _event(event) -> dict:
+    data = event.to_dict()
+    data["idx"] = data.pop("index")
+    return data
+
+
+def _invalid_before_start(run_id: str, case: Case, key: RolloutKey, started: datetime, clock: float, reason: str,
+                          detail: str, baseline_rollout_id: str | None) -> RolloutRecord:
+    return RolloutRecord(
+        id=rollout_id(run_id, key, case.content_hash), run_id=run_id, case_id=case.id, case_version=case.version,
+        case_hash=case.content_hash, strategy=case.strategy, vulnerability=case.vulnerability,
+        constraint=case.constraint, surfaces=list(case.surfaces), channel=case.channel, model=key.model,
+        harness=key.harness, cue=key.cue, defense=key.defense, attempt=key.attempt, valid=False,
+        invalid_reason=reason, invalid_detail=detail, E=None, evidence={}, expected_E=None, reached=False,
+        final_text="", started_at=started, finished_at=datetime.now(UTC),
+        duration_ms=(time.perf_counter() - clock) * 1000, prompt_tokens=0, completion_tokens=0, cost_usd=0.0,
+        baseline_rollout_id=baseline_rollout_id)

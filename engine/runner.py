@@ -1,0 +1,174 @@
+"""Matrix runs: bounded-concurrency rollouts streamed into the store, resumable, stoppable.
+
+`MatrixRunner.run()` executes every planned rollout the store does not hold yet. Rollouts run as
+asyncio tasks under a global and a per-model concurrency bound; commands that block go to a thread
+pool of the same size. Finished rollouts go to one writer thread that stores them in batches, each
+batch one transaction — so a killed process loses at most what was in flight and the unwritten
+batch, and idempotent rollout ids mean a resume can never store one twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from redagent.cases.schema import Case
+from redagent.engine.conditions import DEFAULT_DISCLOSURE
+from redagent.engine.plan import RolloutKey, rollout_id
+from redagent.engine.rollout import ModelFactory, execute_rollout
+from redagent.store.db import Store
+from redagent.store.records import RolloutRecord, RunRecord
+
+BATCH = 100
+FLUSH_SECONDS = 0.25
+
+
+@dataclass
+class Progress:
+    planned: int
+    done_before: int
+    done: int = 0
+    invalid: int = 0
+    harmful: int = 0
+    started: float = field(default_factory=time.perf_counter)
+    invalid_reasons: Counter = field(default_factory=Counter)
+    last: RolloutRecord | None = None
+
+    @property
+    def completed(self) -> int:
+        return self.done_before + self.done
+
+    @property
+    def rate(self) -> float:
+        elapsed = time.perf_counter() - self.started
+        return self.done / elapsed if elapsed > 0 else 0.0
+
+    @property
+    def eta(self) -> float | None:
+        remaining = self.planned - self.completed
+        return remaining / self.rate if self.rate > 0 else None
+
+    @property
+    def asr(self) -> float | None:
+        valid = self.done - self.invalid
+        return self.harmful / valid if valid else None
+
+
+class _Writer(threading.Thread):
+    """Stores finished rollouts in batches on its own thread; the event loop never waits on the database."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(name="rollout-writer", daemon=True)
+        self.store = store
+        self.inbox: queue.Queue[RolloutRecord | None] = queue.Queue()
+        self.error: BaseException | None = None
+        self.written = 0
+
+    def run(self) -> None:
+        batch: list[RolloutRecord] = []
+        deadline = time.monotonic() + FLUSH_SECONDS
+        while True:
+            try:
+                item = self.inbox.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                item = ...
+            if item is None:
+                self._flush(batch)
+                return
+            if item is not ...:
+                batch.append(item)
+            if len(batch) >= BATCH or time.monotonic() >= deadline:
+                self._flush(batch)
+                batch = []
+                deadline = time.monotonic() + FLUSH_SECONDS
+
+    def _flush(self, batch: list[RolloutRecord]) -> None:
+        if not batch or self.error:
+            return
+        try:
+            self.written += self.store.write_rollouts(batch)
+        except BaseException as exc:  # surfaced by the runner; the rollouts stay unwritten, resumable
+            self.error = exc
+
+
+class MatrixRunner:
+    def __init__(self, store: Store, run: RunRecord, cases: dict[str, Case], keys: list[RolloutKey],
+                 models: ModelFactory, *, concurrency: int = 8, per_model: int | None = None, max_steps: int = 30,
+                 disclosure: str = DEFAULT_DISCLOSURE, baselines: dict[RolloutKey, str] | None = None,
+                 on_progress: Callable[[Progress], None] | None = None) -> None:
+        self.store = store
+        self.run_record = run
+        self.cases = cases
+        self.keys = keys
+        self.models = models
+        self.concurrency = max(1, concurrency)
+        self.per_model = max(1, per_model or concurrency)
+        self.max_steps = max_steps
+        self.disclosure = disclosure
+        self.baselines = baselines or {}
+        self.on_progress = on_progress
+        self.stop_requested = asyncio.Event()
+
+    def pending(self) -> list[RolloutKey]:
+        done = self.store.completed_ids(self.run_record.id)
+        run_id = self.run_record.id
+        return [k for k in self.keys if rollout_id(run_id, k, self.cases[k.case_id].content_hash) not in done]
+
+    def request_stop(self) -> None:
+        self.stop_requested.set()
+
+    async def run(self) -> Progress:
+        todo = self.pending()
+        progress = Progress(planned=len(self.keys), done_before=len(self.keys) - len(todo))
+        self.store.update_run(self.run_record.id, status="running",
+                              started_at=self.run_record.started_at or datetime.now(UTC))
+        writer = _Writer(self.store)
+        writer.start()
+        work: asyncio.Queue[RolloutKey] = asyncio.Queue()
+        for key in todo:
+            work.put_nowait(key)
+        model_slots: dict[str, asyncio.Semaphore] = {}
+        executor = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="sandbox")
+
+        async def worker() -> None:
+            while not self.stop_requested.is_set() and writer.error is None:
+                try:
+                    key = work.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                slot = model_slots.setdefault(key.model, asyncio.Semaphore(self.per_model))
+                async with slot:
+                    record = await execute_rollout(
+                        self.run_record.id, self.cases[key.case_id], key, self.models, disclosure=self.disclosure,
+                        max_steps=self.max_steps, executor=executor, baseline_rollout_id=self.baselines.get(key))
+                writer.inbox.put(record)
+                progress.done += 1
+                progress.last = record
+                if not record.valid:
+                    progress.invalid += 1
+                    progress.invalid_reasons[record.invalid_reason or "unknown"] += 1
+                elif record.E == 1:
+                    progress.harmful += 1
+                if self.on_progress:
+                    self.on_progress(progress)
+
+        try:
+            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, len(todo))))))
+        finally:
+            writer.inbox.put(None)
+            await asyncio.get_running_loop().run_in_executor(None, writer.join)
+            executor.shutdown(wait=True)
+        if writer.error is not None:
+            self.store.update_run(self.run_record.id, status="failed", finished_at=datetime.now(UTC))
+            raise writer.error
+        complete = progress.completed >= progress.planned
+        self.store.update_run(self.run_record.id, status="finished" if complete else "stopped",
+                              finished_at=datetime.now(UTC) if complete else None)
+        return progress
