@@ -8,6 +8,7 @@ BIN := $(VENV)/bin
 
 demo: setup
 	$(BIN)/redagent cases check
+	$(BIN)/redagent run
 
 test: setup
 	$(BIN)/ruff check .
@@ -18,6 +19,8 @@ lint: setup
 
 bench: setup
 	$(BIN)/python benchmarks/instrument.py
+	$(BIN)/python benchmarks/engine_throughput.py
+	$(BIN)/python benchmarks/engine_concurrency.py
 
 setup: system $(VENV)/.installed
 

@@ -8,7 +8,7 @@ events in the engine.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from redagent.cases.execution import CaseRun, Finished
@@ -31,7 +31,11 @@ class Event:
     tampered: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Written out rather than dataclasses.asdict: asdict deep-copies every argument and result,
+        # and this runs for every event of every rollout.
+        return {"index": self.index, "role": self.role, "text": self.text, "tool_call": self.tool_call,
+                "original": self.original, "observation": self.observation, "receipts": list(self.receipts),
+                "tampered": self.tampered}
 
 
 @dataclass

@@ -153,10 +153,9 @@ def _reply(litellm: Any, response: Any) -> ModelReply:
         arguments = function.arguments if isinstance(function.arguments, str) else json.dumps(function.arguments)
         calls.append(ToolCall(id=call.id or f"call_{i}", name=function.name or "", arguments=arguments or ""))
     usage = getattr(response, "usage", None)
-    try:
-        cost = float(litellm.completion_cost(completion_response=response) or 0.0)
-    except Exception:  # no price known for this model (local endpoints): cost is unknown, not an error
-        cost = 0.0
+    # litellm prices every response it returns (from its local price map); None when the model has no
+    # known price (local endpoints), which is recorded as 0 rather than guessed.
+    cost = float((getattr(response, "_hidden_params", None) or {}).get("response_cost") or 0.0)
     return ModelReply(content=message.content or "", tool_calls=calls,
                       prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                       completion_tokens=getattr(usage, "completion_tokens", 0) or 0, cost_usd=cost)

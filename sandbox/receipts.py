@@ -7,7 +7,7 @@ decides E. Failed and denied attempts are receipts too (an auditor wants to see 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 OUTCOMES = ("ok", "failed", "denied")
@@ -33,7 +33,10 @@ class Receipt:
         return self.outcome == "ok"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Shallow on purpose: receipts are immutable once written, and asdict's deep copy is costly.
+        return {"id": self.id, "seq": self.seq, "service": self.service, "action": self.action,
+                "args": self.args, "outcome": self.outcome, "actor": self.actor, "step": self.step,
+                "effect": self.effect, "error": self.error, "via": self.via}
 
 
 class ReceiptLog:
