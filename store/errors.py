@@ -46,3 +46,65 @@ class UnknownRun(LookupError):
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
         super().__init__(f"no run {run_id!r} in the store")
+
+
+# ---------------------------------------------------------------- human audit
+
+
+class AuditError(ValueError):
+    """A request about a human audit that cannot be honoured; `str()` is one line for the user.
+
+    Messages never name another reviewer or show another reviewer's label: they may be read by a
+    blinded reviewer.
+    """
+
+
+class UnknownAudit(AuditError, LookupError):
+    def __init__(self, audit_id: str) -> None:
+        self.audit_id = audit_id
+        super().__init__(f"no audit {audit_id!r} in the store")
+
+
+class UnknownReviewer(AuditError):
+    def __init__(self, audit_id: str, name: str, role: str = "reviewer") -> None:
+        self.audit_id, self.name, self.role = audit_id, name, role
+        super().__init__(f"{name!r} is not {'the adjudicator' if role == 'adjudicator' else 'a reviewer'} "
+                         f"of audit {audit_id}")
+
+
+class ItemNotInQueue(AuditError):
+    def __init__(self, audit_id: str, item_id: object, name: str, queue: str = "review") -> None:
+        self.audit_id, self.item_id, self.name, self.queue = audit_id, item_id, name, queue
+        where = f"{name}'s queue" if queue == "review" else "the adjudication queue"
+        super().__init__(f"item {item_id} is not in {where} for audit {audit_id}")
+
+
+class LabelAlreadySubmitted(AuditError):
+    def __init__(self, item_id: int, name: str) -> None:
+        self.item_id, self.name = item_id, name
+        super().__init__(f"item {item_id}: {name} already submitted a label (labels are write-once: "
+                         "correct it with a reason)")
+
+
+class BadLabel(AuditError):
+    def __init__(self, value: object, allowed: tuple[str, ...]) -> None:
+        self.value = value
+        super().__init__(f"bad label {value!r} (one of {', '.join(allowed)})")
+
+
+class CorrectionWithoutReason(AuditError):
+    def __init__(self, item_id: int) -> None:
+        self.item_id = item_id
+        super().__init__(f"item {item_id}: a correction needs a reason")
+
+
+class NothingToCorrect(AuditError):
+    def __init__(self, item_id: int, name: str) -> None:
+        self.item_id, self.name = item_id, name
+        super().__init__(f"item {item_id}: {name} has no label to correct yet (submit one first)")
+
+
+class LabelConflict(AuditError):
+    def __init__(self, item_id: int, name: str) -> None:
+        self.item_id, self.name = item_id, name
+        super().__init__(f"item {item_id}: another label by {name} was saved at the same time; reload and retry")

@@ -7,6 +7,7 @@ BEGIN IMMEDIATE on SQLite, a transaction-scoped advisory lock on PostgreSQL.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from alembic import command
@@ -53,11 +54,28 @@ def current_revisions(connection: Connection) -> tuple[str, ...]:
     return tuple(MigrationContext.configure(connection).get_current_heads())
 
 
+_process_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
 def upgrade_to_head(engine: Engine, url: str) -> None:
     """Apply pending migrations; StoreError if the database carries a revision this code does not know.
 
     Failing migrations become StoreError; failing to connect propagates (DBAPIError) for the caller to word.
     """
+    with engine.connect() as connection:
+        # The common case — a store already at head — needs no write lock at all.
+        if current_revisions(connection) == (head_revision(),):
+            return
+    # Openers in one process queue on a lock of their own before they contend for the database's
+    # write lock, so a burst of threads opening a fresh store cannot exhaust SQLite's busy timeout.
+    with _locks_guard:
+        lock = _process_locks.setdefault(url, threading.Lock())
+    with lock:
+        _upgrade(engine, url)
+
+
+def _upgrade(engine: Engine, url: str) -> None:
     script = ScriptDirectory.from_config(alembic_config())
     head = head_revision()
     with engine.connect() as connection:

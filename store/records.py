@@ -79,3 +79,86 @@ class RolloutSummary:
     attempt: int
     E: int | None
     valid: bool
+
+
+# ---------------------------------------------------------------- judging and human audit
+
+JUDGE_VIEWS = ("trajectory", "state", "hybrid")
+LABEL_STATUSES = ("ok", "failed")
+HUMAN_LABELS = ("harmful", "not_harmful", "unsure")
+AUDIT_SLOTS = ("A", "B")
+
+
+@dataclass
+class JudgeLabelRecord:
+    """Y_i(c, b): a rollout's label under a judging configuration c (by content hash) and a backbone b."""
+
+    rollout_id: str
+    run_id: str
+    config_name: str  # e.g. "state/rule"
+    config_hash: str
+    view: str  # trajectory | state | hybrid
+    contract_hash: str
+    gate: str
+    backbone: str  # "rule" for deterministic judges, else the model string
+    label: int | None  # 0/1; None when status is not ok
+    status: str  # ok | failed
+    rationale: str = ""
+    evidence: list[Any] = field(default_factory=list)  # ids the judge cited
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    created_at: datetime | None = None  # None: stamped by the store when written
+
+
+@dataclass
+class RecognitionLabelRecord:
+    """R broad / strict for a harmful rollout: did the agent state the rule or risk before the action anchor?"""
+
+    rollout_id: str
+    run_id: str
+    judge: str  # "lexical" or a model string
+    contract_hash: str
+    anchor_idx: int | None  # trajectory event index of the action anchor; None when unresolved
+    resolved: bool
+    broad: int | None
+    strict: int | None  # nested in broad: strict == 1 implies broad == 1
+    status: str  # ok | failed
+    rationale: str = ""
+    evidence: list[Any] = field(default_factory=list)
+    created_at: datetime | None = None
+
+
+@dataclass
+class AuditRecord:
+    """A human audit of one run's labels under one configuration and backbone."""
+
+    id: str
+    run_id: str
+    config_name: str
+    config_hash: str
+    backbone: str
+    seed: int
+    n: int
+    stratify: list[str]
+    reviewers: list[str]  # exactly two: slot A, slot B
+    adjudicator: str
+    blind_model: bool = True
+    blind_attack: bool = False
+    created_at: datetime | None = None
+
+
+@dataclass
+class AuditItemRecord:
+    """One sampled rollout of an audit, with its stratum bookkeeping and each reviewer's position (1-based).
+
+    The judge label is not carried here: the store copies it from the stored label of the audited
+    configuration, so an audit cannot be created against a label that does not exist.
+    """
+
+    rollout_id: str
+    stratum: str
+    population: int  # rollouts of this stratum in the population
+    sampled: int  # rollouts of this stratum in the sample
+    weight: float  # population / sampled
+    positions: dict[str, int] = field(default_factory=dict)  # reviewer → position in that reviewer's queue

@@ -240,3 +240,8 @@ receipt = Receipt.__table__
 blob = Blob.__table__
 snapshot = Snapshot.__table__
 diff_entry = DiffEntry.__table__
+
+# Judge labels, recognition labels and audits are defined in their own module on the same metadata;
+# importing it here registers them, so everything that reads `metadata` (migrations, schema checks)
+# sees the whole schema. Imported last: that module builds on the classes above.
+from redagent.store import tables_judging  # noqa: E402, F401

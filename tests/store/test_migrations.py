@@ -13,7 +13,8 @@ from redagent.store.migrate import MIGRATIONS_DIR, current_revisions, head_revis
 from redagent.store.tables import metadata
 from tests.store.factory import make_rollout, make_run
 
-TABLES = {"run", "rollout", "event", "receipt", "blob", "snapshot", "diff_entry"}
+TABLES = {"run", "rollout", "event", "receipt", "blob", "snapshot", "diff_entry", "judge_label", "recognition_label",
+          "audit", "audit_item", "audit_assignment", "audit_label", "adjudication"}
 
 
 def test_migrations_create_exactly_the_schema_of_the_models(store):
@@ -90,4 +91,4 @@ def test_migration_scripts_are_an_installable_package():
     assert MIGRATIONS_DIR.joinpath("env.py").is_file()
     assert MIGRATIONS_DIR.joinpath("script.py.mako").is_file()
     assert versions.__file__ is not None
-    assert head_revision() == "0001"
+    assert head_revision() == "0002"

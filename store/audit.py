@@ -1,0 +1,560 @@
+"""Human audits of judge labels: creating an audit, the blinded reviewer and adjudicator queries, and
+write-once labels with versioned corrections.
+
+Exposed as methods of `Store` (this module's `AuditQueries` is one of its mixins): `store.create_audit`,
+`store.reviewer_queue`, `store.reviewer_item`, `store.submit_label`, `store.adjudication_queue`, ...
+
+Blinding is enforced here, in the queries: the reviewer- and adjudicator-facing methods
+(`reviewer_queue`, `reviewer_item`, `blinded_items`, `adjudication_queue`) select only the columns a
+blinded reader may see. They never read the judge's label, rationale or evidence, the item's stratum
+or weight (a stratum names the judge label), the verifier's outcome E or its evidence, the rollout
+id (it would let a reader look the rollout up), the other reviewer's labels, notes or name; the model
+is left out under blind_model (and with it the provider-specific tool-call ids), the strategy,
+vulnerability and channel (and the tampering marks on events) under blind_attack. The adjudicator
+sees the two reviewers' labels under their slot letters A and B, never their names or notes.
+The analyst-facing methods (`get_audit`, `audit_items`, `labels`, `adjudications`, `final_labels`)
+return everything and must not be shown to reviewers.
+
+Labels are write-once: a second submission by the same person is refused (LabelAlreadySubmitted); a
+correction appends the next version with a reason. Agreement is measured on first submissions;
+final labels use each person's latest version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, Insert, Table, func, select
+
+from redagent.store import tables as t
+from redagent.store import tables_judging as tj
+from redagent.store.errors import (
+    BadLabel,
+    CorrectionWithoutReason,
+    InvalidRecord,
+    ItemNotInQueue,
+    LabelAlreadySubmitted,
+    LabelConflict,
+    NothingToCorrect,
+    UnknownAudit,
+    UnknownReviewer,
+    UnknownRun,
+)
+from redagent.store.judging import chunks
+from redagent.store.records import AUDIT_SLOTS, HUMAN_LABELS, AuditItemRecord, AuditRecord
+from redagent.store.rows import aware, clean_text
+
+UNSURE = "unsure"
+HUMAN_TO_BINARY = {"harmful": 1, "not_harmful": 0, "unsure": None}
+
+
+def check_label(value: object) -> str:
+    if not isinstance(value, str) or value not in HUMAN_LABELS:
+        raise BadLabel(value, HUMAN_LABELS)
+    return value
+
+
+def needs_adjudication(first: dict[str, str], latest: dict[str, str]) -> bool:
+    """Both reviewers have labelled and their first or latest labels differ, or any of them is unsure.
+
+    First labels decide what goes to adjudication (the audit's protocol); a later correction that
+    opens a disagreement, or leaves an unsure, sends the item there too, so no item is left without a
+    final label.
+    """
+    if set(first) != set(AUDIT_SLOTS):
+        return False
+    values = [first["A"], first["B"], latest["A"], latest["B"]]
+    return first["A"] != first["B"] or latest["A"] != latest["B"] or UNSURE in values
+
+
+def _audit_record(row: Any) -> AuditRecord:
+    return AuditRecord(id=row.id, run_id=row.run_id, config_name=row.config_name, config_hash=row.config_hash,
+                       backbone=row.backbone, seed=row.seed, n=row.n, stratify=list(row.stratify),
+                       reviewers=list(row.reviewers), adjudicator=row.adjudicator, blind_model=bool(row.blind_model),
+                       blind_attack=bool(row.blind_attack), created_at=row.created_at)
+
+
+def _validate_audit(audit: AuditRecord, items: Sequence[AuditItemRecord]) -> None:
+    where = f"audit {audit.id}"
+    if not audit.id:
+        raise InvalidRecord("an audit needs an id")
+    names = list(audit.reviewers)
+    if len(names) != 2 or len(set(names)) != 2 or not all(isinstance(n, str) and n and n == n.strip()
+                                                          for n in names):
+        raise InvalidRecord(f"{where}: needs exactly two distinct, non-empty reviewer names, not {names!r}")
+    if not audit.adjudicator or audit.adjudicator != audit.adjudicator.strip() or audit.adjudicator in names:
+        raise InvalidRecord(f"{where}: the adjudicator must be named and must not be one of the reviewers")
+    if not all(isinstance(field, str) and field for field in audit.stratify):
+        raise InvalidRecord(f"{where}: stratify must be a list of field names")
+    if not items or audit.n != len(items):
+        raise InvalidRecord(f"{where}: n is {audit.n} but {len(items)} items were given")
+    if len({item.rollout_id for item in items}) != len(items):
+        raise InvalidRecord(f"{where}: a rollout is sampled twice")
+    for name in names:
+        positions = sorted(item.positions.get(name, 0) for item in items)
+        if positions != list(range(1, len(items) + 1)):
+            raise InvalidRecord(f"{where}: {name}'s positions must number the items 1..{len(items)} once each")
+    for item in items:
+        if set(item.positions) != set(names):
+            raise InvalidRecord(f"{where}: item {item.rollout_id} must be assigned to exactly the two reviewers")
+        if not (1 <= item.sampled <= item.population) or not item.weight > 0 or not item.stratum:
+            raise InvalidRecord(f"{where}: item {item.rollout_id} has a bad stratum, population, sample size or "
+                                "weight")
+
+
+class AuditQueries:
+    """Store methods for human audits (mixed into `Store`, which provides the plumbing)."""
+
+    if TYPE_CHECKING:
+        url: str
+        _reading: Callable[[], AbstractContextManager[Connection]]
+        _writing: Callable[[], AbstractContextManager[Connection]]
+
+        @staticmethod
+        def _insert(conn: Connection, table: Table) -> Insert: ...
+
+    # ------------------------------------------------------------ creating and reading audits (analysts)
+
+    def create_audit(self, audit: AuditRecord, items: Sequence[AuditItemRecord]) -> str:
+        """Store an audit with its items and both reviewers' assignments in one transaction; returns its id.
+
+        Items are inserted in the order given, which should carry no information (item ids are shown
+        to reviewers). Each item's judge label is copied from the stored ok label of the audited
+        configuration; a rollout without one, invalid or from another run is refused (InvalidRecord).
+        """
+        _validate_audit(audit, items)
+        created_at = aware(audit.created_at, f"audit {audit.id}: created_at") or datetime.now(UTC)
+        with self._writing() as conn:
+            if conn.execute(select(t.run.c.id).where(t.run.c.id == audit.run_id)).first() is None:
+                raise UnknownRun(audit.run_id)
+            jl, r = tj.judge_label, t.rollout
+            ids = sorted(item.rollout_id for item in items)
+            labels: dict[str, int] = {}
+            for chunk in chunks(ids):
+                labels.update(conn.execute(
+                    select(jl.c.rollout_id, jl.c.label).join(r, r.c.id == jl.c.rollout_id)
+                    .where(jl.c.rollout_id.in_(chunk), jl.c.config_hash == audit.config_hash,
+                           jl.c.backbone == audit.backbone, jl.c.status == "ok", r.c.run_id == audit.run_id,
+                           r.c.valid)).all())
+            missing = [rollout_id for rollout_id in ids if rollout_id not in labels]
+            if missing:
+                raise InvalidRecord(f"audit {audit.id}: rollout {missing[0]} is not a valid rollout of run "
+                                    f"{audit.run_id} with an ok label under {audit.config_name} ({audit.backbone})")
+            conn.execute(tj.audit.insert(), {
+                "id": audit.id, "run_id": audit.run_id, "config_name": audit.config_name,
+                "config_hash": audit.config_hash, "backbone": audit.backbone, "seed": audit.seed, "n": audit.n,
+                "stratify": list(audit.stratify), "reviewers": list(audit.reviewers),
+                "adjudicator": audit.adjudicator, "blind_model": bool(audit.blind_model),
+                "blind_attack": bool(audit.blind_attack), "created_at": created_at})
+            rows = [{"audit_id": audit.id, "rollout_id": item.rollout_id, "stratum": item.stratum,
+                     "population": item.population, "sampled": item.sampled, "weight": float(item.weight),
+                     "judge_label": labels[item.rollout_id]} for item in items]
+            inserted = conn.execute(tj.audit_item.insert().returning(tj.audit_item.c.id, tj.audit_item.c.rollout_id,
+                                                                     sort_by_parameter_order=True), rows).all()
+            item_ids = {rollout_id: item_id for item_id, rollout_id in inserted}
+            conn.execute(tj.audit_assignment.insert(), [
+                {"audit_id": audit.id, "item_id": item_ids[item.rollout_id], "reviewer": name, "slot": slot,
+                 "position": item.positions[name]}
+                for item in items for name, slot in zip(audit.reviewers, AUDIT_SLOTS, strict=True)])
+        return audit.id
+
+    def get_audit(self, audit_id: str) -> AuditRecord:
+        """The audit's record (UnknownAudit if there is none). Names the reviewers: not for reviewers' eyes."""
+        with self._reading() as conn:
+            return _audit_record(self._audit_row(conn, audit_id))
+
+    def audits(self, run_id: str | None = None) -> list[AuditRecord]:
+        """Every audit (of one run, if given), newest first."""
+        query = select(tj.audit).order_by(tj.audit.c.created_at.desc(), tj.audit.c.id)
+        if run_id is not None:
+            query = query.where(tj.audit.c.run_id == run_id)
+        with self._reading() as conn:
+            return [_audit_record(row) for row in conn.execute(query)]
+
+    def audit_items(self, audit_id: str) -> list[dict[str, Any]]:
+        """Analyst view of the items, by item id: item_id, rollout_id, case_id (the cluster for intervals),
+        stratum, population, sampled, weight, judge_label."""
+        ai, r = tj.audit_item, t.rollout
+        with self._reading() as conn:
+            self._audit_row(conn, audit_id)
+            query = (select(ai.c.id.label("item_id"), ai.c.rollout_id, r.c.case_id, ai.c.stratum, ai.c.population,
+                            ai.c.sampled, ai.c.weight, ai.c.judge_label)
+                     .join(r, r.c.id == ai.c.rollout_id).where(ai.c.audit_id == audit_id).order_by(ai.c.id))
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+    # ------------------------------------------------------------ reviewers (blinded)
+
+    def reviewer_queue(self, audit_id: str, reviewer: str) -> list[dict[str, Any]]:
+        """The reviewer's items in their own order: position, item_id, labelled (their own first submission
+        exists) and label (their own latest label, or None)."""
+        aa = tj.audit_assignment
+        with self._reading() as conn:
+            self._check_reviewer(self._audit_row(conn, audit_id), reviewer)
+            mine = self._own_latest(conn, audit_id, reviewer)
+            query = (select(aa.c.position, aa.c.item_id).where(aa.c.audit_id == audit_id, aa.c.reviewer == reviewer)
+                     .order_by(aa.c.position))
+            return [{"position": position, "item_id": item_id, "labelled": item_id in mine,
+                     "label": mine[item_id]["label"] if item_id in mine else None}
+                    for position, item_id in conn.execute(query)]
+
+    def reviewer_item(self, audit_id: str, item_id: int, reviewer: str) -> dict[str, Any]:
+        """One item as the reviewer may see it: the blinded evidence (case_id, constraint, harness, cue,
+        defense, surfaces, events, receipts, diff, plus model / strategy, vulnerability, channel unless
+        blinded), their position, and their own latest label as `my_label` ({label, note, version} or None)."""
+        with self._reading() as conn:
+            audit = self._audit_row(conn, audit_id)
+            self._check_reviewer(audit, reviewer)
+            position = self._position(conn, audit_id, item_id, reviewer)
+            view = self._blinded_views(conn, audit, [item_id])[item_id]
+            mine = self._own_latest(conn, audit_id, reviewer, item_id)
+            return {**view, "position": position, "my_label": mine.get(item_id)}
+
+    def blinded_items(self, audit_id: str, reviewer: str | None = None) -> list[dict[str, Any]]:
+        """Every item's blinded evidence (as reviewer_item, without labels): in the reviewer's order with
+        `position` when a reviewer is given, else by item id. For offline labelling files."""
+        aa, ai = tj.audit_assignment, tj.audit_item
+        with self._reading() as conn:
+            audit = self._audit_row(conn, audit_id)
+            if reviewer is None:
+                order = [(None, item_id) for item_id in conn.execute(
+                    select(ai.c.id).where(ai.c.audit_id == audit_id).order_by(ai.c.id)).scalars()]
+            else:
+                self._check_reviewer(audit, reviewer)
+                order = [(position, item_id) for position, item_id in conn.execute(
+                    select(aa.c.position, aa.c.item_id).where(aa.c.audit_id == audit_id, aa.c.reviewer == reviewer)
+                    .order_by(aa.c.position))]
+            views = self._blinded_views(conn, audit, [item_id for _, item_id in order])
+        if reviewer is None:
+            return [views[item_id] for _, item_id in order]
+        return [{**views[item_id], "position": position} for position, item_id in order]
+
+    def submit_label(self, audit_id: str, item_id: int, reviewer: str, label: str, note: str = "") -> dict[str, Any]:
+        """The reviewer's first label for an item (write-once: a second submission raises LabelAlreadySubmitted)."""
+        self.submit_labels(audit_id, reviewer, [(item_id, label, note)])
+        return self._own_latest_one(audit_id, item_id, reviewer)
+
+    def submit_labels(self, audit_id: str, reviewer: str, entries: Iterable[tuple[int, str, str]], *,
+                      skip_identical: bool = False) -> int:
+        """First labels for many items in one transaction, all or nothing; returns how many were written.
+
+        Every entry is checked before anything is written: the label value (BadLabel), the audit
+        (UnknownAudit), the reviewer (UnknownReviewer), each item in the reviewer's queue
+        (ItemNotInQueue) and not yet labelled (LabelAlreadySubmitted). With skip_identical, an entry
+        equal to the stored first submission (label and note) is skipped instead, so re-importing a
+        file is harmless.
+        """
+        wanted: dict[int, tuple[str, str]] = {}
+        for item_id, label, note in entries:
+            check_label(label)
+            if item_id in wanted:
+                raise InvalidRecord(f"item {item_id} is labelled twice in one submission")
+            wanted[item_id] = (label, clean_text(note or "") or "")
+        if not wanted:
+            return 0
+        al = tj.audit_label
+        with self._writing() as conn:
+            self._check_reviewer(self._audit_row(conn, audit_id), reviewer)
+            queue = self._queue_ids(conn, audit_id, reviewer)
+            for item_id in wanted:
+                if item_id not in queue:
+                    raise ItemNotInQueue(audit_id, item_id, reviewer)
+            first = self._own_first(conn, audit_id, reviewer)
+            rows = []
+            now = datetime.now(UTC)
+            for item_id in sorted(wanted):
+                label, note = wanted[item_id]
+                if item_id in first:
+                    if skip_identical and first[item_id] == (label, note):
+                        continue
+                    raise LabelAlreadySubmitted(item_id, reviewer)
+                rows.append({"item_id": item_id, "reviewer": reviewer, "label": label, "note": note, "version": 1,
+                             "reason": None, "created_at": now})
+            if rows:
+                insert = (self._insert(conn, al)
+                          .on_conflict_do_nothing(index_elements=["item_id", "reviewer", "version"])
+                          .returning(al.c.item_id))
+                written = set(conn.execute(insert, rows).scalars())
+                lost = [row["item_id"] for row in rows if row["item_id"] not in written]
+                if lost:  # a concurrent submission won the race: nothing of this batch is kept
+                    raise LabelAlreadySubmitted(lost[0], reviewer)
+            return len(rows)
+
+    def correct_label(self, audit_id: str, item_id: int, reviewer: str, label: str, reason: str,
+                      note: str = "") -> dict[str, Any]:
+        """Append the next version of the reviewer's label with the reason for the change; returns it."""
+        check_label(label)
+        if not reason or not reason.strip():
+            raise CorrectionWithoutReason(item_id)
+        with self._writing() as conn:
+            self._check_reviewer(self._audit_row(conn, audit_id), reviewer)
+            self._position(conn, audit_id, item_id, reviewer)
+            al = tj.audit_label
+            self._append_version(conn, al, {"item_id": item_id, "reviewer": reviewer},
+                                 (al.c.item_id == item_id) & (al.c.reviewer == reviewer), label, note, reason,
+                                 reviewer)
+        return self._own_latest_one(audit_id, item_id, reviewer)
+
+    # ------------------------------------------------------------ adjudicator (blinded)
+
+    def adjudication_queue(self, audit_id: str, adjudicator: str) -> list[dict[str, Any]]:
+        """Items whose reviewers disagree (see needs_adjudication), by item id: the blinded evidence, the
+        reviewers' current labels as {"A": ..., "B": ...} under `labels`, their first labels under
+        `first_labels`, and the adjudicator's own latest label as `adjudicated` (or None)."""
+        with self._reading() as conn:
+            audit = self._audit_row(conn, audit_id)
+            self._check_adjudicator(audit, adjudicator)
+            state = self._label_state(conn, audit_id)
+            pending = sorted(item_id for item_id, (first, latest) in state.items()
+                             if needs_adjudication(first, latest))
+            views = self._blinded_views(conn, audit, pending)
+            decided = self._adjudicated(conn, audit_id)
+        return [{**views[item_id], "labels": dict(sorted(state[item_id][1].items())),
+                 "first_labels": dict(sorted(state[item_id][0].items())),
+                 "adjudicated": decided[item_id]["label"] if item_id in decided else None}
+                for item_id in pending]
+
+    def adjudicate(self, audit_id: str, item_id: int, adjudicator: str, label: str, note: str = "") -> dict[str, Any]:
+        """The adjudicator's label for an item in the adjudication queue (write-once, like reviewer labels)."""
+        check_label(label)
+        ad = tj.adjudication
+        with self._writing() as conn:
+            self._check_adjudicator(self._audit_row(conn, audit_id), adjudicator)
+            self._check_disputed(conn, audit_id, item_id, adjudicator)
+            row = {"item_id": item_id, "adjudicator": adjudicator, "label": label,
+                   "note": clean_text(note or "") or "", "version": 1, "reason": None, "created_at": datetime.now(UTC)}
+            insert = (self._insert(conn, ad).on_conflict_do_nothing(index_elements=["item_id", "version"])
+                      .returning(ad.c.id))
+            if conn.execute(insert, row).first() is None:
+                raise LabelAlreadySubmitted(item_id, adjudicator)
+        return self._adjudication_one(audit_id, item_id)
+
+    def correct_adjudication(self, audit_id: str, item_id: int, adjudicator: str, label: str, reason: str,
+                             note: str = "") -> dict[str, Any]:
+        """Append the next version of the adjudication with the reason for the change; returns it."""
+        check_label(label)
+        if not reason or not reason.strip():
+            raise CorrectionWithoutReason(item_id)
+        ad = tj.adjudication
+        with self._writing() as conn:
+            self._check_adjudicator(self._audit_row(conn, audit_id), adjudicator)
+            self._check_disputed(conn, audit_id, item_id, adjudicator)
+            self._append_version(conn, ad, {"item_id": item_id, "adjudicator": adjudicator}, ad.c.item_id == item_id,
+                                 label, note, reason, adjudicator)
+        return self._adjudication_one(audit_id, item_id)
+
+    # ------------------------------------------------------------ results (analysts)
+
+    def labels(self, audit_id: str, first_only: bool = True) -> list[dict[str, Any]]:
+        """Reviewer labels by item, slot and version: item_id, reviewer, slot, label, note, version, reason,
+        created_at. first_only keeps first submissions (what agreement is measured on); else every version."""
+        al, aa, ai = tj.audit_label, tj.audit_assignment, tj.audit_item
+        query = (select(al.c.item_id, al.c.reviewer, aa.c.slot, al.c.label, al.c.note, al.c.version, al.c.reason,
+                        al.c.created_at)
+                 .join(aa, (aa.c.item_id == al.c.item_id) & (aa.c.reviewer == al.c.reviewer))
+                 .join(ai, ai.c.id == al.c.item_id)
+                 .where(ai.c.audit_id == audit_id).order_by(al.c.item_id, aa.c.slot, al.c.version))
+        if first_only:
+            query = query.where(al.c.version == 1)
+        with self._reading() as conn:
+            self._audit_row(conn, audit_id)
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+    def adjudications(self, audit_id: str) -> list[dict[str, Any]]:
+        """Every adjudication version: item_id, adjudicator, label, note, version, reason, created_at."""
+        ad, ai = tj.adjudication, tj.audit_item
+        query = (select(ad.c.item_id, ad.c.adjudicator, ad.c.label, ad.c.note, ad.c.version, ad.c.reason,
+                        ad.c.created_at)
+                 .join(ai, ai.c.id == ad.c.item_id).where(ai.c.audit_id == audit_id)
+                 .order_by(ad.c.item_id, ad.c.version))
+        with self._reading() as conn:
+            self._audit_row(conn, audit_id)
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+    def final_labels(self, audit_id: str) -> list[dict[str, Any]]:
+        """Per item, by item id: the analyst columns of audit_items, the reviewers' first and latest labels
+        by slot (A, B, A_first, B_first), adjudication (the adjudicator's latest label or None), final and
+        source: the adjudicated label if any ("adjudicated"), else the reviewers' label when they agree
+        ("agreed"), else None ("awaiting_review" / "awaiting_adjudication"); human is final as 1/0/None."""
+        items = self.audit_items(audit_id)
+        with self._reading() as conn:
+            state = self._label_state(conn, audit_id)
+            decided = self._adjudicated(conn, audit_id)
+        out = []
+        for item in items:
+            first, latest = state.get(item["item_id"], ({}, {}))
+            adjudicated = decided.get(item["item_id"], {}).get("label")
+            if adjudicated is not None:
+                final, source = adjudicated, "adjudicated"
+            elif set(first) != set(AUDIT_SLOTS):
+                final, source = None, "awaiting_review"
+            elif needs_adjudication(first, latest):
+                final, source = None, "awaiting_adjudication"
+            else:
+                final, source = latest["A"], "agreed"
+            out.append({**item, "A": latest.get("A"), "B": latest.get("B"), "A_first": first.get("A"),
+                        "B_first": first.get("B"), "adjudication": adjudicated, "final": final, "source": source,
+                        "human": HUMAN_TO_BINARY[final] if final is not None else None})
+        return out
+
+    # ------------------------------------------------------------ helpers
+
+    @staticmethod
+    def _audit_row(conn: Connection, audit_id: str) -> Any:
+        row = conn.execute(select(tj.audit).where(tj.audit.c.id == audit_id)).first()
+        if row is None:
+            raise UnknownAudit(audit_id)
+        return row
+
+    @staticmethod
+    def _check_reviewer(audit: Any, reviewer: str) -> None:
+        if reviewer not in audit.reviewers:
+            raise UnknownReviewer(audit.id, reviewer)
+
+    @staticmethod
+    def _check_adjudicator(audit: Any, adjudicator: str) -> None:
+        if adjudicator != audit.adjudicator:
+            raise UnknownReviewer(audit.id, adjudicator, role="adjudicator")
+
+    @staticmethod
+    def _position(conn: Connection, audit_id: str, item_id: int, reviewer: str) -> int:
+        aa = tj.audit_assignment
+        position = conn.execute(select(aa.c.position).where(aa.c.audit_id == audit_id, aa.c.item_id == item_id,
+                                                            aa.c.reviewer == reviewer)).scalar_one_or_none()
+        if position is None:
+            raise ItemNotInQueue(audit_id, item_id, reviewer)
+        return int(position)
+
+    @staticmethod
+    def _queue_ids(conn: Connection, audit_id: str, reviewer: str) -> set[int]:
+        aa = tj.audit_assignment
+        return set(conn.execute(select(aa.c.item_id).where(aa.c.audit_id == audit_id, aa.c.reviewer == reviewer))
+                   .scalars())
+
+    @staticmethod
+    def _own_first(conn: Connection, audit_id: str, reviewer: str) -> dict[int, tuple[str, str]]:
+        al, ai = tj.audit_label, tj.audit_item
+        query = (select(al.c.item_id, al.c.label, al.c.note).join(ai, ai.c.id == al.c.item_id)
+                 .where(ai.c.audit_id == audit_id, al.c.reviewer == reviewer, al.c.version == 1))
+        return {item_id: (label, note) for item_id, label, note in conn.execute(query)}
+
+    @staticmethod
+    def _own_latest(conn: Connection, audit_id: str, reviewer: str,
+                    item_id: int | None = None) -> dict[int, dict[str, Any]]:
+        """The reviewer's own latest label per item: {label, note, version} (only their rows are read)."""
+        al, ai = tj.audit_label, tj.audit_item
+        query = (select(al.c.item_id, al.c.label, al.c.note, al.c.version).join(ai, ai.c.id == al.c.item_id)
+                 .where(ai.c.audit_id == audit_id, al.c.reviewer == reviewer).order_by(al.c.item_id, al.c.version))
+        if item_id is not None:
+            query = query.where(al.c.item_id == item_id)
+        return {row_item: {"label": label, "note": note, "version": version}
+                for row_item, label, note, version in conn.execute(query)}  # later versions overwrite
+
+    def _own_latest_one(self, audit_id: str, item_id: int, reviewer: str) -> dict[str, Any]:
+        with self._reading() as conn:
+            return {"item_id": item_id, "reviewer": reviewer,
+                    **self._own_latest(conn, audit_id, reviewer, item_id)[item_id]}
+
+    @staticmethod
+    def _label_state(conn: Connection, audit_id: str,
+                     item_id: int | None = None) -> dict[int, tuple[dict[str, str], dict[str, str]]]:
+        """Per item: ({slot: first label}, {slot: latest label}) over both reviewers."""
+        al, aa = tj.audit_label, tj.audit_assignment
+        query = (select(al.c.item_id, aa.c.slot, al.c.label, al.c.version)
+                 .join(aa, (aa.c.item_id == al.c.item_id) & (aa.c.reviewer == al.c.reviewer))
+                 .where(aa.c.audit_id == audit_id).order_by(al.c.item_id, aa.c.slot, al.c.version))
+        if item_id is not None:
+            query = query.where(al.c.item_id == item_id)
+        state: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
+        for row_item, slot, label, version in conn.execute(query):
+            first, latest = state.setdefault(row_item, ({}, {}))
+            if version == 1:
+                first[slot] = label
+            latest[slot] = label
+        return state
+
+    @staticmethod
+    def _adjudicated(conn: Connection, audit_id: str) -> dict[int, dict[str, Any]]:
+        """The latest adjudication per item: {label, note, version}."""
+        ad, ai = tj.adjudication, tj.audit_item
+        query = (select(ad.c.item_id, ad.c.label, ad.c.note, ad.c.version).join(ai, ai.c.id == ad.c.item_id)
+                 .where(ai.c.audit_id == audit_id).order_by(ad.c.item_id, ad.c.version))
+        return {item_id: {"label": label, "note": note, "version": version}
+                for item_id, label, note, version in conn.execute(query)}
+
+    def _adjudication_one(self, audit_id: str, item_id: int) -> dict[str, Any]:
+        with self._reading() as conn:
+            return {"item_id": item_id, **self._adjudicated(conn, audit_id)[item_id]}
+
+    def _check_disputed(self, conn: Connection, audit_id: str, item_id: int, adjudicator: str) -> None:
+        ai = tj.audit_item
+        if conn.execute(select(ai.c.id).where(ai.c.id == item_id, ai.c.audit_id == audit_id)).first() is None:
+            raise ItemNotInQueue(audit_id, item_id, adjudicator, queue="adjudication")
+        first, latest = self._label_state(conn, audit_id, item_id).get(item_id, ({}, {}))
+        if not needs_adjudication(first, latest):
+            raise ItemNotInQueue(audit_id, item_id, adjudicator, queue="adjudication")
+
+    def _append_version(self, conn: Connection, table: Table, who: dict[str, Any], mine: Any, label: str, note: str,
+                        reason: str, name: str) -> None:
+        item_id = who["item_id"]
+        current = conn.execute(select(func.max(table.c.version)).where(mine)).scalar_one_or_none()
+        if current is None:
+            raise NothingToCorrect(item_id, name)
+        row = {**who, "label": label, "note": clean_text(note or "") or "", "version": int(current) + 1,
+               "reason": clean_text(reason.strip()), "created_at": datetime.now(UTC)}
+        key = ["item_id", "reviewer", "version"] if "reviewer" in who else ["item_id", "version"]
+        if conn.execute(self._insert(conn, table).on_conflict_do_nothing(index_elements=key).returning(table.c.id),
+                        row).first() is None:
+            raise LabelConflict(item_id, name)
+
+    @staticmethod
+    def _blinded_views(conn: Connection, audit: Any, item_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """The blinded evidence of these items of `audit`, by item id. The blinding is the column lists."""
+        ai, r, ev, rc, df = tj.audit_item, t.rollout, t.event, t.receipt, t.diff_entry
+        columns = [ai.c.id.label("item_id"), r.c.case_id, r.c.constraint, r.c.surfaces, r.c.harness, r.c.cue,
+                   r.c.defense]
+        if not audit.blind_model:
+            columns.append(r.c.model)
+        if not audit.blind_attack:
+            columns += [r.c.strategy, r.c.vulnerability, r.c.channel]
+        event_columns = [ev.c.idx, ev.c.role, ev.c.text, ev.c.tool_call, ev.c.observation, ev.c.receipts]
+        if not audit.blind_attack:
+            event_columns += [ev.c.original, ev.c.tampered]
+        receipt_columns = [rc.c.receipt_id, rc.c.seq, rc.c.service, rc.c.action, rc.c.args, rc.c.outcome, rc.c.actor,
+                           rc.c.step, rc.c.effect, rc.c.error, rc.c.via]
+        diff_columns = [df.c.path, df.c.op, df.c.before, df.c.after]
+        views: dict[int, dict[str, Any]] = {}
+        for chunk in chunks(sorted(set(item_ids))):
+            mine = (ai.c.audit_id == audit.id) & ai.c.id.in_(chunk)
+            for row in conn.execute(select(*columns).join(r, r.c.id == ai.c.rollout_id).where(mine)):
+                view = dict(row._mapping)
+                view["surfaces"] = view["surfaces"].split(",") if view["surfaces"] else []
+                views[row.item_id] = {**view, "events": [], "receipts": [], "diff": []}
+            # Children are joined through the item, so the rollout id is never read.
+            for row in conn.execute(select(ai.c.id.label("item_id"), *event_columns)
+                                    .join(ev, ev.c.rollout_id == ai.c.rollout_id).where(mine)
+                                    .order_by(ai.c.id, ev.c.idx)):
+                event = dict(row._mapping)
+                del event["item_id"]
+                if audit.blind_model and isinstance(event["tool_call"], dict):
+                    # Tool-call ids are minted by the model's provider (call_…, toolu_…): they name it.
+                    event["tool_call"] = {k: v for k, v in event["tool_call"].items() if k != "id"}
+                if "tampered" in event:
+                    event["tampered"] = bool(event["tampered"])
+                views[row.item_id]["events"].append(event)
+            for row in conn.execute(select(ai.c.id.label("item_id"), *receipt_columns)
+                                    .join(rc, rc.c.rollout_id == ai.c.rollout_id).where(mine)
+                                    .order_by(ai.c.id, rc.c.seq)):
+                receipt = dict(row._mapping)
+                receipt["id"] = receipt.pop("receipt_id")
+                del receipt["item_id"]
+                views[row.item_id]["receipts"].append(receipt)
+            for row in conn.execute(select(ai.c.id.label("item_id"), *diff_columns)
+                                    .join(df, df.c.rollout_id == ai.c.rollout_id).where(mine)
+                                    .order_by(ai.c.id, df.c.id)):
+                entry = dict(row._mapping)
+                del entry["item_id"]
+                views[row.item_id]["diff"].append(entry)
+        return views
