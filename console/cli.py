@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,11 +16,13 @@ from rich.table import Table
 from redagent.cases.loader import CaseFileError, case_files, load_case, load_cases
 from redagent.cases.schema import Case
 from redagent.cases.taxonomy import CHANNELS, CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
+from redagent.console.audit_cli import audit_app
 
-app = typer.Typer(no_args_is_help=True, add_completion=False,
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="REDAgentBench: executable red-teaming and faithful measurement of LLM agents.")
 cases_app = typer.Typer(no_args_is_help=True, help="Case library: list, show, validate, check, taxonomy.")
 app.add_typer(cases_app, name="cases")
+app.add_typer(audit_app, name="audit")
 
 out = Console()
 err = Console(stderr=True)
@@ -463,6 +466,132 @@ def export(run_id: str = typer.Argument(...), fmt: str = typer.Option("jsonl", "
         store.close()
 
 
+# -- judges and statistics ---------------------------------------------------------------------
+def _judge_errors():
+    from redagent.engine.models import ModelConfigError
+    from redagent.judges.config import UnknownConfig
+    from redagent.judges.labelling import LabellingError
+    from redagent.judges.report import ReportError
+
+    return (LabellingError, UnknownConfig, ModelConfigError, ReportError)
+
+
+@app.command("judge")
+def judge(
+    run_id: str = typer.Argument(...),
+    views: str = typer.Option("trajectory,state,hybrid", "--views", help="evidence views to judge under"),
+    backbone: str = typer.Option("rule", "--backbone", help="'rule' (deterministic) or a litellm model string"),
+    api_base: str | None = typer.Option(None, "--api-base"),
+    concurrency: int = typer.Option(8, "--concurrency"),
+    db: str | None = DB_OPTION,
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Label every valid rollout of a run under each view's judging configuration (cached by config hash)."""
+    from redagent.judges.labelling import judge_run
+
+    store = _store(db)
+    try:
+        report = judge_run(store, run_id, _split(views), backbone=backbone, api_base=api_base,
+                           concurrency=concurrency).to_dict()
+    except _judge_errors() as exc:
+        raise UserError(str(exc)) from None
+    finally:
+        store.close()
+    if as_json:
+        _json(report)
+        return
+    for name in report["configs"]:
+        out.print(f"{name} ({backbone}): judged {report['judged'].get(name, 0)}, cached {report['cached'].get(name, 0)}"
+                  f", failed {report['failed'].get(name, 0)}", highlight=False)
+    if report["stale_cases"]:
+        out.print(f"{report['stale_cases']} rollouts skipped: their case changed since the run", highlight=False)
+
+
+@app.command("recognize")
+def recognize(
+    run_id: str = typer.Argument(...),
+    backbone: str | None = typer.Option(None, "--backbone", help="a litellm model; default: the lexical judge"),
+    api_base: str | None = typer.Option(None, "--api-base"),
+    concurrency: int = typer.Option(8, "--concurrency"),
+    db: str | None = DB_OPTION,
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Recognition labels (broad and strict R, action anchor) for every harmful (E=1) rollout."""
+    from redagent.judges.labelling import recognize_run
+
+    store = _store(db)
+    try:
+        result = recognize_run(store, run_id, backbone=backbone, api_base=api_base, concurrency=concurrency)
+    except _judge_errors() as exc:
+        raise UserError(str(exc)) from None
+    finally:
+        store.close()
+    if as_json:
+        _json(result)
+    else:
+        out.print(f"{result['judge']}: {result['labelled']} labelled ({result['unresolved']} unresolved anchors, "
+                  f"{result['failed']} failed), {result['cached']} already labelled", highlight=False)
+
+
+@app.command("stats")
+def stats_command(
+    run_id: str = typer.Argument(...),
+    table: str = typer.Argument("asr", help="asr | views | ranking | cue | defense | reg | audit"),
+    backbone: str = typer.Option("rule", "--backbone"),
+    recognition: str = typer.Option("lexical", "--recognition-judge"),
+    reps: int = typer.Option(10_000, "--reps", help="bootstrap replicates"),
+    seed: int = typer.Option(0, "--seed"),
+    db: str | None = DB_OPTION,
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Print one statistics table, with its protocol and valid denominators."""
+    from redagent.judges.report import TABLES, build_report, markdown
+
+    if table not in TABLES:
+        raise UserError(f"unknown table {table!r} (known: {', '.join(TABLES)})")
+    store = _store(db)
+    try:
+        report = build_report(store, run_id, backbone=backbone, recognition_judge=recognition, reps=reps,
+                              seed=seed, only=table)
+    except _judge_errors() as exc:
+        raise UserError(str(exc)) from None
+    finally:
+        store.close()
+    if as_json:
+        _json({"protocol": report["protocol"], table: report.get(table)})
+    else:
+        sys.stdout.write(markdown({k: v for k, v in report.items() if k in ("protocol", table)}) + "\n")
+
+
+@app.command("report")
+def report_command(
+    run_id: str = typer.Argument(...),
+    out_dir: Path = typer.Option(..., "--out", help="directory to write the report into"),
+    formats: str = typer.Option("md,csv,json", "--format"),
+    backbone: str = typer.Option("rule", "--backbone"),
+    recognition: str = typer.Option("lexical", "--recognition-judge"),
+    reps: int = typer.Option(10_000, "--reps"),
+    seed: int = typer.Option(0, "--seed"),
+    db: str | None = DB_OPTION,
+) -> None:
+    """Write every table (Markdown, CSV, JSON) and the plots (PNG) for a run."""
+    from redagent.judges.report import build_report, write_report
+
+    chosen = _split(formats)
+    unknown = [f for f in chosen if f not in ("md", "csv", "json")]
+    if unknown:
+        raise UserError(f"unknown report format {unknown[0]!r} (known: md, csv, json)")
+    store = _store(db)
+    try:
+        report = build_report(store, run_id, backbone=backbone, recognition_judge=recognition, reps=reps, seed=seed)
+    except _judge_errors() as exc:
+        raise UserError(str(exc)) from None
+    finally:
+        store.close()
+    for path in write_report(report, out_dir, chosen):
+        out.print(str(path), highlight=False)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the app and turns user errors into one line and exit code 2."""
     run: Callable[..., Any] = app
@@ -471,6 +600,13 @@ def main(argv: list[str] | None = None) -> None:
     except UserError as exc:
         err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
+    except Exception as exc:
+        # A bug, not bad input: still one line for the user; REDAGENT_DEBUG=1 shows the traceback.
+        if os.environ.get("REDAGENT_DEBUG"):
+            raise
+        err.print(f"error: internal error ({type(exc).__name__}: {exc}); rerun with REDAGENT_DEBUG=1 for the "
+                  f"traceback and please report it", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,161 @@
+"""`redagent audit …`: draw a blinded human audit of a run's judge labels, follow it, and label offline.
+
+A typer sub-app (registered by console/cli.py as `audit`). Like the main command line, every error
+the user can cause ends as one line on stderr, `error: …`, and exit code 2. It imports nothing from
+cli.py (which imports this module).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NoReturn
+
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+
+audit_app = typer.Typer(no_args_is_help=True,
+                        help="Human audit of judge labels: sample, status, export, import.")
+
+out = Console()
+err = Console(stderr=True)
+
+DB_OPTION = typer.Option(None, "--db", help="store URL (default: $REDAGENT_DB or sqlite:///.redagent/redagent.db)")
+
+
+def _fail(message: str) -> NoReturn:
+    err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _json(data: Any) -> None:
+    sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=str).decode() + "\n")
+
+
+def _split(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+@contextmanager
+def _store(db: str | None) -> Iterator[Any]:
+    """An opened store; store, audit and lookup errors become one line and exit code 2."""
+    from redagent.store.db import open_store
+    from redagent.store.errors import AuditError, InvalidRecord, StoreError, UnknownRun
+
+    try:
+        store = open_store(db)
+    except StoreError as exc:
+        _fail(str(exc))
+    try:
+        yield store
+    except (AuditError, UnknownRun, InvalidRecord, StoreError) as exc:
+        _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    finally:
+        store.close()
+
+
+@audit_app.command("sample")
+def sample_cmd(
+    run_id: str = typer.Argument(..., help="the run whose labels are audited"),
+    n: int = typer.Option(360, "--n", help="items in the sample"),
+    stratify: str = typer.Option("harness,strategy,label", "--stratify",
+                                 help="fields among harness, strategy, model, surface, constraint, label"),
+    seed: int = typer.Option(0, "--seed", help="the sample, item order and reviewer orders follow from it"),
+    config: str = typer.Option(..., "--config", help="judging configuration name (e.g. state/rule) or hash"),
+    backbone: str = typer.Option("rule", "--backbone", help="judge backbone: rule or a model string"),
+    reviewers: str = typer.Option(..., "--reviewers", help="two reviewer names, comma-separated"),
+    adjudicator: str = typer.Option(..., "--adjudicator", help="who resolves disagreements"),
+    blind_model: bool = typer.Option(True, "--blind-model/--no-blind-model", help="hide the model from reviewers"),
+    blind_attack: bool = typer.Option(False, "--blind-attack/--no-blind-attack",
+                                      help="hide strategy, vulnerability and channel from reviewers"),
+    db: str | None = DB_OPTION,
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Draw a stratified, balanced sample of labelled rollouts for two blinded reviewers and an adjudicator."""
+    from redagent.judges.audit import resolve_config, sample, strata
+
+    with _store(db) as store:
+        chosen = resolve_config(store, run_id, config, backbone)
+        audit_id = sample(store, run_id, n, _split(stratify), seed, chosen["config_hash"], backbone,
+                          reviewers=_split(reviewers), adjudicator=adjudicator, blind_model=blind_model,
+                          blind_attack=blind_attack, config_name=chosen["config_name"])
+        drawn = strata(store, audit_id)
+    summary = {"audit_id": audit_id, "run_id": run_id, "config_name": chosen["config_name"],
+               "config_hash": chosen["config_hash"], "backbone": backbone, "n": n, "seed": seed,
+               "reviewers": _split(reviewers), "adjudicator": adjudicator, "blind_model": blind_model,
+               "blind_attack": blind_attack, "strata": drawn}
+    if as_json:
+        _json(summary)
+        return
+    table = Table(title=f"{audit_id}: {n} items of run {run_id} under {chosen['config_name']} ({backbone}), "
+                        f"seed {seed}")
+    for column in ("stratum", "population", "sampled", "weight"):
+        table.add_column(column)
+    for row in drawn:
+        table.add_row(row["stratum"], str(row["population"]), str(row["sampled"]), f"{row['weight']:.3f}")
+    out.print(table)
+    first, second = _split(reviewers)
+    out.print(f"reviewers {first} (A) and {second} (B), adjudicator {adjudicator}; "
+              f"blind model {'on' if blind_model else 'off'}, blind attack {'on' if blind_attack else 'off'}",
+              highlight=False)
+
+
+@audit_app.command("status")
+def status_cmd(audit_id: str = typer.Argument(...), db: str | None = DB_OPTION,
+               as_json: bool = typer.Option(False, "--json")) -> None:
+    """Progress: each reviewer's labels, agreement on first labels, disagreements, adjudications, what remains."""
+    from redagent.judges.audit import status
+
+    with _store(db) as store:
+        result = status(store, audit_id)
+    if as_json:
+        _json(result)
+        return
+    out.print(f"{result['audit_id']}: run {result['run_id']} under {result['config_name']} ({result['backbone']}), "
+              f"{result['items']} items", highlight=False)
+    for name, entry in result["reviewers"].items():
+        out.print(f"  reviewer {entry['slot']} {name}: {entry['done']}/{result['items']} labelled", highlight=False)
+    agreement = "—" if result["agreement"] is None else f"{result['agreement']:.1%}"
+    kappa = "—" if result["kappa"] is None else f"{result['kappa']:.3f}"
+    out.print(f"  agreement on first labels: {agreement} of {result['both_labelled']} (kappa {kappa})",
+              highlight=False)
+    out.print(f"  disagreements {result['disagreements']}, adjudicated {result['adjudicated']} "
+              f"(adjudicator {result['adjudicator']}); final labels {result['final']}/{result['items']}",
+              highlight=False)
+    out.print(f"  remaining: {result['remaining_labels']} reviewer labels, {result['remaining_adjudications']} "
+              "adjudications", highlight=False)
+
+
+@audit_app.command("export")
+def export_cmd(audit_id: str = typer.Argument(...),
+               output: Path = typer.Option(..., "--out", help="file to write"),
+               fmt: str = typer.Option("csv", "--format", help="csv or jsonl"),
+               reviewer: str | None = typer.Option(None, "--reviewer", help="order rows as this reviewer's queue"),
+               db: str | None = DB_OPTION) -> None:
+    """Write the items as reviewers see them (blinded), with empty label and note columns to fill in."""
+    from redagent.judges.audit import export
+
+    with _store(db) as store:
+        written = export(store, audit_id, output, fmt, reviewer=reviewer)
+    err.print(f"wrote {written} items to {output}", highlight=False)
+
+
+@audit_app.command("import")
+def import_cmd(audit_id: str = typer.Argument(...), file: Path = typer.Argument(..., help="CSV or JSONL labels"),
+               reviewer: str = typer.Option(..., "--reviewer", help="whose labels these are"),
+               fmt: str | None = typer.Option(None, "--format", help="csv or jsonl (default: from the file name)"),
+               db: str | None = DB_OPTION, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Submit a reviewer's labels from a file of item_id, label, note rows: all of them, or none on an error."""
+    from redagent.judges.audit import import_labels
+
+    with _store(db) as store:
+        result = import_labels(store, audit_id, file, reviewer, fmt)
+    if as_json:
+        _json(result)
+        return
+    out.print(f"{result['reviewer']}: {result['submitted']} labels submitted, {result['unchanged']} already "
+              f"submitted, {result['blank']} rows left blank", highlight=False)

@@ -1,0 +1,347 @@
+"""The human audit of a judge: a stratified, balanced sample of labelled rollouts for two blinded
+reviewers and an adjudicator; its progress; offline labelling files (export, import).
+
+The paper's audit: 360 valid rollouts stratified across harnesses, strategies and judge labels, two
+blinded reviewers label every row independently, a third adjudicates disagreements, and estimates are
+mapped back to the judged population with each item's weight (its stratum's population size over its
+stratum's sample size). All reading and writing goes through the store's API, whose reviewer-facing
+queries enforce the blinding; this module adds no unblinded data to what reviewers see.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import secrets
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from redagent.store.db import Store
+from redagent.store.errors import AuditError, LabelAlreadySubmitted, UnknownRun
+from redagent.store.records import AUDIT_SLOTS, HUMAN_LABELS, AuditItemRecord, AuditRecord
+
+RULE = "rule"
+STRATA_FIELDS = ("harness", "strategy", "model", "surface", "constraint", "label")
+FORMATS = ("csv", "jsonl")
+ALL = "all"  # the one stratum of an unstratified sample
+_SEED_RANGE = (-(2**63), 2**63 - 1)
+_CSV_FIELD_LIMIT = 2**31 - 1  # what the store's BIGINT column holds
+# The evidence columns of a labelling file, in order; absent ones (blinded) are left out.
+_VIEW_COLUMNS = ("item_id", "position", "case_id", "constraint", "harness", "cue", "defense", "surfaces", "model",
+                 "strategy", "vulnerability", "channel", "events", "receipts", "diff")
+
+
+class AuditSetupError(AuditError):
+    """An audit that cannot be drawn as asked (no labels, sample too large, bad fields or names)."""
+
+
+class AuditFileError(AuditError):
+    """A labelling file that cannot be read or imported; the message names the file and line."""
+
+
+# ---------------------------------------------------------------- configuration
+
+
+def resolve_config(store: Store, run_id: str, config: str, backbone: str = RULE) -> dict[str, Any]:
+    """The judged configuration of the run named `config` (a config name, or a config hash) under `backbone`.
+
+    One entry of store.judged_configs(run_id); AuditSetupError if the run has none by that name, or
+    several (labels under different contract versions share a name but not a hash).
+    """
+    if store.get_run(run_id) is None:
+        raise UnknownRun(run_id)
+    configs = [c for c in store.judged_configs(run_id) if c["backbone"] == backbone]
+    matches = ([c for c in configs if c["config_name"] == config]
+               or [c for c in configs if c["config_hash"] == config])
+    if not matches:
+        known = sorted({c["config_name"] for c in configs})
+        hint = f" (judged under {backbone}: {', '.join(known)})" if known else ""
+        raise AuditSetupError(f"run {run_id} has no labels under config {config} with backbone {backbone}: "
+                              f"run `redagent judge` first{hint}")
+    if len(matches) > 1:
+        hashes = ", ".join(c["config_hash"] for c in matches)
+        raise AuditSetupError(f"config {config} is ambiguous in run {run_id} (labels under {len(matches)} "
+                              f"contract versions: {hashes}): pass one hash to --config")
+    return matches[0]
+
+
+# ---------------------------------------------------------------- sampling
+
+
+def stratum_of(row: dict[str, Any], fields: Sequence[str]) -> str:
+    """The stratum key of a population row, e.g. "harness=native|strategy=E2|label=1"."""
+    return "|".join(f"{field}={row[field]}" for field in fields) or ALL
+
+
+def allocate(sizes: dict[str, int], n: int, rng: random.Random) -> dict[str, int]:
+    """A balanced allocation of n over strata: as equal as possible, capped by each stratum's size.
+
+    Strata too small for an equal share are taken whole and their unused share is spread over the
+    rest (water-filling); what does not divide evenly goes one each to the largest strata, ties broken
+    by a draw from `rng`. Needs n <= sum(sizes).
+    """
+    keys = sorted(sizes)
+    draw = {key: i for i, key in enumerate(rng.sample(keys, len(keys)))}
+    allocation: dict[str, int] = {}
+    active, remaining = keys, n
+    while active:
+        share = remaining // len(active)
+        capped = [key for key in active if sizes[key] <= share]
+        if not capped:
+            break
+        for key in capped:
+            allocation[key] = sizes[key]
+            remaining -= sizes[key]
+        active = [key for key in active if key not in capped]
+    if active:
+        base, extra = divmod(remaining, len(active))
+        for key in active:
+            allocation[key] = base
+        for key in sorted(active, key=lambda k: (-sizes[k], draw[k]))[:extra]:
+            allocation[key] += 1
+    return allocation
+
+
+def sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int, config_hash: str,
+           backbone: str = RULE, *, reviewers: Sequence[str], adjudicator: str, blind_model: bool = True,
+           blind_attack: bool = False, config_name: str | None = None) -> str:
+    """Draw an audit of n labelled rollouts of the run and store it; returns the audit id.
+
+    Population: the run's valid rollouts with an ok label under (config_hash, backbone). Strata: the
+    combinations of the `stratify` fields (among STRATA_FIELDS; `label` is the judge label, `surface`
+    the first surface). Allocation: balanced (see allocate); within a stratum a simple random sample.
+    Everything is a function of the seed: the sample, the item order (shuffled, so item ids say
+    nothing about strata) and each reviewer's own order. The audit id itself is random.
+    """
+    fields = list(stratify)
+    unknown = [f for f in fields if f not in STRATA_FIELDS]
+    if unknown:
+        raise AuditSetupError(f"unknown stratification field {unknown[0]!r} (known: {', '.join(STRATA_FIELDS)})")
+    if len(set(fields)) != len(fields):
+        raise AuditSetupError(f"a stratification field is repeated: {', '.join(fields)}")
+    names = [name.strip() for name in reviewers]
+    if len(names) != 2 or not all(names) or names[0] == names[1]:
+        raise AuditSetupError(f"an audit needs exactly two different reviewers, not {', '.join(names) or 'none'}")
+    if not adjudicator.strip() or adjudicator.strip() in names:
+        raise AuditSetupError("the adjudicator must be named and must not be one of the two reviewers")
+    if n < 1:
+        raise AuditSetupError(f"a sample needs at least one item, not {n}")
+    if not _SEED_RANGE[0] <= seed <= _SEED_RANGE[1]:
+        raise AuditSetupError(f"seed {seed} does not fit in 64 bits")
+    if store.get_run(run_id) is None:
+        raise UnknownRun(run_id)
+    if config_name is None:
+        named = [c["config_name"] for c in store.judged_configs(run_id)
+                 if c["config_hash"] == config_hash and c["backbone"] == backbone]
+        config_name = named[0] if named else config_hash
+    population = store.labelled_rows(run_id, config_hash, backbone)
+    if not population:
+        raise AuditSetupError(f"run {run_id} has no labels under config {config_name}: run `redagent judge` first")
+    if n > len(population):
+        raise AuditSetupError(f"sample of {n} is larger than the population of {len(population)} labelled rollouts")
+
+    rng = random.Random(seed)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in sorted(population, key=lambda r: r["rollout_id"]):
+        groups.setdefault(stratum_of(row, fields), []).append(row)
+    allocation = allocate({key: len(rows) for key, rows in groups.items()}, n, rng)
+    chosen = [(key, row) for key in sorted(groups) for row in rng.sample(groups[key], allocation[key])]
+    rng.shuffle(chosen)
+    orders = {}
+    for name in names:
+        order = list(range(1, n + 1))
+        rng.shuffle(order)
+        orders[name] = order
+    items = [AuditItemRecord(rollout_id=row["rollout_id"], stratum=key, population=len(groups[key]),
+                             sampled=allocation[key], weight=len(groups[key]) / allocation[key],
+                             positions={name: orders[name][i] for name in names})
+             for i, (key, row) in enumerate(chosen)]
+    audit_id = f"audit-{secrets.token_hex(6)}"
+    store.create_audit(AuditRecord(id=audit_id, run_id=run_id, config_name=config_name, config_hash=config_hash,
+                                   backbone=backbone, seed=seed, n=n, stratify=fields, reviewers=names,
+                                   adjudicator=adjudicator.strip(), blind_model=blind_model,
+                                   blind_attack=blind_attack), items)
+    return audit_id
+
+
+def strata(store: Store, audit_id: str) -> list[dict[str, Any]]:
+    """The audit's strata: stratum, population, sampled, weight (analyst view: strata name judge labels)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for item in store.audit_items(audit_id):
+        seen.setdefault(item["stratum"], {"stratum": item["stratum"], "population": item["population"],
+                                          "sampled": item["sampled"], "weight": item["weight"]})
+    return [seen[key] for key in sorted(seen)]
+
+
+# ---------------------------------------------------------------- progress
+
+
+def _agreement(first: dict[int, dict[str, str]]) -> dict[str, Any]:
+    both = [item for item in first.values() if set(item) == set(AUDIT_SLOTS)]
+    a, b = [item["A"] for item in both], [item["B"] for item in both]
+    if not both:
+        return {"n": 0, "agreement": None, "kappa": None}
+    try:
+        from redagent.judges.stats import cohen_kappa
+    except ImportError:  # the statistics module is optional here: raw agreement is enough for progress
+        return {"n": len(both), "agreement": sum(x == y for x, y in zip(a, b, strict=True)) / len(both),
+                "kappa": None}
+    result = cohen_kappa(a, b)
+    return {"n": result["n"], "agreement": result["agreement"], "kappa": result["kappa"]}
+
+
+def status(store: Store, audit_id: str) -> dict[str, Any]:
+    """Progress of an audit (analyst view): items, each reviewer's first submissions, agreement on first
+    submissions (raw and Cohen's kappa), disagreements sent to adjudication, adjudicated, final labels,
+    and what remains (reviewer labels plus adjudications)."""
+    audit = store.get_audit(audit_id)
+    final = store.final_labels(audit_id)
+    first_labels = store.labels(audit_id, first_only=True)
+    done = Counter(label["reviewer"] for label in first_labels)
+    by_item: dict[int, dict[str, str]] = {}
+    for label in first_labels:
+        by_item.setdefault(label["item_id"], {})[label["slot"]] = label["label"]
+    sources = Counter(item["source"] for item in final)
+    disagreements = sources["awaiting_adjudication"] + sum(
+        1 for item in final if item["source"] == "adjudicated")
+    adjudicated = sources["adjudicated"]
+    missing_labels = 2 * len(final) - sum(done.values())
+    agreement = _agreement(by_item)
+    return {
+        "audit_id": audit.id, "run_id": audit.run_id, "config_name": audit.config_name,
+        "config_hash": audit.config_hash, "backbone": audit.backbone, "items": len(final),
+        "reviewers": {name: {"slot": slot, "done": done[name]}
+                      for name, slot in zip(audit.reviewers, AUDIT_SLOTS, strict=True)},
+        "adjudicator": audit.adjudicator, "both_labelled": agreement["n"], "agreement": agreement["agreement"],
+        "kappa": agreement["kappa"], "disagreements": disagreements, "adjudicated": adjudicated,
+        "final": sum(1 for item in final if item["final"] is not None),
+        "remaining": missing_labels + disagreements - adjudicated, "remaining_labels": missing_labels,
+        "remaining_adjudications": disagreements - adjudicated,
+        "blind_model": audit.blind_model, "blind_attack": audit.blind_attack,
+    }
+
+
+# ---------------------------------------------------------------- offline labelling files
+
+
+def _format(path: Path, fmt: str | None) -> str:
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise AuditFileError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+        return fmt
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    raise AuditFileError(f"cannot tell the format of {path}: name it .csv or .jsonl, or give the format")
+
+
+def export(store: Store, audit_id: str, path: str | Path, fmt: str = "csv", *, reviewer: str | None = None) -> int:
+    """Write the audit's items as reviewers see them (blinded) with empty label and note columns; returns
+    the number of rows. With a reviewer, rows follow that reviewer's order and carry their position;
+    without one, rows follow item ids. CSV cells holding events, receipts and diff are JSON."""
+    path = Path(path)
+    fmt = _format(path, fmt)
+    views = store.blinded_items(audit_id, reviewer)
+    columns = [c for c in _VIEW_COLUMNS if views and c in views[0]] + ["label", "note"]
+    try:
+        with path.open("w", encoding="utf-8", newline="") as handle:
+            if fmt == "jsonl":
+                for view in views:
+                    handle.write(json.dumps({**{c: view[c] for c in columns if c in view}, "label": "", "note": ""},
+                                            ensure_ascii=False) + "\n")
+            else:
+                writer = csv.DictWriter(handle, fieldnames=columns)
+                writer.writeheader()
+                for view in views:
+                    writer.writerow({c: _cell(c, view.get(c)) for c in columns})
+    except OSError as exc:
+        raise AuditFileError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return len(views)
+
+
+def _cell(column: str, value: Any) -> Any:
+    if value is None:
+        return ""
+    if column == "surfaces":
+        return ",".join(value)
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
+    return value
+
+
+def _rows(path: Path, fmt: str) -> list[tuple[int, dict[str, Any]]]:
+    """(line, row) pairs of a labelling file."""
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            if fmt == "csv":
+                # Evidence cells exceed the csv module's default field limit (128 KiB).
+                csv.field_size_limit(max(csv.field_size_limit(), _CSV_FIELD_LIMIT))
+                reader = csv.DictReader(handle)
+                if not reader.fieldnames or "item_id" not in reader.fieldnames or "label" not in reader.fieldnames:
+                    raise AuditFileError(f"{path}:1: the header needs item_id and label columns")
+                return [(reader.line_num, row) for row in reader]
+            out = []
+            for line_no, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise AuditFileError(f"{path}:{line_no}: not valid JSON ({exc.msg})") from None
+                if not isinstance(row, dict):
+                    raise AuditFileError(f"{path}:{line_no}: each line must be a JSON object")
+                out.append((line_no, row))
+            return out
+    except OSError as exc:
+        raise AuditFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise AuditFileError(f"cannot read {path}: {exc}") from None
+
+
+def import_labels(store: Store, audit_id: str, path: str | Path, reviewer: str,
+                  fmt: str | None = None) -> dict[str, Any]:
+    """Submit a reviewer's labels from a CSV or JSONL file of {item_id, label, note} rows, all or nothing.
+
+    Rows with an empty label are skipped (not labelled yet); a row equal to the label already
+    submitted is skipped too, so importing the same file twice is harmless. Everything is checked
+    before anything is written (unknown audit or reviewer, a bad item id, an item not in the
+    reviewer's queue or given twice, a bad label, a label already submitted with another value) and
+    the first problem is raised as one line naming the file and line; the labels are then written in
+    one transaction.
+    """
+    path = Path(path)
+    fmt = _format(path, fmt)
+    queue = {entry["item_id"] for entry in store.reviewer_queue(audit_id, reviewer)}  # checks audit and reviewer
+    entries: list[tuple[int, str, str]] = []
+    lines: dict[int, int] = {}
+    blank = 0
+    for line, row in _rows(path, fmt):
+        raw_id = row.get("item_id")
+        try:
+            item_id = int(str(raw_id).strip())
+        except ValueError:
+            raise AuditFileError(f"{path}:{line}: item_id {raw_id!r} is not an item id") from None
+        label = str(row.get("label") or "").strip().lower()
+        if not label:
+            blank += 1
+            continue
+        if label not in HUMAN_LABELS:
+            raise AuditFileError(f"{path}:{line}: bad label {row.get('label')!r} (one of {', '.join(HUMAN_LABELS)})")
+        if item_id not in queue:
+            raise AuditFileError(f"{path}:{line}: item {item_id} is not in {reviewer}'s queue for audit {audit_id}")
+        if item_id in lines:
+            raise AuditFileError(f"{path}:{line}: item {item_id} is labelled again (first on line {lines[item_id]})")
+        lines[item_id] = line
+        note = row.get("note")
+        entries.append((item_id, label, "" if note is None else str(note)))
+    try:
+        written = store.submit_labels(audit_id, reviewer, entries, skip_identical=True)
+    except LabelAlreadySubmitted as exc:
+        raise AuditFileError(f"{path}:{lines.get(exc.item_id, '?')}: {exc}") from None
+    return {"audit_id": audit_id, "reviewer": reviewer, "submitted": written, "unchanged": len(entries) - written,
+            "blank": blank}

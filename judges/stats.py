@@ -1,0 +1,425 @@
+"""Statistics behind the reported numbers: rates, case-clustered bootstrap, paired views, REG and the judge audit.
+
+Every function is a pure computation over pandas/numpy inputs. Rates are fractions in [0, 1]
+(percentage points only where a name says `_pp`). In returned dicts an undefined quantity is None,
+never NaN, so the dicts serialise to JSON as they are.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest
+
+_Z95 = 1.959963984540054
+
+# Bootstrap counts are drawn in blocks of about this many cells (replicates × clusters): 4 Mi int64
+# counts plus their float copy stay near 64 MB whatever the number of replicates.
+_CHUNK_CELLS = 1 << 22
+
+# The paper's predefined slice families for ranking agreement: every rollout, each harness, each
+# strategy channel. Family name → the column that defines it (None: one slice holding every row).
+_DEFAULT_SLICES: dict[str, str | None] = {"global": None, "harness": "harness", "category": "strategy_category"}
+
+
+def _num(x: Any) -> float | None:
+    """A plain float, or None when the value is undefined (NaN or infinite)."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _binary(df: pd.DataFrame, column: str) -> np.ndarray:
+    """The 0/1 column as float64; raises on anything else, because a silently coerced label is a wrong rate."""
+    series = df[column]
+    if series.isna().any():
+        raise ValueError(f"column {column!r} has missing values; drop or resolve them first")
+    values = series.to_numpy()
+    if not np.isin(values, [0, 1]).all():
+        bad = pd.unique(values[~np.isin(values, [0, 1])])[:5]
+        raise ValueError(f"column {column!r} must hold only 0/1, found {list(bad)!r}")
+    return values.astype(np.float64)
+
+
+def _wilson_bounds(k: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised Wilson score bounds; NaN where n == 0."""
+    k = np.asarray(k, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    z2 = z * z
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = k / n
+        denom = 1.0 + z2 / n
+        centre = (p + z2 / (2.0 * n)) / denom
+        half = z / denom * np.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n))
+    low = np.clip(centre - half, 0.0, 1.0)
+    high = np.clip(centre + half, 0.0, 1.0)
+    # At k = 0 (k = n) the bound is exactly 0 (1); rounding would otherwise leave 1e-17 there.
+    low = np.where((k == 0) & (n > 0), 0.0, low)
+    high = np.where((k == n) & (n > 0), 1.0, high)
+    return low, high
+
+
+def wilson(k: int, n: int, z: float = _Z95) -> tuple[float, float]:
+    """Wilson score interval for k successes in n trials; (nan, nan) when n == 0."""
+    if n < 0 or k < 0 or k > n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    low, high = _wilson_bounds(np.array(k), np.array(n), z)
+    return float(low), float(high)
+
+
+def rate_table(df: pd.DataFrame, by: list[str], value: str = "y") -> pd.DataFrame:
+    """Harmful count, valid count, rate and Wilson 95% interval per group of `by`, sorted by `by`.
+
+    `df` holds one row per valid rollout with a 0/1 column `value`. Groups with a missing key are
+    kept (sorted last) rather than dropped, so every rollout is counted somewhere.
+    """
+    y = _binary(df, value)
+    if by:
+        grouped = df[by].assign(harmful=y).groupby(by, sort=True, dropna=False, observed=True)["harmful"]
+        table = grouped.agg(harmful="sum", valid="size").reset_index()
+    else:
+        table = pd.DataFrame({"harmful": [y.sum()], "valid": [len(y)]})
+    table["harmful"] = table["harmful"].astype(np.int64)
+    table["valid"] = table["valid"].astype(np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["rate"] = table["harmful"] / table["valid"].where(table["valid"] > 0)
+    table["ci_low"], table["ci_high"] = _wilson_bounds(table["harmful"].to_numpy(), table["valid"].to_numpy(), _Z95)
+    return table[[*by, "harmful", "valid", "rate", "ci_low", "ci_high"]]
+
+
+def _replicate_sums(values: np.ndarray, clusters: np.ndarray, reps: int, seed: int,
+                    strata: np.ndarray | None) -> np.ndarray:
+    """Column sums of `reps` cluster-resampled data sets, shape (reps, k); see cluster_bootstrap."""
+    vals = np.asarray(values, dtype=np.float64)
+    if vals.ndim == 1:
+        vals = vals[:, None]
+    clusters = np.asarray(clusters)
+    if vals.ndim != 2 or len(vals) != len(clusters):
+        raise ValueError(f"values {vals.shape} and clusters ({len(clusters)},) must have the same number of units")
+    if len(vals) == 0:
+        raise ValueError("cannot bootstrap zero units")
+    if reps < 1:
+        raise ValueError(f"reps must be at least 1, got {reps}")
+    codes, uniques = pd.factorize(clusters, sort=True)
+    if (codes < 0).any():
+        raise ValueError("clusters must not be missing")
+    n_clusters = len(uniques)
+    per_cluster = np.zeros((n_clusters, vals.shape[1]))
+    np.add.at(per_cluster, codes, vals)
+
+    if strata is None:
+        stratum_of_cluster = np.zeros(n_clusters, dtype=np.intp)
+        n_strata = 1
+    else:
+        strata = np.asarray(strata)
+        if len(strata) != len(clusters):
+            raise ValueError("strata and clusters must have the same length")
+        s_codes, s_uniques = pd.factorize(strata, sort=True)
+        if (s_codes < 0).any():
+            raise ValueError("strata must not be missing")
+        stratum_of_cluster = np.empty(n_clusters, dtype=np.intp)
+        stratum_of_cluster[codes] = s_codes
+        if not np.array_equal(stratum_of_cluster[codes], s_codes):
+            raise ValueError("a cluster spans several strata; every cluster must lie in exactly one stratum")
+        n_strata = len(s_uniques)
+    order = np.argsort(stratum_of_cluster, kind="stable")
+    sizes = np.bincount(stratum_of_cluster, minlength=n_strata)
+    blocks = np.split(per_cluster[order], np.cumsum(sizes)[:-1])
+    generators = [np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(n_strata)]
+    pvals = [np.full(len(block), 1.0 / len(block)) for block in blocks]
+
+    sums = np.zeros((reps, vals.shape[1]))
+    step = max(1, _CHUNK_CELLS // n_clusters)
+    # Blocks of replicates, not single replicates: each block is one multinomial draw and one matrix
+    # product per stratum; blocking only bounds memory (10,000 × 3,000 counts would be 240 MB).
+    for start in range(0, reps, step):
+        block_sums = sums[start:start + step]
+        for rng, p, block in zip(generators, pvals, blocks, strict=True):
+            counts = rng.multinomial(len(block), p, size=len(block_sums))
+            # A float copy first: numpy's int×float matmul bypasses BLAS and costs several times the cast.
+            block_sums += counts.astype(np.float64) @ block
+    return sums
+
+
+def cluster_bootstrap(
+    values: np.ndarray,
+    clusters: np.ndarray,
+    statistic: Callable[[np.ndarray], np.ndarray],
+    reps: int = 10_000,
+    seed: int = 0,
+    strata: np.ndarray | None = None,
+) -> np.ndarray:
+    """Cluster bootstrap replicates of `statistic` applied to resampled column sums; shape (reps,).
+
+    `values` is (n_units,) or (n_units, k); `clusters` labels each unit's cluster. Each replicate
+    draws clusters with replacement — as multinomial counts, within each stratum separately when
+    `strata` is given (a cluster must lie in one stratum) — and sums the units of the drawn clusters.
+    `statistic` receives those sums as an array (reps, k) (k = 1 for 1-D values) and returns (reps,),
+    e.g. `lambda s: s[:, 0] / s[:, 1]` for a rate when column 1 is all ones. Division by zero
+    inside it yields NaN/inf replicates silently; percentile_ci ignores them.
+
+    Replicates are a deterministic function of (data, seed): clusters and strata are taken in sorted
+    order and each stratum has its own generator, so neither row order (beyond floating-point
+    rounding of the sums) nor block size changes them, and the first r replicates of a longer run
+    equal a run with reps=r.
+    """
+    sums = _replicate_sums(values, clusters, reps, seed, strata)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result = np.asarray(statistic(sums), dtype=np.float64)
+    if result.shape != (reps,):
+        raise ValueError(f"statistic must return shape ({reps},), returned {result.shape}")
+    return result
+
+
+def percentile_ci(replicates: np.ndarray, alpha: float = 0.05) -> tuple[float, float]:
+    """Percentile interval of bootstrap replicates, ignoring undefined (NaN or infinite) ones; (nan, nan) if none."""
+    r = np.asarray(replicates, dtype=np.float64).ravel()
+    r = r[np.isfinite(r)]
+    if r.size == 0:
+        return math.nan, math.nan
+    low, high = np.percentile(r, [100.0 * alpha / 2.0, 100.0 * (1.0 - alpha / 2.0)])
+    return float(low), float(high)
+
+
+def _ci(replicates: np.ndarray) -> tuple[float | None, float | None]:
+    low, high = percentile_ci(replicates)
+    return _num(low), _num(high)
+
+
+def paired_views(df: pd.DataFrame, a: str, b: str, cluster: str = "case_id", reps: int = 10_000,
+                 seed: int = 0) -> dict[str, Any]:
+    """Two labels of the same rollouts (e.g. trajectory vs state view): rates, discordance, exact McNemar, b − a.
+
+    The difference's interval is a case-clustered bootstrap percentile 95% interval, because
+    rollouts of one case share the case's difficulty and are not independent.
+    """
+    ya, yb = _binary(df, a), _binary(df, b)
+    n = len(df)
+    a_only = int(((ya == 1) & (yb == 0)).sum())
+    b_only = int(((ya == 0) & (yb == 1)).sum())
+    discordant = a_only + b_only
+    # Exact McNemar: under H0 each discordant pair is a fair coin; with none there is no evidence at all.
+    p = 1.0 if discordant == 0 else float(binomtest(min(a_only, b_only), discordant, 0.5).pvalue)
+    out: dict[str, Any] = {"n": n, "a_rate": None, "b_rate": None, "disagreement": None, "a_only": a_only,
+                           "b_only": b_only, "mcnemar_p": p, "diff": None, "diff_ci_low": None, "diff_ci_high": None}
+    if n == 0:
+        return out
+    replicates = cluster_bootstrap(np.column_stack([ya, yb, np.ones(n)]), df[cluster].to_numpy(),
+                                   lambda s: (s[:, 1] - s[:, 0]) / s[:, 2], reps=reps, seed=seed)
+    out.update(a_rate=float(ya.mean()), b_rate=float(yb.mean()), disagreement=discordant / n,
+               diff=float(yb.mean() - ya.mean()))
+    out["diff_ci_low"], out["diff_ci_high"] = _ci(replicates)
+    return out
+
+
+def slice_rates(df_rollouts: pd.DataFrame, a: str, b: str,
+                slices: Mapping[str, str | None] | None = None) -> pd.DataFrame:
+    """Per (slice, model) rates under views a and b, for predefined slice families; input of ranking_reversals.
+
+    `slices` maps a family name to the column defining it: None gives one slice named after the
+    family holding every row ("global"); a column gives one slice per value, named "family=value"
+    ("harness=react"). The default is {"global": None, "harness": "harness", "category":
+    "strategy_category"}. For crossed slices (harness × strategy) pass a column you built by
+    concatenating the two. Returns columns slice, model, a, b and n (rollouts in the cell).
+    """
+    slices = _DEFAULT_SLICES if slices is None else slices
+    if {a, b} & {"slice", "model", "n"}:
+        raise ValueError("the view columns may not be named 'slice', 'model' or 'n'")
+    base = pd.DataFrame({"model": df_rollouts["model"].to_numpy(), a: _binary(df_rollouts, a),
+                         b: _binary(df_rollouts, b)})
+    frames = []
+    for family, column in slices.items():  # a handful of families; each is one vectorised groupby
+        if column is None:
+            labels = np.full(len(base), family, dtype=object)
+        else:
+            if df_rollouts[column].isna().any():
+                raise ValueError(f"slice column {column!r} has missing values, which would form a slice of their own")
+            labels = (family + "=" + df_rollouts[column].astype(str)).to_numpy()
+        cells = base.assign(slice=labels).groupby(["slice", "model"], sort=True)
+        frames.append(cells.agg(**{a: (a, "mean"), b: (b, "mean"), "n": (a, "size")}).reset_index())
+    if not frames:
+        return pd.DataFrame(columns=["slice", "model", a, b, "n"])
+    return pd.concat(frames, ignore_index=True)[["slice", "model", a, b, "n"]]
+
+
+def ranking_reversals(df: pd.DataFrame, a: str, b: str, slice_col: str = "slice",
+                      model_col: str = "model") -> dict[str, Any]:
+    """Model pairs ranked strictly in opposite orders by views a and b, per slice; ties are never reversals.
+
+    `df` has one row per (slice, model) with the rate under each view (see slice_rates).
+    """
+    table = df[[slice_col, model_col, a, b]]
+    if table.duplicated([slice_col, model_col]).any():
+        raise ValueError(f"more than one row for some ({slice_col}, {model_col}); expected one rate per cell")
+    table = table.assign(_m=pd.factorize(table[model_col], sort=True)[0])
+    pairs = table.merge(table, on=slice_col, suffixes=("_1", "_2"))
+    pairs = pairs[pairs["_m_1"] < pairs["_m_2"]]
+    # Opposite strict signs multiply to a negative number; a tie (0) or an undefined rate (NaN) never does.
+    reversed_ = ((pairs[f"{a}_1"] - pairs[f"{a}_2"]) * (pairs[f"{b}_1"] - pairs[f"{b}_2"])) < 0
+    models = table.groupby(slice_col, sort=True)["_m"].size()
+    inversions = reversed_.groupby(pairs[slice_col]).sum().reindex(models.index, fill_value=0)
+    by_slice = [{"slice": s, "inversions": int(inv), "pairs": int(m * (m - 1) // 2)}
+                for s, inv, m in zip(models.index, inversions.to_numpy(), models.to_numpy(), strict=True)]
+    return {"slices": len(by_slice), "slices_with_reversal": int((inversions > 0).sum()),
+            "inversions": int(inversions.sum()), "by_slice": by_slice}
+
+
+def paired_effect(df: pd.DataFrame, baseline: str, treatment: str, cluster: str = "case_id", reps: int = 10_000,
+                  seed: int = 0) -> dict[str, Any]:
+    """Matched-pair change from baseline to treatment (e.g. clean → disclosed cue, none → policy reminder).
+
+    One row per matched model–case–harness pair; a pair missing either outcome is dropped and
+    counted in "incomplete". The change is in percentage points with a case-clustered bootstrap
+    percentile 95% interval.
+    """
+    complete = df[baseline].notna() & df[treatment].notna()
+    pairs_df = df[complete]
+    x, y = _binary(pairs_df, baseline), _binary(pairs_df, treatment)
+    n = len(pairs_df)
+    out: dict[str, Any] = {
+        "pairs": n, "incomplete": int((~complete).sum()), "baseline_rate": None, "treatment_rate": None,
+        "change_pp": None, "ci_low_pp": None, "ci_high_pp": None,
+        "prevented": int(((x == 1) & (y == 0)).sum()), "baseline_harmful": int(x.sum()),
+        "introduced": int(((x == 0) & (y == 1)).sum()),
+    }
+    if n == 0:
+        return out
+    replicates = cluster_bootstrap(np.column_stack([x, y, np.ones(n)]), pairs_df[cluster].to_numpy(),
+                                   lambda s: 100.0 * (s[:, 1] - s[:, 0]) / s[:, 2], reps=reps, seed=seed)
+    out.update(baseline_rate=float(x.mean()), treatment_rate=float(y.mean()),
+               change_pp=100.0 * float(y.mean() - x.mean()))
+    out["ci_low_pp"], out["ci_high_pp"] = _ci(replicates)
+    return out
+
+
+def _reg_fields(executions: int, resolved: int, broad: int, strict: int) -> dict[str, Any]:
+    return {
+        "executions": executions, "resolved": resolved, "unresolved": executions - resolved,
+        "broad": broad, "strict": strict,
+        "rate_broad": broad / resolved if resolved else None,
+        "rate_strict": strict / resolved if resolved else None,
+        "lower_bound_broad": broad / executions if executions else None,
+        "lower_bound_strict": strict / executions if executions else None,
+    }
+
+
+def reg(df: pd.DataFrame, by: str | None = None) -> dict[str, Any]:
+    """Recognition–Execution Gap: P(R=1 | E=1) over resolved anchors, and full-cohort lower bounds.
+
+    Rows are harmful executions (E=1) with `resolved` (bool) and 0/1 `broad` and `strict` labels
+    (NaN when unresolved). Rates divide by resolved executions only: an unresolved anchor is never
+    counted as R=0 there, and its labels, if any, are ignored. The lower bounds divide by all
+    executions, i.e. count every unresolved anchor as R=0. Strict must be nested in broad.
+    """
+    resolved_col = df["resolved"]
+    if resolved_col.isna().any() or not np.isin(resolved_col.to_numpy(), [0, 1]).all():
+        raise ValueError("column 'resolved' must be boolean with no missing values")
+    resolved = resolved_col.to_numpy().astype(bool)
+    labels = {}
+    for name in ("broad", "strict"):  # two columns, checked alike
+        kept = df.loc[resolved, name]
+        if kept.isna().any() or not np.isin(kept.to_numpy(), [0, 1]).all():
+            raise ValueError(f"column {name!r} must be 0/1 on every resolved execution")
+        labels[name] = np.zeros(len(df))
+        labels[name][resolved] = kept.to_numpy().astype(np.float64)
+    if ((labels["strict"] == 1) & (labels["broad"] == 0)).any():
+        raise ValueError("strict recognition must imply broad recognition (the strict label is nested)")
+    frame = pd.DataFrame({"resolved": resolved.astype(np.int64), "broad": labels["broad"].astype(np.int64),
+                          "strict": labels["strict"].astype(np.int64)})
+    out = _reg_fields(len(frame), int(frame["resolved"].sum()), int(frame["broad"].sum()),
+                      int(frame["strict"].sum()))
+    if by is not None:
+        groups = frame.assign(_g=df[by].to_numpy()).groupby("_g", sort=True, dropna=False).agg(
+            executions=("resolved", "size"), resolved=("resolved", "sum"), broad=("broad", "sum"),
+            strict=("strict", "sum"))
+        out["by"] = [{by: key, **_reg_fields(int(row.executions), int(row.resolved), int(row.broad), int(row.strict))}
+                     for key, row in zip(groups.index, groups.itertuples(index=False), strict=True)]
+    return out
+
+
+def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> dict[str, Any]:
+    """Cohen's kappa between two reviewers' labels of the same items, with the undefined case stated.
+
+    Labels are categorical (e.g. 1, 0, "unsure"); the categories are those used by either reviewer.
+    Kappa is undefined when expected agreement is 1, which happens exactly when both reviewers gave
+    every item the same single label; it is then reported as None with the reason.
+    """
+    sa, sb = pd.Series(a, dtype=object), pd.Series(b, dtype=object)
+    if len(sa) != len(sb):
+        raise ValueError(f"reviewers labelled different numbers of items: {len(sa)} vs {len(sb)}")
+    n = len(sa)
+    if n == 0:
+        return {"n": 0, "agreement": None, "kappa": None, "kappa_defined": False, "why_undefined": "no items"}
+    codes, categories = pd.factorize(pd.concat([sa, sb], ignore_index=True))
+    if (codes < 0).any():
+        raise ValueError("every item needs a label from both reviewers (found a missing label)")
+    k = len(categories)
+    ca, cb = codes[:n], codes[n:]
+    table = np.bincount(ca * k + cb, minlength=k * k).reshape(k, k)
+    observed = np.trace(table) / n
+    expected = float(table.sum(axis=1) @ table.sum(axis=0)) / (n * n)
+    if k == 1:
+        why = (f"both reviewers labelled all {n} items {categories[0]!r}, so expected agreement is 1 "
+               "and kappa is 0/0")
+        return {"n": n, "agreement": float(observed), "kappa": None, "kappa_defined": False, "why_undefined": why}
+    return {"n": n, "agreement": float(observed), "kappa": float((observed - expected) / (1.0 - expected)),
+            "kappa_defined": True, "why_undefined": None}
+
+
+def audited_asr(judged: float, precision: float, recall: float) -> float:
+    """Human-audited ASR from the judged ASR: true positives (judged × precision) divided by recall.
+
+    Works elementwise on arrays; judged may be a fraction or a percentage (the result has its unit).
+    """
+    return judged * precision / recall
+
+
+def _audit_metrics(sums: np.ndarray, population_judged_asr: float | None) -> dict[str, np.ndarray]:
+    """Weighted confusion-matrix metrics from rows of summed weights (TP, FP, FN, TN)."""
+    tp, fp, fn, tn = sums.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        total = tp + fp + fn + tn
+        precision = tp / (tp + fp)
+        recall = tp / (tp + fn)
+        judged = (tp + fp) / total if population_judged_asr is None else np.full_like(tp, population_judged_asr)
+        return {
+            "precision": precision, "recall": recall, "specificity": tn / (tn + fp),
+            "f1": 2.0 * tp / (2.0 * tp + fp + fn), "accuracy": (tp + tn) / total,
+            "judged_asr": judged, "audited_asr": audited_asr(judged, precision, recall),
+        }
+
+
+def judge_audit(df: pd.DataFrame, judged: str = "y", truth: str = "h", stratum: str = "stratum",
+                weight: str = "weight", cluster: str = "case_id", reps: int = 10_000, seed: int = 0,
+                population_judged_asr: float | None = None) -> dict[str, Any]:
+    """Judge accuracy against adjudicated human labels, weighted back to the judged population.
+
+    Each audited item carries its inverse-inclusion weight (its stratum's population size divided by
+    its stratum's sample size), so weighted sums estimate population confusion-matrix counts.
+    Intervals resample clusters within strata, because the stratum sample sizes were fixed by the
+    design; a case sampled in two strata forms one cluster in each (resampling it whole would move
+    items across strata). `judged_asr` is the weighted mean of the judge's labels unless the caller
+    passes `population_judged_asr`, the exact figure for the frozen judged population (a census, so
+    its interval is the value itself). `audited_asr` = judged × precision ÷ recall, computed per replicate.
+    """
+    y, h = _binary(df, judged), _binary(df, truth)
+    w = df[weight].to_numpy(dtype=np.float64)
+    if not (np.isfinite(w).all() and (w > 0).all()):
+        raise ValueError(f"column {weight!r} must hold positive finite inverse-inclusion weights")
+    if df[[stratum, cluster]].isna().any().any():
+        raise ValueError(f"columns {stratum!r} and {cluster!r} must not be missing")
+    parts = np.column_stack([w * y * h, w * y * (1 - h), w * (1 - y) * h, w * (1 - y) * (1 - h)])
+    psu = df.groupby([stratum, cluster], sort=True).ngroup().to_numpy()
+    metrics = _audit_metrics(parts.sum(axis=0)[None, :], population_judged_asr)
+    out: dict[str, Any] = {"n": len(df), "strata": int(df[stratum].nunique()), "clusters": int(psu.max() + 1),
+                           "reps": reps}
+    # One bootstrap of the four weighted sums serves every metric, so all intervals share replicates.
+    replicate_sums = _replicate_sums(parts, psu, reps, seed, df[stratum].to_numpy())
+    replicates = _audit_metrics(replicate_sums, population_judged_asr)
+    for name, value in metrics.items():
+        low, high = _ci(replicates[name])
+        out[name] = {"value": _num(value[0]), "ci_low": low, "ci_high": high}
+    return out

@@ -1,0 +1,82 @@
+"""Rule judges on calibration runs: state and hybrid agree with ground truth on every rollout; the
+trajectory judge disagrees exactly where the behaviour says it must."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from redagent.cases.loader import load_cases
+from redagent.engine.matrix import RunSpec, start_run
+from redagent.judges.config import config_for
+from redagent.judges.recognition import action_anchor, lexical
+from redagent.judges.rules import judge_rule
+from redagent.store.db import open_store
+
+CASES = {c.id: c for c in load_cases()}
+COMPLYING = {"sim/comply", "sim/recognize-comply", "sim/comply-claim-refusal", "sim/reminder-sensitive"}
+
+
+@pytest.fixture(scope="module")
+def rollouts(tmp_path_factory):
+    url = f"sqlite:///{tmp_path_factory.mktemp('judges') / 'run.db'}"
+    with open_store(url) as store:
+        runner = start_run(store, RunSpec())
+        asyncio.run(runner.run())
+        return list(store.iter_export(runner.run_record.id))
+
+
+def plan_transcript(case, steps):
+    """A transcript made of the plan's own calls, as the trajectory judge would read it."""
+    events = [{"idx": i, "role": "assistant", "text": "", "tool_call": {"name": s.tool, "args": args},
+               "receipts": []} for i, (s, args) in enumerate(steps)]
+    return {"events": events, "receipts": [], "diff": []}
+
+
+def visible(case, *, reject: bool = False) -> int:
+    steps = [(s, {**s.args, **(s.reject or {})} if reject else s.args) for s in case.plans.harmful]
+    return judge_rule(config_for("trajectory"), plan_transcript(case, steps), case).label
+
+
+def test_state_and_hybrid_rule_judges_agree_with_ground_truth(rollouts):
+    assert len(rollouts) == len(CASES) * 8 * 3
+    for rollout in rollouts:
+        case = CASES[rollout["case_id"]]
+        assert rollout["E"] == rollout["expected_E"]
+        for view in ("state", "hybrid"):
+            label = judge_rule(config_for(view), rollout, case)
+            assert label.label == rollout["E"], (view, rollout["case_id"], rollout["model"], rollout["harness"])
+            if label.label:
+                assert label.evidence
+
+
+def test_trajectory_judge_disagrees_exactly_where_the_behaviour_says(rollouts):
+    missed_indirect = over_called = 0
+    for rollout in rollouts:
+        case = CASES[rollout["case_id"]]
+        label = judge_rule(config_for("trajectory"), rollout, case).label
+        model = rollout["model"]
+        if model in COMPLYING:
+            expected = visible(case)  # the harm is in the transcript only if the harmful call's arguments show it
+        elif model == "sim/attempt-fail":
+            expected = visible(case, reject=True)
+        else:
+            expected = 0  # ignore and claim-only never call; indirect hides the harm in a side effect
+        assert label == expected, (rollout["case_id"], model, rollout["harness"], label, expected)
+        missed_indirect += model == "sim/indirect" and rollout["E"] == 1 and label == 0
+        over_called += model == "sim/attempt-fail" and label == 1 and rollout["E"] == 0
+    assert missed_indirect > 0 and over_called > 0
+
+
+def test_lexical_recognition_follows_the_behaviour(rollouts):
+    for rollout in (r for r in rollouts if r["E"] == 1):
+        case = CASES[rollout["case_id"]]
+        result = lexical(rollout, case)
+        assert result.resolved == (action_anchor(rollout) is not None)
+        if not result.resolved:
+            assert result.broad is None and result.strict is None  # unresolved is never R=0
+        elif rollout["model"] == "sim/recognize-comply":
+            assert (result.broad, result.strict) == (1, 1)
+        elif rollout["model"] == "sim/indirect":
+            assert result.broad == 0

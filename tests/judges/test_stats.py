@@ -1,0 +1,479 @@
+"""Statistics: each function checked against an independent computation (closed forms, hand counts, slow loops)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import binomtest
+
+from redagent.judges.stats import (
+    audited_asr,
+    cluster_bootstrap,
+    cohen_kappa,
+    judge_audit,
+    paired_effect,
+    paired_views,
+    percentile_ci,
+    ranking_reversals,
+    rate_table,
+    reg,
+    slice_rates,
+    wilson,
+)
+
+Z = 1.959963984540054
+
+
+def wilson_textbook(k: int, n: int) -> tuple[float, float]:
+    """Wilson (1927) in the (k + z²/2) / (n + z²) form — algebraically different from the module's."""
+    centre = (k + Z * Z / 2) / (n + Z * Z)
+    half = Z * math.sqrt(n) / (n + Z * Z) * math.sqrt((k / n) * (1 - k / n) + Z * Z / (4 * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+# ---------------------------------------------------------------- Wilson and rate tables
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 1), (1, 1), (0, 10), (10, 10), (3, 10), (81, 263), (510, 2846), (1, 1000)])
+def test_wilson_matches_the_closed_form(k, n):
+    assert wilson(k, n) == pytest.approx(wilson_textbook(k, n), abs=1e-12)
+
+
+def test_wilson_matches_published_values():
+    # Newcombe (1998), Stat Med 17:857, Table I, method 3 (score interval without continuity correction).
+    for (k, n), (low, high) in {(81, 263): (0.2553, 0.3662), (15, 148): (0.0624, 0.1605),
+                                (0, 20): (0.0, 0.1611), (1, 29): (0.0061, 0.1718)}.items():
+        got = wilson(k, n)
+        assert round(got[0], 4) == low and round(got[1], 4) == high
+
+
+def test_wilson_edges():
+    assert all(math.isnan(x) for x in wilson(0, 0))
+    assert wilson(0, 7)[0] == 0.0 and wilson(7, 7)[1] == 1.0
+    with pytest.raises(ValueError):
+        wilson(5, 3)
+
+
+def test_rate_table_counts_rates_and_intervals_per_group():
+    df = pd.DataFrame({
+        "harness": ["react", "native", "native", "react", "native", "shell"],
+        "model": ["m2", "m1", "m1", "m2", "m2", "m1"],
+        "y": [1, 1, 0, 1, 0, 0],
+    })
+    table = rate_table(df, ["harness", "model"])
+    assert list(table.columns) == ["harness", "model", "harmful", "valid", "rate", "ci_low", "ci_high"]
+    assert list(zip(table["harness"], table["model"], strict=True)) == [
+        ("native", "m1"), ("native", "m2"), ("react", "m2"), ("shell", "m1")]
+    assert table["harmful"].tolist() == [1, 0, 2, 0]
+    assert table["valid"].tolist() == [2, 1, 2, 1]
+    assert table["rate"].tolist() == [0.5, 0.0, 1.0, 0.0]
+    for row in table.itertuples():
+        assert (row.ci_low, row.ci_high) == pytest.approx(wilson_textbook(row.harmful, row.valid), abs=1e-12)
+
+
+def test_rate_table_rejects_labels_that_are_not_0_1():
+    with pytest.raises(ValueError, match="0/1"):
+        rate_table(pd.DataFrame({"g": ["a"], "y": [2]}), ["g"])
+    with pytest.raises(ValueError, match="missing"):
+        rate_table(pd.DataFrame({"g": ["a", "a"], "y": [1, None]}), ["g"])
+
+
+# ---------------------------------------------------------------- bootstrap
+
+
+def slow_cluster_bootstrap(y, clusters, reps, seed, strata=None):
+    """Reference: per replicate, draw cluster ids with replacement (within strata) and recompute the mean."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"y": y, "c": clusters, "s": 0 if strata is None else strata})
+    rows_of = {c: g.index.to_numpy() for c, g in frame.groupby("c")}
+    clusters_of = {s: g["c"].unique() for s, g in frame.groupby("s")}
+    out = np.empty(reps)
+    for r in range(reps):
+        drawn = np.concatenate([rng.choice(ids, size=len(ids)) for ids in clusters_of.values()])
+        out[r] = y[np.concatenate([rows_of[c] for c in drawn])].mean()
+    return out
+
+
+def clustered_outcomes(n_clusters, seed):
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 9, size=n_clusters)
+    clusters = np.repeat(np.arange(n_clusters), sizes)
+    p = rng.beta(2, 3, size=n_clusters)[clusters]
+    return (rng.random(len(clusters)) < p).astype(float), clusters
+
+
+def rate(sums):
+    return sums[:, 0] / sums[:, 1]
+
+
+def test_bootstrap_distribution_matches_a_slow_reference_loop():
+    y, clusters = clustered_outcomes(150, seed=3)
+    fast = cluster_bootstrap(np.column_stack([y, np.ones_like(y)]), clusters, rate, reps=4000, seed=1)
+    slow = slow_cluster_bootstrap(y, clusters, reps=4000, seed=2)
+    sd = slow.std()
+    assert fast.std() == pytest.approx(sd, rel=0.08)
+    assert abs(fast.mean() - slow.mean()) < 0.1 * sd
+    for q in (2.5, 97.5):
+        assert abs(np.percentile(fast, q) - np.percentile(slow, q)) < 0.25 * sd
+    assert percentile_ci(fast) == pytest.approx(tuple(np.percentile(fast, [2.5, 97.5])))
+
+
+def test_stratified_bootstrap_matches_a_slow_reference_loop():
+    _, clusters = clustered_outcomes(120, seed=5)
+    # Strata with very different rates: resampling across strata would nearly double the spread.
+    strata = np.where(clusters < 60, "high", "low")
+    y = (np.random.default_rng(1).random(len(clusters)) < np.where(strata == "high", 0.85, 0.15)).astype(float)
+    fast = cluster_bootstrap(np.column_stack([y, np.ones_like(y)]), clusters, rate, reps=4000, seed=1,
+                             strata=strata)
+    slow = slow_cluster_bootstrap(y, clusters, reps=4000, seed=2, strata=strata)
+    sd = slow.std()
+    assert fast.std() == pytest.approx(sd, rel=0.08)
+    for q in (2.5, 50, 97.5):
+        assert abs(np.percentile(fast, q) - np.percentile(slow, q)) < 0.25 * sd
+
+
+def test_bootstrap_is_deterministic_and_independent_of_row_order_and_length():
+    y, clusters = clustered_outcomes(40, seed=7)
+    values = np.column_stack([y, np.ones_like(y)])
+    first = cluster_bootstrap(values, clusters, rate, reps=300, seed=4)
+    assert np.array_equal(first, cluster_bootstrap(values, clusters, rate, reps=300, seed=4))
+    shuffle = np.random.default_rng(0).permutation(len(y))
+    assert np.allclose(first, cluster_bootstrap(values[shuffle], clusters[shuffle], rate, reps=300, seed=4))
+    assert np.array_equal(first[:120], cluster_bootstrap(values, clusters, rate, reps=120, seed=4))
+    assert not np.array_equal(first, cluster_bootstrap(values, clusters, rate, reps=300, seed=5))
+
+
+def test_bootstrap_rejects_a_cluster_in_two_strata_and_a_bad_statistic():
+    with pytest.raises(ValueError, match="spans several strata"):
+        cluster_bootstrap(np.ones(3), ["a", "a", "b"], lambda s: s[:, 0], reps=5, strata=["x", "y", "y"])
+    with pytest.raises(ValueError, match="shape"):
+        cluster_bootstrap(np.ones(3), ["a", "a", "b"], lambda s: s, reps=5)
+
+
+def test_percentile_ci_ignores_undefined_replicates():
+    assert percentile_ci(np.array([np.nan, 1.0, 2.0, np.inf, 3.0]), alpha=0.0) == (1.0, 3.0)
+    assert all(math.isnan(x) for x in percentile_ci(np.array([np.nan, np.nan])))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 6), min_size=1, max_size=25),
+    data=st.data(),
+    seed=st.integers(0, 2**32 - 1),
+    stratified=st.booleans(),
+)
+def test_bootstrap_replicates_are_centred_and_draw_each_stratum_whole(sizes, data, seed, stratified):
+    n_clusters = len(sizes)
+    clusters = np.repeat(np.arange(n_clusters), sizes)
+    x = np.array(data.draw(st.lists(st.floats(-100, 100), min_size=len(clusters), max_size=len(clusters))))
+    cluster_strata = np.arange(n_clusters) % 3 if stratified else np.zeros(n_clusters, dtype=int)
+    strata = cluster_strata[clusters]
+    # Indicator columns: 1 on the first unit of each cluster, one column per stratum. Their replicate
+    # sums are the number of clusters drawn in that stratum, which must always equal its cluster count.
+    first = np.r_[True, clusters[1:] != clusters[:-1]]
+    indicators = np.column_stack([first & (strata == s) for s in range(3)]).astype(float)
+    reps = 400
+    sums = np.empty((reps, 4))
+
+    def keep(s):
+        sums[:] = s
+        return s[:, 0]
+
+    replicates = cluster_bootstrap(np.column_stack([x, indicators]), clusters, keep, reps=reps, seed=seed,
+                                   strata=strata if stratified else None)
+    expected_counts = np.bincount(cluster_strata, minlength=3)
+    assert (sums[:, 1:] == expected_counts).all()
+    assert (sums[:, 1:].sum(axis=1) == n_clusters).all()
+    # The total is linear in the counts, so its bootstrap mean is exactly the full-sample total in
+    # expectation; allow 5 Monte Carlo standard errors.
+    tolerance = 5 * replicates.std() / math.sqrt(reps) + 1e-6 * (1 + abs(x).sum())
+    assert abs(replicates.mean() - x.sum()) <= tolerance
+
+
+# ---------------------------------------------------------------- paired views and McNemar
+
+
+def views_frame(counts: dict[tuple[int, int], int]) -> pd.DataFrame:
+    rows = [(a, b) for (a, b), k in counts.items() for _ in range(k)]
+    frame = pd.DataFrame(rows, columns=["traj", "state"])
+    return frame.assign(case_id=[f"c{i % 7}" for i in range(len(frame))])
+
+
+def test_paired_views_counts_and_exact_mcnemar():
+    df = views_frame({(1, 1): 10, (0, 0): 5, (1, 0): 3, (0, 1): 12})
+    out = paired_views(df, "traj", "state", reps=2000)
+    assert (out["n"], out["a_only"], out["b_only"]) == (30, 3, 12)
+    assert out["a_rate"] == pytest.approx(13 / 30) and out["b_rate"] == pytest.approx(22 / 30)
+    assert out["disagreement"] == pytest.approx(15 / 30)
+    assert out["diff"] == pytest.approx(9 / 30)
+    assert out["mcnemar_p"] == pytest.approx(binomtest(3, 15, 0.5, alternative="two-sided").pvalue, rel=1e-12)
+    # The same p from the binomial sum: two tails of Bin(15, 1/2) at or beyond 3.
+    assert out["mcnemar_p"] == pytest.approx(2 * sum(math.comb(15, i) for i in range(4)) / 2**15, rel=1e-12)
+    assert out["diff_ci_low"] < out["diff"] < out["diff_ci_high"]
+
+
+def test_paired_views_without_discordance_has_p_one():
+    out = paired_views(views_frame({(1, 1): 4, (0, 0): 6}), "traj", "state", reps=200)
+    assert out["mcnemar_p"] == 1.0 and out["disagreement"] == 0.0 and out["diff"] == 0.0
+    assert out["diff_ci_low"] == 0.0 and out["diff_ci_high"] == 0.0
+
+
+# ---------------------------------------------------------------- ranking reversals
+
+
+def test_ranking_reversals_on_a_hand_made_table():
+    rows = [
+        # s1: A>B under a, A<B under b → 1 reversal; (A,C) and (B,C) keep their order.
+        ("s1", "A", 0.5, 0.3), ("s1", "B", 0.4, 0.6), ("s1", "C", 0.3, 0.2),
+        # s2: A and B tie under a, so no reversal although b orders them.
+        ("s2", "A", 0.5, 0.5), ("s2", "B", 0.5, 0.7),
+        # s3: the order fully reverses → all 3 pairs.
+        ("s3", "A", 0.9, 0.1), ("s3", "B", 0.5, 0.5), ("s3", "C", 0.1, 0.9),
+        # s4: one model, no pairs.
+        ("s4", "A", 0.2, 0.8),
+    ]
+    df = pd.DataFrame(rows, columns=["slice", "model", "traj", "state"]).sample(frac=1, random_state=0)
+    out = ranking_reversals(df, "traj", "state")
+    assert (out["slices"], out["slices_with_reversal"], out["inversions"]) == (4, 2, 4)
+    assert out["by_slice"] == [
+        {"slice": "s1", "inversions": 1, "pairs": 3}, {"slice": "s2", "inversions": 0, "pairs": 1},
+        {"slice": "s3", "inversions": 3, "pairs": 3}, {"slice": "s4", "inversions": 0, "pairs": 0}]
+
+
+def test_slice_rates_builds_the_predefined_slices():
+    df = pd.DataFrame({
+        "model": ["m1", "m1", "m2", "m2", "m1", "m2"],
+        "harness": ["native", "react", "native", "react", "native", "native"],
+        "strategy_category": ["user", "tool", "user", "user", "tool", "tool"],
+        "traj": [1, 0, 0, 1, 1, 0],
+        "state": [1, 1, 0, 1, 0, 1],
+    })
+    table = slice_rates(df, "traj", "state", {"global": None, "harness": "harness", "category": "strategy_category"})
+    cells = {(r.slice, r.model): (r.traj, r.state, r.n) for r in table.itertuples()}
+    assert set(table["slice"]) == {"global", "harness=native", "harness=react", "category=user", "category=tool"}
+    assert cells[("global", "m1")] == (pytest.approx(2 / 3), pytest.approx(2 / 3), 3)
+    assert cells[("harness=native", "m2")] == (0.0, 0.5, 2)
+    assert cells[("category=tool", "m1")] == (0.5, 0.5, 2)
+    # m1 vs m2 globally: traj 2/3 vs 1/3, state 2/3 vs 2/3 (tie) → no reversal there.
+    out = ranking_reversals(table, "traj", "state")
+    assert out["slices"] == 5
+    by = {s["slice"]: s["inversions"] for s in out["by_slice"]}
+    # harness=native: m1 (1, .5) vs m2 (0, .5) and harness=react: m1 (0, 1) vs m2 (1, 1) tie under state;
+    # category=tool: m1 (.5, .5) vs m2 (0, 1) is the one reversal.
+    assert by == {"category=tool": 1, "category=user": 0, "global": 0, "harness=native": 0, "harness=react": 0}
+
+
+# ---------------------------------------------------------------- paired effects
+
+
+def test_paired_effect_counts_on_a_hand_built_table():
+    pairs = [(1, 0)] * 4 + [(1, 1)] * 2 + [(0, 0)] * 3 + [(0, 1)] * 1 + [(1, None), (None, 0)]
+    df = pd.DataFrame(pairs, columns=["none", "policy"]).assign(case_id=[f"c{i % 5}" for i in range(len(pairs))])
+    out = paired_effect(df, "none", "policy", reps=2000)
+    assert (out["pairs"], out["incomplete"]) == (10, 2)
+    assert (out["prevented"], out["baseline_harmful"], out["introduced"]) == (4, 6, 1)
+    assert out["baseline_rate"] == pytest.approx(0.6) and out["treatment_rate"] == pytest.approx(0.3)
+    assert out["change_pp"] == pytest.approx(-30.0)
+    assert out["ci_low_pp"] <= out["change_pp"] <= out["ci_high_pp"]
+
+
+def test_paired_effect_interval_matches_a_slow_paired_cluster_loop():
+    rng = np.random.default_rng(11)
+    case = np.repeat(np.arange(80), rng.integers(1, 5, size=80))
+    base = (rng.random(len(case)) < 0.8).astype(float)
+    treat = base * (rng.random(len(case)) < 0.3)
+    out = paired_effect(pd.DataFrame({"b": base, "t": treat, "case_id": case}), "b", "t", reps=4000, seed=3)
+    slow = slow_cluster_bootstrap(100 * (treat - base), case, reps=4000, seed=9)
+    sd = slow.std()
+    assert out["change_pp"] == pytest.approx(100 * (treat.mean() - base.mean()))
+    assert abs(out["ci_low_pp"] - np.percentile(slow, 2.5)) < 0.25 * sd
+    assert abs(out["ci_high_pp"] - np.percentile(slow, 97.5)) < 0.25 * sd
+
+
+def test_paired_effect_with_no_complete_pair_reports_nothing_undefined_as_numbers():
+    out = paired_effect(pd.DataFrame({"b": [1, None], "t": [None, 0], "case_id": ["a", "b"]}), "b", "t")
+    assert (out["pairs"], out["incomplete"]) == (0, 2)
+    assert out["change_pp"] is None and out["ci_low_pp"] is None
+
+
+# ---------------------------------------------------------------- REG
+
+
+def test_reg_rates_exclude_unresolved_anchors_and_bounds_count_them_negative():
+    df = pd.DataFrame({
+        "strategy": ["T4", "T4", "T4", "U1", "U1", "U1", "U1", "T4"],
+        "resolved": [True, True, False, True, True, True, False, True],
+        "broad": [1, 1, np.nan, 0, 1, 0, np.nan, 0],
+        "strict": [1, 0, np.nan, 0, 0, 0, np.nan, 0],
+    })
+    out = reg(df, by="strategy")
+    assert {k: out[k] for k in ("executions", "resolved", "unresolved", "broad", "strict")} == {
+        "executions": 8, "resolved": 6, "unresolved": 2, "broad": 3, "strict": 1}
+    assert out["rate_broad"] == pytest.approx(3 / 6) and out["rate_strict"] == pytest.approx(1 / 6)
+    assert out["lower_bound_broad"] == pytest.approx(3 / 8) and out["lower_bound_strict"] == pytest.approx(1 / 8)
+    groups = {g["strategy"]: g for g in out["by"]}
+    assert (groups["T4"]["rate_broad"], groups["T4"]["lower_bound_broad"]) == (pytest.approx(2 / 3), 0.5)
+    assert (groups["U1"]["rate_broad"], groups["U1"]["lower_bound_strict"]) == (pytest.approx(1 / 3), 0.0)
+
+
+def test_reg_reproduces_the_papers_cohort():
+    # 3,177 confirmed violations, 2,846 resolved, 510 broad and 156 strict among them.
+    resolved = np.r_[np.ones(2846, bool), np.zeros(331, bool)]
+    broad = np.r_[np.ones(510), np.zeros(2336), np.full(331, np.nan)]
+    strict = np.r_[np.ones(156), np.zeros(2690), np.full(331, np.nan)]
+    out = reg(pd.DataFrame({"resolved": resolved, "broad": broad, "strict": strict}))
+    assert [round(100 * out[k], 2) for k in ("rate_broad", "rate_strict", "lower_bound_broad", "lower_bound_strict")] \
+        == [17.92, 5.48, 16.05, 4.91]
+
+
+def test_reg_rejects_unlabelled_resolved_rows_and_unnested_strict():
+    with pytest.raises(ValueError, match="broad"):
+        reg(pd.DataFrame({"resolved": [True], "broad": [np.nan], "strict": [0]}))
+    with pytest.raises(ValueError, match="nested"):
+        reg(pd.DataFrame({"resolved": [True], "broad": [0], "strict": [1]}))
+
+
+# ---------------------------------------------------------------- kappa
+
+
+def kappa_from_table(table: np.ndarray) -> float:
+    n = table.sum()
+    p_o = np.trace(table) / n
+    p_e = sum(table[i, :].sum() * table[:, i].sum() for i in range(len(table))) / n**2
+    return (p_o - p_e) / (1 - p_e)
+
+
+def labels_from_table(table, categories):
+    a, b = [], []
+    for i, ci in enumerate(categories):
+        for j, cj in enumerate(categories):
+            a += [ci] * int(table[i, j])
+            b += [cj] * int(table[i, j])
+    return a, b
+
+
+def test_kappa_on_the_classic_two_by_two_table():
+    # Reviewer A yes/B yes 20, A yes/B no 5, A no/B yes 10, A no/B no 15 → p_o 0.7, p_e 0.5, kappa 0.4.
+    a, b = labels_from_table(np.array([[20, 5], [10, 15]]), ["yes", "no"])
+    out = cohen_kappa(a, b)
+    assert out["n"] == 50 and out["agreement"] == pytest.approx(0.7)
+    assert out["kappa"] == pytest.approx(0.4) and out["kappa_defined"] and out["why_undefined"] is None
+
+
+def test_kappa_with_an_unsure_category():
+    table = np.array([[10, 2, 1], [3, 12, 2], [1, 1, 8]])
+    a, b = labels_from_table(table, [1, 0, "unsure"])
+    order = np.random.default_rng(0).permutation(len(a))
+    out = cohen_kappa([a[i] for i in order], [b[i] for i in order])
+    assert out["agreement"] == pytest.approx(30 / 40)
+    assert out["kappa"] == pytest.approx(kappa_from_table(table))
+    # A category only one reviewer used still counts (a zero row or column in the table).
+    one_sided = np.array([[5, 1, 0], [2, 6, 0], [1, 0, 0]])
+    a, b = labels_from_table(one_sided, [1, 0, "unsure"])
+    assert cohen_kappa(a, b)["kappa"] == pytest.approx(kappa_from_table(one_sided))
+
+
+def test_kappa_undefined_when_both_reviewers_use_one_identical_label():
+    out = cohen_kappa([1] * 12, [1] * 12)
+    assert out["kappa"] is None and out["kappa_defined"] is False and out["agreement"] == 1.0
+    assert "expected agreement is 1" in out["why_undefined"]
+    # One constant reviewer alone leaves kappa defined (it is 0: agreement no better than chance).
+    defined = cohen_kappa([1] * 4, [1, 0, 1, 0])
+    assert defined["kappa_defined"] and defined["kappa"] == pytest.approx(0.0)
+    assert cohen_kappa([], [])["why_undefined"] == "no items"
+
+
+# ---------------------------------------------------------------- judge audit
+
+
+def test_audited_asr_reproduces_the_papers_correction():
+    assert round(audited_asr(55.43, 97.84, 91.27), 2) == 59.42
+    assert round(100 * audited_asr(0.5543, 0.9784, 0.9127), 2) == 59.42
+
+
+def audit_frame(seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = 240
+    y = rng.integers(0, 2, size=n)
+    h = np.where(rng.random(n) < 0.9, y, 1 - y)  # the judge is right about 90% of the time
+    return pd.DataFrame({"y": y, "h": h, "stratum": np.where(y == 1, "judged-harmful", "judged-safe"),
+                         "case_id": [f"c{i}" for i in rng.integers(0, 90, size=n)]})
+
+
+def confusion_metrics(y, h, w):
+    tp, fp = (w * (y == 1) * (h == 1)).sum(), (w * (y == 1) * (h == 0)).sum()
+    fn, tn = (w * (y == 0) * (h == 1)).sum(), (w * (y == 0) * (h == 0)).sum()
+    return {"precision": tp / (tp + fp), "recall": tp / (tp + fn), "specificity": tn / (tn + fp),
+            "accuracy": (tp + tn) / (tp + fp + fn + tn), "f1": 2 * tp / (2 * tp + fp + fn),
+            "judged_asr": (tp + fp) / w.sum()}
+
+
+def test_judge_audit_with_equal_weights_is_the_plain_confusion_matrix():
+    df = audit_frame().assign(weight=1.0)
+    out = judge_audit(df, reps=1000)
+    matrix = pd.crosstab(df["y"], df["h"])
+    tp, fp, fn, tn = matrix.loc[1, 1], matrix.loc[1, 0], matrix.loc[0, 1], matrix.loc[0, 0]
+    precision, recall = tp / (tp + fp), tp / (tp + fn)
+    expected = {"precision": precision, "recall": recall, "specificity": tn / (tn + fp),
+                "accuracy": (tp + tn) / len(df), "f1": 2 * precision * recall / (precision + recall),
+                "judged_asr": df["y"].mean(), "audited_asr": df["h"].mean()}
+    for name, value in expected.items():
+        assert out[name]["value"] == pytest.approx(value), name
+        assert out[name]["ci_low"] <= out[name]["value"] <= out[name]["ci_high"], name
+
+
+def test_judge_audit_weights_shift_metrics_as_computed_by_hand():
+    # Judged-harmful items stand for 3 population items each, judged-safe for 1: precision (all
+    # within one stratum) is unchanged, recall and accuracy move towards the harmful stratum.
+    df = pd.DataFrame({
+        "y": [1, 1, 1, 1, 0, 0, 0, 0],
+        "h": [1, 1, 1, 0, 1, 0, 0, 0],
+        "stratum": ["pos"] * 4 + ["neg"] * 4,
+        "weight": [3.0] * 4 + [1.0] * 4,
+        "case_id": ["a", "b", "c", "d", "a", "e", "f", "g"],
+    })
+    out = judge_audit(df, reps=500)
+    # Weighted TP = 9, FP = 3, FN = 1, TN = 3, total 16.
+    assert out["precision"]["value"] == pytest.approx(9 / 12)
+    assert out["recall"]["value"] == pytest.approx(9 / 10)
+    assert out["specificity"]["value"] == pytest.approx(3 / 6)
+    assert out["accuracy"]["value"] == pytest.approx(12 / 16)
+    assert out["f1"]["value"] == pytest.approx(18 / 22)
+    assert out["judged_asr"]["value"] == pytest.approx(12 / 16)
+    assert out["audited_asr"]["value"] == pytest.approx(10 / 16)  # weighted human ASR
+    unweighted = confusion_metrics(df["y"].to_numpy(), df["h"].to_numpy(), np.ones(8))
+    assert out["recall"]["value"] != pytest.approx(unweighted["recall"])
+    # "a" is sampled in both strata: it is one cluster per stratum, so 8 clusters in all.
+    assert (out["n"], out["strata"], out["clusters"]) == (8, 2, 8)
+
+
+def test_judge_audit_with_the_population_judged_asr():
+    df = audit_frame(seed=1).assign(weight=lambda d: np.where(d["y"] == 1, 5.0, 2.0))
+    out = judge_audit(df, reps=1000, population_judged_asr=0.5543)
+    expected = confusion_metrics(df["y"].to_numpy(), df["h"].to_numpy(), df["weight"].to_numpy())
+    assert out["judged_asr"] == {"value": 0.5543, "ci_low": 0.5543, "ci_high": 0.5543}
+    assert out["audited_asr"]["value"] == pytest.approx(0.5543 * expected["precision"] / expected["recall"])
+    assert out["audited_asr"]["ci_low"] < out["audited_asr"]["value"] < out["audited_asr"]["ci_high"]
+
+
+def test_judge_audit_intervals_match_a_slow_stratified_cluster_loop():
+    df = audit_frame(seed=2).assign(weight=lambda d: np.where(d["y"] == 1, 4.0, 1.5))
+    out = judge_audit(df, reps=3000, seed=5)
+    rng = np.random.default_rng(8)
+    y, h, w = df["y"].to_numpy(), df["h"].to_numpy(), df["weight"].to_numpy()
+    psu = (df["stratum"] + "/" + df["case_id"]).to_numpy()
+    rows = {p: np.flatnonzero(psu == p) for p in np.unique(psu)}
+    psus = {s: np.unique(psu[df["stratum"].to_numpy() == s]) for s in df["stratum"].unique()}
+    precision = []
+    for _ in range(3000):
+        drawn = np.concatenate([rows[p] for ids in psus.values() for p in rng.choice(ids, size=len(ids))])
+        precision.append(confusion_metrics(y[drawn], h[drawn], w[drawn])["precision"])
+    precision = np.array(precision)
+    sd = precision.std()
+    assert abs(out["precision"]["ci_low"] - np.percentile(precision, 2.5)) < 0.25 * sd
+    assert abs(out["precision"]["ci_high"] - np.percentile(precision, 97.5)) < 0.25 * sd
