@@ -129,7 +129,6 @@ def _replicate_sums(values: np.ndarray, clusters: np.ndarray, reps: int, seed: i
     sizes = np.bincount(stratum_of_cluster, minlength=n_strata)
     blocks = np.split(per_cluster[order], np.cumsum(sizes)[:-1])
     generators = [np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(n_strata)]
-    pvals = [np.full(len(block), 1.0 / len(block)) for block in blocks]
 
     sums = np.zeros((reps, vals.shape[1]))
     step = max(1, _CHUNK_CELLS // n_clusters)
@@ -137,11 +136,21 @@ def _replicate_sums(values: np.ndarray, clusters: np.ndarray, reps: int, seed: i
     # product per stratum; blocking only bounds memory (10,000 × 3,000 counts would be 240 MB).
     for start in range(0, reps, step):
         block_sums = sums[start:start + step]
-        for rng, p, block in zip(generators, pvals, blocks, strict=True):
-            counts = rng.multinomial(len(block), p, size=len(block_sums))
+        for rng, block in zip(generators, blocks, strict=True):
+            counts = _equal_multinomial(rng, len(block), len(block_sums))
             # A float copy first: numpy's int×float matmul bypasses BLAS and costs several times the cast.
             block_sums += counts.astype(np.float64) @ block
     return sums
+
+
+def _equal_multinomial(rng: np.random.Generator, m: int, reps: int) -> np.ndarray:
+    """reps draws of Multinomial(m, [1/m]*m), shape (reps, m): m cluster indices per replicate, counted.
+
+    The same distribution as rng.multinomial with equal probabilities, several times faster: one
+    integer draw and one bincount over all replicates at once.
+    """
+    picks = rng.integers(0, m, size=(reps, m)) + (np.arange(reps) * m)[:, None]
+    return np.bincount(picks.ravel(), minlength=reps * m).reshape(reps, m)
 
 
 def cluster_bootstrap(
