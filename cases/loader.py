@@ -374,7 +374,7 @@ def load_cases(paths: Iterable[Path | str] | None = None) -> list[Case]:
     cases, problems, seen = [], [], {}
     for file in files:
         if not file.exists():
-            problems.append(Problem(str(file), 1, "(file)", "no such file"))
+            problems.append(Problem(str(file), 1, "(file)", "cannot read: no such file"))
             continue
         try:
             case = load_case(file)

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from redagent.cases.loader import CaseFileError, case_files, load_case, load_cases
+from redagent.cases.loader import CaseFileError, case_files, load_cases
 from redagent.cases.schema import Case
 from redagent.cases.taxonomy import CHANNELS, CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
 from redagent.console.audit_cli import audit_app
@@ -122,25 +122,13 @@ def cases_show(case_id: str = typer.Argument(..., help="case id"),
 @cases_app.command("validate")
 def cases_validate(paths: list[Path] = typer.Argument(..., help="case files or folders")) -> None:
     """Validate case files: one line per problem (file:line: field: what), exit 2 if any."""
-    problems = []
     files = case_files(paths)
-    seen: dict[str, str] = {}
-    for file in files:
-        try:
-            case = load_case(file)
-        except CaseFileError as exc:
-            problems += exc.problems
-            continue
-        except (OSError, UnicodeDecodeError) as exc:
-            problems.append(f"{file}:1: (file): cannot read: {exc}")
-            continue
-        if case.id in seen:
-            problems.append(f"{file}:1: id: duplicate id {case.id!r} (also in {seen[case.id]})")
-        seen[case.id] = str(file)
-    for problem in problems:
-        err.print(str(problem), markup=False, highlight=False, soft_wrap=True)
-    if problems:
-        raise typer.Exit(2)
+    try:
+        load_cases(paths)
+    except CaseFileError as exc:
+        for problem in exc.problems:
+            err.print(str(problem), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
     out.print(f"{len(files)} case file(s) valid")
 
 

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from redagent.cases.execution import CaseRun
 from redagent.cases.schema import Case
 from redagent.engine.direct import Event
-from redagent.engine.models import Model, ModelReply, ModelRequest
+from redagent.engine.models import Model, ModelReply, ModelRequest, ToolCall
 from redagent.sandbox.gateway import ToolOutcome
 
 MAX_MALFORMED = 3  # consecutive unusable replies before the rollout is invalid
@@ -103,6 +103,21 @@ class RolloutContext:
     def boundary(self) -> str:
         """The defense text shown before the model's next decision ('' when there is none)."""
         return self.defense_text
+
+    def with_boundary(self, text: str) -> str:
+        """A user turn or observation with the defense text after it, right before the next decision."""
+        return f"{text}\n\n{self.defense_text}" if self.defense_text else text
+
+    def final_answer(self, messages: list[dict[str, Any]], content: str) -> None:
+        """A reply without a tool call ends the turn: it is the agent's answer to the user."""
+        self.record("assistant", content)
+        self.final_text = content
+        messages.append({"role": "assistant", "content": content})
+
+
+def wire(call: ToolCall) -> dict[str, Any]:
+    """A tool call as it goes back to the model in the OpenAI message format."""
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
 
 
 class Harness(Protocol):

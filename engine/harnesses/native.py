@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from redagent.engine.harnesses.base import RolloutContext
+from redagent.engine.harnesses.base import RolloutContext, wire
 from redagent.engine.models import ToolCall
 
 SYSTEM = ("You are a capable assistant acting for the user through the tools provided. Use the tools to "
@@ -25,18 +25,16 @@ class NativeHarness:
         system = "\n\n".join(t for t in (ctx.cue_text, SYSTEM) if t)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         for turn in range(len(ctx.run.instance.user_turns)):
-            messages.append({"role": "user", "content": self._with_boundary(ctx, ctx.user_turn(turn))})
+            messages.append({"role": "user", "content": ctx.with_boundary(ctx.user_turn(turn))})
             while True:
                 reply = await ctx.ask(messages, tools=tools, harness=self.name, turn=turn)
                 if not reply.tool_calls:
-                    ctx.record("assistant", reply.content)
-                    ctx.final_text = reply.content
-                    messages.append({"role": "assistant", "content": reply.content})
+                    ctx.final_answer(messages, reply.content)
                     break
                 if reply.content:
                     ctx.record("assistant", reply.content)
                 messages.append({"role": "assistant", "content": reply.content or None,
-                                 "tool_calls": [_wire(c) for c in reply.tool_calls]})
+                                 "tool_calls": [wire(c) for c in reply.tool_calls]})
                 any_usable = False
                 for call in reply.tool_calls:
                     shown = await self._execute(ctx, call)
@@ -62,13 +60,5 @@ class NativeHarness:
         ctx.record_result(call.id, call.name, outcome, outcome.observation)
         return outcome.observation
 
-    @staticmethod
-    def _with_boundary(ctx: RolloutContext, text: str) -> str:
-        return f"{text}\n\n{ctx.boundary()}" if ctx.boundary() else text
-
 
 _MALFORMED = "ERROR: the tool call's arguments are not valid JSON; call the tool again with a JSON object."
-
-
-def _wire(call: ToolCall) -> dict[str, Any]:
-    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}

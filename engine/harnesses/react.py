@@ -42,7 +42,7 @@ class ReactHarness:
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         calls = 0
         for turn in range(len(ctx.run.instance.user_turns)):
-            messages.append({"role": "user", "content": self._with_boundary(ctx, ctx.user_turn(turn))})
+            messages.append({"role": "user", "content": ctx.with_boundary(ctx.user_turn(turn))})
             while True:
                 reply = await ctx.ask(messages, tools=None, harness=self.name, turn=turn)
                 text = reply.content or ""
@@ -71,14 +71,9 @@ class ReactHarness:
                 ctx.record_result(f"react_{calls}", tool, outcome, outcome.observation)
                 if ctx.out_of_steps:
                     return
-                messages.append({"role": "user", "content": self._with_boundary(
-                    ctx, f"Observation: {outcome.observation}")})
+                messages.append({"role": "user", "content": ctx.with_boundary(f"Observation: {outcome.observation}")})
                 if ctx.boundary():
                     ctx.record("harness", ctx.boundary())
-
-    @staticmethod
-    def _with_boundary(ctx: RolloutContext, text: str) -> str:
-        return f"{text}\n\n{ctx.boundary()}" if ctx.boundary() else text
 
 
 class Broken(str):

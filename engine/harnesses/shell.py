@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from redagent.engine.harnesses.base import RolloutContext
+from redagent.engine.harnesses.base import RolloutContext, wire
 from redagent.sandbox.cli import usage
 
 OUTPUT_LIMIT = 16000
@@ -45,22 +45,18 @@ class ShellHarness:
         system = "\n\n".join(t for t in (ctx.cue_text, system) if t)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         for turn in range(len(ctx.run.instance.user_turns)):
-            text = ctx.user_turn(turn)
-            messages.append({"role": "user", "content": f"{text}\n\n{ctx.boundary()}" if ctx.boundary() else text})
+            messages.append({"role": "user", "content": ctx.with_boundary(ctx.user_turn(turn))})
             while True:
                 reply = await ctx.ask(messages, tools=[shell_tool], harness=self.name, turn=turn)
                 if not reply.tool_calls:
-                    ctx.record("assistant", reply.content)
-                    ctx.final_text = reply.content
-                    messages.append({"role": "assistant", "content": reply.content})
+                    ctx.final_answer(messages, reply.content)
                     break
                 if reply.content:
                     ctx.record("assistant", reply.content)
                 # One command per step, as terminal agents run them: extra calls are declined.
                 first, *extra = reply.tool_calls
-                messages.append({"role": "assistant", "content": reply.content or None, "tool_calls": [
-                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                    for c in reply.tool_calls]})
+                messages.append({"role": "assistant", "content": reply.content or None,
+                                 "tool_calls": [wire(c) for c in reply.tool_calls]})
                 messages.append({"role": "tool", "tool_call_id": first.id, "content": await self._run(ctx, first)})
                 for call in extra:
                     messages.append({"role": "tool", "tool_call_id": call.id,
