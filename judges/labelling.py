@@ -118,7 +118,7 @@ def recognize_run(store: Store, run_id: str, *, backbone: str | None = None, api
     if store.get_run(run_id) is None:
         raise LabellingError(f"no run {run_id!r} in the store")
     judge = backbone or LEXICAL
-    contract_hash = _recognition_hash(judge)
+    contract_hash = recognition_contract_hash(judge)
     model = None if backbone is None else _judge_model(backbone, api_base, timeout, retries)
     cases = _cases()
     done = {r.rollout_id for r in store.recognition_labels(run_id, judge, contract_hash)}
@@ -148,7 +148,7 @@ def recognize_run(store: Store, run_id: str, *, backbone: str | None = None, api
             "failed": sum(1 for r in records if r.status != "ok")}
 
 
-def _recognition_hash(judge: str) -> str:
+def recognition_contract_hash(judge: str) -> str:
     import hashlib
 
     text = "lexical-cues/v1" if judge == LEXICAL else contract_text("recognition")

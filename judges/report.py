@@ -20,7 +20,7 @@ import pandas as pd
 from redagent.cases.taxonomy import strategy_category
 from redagent.judges import stats
 from redagent.judges.config import RULE, VIEWS
-from redagent.judges.labelling import LEXICAL, _recognition_hash
+from redagent.judges.labelling import LEXICAL, recognition_contract_hash
 from redagent.store.db import Store
 
 TABLES = ("asr", "views", "ranking", "cue", "defense", "reg", "audit")
@@ -150,7 +150,7 @@ def _defense(store: Store, run_id: str, outcomes: pd.DataFrame, reps: int, seed:
 
 
 def _reg(store: Store, run_id: str, outcomes: pd.DataFrame, judge: str) -> dict[str, Any] | None:
-    labels = store.recognition_labels(run_id, judge, _recognition_hash(judge))
+    labels = store.recognition_labels(run_id, judge, recognition_contract_hash(judge))
     rows = [{"rollout_id": r.rollout_id, "resolved": r.resolved, "broad": r.broad, "strict": r.strict}
             for r in labels if r.status == "ok"]
     if not rows:
