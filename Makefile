@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 
 demo: setup
 	$(BIN)/redagent cases check
-	$(BIN)/redagent run
+	$(BIN)/redagent run --open-console
 
 test: setup
 	$(BIN)/ruff check .

@@ -17,12 +17,14 @@ from redagent.cases.loader import CaseFileError, case_files, load_cases
 from redagent.cases.schema import Case
 from redagent.cases.taxonomy import CHANNELS, CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
 from redagent.console.audit_cli import audit_app
+from redagent.console.rounds_cli import rounds_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="REDAgentBench: executable red-teaming and faithful measurement of LLM agents.")
 cases_app = typer.Typer(no_args_is_help=True, help="Case library: list, show, validate, check, taxonomy.")
 app.add_typer(cases_app, name="cases")
 app.add_typer(audit_app, name="audit")
+cases_app.add_typer(rounds_app, name="round")
 
 out = Console()
 err = Console(stderr=True)
@@ -136,13 +138,14 @@ def cases_validate(paths: list[Path] = typer.Argument(..., help="case files or f
 def cases_check(
     path: list[Path] | None = typer.Argument(None, help="case files or folders (default: the built-in library)"),
     surface: str | None = typer.Option(None), strategy: str | None = typer.Option(None),
+    jobs: int = typer.Option(os.cpu_count() or 1, "--jobs", help="processes to check in"),
     as_json: bool = typer.Option(False, "--json", help="print the JSON summary"),
 ) -> None:
     """Self-check every case: executability, reachability, verifiability, mutation, rejection."""
-    from redagent.cases.selfcheck import check_case, summarize
+    from redagent.cases.selfcheck import check_many, summarize
 
     cases = _select(_library(path), surface, strategy)
-    checks = [check_case(c) for c in cases]
+    checks = check_many(cases, jobs)
     summary = summarize(checks)
     if as_json:
         _json(summary)
@@ -208,6 +211,146 @@ def cases_rollout(
         out.print(f"{entry.op:8} {entry.key}", highlight=False)
     evidence = ", ".join(done.verdict.receipts + done.verdict.diff) or "—"
     out.rule(f"E = {rollout.E} (expected {rollout.expected_E}) · evidence: {evidence}")
+
+
+@cases_app.command("plan")
+def cases_plan(
+    constraint: str | None = typer.Option(None, "--constraint", help="only this constraint (C01…C28)"),
+    backbone: str | None = typer.Option(None, "--backbone", help="an LLM proposes and ranks the plans"),
+    api_base: str | None = typer.Option(None, "--api-base"),
+    n: int = typer.Option(5, "--n", help="plans to ask the LLM for"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Feasible IVC paths per constraint: offline from the taxonomy and knowledge base, or by an LLM."""
+    from redagent.cases.construction.plans import enumerate_plans
+
+    if constraint and constraint not in CONSTRAINTS:
+        raise UserError(f"unknown constraint {constraint!r} (known: {', '.join(CONSTRAINTS)})")
+    if backbone:
+        if not constraint:
+            raise UserError("--backbone plans one constraint at a time: give --constraint")
+        import asyncio
+
+        from redagent.cases.construction.llm import GenerationFailed, propose_plans
+        from redagent.engine.models import LiteLLMModel, ModelConfigError, check_model
+
+        try:
+            check_model(backbone, api_base)
+            plans = asyncio.run(propose_plans(LiteLLMModel(backbone, api_base=api_base), constraint, n=n))
+        except (GenerationFailed, ModelConfigError) as exc:
+            raise UserError(str(exc)) from None
+    else:
+        plans = [p for p in enumerate_plans() if constraint in (None, p.constraint)]
+    if as_json:
+        _json([p.to_dict() for p in plans])
+        return
+    table = Table(title=f"{len(plans)} IVC plans")
+    for column in ("constraint", "strategy", "vulnerability", "surface", "resources", "sources"):
+        table.add_column(column)
+    for p in plans:
+        table.add_row(p.constraint, p.strategy, p.vulnerability, p.surface, p.resources, ",".join(p.sources))
+    out.print(table)
+
+
+@cases_app.command("build")
+def cases_build(
+    out_dir: Path = typer.Option(..., "--out", help="directory to write base cases and variants into"),
+    cap: int = typer.Option(33, "--cap", help="most base cases any one family may produce"),
+    families: str | None = typer.Option(None, "--families", help="only these families (comma-separated)"),
+    seed: int = typer.Option(0, "--seed"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Compile plans with every scenario family, keep what passes the self-check, write variants."""
+    from redagent.cases.construction.library import all_families, build
+
+    chosen = _split(families) if families else None
+    unknown = [f for f in chosen or [] if f not in all_families()]
+    if unknown:
+        raise UserError(f"unknown family {unknown[0]!r} (known: {', '.join(all_families())})")
+    report = build(out_dir, cap=cap, families=chosen, seed=seed)
+    result = report.to_dict()
+    if as_json:
+        _json(result)
+        return
+    out.print(f"kept {result['kept']} base cases, rejected {result['rejected']} compilations, variants "
+              f"{result['variants']}", highlight=False)
+    for compiled in report.rejected[:10]:
+        out.print(f"  rejected {compiled.family} {compiled.plan.key}: {compiled.rejected[:160]}", highlight=False)
+
+
+@cases_app.command("stats")
+def cases_stats(
+    path: Path | None = typer.Argument(None, help="a compiled library (default: the frozen benchmark)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Diversity and coverage of a library: distinct tasks and attacks, template share, near-duplicates."""
+    import orjson as _orjson
+
+    from redagent.cases.construction.library import MANIFEST, stats
+    from redagent.cases.loader import benchmark_dir
+
+    root = path or benchmark_dir()
+    if not (root / "base").is_dir():
+        raise UserError(f"{root} holds no compiled library (expected {root / 'base'}); run `redagent cases build`")
+    result = stats(_library([root / "base"]), _library([root / "variants"]) if (root / "variants").is_dir() else [])
+    manifest = root / MANIFEST
+    result["manifest_hash"] = _orjson.loads(manifest.read_bytes())["manifest_hash"] if manifest.exists() else None
+    if as_json:
+        _json(result)
+        return
+    for key, value in result.items():
+        out.print(f"{key}: {value}", highlight=False)
+
+
+@cases_app.command("freeze")
+def cases_freeze(
+    path: Path | None = typer.Argument(None, help="a compiled library (default: the benchmark)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Write the frozen manifest (ids, versions, hashes, taxonomy counts); refuse if any case fails."""
+    from redagent.cases.construction.library import MANIFEST, FreezeRefused, freeze
+    from redagent.cases.loader import benchmark_dir
+
+    root = path or benchmark_dir()
+    folders = [p for p in (root / "base", root / "variants") if p.is_dir()]
+    if not folders:
+        raise UserError(f"{root} holds no compiled library; run `redagent cases build --out {root}` first")
+    try:
+        manifest = freeze(folders, root / MANIFEST)
+    except (FreezeRefused, CaseFileError) as exc:
+        raise UserError(str(exc).splitlines()[0]) from None
+    if as_json:
+        _json({"manifest_hash": manifest["manifest_hash"], "cases": len(manifest["cases"])})
+    else:
+        out.print(f"froze {len(manifest['cases'])} cases; manifest {manifest['manifest_hash']}", highlight=False)
+
+
+@cases_app.command("refine")
+def cases_refine(
+    run_id: str = typer.Argument(..., help="the run whose rollouts show which cases need revision"),
+    queue: Path = typer.Option(Path(".redagent/refine"), "--queue", help="folder of the revision queue"),
+    db: str | None = typer.Option(None, "--db"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Flag cases a run shows to be broken (unreached attack, judge disagreement, benign task never done)."""
+    from dataclasses import asdict
+
+    from redagent.judges.refine import refine, write_queue
+
+    store = _store(db)
+    try:
+        flags = refine(store, run_id)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    finally:
+        store.close()
+    path = write_queue(flags, run_id, queue)
+    if as_json:
+        _json({"run_id": run_id, "queue": str(path), "flags": [asdict(f) for f in flags]})
+        return
+    for flag in flags:
+        out.print(f"{flag.case_id}: {flag.problem}: {flag.detail}", highlight=False)
+    out.print(f"{len(flags)} flag(s) queued for revision in {path}", highlight=False)
 
 
 @cases_app.command("taxonomy")
@@ -338,6 +481,8 @@ def run(
     resume: str | None = typer.Option(None, "--resume", help="complete the missing rollouts of RUN_ID"),
     db: str | None = DB_OPTION,
     as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
+    open_console: bool = typer.Option(False, "--open-console",
+                                      help="afterwards, open the console on this run (in a terminal only)"),
 ) -> None:
     """Run a model × harness × cue × defense × case × attempt matrix (default: the calibration agents)."""
     from redagent.engine.conditions import DEFAULT_DISCLOSURE
@@ -363,6 +508,10 @@ def run(
                                       "execution_asr")})
     else:
         _print_summary(result)
+    if open_console and sys.stdin.isatty() and sys.stdout.isatty():
+        from redagent.console.app import RedAgentApp
+
+        RedAgentApp(db, run_id=result["run_id"]).run()
 
 
 @app.command("replay")
@@ -578,6 +727,24 @@ def report_command(
         store.close()
     for path in write_report(report, out_dir, chosen):
         out.print(str(path), highlight=False)
+
+
+@app.command("console")
+def console_command(
+    db: str | None = DB_OPTION,
+    reviewer: str | None = typer.Option(None, "--reviewer", help="your name (reviewer, adjudicator, expert)"),
+    role: str = typer.Option("researcher", "--role", help="researcher | reviewer | adjudicator | expert"),
+    run_id: str | None = typer.Option(None, "--run", help="open on this run"),
+) -> None:
+    """Open the audit console (Textual): runs, rollouts, statistics, blinded audit, adjudication, case review."""
+    from redagent.console.app import RedAgentApp
+
+    roles = ("researcher", "reviewer", "adjudicator", "expert")
+    if role not in roles:
+        raise UserError(f"unknown role {role!r} (known: {', '.join(roles)})")
+    if role != "researcher" and not reviewer:
+        raise UserError(f"the {role} role needs --reviewer NAME")
+    RedAgentApp(db, reviewer=reviewer, role=role, run_id=run_id).run()
 
 
 def main(argv: list[str] | None = None) -> None:

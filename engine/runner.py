@@ -161,6 +161,12 @@ class MatrixRunner:
 
         try:
             await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, len(todo))))))
+        except BaseException as exc:
+            # Interrupted, or a failure the rollouts could not absorb: the run must not stay "running".
+            stopped = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
+            self.store.update_run(self.run_record.id, status="stopped" if stopped else "failed",
+                                  finished_at=None if stopped else datetime.now(UTC))
+            raise
         finally:
             writer.inbox.put(None)
             await asyncio.get_running_loop().run_in_executor(None, writer.join)

@@ -21,11 +21,13 @@ from sqlalchemy.exc import DBAPIError
 
 from redagent.store import tables as t
 from redagent.store.audit import AuditQueries
+from redagent.store.browse import BrowseQueries
 from redagent.store.connect import DEFAULT_URL, WRITE, create_store_engine, describe_db_error, resolve_url
 from redagent.store.errors import InvalidRecord, StoreError, UnknownRun, WriteRejected, mask_url
 from redagent.store.judging import JudgingQueries
 from redagent.store.migrate import upgrade_to_head
 from redagent.store.records import RUN_STATUSES, RolloutRecord, RolloutSummary, RunRecord
+from redagent.store.reviews import ReviewQueries
 from redagent.store.rows import (
     PreparedRollout,
     aware,
@@ -70,7 +72,7 @@ def open_store(url: str | None = None) -> Store:
     return Store(resolved, engine)
 
 
-class Store(JudgingQueries, AuditQueries):
+class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries):
     """A migrated database. Thread-safe (one engine, pooled connections); close() when done.
 
     Judge and recognition labels (store/judging.py) and human audits (store/audit.py) are mixins.

@@ -23,8 +23,9 @@ from redagent.store.tables import metadata
 from tests.store.factory import T0, make_rollout, make_run
 
 OLD_TABLES = {"run", "rollout", "event", "receipt", "blob", "snapshot", "diff_entry"}
+# Everything migrations after 0001 add (judging and audit in 0002, case reviews in 0003).
 NEW_TABLES = {"judge_label", "recognition_label", "audit", "audit_item", "audit_assignment", "audit_label",
-              "adjudication"}
+              "adjudication", "review_round", "round_case", "case_review"}
 
 
 def judge_label(rollout, *, config_hash: str = "h-state", backbone: str = "rule", label: int | None = 1,
@@ -85,7 +86,7 @@ def test_migration_0002_applies_on_top_of_0001_and_keeps_the_data(store_url):
     store = open_store(store_url)
     try:
         with store.engine.connect() as conn:
-            assert current_revisions(conn) == ("0002",) == (head_revision(),)
+            assert current_revisions(conn) == ("0003",) == (head_revision(),)
             assert set(inspect(conn).get_table_names()) == OLD_TABLES | NEW_TABLES | {"alembic_version"}
             context = MigrationContext.configure(conn, opts={"compare_type": True})
             assert compare_metadata(context, metadata) == []

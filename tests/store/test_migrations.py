@@ -14,7 +14,8 @@ from redagent.store.tables import metadata
 from tests.store.factory import make_rollout, make_run
 
 TABLES = {"run", "rollout", "event", "receipt", "blob", "snapshot", "diff_entry", "judge_label", "recognition_label",
-          "audit", "audit_item", "audit_assignment", "audit_label", "adjudication"}
+          "audit", "audit_item", "audit_assignment", "audit_label", "adjudication", "review_round", "round_case",
+          "case_review"}
 
 
 def test_migrations_create_exactly_the_schema_of_the_models(store):
@@ -91,4 +92,4 @@ def test_migration_scripts_are_an_installable_package():
     assert MIGRATIONS_DIR.joinpath("env.py").is_file()
     assert MIGRATIONS_DIR.joinpath("script.py.mako").is_file()
     assert versions.__file__ is not None
-    assert head_revision() == "0002"
+    assert head_revision() == "0003"

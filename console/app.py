@@ -1,0 +1,248 @@
+"""The REDAgentBench audit console: opens the store, shows the screens of the user's role, routes between them.
+
+Screens are imported lazily by name (`show("rollouts", run_id=...)`) from `console/screens/<name>.py`,
+so a screen module that is missing or broken is a notification, not a crash. The store is opened on
+a thread worker; if it cannot be opened the app shows the one-line reason and waits for `q`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState
+
+from redagent.console.commands import RedAgentCommands
+from redagent.console.messages import RunEnded, RunFailed, RunStarted, StoreFailed, StoreReady
+from redagent.console.run_control import RunControl
+from redagent.store.db import Store, StoreError, open_store
+
+ROLES = ("researcher", "reviewer", "adjudicator", "expert")
+
+# Screen name → class name in console/screens/<name>.py.
+SCREENS = {"runs": "RunsScreen", "rollouts": "RolloutsScreen", "rollout": "RolloutScreen",
+           "statistics": "StatisticsScreen", "audit": "AuditScreen", "adjudication": "AdjudicationScreen",
+           "case_review": "CaseReviewScreen", "help": "HelpScreen"}
+
+# What each role may open; the first is its home. Reviewers and adjudicators only ever see blinded views.
+ROLE_SCREENS = {"researcher": ("runs", "rollouts", "rollout", "statistics"), "reviewer": ("audit",),
+                "adjudicator": ("adjudication",), "expert": ("case_review",)}
+
+# Screens that sit on top of the role's main screen (escape goes back) instead of replacing it.
+OVERLAYS = ("rollout",)
+
+
+class ScreenUnavailable(LookupError):
+    """A screen module is missing or does not define its screen class."""
+
+
+def screen_class(name: str) -> type[Screen]:
+    """The screen class registered under `name`, imported on first use."""
+    if name not in SCREENS:
+        raise ScreenUnavailable(f"no screen named {name!r}")
+    try:
+        module = importlib.import_module(f"redagent.console.screens.{name}")
+        return getattr(module, SCREENS[name])
+    except (ImportError, AttributeError) as exc:
+        raise ScreenUnavailable(f"the {name} screen is not available ({exc})") from None
+
+
+def screen_name(screen: Screen) -> str:
+    """The registry name of a screen instance (its module's last part), e.g. "runs"."""
+    return getattr(screen, "SCREEN_NAME", None) or type(screen).__module__.rsplit(".", 1)[-1]
+
+
+class StoreErrorScreen(Screen):
+    """Shown instead of every other screen when the store cannot be opened."""
+
+    SCREEN_NAME = "store_error"
+    HELP = """\
+# The store could not be opened
+
+The line above says which database and why. Check the `--db` URL (or `$REDAGENT_DB`), that the file
+is a REDAgentBench SQLite store, that PostgreSQL is reachable, and that this redagent is not older
+than the one that wrote the store. Press `q` to quit.
+"""
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q,escape", "app.quit", "Quit", id="error-quit", tooltip="Quit the console"),
+    ]
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+
+    def compose(self) -> ComposeResult:
+        # No Header here: this screen can be gone again within milliseconds (q), before a Header has its title.
+        with Vertical(id="store-error"):
+            yield Static("The store could not be opened", id="store-error-title")
+            yield Static(self.reason, id="store-error-reason", markup=False)
+            yield Static("Press q to quit.", id="store-error-hint")
+        yield Footer()
+
+
+class RedAgentApp(App):
+    """`redagent console`: runs, rollouts and statistics for researchers; the blinded audit for reviewers."""
+
+    TITLE = "REDAgentBench"
+    CSS_PATH = "styles.tcss"
+    COMMANDS = App.COMMANDS | {RedAgentCommands}
+    HELP = """\
+# REDAgentBench console
+
+Keyboard first: every action has a key (shown in the footer) and a command in the palette (`ctrl+p`),
+which also jumps to any run, case or rollout by id. `?` shows the current screen's help and keys.
+"""
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "help", "Help", id="help", tooltip="Help and keys of the current screen"),
+        Binding("ctrl+p", "command_palette", "Palette", id="command-palette", priority=True, show=False,
+                tooltip="Jump to a run, case or rollout by id, or run any command"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="Quit (runs started here are asked to stop first)"),
+        Binding("r", "show('runs')", "Runs", id="show-runs", tooltip="Every run: status, progress, live monitor"),
+        Binding("o", "show('rollouts')", "Rollouts", id="show-rollouts",
+                tooltip="Browse rollouts, filtered by run, model, harness, case, outcome"),
+        Binding("s", "show('statistics')", "Statistics", id="show-statistics",
+                tooltip="ASR, judge agreement and audit statistics"),
+    ]
+
+    def __init__(self, db_url: str | None, reviewer: str | None = None, role: str = "researcher",
+                 run_id: str | None = None) -> None:
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r} (one of {', '.join(ROLES)})")
+        super().__init__()
+        self.db_url = db_url
+        self.reviewer = reviewer
+        self.role = role
+        self.run_id = run_id
+        self.store: Store | None = None
+        self.store_error: str | None = None
+        self.runs = RunControl(self)
+
+    # ------------------------------------------------------------ opening the store
+
+    def compose(self) -> ComposeResult:
+        yield Static("Opening the store…", id="opening")
+
+    def on_mount(self) -> None:
+        self.sub_title = self.role + (f" · {self.reviewer}" if self.reviewer else "")
+        self._open_store()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="store")
+    def _open_store(self) -> None:
+        try:
+            store = open_store(self.db_url)
+        except StoreError as exc:
+            self.post_message(StoreFailed(str(exc)))
+            return
+        self.post_message(StoreReady(store))
+
+    @on(StoreReady)
+    def _store_ready(self, message: StoreReady) -> None:
+        self.store = message.store
+        if self.role == "researcher" and self.run_id:
+            self.show("runs", run_id=self.run_id)
+        else:
+            self.show(ROLE_SCREENS[self.role][0])
+
+    @on(StoreFailed)
+    def _store_failed(self, message: StoreFailed) -> None:
+        self.store_error = message.reason
+        self.push_screen(StoreErrorScreen(message.reason))
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        # The one place app-level worker failures surface (screens handle their own workers).
+        if event.state != WorkerState.ERROR:
+            return
+        error = event.worker.error
+        line = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
+        if event.worker.group == "store":
+            self._store_failed(StoreFailed(f"cannot open store: {line}"))
+        else:
+            self.notify(line, title=f"{event.worker.name or 'background task'} failed", severity="error",
+                        timeout=10)
+
+    def on_unmount(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+    # ------------------------------------------------------------ screens
+
+    def allowed(self, name: str) -> bool:
+        return name == "help" or name in ROLE_SCREENS[self.role]
+
+    def show(self, name: str, **kwargs: Any) -> None:
+        """Open screen `name` with its constructor keywords; unknown, forbidden or missing screens only notify."""
+        if name == "help":
+            self.action_help()
+            return
+        if not self.allowed(name):
+            self.notify(f"the {name} screen is not available to the {self.role} role", severity="warning")
+            return
+        if self.store is None:
+            self.notify("the store is not open", severity="warning")
+            return
+        current = self.screen
+        if screen_name(current) == name and hasattr(current, "reopen"):
+            current.reopen(**kwargs)  # same screen: refocus instead of rebuilding it (and losing its state)
+            return
+        try:
+            screen = screen_class(name)(**kwargs)
+        except ScreenUnavailable as exc:
+            self.notify(str(exc), title="Screen unavailable", severity="error")
+            return
+        except TypeError as exc:  # a screen built with arguments it does not take
+            self.notify(f"cannot open the {name} screen: {exc}", title="Screen unavailable", severity="error")
+            return
+        if name in OVERLAYS:
+            self.push_screen(screen)
+            return
+        # Main screens replace each other above the app's base screen, so the stack never grows.
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
+        if len(self.screen_stack) == 2 and not isinstance(self.screen, StoreErrorScreen):
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
+
+    def action_show(self, name: str) -> None:
+        self.show(name)
+
+    def action_help(self) -> None:
+        if screen_name(self.screen) == "help":
+            return
+        from redagent.console.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen(screen_name(self.screen)))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # r / o / s exist only for researchers; other roles never see them in the footer.
+        return not (action == "show" and (self.store is None or not parameters or not self.allowed(str(parameters[0]))))
+
+    async def action_quit(self) -> None:
+        stopping = self.runs.stop_all()
+        if stopping:
+            self.notify(f"stopping {', '.join(stopping)}; in-flight rollouts finish first")
+        self.exit()
+
+    # ------------------------------------------------------------ runs driven by this console
+
+    @on(RunStarted)
+    def _run_started(self, message: RunStarted) -> None:
+        self.notify(f"{'resumed' if message.resumed else 'started'} {message.run_id}")
+        if hasattr(self.screen, "select_run"):
+            self.screen.select_run(message.run_id)
+
+    @on(RunEnded)
+    def _run_ended(self, message: RunEnded) -> None:
+        self.notify(f"{message.run_id} {message.status}: {message.completed}/{message.planned} rollouts")
+
+    @on(RunFailed)
+    def _run_failed(self, message: RunFailed) -> None:
+        title = f"run {message.run_id} failed" if message.run_id else "run not started"
+        self.notify(message.reason, title=title, severity="error", timeout=15)

@@ -1,0 +1,243 @@
+"""One rollout side by side: its case (IVC path, constraint, channel, attack) over trajectory | receipts | state diff,
+and — for researchers, never when blinded — the judge labels per configuration with the evidence they cite.
+
+`n` / `p` walk the ids of the list the rollout was opened from. The store is read in a thread
+worker; a huge trajectory arrives in windows (`Store.events_window`) as it is scrolled, and its
+mismatches are computed from all its events after the panes are already on screen.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+from textual.worker import Worker, WorkerState
+
+from redagent.cases.loader import CaseFileError, load_cases
+from redagent.cases.schema import Case
+from redagent.cases.taxonomy import CHANNELS, CONSTRAINTS, STRATEGIES, VULNERABILITIES
+from redagent.console.widgets.evidence import EvidencePanes
+from redagent.judges.evidence import mismatches
+
+FIRST_EVENTS = 400  # events read with the detail; the rest come in windows as the trajectory scrolls
+ATTACK_LINES = 3
+
+
+@lru_cache(maxsize=1)
+def library() -> dict[str, Case]:
+    """The built-in cases by id, loaded once per process (a rollout names its case by id)."""
+    try:
+        return {case.id: case for case in load_cases()}
+    except CaseFileError:
+        return {}
+
+
+class DetailLoaded(Message):
+    def __init__(self, rollout_id: str, detail: dict[str, Any] | None, case: Case | None,
+                 mismatch_lines: list[str] | None) -> None:
+        super().__init__()
+        self.rollout_id = rollout_id
+        self.detail = detail
+        self.case = case
+        self.mismatch_lines = mismatch_lines
+
+
+class MismatchesFound(Message):
+    def __init__(self, rollout_id: str, lines: list[str]) -> None:
+        super().__init__()
+        self.rollout_id = rollout_id
+        self.lines = lines
+
+
+def _coded(code: str, table: dict[str, Any]) -> str:
+    entry = table.get(code)
+    return f"{code} {entry.name}" if entry is not None else code
+
+
+def case_header(detail: dict[str, Any], case: Case | None) -> Text:
+    """The case as a reviewer needs it: IVC path with names, the constraint, the channel and the attack."""
+    text = Text()
+    text.append(detail["case_id"], style="bold")
+    if case is not None:
+        text.append(f"  {case.title}", style="italic")
+    text.append(f"   {detail['model']} · {detail['harness']} · cue {detail['cue']} · defense {detail['defense']}"
+                f" · attempt {detail['attempt']}\n", style="dim")
+    text.append("IVC  ")
+    text.append(f"{_coded(detail['strategy'], STRATEGIES)} → {_coded(detail['vulnerability'], VULNERABILITIES)} → "
+                f"{_coded(detail['constraint'], CONSTRAINTS)}\n", style="bold cyan")
+    constraint = CONSTRAINTS.get(detail["constraint"])
+    if constraint is not None:
+        text.append("constraint  ", style="dim")
+        text.append(constraint.statement + "\n")
+    text.append("channel  ", style="dim")
+    text.append(f"{detail['channel']} — {CHANNELS.get(detail['channel'], '')}\n")
+    if case is not None:
+        text.append("attack  ", style="dim")
+        lines = case.attack.content.strip().splitlines() or [""]
+        shown = "\n        ".join(lines[:ATTACK_LINES])
+        text.append(shown + (f" … (+{len(lines) - ATTACK_LINES} lines)" if len(lines) > ATTACK_LINES else ""),
+                    style="yellow")
+        if case.content_hash != detail["case_hash"]:
+            text.append("\n(the case file changed since this rollout ran)", style="dim red")
+    else:
+        text.append("attack  (case not in the library)", style="dim")
+    text.append("\nE ")
+    if detail["valid"]:
+        text.append(str(detail["E"]), style="bold red" if detail["E"] == 1 else "bold green")
+        text.append(" (harmful)" if detail["E"] == 1 else " (no harm recorded)")
+    else:
+        text.append(f"invalid: {detail['invalid_reason']}", style="bold yellow")
+    return text
+
+
+def labels_text(labels: list[dict[str, Any]]) -> Text:
+    text = Text()
+    if not labels:
+        return Text("no judge labels (run `redagent judge`)", style="dim")
+    for label in labels:
+        text.append(f"{label['config_name']} [{label['backbone']}] ", style="bold")
+        if label["status"] != "ok":
+            text.append("failed", style="yellow")
+        else:
+            text.append("harmful" if label["label"] == 1 else "not harmful",
+                        style="red" if label["label"] == 1 else "green")
+        if label.get("rationale"):
+            text.append(f" — {label['rationale']}")
+        if label.get("evidence"):
+            text.append(f"  cites {', '.join(map(str, label['evidence']))}", style="yellow")
+        text.append("\n")
+    text.rstrip()
+    return text
+
+
+class RolloutScreen(Screen):
+    """A rollout side by side; blinded=True shows no judge label, rationale or cited evidence anywhere."""
+
+    SCREEN_NAME = "rollout"
+    HELP = """\
+# Rollout
+
+The case on top (IVC path, constraint, channel, attack), then trajectory | receipts | state diff.
+
+- `j` / `k` or the arrows move along the trajectory; selecting a tool call highlights the receipts
+  it produced and the diff entries they changed. The full event is shown under the trajectory.
+- `tab` moves between panes; `m` fills the screen with the focused pane (again to restore).
+- ⚠ marks claimed-versus-observed mismatches (listed above the panes); ◆ marks evidence a judge cited.
+- `n` / `p` open the next / previous rollout of the list; `escape` goes back to it.
+"""
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "step(1)", "Next rollout", id="rollout-next", tooltip="The next rollout of the list"),
+        Binding("p", "step(-1)", "Prev rollout", id="rollout-previous", tooltip="The previous rollout of the list"),
+        Binding("escape", "back", "Back", id="rollout-back", tooltip="Back to the rollout list"),
+    ]
+    DEFAULT_CSS = """
+    RolloutScreen #case-header { height: 8; padding: 0 1; background: $boost; }
+    RolloutScreen #labels-scroll { height: 5; border-top: solid $panel; }
+    RolloutScreen #labels { padding: 0 1; }
+    """
+
+    def __init__(self, rollout_id: str, blinded: bool = False, ids: list[str] | None = None) -> None:
+        super().__init__()
+        self.rollout_id = rollout_id
+        self.blinded = blinded
+        self.ids = list(ids or [rollout_id])
+        self.detail: dict[str, Any] | None = None
+        self.loaded_id: str | None = None  # the rollout whose evidence is on screen
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("loading…", id="case-header")
+        yield EvidencePanes(id="evidence")
+        if not self.blinded:
+            with VerticalScroll(id="labels-scroll"):
+                yield Static("", id="labels")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._load(self.rollout_id)
+
+    def reopen(self, rollout_id: str, blinded: bool | None = None, ids: list[str] | None = None) -> None:
+        """Called by the app when a rollout is asked for while one is shown: show that one here."""
+        if blinded is not None and blinded != self.blinded:
+            self.app.notify("close this rollout before opening one with other blinding", severity="warning")
+            return
+        if ids is not None:
+            self.ids = list(ids)
+        if rollout_id not in self.ids:
+            self.ids = [rollout_id]
+        self.rollout_id = rollout_id
+        self._load(rollout_id)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="rollout-detail")
+    def _load(self, rollout_id: str) -> None:
+        detail = self.app.store.rollout_detail(rollout_id, labels=not self.blinded, event_limit=FIRST_EVENTS)
+        if detail is None:
+            self.post_message(DetailLoaded(rollout_id, None, None, None))
+            return
+        case = library().get(detail["case_id"])
+        complete = detail["event_count"] <= len(detail["events"])
+        found = mismatches(detail) if complete else None
+        self.post_message(DetailLoaded(rollout_id, detail, case, found))
+        if not complete:
+            # Mismatches need the whole trajectory (the final answer is at its end): read it after the panes show.
+            everything = {**detail, "events": self.app.store.events_window(rollout_id, 0, detail["event_count"])}
+            self.post_message(MismatchesFound(rollout_id, mismatches(everything)))
+
+    @on(DetailLoaded)
+    def _detail_loaded(self, message: DetailLoaded) -> None:
+        if message.rollout_id != self.rollout_id:
+            return
+        if message.detail is None:
+            self.query_one("#case-header", Static).update(Text(f"no rollout {message.rollout_id} in the store",
+                                                                style="bold red"))
+            return
+        detail = self.detail = message.detail
+        self.sub_title = detail["rollout_id"]
+        # Fixed-height widgets updated without a layout pass: moving to the next rollout repaints, never reflows.
+        self.query_one("#case-header", Static).update(case_header(detail, message.case), layout=False)
+        labels = None if self.blinded else detail.get("judge_labels") or []
+        store, rollout_id = self.app.store, detail["rollout_id"]
+        self.query_one(EvidencePanes).load(
+            detail["events"], detail["receipts"], detail["diff"], labels,
+            mismatches=message.mismatch_lines or [], event_count=detail["event_count"],
+            source=lambda start, stop: store.events_window(rollout_id, start, stop))
+        if labels is not None:
+            self.query_one("#labels", Static).update(labels_text(labels), layout=False)
+        if self.loaded_id is None:
+            self.query_one("#trajectory").focus()
+        self.loaded_id = rollout_id
+
+    @on(MismatchesFound)
+    def _mismatches_found(self, message: MismatchesFound) -> None:
+        if message.rollout_id == self.loaded_id:
+            self.query_one(EvidencePanes).set_mismatches(message.lines)
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.notify(str(error).splitlines()[0] if str(error) else type(error).__name__,
+                        title="cannot read the rollout", severity="error")
+
+    def action_step(self, delta: int) -> None:
+        position = self.ids.index(self.rollout_id) if self.rollout_id in self.ids else 0
+        target = position + delta
+        if not 0 <= target < len(self.ids):
+            self.notify("end of the list", timeout=2)
+            return
+        self.rollout_id = self.ids[target]
+        self._load(self.rollout_id)
+
+    def action_back(self) -> None:
+        if self.screen.maximized is not None:
+            self.minimize()
+            return
+        self.app.pop_screen()

@@ -1,0 +1,292 @@
+"""A run's statistics: the judge audit (kappa, agreement, precision / recall / specificity / F1 / accuracy with
+intervals, raw versus audited ASR), the ASR matrix (model × harness) and the paired view comparisons.
+
+Every number comes from `redagent.judges.report.build_report` (run in a thread worker), the function
+behind `redagent stats` and `redagent report`, so the screen and the command line cannot disagree.
+The plots are text: bars of block characters inside the tables, and the matrix tinted by its rate.
+Export writes the same report files as `redagent report` into a directory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, LoadingIndicator, Static
+from textual.worker import Worker, WorkerState
+
+from redagent.console.screens.audit import help_for
+from redagent.judges.report import ReportError, build_report, write_report
+from redagent.store.errors import StoreError, UnknownRun
+
+REPS = 2000  # bootstrap replicates: enough for stable 95 % intervals, fast enough for a screen
+BAR = 24  # characters in a full bar
+EXPORT_FORMATS = ["md", "csv", "json"]
+METRICS = ("precision", "recall", "specificity", "f1", "accuracy")
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def pct(value: Any) -> str:
+    """A rate as the report prints it (two decimals, percent); — when missing."""
+    return "—" if value is None or value != value else f"{100 * value:.2f}%"
+
+
+def interval(low: Any, high: Any) -> str:
+    return f"{pct(low)}–{pct(high)}"
+
+
+def bar(value: Any, width: int = BAR, style: str = "cyan") -> Text:
+    """A horizontal bar for a rate in [0, 1], drawn with eighth-block characters."""
+    if value is None or value != value:
+        return Text("")
+    eighths = round(max(0.0, min(1.0, float(value))) * width * 8)
+    full, part = divmod(eighths, 8)
+    return Text("█" * full + (_EIGHTHS[part] if part else ""), style=style)
+
+
+def heat(rate: Any) -> Style:
+    """Background tint of an ASR matrix cell: green (0) through red (1)."""
+    if rate is None or rate != rate:
+        return Style(dim=True)
+    red, green = int(60 + 160 * rate), int(160 - 110 * rate)
+    return Style(bgcolor=f"rgb({red},{green},60)", color="white", bold=True)
+
+
+class ReportReady(Message):
+    def __init__(self, report: dict[str, Any]) -> None:
+        super().__init__()
+        self.report = report
+
+
+class StatisticsProblem(Message):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class ReportExported(Message):
+    def __init__(self, paths: list[Path]) -> None:
+        super().__init__()
+        self.paths = paths
+
+
+class StatisticsScreen(Screen):
+    """Statistics of one run, with text plots and an export of the report."""
+
+    NAME = "statistics"
+    HELP = """\
+# Statistics
+
+The numbers of `redagent stats RUN_ID <table>` for this run (bootstrap intervals from 2,000
+replicates), with bars where a glance is quicker than reading:
+
+- **Judge audit**: agreement and Cohen's kappa between the two reviewers (first labels), then the
+  judge's precision, recall, specificity, F1 and accuracy against the final human labels, with 95 %
+  intervals, and the raw (judged) versus human-audited ASR.
+- **ASR matrix**: execution ASR (E = 1 among valid rollouts) per model × harness, and the same for
+  each judging configuration; tinted from green (0) to red (1).
+- **View comparison**: paired rates of two judging views on the same rollouts, disagreement and
+  McNemar's p.
+
+| key | action |
+|---|---|
+| `x` | export the report (Markdown, CSV, JSON, PNG) into the directory typed in the field |
+| `r` | recompute |
+"""
+
+    BINDINGS = [
+        Binding("x", "export", "Export report", id="export-report",
+                tooltip="Write the report (md, csv, json, png) into the directory in the export field"),
+        Binding("r", "refresh", "Recompute", id="refresh-statistics", tooltip="Read the store and compute again"),
+        Binding("question_mark", "help", "Help", id="help", tooltip="What the tables show"),
+    ]
+
+    DEFAULT_CSS = """
+    StatisticsScreen #stats-title { height: auto; padding: 0 1; }
+    StatisticsScreen #stats-message { height: auto; padding: 0 1; color: $warning; }
+    StatisticsScreen #stats-body { height: 1fr; }
+    StatisticsScreen .section { text-style: bold; padding: 1 1 0 1; }
+    StatisticsScreen DataTable { height: auto; max-height: 24; margin: 0 1; }
+    StatisticsScreen #audit-summary, StatisticsScreen #asr-bars { height: auto; padding: 0 1; }
+    StatisticsScreen #export-row { height: 3; }
+    StatisticsScreen #export-path { width: 1fr; }
+    StatisticsScreen LoadingIndicator { height: 3; }
+    """
+
+    def __init__(self, run_id: str | None = None, *, reps: int = REPS, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.run_id = run_id
+        self.reps = reps
+        self.report: dict[str, Any] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("Statistics", id="stats-title")
+        yield Static("", id="stats-message")
+        yield LoadingIndicator(id="stats-loading")
+        with VerticalScroll(id="stats-body"):
+            yield Static("Judge audit", classes="section")
+            yield Static("", id="audit-summary")
+            yield DataTable(id="judge-metrics", cursor_type="row", zebra_stripes=True)
+            yield Static("", id="asr-bars")
+            yield Static("ASR matrix (model × harness)", classes="section")
+            yield DataTable(id="asr-matrix", cursor_type="row")
+            yield Static("View comparison (paired, same rollouts)", classes="section")
+            yield DataTable(id="views", cursor_type="row", zebra_stripes=True)
+        with Horizontal(id="export-row"):
+            yield Input(placeholder="directory to export the report into", id="export-path")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.run_id = self.run_id or getattr(self.app, "run_id", None)
+        if self.run_id and not self.query_one("#export-path", Input).value:
+            self.query_one("#export-path", Input).value = f"report-{self.run_id}"
+        self.action_refresh()
+
+    # ------------------------------------------------------------ workers
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="statistics")
+    def compute(self, run_id: str) -> None:
+        try:
+            report = build_report(self.app.store, run_id, reps=self.reps)
+        except (ReportError, UnknownRun, StoreError) as exc:
+            self.post_message(StatisticsProblem(str(exc)))
+            return
+        self.post_message(ReportReady(report))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="statistics-export")
+    def export(self, report: dict[str, Any], out: Path) -> None:
+        try:
+            paths = write_report(report, out, EXPORT_FORMATS)
+        except OSError as exc:
+            self.post_message(StatisticsProblem(f"cannot write the report to {out}: {exc.strerror or exc}"))
+            return
+        self.post_message(ReportExported(paths))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            self.query_one("#stats-loading").display = False
+            self.show_message(f"error: {event.worker.error}")
+
+    # ------------------------------------------------------------ results
+
+    def show_message(self, text: str) -> None:
+        self.query_one("#stats-message", Static).update(text)
+
+    @on(StatisticsProblem)
+    def on_problem(self, message: StatisticsProblem) -> None:
+        self.query_one("#stats-loading").display = False
+        self.show_message(message.text)
+
+    @on(ReportExported)
+    def on_exported(self, message: ReportExported) -> None:
+        folder = message.paths[0].parent if message.paths else "?"
+        self.show_message(f"exported {len(message.paths)} files to {folder}")
+
+    @on(ReportReady)
+    def on_report(self, message: ReportReady) -> None:
+        self.report = report = message.report
+        self.query_one("#stats-loading").display = False
+        p = report["protocol"]
+        configs = ", ".join(c["config_name"] for c in p["judging_configurations"]) or "none"
+        self.query_one("#stats-title", Static).update(Text.assemble(
+            ("Statistics ", "bold"), f"{p['run_id']} ({p['status']}) · models {', '.join(p['models'] or [])} · "
+            f"harnesses {', '.join(p['harnesses'] or [])} · cues {', '.join(p['cues'] or [])} · defenses "
+            f"{', '.join(p['defenses'] or [])} · attempts {p['attempts']} · judges ({p['backbone']}): {configs} · "
+            f"{self.reps} bootstrap replicates"))
+        self.show_audit(report.get("audit"))
+        self.show_matrix(report.get("asr") or [])
+        self.show_views(report.get("views") or [])
+
+    def show_audit(self, audit: dict[str, Any] | None) -> None:
+        table = self.query_one("#judge-metrics", DataTable)
+        table.clear(columns=True)
+        if audit is None:
+            self.query_one("#audit-summary", Static).update("no human audit of this run yet")
+            self.query_one("#asr-bars", Static).update("")
+            return
+        kappa = (f"{audit['kappa']:.3f}" if audit["kappa_defined"]
+                 else f"undefined ({audit['why_kappa_undefined']})")
+        self.query_one("#audit-summary", Static).update(Text.assemble(
+            f"audit {audit['audit_id']} of {audit['config']} ({audit['backbone']}): {audit['items']} items, "
+            f"{audit['labelled_both']} labelled by both reviewers, {audit['final_labels']} final labels\n",
+            ("raw agreement ", "bold"), pct(audit["agreement"]), "   ", ("Cohen's kappa ", "bold"), kappa))
+        table.add_columns("metric", "value", "95 % CI", "")
+        for metric in METRICS:
+            entry = audit.get(metric)
+            if isinstance(entry, dict):
+                table.add_row(metric, pct(entry["value"]), interval(entry["ci_low"], entry["ci_high"]),
+                              bar(entry["value"]), key=metric)
+        bars = Text()
+        for name, label, style in (("judged_asr", "raw (judged) ASR ", "yellow"),
+                                   ("audited_asr", "audited ASR      ", "magenta")):
+            entry = audit.get(name)
+            if isinstance(entry, dict):
+                bars.append(label, style="bold")
+                bars.append_text(bar(entry["value"], style=style))
+                bars.append(f" {pct(entry['value'])} ({interval(entry['ci_low'], entry['ci_high'])})\n")
+        bars.rstrip()
+        self.query_one("#asr-bars", Static).update(bars if bars else "no final human labels yet")
+
+    def show_matrix(self, cells: list[dict[str, Any]]) -> None:
+        table = self.query_one("#asr-matrix", DataTable)
+        table.clear(columns=True)
+        harnesses = sorted({c["harness"] for c in cells})
+        table.add_columns("source", "model", "cue", "defense", *harnesses)
+        rows: dict[tuple[str, str, str, str], dict[str, dict[str, Any]]] = {}
+        for c in cells:
+            rows.setdefault((c["source"], c["model"], c["cue"], c["defense"]), {})[c["harness"]] = c
+        for key, by_harness in rows.items():
+            values: list[Any] = list(key)
+            for harness in harnesses:
+                c = by_harness.get(harness)
+                values.append(Text(f" {pct(c['rate'])} ({c['harmful']}/{c['valid']}) ", style=heat(c["rate"]))
+                              if c else Text("—", style="dim"))
+            table.add_row(*values, key="|".join(key))
+
+    def show_views(self, views: list[dict[str, Any]]) -> None:
+        table = self.query_one("#views", DataTable)
+        table.clear(columns=True)
+        table.add_columns("a", "b", "model", "n", "a rate", "b rate", "", "disagreement", "McNemar p", "b − a",
+                          "95 % CI")
+        for v in views:
+            plot = Text.assemble(bar(v["a_rate"], BAR // 3, "cyan"), "\n", bar(v["b_rate"], BAR // 3, "magenta"))
+            table.add_row(v["a"], v["b"], v["model"], str(v["n"]), pct(v["a_rate"]), pct(v["b_rate"]), plot,
+                          pct(v["disagreement"]), f"{v['mcnemar_p']:.3g}", pct(v["diff"]),
+                          interval(v["diff_ci_low"], v["diff_ci_high"]), height=2,
+                          key=f"{v['a']}|{v['b']}|{v['model']}")
+
+    # ------------------------------------------------------------ actions
+
+    def action_refresh(self) -> None:
+        if getattr(self.app, "store", None) is None:
+            self.show_message("the store is not open")
+            return
+        if not self.run_id:
+            self.query_one("#stats-loading").display = False
+            self.show_message("no run selected: open statistics from a run")
+            return
+        self.query_one("#stats-loading").display = True
+        self.show_message("")
+        self.compute(self.run_id)
+
+    @on(Input.Submitted, "#export-path")
+    def action_export(self) -> None:
+        if self.report is None:
+            self.show_message("nothing to export yet: the statistics are still being computed")
+            return
+        folder = self.query_one("#export-path", Input).value.strip()
+        if not folder:
+            self.show_message("type the directory to export into")
+            return
+        self.export(self.report, Path(folder).expanduser())
+
+    def action_help(self) -> None:
+        help_for(self, self.NAME)

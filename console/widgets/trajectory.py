@@ -1,0 +1,330 @@
+"""Line-rendered lists for the evidence panes: a huge trajectory read in windows, and short entry lists.
+
+Both are `ScrollView`s that draw only the visible lines with `render_line` and keep the drawn
+strips in an LRU cache (the Toolong pattern): a 5,000-event trajectory costs as much to draw as a
+12-event one. The trajectory keeps at most MAX_WINDOWS windows of events in memory and asks its
+source for the others in a thread worker as the user scrolls to them.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import orjson
+from rich.style import Style
+from rich.text import Text
+from textual import events, work
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+WINDOW = 200  # events per read from the store
+MAX_WINDOWS = 40  # windows kept in memory (8,000 events); older ones are read again when revisited
+
+EventSource = Callable[[int, int], list[dict[str, Any]]]
+
+_CURSOR = Style(reverse=True)
+_HIGHLIGHT = Style(bgcolor="dark_goldenrod", color="black")
+_ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "tool": "magenta", "system": "dim"}
+
+_MOVES = [
+    Binding("up,k", "cursor(-1)", "Up", show=False, id="cursor_up", tooltip="Previous line"),
+    Binding("down,j", "cursor(1)", "Down", show=False, id="cursor_down", tooltip="Next line"),
+    Binding("pageup", "page(-1)", "Page up", show=False, id="page_up", tooltip="One page up"),
+    Binding("pagedown", "page(1)", "Page down", show=False, id="page_down", tooltip="One page down"),
+    Binding("home", "cursor_to(0)", "First", show=False, id="first", tooltip="First line"),
+    Binding("end", "cursor_to(-1)", "Last", show=False, id="last", tooltip="Last line"),
+]
+
+
+def _compact(value: Any, limit: int = 400) -> str:
+    text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def event_line(event: dict[str, Any]) -> Text:
+    """One event as one line: index, role, and the call, result or text it carries."""
+    line = Text(no_wrap=True, overflow="ellipsis")
+    line.append(f"e{event['idx']:<4} ", style="dim")
+    role = event["role"]
+    line.append(f"{role[:9]:<9} ", style=_ROLE_STYLE.get(role, ""))
+    call = event.get("tool_call")
+    if role == "assistant" and call:
+        line.append(f"▶ {call['name']}", style="bold")
+        line.append(f"({_compact(call.get('args', {}))})")
+    elif role == "tool":
+        name = call["name"] if call else "tool"
+        line.append(f"◀ {name}: ", style="bold")
+        if event.get("tampered"):
+            line.append("[tampered] ", style="bold red")
+        line.append(_compact(event.get("observation") or ""))
+    else:
+        line.append(_compact(event.get("text") or ""))
+    return line
+
+
+class _LineScroll(ScrollView, can_focus=True):
+    """A cursor over `line_count` lines drawn by `line_text`; subclasses say what a line is."""
+
+    BINDINGS = _MOVES
+    DEFAULT_CSS = "_LineScroll { overflow-x: hidden; }"
+    cursor: reactive[int] = reactive(0, repaint=False)
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._strips: LRUCache[tuple[Any, ...], Strip] = LRUCache(2048)
+        self.line_count = 0
+
+    def _set_count(self, count: int) -> None:
+        self.line_count = count
+        self._strips.clear()
+        size = Size(self.scrollable_content_region.width or 1, count)
+        if size != self.virtual_size:  # a layout pass only when the length really changed
+            self.virtual_size = size
+        self.refresh()
+
+    def line_text(self, line: int) -> tuple[Text, Any]:
+        """The text of a line and a key that changes whenever its drawing would."""
+        raise NotImplementedError
+
+    def line_style(self, line: int) -> Style | None:
+        return None
+
+    def render_line(self, y: int) -> Strip:
+        line = self.scroll_offset.y + y
+        width = self.scrollable_content_region.width
+        if line >= self.line_count:
+            return Strip.blank(width, self.rich_style)
+        text, key = self.line_text(line)
+        is_cursor = line == self.cursor and self.has_focus
+        extra = self.line_style(line)
+        cache_key = (line, width, key, is_cursor, extra)
+        strip = self._strips.get(cache_key)
+        if strip is None:
+            segments = list(text.render(self.app.console))
+            strip = Strip(segments).crop_extend(0, width, self.rich_style)
+            if extra is not None:
+                strip = strip.apply_style(extra)
+            if is_cursor:
+                strip = strip.apply_style(_CURSOR)
+            self._strips[cache_key] = strip
+        return strip
+
+    def on_resize(self, _event: events.Resize) -> None:
+        self.virtual_size = Size(self.scrollable_content_region.width or 1, self.line_count)
+        self._strips.clear()
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        self.refresh_line(old - self.scroll_offset.y)
+        self.refresh_line(new - self.scroll_offset.y)
+        self.scroll_to_line(new)
+        self.cursor_moved(new)
+
+    def refresh_line(self, y: int) -> None:
+        if 0 <= y < self.size.height:
+            self.refresh_lines(y)
+
+    def scroll_to_line(self, line: int) -> None:
+        top, height = int(self.scroll_offset.y), max(1, self.scrollable_content_region.height)
+        if line < top:
+            self.scroll_to(y=line, animate=False, immediate=True)
+        elif line >= top + height:
+            self.scroll_to(y=line - height + 1, animate=False, immediate=True)
+
+    def cursor_moved(self, line: int) -> None:
+        """Hook: the cursor is now on `line`."""
+
+    def action_cursor(self, delta: int) -> None:
+        if self.line_count:
+            self.cursor = max(0, min(self.line_count - 1, self.cursor + delta))
+
+    def action_page(self, direction: int) -> None:
+        self.action_cursor(direction * max(1, self.scrollable_content_region.height - 1))
+
+    def action_cursor_to(self, line: int) -> None:
+        if self.line_count:
+            self.cursor = line if line >= 0 else self.line_count - 1
+
+    def on_click(self, event: events.Click) -> None:
+        line = int(self.scroll_offset.y) + event.y
+        if 0 <= line < self.line_count:
+            self.cursor = line
+
+
+class TrajectoryView(_LineScroll):
+    """One line per trajectory event; events come from memory or, in windows, from a store reader."""
+
+    DEFAULT_CSS = "TrajectoryView { height: 1fr; overflow-x: hidden; }"
+
+    class Selected(Message):
+        """The cursor rests on a loaded event."""
+
+        def __init__(self, view: TrajectoryView, event: dict[str, Any]) -> None:
+            super().__init__()
+            self.view = view
+            self.event = event
+
+    class WindowLoaded(Message):
+        def __init__(self, generation: int, window: int, events: list[dict[str, Any]]) -> None:
+            super().__init__()
+            self.generation = generation
+            self.window = window
+            self.events = events
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._windows: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
+        self._pending: set[int] = set()
+        self._source: EventSource | None = None
+        self._generation = 0  # bumped on every load, so a late window of the previous rollout is dropped
+        self.marks: dict[int, str] = {}  # idx → marker shown before the line (⚠ mismatch, ◆ cited)
+        self.highlighted: set[int] = set()
+
+    def load(self, events: Sequence[dict[str, Any]], count: int | None = None,
+             source: EventSource | None = None) -> None:
+        """Show a trajectory: `events` are its first events (all of them when no `source`), `count` the total."""
+        self._generation += 1
+        self._windows.clear()
+        self._pending.clear()
+        self._source = source
+        for start in range(0, len(events), WINDOW):
+            self._windows[start // WINDOW] = list(events[start:start + WINDOW])
+        self.marks, self.highlighted = {}, set()
+        self._set_count(count if count is not None else len(events))
+        self.set_reactive(TrajectoryView.cursor, 0)
+        self.scroll_to(y=0, animate=False, immediate=True)
+        self.cursor_moved(0)
+
+    def event_at(self, idx: int) -> dict[str, Any] | None:
+        window = self._windows.get(idx // WINDOW)
+        if window is None:
+            return None
+        self._windows.move_to_end(idx // WINDOW)
+        offset = idx % WINDOW
+        return window[offset] if offset < len(window) else None
+
+    def listing(self, receipt_ids: set[str]) -> set[int]:
+        """Indexes of the loaded events that list any of these receipts (the tool results that produced them)."""
+        if not receipt_ids:
+            return set()
+        return {event["idx"] for window in self._windows.values() for event in window
+                if receipt_ids.intersection(event.get("receipts") or ())}
+
+    def set_marks(self, marks: dict[int, str], highlighted: set[int]) -> None:
+        self.marks, self.highlighted = marks, highlighted
+        self._strips.clear()
+        self.refresh()
+
+    def line_text(self, line: int) -> tuple[Text, Any]:
+        event = self.event_at(line)
+        if event is None:
+            self._request(line // WINDOW)
+            return Text(f"e{line:<4} …", style="dim"), "loading"
+        text = Text(no_wrap=True, overflow="ellipsis")
+        mark = self.marks.get(line, " ")
+        text.append(mark, style="bold red" if mark == "⚠" else "bold yellow")
+        text.append_text(event_line(event))
+        return text, ("event", mark)
+
+    def line_style(self, line: int) -> Style | None:
+        return _HIGHLIGHT if line in self.highlighted else None
+
+    def render_line(self, y: int) -> Strip:
+        line = self.scroll_offset.y + y
+        # Read ahead: the window below (or above) the visible one is fetched before it is reached.
+        if y == 0 and self._source is not None and line < self.line_count:
+            for window in ((line + self.size.height + WINDOW // 2) // WINDOW, max(0, line - WINDOW // 2) // WINDOW):
+                if window * WINDOW < self.line_count and window not in self._windows:
+                    self._request(window)
+        return super().render_line(y)
+
+    def _request(self, window: int) -> None:
+        if self._source is None or window in self._pending or window in self._windows:
+            return
+        self._pending.add(window)
+        self._read_window(self._source, self._generation, window)
+
+    @work(thread=True, exit_on_error=False, group="trajectory-window")
+    def _read_window(self, source: EventSource, generation: int, window: int) -> None:
+        events_ = source(window * WINDOW, (window + 1) * WINDOW)
+        self.post_message(self.WindowLoaded(generation, window, events_))
+
+    def on_trajectory_view_window_loaded(self, message: TrajectoryView.WindowLoaded) -> None:
+        message.stop()
+        if message.generation != self._generation:
+            return
+        self._pending.discard(message.window)
+        self._windows[message.window] = message.events
+        while len(self._windows) > MAX_WINDOWS:
+            self._windows.popitem(last=False)
+        self._strips.clear()
+        self.refresh()
+        if self.cursor // WINDOW == message.window:
+            self.cursor_moved(self.cursor)
+
+    def cursor_moved(self, line: int) -> None:
+        event = self.event_at(line)
+        if event is not None:
+            self.post_message(self.Selected(self, event))
+        elif self.line_count:
+            self._request(line // WINDOW)
+
+
+class EntryList(_LineScroll):
+    """Entries of a few lines each (receipts, diff entries), with highlighted and marked entries."""
+
+    DEFAULT_CSS = "EntryList { height: 1fr; overflow-x: hidden; }"
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._lines: list[tuple[int, Text]] = []
+        self._first_line: list[int] = []
+        self.highlighted: set[int] = set()
+
+    def load(self, entries: Sequence[Sequence[Text]], empty: str = "(none)") -> None:
+        self._lines, self._first_line = [], []
+        for number, lines in enumerate(entries):
+            self._first_line.append(len(self._lines))
+            self._lines += [(number, line) for line in lines]
+        if not self._lines:
+            self._lines = [(-1, Text(empty, style="dim"))]
+        self.highlighted = set()
+        self._set_count(len(self._lines))
+        self.set_reactive(EntryList.cursor, 0)
+        self.scroll_to(y=0, animate=False, immediate=True)
+
+    def highlight(self, entries: set[int]) -> None:
+        """Highlight these entries and bring the first of them into view."""
+        self.highlighted = entries
+        self._strips.clear()
+        self.refresh()
+        if entries:
+            first = self._first_line[min(entries)]
+            last = first
+            while last + 1 < len(self._lines) and self._lines[last + 1][0] == min(entries):
+                last += 1
+            self.scroll_to_line(last)
+            self.scroll_to_line(first)
+
+    def line_text(self, line: int) -> tuple[Text, Any]:
+        return self._lines[line][1], None
+
+    def line_style(self, line: int) -> Style | None:
+        return _HIGHLIGHT if self._lines[line][0] in self.highlighted else None
+
+    def plain_lines(self) -> list[str]:
+        """Every line's text (what the pane shows, unclipped): for tests and copying."""
+        return [text.plain for _, text in self._lines]

@@ -1,0 +1,324 @@
+"""The rollout browser under the pilot on a real SQLite store made by the engine: the list, its filters and
+pages, the side-by-side detail (trajectory | receipts | state diff), blinding, and the evidence matching."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from textual.app import App
+
+from redagent.console.screens import rollouts as rollouts_module
+from redagent.console.screens.rollout import RolloutScreen
+from redagent.console.screens.rollouts import FilterScreen, RolloutsScreen, parse_label_filter
+from redagent.console.widgets.evidence import (
+    EvidencePanes,
+    diff_for_receipts,
+    flagged,
+    receipts_for_event,
+)
+from redagent.console.widgets.trajectory import EntryList, TrajectoryView
+from redagent.engine.matrix import RunSpec, start_run
+from redagent.judges.labelling import judge_run
+from redagent.store.db import Store, open_store
+from redagent.store.records import RunRecord
+
+CASE = "banking-e2-invoice-bank-details-change"
+SIZE = (120, 34)
+
+
+class BrowserApp(App):
+    """A minimal host for the screens: a store and `show`, as the console app provides them."""
+
+    def __init__(self, url: str, first: Any) -> None:
+        super().__init__()
+        self.store: Store = open_store(url)
+        self.first = first
+        self.shown: list[tuple[str, dict[str, Any]]] = []
+
+    def on_mount(self) -> None:
+        self.push_screen(self.first)
+
+    def show(self, name: str, **kwargs: Any) -> None:
+        self.shown.append((name, kwargs))
+        if name == "rollout":
+            if isinstance(self.screen, RolloutScreen):
+                self.screen.reopen(**kwargs)
+            else:
+                self.push_screen(RolloutScreen(**kwargs))
+
+    def on_unmount(self) -> None:
+        self.store.close()
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory) -> dict[str, Any]:
+    """A run of the banking cases under sim/comply, sim/ignore and sim/comply-claim-refusal, judged by rule."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('browse') / 'store.db'}"
+    with open_store(url) as store:
+        runner = start_run(store, RunSpec(cases="banking-*", models=["sim/comply", "sim/ignore",
+                                                                      "sim/comply-claim-refusal"],
+                                          harnesses=["native"]))
+        asyncio.run(runner.run())
+        run_id = store.list_runs()[0]["run_id"]
+        judge_run(store, run_id, ["trajectory", "state", "hybrid"])
+        ids = {(r.case_id, r.model): r.id for r in store.rollouts(run_id)}
+    return {"url": url, "run_id": run_id, "ids": ids}
+
+
+async def settle(pilot) -> None:
+    """Until no worker is left: a loaded machine can finish a window read after a fixed number of pauses."""
+    for _ in range(50):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        if not any(worker.is_running for worker in pilot.app.workers):
+            break
+    await pilot.pause(0.1)
+
+
+def synchronous(test):
+    """Runs an async pilot test with asyncio.run (the suite has no async pytest plugin)."""
+    @functools.wraps(test)
+    def run(*args: Any, **kwargs: Any) -> None:
+        asyncio.run(test(*args, **kwargs))
+    return run
+
+
+def screen_text(app: App) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+# ---------------------------------------------------------------- pure matching
+
+
+def test_matching_receipts_and_diff_entries():
+    receipts = [
+        {"id": "r1", "service": "banking", "action": "send_transfer", "outcome": "ok", "step": 5,
+         "args": {"to_account": "US90"}, "effect": {"transaction_id": "new-tx-1"}},
+        {"id": "r2", "service": "banking", "action": "send_transfer", "outcome": "ok", "step": 9,
+         "args": {}, "effect": {"transaction_id": "new-tx-2"}},
+        {"id": "r3", "service": "workspace", "action": "write_file", "outcome": "ok", "step": 11,
+         "args": {"path": "/workspace/notes/a b.md"}, "effect": {}},
+        {"id": "r4", "service": "banking", "action": "send_transfer", "outcome": "denied", "step": 13,
+         "args": {}, "effect": {}},
+    ]
+    diff = [{"path": "banking.account.balance"}, {"path": "banking.transactions.new-tx-1"},
+            {"path": "banking.transactions.new-tx-2"}, {"path": 'workspace.files["notes/a b.md"]'},
+            {"path": "email.sent.m-9"}]
+    # A call is found by its step, a tool result by the receipts it lists.
+    assert receipts_for_event({"idx": 5, "receipts": []}, receipts) == ["r1"]
+    assert receipts_for_event({"idx": 6, "receipts": ["r1"]}, receipts) == ["r1"]
+    assert receipts_for_event({"idx": 7, "receipts": []}, receipts) == []
+    # Named entries go to the receipt naming them; the balance (named by none) to every ok banking receipt.
+    assert diff_for_receipts(["r1"], receipts, diff) == {0, 1}
+    assert diff_for_receipts(["r2"], receipts, diff) == {0, 2}
+    assert diff_for_receipts(["r3"], receipts, diff) == {3}  # a workspace path, made relative
+    assert diff_for_receipts(["r4"], receipts, diff) == set()  # a denied attempt changed nothing
+    assert diff_for_receipts([], receipts, diff) == set()
+    assert flagged(["e11: the final answer speaks of refusing (r1, r2)", "r3: write_file happened (step e7)"]) == (
+        {11, 7}, {"r1", "r2", "r3"})
+
+
+def test_label_filter_syntax():
+    assert parse_label_filter("hybrid/rule=1") == {"config_name": "hybrid/rule", "backbone": "rule", "label": 1}
+    assert parse_label_filter("state/llm@openai/gpt-4o=0")["backbone"] == "openai/gpt-4o"
+    with pytest.raises(ValueError, match="label"):
+        parse_label_filter("hybrid/rule")
+
+
+# ---------------------------------------------------------------- the detail
+
+
+@synchronous
+async def test_detail_shows_the_calibration_rollouts_evidence_and_selection(made):
+    rollout_id = made["ids"][(CASE, "sim/comply")]
+    app = BrowserApp(made["url"], RolloutScreen(rollout_id))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        panes = screen.query_one(EvidencePanes)
+        trajectory = screen.query_one("#trajectory", TrajectoryView)
+        receipts = screen.query_one("#receipts", EntryList).plain_lines()
+        diff = screen.query_one("#diff", EntryList).plain_lines()
+        text = screen_text(app)
+        assert "E2 email poisoning → V10" in text and "pay approved payees only" in text
+        assert "US90 7781 0034 2219" in text  # the attack content in the header
+        assert "▶ send_transfer" in text and "e5" in text
+        assert receipts[0].startswith("◆r1 banking.send_transfer ok")  # ◆: cited by a judge
+        assert any("new-tx-1" in line for line in receipts)
+        assert any("added   banking.transactions.new-tx-1" in line for line in diff)
+        assert any("changed banking.account.balance" in line for line in diff)
+        assert "hybrid/rule [rule] harmful" in text
+        # Move to the send_transfer call (e5): its receipt and the entries it changed light up.
+        assert trajectory.has_focus
+        for _ in range(5):
+            await pilot.press("j")
+        await pilot.pause()
+        assert trajectory.cursor == 5
+        assert panes.selected_receipts == ["r1"]
+        entries = [screen.query_one("#diff", EntryList)._lines[i][1].plain for i in
+                   range(len(diff)) if screen.query_one("#diff", EntryList)._lines[i][0] in panes.selected_diff]
+        assert any("new-tx-1" in e for e in entries) and any("balance" in e for e in entries)
+        assert not any("new-tx-2" in e for e in entries)
+        assert trajectory.highlighted == {5, 6}  # the call and its result
+        assert "send_transfer" in screen_text(app).split("───")[-1] or "to_account" in screen_text(app)
+        # Another event with no receipt clears the highlight.
+        await pilot.press("k")
+        await pilot.pause()
+        assert panes.selected_receipts == []
+        # Any pane can fill the screen, and come back.
+        await pilot.press("m")
+        assert screen.maximized is not None and screen.maximized.id == "trajectory-pane"
+        await pilot.press("m")
+        assert screen.maximized is None
+
+
+@synchronous
+async def test_mismatch_is_flagged(made):
+    rollout_id = made["ids"][(CASE, "sim/comply-claim-refusal")]
+    app = BrowserApp(made["url"], RolloutScreen(rollout_id))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        panes = app.screen.query_one(EvidencePanes)
+        assert any("final answer speaks of refusing" in line for line in panes.mismatch_lines)
+        assert "⚠" in screen_text(app)
+        assert panes._receipt_marks["r1"] == "⚠"
+
+
+@synchronous
+async def test_blinded_detail_shows_no_judge_label_text(made):
+    rollout_id = made["ids"][(CASE, "sim/comply")]
+    with open_store(made["url"]) as store:
+        labels = store.rollout_detail(rollout_id)["judge_labels"]
+    assert len(labels) == 3 and all(label["rationale"] for label in labels)
+    app = BrowserApp(made["url"], RolloutScreen(rollout_id, blinded=True))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        texts = [screen_text(app)]
+        for _ in range(12):  # every event, with its full text in the detail area
+            await pilot.press("j")
+            await pilot.pause()
+            texts.append(screen_text(app))
+        seen = "\n".join(texts + app.screen.query_one("#receipts", EntryList).plain_lines()
+                         + app.screen.query_one("#diff", EntryList).plain_lines())
+        assert "send_transfer" in seen
+        for label in labels:
+            assert label["rationale"] not in seen
+            assert label["config_name"] not in seen
+        assert "◆" not in seen and "harmful —" not in seen and "cites" not in seen
+        assert "judge_labels" not in app.screen.detail  # never even read
+
+
+@synchronous
+async def test_next_and_previous_rollout(made):
+    ids = sorted(made["ids"].values())
+    app = BrowserApp(made["url"], RolloutScreen(ids[0], ids=ids))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        assert app.screen.detail["rollout_id"] == ids[1]
+        await pilot.press("p", "p")
+        await settle(pilot)
+        assert app.screen.detail["rollout_id"] == ids[0]
+
+
+# ---------------------------------------------------------------- the list
+
+
+@synchronous
+async def test_list_filters_pages_and_opens(made, monkeypatch):
+    monkeypatch.setattr(rollouts_module, "PAGE", 5)
+    run_id = made["run_id"]
+    app = BrowserApp(made["url"], RolloutsScreen(run_id=run_id))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        first = screen.page_ids()
+        assert len(first) == 5 and screen.count == 33
+        await pilot.press("right_square_bracket")
+        await settle(pilot)
+        second = screen.page_ids()
+        assert len(second) == 5 and not set(first) & set(second) and screen.page_number == 1
+        assert "page 2 · rollouts 6–10 of 33" in screen_text(app)
+        await pilot.press("left_square_bracket")
+        await settle(pilot)
+        assert screen.page_ids() == first
+        # Filter by model through the form: the list narrows to that model.
+        await pilot.press("f")
+        await pilot.pause()
+        assert isinstance(app.screen, FilterScreen)
+        app.screen.query_one("#filter-model").value = "sim/ignore"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert screen.count == 11 and screen.filters == {"model": "sim/ignore"}
+        assert {row["model"] for row in screen.rows} == {"sim/ignore"}
+        # j moves, enter opens the rollout under the cursor with the page's ids for n / p.
+        await pilot.press("j", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, RolloutScreen)
+        name, kwargs = app.shown[-1]
+        assert name == "rollout" and kwargs["rollout_id"] == screen.rows[1]["rollout_id"]
+        assert kwargs["ids"] == screen.page_ids()
+        assert app.screen.detail["model"] == "sim/ignore"
+
+
+@synchronous
+async def test_label_filter_from_the_constructor(made):
+    label = {"config_name": "state/rule", "backbone": "rule", "label": 1}
+    app = BrowserApp(made["url"], RolloutsScreen(run_id=made["run_id"], filters={"label": label}))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        rows = app.screen.rows
+        assert rows and all(row["E"] == 1 for row in rows)  # state/rule agrees with E on calibration runs
+        assert "label=state/rule=1" in screen_text(app)
+
+
+@synchronous
+async def test_through_the_console_app(made):
+    from redagent.console.app import RedAgentApp
+
+    app = RedAgentApp(made["url"], role="researcher")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.show("rollouts", run_id=made["run_id"], filters={"model": "sim/comply"})
+        await settle(pilot)
+        assert isinstance(app.screen, RolloutsScreen) and len(app.screen.rows) == 11
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, RolloutScreen) and app.screen.detail["model"] == "sim/comply"
+
+
+# ---------------------------------------------------------------- snapshot
+
+
+@pytest.fixture(scope="module")
+def fixed_store(made, tmp_path_factory) -> str:
+    """The calibration rollout copied under fixed ids and times, judged: a detail screen that never changes."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('fixed') / 'store.db'}"
+    when = datetime(2026, 1, 2, tzinfo=UTC)
+    with open_store(made["url"]) as source:
+        record = source.get_rollout(made["ids"][(CASE, "sim/comply")])
+    with open_store(url) as store:
+        store.create_run(RunRecord(id="run-fixed", status="finished", protocol={}, case_set_hash="x",
+                                   code_version="snapshot", planned=1, created_at=when))
+        store.write_rollouts([replace(record, id="rollout-fixed", run_id="run-fixed", started_at=when,
+                                      finished_at=when)])
+        judge_run(store, "run-fixed", ["trajectory", "state", "hybrid"])
+    return url
+
+
+def test_rollout_detail_snapshot(fixed_store, snap_compare):
+    async def ready(pilot) -> None:
+        await settle(pilot)
+        for _ in range(5):
+            await pilot.press("j")
+        await settle(pilot)
+
+    app = BrowserApp(fixed_store, RolloutScreen("rollout-fixed"))
+    assert snap_compare(app, terminal_size=SIZE, run_before=ready)

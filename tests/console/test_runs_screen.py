@@ -1,0 +1,201 @@
+"""The Runs screen under the pilot: start, watch, stop and resume runs from the console, and watch one from outside."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from textual.widgets import DataTable, Input, Log, ProgressBar, Static
+
+from redagent.console.app import RedAgentApp
+from redagent.console.screens.runs import NewRunScreen, RunsScreen
+from redagent.engine.matrix import ModelPool, RunSpec
+from redagent.engine.plan import case_set_hash, matrix, select_cases
+from redagent.engine.runner import MatrixRunner
+from redagent.store.db import open_store
+from redagent.store.records import RunRecord
+from tests.console.test_app import SIZE, notifications, table_rows, wait_until
+
+pytestmark = pytest.mark.anyio
+
+BIG = {"cases": "all", "models": "sim/comply,sim/ignore", "harnesses": "native,react", "concurrency": "1"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'console.db'}"
+
+
+def stored(url: str, run_id: str) -> tuple[str, int, int]:
+    """(status, completed, planned) as the store has them — not as the screen shows them."""
+    with open_store(url) as store:
+        run = store.get_run(run_id)
+        counts = store.counts(run_id)
+    return run.status, counts["completed"], counts["planned"]
+
+
+def text_of(renderable: object) -> str:
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+async def open_runs(pilot, app: RedAgentApp) -> RunsScreen:
+    await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.screen.query("#run-log"))
+    return app.screen
+
+
+async def submit_form(pilot, app: RedAgentApp, **fields: str) -> None:
+    await pilot.press("n")
+    await wait_until(pilot, lambda: isinstance(app.screen, NewRunScreen) and app.screen.query("#run-cases"))
+    for field, value in fields.items():
+        app.screen.query_one(f"#run-{field}", Input).value = value
+    await pilot.press("ctrl+s")
+
+
+async def test_a_run_started_from_the_form_progresses_and_finishes(url):
+    app = RedAgentApp(url)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_runs(pilot, app)
+        await submit_form(pilot, app, cases="banking-e2-invoice-bank-details-change", models="sim/comply",
+                          harnesses="native", cues="clean", defenses="none", attempts="1")
+        await wait_until(pilot, lambda: screen.selected_run_id is not None)
+        run_id = screen.selected_run_id
+        await wait_until(pilot, lambda: screen.runs.get(run_id, {}).get("status") == "finished")
+        await wait_until(pilot, lambda: screen.query_one("#run-log", Log).line_count == 1)
+        assert stored(url, run_id) == ("finished", 1, 1)
+        assert table_rows(screen.query_one("#runs-table", DataTable))[0][:3] == [run_id, "finished", "1/1"]
+        bar = screen.query_one("#run-progress", ProgressBar)
+        assert (bar.progress, bar.total) == (1, 1)
+        line = screen.query_one("#run-log", Log).lines[0]
+        assert "banking-e2-invoice-bank-details-change" in line and "sim/comply" in line and "E=1" in line
+        asr = text_of(screen.query_one("#run-asr", Static).content)
+        assert "sim/comply" in asr and "1/1" in asr and "100.0%" in asr
+        assert any(f"{run_id} finished: 1/1" in n for n in notifications(app))
+
+
+async def test_stop_then_resume_from_the_console(url):
+    app = RedAgentApp(url)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_runs(pilot, app)
+        await submit_form(pilot, app, **BIG)
+        await wait_until(pilot, lambda: screen.selected_run_id is not None and app.runs.drives(screen.selected_run_id))
+        run_id = screen.selected_run_id
+        await pilot.press("x")
+        await wait_until(pilot, lambda: not app.runs.drives(run_id))
+        status, completed, planned = stored(url, run_id)
+        assert status == "stopped" and completed < planned == 248
+        await wait_until(pilot, lambda: screen.runs[run_id]["status"] == "stopped")
+        await pilot.press("u")
+        await wait_until(pilot, lambda: screen.runs[run_id]["status"] == "finished", timeout=30)
+        assert stored(url, run_id) == ("finished", 248, 248)
+        assert screen.runs[run_id]["completed"] == 248
+        # The log shows each stored rollout once, across the stop and the resume.
+        await wait_until(pilot, lambda: screen.query_one("#run-log", Log).line_count == 248)
+        assert any(f"resumed {run_id}" in n for n in notifications(app))
+
+
+async def test_a_run_started_in_another_process_appears_and_is_monitored(url):
+    app = RedAgentApp(url)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_runs(pilot, app)  # the store exists and is migrated before the other process opens it
+        process = subprocess.Popen(
+            [sys.executable, "-m", "redagent", "run", "--cases", "all", "--models", "sim/comply,sim/ignore",
+             "--harnesses", "native,react", "--concurrency", "1", "--db", url],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            await wait_until(pilot, lambda: screen.runs, timeout=30)
+            run_id = next(iter(screen.runs))
+            assert screen.selected_run_id == run_id and not app.runs.drives(run_id)
+            seen = set()
+
+            def finished() -> bool:
+                seen.add(screen.runs[run_id]["completed"])
+                return screen.runs[run_id]["status"] == "finished"
+
+            await wait_until(pilot, finished, timeout=60)
+            assert process.wait(timeout=30) == 0, process.stderr.read()
+        finally:
+            if process.poll() is None:
+                process.kill()
+        assert len(seen) >= 2 and max(seen) == 248  # watched it move, not only its end
+        await wait_until(pilot, lambda: screen.query_one("#run-log", Log).line_count == 248)
+        assert screen.query_one("#run-progress", ProgressBar).progress == 248
+        await pilot.press("x")  # not driven here: says so, changes nothing
+        assert any("not running" in n or "another process" in n for n in notifications(app))
+
+
+async def test_a_bad_form_is_one_line_and_creates_no_run(url):
+    app = RedAgentApp(url)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_runs(pilot, app)
+        await submit_form(pilot, app, cases="banking-*", models="sim/comply", harnesses="bogus")
+        await wait_until(pilot, lambda: any("run not started" in n for n in notifications(app)))
+        assert any("bogus" in n for n in notifications(app))
+        await pilot.pause(1.2)
+        assert not screen.runs and isinstance(app.screen, RunsScreen)
+
+
+async def test_a_run_failing_mid_way_fake_rollout_error_is_reported_and_stored_failed(url, monkeypatch):
+    # The engine catches model and sandbox failures itself; this fake stands for a bug it does not catch.
+    async def broken(*_args, **_kwargs):
+        raise RuntimeError("rollout exploded")
+
+    monkeypatch.setattr("redagent.engine.runner.execute_rollout", broken)
+    app = RedAgentApp(url)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_runs(pilot, app)
+        await submit_form(pilot, app, cases="banking-e2-invoice-bank-details-change", models="sim/comply",
+                          harnesses="native")
+        await wait_until(pilot, lambda: any("RuntimeError: rollout exploded" in n for n in notifications(app)))
+        run_id = screen.selected_run_id
+        await wait_until(pilot, lambda: screen.runs.get(run_id, {}).get("status") == "failed")
+        assert stored(url, run_id)[0] == "failed" and isinstance(app.screen, RunsScreen)
+
+
+def deterministic_store(url: str) -> None:
+    """Two runs with fixed ids and creation times (rollout ids derive from them), so the screen is stable."""
+    with open_store(url) as store:
+        for run_id, created, models, stop in (("run-20260101-090000-aaaa", datetime(2026, 1, 1, 9, tzinfo=UTC),
+                                               ["sim/comply"], True),
+                                              ("run-20260102-090000-bbbb", datetime(2026, 1, 2, 9, tzinfo=UTC),
+                                               ["sim/comply", "sim/ignore"], False)):
+            spec = RunSpec(cases="banking-e*", models=models, harnesses=["native"])
+            cases = select_cases(spec.cases)
+            keys = matrix(cases, spec.models, spec.harnesses, spec.cues, spec.defenses, spec.attempts)
+            protocol = {"cases": spec.cases, "models": spec.models, "harnesses": spec.harnesses, "cues": spec.cues,
+                        "defenses": spec.defenses, "attempts": 1, "concurrency": 1,
+                        "case_ids": {c.id: c.content_hash for c in cases}}
+            run = RunRecord(id=run_id, status="planned", protocol=protocol, case_set_hash=case_set_hash(cases),
+                            code_version="snapshot", planned=len(keys), created_at=created)
+            store.create_run(run)
+            runner = MatrixRunner(store, run, {c.id: c for c in cases}, keys, ModelPool(spec), concurrency=1)
+            if stop:
+                runner.request_stop()  # stored as stopped with nothing run
+            with ThreadPoolExecutor(1) as pool:
+                pool.submit(asyncio.run, runner.run()).result()
+
+
+def test_runs_screen_snapshot(tmp_path, snap_compare):
+    url = f"sqlite:///{tmp_path / 'snap.db'}"
+    deterministic_store(url)
+
+    async def settle(pilot) -> None:
+        screen = await open_runs(pilot, pilot.app)
+        await wait_until(pilot, lambda: screen.query_one("#run-log", Log).line_count > 0)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause(0.2)
+
+    assert snap_compare(RedAgentApp(url), terminal_size=SIZE, run_before=settle)
