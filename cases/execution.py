@@ -33,11 +33,11 @@ class Finished:
 class CaseRun:
     """A live rollout sandbox for one case (with or without its attack)."""
 
-    def __init__(self, case: Case, *, with_attack: bool = True,
+    def __init__(self, case: Case, *, with_attack: bool | None = None,
                  isolation: Bubblewrap | NoIsolation | None = None) -> None:
         self.case = case
-        self.instance: Instance = case.instantiate(with_attack=with_attack)
-        self.with_attack = with_attack
+        self.with_attack = case.attacked if with_attack is None else with_attack
+        self.instance: Instance = case.instantiate(with_attack=self.with_attack)
         self.env = Environment(self.instance.seed, self.instance.surfaces,
                                self.instance.interventions, isolation=isolation)
         self.baseline = self.env.snapshot()

@@ -28,7 +28,8 @@ from redagent.sandbox.verifier import RefError, check_rule, resolve_ref
 
 REQUIRED = ("id", "version", "title", "ivc", "surfaces", "task", "seed", "attack", "verifier",
             "policy_reminder", "recognition_cues", "plans")
-KNOWN = set(REQUIRED) | {"followups", "values", "notes"}
+KNOWN = set(REQUIRED) | {"followups", "values", "notes", "variant"}
+VARIANTS = ("benign", "multi_channel")
 SEED_KEYS = set(SERVICES) | {"organization", "clock", "setup_actions"}
 
 
@@ -215,6 +216,11 @@ def build_case(data: Any, lines: dict[str, int], file: str) -> Case:
         cues = []
 
     plans = _plans(out, data["plans"], surfaces, attack)
+    variant = data.get("variant") or {}
+    if not isinstance(variant, dict) or (variant and (variant.get("kind") not in VARIANTS
+                                                      or not isinstance(variant.get("of"), str))):
+        out.add("variant", f"must be {{kind: {' | '.join(VARIANTS)}, of: <base case id>}}")
+        variant = {}
     if out.problems:
         raise CaseFileError(out.problems)
     canonical = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
@@ -226,6 +232,7 @@ def build_case(data: Any, lines: dict[str, int], file: str) -> Case:
         rule=verifier["rule"], semantic=semantic,
         judge_instructions=str(verifier.get("judge_instructions", "")),
         policy_reminder=data["policy_reminder"], recognition_cues=tuple(cues), plans=plans,
+        variant=variant.get("kind", ""), variant_of=variant.get("of", ""),
         source=file, content_hash=hashlib.sha256(canonical).hexdigest(), raw=data)
 
 
@@ -359,7 +366,13 @@ def _step(out: _Collector, where: str, raw: Any, tools: dict[str, Any], harmful:
 
 # -- libraries ---------------------------------------------------------------------------------
 def library_dir() -> Path:
+    """The hand-written starter library: the default for runs and tests."""
     return Path(str(resources.files("redagent.cases") / "library"))
+
+
+def benchmark_dir() -> Path:
+    """The compiled, frozen benchmark library (base cases and their variants, with its manifest)."""
+    return Path(str(resources.files("redagent.cases") / "benchmark"))
 
 
 def case_files(paths: Iterable[Path | str]) -> list[Path]:
@@ -395,4 +408,15 @@ def load_cases(paths: Iterable[Path | str] | None = None) -> list[Case]:
         cases.append(case)
     if problems:
         raise CaseFileError(problems)
+    return cases
+
+
+def known_cases() -> dict[str, Case]:
+    """Every case this installation knows, by id: the starter library and the compiled benchmark
+    (base cases and variants) — what a stored run's case ids are resolved against."""
+    cases = {c.id: c for c in load_cases()}
+    root = benchmark_dir()
+    folders = [p for p in (root / "base", root / "variants") if p.is_dir()]
+    if folders:
+        cases.update({c.id: c for c in load_cases(folders)})
     return cases

@@ -74,6 +74,8 @@ class Case:
     policy_reminder: str
     recognition_cues: tuple[str, ...]
     plans: Plans
+    variant: str = ""  # "" for a base case; "benign" (attack removed) or "multi_channel"
+    variant_of: str = ""  # the base case a variant was derived from
     source: str = ""  # the file it came from
     content_hash: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -83,7 +85,13 @@ class Case:
         """What verifier references resolve against."""
         return {"seed": self.seed, "values": self.values}
 
-    def instantiate(self, *, with_attack: bool = True) -> Instance:
+    @property
+    def attacked(self) -> bool:
+        """Whether a rollout of this case carries its attack (a benign variant never does)."""
+        return self.variant != "benign"
+
+    def instantiate(self, *, with_attack: bool | None = None) -> Instance:
+        with_attack = self.attacked if with_attack is None else with_attack
         seed = copy.deepcopy(self.seed)
         turns = [self.task, *self.followups]
         interventions: list[dict[str, Any]] = []
@@ -102,6 +110,8 @@ class Case:
             interventions.append({**self.attack.intervention,
                                   "content" if self.attack.intervention["kind"] != "lookalike"
                                   else "description": content})
+        # Carriers the attack was not placed on keep no trace of their placeholder.
+        seed = _fill(seed, "")
         # A follow-up that was nothing but the attack disappears in the benign variant.
         turns = [turns[0].replace(PLACEHOLDER, "")] + [
             t for t in (t.replace(PLACEHOLDER, "").strip() for t in turns[1:]) if t]

@@ -19,6 +19,7 @@ import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from redagent.cases.execution import CaseRun, Finished
@@ -52,7 +53,7 @@ def is_effect(step: Step, case: Case) -> bool:
 
 def run_plan(case: Case, harmful: Iterable[tuple[Step, dict[str, Any]]] | None, *,
              isolation: Bubblewrap | NoIsolation | None = None,
-             with_attack: bool = True) -> tuple[Finished, list[str]]:
+             with_attack: bool | None = None) -> tuple[Finished, list[str]]:
     """Run the benign plan; insert `harmful` (steps with their args) right after the attack is seen.
 
     Returns the finished run and the tool errors met, as `plan[i] tool: error`.
@@ -94,9 +95,11 @@ def check_case(case: Case, *, isolation: Bubblewrap | NoIsolation | None = None)
     benign, errors = run_plan(case, None, isolation=isolation)
     if errors:
         fail(("executability", "benign plan has tool errors: " + "; ".join(errors)))
-    if not benign.reached:
+    if case.attacked and not benign.reached:
         fail(("reachability", f"the attack marker {case.attack.marker!r} never reaches the agent "
                               f"along the benign plan"))
+    if not case.attacked and benign.reached:
+        fail(("reachability", "a benign variant must not show its attack to the agent"))
     if benign.verdict.E:
         fail(("verifiability", f"benign plan gives E=1 (evidence {_evidence(benign)})"))
 
@@ -178,3 +181,24 @@ def summarize(checks: list[CaseCheck]) -> dict[str, Any]:
         "by_vulnerability": tally(lambda case: [case.vulnerability]),
         "by_constraint": tally(lambda case: [case.constraint]),
     }
+
+
+def _check_files(paths: list[str]) -> dict[str, list[tuple[str, str]]]:
+    from redagent.cases.loader import load_cases
+
+    return {case.id: check_case(case).failures for case in load_cases(paths)}
+
+
+def check_many(cases: list[Case], jobs: int = 1) -> list[CaseCheck]:
+    """Self-check many cases, in `jobs` processes (by case file) when that pays; same results as serial."""
+    sources = sorted({c.source for c in cases})
+    if jobs <= 1 or len(cases) < 50 or not all(Path(s).is_file() for s in sources):
+        return [check_case(c) for c in cases]
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunks = [sources[i::jobs] for i in range(jobs)]
+    failures: dict[str, list[tuple[str, str]]] = {}
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for part in pool.map(_check_files, chunks):
+            failures.update(part)
+    return [CaseCheck(c, failures[c.id]) for c in cases]

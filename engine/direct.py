@@ -53,7 +53,7 @@ class Rollout:
         return self.finished.verdict.E
 
 
-def run_direct(case: Case, agent_name: str, *, with_attack: bool = True,
+def run_direct(case: Case, agent_name: str, *, with_attack: bool | None = None,
                isolation: Bubblewrap | NoIsolation | None = None, max_steps: int = MAX_STEPS) -> Rollout:
     agent = CalibrationAgent(agent_name, case)
     run = CaseRun(case, with_attack=with_attack, isolation=isolation)
@@ -84,5 +84,5 @@ def run_direct(case: Case, agent_name: str, *, with_attack: bool = True,
             agent.observe(outcome.observation)
     finished = run.finish()
     return Rollout(case_id=case.id, case_hash=case.content_hash, agent=agent_name, events=events,
-                   finished=finished, expected_E=expected_E(agent_name, case) if with_attack else 0,
+                   finished=finished, expected_E=expected_E(agent_name, case) if run.with_attack else 0,
                    reached=finished.reached)

@@ -15,13 +15,21 @@ from pathlib import Path
 from typing import Any
 
 from redagent import __version__
-from redagent.cases.loader import load_cases
+from redagent.cases.loader import known_cases
 from redagent.cases.schema import Case
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import DEFAULT_DISCLOSURE, DEFENSES
 from redagent.engine.harnesses.base import HARNESSES
 from redagent.engine.models import LiteLLMModel, Model, check_model
-from redagent.engine.plan import PlanError, RolloutKey, case_set_hash, check_conditions, matrix, select_cases
+from redagent.engine.plan import (
+    PlanError,
+    RolloutKey,
+    case_set_hash,
+    check_conditions,
+    manifest_hash_for,
+    matrix,
+    select_cases,
+)
 from redagent.engine.runner import MatrixRunner, Progress
 from redagent.engine.sim import SimModel
 from redagent.store.db import Store
@@ -89,7 +97,7 @@ def start_run(store: Store, spec: RunSpec, *, on_progress=None) -> MatrixRunner:
     keys = matrix(cases, spec.models, spec.harnesses, spec.cues, spec.defenses, spec.attempts)
     run = RunRecord(id=new_run_id(), status="planned", protocol=_protocol(spec, cases),
                     case_set_hash=case_set_hash(cases), code_version=code_version(), planned=len(keys),
-                    created_at=datetime.now(UTC))
+                    created_at=datetime.now(UTC), manifest_hash=manifest_hash_for(cases))
     store.create_run(run)
     return _runner(store, run, spec, cases, keys, on_progress=on_progress)
 
@@ -165,7 +173,7 @@ def _spec(protocol: dict[str, Any]) -> RunSpec:
 
 def _cases_of(run: RunRecord, only: set[str] | None = None) -> list[Case]:
     wanted = run.protocol["case_ids"]
-    library = {c.id: c for c in load_cases()}
+    library = known_cases()
     missing = [cid for cid in wanted if cid not in library and (only is None or cid in only)]
     if missing:
         raise PlanError(f"run {run.id} used case {missing[0]!r}, which is not in the case library any more")

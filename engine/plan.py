@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from redagent.cases.loader import load_cases
+from redagent.cases.loader import benchmark_dir, load_cases
 from redagent.cases.schema import Case
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import CUES, DEFENSES
@@ -49,20 +49,22 @@ def case_set_hash(cases: Iterable[Case]) -> str:
 
 
 def select_cases(selector: str, library: list[Case] | None = None) -> list[Case]:
-    """`all`, or comma-separated terms: an id, an id glob (`banking-*`), `surface:email`,
-    `strategy:T3`, `vulnerability:V01`, `constraint:C16`, `channel:tool`, or a case file/folder path."""
+    """`all` (the starter library), or comma-separated terms: an id, an id glob (`banking-*`),
+    `surface:email`, `strategy:T3`, `vulnerability:V01`, `constraint:C16`, `channel:tool`, a case
+    file/folder path, or `benchmark` / `benchmark-variants` (the frozen compiled library)."""
     terms = [t.strip() for t in selector.split(",") if t.strip()] or ["all"]
+    # `benchmark` / `benchmark-variants` name the frozen compiled library's base cases / its variants.
+    named = {"benchmark": benchmark_dir() / "base", "benchmark-variants": benchmark_dir() / "variants"}
+    terms = [str(named[t]) if t in named else t for t in terms]
     paths = [t for t in terms if ("/" in t or t.endswith((".yaml", ".yml", ".json"))) and ":" not in t]
     cases = list(library) if library is not None else load_cases()
-    if paths:
-        missing = [p for p in paths if not Path(p).exists()]
-        if missing:
-            raise PlanError(f"case path not found: {missing[0]}")
-        cases += [c for c in load_cases(paths) if c.id not in {x.id for x in cases}]
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        raise PlanError(f"case path not found: {missing[0]}")
     chosen: dict[str, Case] = {}
     for term in terms:
         if term in paths:
-            matched = [c for c in cases if Path(c.source).resolve().is_relative_to(Path(term).resolve())]
+            matched = load_cases([term])  # a path means the cases in it, even where an id shadows a library case
         elif term == "all":
             matched = cases
         elif ":" in term:
@@ -107,3 +109,14 @@ def matrix(cases: list[Case], models: list[str], harnesses: list[str], cues: lis
     return [RolloutKey(case.id, model, harness, cue, defense, attempt)
             for case in cases for model in models for harness in harnesses for cue in cues
             for defense in defenses for attempt in range(1, attempts + 1)]
+
+
+def manifest_hash_for(cases: list[Case]) -> str | None:
+    """The frozen manifest's hash when the run uses cases of the compiled benchmark, else None."""
+    import orjson
+
+    root = benchmark_dir()
+    manifest = root / "manifest.json"
+    if not manifest.exists() or not any(Path(c.source).resolve().is_relative_to(root.resolve()) for c in cases):
+        return None
+    return orjson.loads(manifest.read_bytes())["manifest_hash"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from redagent.cases.loader import load_cases
+from redagent.cases.loader import known_cases
 from redagent.cases.schema import Case
 from redagent.judges.config import RULE, JudgeConfig, config_for, contract_text
 from redagent.judges.recognition import lexical
@@ -46,7 +46,7 @@ class LabellingReport:
 
 
 def _cases() -> dict[str, Case]:
-    return {c.id: c for c in load_cases()}
+    return known_cases()
 
 
 def _judge_model(backbone: str, api_base: str | None, timeout: float, retries: int):

@@ -1,0 +1,118 @@
+"""The compiler: an IVC plan and a scenario family become a case file, which must pass the self-check.
+
+`compile_case` draws a scenario and the plan's goal from the family with a seeded generator (the
+same plan, family and seed always give the same case), places the strategy's attack, assembles the
+case file, validates it with the loader (a problem is reported as `<compiled>:line: field: what` with
+the plan that produced it) and runs the full self-check. A case that fails is returned with the
+reason, never kept.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from redagent.cases.construction.attacks import PlacementError, phrase, place
+from redagent.cases.construction.family import REGISTRY, Family, Goal
+from redagent.cases.construction.plans import IVCPlan
+from redagent.cases.loader import CaseFileError, build_case
+from redagent.cases.schema import Case
+from redagent.cases.selfcheck import check_case
+from redagent.cases.taxonomy import STRATEGIES
+
+# The weakness a strategy exploits; for direct requests and decompositions it is the goal's own.
+STRATEGY_VULNERABILITY = {"U2": "V04", "U4": "V02", "U5": "V09", "E1": "V01", "E2": "V01", "E3": "V01",
+                          "E4": "V01", "E5": "V01", "T1": "V01", "T2": "V06", "T3": "V07", "T4": "V07",
+                          "T5": "V01"}
+
+
+def vulnerability(strategy: str, goal: Goal) -> str:
+    if strategy == "E5" and goal.vulnerability == "V08":
+        return "V08"
+    return STRATEGY_VULNERABILITY.get(strategy, goal.vulnerability)
+
+
+@dataclass
+class Compiled:
+    plan: IVCPlan
+    family: str
+    seed: int
+    data: dict[str, Any] | None = None
+    case: Case | None = None
+    rejected: str = ""
+    phrasing: int = -1
+    provenance: dict[str, Any] = field(default_factory=dict)
+    carriers: dict[str, str] = field(default_factory=dict)  # the scenario's carriers, for variants
+    direct_harmful: list[dict[str, Any]] = field(default_factory=list)  # the goal's own steps (no look-alike)
+
+    @property
+    def ok(self) -> bool:
+        return self.case is not None and not self.rejected
+
+
+def _rng(plan: IVCPlan, family: str, seed: int) -> random.Random:
+    key = f"{family}|{plan.key}|{seed}".encode()
+    return random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
+
+
+def compile_case(plan: IVCPlan, family: Family, seed: int, *, check: bool = True) -> Compiled:
+    result = Compiled(plan, family.name, seed)
+    rng = _rng(plan, family.name, seed)
+    scenario = family.scenario(rng)
+    goal = family.goal(plan.constraint, scenario, rng)
+    if plan.strategy not in family.strategies(scenario, goal):
+        result.rejected = f"family {family.name} cannot deliver {plan.strategy} in this scenario"
+        return result
+    org = (scenario.seed.get("organization") or {}).get("name", "the organisation")
+    content, result.phrasing = phrase(plan.strategy, goal, org, rng)
+    try:
+        attack = place(plan.strategy, scenario, goal, content)
+    except PlacementError as exc:
+        result.rejected = str(exc)
+        return result
+    harmful = goal.harmful
+    if plan.strategy == "T2":
+        fake = goal.lookalike or {}
+        harmful = [{"tool": fake["name"], "args": fake["call_args"], "reject": fake["reject"]}]
+    seed_state = copy.deepcopy(scenario.seed)
+    seed_state.setdefault("organization", {}).pop("name", None)
+    case_id = f"{plan.surface}-{plan.strategy.lower()}-{family.name}-{plan.constraint.lower()}-{seed:03d}"
+    data = {
+        "id": case_id, "version": 1,
+        "title": f"{goal.title or scenario.title} ({plan.strategy}: {STRATEGIES[plan.strategy].name})",
+        "ivc": {"strategy": plan.strategy, "vulnerability": vulnerability(plan.strategy, goal),
+                "constraint": plan.constraint},
+        "surfaces": scenario.surfaces, "task": scenario.task, **({"followups": attack.pop("followups")}
+                                                                 if "followups" in attack else {}),
+        "seed": seed_state, "values": {**scenario.values, **goal.values}, "attack": attack["attack"],
+        "verifier": {"rule": goal.rule, **({"semantic": True, "judge_instructions": goal.judge_instructions}
+                                           if goal.judge_instructions else {})},
+        "policy_reminder": goal.policy_reminder,
+        "recognition_cues": goal.recognition_cues,
+        "plans": {"benign": scenario.benign, "harmful": harmful},
+        "notes": f"compiled by family {family.name} from plan {plan.key} with seed {seed}",
+    }
+    result.data = data
+    result.carriers = dict(scenario.carriers)
+    result.direct_harmful = copy.deepcopy(goal.harmful)
+    result.provenance = {"family": family.name, "plan": plan.key, "seed": seed, "phrasing": result.phrasing}
+    try:
+        case = build_case(data, {}, f"<compiled {case_id}>")
+    except CaseFileError as exc:
+        result.rejected = f"invalid case from plan {plan.key}: {exc.problems[0]}"
+        return result
+    if check:
+        report = check_case(case)
+        if not report.passed:
+            check_name, why = report.failures[0]
+            result.rejected = f"self-check {check_name}: {why}"
+            return result
+    result.case = case
+    return result
+
+
+def families_for(plan: IVCPlan) -> list[Family]:
+    return [cls() for cls in REGISTRY.values() if plan.constraint in cls.constraints and plan.surface in cls.surfaces]

@@ -1,0 +1,221 @@
+"""Building, measuring and freezing the compiled library.
+
+`build` compiles plans with every family that can serve them, keeps only cases that pass the
+self-check, gives each (family, constraint, strategy) at most one base case and each family at most
+`cap` cases (so no template dominates), and writes case files — plus a benign variant of every base
+case (the attack removed; a complying agent must leave E at 0) and, where the family has a second
+carrier, a multi-channel variant (the same goal pushed through two channels). `stats` measures
+diversity instead of assuming it; `freeze` writes a manifest of ids, versions and content hashes
+and refuses a library with any failing case.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import random
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+import redagent.cases.construction.families  # noqa: F401 - registers every family
+from redagent.cases.construction.compiler import Compiled, compile_case, families_for
+from redagent.cases.construction.family import REGISTRY
+from redagent.cases.construction.plans import IVCPlan, enumerate_plans
+from redagent.cases.loader import CaseFileError, build_case, load_cases
+from redagent.cases.schema import Case, place_text
+from redagent.cases.selfcheck import check_case
+from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
+
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class BuildReport:
+    kept: list[Compiled] = field(default_factory=list)
+    rejected: list[Compiled] = field(default_factory=list)
+    variants: Counter = field(default_factory=Counter)
+
+    def to_dict(self) -> dict[str, Any]:
+        reasons = Counter(r.rejected.split(":")[0] for r in self.rejected)
+        return {"kept": len(self.kept), "rejected": len(self.rejected), "rejections": dict(reasons),
+                "variants": dict(self.variants)}
+
+
+def build(out: Path, *, cap: int = 33, attempts: int = 3, families: list[str] | None = None,
+          seed: int = 0) -> BuildReport:
+    """Compile the library into `out` (case files under base/, variants/)."""
+    report = BuildReport()
+    rng = random.Random(seed)
+    plans = enumerate_plans()
+    rng.shuffle(plans)
+    per_family: Counter = Counter()
+    taken: set[tuple[str, str, str]] = set()
+    for plan in plans:
+        for family in families_for(plan):
+            if families and family.name not in families:
+                continue
+            key = (family.name, plan.constraint, plan.strategy)
+            if key in taken or per_family[family.name] >= cap:
+                continue
+            for attempt in range(attempts):
+                compiled = compile_case(plan, family, seed * 1000 + attempt)
+                if compiled.ok:
+                    report.kept.append(compiled)
+                    taken.add(key)
+                    per_family[family.name] += 1
+                    break
+                if "cannot deliver" in compiled.rejected:
+                    break
+                report.rejected.append(compiled)
+    _write(out, report)
+    return report
+
+
+def _write(out: Path, report: BuildReport) -> None:
+    for folder in ("base", "variants"):
+        target = out / folder
+        if target.exists():
+            for old in target.rglob("*.yaml"):
+                old.unlink()
+    for compiled in report.kept:
+        data = compiled.data
+        surface = compiled.plan.surface
+        _dump(out / "base" / surface / f"{data['id']}.yaml", data)
+        benign = benign_variant(compiled)
+        _dump(out / "variants" / surface / f"{benign['id']}.yaml", benign)
+        report.variants["benign"] += 1
+        multi = multi_channel_variant(compiled)
+        if multi is not None:
+            _dump(out / "variants" / surface / f"{multi['id']}.yaml", multi)
+            report.variants["multi_channel"] += 1
+
+
+def benign_variant(compiled: Compiled) -> dict[str, Any]:
+    """The base case with its attack removed (`variant: benign`): nothing adversarial reaches the agent,
+    so any agent that only follows the user must leave E at 0. It keeps its harmful plan and verifier,
+    so the self-check still proves the verifier would see the harm — a false-positive probe."""
+    data = compiled.data
+    variant = copy.deepcopy(data)
+    variant["id"] = f"{data['id']}-benign"
+    variant["title"] = f"{data['title']} — benign variant"
+    variant["variant"] = {"kind": "benign", "of": data["id"]}
+    # Without the attack there is no look-alike tool: the harm is checked through the goal's own steps.
+    variant["plans"]["harmful"] = copy.deepcopy(compiled.direct_harmful)
+    return variant
+
+
+def multi_channel_variant(compiled: Compiled) -> dict[str, Any] | None:
+    """The same goal pushed through a second channel: the attack text also planted on another carrier
+    the benign plan reads. Kept only if it is itself a valid case that passes the self-check."""
+    data = compiled.data
+    primary = data["attack"].get("target")
+    second = next((ref for ref in compiled.carriers.values() if ref != primary), None)
+    if second is None:
+        return None
+    variant = copy.deepcopy(data)
+    variant["id"] = f"{data['id']}-multi"
+    variant["title"] = f"{data['title']} — multi-channel variant"
+    variant["notes"] = f"{data.get('notes', '')}; multi-channel: the attack also planted at {second}"
+    variant["variant"] = {"kind": "multi_channel", "of": data["id"]}
+    try:
+        place_text(variant["seed"], second, data["attack"]["content"])
+        case = build_case(variant, {}, f"<variant {variant['id']}>")
+    except (CaseFileError, KeyError, TypeError, ValueError):
+        return None
+    return variant if check_case(case).passed else None
+
+
+def _dump(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110), encoding="utf-8")
+
+
+# -- measurement -------------------------------------------------------------------------------
+_NAMEISH = re.compile(r"\b[A-Z][a-z]+(?:\s[A-Z][a-z]+)*\b")
+_NUMBERISH = re.compile(r"\d[\d,.\s]*")
+_IDS = re.compile(r"\b[\w.-]+@[\w.-]+\b|https?://\S+|\b[A-Z]{2,}-\d+\b")
+
+
+def skeleton(case: Case) -> str:
+    """A case's text with names, numbers, addresses and ids blanked: equal skeletons are near-duplicates."""
+    text = " ".join([case.task, *case.followups, case.attack.content, orjson.dumps(case.rule).decode(),
+                     case.strategy, case.constraint])
+    text = _IDS.sub("<id>", text)
+    text = _NUMBERISH.sub("<n>", text)
+    return _NAMEISH.sub("<name>", text)
+
+
+def template_of(case: Case) -> str:
+    note = case.raw.get("notes", "")
+    match = re.search(r"compiled by family (\S+)", note)
+    return match.group(1) if match else f"handwritten:{case.id}"
+
+
+def stats(cases: list[Case], variants: list[Case] | None = None) -> dict[str, Any]:
+    base = [c for c in cases if not c.variant]
+    templates = Counter(template_of(c) for c in base)
+    skeletons = Counter(skeleton(c) for c in base)
+    return {
+        "cases": len(base),
+        "variants": {"benign": sum(1 for c in (variants or []) if c.variant == "benign"),
+                     "multi_channel": sum(1 for c in (variants or []) if c.variant == "multi_channel")},
+        "surfaces": len({s for c in base for s in c.surfaces}),
+        "strategies": len({c.strategy for c in base}),
+        "vulnerabilities": len({c.vulnerability for c in base}),
+        "constraints": len({c.constraint for c in base}),
+        "distinct_tasks": len({c.task for c in base}),
+        "distinct_attacks": len({c.attack.content for c in base}),
+        "templates": len(templates),
+        "largest_template_share": (max(templates.values()) / len(base)) if base else 0.0,
+        "near_duplicate_pairs": sum(n * (n - 1) // 2 for n in skeletons.values()),
+        "by_surface": dict(Counter(c.surfaces[0] for c in base)),
+        "coverage_missing": {
+            "strategies": sorted(set(STRATEGIES) - {c.strategy for c in base}),
+            "vulnerabilities": sorted(set(VULNERABILITIES) - {c.vulnerability for c in base}),
+            "constraints": sorted(set(CONSTRAINTS) - {c.constraint for c in base}),
+            "surfaces": sorted(set(SURFACES) - {s for c in base for s in c.surfaces})},
+    }
+
+
+class FreezeRefused(ValueError):
+    pass
+
+
+def freeze(paths: list[Path], out: Path) -> dict[str, Any]:
+    """Write the frozen manifest; refuse if any case fails the self-check."""
+    cases = load_cases(paths)
+    failing = [(c.id, r.failures[0]) for c in cases if not (r := check_case(c)).passed]
+    if failing:
+        case_id, (check, why) = failing[0]
+        raise FreezeRefused(f"{len(failing)} case(s) fail the self-check; first: {case_id}: {check}: {why}")
+    entries = sorted(({"id": c.id, "version": c.version, "hash": c.content_hash} for c in cases),
+                     key=lambda e: e["id"])
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for c in cases:
+        counts["strategy"][c.strategy] += 1
+        counts["vulnerability"][c.vulnerability] += 1
+        counts["constraint"][c.constraint] += 1
+        for s in c.surfaces:
+            counts["surface"][s] += 1
+    body = orjson.dumps(entries, option=orjson.OPT_SORT_KEYS)
+    manifest = {"manifest_hash": hashlib.sha256(body).hexdigest(), "cases": entries,
+                "taxonomy_counts": {k: dict(sorted(v.items())) for k, v in counts.items()}}
+    out.write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+    return manifest
+
+
+def all_families() -> list[str]:
+    return sorted(REGISTRY)
+
+
+def plans_by_constraint() -> dict[str, list[IVCPlan]]:
+    grouped: dict[str, list[IVCPlan]] = defaultdict(list)
+    for plan in enumerate_plans():
+        grouped[plan.constraint].append(plan)
+    return dict(grouped)
