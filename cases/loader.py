@@ -411,6 +411,12 @@ def load_cases(paths: Iterable[Path | str] | None = None) -> list[Case]:
     return cases
 
 
+def manifest_hash(root: Path | None = None) -> str | None:
+    """The frozen manifest's hash of a compiled library (default: the benchmark), None if not frozen."""
+    manifest = (root or benchmark_dir()) / "manifest.json"
+    return orjson.loads(manifest.read_bytes())["manifest_hash"] if manifest.exists() else None
+
+
 def known_cases() -> dict[str, Case]:
     """Every case this installation knows, by id: the starter library and the compiled benchmark
     (base cases and variants) — what a stored run's case ids are resolved against."""

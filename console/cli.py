@@ -284,17 +284,14 @@ def cases_stats(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Diversity and coverage of a library: distinct tasks and attacks, template share, near-duplicates."""
-    import orjson as _orjson
-
-    from redagent.cases.construction.library import MANIFEST, stats
-    from redagent.cases.loader import benchmark_dir
+    from redagent.cases.construction.library import stats
+    from redagent.cases.loader import benchmark_dir, manifest_hash
 
     root = path or benchmark_dir()
     if not (root / "base").is_dir():
         raise UserError(f"{root} holds no compiled library (expected {root / 'base'}); run `redagent cases build`")
     result = stats(_library([root / "base"]), _library([root / "variants"]) if (root / "variants").is_dir() else [])
-    manifest = root / MANIFEST
-    result["manifest_hash"] = _orjson.loads(manifest.read_bytes())["manifest_hash"] if manifest.exists() else None
+    result["manifest_hash"] = manifest_hash(root)
     if as_json:
         _json(result)
         return

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from redagent.cases.loader import benchmark_dir, load_cases
+from redagent.cases.loader import benchmark_dir, load_cases, manifest_hash
 from redagent.cases.schema import Case
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import CUES, DEFENSES
@@ -113,10 +113,7 @@ def matrix(cases: list[Case], models: list[str], harnesses: list[str], cues: lis
 
 def manifest_hash_for(cases: list[Case]) -> str | None:
     """The frozen manifest's hash when the run uses cases of the compiled benchmark, else None."""
-    import orjson
-
-    root = benchmark_dir()
-    manifest = root / "manifest.json"
-    if not manifest.exists() or not any(Path(c.source).resolve().is_relative_to(root.resolve()) for c in cases):
+    root = benchmark_dir().resolve()
+    if not any(Path(c.source).resolve().is_relative_to(root) for c in cases):
         return None
-    return orjson.loads(manifest.read_bytes())["manifest_hash"]
+    return manifest_hash()
