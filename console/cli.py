@@ -258,11 +258,17 @@ def cases_build(
     cap: int = typer.Option(33, "--cap", help="most base cases any one family may produce"),
     families: str | None = typer.Option(None, "--families", help="only these families (comma-separated)"),
     seed: int = typer.Option(0, "--seed"),
+    backbone: str | None = typer.Option(None, "--backbone", help="compile with an LLM instead of the families"),
+    api_base: str | None = typer.Option(None, "--api-base"),
+    constraint: str | None = typer.Option(None, "--constraint", help="with --backbone: the constraint to plan for"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Compile plans with every scenario family, keep what passes the self-check, write variants."""
+    """Compile plans with every scenario family (or an LLM), keep what passes the self-check, write variants."""
     from redagent.cases.construction.library import all_families, build
 
+    if backbone:
+        _build_with_llm(out_dir, backbone, api_base, constraint, as_json)
+        return
     chosen = _split(families) if families else None
     unknown = [f for f in chosen or [] if f not in all_families()]
     if unknown:
@@ -276,6 +282,48 @@ def cases_build(
               f"{result['variants']}", highlight=False)
     for compiled in report.rejected[:10]:
         out.print(f"  rejected {compiled.family} {compiled.plan.key}: {compiled.rejected[:160]}", highlight=False)
+
+
+def _build_with_llm(out_dir: Path, backbone: str, api_base: str | None, constraint: str | None,
+                    as_json: bool) -> None:
+    """LLM planner then LLM compiler for one constraint; kept cases are written, rejections reported."""
+    import asyncio
+
+    import yaml
+
+    from redagent.cases.construction.llm import GenerationFailed, compile_with_llm, propose_plans
+    from redagent.engine.models import LiteLLMModel, ModelConfigError, check_model
+
+    if constraint not in CONSTRAINTS:
+        raise UserError(f"--backbone compiles one constraint at a time: give --constraint (known: "
+                        f"{', '.join(CONSTRAINTS)})")
+    try:
+        check_model(backbone, api_base)
+        model = LiteLLMModel(backbone, api_base=api_base)
+        plans = asyncio.run(propose_plans(model, constraint))
+    except (GenerationFailed, ModelConfigError) as exc:
+        raise UserError(str(exc)) from None
+    kept, rejected = [], []
+    for plan in plans:
+        try:
+            result = asyncio.run(compile_with_llm(model, plan))
+        except GenerationFailed as exc:
+            rejected.append(f"{plan.key}: {exc}")
+            continue
+        if result.ok:
+            target = out_dir / "llm" / plan.surface / f"{result.case.id}.yaml"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(yaml.safe_dump(result.data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+            kept.append(str(target))
+        else:
+            rejected.append(result.rejected)
+    if as_json:
+        _json({"kept": kept, "rejected": rejected})
+        return
+    for line in kept:
+        out.print(f"kept {line}", highlight=False)
+    for line in rejected:
+        out.print(f"rejected {line}", highlight=False)
 
 
 @cases_app.command("stats")

@@ -169,3 +169,18 @@ def test_families_cover_their_declared_constraints():
             plan = next(p for p in PLANS if p.constraint == constraint and p.surface == cls.surfaces[0]
                         and p.strategy == "U1")
             assert family in families_for(plan) or any(type(f) is cls for f in families_for(plan)), (name, constraint)
+
+
+def test_build_with_a_backbone_plans_and_compiles_through_the_llm(tmp_path):
+    good = yaml.safe_load((library_dir() / "banking" / "e2-invoice-bank-details-change.yaml").read_text())
+    good["id"] = "banking-e2-llm-cli"
+    with ChatServer() as server:
+        server.script.extend([text(json.dumps({"plans": [plan_json()]})), text(json.dumps(good))])
+        result = subprocess.run([sys.executable, "-m", "redagent", "cases", "build", "--out", str(tmp_path),
+                                 "--backbone", "openai/compiler", "--api-base", server.url, "--constraint", "C16",
+                                 "--json"], capture_output=True, text=True, timeout=300,
+                                env={"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "sk-loopback-test"})
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["rejected"] == [] and len(report["kept"]) == 1
+    assert load_cases([tmp_path / "llm"])[0].id == "banking-e2-llm-cli"
