@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from redagent import __version__
-from redagent.cases.loader import known_cases
+from redagent.cases.loader import find_cases
 from redagent.cases.schema import Case
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import DEFAULT_DISCLOSURE, DEFENSES
@@ -173,7 +173,7 @@ def _spec(protocol: dict[str, Any]) -> RunSpec:
 
 def _cases_of(run: RunRecord, only: set[str] | None = None) -> list[Case]:
     wanted = run.protocol["case_ids"]
-    library = known_cases()
+    library = find_cases(cid for cid in wanted if only is None or cid in only)
     missing = [cid for cid in wanted if cid not in library and (only is None or cid in only)]
     if missing:
         raise PlanError(f"run {run.id} used case {missing[0]!r}, which is not in the case library any more")

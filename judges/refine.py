@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from redagent.cases.loader import known_cases
+from redagent.cases.loader import find_cases
 from redagent.cases.selfcheck import CONSEQUENTIAL
 from redagent.store.db import Store
 
@@ -29,9 +29,10 @@ class Flag:
 
 
 def refine(store: Store, run_id: str) -> list[Flag]:
-    if store.get_run(run_id) is None:
+    run = store.get_run(run_id)
+    if run is None:
         raise ValueError(f"no run {run_id!r} in the store")
-    cases = known_cases()
+    cases = find_cases(run.protocol.get("case_ids", []))
     reached: dict[str, list[bool]] = defaultdict(list)
     benign_done: dict[str, list[bool]] = defaultdict(list)
     rollouts: dict[str, list[str]] = defaultdict(list)

@@ -21,7 +21,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
-from redagent.cases.loader import CaseFileError, load_cases
+from redagent.cases.loader import CaseFileError, compiled_cases, load_cases
 from redagent.cases.schema import Case
 from redagent.cases.taxonomy import CHANNELS, CONSTRAINTS, STRATEGIES, VULNERABILITIES
 from redagent.console.widgets.evidence import EvidencePanes
@@ -38,6 +38,17 @@ def library() -> dict[str, Case]:
         return {case.id: case for case in load_cases()}
     except CaseFileError:
         return {}
+
+
+@lru_cache(maxsize=1024)
+def case_named(case_id: str) -> Case | None:
+    """A rollout's case: the starter library, else the compiled benchmark (one file read, then cached)."""
+    if case_id in library():
+        return library()[case_id]
+    try:
+        return compiled_cases([case_id]).get(case_id)
+    except CaseFileError:
+        return None
 
 
 class DetailLoaded(Message):
@@ -182,7 +193,7 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
         if detail is None:
             self.post_message(DetailLoaded(rollout_id, None, None, None))
             return
-        case = library().get(detail["case_id"])
+        case = case_named(detail["case_id"])
         complete = detail["event_count"] <= len(detail["events"])
         found = mismatches(detail) if complete else None
         self.post_message(DetailLoaded(rollout_id, detail, case, found))

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import orjson
 import pytest
@@ -64,3 +65,32 @@ def test_stats_command_interface():
             "distinct_attacks", "largest_template_share", "near_duplicate_pairs", "manifest_hash"} <= set(data)
     assert set(data["variants"]) == {"benign", "multi_channel"}
     assert data["manifest_hash"] == orjson.loads((ROOT / MANIFEST).read_bytes())["manifest_hash"]
+
+
+def test_run_case_ids_resolve_by_reading_only_their_files(library, monkeypatch):
+    """A stored run names its cases by id; resolving them parses their files only, not the whole benchmark."""
+    import redagent.cases.loader as loader
+
+    base, variants = library
+    wanted = [base[0].id, base[-1].id, variants[0].id, variants[-1].id]
+    starter = load_cases()[0].id
+    parsed: list[str] = []
+    real = loader.load_case
+    monkeypatch.setattr(loader, "load_case", lambda path: parsed.append(str(path)) or real(path))
+    found = loader.find_cases([*wanted, starter, "banking-no-such-case-000"])
+    assert sorted(found) == sorted([*wanted, starter])
+    by_id = {c.id: c for c in [*base, *variants]}
+    assert all(found[cid].content_hash == by_id[cid].content_hash for cid in wanted)
+    compiled = [p for p in parsed if str(ROOT) in p]
+    assert sorted(Path(p).stem for p in compiled) == sorted(wanted)
+
+
+def test_a_compiled_file_holding_another_id_is_refused(tmp_path, monkeypatch):
+    import redagent.cases.loader as loader
+
+    source = next((ROOT / "base" / "email").glob("*.yaml"))
+    (tmp_path / "base" / "email").mkdir(parents=True)
+    (tmp_path / "base" / "email" / "email-renamed-000.yaml").write_bytes(source.read_bytes())
+    monkeypatch.setattr(loader, "benchmark_dir", lambda: tmp_path)
+    with pytest.raises(loader.CaseFileError, match="differs from the file name"):
+        loader.compiled_cases(["email-renamed-000"])

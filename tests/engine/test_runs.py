@@ -109,3 +109,31 @@ def test_unopenable_store_and_unknown_run(tmp_path):
         assert result.returncode == 2 and result.stderr.startswith("error: "), (args, result.stderr)
         assert "Traceback" not in result.stderr
     assert (tmp_path / "not-a-db").read_text() == "this is not a database"
+
+
+def test_a_run_over_compiled_benchmark_cases_stops_and_resumes(tmp_path):
+    """Compiled cases are resolved by id when a run resumes (and when it is judged or refined)."""
+    from redagent.cases.loader import benchmark_dir
+    from redagent.engine.matrix import resume_run
+    from redagent.judges.labelling import judge_run
+    from redagent.judges.refine import refine
+
+    files = sorted((benchmark_dir() / "base" / "banking").glob("*.yaml"))[:3]
+    files += sorted((benchmark_dir() / "variants" / "email").glob("*-benign.yaml"))[:2]
+    if len(files) < 5:
+        pytest.skip("no compiled benchmark in this checkout")
+    with open_store(f"sqlite:///{tmp_path / 'b.db'}") as store:
+        first = start_run(store, RunSpec(cases=",".join(map(str, files)), models=["sim/comply"], harnesses=["native"]))
+        run_id = first.run_record.id
+        first.request_stop()  # nothing is scheduled: the run is stored as stopped with no rollouts
+        asyncio.run(first.run())
+        assert store.get_run(run_id).status == "stopped" and store.counts(run_id)["completed"] == 0
+        asyncio.run(resume_run(store, run_id).run())
+        result = summary(store, run_id)
+        assert result["status"] == "finished" and result["completed"] == result["valid"] == 5
+        exported = {r["case_id"]: r for r in store.iter_export(run_id)}
+        assert sorted(exported) == sorted(p.stem for p in files)
+        assert all(r["E"] == r["expected_E"] for r in exported.values())
+        report = judge_run(store, run_id, ["state"])
+        assert report.judged["state/rule"] == 5 and report.stale == 0
+        assert isinstance(refine(store, run_id), list)
