@@ -62,14 +62,13 @@ class _Constructor(yaml.constructor.SafeConstructor):
 
 
 _Constructor.add_constructor("tag:yaml.org,2002:timestamp", _Constructor.construct_yaml_str)
-_SCALARS = _Constructor()
 
 
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq",
                                                    "timestamp")}
 
 
-def _to_python(node: yaml.Node, path: str, lines: dict[str, int]) -> Any:
+def _to_python(node: yaml.Node, path: str, lines: dict[str, int], scalars: _Constructor) -> Any:
     lines.setdefault(path, node.start_mark.line + 1)
     if node.tag not in _PLAIN_TAGS:
         raise _Located(path or "(file)", node.start_mark.line + 1,
@@ -79,16 +78,16 @@ def _to_python(node: yaml.Node, path: str, lines: dict[str, int]) -> Any:
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
                 raise _Located(path or "(file)", key_node.start_mark.line + 1, "keys must be plain values")
-            key = _SCALARS.construct_object(key_node)
+            key = scalars.construct_object(key_node)
             child = f"{path}.{key}" if path else str(key)
             lines[child] = key_node.start_mark.line + 1
             if key in out:
                 raise _Located(child, key_node.start_mark.line + 1, f"duplicate key {key!r}")
-            out[str(key)] = _to_python(value_node, child, lines)
+            out[str(key)] = _to_python(value_node, child, lines, scalars)
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_to_python(item, f"{path}[{i}]", lines) for i, item in enumerate(node.value)]
-    return _SCALARS.construct_object(node)
+        return [_to_python(item, f"{path}[{i}]", lines, scalars) for i, item in enumerate(node.value)]
+    return scalars.construct_object(node)
 
 
 class _Located(Exception):
@@ -110,7 +109,10 @@ def parse_file(path: Path) -> tuple[Any, dict[str, int]]:
         raise CaseFileError([Problem(str(path), 1, "(file)", "empty file")])
     lines: dict[str, int] = {}
     try:
-        return _to_python(node, "", lines), lines
+        # A constructor per file: a constructor memoises every node it builds (`constructed_objects`),
+        # so a shared one kept every node and mark ever parsed alive — tens of thousands of objects per
+        # library that the cycle collector then walked on every full pass (100+ ms stalls in the console).
+        return _to_python(node, "", lines, _Constructor()), lines
     except _Located as exc:
         raise CaseFileError([Problem(str(path), exc.line, exc.field, str(exc))]) from None
     except yaml.YAMLError as exc:
