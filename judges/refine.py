@@ -29,10 +29,9 @@ class Flag:
 
 
 def refine(store: Store, run_id: str) -> list[Flag]:
-    run = store.get_run(run_id)
-    if run is None:
+    if store.get_run(run_id) is None:
         raise ValueError(f"no run {run_id!r} in the store")
-    cases = find_cases(run.protocol.get("case_ids", []))
+    cases = find_cases(store.case_ids(run_id))
     reached: dict[str, list[bool]] = defaultdict(list)
     benign_done: dict[str, list[bool]] = defaultdict(list)
     rollouts: dict[str, list[str]] = defaultdict(list)

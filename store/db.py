@@ -212,6 +212,12 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries):
         with self._reading() as conn:
             return set(conn.execute(select(t.rollout.c.id).where(t.rollout.c.run_id == run_id)).scalars())
 
+    def case_ids(self, run_id: str) -> list[str]:
+        """The case ids the run's stored rollouts used (what judging a run has to resolve)."""
+        with self._reading() as conn:
+            return list(conn.execute(select(t.rollout.c.case_id).where(t.rollout.c.run_id == run_id)
+                                     .distinct().order_by(t.rollout.c.case_id)).scalars())
+
     def counts(self, run_id: str) -> dict[str, Any]:
         """planned, completed, valid, invalid and invalid_reasons {reason: n} for one run."""
         r = t.rollout
