@@ -22,7 +22,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
-from redagent.console.widgets.trajectory import EntryList, EventSource, TrajectoryView
+from redagent.console.widgets.trajectory import EntryList, EventSource, TrajectoryView, json_text
 from redagent.judges.evidence import mismatches as find_mismatches
 from redagent.sandbox.diff import PathSyntaxError, parse_path
 
@@ -123,7 +123,7 @@ def cited(labels: Sequence[dict[str, Any]] | None) -> set[str]:
 
 
 def _json(value: Any, limit: int = 300) -> str:
-    text = orjson.dumps(value, default=str).decode()
+    text = json_text(value)
     return text if len(text) <= limit else text[:limit] + "…"
 
 
@@ -146,6 +146,11 @@ def receipt_lines(receipt: dict[str, Any], mark: str) -> list[Text]:
     return lines
 
 
+def receipt_line_count(receipt: dict[str, Any]) -> int:
+    """How many lines `receipt_lines` draws for a receipt (the pane is laid out before it is drawn)."""
+    return 2 + bool(receipt.get("effect")) + bool(receipt.get("error"))
+
+
 def diff_lines(entry: dict[str, Any], mark: str) -> list[Text]:
     op_style = {"added": "green", "removed": "red", "changed": "yellow"}.get(entry["op"], "")
     head = Text(no_wrap=True, overflow="ellipsis")
@@ -158,6 +163,11 @@ def diff_lines(entry: dict[str, Any], mark: str) -> list[Text]:
     if entry["op"] != "removed":
         lines.append(Text(f"   after  {_json(entry.get('after'))}", no_wrap=True, overflow="ellipsis"))
     return lines
+
+
+def diff_line_count(entry: dict[str, Any]) -> int:
+    """How many lines `diff_lines` draws for a diff entry."""
+    return 1 + (entry["op"] != "added") + (entry["op"] != "removed")
 
 
 def event_detail(event: dict[str, Any]) -> Text:
@@ -280,10 +290,12 @@ class EvidencePanes(Widget):
             text = Text("claimed vs observed: no mismatch found", style="dim")
         # Fixed height, no layout pass: a mismatch line never moves the panes.
         self.query_one("#mismatches", Static).update(text, layout=False)
+        marks, cited = self._receipt_marks, self._cited
         self.query_one("#receipts", EntryList).load(
-            [receipt_lines(r, self._receipt_marks[r["id"]]) for r in self.receipts], "(no receipts)")
+            self.receipts, lambda r: receipt_lines(r, marks[r["id"]]), receipt_line_count, "(no receipts)")
         self.query_one("#diff", EntryList).load(
-            [diff_lines(d, "◆" if d["path"] in self._cited else "") for d in self.diff], "(no state change)")
+            self.diff, lambda d: diff_lines(d, "◆" if d["path"] in cited else ""), diff_line_count,
+            "(no state change)")
         trajectory = self.query_one("#trajectory", TrajectoryView)
         trajectory.set_marks(self._event_marks, set())
         self._select(trajectory.event_at(trajectory.cursor))

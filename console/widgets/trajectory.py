@@ -8,6 +8,7 @@ source for the others in a thread worker as the user scrolls to them.
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,7 +26,11 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 WINDOW = 200  # events per read from the store
-MAX_WINDOWS = 40  # windows kept in memory (8,000 events); older ones are read again when revisited
+MAX_WINDOWS = 12  # windows kept in memory (2,400 events); older ones are read again when revisited
+
+# Drawn lines kept per pane: a few screens' worth. Every Strip carries a handful of small caches of its
+# own, so a large cache is tens of thousands of live objects for the cycle collector to walk.
+STRIPS = 256
 
 EventSource = Callable[[int, int], list[dict[str, Any]]]
 
@@ -43,8 +48,16 @@ _MOVES = [
 ]
 
 
+def json_text(value: Any) -> str:
+    """Compact JSON of a stored value; the standard library for what orjson refuses (integers past 64 bits)."""
+    try:
+        return orjson.dumps(value, default=str).decode()
+    except TypeError:
+        return json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
+
+
 def _compact(value: Any, limit: int = 400) -> str:
-    text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+    text = value if isinstance(value, str) else json_text(value)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit] + "…"
 
@@ -79,7 +92,7 @@ class _LineScroll(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._strips: LRUCache[tuple[Any, ...], Strip] = LRUCache(2048)
+        self._strips: LRUCache[tuple[Any, ...], Strip] = LRUCache(STRIPS)
         self.line_count = 0
 
     def _set_count(self, count: int) -> None:
@@ -284,25 +297,39 @@ class TrajectoryView(_LineScroll):
 
 
 class EntryList(_LineScroll):
-    """Entries of a few lines each (receipts, diff entries), with highlighted and marked entries."""
+    """Entries of a few lines each (receipts, diff entries), with highlighted and marked entries.
+
+    Entries are drawn when they scroll into view, not when loaded: a rollout with thousands of
+    receipts would otherwise hold tens of thousands of Text objects that the cycle collector walks
+    on every full pass — the stalls a reviewer feels while scrolling.
+    """
 
     DEFAULT_CSS = "EntryList { height: 1fr; overflow-x: hidden; }"
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._lines: list[tuple[int, Text]] = []
+        self._entries: Sequence[Any] = []
+        self._render: Callable[[Any], list[Text]] = lambda _entry: []
+        self._owner: list[int] = []  # line → the entry it belongs to (-1: the empty-list line)
         self._first_line: list[int] = []
+        self._drawn: LRUCache[int, list[Text]] = LRUCache(STRIPS)
+        self._empty = Text("(none)", style="dim")
         self.highlighted: set[int] = set()
 
-    def load(self, entries: Sequence[Sequence[Text]], empty: str = "(none)") -> None:
-        self._lines, self._first_line = [], []
-        for number, lines in enumerate(entries):
-            self._first_line.append(len(self._lines))
-            self._lines += [(number, line) for line in lines]
-        if not self._lines:
-            self._lines = [(-1, Text(empty, style="dim"))]
+    def load(self, entries: Sequence[Any], render: Callable[[Any], list[Text]], count: Callable[[Any], int],
+             empty: str = "(none)") -> None:
+        """Show `entries`; `render(entry)` draws one as exactly `count(entry)` lines."""
+        self._entries, self._render = entries, render
+        self._owner, self._first_line = [], []
+        for number, entry in enumerate(entries):
+            self._first_line.append(len(self._owner))
+            self._owner += [number] * count(entry)
+        if not self._owner:
+            self._owner = [-1]
+        self._empty = Text(empty, style="dim")
+        self._drawn.clear()
         self.highlighted = set()
-        self._set_count(len(self._lines))
+        self._set_count(len(self._owner))
         self.set_reactive(EntryList.cursor, 0)
         self.scroll_to(y=0, animate=False, immediate=True)
 
@@ -314,17 +341,33 @@ class EntryList(_LineScroll):
         if entries:
             first = self._first_line[min(entries)]
             last = first
-            while last + 1 < len(self._lines) and self._lines[last + 1][0] == min(entries):
+            while last + 1 < len(self._owner) and self._owner[last + 1] == min(entries):
                 last += 1
             self.scroll_to_line(last)
             self.scroll_to_line(first)
 
+    def entry_lines(self, number: int) -> list[Text]:
+        lines = self._drawn.get(number)
+        if lines is None:
+            lines = self._render(self._entries[number])
+            self._drawn[number] = lines
+        return lines
+
+    def entry_of(self, line: int) -> int:
+        """The entry a line belongs to (-1 for the empty-list line)."""
+        return self._owner[line]
+
     def line_text(self, line: int) -> tuple[Text, Any]:
-        return self._lines[line][1], None
+        number = self._owner[line]
+        if number < 0:
+            return self._empty, None
+        lines = self.entry_lines(number)
+        offset = line - self._first_line[number]
+        return (lines[offset] if offset < len(lines) else Text("")), None
 
     def line_style(self, line: int) -> Style | None:
-        return _HIGHLIGHT if self._lines[line][0] in self.highlighted else None
+        return _HIGHLIGHT if self._owner[line] in self.highlighted else None
 
     def plain_lines(self) -> list[str]:
         """Every line's text (what the pane shows, unclipped): for tests and copying."""
-        return [text.plain for _, text in self._lines]
+        return [self.line_text(line)[0].plain for line in range(len(self._owner))]

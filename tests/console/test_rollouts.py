@@ -161,8 +161,8 @@ async def test_detail_shows_the_calibration_rollouts_evidence_and_selection(made
         await pilot.pause()
         assert trajectory.cursor == 5
         assert panes.selected_receipts == ["r1"]
-        entries = [screen.query_one("#diff", EntryList)._lines[i][1].plain for i in
-                   range(len(diff)) if screen.query_one("#diff", EntryList)._lines[i][0] in panes.selected_diff]
+        diff_pane = screen.query_one("#diff", EntryList)
+        entries = [line for i, line in enumerate(diff) if diff_pane.entry_of(i) in panes.selected_diff]
         assert any("new-tx-1" in e for e in entries) and any("balance" in e for e in entries)
         assert not any("new-tx-2" in e for e in entries)
         assert trajectory.highlighted == {5, 6}  # the call and its result
