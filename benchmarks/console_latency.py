@@ -117,6 +117,7 @@ class Host:
     def make(url: str, first: Any) -> Any:
         from textual.app import App
 
+        from redagent.console import heap
         from redagent.console.screens.rollout import RolloutScreen
         from redagent.store.db import open_store
 
@@ -127,6 +128,7 @@ class Host:
 
             def on_mount(self) -> None:
                 self.push_screen(first() if callable(first) else first)
+                self.call_after_refresh(heap.settle)  # as RedAgentApp does once its first screen is up
 
             def show(self, name: str, **kwargs: Any) -> None:
                 if name == "rollout":

@@ -18,6 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
+from redagent.console import heap
 from redagent.console.commands import RedAgentCommands
 from redagent.console.messages import RunEnded, RunFailed, RunStarted, StoreFailed, StoreReady
 from redagent.console.run_control import RunControl
@@ -148,6 +149,8 @@ which also jumps to any run, case or rollout by id. `?` shows the current screen
             self.show("runs", run_id=self.run_id)
         else:
             self.show(ROLE_SCREENS[self.role][0])
+        # Once the first screen is up, everything alive is start-up state: out of the collector's way.
+        self.call_after_refresh(heap.settle)
 
     @on(StoreFailed)
     def _store_failed(self, message: StoreFailed) -> None:
