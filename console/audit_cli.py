@@ -7,55 +7,26 @@ cli.py (which imports this module).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-import orjson
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from redagent.console.cli_common import DB_OPTION, err, opened_store, out, print_json, split
 
 audit_app = typer.Typer(no_args_is_help=True,
                         help="Human audit of judge labels: sample, status, export, import.")
 
-out = Console()
-err = Console(stderr=True)
-
-DB_OPTION = typer.Option(None, "--db", help="store URL (default: $REDAGENT_DB or sqlite:///.redagent/redagent.db)")
-
-
-def _fail(message: str) -> NoReturn:
-    err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
-
-
-def _json(data: Any) -> None:
-    sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=str).decode() + "\n")
-
-
-def _split(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
-
 
 @contextmanager
 def _store(db: str | None) -> Iterator[Any]:
-    """An opened store; store, audit and lookup errors become one line and exit code 2."""
-    from redagent.store.db import open_store
-    from redagent.store.errors import AuditError, InvalidRecord, StoreError, UnknownRun
+    from redagent.store.errors import AuditError, UnknownRun
 
-    try:
-        store = open_store(db)
-    except StoreError as exc:
-        _fail(str(exc))
-    try:
+    with opened_store(db, catch=(AuditError, UnknownRun)) as store:
         yield store
-    except (AuditError, UnknownRun, InvalidRecord, StoreError) as exc:
-        _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-    finally:
-        store.close()
 
 
 @audit_app.command("sample")
@@ -80,16 +51,16 @@ def sample_cmd(
 
     with _store(db) as store:
         chosen = resolve_config(store, run_id, config, backbone)
-        audit_id = sample(store, run_id, n, _split(stratify), seed, chosen["config_hash"], backbone,
-                          reviewers=_split(reviewers), adjudicator=adjudicator, blind_model=blind_model,
+        audit_id = sample(store, run_id, n, split(stratify), seed, chosen["config_hash"], backbone,
+                          reviewers=split(reviewers), adjudicator=adjudicator, blind_model=blind_model,
                           blind_attack=blind_attack, config_name=chosen["config_name"])
         drawn = strata(store, audit_id)
     summary = {"audit_id": audit_id, "run_id": run_id, "config_name": chosen["config_name"],
                "config_hash": chosen["config_hash"], "backbone": backbone, "n": n, "seed": seed,
-               "reviewers": _split(reviewers), "adjudicator": adjudicator, "blind_model": blind_model,
+               "reviewers": split(reviewers), "adjudicator": adjudicator, "blind_model": blind_model,
                "blind_attack": blind_attack, "strata": drawn}
     if as_json:
-        _json(summary)
+        print_json(summary)
         return
     table = Table(title=f"{audit_id}: {n} items of run {run_id} under {chosen['config_name']} ({backbone}), "
                         f"seed {seed}")
@@ -98,7 +69,7 @@ def sample_cmd(
     for row in drawn:
         table.add_row(row["stratum"], str(row["population"]), str(row["sampled"]), f"{row['weight']:.3f}")
     out.print(table)
-    first, second = _split(reviewers)
+    first, second = split(reviewers)
     out.print(f"reviewers {first} (A) and {second} (B), adjudicator {adjudicator}; "
               f"blind model {'on' if blind_model else 'off'}, blind attack {'on' if blind_attack else 'off'}",
               highlight=False)
@@ -113,7 +84,7 @@ def status_cmd(audit_id: str = typer.Argument(...), db: str | None = DB_OPTION,
     with _store(db) as store:
         result = status(store, audit_id)
     if as_json:
-        _json(result)
+        print_json(result)
         return
     out.print(f"{result['audit_id']}: run {result['run_id']} under {result['config_name']} ({result['backbone']}), "
               f"{result['items']} items", highlight=False)
@@ -155,7 +126,7 @@ def import_cmd(audit_id: str = typer.Argument(...), file: Path = typer.Argument(
     with _store(db) as store:
         result = import_labels(store, audit_id, file, reviewer, fmt)
     if as_json:
-        _json(result)
+        print_json(result)
         return
     out.print(f"{result['reviewer']}: {result['submitted']} labels submitted, {result['unchanged']} already "
               f"submitted, {result['blank']} rows left blank", highlight=False)

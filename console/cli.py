@@ -10,13 +10,13 @@ from typing import Any
 
 import orjson
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from redagent.cases.loader import CaseFileError, case_files, load_cases
 from redagent.cases.schema import Case
 from redagent.cases.taxonomy import CHANNELS, CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
 from redagent.console.audit_cli import audit_app
+from redagent.console.cli_common import DB_OPTION, err, out, print_json, split
 from redagent.console.rounds_cli import rounds_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -26,8 +26,6 @@ app.add_typer(cases_app, name="cases")
 app.add_typer(audit_app, name="audit")
 cases_app.add_typer(rounds_app, name="round")
 
-out = Console()
-err = Console(stderr=True)
 
 
 def _default_models() -> list[str]:
@@ -38,10 +36,6 @@ def _default_models() -> list[str]:
 
 class UserError(Exception):
     """A problem the user can fix; printed as one line, exit code 2."""
-
-
-def _json(data: Any) -> None:
-    sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
 def _library(paths: list[Path] | None) -> list[Case]:
@@ -76,7 +70,7 @@ def cases_list(
     """List cases with their IVC path."""
     cases = _select(_library(path), surface, strategy, constraint)
     if as_json:
-        _json([{"id": c.id, "version": c.version, "title": c.title, "strategy": c.strategy,
+        print_json([{"id": c.id, "version": c.version, "title": c.title, "strategy": c.strategy,
                 "vulnerability": c.vulnerability, "constraint": c.constraint,
                 "surfaces": list(c.surfaces), "channel": c.channel, "hash": c.content_hash}
                for c in cases])
@@ -99,7 +93,7 @@ def cases_show(case_id: str = typer.Argument(..., help="case id"),
         raise UserError(f"no case with id {case_id!r}")
     case = match[0]
     if as_json:
-        _json({"hash": case.content_hash, "file": case.source, **case.raw})
+        print_json({"hash": case.content_hash, "file": case.source, **case.raw})
         return
     out.print(f"[bold]{case.id}[/] v{case.version} — {case.title}")
     out.print(f"IVC: {case.strategy} {STRATEGIES[case.strategy].name} → {case.vulnerability} "
@@ -148,7 +142,7 @@ def cases_check(
     checks = check_many(cases, jobs)
     summary = summarize(checks)
     if as_json:
-        _json(summary)
+        print_json(summary)
     else:
         table = Table(title=f"self-check: {summary['passed']}/{summary['cases']} cases pass")
         for column in ("id", "IVC", "surfaces", "result"):
@@ -186,7 +180,7 @@ def cases_rollout(
     rollout = run_direct(match[0], agent, with_attack=not benign)
     done = rollout.finished
     if as_json:
-        _json({"case_id": rollout.case_id, "case_hash": rollout.case_hash, "agent": agent,
+        print_json({"case_id": rollout.case_id, "case_hash": rollout.case_hash, "agent": agent,
                "E": rollout.E, "expected_E": rollout.expected_E, "evidence": done.verdict.to_dict()["evidence"],
                "reached": rollout.reached, "events": [e.to_dict() for e in rollout.events],
                "receipts": [r.to_dict() for r in done.receipts], "diff": [d.to_dict() for d in done.diff]})
@@ -242,7 +236,7 @@ def cases_plan(
     else:
         plans = [p for p in enumerate_plans() if constraint in (None, p.constraint)]
     if as_json:
-        _json([p.to_dict() for p in plans])
+        print_json([p.to_dict() for p in plans])
         return
     table = Table(title=f"{len(plans)} IVC plans")
     for column in ("constraint", "strategy", "vulnerability", "surface", "resources", "sources"):
@@ -269,14 +263,14 @@ def cases_build(
     if backbone:
         _build_with_llm(out_dir, backbone, api_base, constraint, as_json)
         return
-    chosen = _split(families) if families else None
+    chosen = split(families) if families else None
     unknown = [f for f in chosen or [] if f not in all_families()]
     if unknown:
         raise UserError(f"unknown family {unknown[0]!r} (known: {', '.join(all_families())})")
     report = build(out_dir, cap=cap, families=chosen, seed=seed)
     result = report.to_dict()
     if as_json:
-        _json(result)
+        print_json(result)
         return
     out.print(f"kept {result['kept']} base cases, rejected {result['rejected']} compilations, variants "
               f"{result['variants']}", highlight=False)
@@ -318,7 +312,7 @@ def _build_with_llm(out_dir: Path, backbone: str, api_base: str | None, constrai
         else:
             rejected.append(result.rejected)
     if as_json:
-        _json({"kept": kept, "rejected": rejected})
+        print_json({"kept": kept, "rejected": rejected})
         return
     for line in kept:
         out.print(f"kept {line}", highlight=False)
@@ -341,7 +335,7 @@ def cases_stats(
     result = stats(_library([root / "base"]), _library([root / "variants"]) if (root / "variants").is_dir() else [])
     result["manifest_hash"] = manifest_hash(root)
     if as_json:
-        _json(result)
+        print_json(result)
         return
     for key, value in result.items():
         out.print(f"{key}: {value}", highlight=False)
@@ -365,7 +359,7 @@ def cases_freeze(
     except (FreezeRefused, CaseFileError) as exc:
         raise UserError(str(exc).splitlines()[0]) from None
     if as_json:
-        _json({"manifest_hash": manifest["manifest_hash"], "cases": len(manifest["cases"])})
+        print_json({"manifest_hash": manifest["manifest_hash"], "cases": len(manifest["cases"])})
     else:
         out.print(f"froze {len(manifest['cases'])} cases; manifest {manifest['manifest_hash']}", highlight=False)
 
@@ -391,7 +385,7 @@ def cases_refine(
         store.close()
     path = write_queue(flags, run_id, queue)
     if as_json:
-        _json({"run_id": run_id, "queue": str(path), "flags": [asdict(f) for f in flags]})
+        print_json({"run_id": run_id, "queue": str(path), "flags": [asdict(f) for f in flags]})
         return
     for flag in flags:
         out.print(f"{flag.case_id}: {flag.problem}: {flag.detail}", highlight=False)
@@ -402,7 +396,7 @@ def cases_refine(
 def cases_taxonomy(as_json: bool = typer.Option(False, "--json")) -> None:
     """Print the IVC taxonomy: strategies, vulnerabilities, constraints, surfaces."""
     if as_json:
-        _json({"strategies": [vars(s) for s in STRATEGIES.values()],
+        print_json({"strategies": [vars(s) for s in STRATEGIES.values()],
                "vulnerabilities": [vars(v) for v in VULNERABILITIES.values()],
                "constraints": [vars(c) for c in CONSTRAINTS.values()],
                "surfaces": SURFACES, "channels": CHANNELS})
@@ -428,9 +422,6 @@ def cases_taxonomy(as_json: bool = typer.Option(False, "--json")) -> None:
 runs_app = typer.Typer(no_args_is_help=True, help="Stored runs: list and show.")
 app.add_typer(runs_app, name="runs")
 
-DB_OPTION = typer.Option(None, "--db", help="store URL (default: $REDAGENT_DB or sqlite:///.redagent/redagent.db)")
-
-
 def _store(db: str | None):
     from redagent.store.db import StoreError, open_store
 
@@ -438,10 +429,6 @@ def _store(db: str | None):
         return open_store(db)
     except StoreError as exc:
         raise UserError(str(exc)) from None
-
-
-def _split(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
 
 
 def _drive(runner, as_json: bool) -> dict[str, Any]:
@@ -538,8 +525,8 @@ def run(
         if resume:
             runner = resume_run(store, resume)
         else:
-            spec = RunSpec(cases=cases, models=_split(models), harnesses=_split(harnesses), cues=_split(cues),
-                           defenses=_split(defenses), attempts=attempts, concurrency=concurrency,
+            spec = RunSpec(cases=cases, models=split(models), harnesses=split(harnesses), cues=split(cues),
+                           defenses=split(defenses), attempts=attempts, concurrency=concurrency,
                            per_model=per_model, max_steps=max_steps, api_base=api_base, timeout=timeout,
                            retries=retries, disclosure=disclosure or DEFAULT_DISCLOSURE)
             runner = start_run(store, spec)
@@ -549,7 +536,7 @@ def run(
     finally:
         store.close()
     if as_json:
-        _json({k: result[k] for k in ("run_id", "planned", "completed", "valid", "invalid", "invalid_reasons",
+        print_json({k: result[k] for k in ("run_id", "planned", "completed", "valid", "invalid", "invalid_reasons",
                                       "execution_asr")})
     else:
         _print_summary(result)
@@ -578,7 +565,7 @@ def replay(
     finally:
         store.close()
     if as_json:
-        _json(result)
+        print_json(result)
     else:
         _print_summary(result)
 
@@ -592,7 +579,7 @@ def runs_list(db: str | None = DB_OPTION, as_json: bool = typer.Option(False, "-
     finally:
         store.close()
     if as_json:
-        _json([{k: r[k] for k in ("run_id", "status", "planned", "completed")} for r in runs])
+        print_json([{k: r[k] for k in ("run_id", "status", "planned", "completed")} for r in runs])
         return
     table = Table(title=f"{len(runs)} runs")
     for column in ("run", "status", "completed", "planned", "created"):
@@ -616,7 +603,7 @@ def runs_show(run_id: str = typer.Argument(...), db: str | None = DB_OPTION,
     finally:
         store.close()
     if as_json:
-        _json(result)
+        print_json(result)
         return
     protocol = result["protocol"]
     out.print(f"protocol: cases {protocol['cases']} · models {', '.join(protocol['models'])} · harnesses "
@@ -673,14 +660,14 @@ def judge(
 
     store = _store(db)
     try:
-        report = judge_run(store, run_id, _split(views), backbone=backbone, api_base=api_base,
+        report = judge_run(store, run_id, split(views), backbone=backbone, api_base=api_base,
                            concurrency=concurrency).to_dict()
     except _judge_errors() as exc:
         raise UserError(str(exc)) from None
     finally:
         store.close()
     if as_json:
-        _json(report)
+        print_json(report)
         return
     for name in report["configs"]:
         out.print(f"{name} ({backbone}): judged {report['judged'].get(name, 0)}, cached {report['cached'].get(name, 0)}"
@@ -709,7 +696,7 @@ def recognize(
     finally:
         store.close()
     if as_json:
-        _json(result)
+        print_json(result)
     else:
         out.print(f"{result['judge']}: {result['labelled']} labelled ({result['unresolved']} unresolved anchors, "
                   f"{result['failed']} failed), {result['cached']} already labelled", highlight=False)
@@ -740,7 +727,7 @@ def stats_command(
     finally:
         store.close()
     if as_json:
-        _json({"protocol": report["protocol"], table: report.get(table)})
+        print_json({"protocol": report["protocol"], table: report.get(table)})
     else:
         sys.stdout.write(markdown({k: v for k, v in report.items() if k in ("protocol", table)}) + "\n")
 
@@ -759,7 +746,7 @@ def report_command(
     """Write every table (Markdown, CSV, JSON) and the plots (PNG) for a run."""
     from redagent.judges.report import build_report, write_report
 
-    chosen = _split(formats)
+    chosen = split(formats)
     unknown = [f for f in chosen if f not in ("md", "csv", "json")]
     if unknown:
         raise UserError(f"unknown report format {unknown[0]!r} (known: md, csv, json)")

@@ -6,54 +6,25 @@ every error the user can cause ends as one line on stderr, `error: …`, and exi
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import Any
 
-import orjson
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from redagent.console.cli_common import DB_OPTION, opened_store, out, print_json, split
+
 rounds_app = typer.Typer(no_args_is_help=True, help="Construction rounds: sample case versions for expert review.")
-
-out = Console()
-err = Console(stderr=True)
-
-DB_OPTION = typer.Option(None, "--db", help="store URL (default: $REDAGENT_DB or sqlite:///.redagent/redagent.db)")
-
-
-def _fail(message: str) -> NoReturn:
-    err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
-
-
-def _json(data: Any) -> None:
-    sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=str).decode() + "\n")
 
 
 @contextmanager
 def _store(db: str | None) -> Iterator[Any]:
-    """An opened store; store, round and case-file errors become one line and exit code 2."""
-    from redagent.cases.loader import CaseFileError
     from redagent.judges.rounds import RoundError
-    from redagent.store.db import open_store
-    from redagent.store.errors import InvalidRecord, StoreError
     from redagent.store.reviews import ReviewError
 
-    try:
-        store = open_store(db)
-    except StoreError as exc:
-        _fail(str(exc))
-    try:
+    with opened_store(db, catch=(RoundError, ReviewError)) as store:
         yield store
-    except (RoundError, ReviewError, InvalidRecord, StoreError) as exc:
-        _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-    except CaseFileError as exc:
-        _fail(f"{len(exc.problems)} problem(s) in case files; first: {exc.problems[0]}")
-    finally:
-        store.close()
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -71,12 +42,12 @@ def new_cmd(
     """Sample case versions of the built-in library, stratified by surface, into a new review round."""
     from redagent.judges.rounds import new_round
 
-    names = [name.strip() for name in experts.split(",") if name.strip()]
+    names = split(experts)
     with _store(db) as store:
         round_id = new_round(store, n, seed, names)
         cases = store.round_cases(round_id)
     if as_json:
-        _json({"round_id": round_id, "n": len(cases), "seed": seed, "experts": names, "cases": cases})
+        print_json({"round_id": round_id, "n": len(cases), "seed": seed, "experts": names, "cases": cases})
         return
     table = Table(title=f"{round_id}: {len(cases)} case versions, seed {seed}, experts {', '.join(names)}")
     for column in ("#", "case", "version", "hash"):
@@ -95,7 +66,7 @@ def status_cmd(round_id: str = typer.Argument(...), db: str | None = DB_OPTION,
     with _store(db) as store:
         result = agreement(store, round_id)
     if as_json:
-        _json(result)
+        print_json(result)
         return
     out.print(f"{round_id}: {result['cases']} cases; " + ", ".join(
         f"{name} {done}/{result['cases']}" for name, done in result["progress"].items()), highlight=False)
