@@ -7,6 +7,12 @@ The model endpoint is a loopback HTTP server in a separate process speaking the 
 rollout makes one model call (the model answers with a final message), so the ideal rate is
 concurrency / delay rollouts per second. Rollouts go through litellm, the native harness, the
 sandbox and a SQLite store exactly as in a real run.
+
+The first model call (litellm's import and client set-up, seconds) happens before any level is
+timed. Each level also prints the CPU this process spent per rollout and the rate one interpreter
+can reach at that cost (rollouts are Python work under one GIL): when the ideal rate at a level is
+above that ceiling, the level is bounded by CPU, not by the engine's concurrency. The same rollouts
+with a calibration agent instead of the HTTP model give the share that is the model client's.
 """
 
 from __future__ import annotations
@@ -61,23 +67,43 @@ def main() -> None:
     base = f"http://127.0.0.1:{ports.get(timeout=10)}/v1"
     os.environ.setdefault("OPENAI_API_KEY", "sk-loopback-benchmark")
 
+    from machine import CpuMeter
+
     from redagent.engine.matrix import RunSpec, start_run
+    from redagent.engine.models import LiteLLMModel, ModelRequest
     from redagent.store.db import open_store
 
+    warm = LiteLLMModel("openai/bench-model", api_base=base, timeout=30, retries=0)
+    asyncio.run(warm.complete(ModelRequest(messages=[{"role": "user", "content": "warm up"}], tools=None,
+                                           harness="native", turn=0)))
     print(f"model delay {options.delay * 1000:.0f} ms, one model call per rollout, native harness, SQLite store")
     with tempfile.TemporaryDirectory() as folder, open_store(f"sqlite:///{folder}/bench.db") as store:
+
+        def timed(spec: RunSpec):
+            runner = start_run(store, spec)
+            with CpuMeter() as meter:
+                progress = asyncio.run(runner.run())
+            return progress, meter.use
+
+        offline, offline_use = timed(RunSpec(cases="all", models=["sim/ignore"], harnesses=["native"], attempts=4,
+                                             concurrency=16))
+        engine_ms = offline_use.own_core_s / offline.done * 1000
+        print(f"the same rollouts with a calibration agent: {engine_ms:.2f} ms CPU each in this process "
+              f"(sandbox, harness, store)")
         for level in (int(x) for x in options.levels.split(",")):
             attempts = max(2, (level * 8) // 62 + 1)  # enough rollouts for several waves at this level
-            spec = RunSpec(cases="all", models=["openai/bench-model"], harnesses=["native"], attempts=attempts,
-                           concurrency=level, api_base=base, timeout=30, retries=0)
-            runner = start_run(store, spec)
-            started = time.perf_counter()
-            progress = asyncio.run(runner.run())
-            elapsed = time.perf_counter() - started
-            achieved = progress.done / elapsed
+            progress, use = timed(RunSpec(cases="all", models=["openai/bench-model"], harnesses=["native"],
+                                          attempts=attempts, concurrency=level, api_base=base, timeout=30,
+                                          retries=0))
+            achieved = progress.done / use.wall_s
             ideal = level / options.delay
-            print(f"concurrency {level:4d}: {progress.done:5d} rollouts in {elapsed:6.2f} s = {achieved:7.1f}/s; "
+            cpu_ms = use.own_core_s / progress.done * 1000
+            ceiling = 1000 / cpu_ms
+            print(f"concurrency {level:4d}: {progress.done:5d} rollouts in {use.wall_s:6.2f} s = {achieved:7.1f}/s; "
                   f"ideal {ideal:7.1f}/s; fraction {achieved / ideal:.2f} (invalid {progress.invalid})")
+            print(f"{'':18s}{cpu_ms:.2f} ms CPU per rollout here ({cpu_ms - engine_ms:.2f} ms of it the model client) "
+                  f"-> one interpreter reaches at most {ceiling:.0f}/s = fraction {min(1.0, ceiling / ideal):.2f}; "
+                  f"{use.line()}")
     server.terminate()
 
 

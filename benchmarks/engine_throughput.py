@@ -5,6 +5,11 @@ a fresh store, rollouts per second from the first rollout to the last write.
 
 SQLite always; PostgreSQL too when --pg or $REDAGENT_TEST_PG gives a server URL whose role may
 create databases (a fresh database is made and dropped).
+
+Next to each rate it prints how busy the machine's cores were, and it splits the matrix: the
+rollouts that really execute a command under bubblewrap (a benign `make test`, a planted script)
+pay for a sandbox start and the command's own work, which no engine change removes; the rest
+measure the engine and store themselves.
 """
 
 from __future__ import annotations
@@ -15,19 +20,54 @@ import os
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
+
+from machine import CpuMeter
 
 from redagent.engine.matrix import RunSpec, start_run
+from redagent.engine.plan import select_cases
 from redagent.store.db import open_store
 
 
-def measure(url: str, concurrency: int) -> tuple[int, float, int]:
+@dataclass
+class Measured:
+    done: int
+    elapsed: float
+    wrong: int  # E != expected_E: a fast run that gets the ground truth wrong is no result
+    sandboxed: set[str]  # case ids whose rollouts ran at least one command under bubblewrap
+    commands: int
+    cpu: str
+
+    def line(self, label: str, concurrency: int) -> str:
+        return (f"{label:<28s}{self.done:5d} rollouts in {self.elapsed:6.2f} s = {self.done / self.elapsed:7.1f} "
+                f"rollouts/s (concurrency {concurrency}; E != expected_E: {self.wrong})\n{'':28s}{self.cpu}")
+
+
+def measure(url: str, concurrency: int, cases: str = "all") -> Measured:
     with open_store(url) as store:
-        runner = start_run(store, RunSpec(concurrency=concurrency))
-        started = time.perf_counter()
-        progress = asyncio.run(runner.run())
-        elapsed = time.perf_counter() - started
-        mismatched = sum(1 for r in store.iter_export(runner.run_record.id) if r["E"] != r["expected_E"])
-    return progress.done, elapsed, mismatched
+        runner = start_run(store, RunSpec(cases=cases, concurrency=concurrency))
+        with CpuMeter() as meter:
+            started = time.perf_counter()
+            progress = asyncio.run(runner.run())
+            elapsed = time.perf_counter() - started
+        wrong, sandboxed, commands = 0, set(), 0
+        for r in store.iter_export(runner.run_record.id):
+            wrong += r["E"] != r["expected_E"]
+            ran = sum(1 for receipt in r["receipts"] if (receipt.get("effect") or {}).get("isolation") == "bubblewrap")
+            commands += ran
+            if ran:
+                sandboxed.add(r["case_id"])
+    return Measured(progress.done, elapsed, wrong, sandboxed, commands, meter.use.line())
+
+
+def report(url: str, concurrency: int, label: str) -> None:
+    whole = measure(url, concurrency)
+    print(whole.line(f"{label} default matrix", concurrency))
+    print(f"{'':28s}{whole.commands} commands ran under bubblewrap, in the rollouts of "
+          f"{len(whole.sandboxed)} of the built-in cases")
+    if whole.sandboxed:
+        others = ",".join(c.id for c in select_cases("all") if c.id not in whole.sandboxed)
+        print(measure(url, concurrency, others).line(f"{label} without those cases", concurrency))
 
 
 def pg_database(admin: str):
@@ -51,15 +91,11 @@ def main() -> None:
     parser.add_argument("--pg", default=os.environ.get("REDAGENT_TEST_PG"))
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        done, elapsed, wrong = measure(f"sqlite:///{folder}/bench.db", options.concurrency)
-        print(f"SQLite      {done} rollouts in {elapsed:6.2f} s = {done / elapsed:7.1f} rollouts/s "
-              f"(concurrency {options.concurrency}; E != expected_E: {wrong})")
+        report(f"sqlite:///{folder}/bench.db", options.concurrency, "SQLite")
     if options.pg:
         url, drop = pg_database(options.pg)
         try:
-            done, elapsed, wrong = measure(url, options.concurrency)
-            print(f"PostgreSQL  {done} rollouts in {elapsed:6.2f} s = {done / elapsed:7.1f} rollouts/s "
-                  f"(concurrency {options.concurrency}; E != expected_E: {wrong})")
+            report(url, options.concurrency, "PostgreSQL")
         finally:
             drop()
     else:
