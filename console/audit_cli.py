@@ -91,7 +91,9 @@ def status_cmd(audit_id: str = typer.Argument(...), db: str | None = DB_OPTION,
     for name, entry in result["reviewers"].items():
         out.print(f"  reviewer {entry['slot']} {name}: {entry['done']}/{result['items']} labelled", highlight=False)
     agreement = "—" if result["agreement"] is None else f"{result['agreement']:.1%}"
-    kappa = "—" if result["kappa"] is None else f"{result['kappa']:.3f}"
+    low, high = result["kappa_ci"]
+    kappa = ("—" if result["kappa"] is None else f"{result['kappa']:.3f}"
+             + (f", 95 % CI {low:.3f} to {high:.3f}" if low is not None else ""))
     out.print(f"  agreement on first labels: {agreement} of {result['both_labelled']} (kappa {kappa})",
               highlight=False)
     out.print(f"  disagreements {result['disagreements']}, adjudicated {result['adjudicated']} "

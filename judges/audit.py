@@ -183,14 +183,15 @@ def _agreement(first: dict[int, dict[str, str]]) -> dict[str, Any]:
     both = [item for item in first.values() if set(item) == set(AUDIT_SLOTS)]
     a, b = [item["A"] for item in both], [item["B"] for item in both]
     if not both:
-        return {"n": 0, "agreement": None, "kappa": None}
+        return {"n": 0, "agreement": None, "kappa": None, "kappa_ci": [None, None]}
     try:
         from redagent.judges.stats import cohen_kappa
     except ImportError:  # the statistics module is optional here: raw agreement is enough for progress
         return {"n": len(both), "agreement": sum(x == y for x, y in zip(a, b, strict=True)) / len(both),
-                "kappa": None}
+                "kappa": None, "kappa_ci": [None, None]}
     result = cohen_kappa(a, b)
-    return {"n": result["n"], "agreement": result["agreement"], "kappa": result["kappa"]}
+    return {"n": result["n"], "agreement": result["agreement"], "kappa": result["kappa"],
+            "kappa_ci": result["kappa_ci"]}
 
 
 def status(store: Store, audit_id: str) -> dict[str, Any]:
@@ -216,7 +217,8 @@ def status(store: Store, audit_id: str) -> dict[str, Any]:
         "reviewers": {name: {"slot": slot, "done": done[name]}
                       for name, slot in zip(audit.reviewers, AUDIT_SLOTS, strict=True)},
         "adjudicator": audit.adjudicator, "both_labelled": agreement["n"], "agreement": agreement["agreement"],
-        "kappa": agreement["kappa"], "disagreements": disagreements, "adjudicated": adjudicated,
+        "kappa": agreement["kappa"], "kappa_ci": agreement["kappa_ci"], "disagreements": disagreements,
+        "adjudicated": adjudicated,
         "final": sum(1 for item in final if item["final"] is not None),
         "remaining": missing_labels + disagreements - adjudicated, "remaining_labels": missing_labels,
         "remaining_adjudications": disagreements - adjudicated,

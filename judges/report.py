@@ -178,7 +178,8 @@ def _audit(store: Store, run_id: str, reps: int, seed: int) -> dict[str, Any] | 
     for label in first:
         by_item.setdefault(label["item_id"], {})[label["slot"]] = label["label"]
     both = [v for v in by_item.values() if "A" in v and "B" in v]
-    agreement = stats.cohen_kappa([v["A"] for v in both], [v["B"] for v in both]) if both else None
+    agreement = (stats.cohen_kappa([v["A"] for v in both], [v["B"] for v in both], reps=reps, seed=seed)
+                 if both else None)
     finals = store.final_labels(audit.id)
     # Items whose final human label is "unsure" or still missing are left out of the confusion matrix.
     frame = pd.DataFrame([{"y": f["judge_label"], "h": f["human"], "stratum": f["stratum"], "weight": f["weight"],
@@ -189,6 +190,8 @@ def _audit(store: Store, run_id: str, reps: int, seed: int) -> dict[str, Any] | 
     result = {"audit_id": audit.id, "config": audit.config_name, "backbone": audit.backbone,
               "items": len(items), "labelled_both": len(both), "final_labels": len(frame),
               "kappa": agreement["kappa"] if agreement else None,
+              "kappa_ci": agreement["kappa_ci"] if agreement else [None, None],
+              "agreement_ci": agreement["agreement_ci"] if agreement else [None, None],
               "kappa_defined": agreement["kappa_defined"] if agreement else False,
               "why_kappa_undefined": agreement["why_undefined"] if agreement else "no item labelled by both",
               "agreement": agreement["agreement"] if agreement else None}
@@ -198,6 +201,10 @@ def _audit(store: Store, run_id: str, reps: int, seed: int) -> dict[str, Any] | 
 
 
 # -- rendering ---------------------------------------------------------------------------------
+def _num3(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
 def write_report(report: dict[str, Any], out: Path, formats: list[str]) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -310,8 +317,10 @@ def markdown(report: dict[str, Any]) -> str:
         lines += ["## Human audit of the judge", "",
                   f"Audit {a['audit_id']} of configuration {a['config']} ({a['backbone']}): {a['items']} items, "
                   f"{a['labelled_both']} labelled by both reviewers, {a['final_labels']} final labels.", "",
-                  f"- agreement {_pct(a['agreement'])}; kappa "
-                  + (f"{a['kappa']:.3f}" if a.get("kappa_defined") else f"undefined ({a['why_kappa_undefined']})")]
+                  f"- agreement {_pct(a['agreement'])} ({_pct(a['agreement_ci'][0])}–{_pct(a['agreement_ci'][1])}); "
+                  "kappa " + (f"{a['kappa']:.3f} ({_num3(a['kappa_ci'][0])} to {_num3(a['kappa_ci'][1])}, "
+                              "item bootstrap)" if a.get("kappa_defined")
+                              else f"undefined ({a['why_kappa_undefined']})")]
         for metric in ("precision", "recall", "specificity", "f1", "accuracy", "judged_asr", "audited_asr"):
             if isinstance(a.get(metric), dict):
                 m = a[metric]

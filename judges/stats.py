@@ -349,33 +349,55 @@ def reg(df: pd.DataFrame, by: str | None = None) -> dict[str, Any]:
     return out
 
 
-def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> dict[str, Any]:
+def _kappa_of_tables(tables: np.ndarray) -> np.ndarray:
+    """Cohen's kappa of each k×k confusion table in `tables` (shape r×k×k); NaN where it is undefined."""
+    n = tables.sum(axis=(1, 2)).astype(np.float64)
+    observed = np.trace(tables, axis1=1, axis2=2) / n
+    expected = np.einsum("ri,ri->r", tables.sum(axis=2), tables.sum(axis=1)) / (n * n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(expected < 1.0, (observed - expected) / (1.0 - expected), np.nan)
+
+
+def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *, reps: int = 2000, seed: int = 0) -> dict[str, Any]:
     """Cohen's kappa between two reviewers' labels of the same items, with the undefined case stated.
 
     Labels are categorical (e.g. 1, 0, "unsure"); the categories are those used by either reviewer.
     Kappa is undefined when expected agreement is 1, which happens exactly when both reviewers gave
     every item the same single label; it is then reported as None with the reason.
+
+    Intervals (95 %): Wilson for raw agreement; for kappa the percentile interval of `reps` item
+    bootstrap replicates (seeded, so the same labels give the same interval), leaving out the
+    replicates in which kappa is undefined — with few items and lopsided labels, say, all-agree draws.
     """
     sa, sb = pd.Series(a, dtype=object), pd.Series(b, dtype=object)
     if len(sa) != len(sb):
         raise ValueError(f"reviewers labelled different numbers of items: {len(sa)} vs {len(sb)}")
     n = len(sa)
     if n == 0:
-        return {"n": 0, "agreement": None, "kappa": None, "kappa_defined": False, "why_undefined": "no items"}
+        return {"n": 0, "agreement": None, "agreement_ci": [None, None], "kappa": None, "kappa_ci": [None, None],
+                "kappa_defined": False, "why_undefined": "no items"}
     codes, categories = pd.factorize(pd.concat([sa, sb], ignore_index=True))
     if (codes < 0).any():
         raise ValueError("every item needs a label from both reviewers (found a missing label)")
     k = len(categories)
     ca, cb = codes[:n], codes[n:]
-    table = np.bincount(ca * k + cb, minlength=k * k).reshape(k, k)
+    cells = ca * k + cb
+    table = np.bincount(cells, minlength=k * k).reshape(k, k)
     observed = np.trace(table) / n
-    expected = float(table.sum(axis=1) @ table.sum(axis=0)) / (n * n)
+    agrees = int(np.trace(table))
+    agreement_ci = [_num(x) for x in wilson(agrees, n)]
     if k == 1:
         why = (f"both reviewers labelled all {n} items {categories[0]!r}, so expected agreement is 1 "
                "and kappa is 0/0")
-        return {"n": n, "agreement": float(observed), "kappa": None, "kappa_defined": False, "why_undefined": why}
-    return {"n": n, "agreement": float(observed), "kappa": float((observed - expected) / (1.0 - expected)),
-            "kappa_defined": True, "why_undefined": None}
+        return {"n": n, "agreement": float(observed), "agreement_ci": agreement_ci, "kappa": None,
+                "kappa_ci": [None, None], "kappa_defined": False, "why_undefined": why}
+    rng = np.random.default_rng(seed)
+    draws = cells[rng.integers(0, n, size=(reps, n))]
+    offsets = (np.arange(reps) * (k * k))[:, None]
+    tables = np.bincount((draws + offsets).ravel(), minlength=reps * k * k).reshape(reps, k, k)
+    kappa = float(_kappa_of_tables(table[None])[0])
+    return {"n": n, "agreement": float(observed), "agreement_ci": agreement_ci, "kappa": kappa,
+            "kappa_ci": list(_ci(_kappa_of_tables(tables))), "kappa_defined": True, "why_undefined": None}
 
 
 def audited_asr(judged: float, precision: float, recall: float) -> float:

@@ -212,12 +212,18 @@ replicates), with bars where a glance is quicker than reading:
             self.query_one("#audit-summary", Static).update("no human audit of this run yet")
             self.query_one("#asr-bars", Static).update("")
             return
-        kappa = (f"{audit['kappa']:.3f}" if audit["kappa_defined"]
-                 else f"undefined ({audit['why_kappa_undefined']})")
+        low, high = audit["kappa_ci"]
+        if not audit["kappa_defined"]:
+            kappa = f"undefined ({audit['why_kappa_undefined']})"
+        else:
+            kappa = f"{audit['kappa']:.3f}" + (f" (95 % CI {low:.3f} to {high:.3f})" if low is not None else "")
+        agreement_low, agreement_high = audit["agreement_ci"]
+        agreement_ci = f" ({interval(agreement_low, agreement_high)})" if agreement_low is not None else ""
         self.query_one("#audit-summary", Static).update(Text.assemble(
             f"audit {audit['audit_id']} of {audit['config']} ({audit['backbone']}): {audit['items']} items, "
             f"{audit['labelled_both']} labelled by both reviewers, {audit['final_labels']} final labels\n",
-            ("raw agreement ", "bold"), pct(audit["agreement"]), "   ", ("Cohen's kappa ", "bold"), kappa))
+            ("raw agreement ", "bold"), pct(audit["agreement"]), agreement_ci, "   ",
+            ("Cohen's kappa ", "bold"), kappa))
         table.add_columns("metric", "value", "95 % CI", "")
         for metric in METRICS:
             entry = audit.get(metric)
