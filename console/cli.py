@@ -767,16 +767,52 @@ def console_command(
     reviewer: str | None = typer.Option(None, "--reviewer", help="your name (reviewer, adjudicator, expert)"),
     role: str = typer.Option("researcher", "--role", help="researcher | reviewer | adjudicator | expert"),
     run_id: str | None = typer.Option(None, "--run", help="open on this run"),
+    web: bool = typer.Option(False, "--web", help="serve the console to a browser (textual-serve) on localhost"),
+    port: int = typer.Option(8000, "--port", help="with --web: the localhost port"),
 ) -> None:
     """Open the audit console (Textual): runs, rollouts, statistics, blinded audit, adjudication, case review."""
-    from redagent.console.app import RedAgentApp
-
     roles = ("researcher", "reviewer", "adjudicator", "expert")
     if role not in roles:
         raise UserError(f"unknown role {role!r} (known: {', '.join(roles)})")
     if role != "researcher" and not reviewer:
         raise UserError(f"the {role} role needs --reviewer NAME")
+    if web:
+        _serve_console(db, reviewer, role, run_id, port)
+        return
+    from redagent.console.app import RedAgentApp
+
     RedAgentApp(db, reviewer=reviewer, role=role, run_id=run_id).run()
+
+
+def _serve_console(db: str | None, reviewer: str | None, role: str, run_id: str | None, port: int) -> None:
+    """Each browser tab gets its own console process (textual-serve), bound to localhost only: the
+    console shows unblinded evidence to researchers, so it is never offered to the network."""
+    import shlex
+    import socket
+
+    from sqlalchemy.engine import make_url
+    from textual_serve.server import Server
+
+    from redagent.store.connect import resolve_url
+
+    if not 0 < port < 65536:
+        raise UserError(f"--port {port} is not a TCP port")
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise UserError(f"--port {port} is not free on localhost: {exc.strerror or exc}") from None
+    # Every tab opens the same store: a relative SQLite path made absolute, and the URL handed over in
+    # the environment rather than on a command line that `ps` shows (it may hold a password).
+    url = make_url(resolve_url(db))
+    if url.drivername.startswith("sqlite") and url.database and not Path(url.database).is_absolute():
+        url = url.set(database=str(Path(url.database).resolve()))
+    os.environ["REDAGENT_DB"] = url.render_as_string(hide_password=False)
+    argv = [sys.executable, "-m", "redagent", "console", "--role", role]
+    argv += ["--reviewer", reviewer] if reviewer else []
+    argv += ["--run", run_id] if run_id else []
+    out.print(f"serving the console ({role}) at http://localhost:{port} — Ctrl-C stops", highlight=False)
+    Server(shlex.join(argv), host="localhost", port=port, title="REDAgentBench").serve()
 
 
 def main(argv: list[str] | None = None) -> None:
