@@ -419,13 +419,18 @@ def manifest_hash(root: Path | None = None) -> str | None:
     return orjson.loads(manifest.read_bytes())["manifest_hash"] if manifest.exists() else None
 
 
-def find_cases(ids: Iterable[str]) -> dict[str, Case]:
-    """The cases with these ids, by id, from the starter library and the compiled benchmark (base cases
-    and variants) — what a stored run's case ids are resolved against. Ids this installation does not
-    know are absent from the result."""
-    wanted = set(ids)
-    found = {c.id: c for c in load_cases() if c.id in wanted}
-    found.update(compiled_cases(wanted - found.keys()))
+def find_cases(ids: Iterable[str], files: dict[str, str] | None = None) -> dict[str, Case]:
+    """The cases with these ids, by id — what a stored run's case ids are resolved against: `files`
+    (id → the file a run read it from, for cases of a researcher's own folder), else the starter
+    library and the compiled benchmark (base cases and variants). Ids found nowhere (or whose file
+    is gone) are absent from the result."""
+    wanted, files = set(ids), files or {}
+    own = [Path(files[cid]) for cid in sorted(wanted) if cid in files and Path(files[cid]).is_file()]
+    found = {c.id: c for c in (load_cases(own) if own else []) if c.id in wanted}
+    rest = wanted - found.keys() - files.keys()
+    if rest:
+        found.update({c.id: c for c in load_cases() if c.id in rest})
+        found.update(compiled_cases(rest - found.keys()))
     return found
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from redagent import __version__
-from redagent.cases.loader import find_cases
+from redagent.cases.loader import benchmark_dir, find_cases, library_dir
 from redagent.cases.schema import Case
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import DEFAULT_DISCLOSURE, DEFENSES
@@ -163,7 +163,20 @@ def _existing(store: Store, run_id: str) -> RunRecord:
 
 def _protocol(spec: RunSpec, cases: list[Case]) -> dict[str, Any]:
     return {**asdict(spec), "cue_text": {"clean": "", "disclosed": spec.disclosure},
-            "case_ids": {c.id: c.content_hash for c in cases}}
+            "case_ids": {c.id: c.content_hash for c in cases}, "case_files": _own_case_files(cases)}
+
+
+def _own_case_files(cases: list[Case]) -> dict[str, str]:
+    """Where the cases that are not part of this installation (a researcher's own folder) were read from,
+    as absolute paths: a resume, judge or replay finds them again from any working directory."""
+    installed = (library_dir().resolve(), benchmark_dir().resolve())
+    files = {}
+    for case in cases:
+        if case.source:
+            path = Path(case.source).resolve()
+            if not any(path.is_relative_to(root) for root in installed):
+                files[case.id] = str(path)
+    return files
 
 
 def _spec(protocol: dict[str, Any]) -> RunSpec:
@@ -172,12 +185,14 @@ def _spec(protocol: dict[str, Any]) -> RunSpec:
 
 
 def _cases_of(run: RunRecord, only: set[str] | None = None) -> list[Case]:
-    wanted = run.protocol["case_ids"]
-    library = find_cases(cid for cid in wanted if only is None or cid in only)
-    missing = [cid for cid in wanted if cid not in library and (only is None or cid in only)]
+    own = run.protocol.get("case_files") or {}
+    chosen = [cid for cid in run.protocol["case_ids"] if only is None or cid in only]
+    library = find_cases(chosen, own)
+    missing = [cid for cid in chosen if cid not in library]
     if missing:
-        raise PlanError(f"run {run.id} used case {missing[0]!r}, which is not in the case library any more")
-    return [library[cid] for cid in wanted if only is None or cid in only]
+        where = f"its file {own[missing[0]]} is gone" if missing[0] in own else "it is not in the case library any more"
+        raise PlanError(f"run {run.id} used case {missing[0]!r}; {where}")
+    return [library[cid] for cid in chosen]
 
 
 def summary(store: Store, run_id: str) -> dict[str, Any]:

@@ -48,7 +48,7 @@ class LabellingReport:
 def _cases(store: Store, run_id: str) -> dict[str, Case]:
     """The cases the run's rollouts used, as this installation has them now (a changed case is caught by
     its hash and counted stale)."""
-    return find_cases(store.case_ids(run_id))
+    return find_cases(store.case_ids(run_id), store.get_run(run_id).protocol.get("case_files"))
 
 
 def _judge_model(backbone: str, api_base: str | None, timeout: float, retries: int):

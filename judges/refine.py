@@ -31,7 +31,7 @@ class Flag:
 def refine(store: Store, run_id: str) -> list[Flag]:
     if store.get_run(run_id) is None:
         raise ValueError(f"no run {run_id!r} in the store")
-    cases = find_cases(store.case_ids(run_id))
+    cases = find_cases(store.case_ids(run_id), store.get_run(run_id).protocol.get("case_files"))
     reached: dict[str, list[bool]] = defaultdict(list)
     benign_done: dict[str, list[bool]] = defaultdict(list)
     rollouts: dict[str, list[str]] = defaultdict(list)

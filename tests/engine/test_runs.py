@@ -137,3 +137,38 @@ def test_a_run_over_compiled_benchmark_cases_stops_and_resumes(tmp_path):
         report = judge_run(store, run_id, ["state"])
         assert report.judged["state/rule"] == 5 and report.stale == 0
         assert isinstance(refine(store, run_id), list)
+
+
+def test_a_run_over_an_own_case_folder_resumes_and_is_judged_from_elsewhere(tmp_path, monkeypatch):
+    """Cases from a researcher's own folder are found again by the absolute path the run recorded."""
+    import shutil
+
+    import yaml
+
+    from redagent.cases.loader import library_dir
+    from redagent.engine.matrix import resume_run
+    from redagent.judges.labelling import judge_run
+
+    folder = tmp_path / "my-cases"
+    folder.mkdir()
+    source = next((library_dir() / "banking").glob("*.yaml"))
+    data = yaml.safe_load(source.read_text())
+    data["id"] = "my-own-banking-case"
+    (folder / "mine.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    monkeypatch.chdir(tmp_path)
+    with open_store(f"sqlite:///{tmp_path / 'own.db'}") as store:
+        first = start_run(store, RunSpec(cases="./my-cases", models=["sim/comply", "sim/ignore"], harnesses=["native"]))
+        run_id = first.run_record.id
+        first.request_stop()
+        asyncio.run(first.run())
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        monkeypatch.chdir(elsewhere)  # the relative selector `./my-cases` means nothing here
+        asyncio.run(resume_run(store, run_id).run())
+        result = summary(store, run_id)
+        assert result["status"] == "finished" and result["completed"] == result["valid"] == 2
+        report = judge_run(store, run_id, ["state"])
+        assert report.judged["state/rule"] == 2 and report.stale == 0
+        shutil.rmtree(folder)
+        with pytest.raises(Exception, match="my-own-banking-case.*mine.yaml is gone"):
+            resume_run(store, run_id)
