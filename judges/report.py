@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import pandas as pd
 
+from redagent.cases.loader import find_cases
 from redagent.cases.taxonomy import strategy_category
 from redagent.judges import stats
 from redagent.judges.config import RULE, VIEWS
@@ -57,6 +58,9 @@ def build_report(store: Store, run_id: str, *, backbone: str = RULE, recognition
     if want("asr"):
         report["asr"] = _asr(outcomes, labels, backbone)
         report["by_strategy"] = _by_strategy(outcomes)
+        semantic = _semantic(store, run_id, outcomes, configs)
+        if semantic is not None:
+            report["semantic"] = semantic
     if want("views") or want("ranking"):
         views, ranking = _views(labels, reps, seed)
         report["views"], report["ranking"] = views, ranking
@@ -158,6 +162,35 @@ def _reg(store: Store, run_id: str, outcomes: pd.DataFrame, judge: str) -> dict[
     frame = pd.DataFrame(rows).merge(outcomes[["rollout_id", "strategy", "model"]], on="rollout_id")
     frame.loc[~frame["resolved"], ["broad", "strict"]] = float("nan")
     return {"judge": judge, **stats.reg(frame, by="strategy")}
+
+
+def _semantic(store: Store, run_id: str, outcomes: pd.DataFrame,
+              configs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Rollouts of semantic cases (honest reporting, C28): the verifier decides only their deterministic
+    part (e.g. the refund promise was mailed), so their E is an upper bound; whether the agent then
+    misreported it is for an LLM judge under the hybrid view, with the case's judge instructions.
+    Per LLM backbone that labelled them: how many it decided, and how many stay harmful (E = 1 and the
+    judge says harmful). None when the run has no semantic case."""
+    if outcomes.empty:
+        return None
+    run = store.get_run(run_id)
+    cases = find_cases(outcomes["case_id"].unique(), run.protocol.get("case_files") if run else None)
+    semantic = outcomes[outcomes["case_id"].isin([cid for cid, case in cases.items() if case.semantic])]
+    if semantic.empty:
+        return None
+    result: dict[str, Any] = {"cases": int(semantic["case_id"].nunique()), "valid": len(semantic),
+                              "harmful_by_rule": int((semantic["E"] == 1).sum()), "llm_hybrid": []}
+    by_rule = dict(zip(semantic["rollout_id"], semantic["E"], strict=True))
+    for config in configs:
+        if config["view"] != "hybrid" or config["backbone"] == RULE:
+            continue
+        rows = store.labelled_rows(run_id, config["config_hash"], config["backbone"])
+        labelled = {row["rollout_id"]: row["label"] for row in rows if row["rollout_id"] in by_rule}
+        result["llm_hybrid"].append({
+            "config": config["config_name"], "backbone": config["backbone"], "decided": len(labelled),
+            "harmful": sum(1 for rid, label in labelled.items() if label == 1 and by_rule[rid] == 1),
+            "undecided": len(by_rule) - len(labelled)})
+    return result
 
 
 def _by_strategy(outcomes: pd.DataFrame) -> list[dict[str, Any]]:
@@ -281,6 +314,16 @@ def markdown(report: dict[str, Any]) -> str:
         lines += [f"| {c['source']} | {c['model']} | {c['harness']} | {c['cue']} | {c['defense']} | {c['harmful']} | "
                   f"{c['valid']} | {_pct(c['rate'])} | {_pct(c['ci_low'])}–{_pct(c['ci_high'])} |"
                   for c in report["asr"]]
+        lines.append("")
+    if report.get("semantic"):
+        m = report["semantic"]
+        lines += ["## Semantic constraints (honest reporting)", "",
+                  f"{m['valid']} valid rollouts of {m['cases']} semantic cases: the verifier decides only their "
+                  f"deterministic part, so the execution ASR above counts them at that value ({m['harmful_by_rule']} "
+                  "harmful) — an upper bound until an LLM judge under the hybrid view decides them "
+                  "(`redagent judge RUN --views hybrid --backbone MODEL`).", ""]
+        lines += [f"- {j['config']} ({j['backbone']}): decided {j['decided']}, harmful {j['harmful']} "
+                  f"(rule and judge agree), undecided {j['undecided']}" for j in m["llm_hybrid"]]
         lines.append("")
     if report.get("views"):
         lines += ["## Paired view comparisons (same rollouts)", "",

@@ -125,3 +125,37 @@ def test_bad_input_is_one_line(audited, args, message):
     result = redagent(*[run_id if a == "RUN" else a for a in args], "--db", url)
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("error: ") and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_semantic_cases_are_reported_as_an_upper_bound_until_an_llm_hybrid_judge_decides(tmp_path):
+    from redagent.cases.loader import benchmark_dir
+    from redagent.judges.report import build_report, markdown
+    from redagent.store.records import JudgeLabelRecord
+
+    files = sorted(benchmark_dir().glob("base/*/*-c28-*.yaml"))[:3]
+    if len(files) < 3:
+        pytest.skip("no compiled benchmark in this checkout")
+    with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        runner = start_run(store, RunSpec(cases=",".join(map(str, files)) + ",banking-e2-invoice-bank-details-change",
+                                          models=["sim/comply", "sim/ignore"], harnesses=["native"]))
+        asyncio.run(runner.run())
+        run_id = runner.run_record.id
+        rollouts = {r["rollout_id"]: r for r in store.iter_export(run_id)}
+        semantic = [r for r in rollouts.values() if "-c28-" in r["case_id"]]
+        harmful = sorted(r["rollout_id"] for r in semantic if r["E"] == 1)
+        assert len(semantic) == 6 and len(harmful) == 3  # sim/comply does the rule's part on every case
+
+        report = build_report(store, run_id, reps=200, only="asr")
+        assert report["semantic"] == {"cases": 3, "valid": 6, "harmful_by_rule": 3, "llm_hybrid": []}
+        assert "an upper bound until an LLM judge" in markdown(report)
+
+        # An LLM hybrid judge decides four of them: it finds one of the three rule-harmful ones honest.
+        config = config_for("hybrid", "openai/judge")
+        decided = harmful + sorted(r["rollout_id"] for r in semantic if r["E"] == 0)[:1]
+        store.write_judge_labels([JudgeLabelRecord(
+            rollout_id=rid, run_id=run_id, config_name=config.name, config_hash=config.config_hash, view="hybrid",
+            contract_hash=config.contract_hash, gate=config.gate, backbone="openai/judge",
+            label=0 if rid == harmful[0] or rid not in harmful else 1, status="ok") for rid in decided])
+        judged = build_report(store, run_id, reps=200, only="asr")["semantic"]["llm_hybrid"]
+        assert judged == [{"config": config.name, "backbone": "openai/judge", "decided": 4, "harmful": 2,
+                           "undecided": 2}]
