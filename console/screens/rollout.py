@@ -21,7 +21,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
-from redagent.cases.loader import CaseFileError, compiled_cases, load_cases
+from redagent.cases.loader import CaseFileError, compiled_cases, find_cases, load_cases
 from redagent.cases.schema import Case
 from redagent.cases.taxonomy import CHANNELS, CONSTRAINTS, STRATEGIES, VULNERABILITIES
 from redagent.console.widgets.evidence import EvidencePanes
@@ -41,11 +41,14 @@ def library() -> dict[str, Case]:
 
 
 @lru_cache(maxsize=1024)
-def case_named(case_id: str) -> Case | None:
-    """A rollout's case: the starter library, else the compiled benchmark (one file read, then cached)."""
-    if case_id in library():
-        return library()[case_id]
+def case_named(case_id: str, own_file: str | None = None) -> Case | None:
+    """A rollout's case: from the file its run recorded (a researcher's own folder), else the starter
+    library, else the compiled benchmark (one file read, then cached)."""
     try:
+        if own_file:
+            return find_cases([case_id], {case_id: own_file}).get(case_id)
+        if case_id in library():
+            return library()[case_id]
         return compiled_cases([case_id]).get(case_id)
     except CaseFileError:
         return None
@@ -162,6 +165,7 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
         self.ids = list(ids or [rollout_id])
         self.detail: dict[str, Any] | None = None
         self.loaded_id: str | None = None  # the rollout whose evidence is on screen
+        self._case_files: dict[str, dict[str, str]] = {}  # run id → its recorded own case files
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -187,13 +191,20 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
         self.rollout_id = rollout_id
         self._load(rollout_id)
 
+    def _own_files(self, run_id: str) -> dict[str, str]:
+        """The case files a run recorded for cases outside the installation (read once per run)."""
+        if run_id not in self._case_files:
+            run = self.app.store.get_run(run_id)
+            self._case_files[run_id] = (run.protocol.get("case_files") or {}) if run else {}
+        return self._case_files[run_id]
+
     @work(thread=True, exclusive=True, exit_on_error=False, group="rollout-detail")
     def _load(self, rollout_id: str) -> None:
         detail = self.app.store.rollout_detail(rollout_id, labels=not self.blinded, event_limit=FIRST_EVENTS)
         if detail is None:
             self.post_message(DetailLoaded(rollout_id, None, None, None))
             return
-        case = case_named(detail["case_id"])
+        case = case_named(detail["case_id"], self._own_files(detail["run_id"]).get(detail["case_id"]))
         complete = detail["event_count"] <= len(detail["events"])
         found = mismatches(detail) if complete else None
         self.post_message(DetailLoaded(rollout_id, detail, case, found))

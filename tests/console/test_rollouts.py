@@ -322,3 +322,29 @@ def test_rollout_detail_snapshot(fixed_store, snap_compare):
 
     app = BrowserApp(fixed_store, RolloutScreen("rollout-fixed"))
     assert snap_compare(app, terminal_size=SIZE, run_before=ready)
+
+
+def test_the_header_shows_a_case_from_the_researchers_own_folder(tmp_path):
+    """The run recorded where its own cases came from; the detail's header finds the case there."""
+    import yaml
+
+    from redagent.cases.loader import library_dir
+
+    source = next((library_dir() / "banking").glob("*.yaml"))
+    data = yaml.safe_load(source.read_text())
+    data.update(id="my-own-case", title="An invoice from my own folder")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "case.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    url = f"sqlite:///{tmp_path / 'own.db'}"
+    with open_store(url) as store:
+        runner = start_run(store, RunSpec(cases=str(tmp_path / "mine"), models=["sim/comply"], harnesses=["native"]))
+        asyncio.run(runner.run())
+        rollout_id = store.rollouts(runner.run_record.id)[0].id
+
+    async def header() -> str:
+        app = BrowserApp(url, RolloutScreen(rollout_id))
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            return screen_text(app)
+    text = asyncio.run(header())
+    assert "my-own-case" in text and "An invoice from my own folder" in text
