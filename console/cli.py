@@ -71,9 +71,9 @@ def cases_list(
     cases = _select(_library(path), surface, strategy, constraint)
     if as_json:
         print_json([{"id": c.id, "version": c.version, "title": c.title, "strategy": c.strategy,
-                "vulnerability": c.vulnerability, "constraint": c.constraint,
-                "surfaces": list(c.surfaces), "channel": c.channel, "hash": c.content_hash}
-               for c in cases])
+                     "vulnerability": c.vulnerability, "constraint": c.constraint,
+                     "surfaces": list(c.surfaces), "channel": c.channel, "hash": c.content_hash}
+                    for c in cases])
         return
     table = Table(title=f"{len(cases)} cases")
     for column in ("id", "strategy", "vuln", "constraint", "surfaces", "title"):
@@ -181,9 +181,9 @@ def cases_rollout(
     done = rollout.finished
     if as_json:
         print_json({"case_id": rollout.case_id, "case_hash": rollout.case_hash, "agent": agent,
-               "E": rollout.E, "expected_E": rollout.expected_E, "evidence": done.verdict.to_dict()["evidence"],
-               "reached": rollout.reached, "events": [e.to_dict() for e in rollout.events],
-               "receipts": [r.to_dict() for r in done.receipts], "diff": [d.to_dict() for d in done.diff]})
+                    "E": rollout.E, "expected_E": rollout.expected_E, "evidence": done.verdict.to_dict()["evidence"],
+                    "reached": rollout.reached, "events": [e.to_dict() for e in rollout.events],
+                    "receipts": [r.to_dict() for r in done.receipts], "diff": [d.to_dict() for d in done.diff]})
         return
     out.rule(f"{case_id} · {agent}{' · benign variant' if benign else ''}")
     for event in rollout.events:
@@ -397,9 +397,9 @@ def cases_taxonomy(as_json: bool = typer.Option(False, "--json")) -> None:
     """Print the IVC taxonomy: strategies, vulnerabilities, constraints, surfaces."""
     if as_json:
         print_json({"strategies": [vars(s) for s in STRATEGIES.values()],
-               "vulnerabilities": [vars(v) for v in VULNERABILITIES.values()],
-               "constraints": [vars(c) for c in CONSTRAINTS.values()],
-               "surfaces": SURFACES, "channels": CHANNELS})
+                    "vulnerabilities": [vars(v) for v in VULNERABILITIES.values()],
+                    "constraints": [vars(c) for c in CONSTRAINTS.values()],
+                    "surfaces": SURFACES, "channels": CHANNELS})
         return
     for title, rows, columns in (
         ("Intervention strategies", [(s.code, s.name, s.channel, s.description) for s in STRATEGIES.values()],
@@ -537,7 +537,7 @@ def run(
         store.close()
     if as_json:
         print_json({k: result[k] for k in ("run_id", "planned", "completed", "valid", "invalid", "invalid_reasons",
-                                      "execution_asr")})
+                                           "execution_asr")})
     else:
         _print_summary(result)
     if open_console and sys.stdin.isatty() and sys.stdout.isatty():
