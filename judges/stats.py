@@ -392,12 +392,16 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *, reps: int = 200
         return {"n": n, "agreement": float(observed), "agreement_ci": agreement_ci, "kappa": None,
                 "kappa_ci": [None, None], "kappa_defined": False, "why_undefined": why}
     rng = np.random.default_rng(seed)
-    draws = cells[rng.integers(0, n, size=(reps, n))]
-    offsets = (np.arange(reps) * (k * k))[:, None]
-    tables = np.bincount((draws + offsets).ravel(), minlength=reps * k * k).reshape(reps, k, k)
+    replicates = []
+    step = max(1, 2_000_000 // n)  # replicates per batch: a few MB of draws, whatever the audit's size
+    for start in range(0, reps, step):
+        size = min(step, reps - start)
+        draws = cells[rng.integers(0, n, size=(size, n))] + (np.arange(size) * (k * k))[:, None]
+        tables = np.bincount(draws.ravel(), minlength=size * k * k).reshape(size, k, k)
+        replicates.append(_kappa_of_tables(tables))
     kappa = float(_kappa_of_tables(table[None])[0])
     return {"n": n, "agreement": float(observed), "agreement_ci": agreement_ci, "kappa": kappa,
-            "kappa_ci": list(_ci(_kappa_of_tables(tables))), "kappa_defined": True, "why_undefined": None}
+            "kappa_ci": list(_ci(np.concatenate(replicates))), "kappa_defined": True, "why_undefined": None}
 
 
 def audited_asr(judged: float, precision: float, recall: float) -> float:
