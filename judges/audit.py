@@ -184,11 +184,8 @@ def _agreement(first: dict[int, dict[str, str]]) -> dict[str, Any]:
     a, b = [item["A"] for item in both], [item["B"] for item in both]
     if not both:
         return {"n": 0, "agreement": None, "kappa": None, "kappa_ci": [None, None]}
-    try:
-        from redagent.judges.stats import cohen_kappa
-    except ImportError:  # the statistics module is optional here: raw agreement is enough for progress
-        return {"n": len(both), "agreement": sum(x == y for x, y in zip(a, b, strict=True)) / len(both),
-                "kappa": None, "kappa_ci": [None, None]}
+    from redagent.judges.stats import cohen_kappa  # pandas and scipy load only when an audit is summarised
+
     result = cohen_kappa(a, b)
     return {"n": result["n"], "agreement": result["agreement"], "kappa": result["kappa"],
             "kappa_ci": result["kappa_ci"]}

@@ -45,10 +45,11 @@ class LabellingReport:
                 "invalid_skipped": self.invalid_skipped}
 
 
-def _cases(store: Store, run_id: str) -> dict[str, Case]:
+def run_cases(store: Store, run_id: str) -> dict[str, Case]:
     """The cases the run's rollouts used, as this installation has them now (a changed case is caught by
-    its hash and counted stale)."""
-    return find_cases(store.case_ids(run_id), store.get_run(run_id).protocol.get("case_files"))
+    its hash), including those from a researcher's own folder that the run recorded."""
+    run = store.get_run(run_id)
+    return find_cases(store.case_ids(run_id), run.protocol.get("case_files") if run else None)
 
 
 def _judge_model(backbone: str, api_base: str | None, timeout: float, retries: int):
@@ -64,7 +65,7 @@ def judge_run(store: Store, run_id: str, views: list[str], *, backbone: str = RU
         raise LabellingError(f"no run {run_id!r} in the store")
     configs = [config_for(view, backbone) for view in views]
     model = None if backbone == RULE else _judge_model(backbone, api_base, timeout, retries)
-    cases = _cases(store, run_id)
+    cases = run_cases(store, run_id)
     report = LabellingReport(run_id, [c.name for c in configs])
     for page in _pages(store.iter_export(run_id)):
         work: list[tuple[JudgeConfig, dict[str, Any], Case]] = []
@@ -122,7 +123,7 @@ def recognize_run(store: Store, run_id: str, *, backbone: str | None = None, api
     judge = backbone or LEXICAL
     contract_hash = recognition_contract_hash(judge)
     model = None if backbone is None else _judge_model(backbone, api_base, timeout, retries)
-    cases = _cases(store, run_id)
+    cases = run_cases(store, run_id)
     done = {r.rollout_id for r in store.recognition_labels(run_id, judge, contract_hash)}
     harmful = [r for r in store.iter_export(run_id) if r["valid"] and r["E"] == 1 and r["rollout_id"] not in done
                and r["case_id"] in cases and cases[r["case_id"]].content_hash == r["case_hash"]]

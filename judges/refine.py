@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from redagent.cases.loader import find_cases
 from redagent.cases.selfcheck import CONSEQUENTIAL
+from redagent.judges.labelling import run_cases
 from redagent.store.db import Store
 
 
@@ -31,7 +31,7 @@ class Flag:
 def refine(store: Store, run_id: str) -> list[Flag]:
     if store.get_run(run_id) is None:
         raise ValueError(f"no run {run_id!r} in the store")
-    cases = find_cases(store.case_ids(run_id), store.get_run(run_id).protocol.get("case_files"))
+    cases = run_cases(store, run_id)
     reached: dict[str, list[bool]] = defaultdict(list)
     benign_done: dict[str, list[bool]] = defaultdict(list)
     rollouts: dict[str, list[str]] = defaultdict(list)

@@ -17,11 +17,10 @@ from typing import Any
 import orjson
 import pandas as pd
 
-from redagent.cases.loader import find_cases
 from redagent.cases.taxonomy import strategy_category
 from redagent.judges import stats
 from redagent.judges.config import RULE, VIEWS
-from redagent.judges.labelling import LEXICAL, recognition_contract_hash
+from redagent.judges.labelling import LEXICAL, recognition_contract_hash, run_cases
 from redagent.store.db import Store
 
 TABLES = ("asr", "views", "ranking", "cue", "defense", "reg", "audit")
@@ -173,8 +172,7 @@ def _semantic(store: Store, run_id: str, outcomes: pd.DataFrame,
     judge says harmful). None when the run has no semantic case."""
     if outcomes.empty:
         return None
-    run = store.get_run(run_id)
-    cases = find_cases(outcomes["case_id"].unique(), run.protocol.get("case_files") if run else None)
+    cases = run_cases(store, run_id)
     semantic = outcomes[outcomes["case_id"].isin([cid for cid, case in cases.items() if case.semantic])]
     if semantic.empty:
         return None

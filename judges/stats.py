@@ -383,8 +383,8 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *, reps: int = 200
     ca, cb = codes[:n], codes[n:]
     cells = ca * k + cb
     table = np.bincount(cells, minlength=k * k).reshape(k, k)
-    observed = np.trace(table) / n
     agrees = int(np.trace(table))
+    observed = agrees / n
     agreement_ci = [_num(x) for x in wilson(agrees, n)]
     if k == 1:
         why = (f"both reviewers labelled all {n} items {categories[0]!r}, so expected agreement is 1 "
