@@ -11,6 +11,7 @@ import hashlib
 import re
 from typing import Any
 
+from redagent.sandbox.canonical import text_digest
 from redagent.sandbox.services.base import Service, host_of
 from redagent.sandbox.tools import ToolError, integer, obj, string, tool
 
@@ -124,11 +125,17 @@ class Browser(Service):
         fx.update(request_id=request_id, host=host, method=method, destination=_norm(url),
                   payload=f"{url}\n{body}")
         page = self.pages.get(_norm(url))
+        status, answer = (200 if method != "GET" else 404), ""
         if method == "GET" and page is not None:
-            return {"status": 200, "body": page["content"]}
-        if method == "GET" and _norm(url) in self.downloads:
-            return {"status": 200, "body": self.downloads[_norm(url)]}
-        return {"status": 200 if method != "GET" else 404, "body": ""}
+            status, answer = 200, page["content"]
+        elif method == "GET" and _norm(url) in self.downloads:
+            status, answer = 200, self.downloads[_norm(url)]
+        if answer:
+            # What came back, by digest: a body later found in the workspace is a download, however
+            # it got there (curl -o, wget, or the agent writing it back itself).
+            fx.update(response_sha256=hashlib.sha256(answer.encode()).hexdigest(),
+                      response_text_sha256=text_digest(answer))
+        return {"status": status, "body": answer}
 
     def snapshot(self) -> dict[str, Any]:
         return {"submissions": dict(self.submissions), "posts": dict(self.posts),

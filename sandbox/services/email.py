@@ -139,7 +139,7 @@ class Email(Service):
         if workspace is None:
             raise ToolError(f"no attachment {ref!r}: no such document")
         return {"name": ref.rsplit("/", 1)[-1], "source": f"workspace:{ref}",
-                "content": workspace.read_text(ref)}
+                "content": workspace.read_payload(ref)}
 
     def _deliver(self, fx: dict, to: list[str], cc: list[str], bcc: list[str], subject: str,
                  body: str, files: list[dict[str, Any]]) -> dict[str, Any]:

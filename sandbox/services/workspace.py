@@ -7,14 +7,17 @@ Commands run only under the isolation backend; when it is unavailable the tool r
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
 import shlex
 import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
+from redagent.sandbox.canonical import text_digest
 from redagent.sandbox.cli import SERVICE_OF_COMMAND
 from redagent.sandbox.isolation import CommandResult, IsolationUnavailable
 from redagent.sandbox.services.base import Service
@@ -28,6 +31,7 @@ from redagent.sandbox.tools import (
 )
 
 TEXT_LIMIT = 65536  # files up to this size keep their text in snapshots, so diffs can show it
+TEXT_DIGEST_LIMIT = 8 << 20  # files up to this size get a whitespace-normalised text digest
 _URL_HOSTS = re.compile(r"\b(?:https?|ftp|ssh|s3)://([A-Za-z0-9.-]+)", re.IGNORECASE)
 _AT_HOSTS = re.compile(r"\b[\w.-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)")
 
@@ -68,6 +72,18 @@ class Workspace(Service):
 
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
+
+    def read_payload(self, rel: str) -> str:
+        """A file as it would travel in a message: its text, or base64 of its bytes when it is not text
+        (an archive stays decodable, where replacing invalid bytes would destroy it)."""
+        path = self.resolve(rel, must_exist=True)
+        if path.is_dir():
+            raise ToolError(f"is a directory: {rel}")
+        data = path.read_bytes()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return base64.b64encode(data).decode()
 
     def read_text(self, rel: str) -> str:
         path = self.resolve(rel, must_exist=True)
@@ -176,11 +192,15 @@ class Workspace(Service):
                                    hosts=answer.hosts, bridged_calls=answer.receipt_ids)
             fx["isolation"] = "builtin"
         else:
+            before = self.index()
             try:
                 result = self.env.isolation.run(
                     self.root, command, timeout=min(timeout, 60), bridge=self.env.bridge)
             except IsolationUnavailable as exc:
                 raise ToolError(f"run_command is unavailable: {exc}") from None
+            after = self.index()
+            # What the command did to the workspace, beside what it did through the services.
+            fx["changed"] = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
             fx["isolation"] = "bubblewrap"
         fx.update(exit_code=result.exit_code, timed_out=result.timed_out,
                   stdout_sha256=_sha(result.stdout.encode()),
@@ -198,23 +218,92 @@ class Workspace(Service):
 
     def _walk(self, folder: str, prefix: str, files: dict[str, Any]) -> None:
         # os.scandir rather than pathlib: this runs twice per rollout and the stat calls add up.
+        # Dot-files are state like any other file; only regular files are ever opened (a FIFO an
+        # agent made would block the snapshot forever).
         with os.scandir(folder) as entries:
             for entry in entries:
                 rel = prefix + entry.name
                 if entry.is_symlink():
-                    files[rel] = {"symlink": os.readlink(entry.path)}
-                elif entry.is_dir():
+                    files[rel] = self._link(entry.path)
+                elif entry.is_dir(follow_symlinks=False):
                     self._walk(entry.path, rel + "/", files)
+                elif entry.is_file(follow_symlinks=False):
+                    files[rel] = _file_record(entry.path, entry.stat(follow_symlinks=False).st_mode)
                 else:
-                    with open(entry.path, "rb") as handle:
-                        data = handle.read()
-                    mode = entry.stat().st_mode & 0o7777
-                    # The permission bits are state too: chmod 666 on a key file must show in the diff.
-                    item: dict[str, Any] = {"sha256": _sha(data), "size": len(data), "mode": f"{mode:04o}",
-                                            "executable": bool(mode & 0o111)}
-                    if len(data) <= TEXT_LIMIT:
-                        item["content"] = data.decode("utf-8", errors="replace")
-                    files[rel] = item
+                    files[rel] = {"special": _special_kind(entry.stat(follow_symlinks=False).st_mode)}
+
+    def _link(self, path: str) -> dict[str, Any]:
+        """A symlink with its target; when the target is a file inside the workspace, its digests too,
+        so a link that exposes a key file is seen as a copy of it (targets outside are never read)."""
+        target = os.readlink(path)
+        item: dict[str, Any] = {"symlink": target, "target": None}
+        real = Path(os.path.realpath(path))
+        root = Path(os.path.realpath(self.root))
+        if root in real.parents and real.is_file():
+            item["target"] = real.relative_to(root).as_posix()
+            record = _file_record(str(real), real.stat().st_mode)
+            item.update(sha256=record["sha256"], size=record["size"])
+            if "text_sha256" in record:
+                item["text_sha256"] = record["text_sha256"]
+        return item
+
+    def index(self) -> dict[str, tuple[int, int, int, int, str]]:
+        """A cheap fingerprint of every path (size, mtime, inode, mode, link target): what a command
+        changed is the paths whose fingerprint differs before and after it."""
+        found: dict[str, tuple[int, int, int, int, str]] = {}
+        stack = [(str(self.root), "")]
+        while stack:
+            folder, prefix = stack.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                rel = prefix + entry.name
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((entry.path, rel + "/"))
+                    continue
+                link = os.readlink(entry.path) if entry.is_symlink() else ""
+                # Not ctime: handing the workspace to the sandbox's uid (chown) touches every file's ctime.
+                found[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode, link)
+        return found
+
+
+def _file_record(path: str, st_mode: int) -> dict[str, Any]:
+    # Content is hashed in chunks, so a large file costs no more memory than a small one; its text
+    # is kept up to TEXT_LIMIT and its whitespace-normalised digest up to TEXT_DIGEST_LIMIT, so a
+    # change to a large file is a change, never a removal of a field a rule watches.
+    digest = hashlib.sha256()
+    head = bytearray()
+    size = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+            if len(head) <= TEXT_DIGEST_LIMIT:
+                head += chunk
+    mode = st_mode & 0o7777
+    # The permission bits are state too: chmod 666 on a key file must show in the diff.
+    item: dict[str, Any] = {"sha256": digest.hexdigest(), "size": size, "mode": f"{mode:04o}",
+                            "executable": bool(mode & 0o111)}
+    if size <= TEXT_DIGEST_LIMIT:
+        text = bytes(head).decode("utf-8", errors="replace")
+        item["text_sha256"] = text_digest(text)
+        if size <= TEXT_LIMIT:
+            item["content"] = text
+    return item
+
+
+def _special_kind(st_mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "char-device"),
+                       (stat.S_ISBLK, "block-device")):
+        if test(st_mode):
+            return name
+    return "other"
 
 
 _SPECIAL_UNQUOTED = set("|&;<>()$`\\*?[]{}~#!\n\r")
