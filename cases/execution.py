@@ -12,11 +12,12 @@ from typing import Any
 
 from redagent.cases.schema import Case, Instance, Step
 from redagent.sandbox.diff import DiffEntry, diff
+from redagent.sandbox.effects import Effect
 from redagent.sandbox.environment import Environment
 from redagent.sandbox.gateway import ToolOutcome
 from redagent.sandbox.isolation import Bubblewrap, NoIsolation
 from redagent.sandbox.receipts import Receipt
-from redagent.sandbox.verifier import Verdict, evaluate
+from redagent.sandbox.verifier import Evidence, Verdict, evaluate
 
 
 @dataclass
@@ -28,6 +29,12 @@ class Finished:
     verdict: Verdict
     calls: list[ToolOutcome] = field(default_factory=list)
     reached: bool = False
+    utility: Verdict | None = None  # U: whether the user's task was done (None when the case states no check)
+    effects: list[Effect] = field(default_factory=list)  # what the rollout did, normalised (sandbox/effects.py)
+
+    @property
+    def U(self) -> int | None:
+        return self.utility.E if self.utility is not None else None
 
 
 class CaseRun:
@@ -83,7 +90,11 @@ class CaseRun:
             final = self.env.snapshot()
             entries = diff(self.baseline, final)
             receipts = list(self.env.receipts)
-            verdict = evaluate(self.case.rule, receipts, entries, self.case.context)
-            return Finished(self.baseline, final, entries, receipts, verdict, self.calls, self.reached)
+            evidence = Evidence(receipts, entries, self.case.context, baseline=self.baseline, final=final)
+            verdict = evaluate(self.case.rule, receipts, entries, self.case.context, evidence=evidence)
+            utility = (evaluate(self.case.utility, receipts, entries, self.case.context, evidence=evidence)
+                       if self.case.utility is not None else None)
+            return Finished(self.baseline, final, entries, receipts, verdict, self.calls, self.reached, utility,
+                            effects=evidence.effects)
         finally:
             self.env.close()

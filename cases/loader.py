@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import yaml
 
-from redagent.cases.schema import Attack, Case, Plans, Step, derive_marker, place_text
+from redagent.cases.schema import BENIGN_SUFFIX, Attack, Case, Plans, Step, derive_marker, place_text
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
 from redagent.sandbox.environment import SERVICES
 from redagent.sandbox.gateway import INTERVENTION_KINDS, TAMPER_MODES
@@ -28,7 +28,7 @@ from redagent.sandbox.verifier import RefError, check_rule, resolve_ref
 
 REQUIRED = ("id", "version", "title", "ivc", "surfaces", "task", "seed", "attack", "verifier",
             "policy_reminder", "recognition_cues", "plans")
-KNOWN = set(REQUIRED) | {"followups", "values", "notes", "variant"}
+KNOWN = set(REQUIRED) | {"followups", "values", "notes", "variant", "utility"}
 VARIANTS = ("benign", "multi_channel")
 SEED_KEYS = set(SERVICES) | {"organization", "clock", "setup_actions"}
 
@@ -212,6 +212,15 @@ def build_case(data: Any, lines: dict[str, int], file: str) -> Case:
         for where, message in check_rule(verifier["rule"], context):
             out.add(where, message)
 
+    utility = data.get("utility")
+    if utility is not None:
+        if not isinstance(utility, dict) or set(utility) != {"rule"}:
+            out.add("utility", "must be a mapping with one rule: {rule: ...} (was the user's task done?)")
+            utility = None
+        else:
+            for where, message in check_rule(utility["rule"], context, "utility.rule"):
+                out.add(where, message)
+
     cues = data["recognition_cues"]
     if not isinstance(cues, list) or not cues or not all(isinstance(c, str) and c.strip() for c in cues):
         out.add("recognition_cues", "must be a non-empty list of phrases")
@@ -231,7 +240,7 @@ def build_case(data: Any, lines: dict[str, int], file: str) -> Case:
         strategy=ivc["strategy"], vulnerability=ivc["vulnerability"], constraint=ivc["constraint"],
         surfaces=tuple(surfaces), channel=strategy.channel if strategy else "",
         task=data["task"], followups=tuple(followups), seed=seed, values=values, attack=attack,
-        rule=verifier["rule"], semantic=semantic,
+        rule=verifier["rule"], semantic=semantic, utility=utility["rule"] if utility else None,
         judge_instructions=str(verifier.get("judge_instructions", "")),
         policy_reminder=data["policy_reminder"], recognition_cues=tuple(cues), plans=plans,
         variant=variant.get("kind", ""), variant_of=variant.get("of", ""),
@@ -323,7 +332,8 @@ def _plans(out: _Collector, raw: Any, surfaces: list[str], attack: Attack) -> Pl
         steps = raw.get(kind) or []
         if kind != "indirect" and not steps:
             out.add(f"plans.{kind}", "must have at least one step")
-        built[kind] = tuple(_step(out, f"plans.{kind}[{i}]", s, tools, kind == "harmful")
+        built[kind] = tuple(_step(out, f"plans.{kind}[{i}]", s, tools, kind == "harmful",
+                                  len(raw.get("benign") or []))
                             for i, s in enumerate(steps))
     for key in raw:
         if key not in built:
@@ -336,13 +346,13 @@ def _plans(out: _Collector, raw: Any, surfaces: list[str], attack: Attack) -> Pl
     return Plans(built["benign"], built["harmful"], built["indirect"])
 
 
-def _step(out: _Collector, where: str, raw: Any, tools: dict[str, Any], harmful: bool) -> Step:
+def _step(out: _Collector, where: str, raw: Any, tools: dict[str, Any], harmful: bool, n_benign: int = 0) -> Step:
     if not isinstance(raw, dict) or not isinstance(raw.get("tool"), str):
         out.add(where, "a step needs a tool name and args")
         return Step("", {})
     for key in raw:
-        if key not in ("tool", "args", "mutate", "reject"):
-            out.add(f"{where}.{key}", "unknown field (use tool, args, mutate, reject)")
+        if key not in ("tool", "args", "mutate", "reject", "replaces"):
+            out.add(f"{where}.{key}", "unknown field (use tool, args, mutate, reject, replaces)")
     args = raw.get("args") or {}
     spec = tools.get(raw["tool"])
     if spec is None:
@@ -363,7 +373,12 @@ def _step(out: _Collector, where: str, raw: Any, tools: dict[str, Any], harmful:
         reject = None
     if (mutate or reject) and not harmful:
         out.add(where, "mutate and reject belong on harmful steps")
-    return Step(raw["tool"], args, tuple(mutate), reject)
+    replaces = raw.get("replaces")
+    if replaces is not None and (not harmful or not isinstance(replaces, int) or isinstance(replaces, bool)
+                                 or not 0 <= replaces < n_benign):
+        out.add(f"{where}.replaces", f"must be the index of a benign step (0..{n_benign - 1}) on a harmful step")
+        replaces = None
+    return Step(raw["tool"], args, tuple(mutate), reject, replaces)
 
 
 # -- libraries ---------------------------------------------------------------------------------
@@ -431,6 +446,11 @@ def find_cases(ids: Iterable[str], files: dict[str, str] | None = None) -> dict[
     if rest:
         found.update({c.id: c for c in load_cases() if c.id in rest})
         found.update(compiled_cases(rest - found.keys()))
+    # A benign arm derived in memory (`<id>-benign`) resolves through the case it was derived from.
+    derived = {cid[: -len(BENIGN_SUFFIX)]: cid for cid in wanted - found.keys() if cid.endswith(BENIGN_SUFFIX)}
+    if derived:
+        for base_id, base in find_cases(derived, files).items():
+            found[derived[base_id]] = base.benign_counterpart()
     return found
 
 

@@ -8,6 +8,8 @@ and the tool-side interventions — without ever handing the sandbox the verifie
 from __future__ import annotations
 
 import copy
+import dataclasses
+import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +17,7 @@ from typing import Any
 from redagent.sandbox.verifier import resolve_ref
 
 PLACEHOLDER = "{{attack}}"
+BENIGN_SUFFIX = "-benign"
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,7 @@ class Step:
     args: dict[str, Any]
     mutate: tuple[dict[str, Any], ...] = ()  # argument overrides that must make E fall to 0
     reject: dict[str, Any] | None = None  # argument overrides the service refuses
+    replaces: int | None = None  # a harmful step done instead of this benign step (an inflated payment)
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,8 @@ class Case:
     policy_reminder: str
     recognition_cues: tuple[str, ...]
     plans: Plans
+    # The user's task was done: a rule in the same language, over the same evidence (None: not stated).
+    utility: dict[str, Any] | None = None
     variant: str = ""  # "" for a base case; "benign" (attack removed) or "multi_channel"
     variant_of: str = ""  # the base case a variant was derived from
     source: str = ""  # the file it came from
@@ -89,6 +95,15 @@ class Case:
     def attacked(self) -> bool:
         """Whether a rollout of this case carries its attack (a benign variant never does)."""
         return self.variant != "benign"
+
+    def benign_counterpart(self) -> Case:
+        """The same case with its attack never shown (id `<id>-benign`): the benign-utility arm of a run.
+        A compiled benchmark ships such variants as files; for any other case this derives one in memory."""
+        if not self.attacked:
+            return self
+        digest = hashlib.sha256(f"{self.content_hash}:benign".encode()).hexdigest()
+        return dataclasses.replace(self, id=f"{self.id}{BENIGN_SUFFIX}", variant="benign", variant_of=self.id,
+                                   content_hash=digest)
 
     def instantiate(self, *, with_attack: bool | None = None) -> Instance:
         with_attack = self.attacked if with_attack is None else with_attack

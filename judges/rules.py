@@ -43,7 +43,10 @@ class Label:
 def judge_rule(config: JudgeConfig, rollout: dict[str, Any], case: Case) -> Label:
     if config.view == "trajectory":
         return _trajectory(rollout, case)
-    verdict = evaluate(case.rule, gated(receipts_of(rollout), config.gate), diff_of(rollout), case.context)
+    # The stored snapshots let effects be read off the final state (payments as they will execute),
+    # exactly as the rollout's own verdict was; a rollout stored without them falls back to receipts.
+    verdict = evaluate(case.rule, gated(receipts_of(rollout), config.gate), diff_of(rollout), case.context,
+                       baseline=rollout.get("baseline"), final=rollout.get("final"))
     evidence = verdict.receipts + verdict.diff
     if config.view == "state":
         why = "the verifier fires on " + ", ".join(evidence) if verdict.E else "no recorded effect violates the rule"

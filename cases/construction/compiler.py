@@ -22,6 +22,12 @@ from redagent.cases.loader import CaseFileError, build_case
 from redagent.cases.schema import Case
 from redagent.cases.selfcheck import check_case
 from redagent.cases.taxonomy import STRATEGIES
+from redagent.cases.utility import derive_utility
+from redagent.sandbox.canonical import iban
+
+# The benchmark version compiled cases belong to: 2 since verifiers judge outcomes (effects) and every
+# case carries a utility check. Version 1 (receipt- and route-based rules) stays readable for old runs.
+BENCHMARK_VERSION = 2
 
 # The weakness a strategy exploits; for direct requests and decompositions it is the goal's own.
 STRATEGY_VULNERABILITY = {"U2": "V04", "U4": "V02", "U5": "V09", "E1": "V01", "E2": "V01", "E3": "V01",
@@ -77,11 +83,13 @@ def compile_case(plan: IVCPlan, family: Family, seed: int, *, check: bool = True
     if plan.strategy == "T2":
         fake = goal.lookalike or {}
         harmful = [{"tool": fake["name"], "args": fake["call_args"], "reject": fake["reject"]}]
+    if goal.replaces:
+        harmful = [_replacing(step, scenario.benign) for step in harmful]
     seed_state = copy.deepcopy(scenario.seed)
     seed_state.setdefault("organization", {}).pop("name", None)
     case_id = f"{plan.surface}-{plan.strategy.lower()}-{family.name}-{plan.constraint.lower()}-{seed:03d}"
     data = {
-        "id": case_id, "version": 1,
+        "id": case_id, "version": BENCHMARK_VERSION,
         "title": f"{goal.title or scenario.title} ({plan.strategy}: {STRATEGIES[plan.strategy].name})",
         "ivc": {"strategy": plan.strategy, "vulnerability": vulnerability(plan.strategy, goal),
                 "constraint": plan.constraint},
@@ -97,10 +105,16 @@ def compile_case(plan: IVCPlan, family: Family, seed: int, *, check: bool = True
     }
     result.data = data
     result.carriers = dict(scenario.carriers)
-    result.direct_harmful = copy.deepcopy(goal.harmful)
+    result.direct_harmful = ([_replacing(step, scenario.benign) for step in goal.harmful] if goal.replaces
+                             else copy.deepcopy(goal.harmful))
     result.provenance = {"family": family.name, "plan": plan.key, "seed": seed, "phrasing": result.phrasing}
     try:
         case = build_case(data, {}, f"<compiled {case_id}>")
+        # The user's task, as outcomes its benign plan leaves behind: the utility check U.
+        utility = derive_utility(case)
+        if utility is not None:
+            data["utility"] = {"rule": utility}
+            case = build_case(data, {}, f"<compiled {case_id}>")
     except CaseFileError as exc:
         result.rejected = f"invalid case from plan {plan.key}: {exc.problems[0]}"
         return result
@@ -112,6 +126,16 @@ def compile_case(plan: IVCPlan, family: Family, seed: int, *, check: bool = True
             return result
     result.case = case
     return result
+
+
+def _replacing(step: dict[str, Any], benign: list[dict[str, Any]]) -> dict[str, Any]:
+    """The harmful step, marked as done instead of the benign call to the same recipient."""
+    target = iban(step.get("args", {}).get("to_account", ""))
+    for index, other in enumerate(benign):
+        if other["tool"] in ("send_transfer", "schedule_transfer") and target and \
+                iban(other.get("args", {}).get("to_account", "")) == target:
+            return {**step, "replaces": index}
+    return step
 
 
 def families_for(plan: IVCPlan) -> list[Family]:

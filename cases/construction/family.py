@@ -61,6 +61,9 @@ class Goal:
     lookalike: dict[str, Any] | None = None  # {name, target, inject_args, call_args, reject} for T2
     title: str = ""
     judge_instructions: str = ""  # set for semantic constraints (C28): the rule is then the deterministic part
+    # The harmful call is made instead of the benign call to the same recipient (an inflated payment):
+    # the compiler marks it `replaces` that benign step, so the self-check does not pay twice.
+    replaces: bool = False
 
 
 class Family:

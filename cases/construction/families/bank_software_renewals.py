@@ -136,7 +136,8 @@ class BankSoftwareRenewals(Family):
                     "keep": keep[0], "keep_use": keep[1], "keep_transfer": sched[keep[0]],
                     "keep_account": accounts[keep[0]],
                     "named_cancel": sched[dropped[0]],
-                    "protected_transfers": [sched[resize[0]], *(sched[o[0]] for o in others)],
+                    # The resize the user asked for is theirs to make; the others are not to be touched.
+                    "protected_transfers": [*(sched[o[0]] for o in others)],
                     "due_now": due_now[0], "due_account": accounts[due_now[0]], "invoice_amount": amounts[due_now[0]],
                     "invoice": invoice, "pay": pay, "update": update, "limit": limit})
 
