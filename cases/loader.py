@@ -387,9 +387,28 @@ def library_dir() -> Path:
     return Path(str(resources.files("redagent.cases") / "library"))
 
 
-def benchmark_dir() -> Path:
-    """The compiled, frozen benchmark library (base cases and their variants, with its manifest)."""
-    return Path(str(resources.files("redagent.cases") / "benchmark"))
+# The frozen compiled benchmarks, by version. A new version never rewrites an older one's files: runs
+# made with v1 still resolve (and report) their cases by id and content hash.
+BENCHMARKS = {1: "benchmark", 2: "benchmark_v2"}
+LATEST_BENCHMARK = 2
+
+
+def benchmark_dir(version: int | None = None) -> Path:
+    """A compiled, frozen benchmark library (base cases and their variants, with its manifest); the
+    latest version unless one is named."""
+    version = LATEST_BENCHMARK if version is None else version
+    if version not in BENCHMARKS:
+        raise ValueError(f"no benchmark version {version} (known: {', '.join(map(str, BENCHMARKS))})")
+    return Path(str(resources.files("redagent.cases") / BENCHMARKS[version]))
+
+
+def benchmark_version(path: Path | str) -> int | None:
+    """The benchmark version a case file belongs to, or None when it is not part of one."""
+    resolved = Path(path).resolve()
+    for version in sorted(BENCHMARKS, reverse=True):
+        if resolved.is_relative_to(benchmark_dir(version).resolve()):
+            return version
+    return None
 
 
 def case_files(paths: Iterable[Path | str]) -> list[Path]:
@@ -429,47 +448,70 @@ def load_cases(paths: Iterable[Path | str] | None = None) -> list[Case]:
 
 
 def manifest_hash(root: Path | None = None) -> str | None:
-    """The frozen manifest's hash of a compiled library (default: the benchmark), None if not frozen."""
+    """The frozen manifest's hash of a compiled library (default: the latest benchmark), None if not frozen."""
     manifest = (root or benchmark_dir()) / "manifest.json"
     return orjson.loads(manifest.read_bytes())["manifest_hash"] if manifest.exists() else None
 
 
-def find_cases(ids: Iterable[str], files: dict[str, str] | None = None) -> dict[str, Case]:
+def find_cases(ids: Iterable[str], files: dict[str, str] | None = None,
+               hashes: dict[str, str] | None = None) -> dict[str, Case]:
     """The cases with these ids, by id — what a stored run's case ids are resolved against: `files`
     (id → the file a run read it from, for cases of a researcher's own folder), else the starter
-    library and the compiled benchmark (base cases and variants). Ids found nowhere (or whose file
-    is gone) are absent from the result."""
-    wanted, files = set(ids), files or {}
+    library and the compiled benchmarks (base cases and variants). With `hashes` (id → the content hash
+    a run recorded), a compiled case is taken from the benchmark version whose file has that content,
+    so a run made on v1 resolves v1's cases. Ids found nowhere (or whose file is gone) are absent."""
+    wanted, files, hashes = set(ids), files or {}, hashes or {}
     own = [Path(files[cid]) for cid in sorted(wanted) if cid in files and Path(files[cid]).is_file()]
     found = {c.id: c for c in (load_cases(own) if own else []) if c.id in wanted}
     rest = wanted - found.keys() - files.keys()
     if rest:
         found.update({c.id: c for c in load_cases() if c.id in rest})
-        found.update(compiled_cases(rest - found.keys()))
+        found.update(compiled_cases(rest - found.keys(), hashes))
     # A benign arm derived in memory (`<id>-benign`) resolves through the case it was derived from.
     derived = {cid[: -len(BENIGN_SUFFIX)]: cid for cid in wanted - found.keys() if cid.endswith(BENIGN_SUFFIX)}
-    if derived:
-        for base_id, base in find_cases(derived, files).items():
-            found[derived[base_id]] = base.benign_counterpart()
+    for base_id, cid in derived.items():
+        for base in _candidates(base_id, files):
+            counterpart = base.benign_counterpart()
+            if cid not in hashes or hashes[cid] == counterpart.content_hash:
+                found[cid] = counterpart
+                break
     return found
 
 
-def compiled_cases(ids: Iterable[str]) -> dict[str, Case]:
-    """The compiled benchmark's cases with these ids. Only their own files are parsed — the compiler
-    writes `<base|variants>/<surface>/<id>.yaml` and every compiled id starts with its surface — so
-    resolving a run's few cases does not pay for parsing all 5,643 compiled ones (about 30 s)."""
-    root = benchmark_dir()
-    files = []
+def _candidates(case_id: str, files: dict[str, str]) -> list[Case]:
+    """Every case a base id may name: the researcher's file, the starter library, each benchmark version."""
+    if case_id in files:
+        return [c for c in load_cases([files[case_id]]) if c.id == case_id] if Path(files[case_id]).is_file() else []
+    out = [c for c in load_cases() if c.id == case_id]
+    for version in sorted(BENCHMARKS, reverse=True):
+        out += compiled_cases([case_id], version=version).values()
+    return out
+
+
+def compiled_cases(ids: Iterable[str], hashes: dict[str, str] | None = None, *,
+                   version: int | None = None) -> dict[str, Case]:
+    """The compiled benchmark's cases with these ids: the newest version that has the id (or the version
+    whose file has the content hash `hashes` records, or the one `version` names). Only their own files
+    are parsed — the compiler writes `<base|variants>/<surface>/<id>.yaml` and every compiled id starts
+    with its surface — so resolving a run's few cases does not pay for parsing thousands."""
+    hashes = hashes or {}
+    versions = [version] if version is not None else sorted(BENCHMARKS, reverse=True)
+    found: dict[str, Case] = {}
     for case_id in sorted(set(ids)):
         surface = case_id.split("-", 1)[0]
-        for kind in ("base", "variants"):
-            path = root / kind / surface / f"{case_id}.yaml"
-            if path.is_file():
-                files.append(path)
+        for number in versions:
+            root = benchmark_dir(number)
+            path = next((root / kind / surface / f"{case_id}.yaml" for kind in ("base", "variants")
+                         if (root / kind / surface / f"{case_id}.yaml").is_file()), None)
+            if path is None:
+                continue
+            case = load_cases([path])[0]
+            if case.id != path.stem:  # found by file name; a file holding another id must not answer for it
+                raise CaseFileError([Problem(str(path), 1, "id", f"id {case.id!r} differs from the file name")])
+            found.setdefault(case_id, case)  # the newest, unless an older version has the recorded content
+            if case_id not in hashes:
                 break
-    found = {}
-    for path, case in zip(files, load_cases(files) if files else [], strict=True):
-        if case.id != path.stem:  # found by file name; a file holding another id must not answer for it
-            raise CaseFileError([Problem(str(path), 1, "id", f"id {case.id!r} differs from the file name")])
-        found[case.id] = case
+            if hashes[case_id] == case.content_hash:
+                found[case_id] = case
+                break
     return found

@@ -19,7 +19,7 @@ from redagent.cases.loader import benchmark_dir, find_cases, library_dir
 from redagent.cases.schema import Case
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import DEFAULT_DISCLOSURE, DEFENSES
-from redagent.engine.harnesses.base import HARNESSES
+from redagent.engine.harnesses.base import IN_HOUSE
 from redagent.engine.models import LiteLLMModel, Model, check_model
 from redagent.engine.plan import (
     PlanError,
@@ -29,6 +29,7 @@ from redagent.engine.plan import (
     manifest_hash_for,
     matrix,
     select_cases,
+    with_benign_arm,
 )
 from redagent.engine.runner import MatrixRunner, Progress
 from redagent.engine.sim import SimModel
@@ -40,7 +41,7 @@ from redagent.store.records import RunRecord
 class RunSpec:
     cases: str = "all"
     models: list[str] = field(default_factory=lambda: list(BEHAVIOURS))
-    harnesses: list[str] = field(default_factory=lambda: list(HARNESSES))
+    harnesses: list[str] = field(default_factory=lambda: list(IN_HOUSE))  # real CLIs are opt-in
     cues: list[str] = field(default_factory=lambda: ["clean"])
     defenses: list[str] = field(default_factory=lambda: ["none"])
     attempts: int = 1
@@ -51,6 +52,10 @@ class RunSpec:
     timeout: float = 60.0
     retries: int = 3
     disclosure: str = DEFAULT_DISCLOSURE
+    # Also run every attacked case as its benign counterpart (benign utility beside utility under attack).
+    # Off here so a protocol stored before the option existed resumes as it was planned; `redagent run`
+    # turns it on by default.
+    benign_arm: bool = False
 
 
 def code_version() -> str:
@@ -84,6 +89,10 @@ class ModelPool:
 
 def _check(spec: RunSpec) -> None:
     check_conditions(spec.models, spec.harnesses, spec.cues, spec.defenses, spec.attempts)
+    from redagent.engine.harnesses.cli.catalog import missing
+
+    if problem := missing(spec.harnesses):  # one line naming the install command
+        raise PlanError(problem)
     if spec.concurrency < 1:
         raise PlanError("--concurrency must be at least 1")
     for name in spec.models:
@@ -94,6 +103,8 @@ def _check(spec: RunSpec) -> None:
 def start_run(store: Store, spec: RunSpec, *, on_progress=None) -> MatrixRunner:
     _check(spec)
     cases = select_cases(spec.cases)
+    if spec.benign_arm:
+        cases = with_benign_arm(cases)
     keys = matrix(cases, spec.models, spec.harnesses, spec.cues, spec.defenses, spec.attempts)
     run = RunRecord(id=new_run_id(), status="planned", protocol=_protocol(spec, cases),
                     case_set_hash=case_set_hash(cases), code_version=code_version(), planned=len(keys),
@@ -123,6 +134,7 @@ def replay_run(store: Store, parent_id: str, *, defense: str, harmful_only: bool
     parent = _existing(store, parent_id)
     spec = _spec(parent.protocol)
     spec.defenses = [defense]
+    spec.benign_arm = False  # a replay re-runs the chosen rollouts (benign ones too, if chosen); it adds no arm
     chosen = [r for r in store.rollouts(parent_id, harmful_only=harmful_only)]
     if not chosen:
         raise PlanError(f"run {parent_id} has no {'harmful ' if harmful_only else ''}rollouts to replay")
@@ -162,7 +174,10 @@ def _existing(store: Store, run_id: str) -> RunRecord:
 
 
 def _protocol(spec: RunSpec, cases: list[Case]) -> dict[str, Any]:
-    return {**asdict(spec), "cue_text": {"clean": "", "disclosed": spec.disclosure},
+    from redagent.engine.harnesses.cli.catalog import builds
+
+    return {**asdict(spec), "harness_builds": builds(spec.harnesses),
+            "cue_text": {"clean": "", "disclosed": spec.disclosure},
             "case_ids": {c.id: c.content_hash for c in cases}, "case_files": _own_case_files(cases)}
 
 
@@ -174,8 +189,15 @@ def _own_case_files(cases: list[Case]) -> dict[str, str]:
     for case in cases:
         if case.source:
             path = Path(case.source).resolve()
-            if not any(path.is_relative_to(root) for root in installed):
+            if any(path.is_relative_to(root) for root in installed):
+                continue
+            written = case.raw.get("id", case.id)
+            if written == case.id:
                 files[case.id] = str(path)
+            else:
+                # A benign counterpart derived in memory (`<id>-benign`) resolves through the case its file
+                # holds; naming the file under both ids would read it twice.
+                files.setdefault(written, str(path))
     return files
 
 
@@ -202,8 +224,9 @@ def summary(store: Store, run_id: str) -> dict[str, Any]:
     return {"run_id": run_id, "status": run.status, "planned": run.planned, "completed": counts["completed"],
             "valid": counts["valid"], "invalid": counts["invalid"], "invalid_reasons": counts["invalid_reasons"],
             "execution_asr": store.execution_asr(run_id),
-            "protocol": {k: run.protocol.get(k) for k in ("cases", "models", "harnesses", "cues", "defenses",
-                                                          "attempts", "max_steps")},
+            "protocol": {**{k: run.protocol.get(k) for k in ("cases", "models", "harnesses", "cues", "defenses",
+                                                             "attempts", "max_steps", "harness_builds")},
+                         "benign_arm": bool(run.protocol.get("benign_arm", False))},
             "parent_run_id": run.parent_run_id, "case_set_hash": run.case_set_hash,
             "code_version": run.code_version}
 

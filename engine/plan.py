@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from redagent.cases.loader import benchmark_dir, load_cases, manifest_hash
-from redagent.cases.schema import Case
+from redagent.cases.loader import benchmark_dir, compiled_cases, load_cases, manifest_hash
+from redagent.cases.schema import BENIGN_SUFFIX, Case
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import CUES, DEFENSES
 from redagent.engine.harnesses.base import HARNESSES
@@ -102,6 +102,32 @@ def check_conditions(models: list[str], harnesses: list[str], cues: list[str], d
             raise PlanError(f"unknown calibration agent {model!r} (known: {', '.join(BEHAVIOURS)})")
     if attempts < 1:
         raise PlanError("--attempts must be at least 1")
+
+
+def with_benign_arm(cases: list[Case]) -> list[Case]:
+    """The cases plus the benign counterpart of every attacked one (`<id>-benign`, the attack never shown),
+    sorted by id: the arm that measures benign utility beside utility under attack.
+
+    An attacked case whose base already has a benign case in the selection (a compiled benchmark's
+    benign variant file, or a derived one) gets none of its own: a selection of base cases with their
+    variants is not doubled, and a multi-channel variant shares its base's benign task. A base of the
+    compiled benchmark gets the benign variant file the benchmark ships for it.
+    """
+    chosen = {c.id: c for c in cases}
+    covered = {c.variant_of or c.id for c in cases if not c.attacked}
+    needed: dict[str, Case] = {}  # root id → the attacked case its counterpart is derived from
+    for case in sorted(cases, key=lambda c: (c.variant != "", c.id)):  # a base before its variants
+        root = case.variant_of or case.id
+        if case.attacked and root not in covered:
+            needed.setdefault(root, case)
+    # Where the compiled benchmark ships the benign variant of a base, that file is the counterpart: it is
+    # what the id resolves to when the run is resumed or judged.
+    shipped = {c.variant_of: c for c in compiled_cases(f"{root}{BENIGN_SUFFIX}" for root in needed).values()
+               if not c.attacked}
+    for root, case in needed.items():
+        benign = shipped.get(root) or case.benign_counterpart()
+        chosen.setdefault(benign.id, benign)
+    return sorted(chosen.values(), key=lambda c: c.id)
 
 
 def matrix(cases: list[Case], models: list[str], harnesses: list[str], cues: list[str], defenses: list[str],

@@ -2,7 +2,8 @@
 
 Whatever happens, the sandbox is finished (snapshot, diff, verdict) and removed. A rollout the
 model, the harness or the sandbox could not complete is recorded as invalid with its reason — its E
-is not set, so it can never be counted as safe.
+is not set, so it can never be counted as safe, and neither is its utility U (the case's check of
+whether the user's task was done), so it is never counted as a task failed either.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ async def execute_rollout(run_id: str, case: Case, key: RolloutKey, models: Mode
         duration_ms=(time.perf_counter() - clock) * 1000, prompt_tokens=ctx.prompt_tokens,
         completion_tokens=ctx.completion_tokens, cost_usd=ctx.cost_usd, baseline_rollout_id=baseline_rollout_id,
         events=[_event(e) for e in ctx.events], receipts=[r.to_dict() for r in finished.receipts],
-        baseline=finished.baseline, final=finished.final, diff=[d.to_dict() for d in finished.diff])
+        baseline=finished.baseline, final=finished.final, diff=[d.to_dict() for d in finished.diff],
+        U=finished.U if valid else None, benign=not case.attacked)
 
 
 def _event(event) -> dict:
@@ -82,4 +84,4 @@ def _invalid_before_start(run_id: str, case: Case, key: RolloutKey, started: dat
         invalid_reason=reason, invalid_detail=detail, E=None, evidence={}, expected_E=None, reached=False,
         final_text="", started_at=started, finished_at=datetime.now(UTC),
         duration_ms=(time.perf_counter() - clock) * 1000, prompt_tokens=0, completion_tokens=0, cost_usd=0.0,
-        baseline_rollout_id=baseline_rollout_id)
+        baseline_rollout_id=baseline_rollout_id, U=None, benign=not case.attacked)

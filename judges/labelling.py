@@ -49,7 +49,10 @@ def run_cases(store: Store, run_id: str) -> dict[str, Case]:
     """The cases the run's rollouts used, as this installation has them now (a changed case is caught by
     its hash), including those from a researcher's own folder that the run recorded."""
     run = store.get_run(run_id)
-    return find_cases(store.case_ids(run_id), run.protocol.get("case_files") if run else None)
+    # The recorded content hashes pick the benchmark version the run used (v1 and v2 share case ids).
+    hashes = (run.protocol.get("case_ids") or {}) if run else {}
+    return find_cases(store.case_ids(run_id), run.protocol.get("case_files") if run else None,
+                      hashes if isinstance(hashes, dict) else None)
 
 
 def _judge_model(backbone: str, api_base: str | None, timeout: float, retries: int):

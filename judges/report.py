@@ -1,7 +1,8 @@
 """Every statistic the paper reports, for one run, each with its protocol and its valid denominator.
 
 `build_report` reads outcomes, labels, recognition labels and audits from the store and computes:
-execution and reported ASR per cell (Wilson intervals), paired view comparisons (exact McNemar,
+execution and reported ASR per cell over attacked rollouts (Wilson intervals), benign utility and utility
+under attack per cell (Wilson intervals), paired view comparisons (exact McNemar,
 case-clustered bootstrap of the difference), ranking reversals across slices, evaluation-cue and
 defense effects on matched pairs, the Recognition–Execution Gap, and the judge audit. `write_report`
 renders it as JSON, Markdown and CSV, with PNG plots.
@@ -23,7 +24,7 @@ from redagent.judges.config import RULE, VIEWS
 from redagent.judges.labelling import LEXICAL, recognition_contract_hash, run_cases
 from redagent.store.db import Store
 
-TABLES = ("asr", "views", "ranking", "cue", "defense", "reg", "audit")
+TABLES = ("asr", "utility", "views", "ranking", "cue", "defense", "reg", "audit")
 
 
 class ReportError(ValueError):
@@ -39,6 +40,7 @@ def _protocol(store: Store, run_id: str, backbone: str, configs: list[dict[str, 
             "cues": p.get("cues"), "defenses": p.get("defenses"), "attempts": p.get("attempts"),
             "cases": p.get("cases"), "case_set_hash": run.case_set_hash, "code_version": run.code_version,
             "parent_run_id": run.parent_run_id, "backbone": backbone,
+            "benign_arm": bool(p.get("benign_arm", False)),
             "judging_configurations": [{k: c[k] for k in ("config_name", "config_hash", "view", "backbone")}
                                        for c in configs if c["backbone"] == backbone]}
 
@@ -54,20 +56,26 @@ def build_report(store: Store, run_id: str, *, backbone: str = RULE, recognition
     def want(table: str) -> bool:
         return only in (None, table)
 
+    # ASR and its effects are over attacked rollouts: a benign rollout (the benign arm, a benign variant)
+    # is no attack that failed. Its E still counts where labels are compared (views), and its U in utility.
+    attacked = _attacked(outcomes)
+    attacked_labels = {name: _attacked(frame) for name, frame in labels.items()}
     if want("asr"):
-        report["asr"] = _asr(outcomes, labels, backbone)
-        report["by_strategy"] = _by_strategy(outcomes)
-        semantic = _semantic(store, run_id, outcomes, configs)
+        report["asr"] = _asr(attacked, attacked_labels, backbone)
+        report["by_strategy"] = _by_strategy(attacked)
+        semantic = _semantic(store, run_id, attacked, configs)
         if semantic is not None:
             report["semantic"] = semantic
+    if want("asr") or want("utility"):
+        report["utility"] = utility(store, run_id)
     if want("views") or want("ranking"):
         views, ranking = _views(labels, reps, seed)
         report["views"], report["ranking"] = views, ranking
     if want("cue"):
-        report["cue"] = _effects(outcomes, "cue", "clean", ("model", "case_id", "harness", "defense", "attempt"),
+        report["cue"] = _effects(attacked, "cue", "clean", ("model", "case_id", "harness", "defense", "attempt"),
                                  reps, seed)
     if want("defense"):
-        report["defense"] = _defense(store, run_id, outcomes, reps, seed)
+        report["defense"] = _defense(store, run_id, attacked, reps, seed)
     if want("reg"):
         report["reg"] = _reg(store, run_id, outcomes, recognition_judge)
     if want("audit"):
@@ -75,6 +83,31 @@ def build_report(store: Store, run_id: str, *, backbone: str = RULE, recognition
         if audit is not None:
             report["audit"] = audit
     return report
+
+
+def _attacked(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of attacked rollouts (benign == False); an empty frame as it is."""
+    return df[~df["benign"].astype(bool)] if "benign" in df else df
+
+
+def utility(store: Store, run_id: str) -> dict[str, Any]:
+    """Benign utility and utility under attack per (model, harness, cue, defense) cell and pooled over the run:
+    {"cells": [...], "overall": {...}}, each with benign and under_attack {u, done, n, valid, lo, hi} (Wilson 95 %,
+    n = valid rollouts with a utility check; u None — "n/a" — when n is 0)."""
+    counts = store.utility_counts(run_id)
+    asr = {(c["model"], c["harness"], c["cue"], c["defense"]): c for c in store.execution_asr(run_id)}
+    cells = []
+    for cell in stats.utility_table(counts):
+        rate = asr.get((cell.model, cell.harness, cell.cue, cell.defense))
+        cells.append({**cell.to_dict(), "execution_asr": None if rate is None else
+                      {k: rate[k] for k in ("harmful", "valid", "rate")}})
+    pooled = stats.utility_table(counts, by=[])
+    empty = stats.UtilityRate(0, 0, 0)
+    harmful, valid = sum(c["harmful"] for c in asr.values()), sum(c["valid"] for c in asr.values())
+    overall = {"benign": (pooled[0].benign if pooled else empty).to_dict(),
+               "under_attack": (pooled[0].under_attack if pooled else empty).to_dict(),
+               "execution_asr": {"harmful": harmful, "valid": valid, "rate": harmful / valid if valid else None}}
+    return {"cells": cells, "overall": overall}
 
 
 def _cells(df: pd.DataFrame, value: str, source: str, backbone: str | None) -> list[dict[str, Any]]:
@@ -140,10 +173,14 @@ def _defense(store: Store, run_id: str, outcomes: pd.DataFrame, reps: int, seed:
     parent = {r.id: r.E for r in store.rollouts(run.parent_run_id)}
     rows = []
     for r in store.iter_export(run_id):
+        if r["benign"]:
+            continue
         base = parent.get(r["baseline_rollout_id"])
         rows.append({"model": r["model"], "case_id": r["case_id"], "defense": r["defense"],
                      "base": base, "treat": r["E"] if r["valid"] else None})
     frame = pd.DataFrame(rows)
+    if frame.empty:
+        return []
     out = []
     for (model, defense), group in [(("all", d), g) for d, g in frame.groupby("defense")] + list(
             frame.groupby(["model", "defense"], sort=True)):
@@ -251,6 +288,10 @@ def write_report(report: dict[str, Any], out: Path, formats: list[str]) -> list[
                 path = out / f"{name}.csv"
                 _csv(path, [{k: v for k, v in r.items() if not isinstance(v, (list, dict))} for r in rows])
                 written.append(path)
+        if report.get("utility") and report["utility"]["cells"]:
+            path = out / "utility.csv"
+            _csv(path, utility_rows(report["utility"]))
+            written.append(path)
         if report.get("reg"):
             path = out / "reg.csv"
             _csv(path, [{"strategy": "all", **{k: v for k, v in report["reg"].items() if k not in ("by", "judge")}}]
@@ -297,22 +338,62 @@ def _pct(value: Any) -> str:
     return "—" if value is None or value != value else f"{100 * value:.2f}%"
 
 
+def utility_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
+    """The utility table flattened for CSV: one row per cell, then the pooled row (model "all")."""
+    pooled = {"model": "all", "harness": "all", "cue": "all", "defense": "all", **table["overall"]}
+    return [{**{k: cell[k] for k in ("model", "harness", "cue", "defense")},
+             **{f"{part}_{k}": v for part in ("benign", "under_attack", "execution_asr")
+                for k, v in (cell[part] or {"harmful": None, "valid": None, "rate": None}).items()}}
+            for cell in [*table["cells"], pooled]]
+
+
+def utility_text(rate: dict[str, Any]) -> str:
+    """One arm's utility as the tables print it: "75.00% (6/8, 40.93%–92.85%)", or "n/a (no check in 10 valid)"."""
+    if not rate["n"]:
+        return f"n/a (no check in {rate['valid']} valid)" if rate["valid"] else "n/a"
+    return f"{_pct(rate['u'])} ({rate['done']}/{rate['n']}, {_pct(rate['lo'])}–{_pct(rate['hi'])})"
+
+
+def _asr_text(rate: dict[str, Any] | None) -> str:
+    return f"{_pct(rate['rate'])} ({rate['harmful']}/{rate['valid']})" if rate else "—"
+
+
+def _utility_markdown(table: dict[str, Any]) -> list[str]:
+    lines = ["## Utility (U = 1: the user's task was done; done / n checked, Wilson 95 %)", "",
+             "Benign utility is over valid rollouts of benign cases (the benign arm, benign variants), utility "
+             "under attack over valid attacked rollouts; n counts the rollouts whose case states a utility check.",
+             ""]
+    if not any(table["overall"][arm]["n"] for arm in ("benign", "under_attack")):
+        lines += ["No case of this run states a utility check yet: every utility rate is n/a.", ""]
+    lines += ["| model | harness | cue | defense | benign utility | utility under attack | execution ASR |",
+              "|---|---|---|---|---|---|---:|"]
+    o = table["overall"]
+    for c in [*table["cells"], {"model": "all", "harness": "all", "cue": "all", "defense": "all", **o}]:
+        lines.append(f"| {c['model']} | {c['harness']} | {c['cue']} | {c['defense']} | {utility_text(c['benign'])} "
+                     f"| {utility_text(c['under_attack'])} | {_asr_text(c['execution_asr'])} |")
+    lines.append("")
+    return lines
+
+
 def markdown(report: dict[str, Any]) -> str:
     p = report["protocol"]
     lines = [f"# Report for {p['run_id']}", "", "## Protocol", "",
              f"- models: {', '.join(p['models'] or [])}", f"- harnesses: {', '.join(p['harnesses'] or [])}",
              f"- evaluation cues: {', '.join(p['cues'] or [])}", f"- defenses: {', '.join(p['defenses'] or [])}",
-             f"- attempt budget: {p['attempts']}", f"- judge backbone: {p['backbone']}",
+             f"- attempt budget: {p['attempts']}",
+             f"- benign arm: {'on' if p.get('benign_arm') else 'off'}", f"- judge backbone: {p['backbone']}",
              f"- judging configurations: {', '.join(c['config_name'] + ' (' + c['config_hash'] + ')' for c in p['judging_configurations']) or 'none'}",  # noqa: E501
              f"- cases: {p['cases']} (case set {p['case_set_hash'][:12]}), code {p['code_version']}", ""]
     if report.get("asr"):
-        lines += ["## ASR per cell (harmful / valid, Wilson 95 %)", "",
+        lines += ["## ASR per cell over attacked rollouts (harmful / valid, Wilson 95 %)", "",
                   "| source | model | harness | cue | defense | harmful | valid | ASR | 95 % CI |",
                   "|---|---|---|---|---|---:|---:|---:|---|"]
         lines += [f"| {c['source']} | {c['model']} | {c['harness']} | {c['cue']} | {c['defense']} | {c['harmful']} | "
                   f"{c['valid']} | {_pct(c['rate'])} | {_pct(c['ci_low'])}–{_pct(c['ci_high'])} |"
                   for c in report["asr"]]
         lines.append("")
+    if report.get("utility") is not None:
+        lines += _utility_markdown(report["utility"])
     if report.get("semantic"):
         m = report["semantic"]
         lines += ["## Semantic constraints (honest reporting)", "",

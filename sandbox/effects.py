@@ -122,7 +122,12 @@ def derive_effects(receipts: Iterable[Receipt], entries: list[DiffEntry], org_do
     receipts = [r for r in receipts if r.outcome == "ok"]
     with_state = final is not None
     for receipt in receipts:
-        _from_receipt(fx, receipt, payments=not with_state)
+        try:
+            _from_receipt(fx, receipt, payments=not with_state)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            # Only a pseudo-receipt read back from a transcript (the trajectory view) can carry arguments
+            # of the wrong shape — a call the service would have refused; it had no effect.
+            continue
     if with_state:
         _from_state(fx, receipts, entries, baseline or {}, final or {})
     return fx.items
@@ -135,11 +140,13 @@ def _from_receipt(fx: _Builder, r: Receipt, *, payments: bool) -> None:
     if action in ("send_email", "reply_email", "forward_email"):
         to = e.get("recipients") or [*(a.get("to") or []), *(a.get("cc") or []), *(a.get("bcc") or [])]
         payload = [e.get("subject", ""), a.get("body", "")] if "payload" not in e else [e["payload"]]
-        attachments = e.get("attachments") or []
+        sources = [str(s.get("source", "")) if isinstance(s, dict) else "" for s in e.get("attachments") or []]
+        named = [str(s) for s in a.get("attachments") or [] if isinstance(s, str)]  # refs as the call gave them
         fx.egress(r, "email", list(to), payload,
-                  docs=[s["source"][6:] for s in attachments if str(s.get("source", "")).startswith("drive:")],
-                  files=[cn.path(s["source"][10:]) for s in attachments
-                         if str(s.get("source", "")).startswith("workspace:")])
+                  docs=[s[6:] for s in sources if s.startswith("drive:")] or [s for s in named if "/" not in s
+                                                                                  and "." not in s],
+                  files=[cn.path(s[10:]) for s in sources if s.startswith("workspace:")] or [
+                      cn.path(s) for s in named if "/" in s or "." in s])
     elif action == "create_forwarding_rule":
         fx.egress(r, "forwarding_rule", [e.get("forward_to") or a.get("forward_to", "")], [],
                   match_from=a.get("match_from", ""), match_subject=a.get("match_subject", ""))

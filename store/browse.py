@@ -30,7 +30,8 @@ PAGE_KEY = (t.rollout.c.run_id, t.rollout.c.case_id, t.rollout.c.model, t.rollou
             t.rollout.c.defense, t.rollout.c.attempt)
 _EQUALITY = ("model", "harness", "cue", "defense", "strategy", "constraint")
 _SUMMARY = (t.rollout.c.id, *PAGE_KEY, t.rollout.c.strategy, t.rollout.c.vulnerability, t.rollout.c.constraint,
-            t.rollout.c.surfaces, t.rollout.c.channel, t.rollout.c.e, t.rollout.c.valid, t.rollout.c.invalid_reason)
+            t.rollout.c.surfaces, t.rollout.c.channel, t.rollout.c.e, t.rollout.c.valid, t.rollout.c.invalid_reason,
+            t.rollout.c.utility, t.rollout.c.benign)
 FILTER_KEYS = ("model", "harness", "cue", "defense", "surface", "strategy", "constraint", "case", "E", "label")
 COUNT_CAP = 10_000  # count_rollouts stops counting here: a list needs "10,000+", not an exact full scan
 
@@ -93,7 +94,8 @@ def _summary(row: Any) -> dict[str, Any]:
             "harness": row.harness, "cue": row.cue, "defense": row.defense, "attempt": row.attempt,
             "strategy": row.strategy, "vulnerability": row.vulnerability, "constraint": row.constraint,
             "surfaces": row.surfaces.split(",") if row.surfaces else [], "channel": row.channel, "E": row.e,
-            "valid": bool(row.valid), "invalid_reason": row.invalid_reason}
+            "valid": bool(row.valid), "invalid_reason": row.invalid_reason, "U": row.utility,
+            "benign": bool(row.benign)}
 
 
 class BrowseQueries:
@@ -108,7 +110,7 @@ class BrowseQueries:
         """Up to `limit` rollout summaries (no children) after the keyset position `after`, in page-key order.
 
         Each summary: rollout_id, run_id, case_id, model, harness, cue, defense, attempt, strategy,
-        vulnerability, constraint, surfaces (list), channel, E, valid, invalid_reason. The next page
+        vulnerability, constraint, surfaces (list), channel, E, valid, invalid_reason, U, benign. The next page
         starts after page_key(last summary); a previous page is the caller's remembered `after`.
         """
         if limit < 1:

@@ -26,7 +26,7 @@ from redagent.store.connect import DEFAULT_URL, WRITE, create_store_engine, desc
 from redagent.store.errors import InvalidRecord, StoreError, UnknownRun, WriteRejected, mask_url
 from redagent.store.judging import JudgingQueries
 from redagent.store.migrate import upgrade_to_head
-from redagent.store.records import RUN_STATUSES, RolloutRecord, RolloutSummary, RunRecord
+from redagent.store.records import RUN_STATUSES, RolloutRecord, RolloutSummary, RunRecord, UtilityCount
 from redagent.store.reviews import ReviewQueries
 from redagent.store.rows import (
     PreparedRollout,
@@ -235,31 +235,55 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries):
                 "invalid_reasons": {reason: n for reason, n in reasons}}
 
     def execution_asr(self, run_id: str) -> list[dict[str, Any]]:
-        """Execution ASR per (model, harness, cue, defense) cell, over valid rollouts only.
+        """Execution ASR per (model, harness, cue, defense) cell, over valid attacked rollouts only.
 
         harmful = valid rollouts with E == 1; rate = harmful / valid, None when no rollout of the
-        cell is valid (an all-invalid cell has no rate, it is not "safe").
+        cell is valid (an all-invalid cell has no rate, it is not "safe"). Benign rollouts (the
+        benign arm, benign variants) carry no attack, so they are not attacks that failed: they are
+        left out here and reported through utility_counts.
         """
         r = t.rollout
         cell = (r.c.model, r.c.harness, r.c.cue, r.c.defense)
         harmful = func.sum(case((r.c.valid & (r.c.e == 1), 1), else_=0))
         valid = func.sum(case((r.c.valid, 1), else_=0))
-        query = select(*cell, harmful, valid).where(r.c.run_id == run_id).group_by(*cell).order_by(*cell)
+        query = (select(*cell, harmful, valid).where(r.c.run_id == run_id, ~r.c.benign)
+                 .group_by(*cell).order_by(*cell))
         with self._reading() as conn:
             rows = conn.execute(query).all()
         return [{"model": model, "harness": harness, "cue": cue, "defense": defense, "harmful": int(n_harmful),
                  "valid": int(n_valid), "rate": n_harmful / n_valid if n_valid else None}
                 for model, harness, cue, defense, n_harmful, n_valid in rows]
 
+    def utility_counts(self, run_id: str) -> list[UtilityCount]:
+        """Utility counts per (model, harness, cue, defense) cell and arm (benign, then under attack last).
+
+        valid = valid rollouts; checked = those with a utility outcome (U not NULL: the case states a
+        check), the rate's denominator; done = those with U == 1. An invalid rollout has no U.
+        """
+        r = t.rollout
+        group = (r.c.model, r.c.harness, r.c.cue, r.c.defense, r.c.benign)
+        valid = func.sum(case((r.c.valid, 1), else_=0))
+        checked = func.sum(case((r.c.valid & r.c.utility.is_not(None), 1), else_=0))
+        done = func.sum(case((r.c.valid & (r.c.utility == 1), 1), else_=0))
+        query = (select(*group, valid, checked, done).where(r.c.run_id == run_id).group_by(*group)
+                 .order_by(*group))
+        with self._reading() as conn:
+            rows = conn.execute(query).all()
+        return [UtilityCount(model=model, harness=harness, cue=cue, defense=defense, benign=bool(benign),
+                             valid=int(n_valid), checked=int(n_checked), done=int(n_done))
+                for model, harness, cue, defense, benign, n_valid, n_checked, n_done in rows]
+
     def rollouts(self, run_id: str, *, harmful_only: bool = False) -> list[RolloutSummary]:
         """The run's rollouts without their children, in cell order; harmful_only keeps valid ones with E == 1."""
         r = t.rollout
-        query = (select(r.c.id, *_CELL, r.c.e, r.c.valid).where(r.c.run_id == run_id).order_by(*_CELL))
+        query = (select(r.c.id, *_CELL, r.c.e, r.c.valid, r.c.utility, r.c.benign).where(r.c.run_id == run_id)
+                 .order_by(*_CELL))
         if harmful_only:
             query = query.where(r.c.valid, r.c.e == 1)
         with self._reading() as conn:
             return [RolloutSummary(id=row.id, case_id=row.case_id, model=row.model, harness=row.harness, cue=row.cue,
-                                   defense=row.defense, attempt=row.attempt, E=row.e, valid=bool(row.valid))
+                                   defense=row.defense, attempt=row.attempt, E=row.e, valid=bool(row.valid),
+                                   U=row.utility, benign=bool(row.benign))
                     for row in conn.execute(query)]
 
     def get_rollout(self, rollout_id: str) -> RolloutRecord | None:

@@ -37,7 +37,8 @@ IN_CHUNK = 1_000  # ids per IN (...) list
 _CELL = (t.rollout.c.case_id, t.rollout.c.model, t.rollout.c.harness, t.rollout.c.cue, t.rollout.c.defense,
          t.rollout.c.attempt)
 _OUTCOME_COLUMNS = (t.rollout.c.id, *_CELL, t.rollout.c.strategy, t.rollout.c.vulnerability,
-                    t.rollout.c.constraint, t.rollout.c.channel, t.rollout.c.surfaces, t.rollout.c.e)
+                    t.rollout.c.constraint, t.rollout.c.channel, t.rollout.c.surfaces, t.rollout.c.e,
+                    t.rollout.c.utility, t.rollout.c.benign)
 
 _JUDGE_KEY = ("rollout_id", "config_hash", "backbone")
 _RECOGNITION_KEY = ("rollout_id", "judge", "contract_hash")
@@ -234,7 +235,8 @@ class JudgingQueries:
 
     def outcome_rows(self, run_id: str) -> list[dict[str, Any]]:
         """One dict per valid rollout of the run, in cell order: rollout_id, case_id, model, harness, cue,
-        defense, attempt, strategy, vulnerability, constraint, channel, surface (the first), E."""
+        defense, attempt, strategy, vulnerability, constraint, channel, surface (the first), E, U (None where the
+        case states no utility check) and benign (the rollout ran without its attack)."""
         query = select(*_OUTCOME_COLUMNS).where(t.rollout.c.run_id == run_id, t.rollout.c.valid)
         return [_outcome(row) for row in self._paged(query)]
 
@@ -267,4 +269,5 @@ def _outcome(row: Any) -> dict[str, Any]:
     return {"rollout_id": row.id, "case_id": row.case_id, "model": row.model, "harness": row.harness, "cue": row.cue,
             "defense": row.defense, "attempt": row.attempt, "strategy": row.strategy,
             "vulnerability": row.vulnerability, "constraint": row.constraint, "channel": row.channel,
-            "surface": row.surfaces.split(",")[0] if row.surfaces else None, "E": row.e}
+            "surface": row.surfaces.split(",")[0] if row.surfaces else None, "E": row.e, "U": row.utility,
+            "benign": bool(row.benign)}

@@ -64,6 +64,10 @@ class RolloutRecord:
     baseline: dict[str, Any] = field(default_factory=dict)
     final: dict[str, Any] = field(default_factory=dict)
     diff: list[dict[str, Any]] = field(default_factory=list)  # {"path", "op", "before", "after"}
+    # U: the case's utility check (was the user's task done?); None when the case states none or the
+    # rollout is invalid. benign: the rollout ran without its attack (a benign variant or benign arm).
+    U: int | None = None
+    benign: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,22 @@ class RolloutSummary:
     attempt: int
     E: int | None
     valid: bool
+    U: int | None = None
+    benign: bool = False
+
+
+@dataclass(frozen=True)
+class UtilityCount:
+    """Utility counts of one (model, harness, cue, defense) cell and one arm (benign or under attack)."""
+
+    model: str
+    harness: str
+    cue: str
+    defense: str
+    benign: bool
+    valid: int  # valid rollouts of the cell and arm
+    checked: int  # ... of them with a utility outcome (U not None): the denominator of the utility rate
+    done: int  # ... of them with U == 1
 
 
 # ---------------------------------------------------------------- judging and human audit

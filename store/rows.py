@@ -108,6 +108,10 @@ def prepare_rollout(r: RolloutRecord) -> PreparedRollout:
         raise InvalidRecord(f"{where}: a valid rollout needs an execution outcome E")
     if not r.valid and not r.invalid_reason:
         raise InvalidRecord(f"{where}: an invalid rollout needs an invalid_reason")
+    if r.U is not None and (isinstance(r.U, float) or r.U not in (0, 1)):
+        raise InvalidRecord(f"{where}: utility U must be 0, 1 or None, not {r.U!r}")
+    if not r.valid and r.U is not None:
+        raise InvalidRecord(f"{where}: an invalid rollout has no utility outcome U")
     bad_surfaces = [s for s in r.surfaces if not s or "," in s]
     if bad_surfaces:
         raise InvalidRecord(f"{where}: surface names must be non-empty and free of commas: {bad_surfaces!r}")
@@ -118,7 +122,7 @@ def prepare_rollout(r: RolloutRecord) -> PreparedRollout:
         "harness": r.harness, "cue": r.cue, "defense": r.defense, "attempt": r.attempt, "valid": bool(r.valid),
         "invalid_reason": r.invalid_reason, "invalid_detail": clean_text(r.invalid_detail), "e": r.E,
         "evidence": json_checked(r.evidence, f"{where}: evidence"), "expected_e": r.expected_E,
-        "reached": bool(r.reached),
+        "utility": None if r.U is None else int(r.U), "benign": bool(r.benign), "reached": bool(r.reached),
         "final_text": clean_text(r.final_text),
         "started_at": aware(r.started_at, f"{where}: started_at"),
         "finished_at": aware(r.finished_at, f"{where}: finished_at"),
@@ -165,7 +169,8 @@ def _receipt_row(rollout_id: str, rc: Mapping[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- reading back
 
-# Rollout columns in export order, with the record's name for each (columns E/expected_E are lower-case).
+# Rollout columns in export order, with the record's name for each (columns E/expected_E are lower-case, U is
+# `utility`).
 ROLLOUT_KEYS = (
     ("id", "rollout_id"), ("run_id", "run_id"), ("case_id", "case_id"), ("case_version", "case_version"),
     ("case_hash", "case_hash"), ("strategy", "strategy"), ("vulnerability", "vulnerability"),
@@ -175,7 +180,7 @@ ROLLOUT_KEYS = (
     ("evidence", "evidence"), ("expected_e", "expected_E"), ("reached", "reached"), ("final_text", "final_text"),
     ("started_at", "started_at"), ("finished_at", "finished_at"), ("duration_ms", "duration_ms"),
     ("prompt_tokens", "prompt_tokens"), ("completion_tokens", "completion_tokens"), ("cost_usd", "cost_usd"),
-    ("baseline_rollout_id", "baseline_rollout_id"),
+    ("baseline_rollout_id", "baseline_rollout_id"), ("utility", "U"), ("benign", "benign"),
 )
 
 
@@ -186,6 +191,7 @@ def rollout_export(row: Mapping[str, Any]) -> dict[str, Any]:
     # SQLite hands booleans back as integers.
     out["valid"] = bool(out["valid"])
     out["reached"] = bool(out["reached"])
+    out["benign"] = bool(out["benign"])
     return out
 
 

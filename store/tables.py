@@ -23,6 +23,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.engine import Dialect
 from sqlmodel import Field, SQLModel
@@ -145,6 +146,10 @@ class Rollout(StoreModel, table=True):
     e: int | None = Field(default=None, sa_type=Integer, nullable=True)
     evidence: dict[str, Any] = Field(sa_type=JSONDocument, nullable=False)
     expected_e: int | None = Field(default=None, sa_type=Integer, nullable=True)
+    # U (the case's utility check) — NULL when the case states none or the rollout is invalid (0004).
+    utility: int | None = Field(default=None, sa_type=Integer, nullable=True)
+    # The rollout ran without its attack (benign variant or benign arm); old rows backfilled by id (0004).
+    benign: bool = Field(default=False, sa_column=Column(Boolean, nullable=False, server_default=false()))
     reached: bool = Field(sa_type=Boolean, nullable=False)
     final_text: str = Field(sa_type=Text, nullable=False)
     started_at: datetime = Field(sa_type=UTCDateTime, nullable=False)

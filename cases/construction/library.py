@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import os
 import random
 import re
 from collections import Counter, defaultdict
@@ -29,7 +30,7 @@ from redagent.cases.construction.family import REGISTRY
 from redagent.cases.construction.plans import IVCPlan, enumerate_plans
 from redagent.cases.loader import CaseFileError, build_case, load_cases
 from redagent.cases.schema import Case, place_text
-from redagent.cases.selfcheck import check_case
+from redagent.cases.selfcheck import check_case, check_many
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
 
 MANIFEST = "manifest.json"
@@ -48,8 +49,36 @@ class BuildReport:
 
 
 def build(out: Path, *, cap: int = 33, attempts: int = 3, families: list[str] | None = None,
-          seed: int = 0) -> BuildReport:
-    """Compile the library into `out` (case files under base/, variants/)."""
+          seed: int = 0, jobs: int = 1) -> BuildReport:
+    """Compile the library into `out` (case files under base/, variants/), in `jobs` processes.
+
+    Families are independent (caps and the one-case-per-(family, constraint, strategy) rule are per
+    family), so each process compiles and writes whole families; the result is the same as serial."""
+    for folder in ("base", "variants"):
+        target = out / folder
+        if target.exists():
+            for old in target.rglob("*.yaml"):
+                old.unlink()
+    chosen = sorted(families or REGISTRY)
+    report = BuildReport()
+    if jobs <= 1 or len(chosen) < 2:
+        parts = [_build_families(out, cap, attempts, chosen, seed)]
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        chunks = [chosen[i::jobs] for i in range(jobs)]
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            parts = list(pool.map(_build_families, [out] * jobs, [cap] * jobs, [attempts] * jobs, chunks,
+                                  [seed] * jobs))
+    for part in parts:
+        report.kept += part.kept
+        report.rejected += part.rejected
+        report.variants.update(part.variants)
+    report.kept.sort(key=lambda c: c.data["id"])
+    return report
+
+
+def _build_families(out: Path, cap: int, attempts: int, families: list[str], seed: int) -> BuildReport:
     report = BuildReport()
     rng = random.Random(seed)
     plans = enumerate_plans()
@@ -58,7 +87,7 @@ def build(out: Path, *, cap: int = 33, attempts: int = 3, families: list[str] | 
     taken: set[tuple[str, str, str]] = set()
     for plan in plans:
         for family in families_for(plan):
-            if families and family.name not in families:
+            if family.name not in families:
                 continue
             key = (family.name, plan.constraint, plan.strategy)
             if key in taken or per_family[family.name] >= cap:
@@ -78,11 +107,6 @@ def build(out: Path, *, cap: int = 33, attempts: int = 3, families: list[str] | 
 
 
 def _write(out: Path, report: BuildReport) -> None:
-    for folder in ("base", "variants"):
-        target = out / folder
-        if target.exists():
-            for old in target.rglob("*.yaml"):
-                old.unlink()
     for compiled in report.kept:
         data = compiled.data
         surface = compiled.plan.surface
@@ -190,7 +214,8 @@ class FreezeRefused(ValueError):
 def freeze(paths: list[Path], out: Path) -> dict[str, Any]:
     """Write the frozen manifest; refuse if any case fails the self-check."""
     cases = load_cases(paths)
-    failing = [(c.id, r.failures[0]) for c in cases if not (r := check_case(c)).passed]
+    checks = check_many(cases, os.cpu_count() or 1)
+    failing = [(r.case.id, r.failures[0]) for r in checks if not r.passed]
     if failing:
         case_id, (check, why) = failing[0]
         raise FreezeRefused(f"{len(failing)} case(s) fail the self-check; first: {case_id}: {check}: {why}")
@@ -204,7 +229,11 @@ def freeze(paths: list[Path], out: Path) -> dict[str, Any]:
         for s in c.surfaces:
             counts["surface"][s] += 1
     body = orjson.dumps(entries, option=orjson.OPT_SORT_KEYS)
+    versions = sorted({c.version for c in cases})
     manifest = {"manifest_hash": hashlib.sha256(body).hexdigest(), "cases": entries,
+                # The benchmark version is the case-file version every compiled case carries.
+                "benchmark_version": versions[0] if len(versions) == 1 else None,
+                "variants_tried": sum(r.variants_tried for r in checks),
                 "taxonomy_counts": {k: dict(sorted(v.items())) for k, v in counts.items()}}
     out.write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
     return manifest

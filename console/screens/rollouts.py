@@ -183,7 +183,7 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
         yield Header()
         yield Static("loading…", id="rollouts-status")
         table: DataTable[str] = DataTable(id="rollouts-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns("run", "case", "model", "harness", "cue", "defense", "att", "IVC", "surfaces", "E")
+        table.add_columns("run", "case", "model", "harness", "cue", "defense", "att", "IVC", "surfaces", "E", "U")
         yield table
         yield Footer()
 
@@ -238,7 +238,8 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
             table.add_row(row["run_id"][-8:], row["case_id"], row["model"], row["harness"], row["cue"],
                           row["defense"], str(row["attempt"]),
                           f"{row['strategy']}/{row['vulnerability']}/{row['constraint']}",
-                          ",".join(row["surfaces"]), outcome, key=row["rollout_id"])
+                          ",".join(row["surfaces"]), outcome, "—" if row["U"] is None else str(row["U"]),
+                          key=row["rollout_id"])
         self.loaded = True
         self._show_status()
         table.focus()

@@ -1,5 +1,6 @@
 """A run's statistics: the judge audit (kappa, agreement, precision / recall / specificity / F1 / accuracy with
-intervals, raw versus audited ASR), the ASR matrix (model × harness) and the paired view comparisons.
+intervals, raw versus audited ASR), the ASR matrix (model × harness), utility (benign and under attack, beside
+ASR) and the paired view comparisons.
 
 Every number comes from `redagent.judges.report.build_report` (run in a thread worker), the function
 behind `redagent stats` and `redagent report`, so the screen and the command line cannot disagree.
@@ -24,7 +25,7 @@ from textual.widgets import DataTable, Footer, Input, LoadingIndicator, Static
 from textual.worker import Worker, WorkerState
 
 from redagent.console.screens.audit import help_for
-from redagent.judges.report import ReportError, build_report, write_report
+from redagent.judges.report import ReportError, build_report, utility_text, write_report
 from redagent.store.errors import StoreError, UnknownRun
 
 REPS = 2000  # bootstrap replicates: enough for stable 95 % intervals, fast enough for a screen
@@ -91,8 +92,12 @@ replicates), with bars where a glance is quicker than reading:
 - **Judge audit**: agreement and Cohen's kappa between the two reviewers (first labels), then the
   judge's precision, recall, specificity, F1 and accuracy against the final human labels, with 95 %
   intervals, and the raw (judged) versus human-audited ASR.
-- **ASR matrix**: execution ASR (E = 1 among valid rollouts) per model × harness, and the same for
-  each judging configuration; tinted from green (0) to red (1).
+- **ASR matrix**: execution ASR (E = 1 among valid attacked rollouts) per model × harness, and the
+  same for each judging configuration; tinted from green (0) to red (1).
+- **Utility**: U = 1 when the user's task was done (the case's utility check): benign utility over
+  valid rollouts of benign cases (the benign arm, benign variants) and utility under attack over valid
+  attacked rollouts, done / n checked with Wilson 95 % intervals, beside the execution ASR; n/a where
+  no case of the cell states a utility check.
 - **View comparison**: paired rates of two judging views on the same rollouts, disagreement and
   McNemar's p.
 
@@ -115,7 +120,9 @@ replicates), with bars where a glance is quicker than reading:
     StatisticsScreen #stats-body { height: 1fr; }
     StatisticsScreen .section { text-style: bold; padding: 1 1 0 1; }
     StatisticsScreen DataTable { height: auto; max-height: 24; margin: 0 1; }
-    StatisticsScreen #audit-summary, StatisticsScreen #asr-bars { height: auto; padding: 0 1; }
+    StatisticsScreen #audit-summary, StatisticsScreen #asr-bars, StatisticsScreen #utility-summary {
+        height: auto; padding: 0 1;
+    }
     StatisticsScreen #export-row { height: 3; }
     StatisticsScreen #export-path { width: 1fr; }
     StatisticsScreen LoadingIndicator { height: 3; }
@@ -138,6 +145,9 @@ replicates), with bars where a glance is quicker than reading:
             yield Static("", id="asr-bars")
             yield Static("ASR matrix (model × harness)", classes="section")
             yield DataTable(id="asr-matrix", cursor_type="row")
+            yield Static("Utility (U = 1: the user's task was done) beside execution ASR", classes="section")
+            yield Static("", id="utility-summary")
+            yield DataTable(id="utility", cursor_type="row", zebra_stripes=True)
             yield Static("View comparison (paired, same rollouts)", classes="section")
             yield DataTable(id="views", cursor_type="row", zebra_stripes=True)
         with Horizontal(id="export-row"):
@@ -203,6 +213,7 @@ replicates), with bars where a glance is quicker than reading:
             f"{self.reps} bootstrap replicates"))
         self.show_audit(report.get("audit"))
         self.show_matrix(report.get("asr") or [])
+        self.show_utility(report.get("utility"))
         self.show_views(report.get("views") or [])
 
     def show_audit(self, audit: dict[str, Any] | None) -> None:
@@ -256,6 +267,33 @@ replicates), with bars where a glance is quicker than reading:
                 values.append(Text(f" {pct(c['rate'])} ({c['harmful']}/{c['valid']}) ", style=heat(c["rate"]))
                               if c else Text("—", style="dim"))
             table.add_row(*values, key="|".join(key))
+
+    def show_utility(self, table_data: dict[str, Any] | None) -> None:
+        table = self.query_one("#utility", DataTable)
+        table.clear(columns=True)
+        summary = self.query_one("#utility-summary", Static)
+        if table_data is None:
+            summary.update("")
+            return
+        overall = table_data["overall"]
+        summary.update(Text.assemble(
+            ("benign ", "bold"), utility_text(overall["benign"]), "   ", ("under attack ", "bold"),
+            utility_text(overall["under_attack"]),
+            "" if any(overall[arm]["n"] for arm in ("benign", "under_attack"))
+            else "\nno case of this run states a utility check yet: every utility rate is n/a"))
+        table.add_columns("model", "harness", "cue", "defense", "benign U", "95 % CI", "", "U under attack",
+                          "95 % CI", "", "execution ASR")
+        for c in [*table_data["cells"], {"model": "all", "harness": "all", "cue": "all", "defense": "all",
+                                         **overall}]:
+            asr = c["execution_asr"]
+            values: list[Any] = [c["model"], c["harness"], c["cue"], c["defense"]]
+            for arm, style in (("benign", "green"), ("under_attack", "yellow")):
+                rate = c[arm]
+                values += ([f"{pct(rate['u'])} ({rate['done']}/{rate['n']})", interval(rate["lo"], rate["hi"]),
+                            bar(rate["u"], BAR // 3, style)] if rate["n"] else ["n/a", "", Text("")])
+            values.append(Text(f" {pct(asr['rate'])} ({asr['harmful']}/{asr['valid']}) ", style=heat(asr["rate"]))
+                          if asr and asr["valid"] else Text("—", style="dim"))
+            table.add_row(*values, key="|".join((c["model"], c["harness"], c["cue"], c["defense"])))
 
     def show_views(self, views: list[dict[str, Any]]) -> None:
         table = self.query_one("#views", DataTable)

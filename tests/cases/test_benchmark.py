@@ -48,7 +48,7 @@ def test_manifest_matches_the_files(library):
     assert manifest["cases"] == on_disk
 
 
-def test_every_frozen_case_passes_the_self_check():
+def test_every_frozen_case_passes_the_self_check_with_its_derived_routes():
     files = sorted(str(p) for p in ROOT.rglob("*.yaml"))
     chunks = [files[i::2] for i in range(2)]  # both cores: the whole library is a few thousand cases
     with ProcessPoolExecutor(max_workers=2) as pool:
@@ -91,6 +91,22 @@ def test_a_compiled_file_holding_another_id_is_refused(tmp_path, monkeypatch):
     source = next((ROOT / "base" / "email").glob("*.yaml"))
     (tmp_path / "base" / "email").mkdir(parents=True)
     (tmp_path / "base" / "email" / "email-renamed-000.yaml").write_bytes(source.read_bytes())
-    monkeypatch.setattr(loader, "benchmark_dir", lambda: tmp_path)
+    monkeypatch.setattr(loader, "benchmark_dir", lambda version=None: tmp_path)
     with pytest.raises(loader.CaseFileError, match="differs from the file name"):
         loader.compiled_cases(["email-renamed-000"])
+
+
+def test_the_v1_benchmark_stays_readable_and_old_runs_resolve_their_cases():
+    """v2 re-froze the library with outcome verifiers under the same ids; a run made on v1 recorded v1's
+    content hashes, and resolving its cases by those hashes finds v1's files, not v2's."""
+    import redagent.cases.loader as loader
+
+    v1 = loader.benchmark_dir(1)
+    manifest = orjson.loads((v1 / MANIFEST).read_bytes())
+    entry = next(e for e in manifest["cases"] if not e["id"].endswith(("-benign", "-multi")))
+    assert loader.manifest_hash(v1) == manifest["manifest_hash"] != loader.manifest_hash()
+    newest = loader.find_cases([entry["id"]])[entry["id"]]
+    old = loader.find_cases([entry["id"]], hashes={entry["id"]: entry["hash"]})[entry["id"]]
+    assert old.content_hash == entry["hash"] and old.version == 1
+    assert newest.version == 2 and newest.content_hash != entry["hash"]
+    assert newest.utility is not None and old.utility is None

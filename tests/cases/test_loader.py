@@ -56,9 +56,10 @@ def test_unknown_service_tool_and_arguments_in_plans(tmp_path):
 
 def test_verifier_reference_to_missing_seed_value(tmp_path):
     def edit(d):
-        d["verifier"]["rule"]["receipt"]["where"]["args.to_account"]["not_in"] = {"ref": "values.no_such_list"}
+        d["verifier"]["rule"] = {"effect": {"kind": "payment",
+                                            "where": {"to_account": {"not_in": {"ref": "values.no_such_list"}}}}}
     found = problems(variant(tmp_path, edit))
-    assert any("verifier.rule.receipt.where.args.to_account.not_in.ref: reference to a missing seed value" in p
+    assert any("verifier.rule.effect.where.to_account.not_in.ref: reference to a missing seed value" in p
                for p in found)
 
 
@@ -126,3 +127,28 @@ def test_instantiate_places_and_removes_the_attack():
     assert case.attack.content not in benign.seed["email"]["inbox"][0]["body"]
     assert "{{attack}}" not in benign.seed["email"]["inbox"][0]["body"]
     assert "{{attack}}" in case.seed["email"]["inbox"][0]["body"]  # the case itself is never mutated
+
+
+@pytest.mark.parametrize("rule, field", [
+    ({"effect": {"kind": "payout"}}, "verifier.rule.effect.kind"),
+    ({"effect": {"kind": "egress", "where": {"to": {"eq": "x", "as": "ibn"}}}}, "verifier.rule.effect.where.to.as"),
+    ({"reaches": {"to": {"eq": "public"}}}, "verifier.rule.reaches.secret"),
+    ({"reaches": {"secret": "x", "channel": "pigeon"}}, "verifier.rule.reaches.channel"),
+    ({"aggregate": {"fn": "median", "field": "amount", "of": {"kind": "payment"}, "holds": {"gt": 1}}},
+     "verifier.rule.aggregate.fn"),
+    ({"aggregate": {"fn": "sum", "field": "amount", "of": {"kind": "payment"}}}, "verifier.rule.aggregate.holds"),
+    ({"at_least": {"n": 0, "of": [{"effect": {"kind": "persist"}}]}}, "verifier.rule.at_least"),
+    ({"effect": {"kind": "persist", "colour": "red"}}, "verifier.rule.effect.colour"),
+])
+def test_new_rule_kinds_are_validated_with_their_field(tmp_path, rule, field):
+    def edit(d):
+        d["verifier"]["rule"] = rule
+    found = problems(variant(tmp_path, edit))
+    assert any(f": {field}:" in p for p in found), found
+
+
+def test_a_utility_rule_is_validated_like_the_verifier(tmp_path):
+    def edit(d):
+        d["utility"] = {"rule": {"effect": {"kind": "egress", "where": {"to": {"in": {"ref": "values.nobody"}}}}}}
+    found = problems(variant(tmp_path, edit))
+    assert any("utility.rule.effect.where.to.in.ref: reference to a missing seed value" in p for p in found), found

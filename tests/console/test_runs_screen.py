@@ -113,7 +113,7 @@ async def test_a_run_started_in_another_process_appears_and_is_monitored(url):
         screen = await open_runs(pilot, app)  # the store exists and is migrated before the other process opens it
         process = subprocess.Popen(
             [sys.executable, "-m", "redagent", "run", "--cases", "all", "--models", "sim/comply,sim/ignore",
-             "--harnesses", "native,react", "--concurrency", "1", "--db", url],
+             "--harnesses", "native,react", "--concurrency", "1", "--no-benign-arm", "--db", url],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             await wait_until(pilot, lambda: screen.runs, timeout=30)

@@ -61,6 +61,7 @@ def test_statistics_match_redagent_stats(audited, tmp_path):
         shown["metrics"] = cells(screen.query_one("#judge-metrics", DataTable))
         shown["matrix"] = cells(screen.query_one("#asr-matrix", DataTable))
         shown["views"] = cells(screen.query_one("#views", DataTable))
+        shown["utility"] = cells(screen.query_one("#utility", DataTable))
         shown["text"] = screen_text(pilot.app)
         screen.query_one("#export-path", Input).value = str(tmp_path / "exported")
         screen.set_focus(None)
@@ -89,6 +90,20 @@ def test_statistics_match_redagent_stats(audited, tmp_path):
     for source, model, cue, defense, native in shown["matrix"]:
         c = by_key[(source, model, cue, defense)]
         assert native.strip() == f"{pct(c['rate'])} ({c['harmful']}/{c['valid']})"
+    utility_json = cli_table(audited, "utility")
+    assert report["utility"] == utility_json
+    drawn = {tuple(row[:4]): row for row in shown["utility"]}
+    assert len(drawn) == len(utility_json["cells"]) + 1 and ("all", "all", "all", "all") in drawn
+    for c in utility_json["cells"]:
+        row = drawn[(c["model"], c["harness"], c["cue"], c["defense"])]
+        for column, arm in ((4, "benign"), (7, "under_attack")):
+            rate = c[arm]
+            assert row[column] == (f"{pct(rate['u'])} ({rate['done']}/{rate['n']})" if rate["n"] else "n/a")
+            assert row[column + 1] == (interval(rate["lo"], rate["hi"]) if rate["n"] else "")
+        asr = c["execution_asr"]
+        assert row[10].strip() == f"{pct(asr['rate'])} ({asr['harmful']}/{asr['valid']})"
+    checked = any(utility_json["overall"][arm]["n"] for arm in ("benign", "under_attack"))
+    assert ("every utility rate is n/a" in shown["text"]) is not checked
     assert [(v[0], v[1], v[2], v[4], v[5], v[9]) for v in shown["views"]] == [
         (v["a"], v["b"], v["model"], pct(v["a_rate"]), pct(v["b_rate"]), pct(v["diff"])) for v in views_json]
     # export: the same files as `redagent report`

@@ -6,6 +6,7 @@ import pytest
 
 from redagent.cases.loader import load_cases
 from redagent.engine.calibration import BEHAVIOURS, UnknownAgent, expected_E, indirect_route
+from redagent.engine.conditions import DEFENSES
 from redagent.engine.direct import run_direct
 from redagent.sandbox.environment import SERVICES
 from redagent.sandbox.receipts import ReceiptLog
@@ -81,6 +82,19 @@ def test_benign_variant_keeps_E_zero_for_a_complying_agent():
     for case in LIBRARY:
         rollout = run_direct(case, "sim/comply", with_attack=False)
         assert rollout.E == 0, case.id
+
+
+@pytest.mark.parametrize("agent", list(BEHAVIOURS))
+def test_benign_counterparts_expect_and_give_E_zero_for_every_behaviour(agent):
+    wrong = []
+    for case in LIBRARY:
+        benign = case.benign_counterpart()
+        assert not benign.attacked and benign.id == f"{case.id}-benign"
+        assert {expected_E(agent, benign, defense) for defense in DEFENSES} == {0}, case.id
+        rollout = run_direct(benign, agent)
+        if (rollout.E, rollout.expected_E) != (0, 0):
+            wrong.append((case.id, rollout.E, rollout.expected_E))
+    assert wrong == []
 
 
 def test_unknown_agent():

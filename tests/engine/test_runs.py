@@ -22,19 +22,28 @@ def redagent(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
 
 
 def test_default_matrix_end_to_end(store_url):  # noqa: F811
+    """The default matrix of `redagent run`: every calibration agent on every case, with the benign arm."""
     with open_store(store_url) as store:
-        runner = start_run(store, RunSpec())
+        runner = start_run(store, RunSpec(benign_arm=True))
         asyncio.run(runner.run())
         result = summary(store, runner.run_record.id)
         cases = len(runner.cases)
+        attacked = sum(1 for c in runner.cases.values() if c.attacked)
+        assert cases == 2 * attacked and result["protocol"]["benign_arm"] is True
         assert result["planned"] == result["completed"] == cases * len(BEHAVIOURS) * 3
         assert result["invalid"] == 0 and result["status"] == "finished"
+        rollouts = list(store.iter_export(runner.run_record.id))
         wrong = [(r["case_id"], r["model"], r["harness"], r["E"], r["expected_E"])
-                 for r in store.iter_export(runner.run_record.id) if r["E"] != r["expected_E"]]
+                 for r in rollouts if r["E"] != r["expected_E"]]
         assert wrong == []
+        benign = [r for r in rollouts if r["benign"]]
+        assert len(benign) == attacked * len(BEHAVIOURS) * 3
+        assert {r["model"] for r in benign} == set(BEHAVIOURS)
+        assert {(r["E"], r["expected_E"]) for r in benign} == {(0, 0)}  # no behaviour is harmful without an attack
+        assert all(r["case_id"].endswith("-benign") and not r["reached"] for r in benign)
         cells = {(c["model"], c["harness"]): c for c in result["execution_asr"]}
         assert cells[("sim/comply", "shell")]["rate"] == 1.0 and cells[("sim/ignore", "react")]["harmful"] == 0
-        assert all(c["valid"] == cases for c in cells.values())
+        assert all(c["valid"] == attacked for c in cells.values())  # ASR over attacked rollouts only
 
 
 def test_replay_pairs_each_harmful_rollout_with_its_baseline(tmp_path):
@@ -65,19 +74,29 @@ def test_cli_run_show_list_export(tmp_path):
                    "native,shell", "--cues", "clean,disclosed", "--db", db, "--json")
     assert ran.returncode == 0, ran.stderr
     result = json.loads(ran.stdout)
-    assert set(result) == {"run_id", "planned", "completed", "valid", "invalid", "invalid_reasons", "execution_asr"}
-    assert result["planned"] == result["completed"] == 10 * 2 * 2 * 2 and result["invalid"] == 0
+    assert set(result) == {"run_id", "planned", "completed", "valid", "invalid", "invalid_reasons", "execution_asr",
+                           "utility"}
+    # The benign arm is on by default: every attacked case also runs as its benign counterpart.
+    assert result["planned"] == result["completed"] == 2 * 10 * 2 * 2 * 2 and result["invalid"] == 0
     assert {tuple(sorted(c)) for c in result["execution_asr"]} == {
         ("cue", "defense", "harmful", "harness", "model", "rate", "valid")}
+    assert all(c["valid"] == 10 for c in result["execution_asr"])
+    assert result["utility"]["overall"]["benign"]["valid"] == 80
     listed = json.loads(redagent("runs", "list", "--db", db, "--json").stdout)
-    assert listed == [{"run_id": result["run_id"], "status": "finished", "planned": 80, "completed": 80}]
+    assert listed == [{"run_id": result["run_id"], "status": "finished", "planned": 160, "completed": 160}]
     shown = json.loads(redagent("runs", "show", result["run_id"], "--db", db, "--json").stdout)
-    assert shown["protocol"]["cues"] == ["clean", "disclosed"]
+    assert shown["protocol"]["cues"] == ["clean", "disclosed"] and shown["protocol"]["benign_arm"] is True
+    assert len(shown["utility"]["cells"]) == 8
+    for cell in [*shown["utility"]["cells"], shown["utility"]["overall"]]:
+        assert {"u", "n", "lo", "hi"} <= set(cell["benign"]) and {"u", "n", "lo", "hi"} <= set(cell["under_attack"])
     lines = redagent("export", result["run_id"], "--db", db, "--format", "jsonl").stdout.splitlines()
-    assert len(lines) == 80
+    assert len(lines) == 160
     first = json.loads(lines[0])
     assert {"rollout_id", "case_id", "case_hash", "model", "harness", "cue", "defense", "attempt", "valid",
-            "invalid_reason", "E", "evidence", "events", "receipts", "diff", "expected_E"} <= set(first)
+            "invalid_reason", "E", "evidence", "events", "receipts", "diff", "expected_E", "U", "benign"} <= set(first)
+    without = json.loads(redagent("run", "--cases", "email-*", "--models", "sim/comply", "--harnesses", "native",
+                                  "--no-benign-arm", "--db", db, "--json").stdout)
+    assert without["planned"] == 10 and without["utility"]["overall"]["benign"]["valid"] == 0
     assert first["events"][0]["role"] in ("user", "harness")
 
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binomtest
 
+from redagent.judges import stats
 from redagent.judges.stats import (
     audited_asr,
     cluster_bootstrap,
@@ -25,6 +26,7 @@ from redagent.judges.stats import (
     slice_rates,
     wilson,
 )
+from redagent.store.records import UtilityCount
 
 Z = 1.959963984540054
 
@@ -477,3 +479,49 @@ def test_judge_audit_intervals_match_a_slow_stratified_cluster_loop():
     sd = precision.std()
     assert abs(out["precision"]["ci_low"] - np.percentile(precision, 2.5)) < 0.25 * sd
     assert abs(out["precision"]["ci_high"] - np.percentile(precision, 97.5)) < 0.25 * sd
+
+
+# -- utility ------------------------------------------------------------------------------------
+UTILITY_COUNTS = [
+    # model, harness, cue, defense, benign, valid, checked, done
+    UtilityCount("m1", "native", "clean", "none", True, 10, 8, 6),
+    UtilityCount("m1", "native", "clean", "none", False, 20, 20, 5),
+    UtilityCount("m1", "react", "clean", "none", False, 4, 0, 0),  # no case of the cell states a check
+    UtilityCount("m2", "native", "clean", "none", True, 3, 3, 3),
+    UtilityCount("m2", "native", "clean", "none", False, 3, 3, 0),
+]
+
+
+def test_utility_table_against_a_hand_computation():
+    cells = {(c.model, c.harness): c for c in stats.utility_table(UTILITY_COUNTS)}
+    assert list(cells) == [("m1", "native"), ("m1", "react"), ("m2", "native")]
+    m1 = cells[("m1", "native")]
+    # benign 6/8: p = .75, z² = 3.8415; centre (.75 + .24009) / 1.48018 = .66889, half .25963
+    assert (m1.benign.done, m1.benign.n, m1.benign.valid, m1.benign.u) == (6, 8, 10, 0.75)
+    assert m1.benign.interval == (pytest.approx(0.40927, abs=1e-4), pytest.approx(0.92852, abs=1e-4))
+    # under attack 5/20: p = .25; centre (.25 + .09604) / 1.19207 = .29029, half .17842
+    assert (m1.under_attack.done, m1.under_attack.n, m1.under_attack.u) == (5, 20, 0.25)
+    assert m1.under_attack.interval == (pytest.approx(0.11186, abs=1e-4), pytest.approx(0.46870, abs=1e-4))
+    react = cells[("m1", "react")]
+    assert react.benign.to_dict() == {"u": None, "done": 0, "n": 0, "valid": 0, "lo": None, "hi": None}
+    assert react.under_attack.to_dict() == {"u": None, "done": 0, "n": 0, "valid": 4, "lo": None, "hi": None}
+    m2 = cells[("m2", "native")]
+    assert m2.benign.interval[1] == 1.0 and m2.under_attack.interval[0] == 0.0  # k = n and k = 0 exactly
+    assert m2.benign.interval[0] == pytest.approx(0.43850, abs=1e-4)  # 3/3: 1 / (1 + z²/3)
+
+
+def test_utility_pooled_and_by_model():
+    (pooled,) = stats.utility_table(UTILITY_COUNTS, by=[])
+    assert (pooled.model, pooled.harness, pooled.cue, pooled.defense) == ("all",) * 4
+    assert (pooled.benign.done, pooled.benign.n, pooled.benign.valid) == (9, 11, 13)
+    assert (pooled.under_attack.done, pooled.under_attack.n, pooled.under_attack.valid) == (5, 23, 27)
+    assert pooled.under_attack.interval == tuple(pytest.approx(x) for x in stats.wilson(5, 23))
+    by_model = {c.model: c for c in stats.utility_table(pd.DataFrame([vars(c) for c in UTILITY_COUNTS]),
+                                                         by=["model"])}
+    assert by_model["m1"].harness == "all" and (by_model["m1"].under_attack.n, by_model["m1"].under_attack.valid) \
+        == (20, 24)
+    assert stats.utility_table([]) == []
+    with pytest.raises(ValueError, match="grouped by"):
+        stats.utility_table(UTILITY_COUNTS, by=["strategy"])
+    with pytest.raises(ValueError, match="done <= checked <= valid"):
+        stats.utility_table([UtilityCount("m", "h", "c", "d", True, 1, 2, 0)])

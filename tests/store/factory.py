@@ -87,3 +87,28 @@ def make_rollout(run_id: str = "run-1", case_id: str = "banking/e4", model: str 
     }
     fields.update(extra)
     return RolloutRecord(**fields)
+
+
+def write_as_of(engine: Any, rollouts: list[RolloutRecord]) -> None:
+    """Store rollouts into a database left at an older schema revision, as the release of that revision did:
+    only the columns its tables have (the current write path would name columns later revisions added)."""
+    from sqlalchemy import inspect
+
+    from redagent.store import tables as t
+    from redagent.store.rows import prepare_rollout
+
+    prepared = [prepare_rollout(r) for r in rollouts]
+    with engine.begin() as conn:
+        inspector = inspect(conn)
+
+        def insert(table: Any, rows: list[dict[str, Any]]) -> None:
+            have = {c["name"] for c in inspector.get_columns(table.name)}
+            if rows:
+                conn.execute(table.insert(), [{k: v for k, v in row.items() if k in have} for row in rows])
+
+        insert(t.blob, [{"sha256": sha, "data": text} for sha, text in
+                        {sha: text for p in prepared for sha, text in p.blobs.items()}.items()])
+        insert(t.rollout, [p.row for p in prepared])
+        for table, key in ((t.event, "events"), (t.receipt, "receipts"), (t.diff_entry, "diff"),
+                           (t.snapshot, "snapshots")):
+            insert(table, [row for p in prepared for row in getattr(p, key)])

@@ -20,7 +20,7 @@ from redagent.store.db import Store
 from redagent.store.migrate import alembic_config, current_revisions, head_revision
 from redagent.store.records import JudgeLabelRecord, RecognitionLabelRecord
 from redagent.store.tables import metadata
-from tests.store.factory import T0, make_rollout, make_run
+from tests.store.factory import T0, make_rollout, make_run, write_as_of
 
 OLD_TABLES = {"run", "rollout", "event", "receipt", "blob", "snapshot", "diff_entry"}
 # Everything migrations after 0001 add (judging and audit in 0002, case reviews in 0003).
@@ -77,7 +77,7 @@ def test_migration_0002_applies_on_top_of_0001_and_keeps_the_data(store_url):
     old = Store(store_url, engine)  # a store as the previous release left it
     old.create_run(make_run("run-1"))
     rollout = make_rollout("run-1", n_events=2)
-    old.write_rollouts([rollout])
+    write_as_of(engine, [rollout])
     with engine.connect() as conn:
         assert current_revisions(conn) == ("0001",)
         assert set(inspect(conn).get_table_names()) == OLD_TABLES | {"alembic_version"}
@@ -86,7 +86,7 @@ def test_migration_0002_applies_on_top_of_0001_and_keeps_the_data(store_url):
     store = open_store(store_url)
     try:
         with store.engine.connect() as conn:
-            assert current_revisions(conn) == ("0003",) == (head_revision(),)
+            assert current_revisions(conn) == (head_revision(),)
             assert set(inspect(conn).get_table_names()) == OLD_TABLES | NEW_TABLES | {"alembic_version"}
             context = MigrationContext.configure(conn, opts={"compare_type": True})
             assert compare_metadata(context, metadata) == []
@@ -261,7 +261,8 @@ def test_outcome_rows_are_the_valid_rollouts_with_their_cell_and_taxonomy(store,
     first = rows[0]
     assert first == {"rollout_id": valid[0].id, "case_id": "banking/c0", "model": "sim/m1", "harness": "react",
                      "cue": "none", "defense": "none", "attempt": 0, "strategy": "E", "vulnerability": "4",
-                     "constraint": "payee-allowlist", "channel": "email", "surface": "email", "E": 0}
+                     "constraint": "payee-allowlist", "channel": "email", "surface": "email", "E": 0, "U": None,
+                     "benign": False}
     assert [row["surface"] for row in rows[1:]] == ["banking"] * 5
     assert store.outcome_rows("nope") == []
 

@@ -94,8 +94,8 @@ def test_export_keys(filled):
         "rollout_id", "run_id", "case_id", "case_version", "case_hash", "strategy", "vulnerability", "constraint",
         "surfaces", "channel", "model", "harness", "cue", "defense", "attempt", "valid", "invalid_reason",
         "invalid_detail", "E", "evidence", "expected_E", "reached", "final_text", "started_at", "finished_at",
-        "duration_ms", "prompt_tokens", "completion_tokens", "cost_usd", "baseline_rollout_id", "events",
-        "receipts", "diff", "baseline", "final"]
+        "duration_ms", "prompt_tokens", "completion_tokens", "cost_usd", "baseline_rollout_id", "U", "benign",
+        "events", "receipts", "diff", "baseline", "final"]
     assert list(filled.iter_export("nope")) == []
 
 

@@ -16,7 +16,7 @@ from redagent.judges.rounds import RoundError, agreement, new_round, pinned_case
 from redagent.store.connect import WRITE, create_store_engine
 from redagent.store.db import Store, open_store
 from redagent.store.errors import InvalidRecord, WriteRejected
-from redagent.store.migrate import alembic_config, current_revisions
+from redagent.store.migrate import alembic_config, current_revisions, head_revision
 from redagent.store.records import AuditItemRecord, AuditRecord, JudgeLabelRecord
 from redagent.store.reviews import (
     BadReview,
@@ -28,7 +28,7 @@ from redagent.store.reviews import (
     UnknownExpert,
     UnknownRound,
 )
-from tests.store.factory import make_rollout, make_run
+from tests.store.factory import make_rollout, make_run, write_as_of
 
 PASS = dict.fromkeys(("ivc_consistency", "threat_model_compliance", "task_attack_coherence", "verifier_correctness"),
                      "pass")
@@ -154,7 +154,7 @@ def test_migration_0003_applies_on_top_of_0002_and_keeps_the_data(store_url):
     old = Store(store_url, engine)  # a store as the previous release left it, with a run and an audit
     old.create_run(make_run("run-1"))
     rollout = make_rollout("run-1", n_events=2)
-    old.write_rollouts([rollout])
+    write_as_of(engine, [rollout])
     old.write_judge_labels([JudgeLabelRecord(rollout_id=rollout.id, run_id="run-1", config_name="state/rule",
                                              config_hash="h", view="state", contract_hash="c", gate="g",
                                              backbone="rule", label=1, status="ok", rationale="r")])
@@ -167,7 +167,7 @@ def test_migration_0003_applies_on_top_of_0002_and_keeps_the_data(store_url):
     store = open_store(store_url)
     try:
         with store.engine.connect() as conn:
-            assert current_revisions(conn) == ("0003",)
+            assert current_revisions(conn) == (head_revision(),)
             assert {"review_round", "round_case", "case_review"} <= set(inspect(conn).get_table_names())
         assert store.get_rollout(rollout.id) == rollout
         assert store.latest_audit_for("ben") == "audit-1" and store.latest_audit_for("cat", "adjudicator") == "audit-1"
