@@ -107,7 +107,8 @@ selection before anything is stored; a problem is shown as one line and no run i
             return
         spec = RunSpec(cases=self._value("cases") or "all", models=_split(self._value("models")),
                        harnesses=_split(self._value("harnesses")), cues=_split(self._value("cues")),
-                       defenses=_split(self._value("defenses")), attempts=attempts, concurrency=concurrency)
+                       defenses=_split(self._value("defenses")), attempts=attempts, concurrency=concurrency,
+                       benign_arm=True)  # as `redagent run` does: benign utility beside ASR
         self.dismiss(spec)
 
     def action_cancel(self) -> None:
