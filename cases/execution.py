@@ -90,7 +90,8 @@ class CaseRun:
             final = self.env.snapshot()
             entries = diff(self.baseline, final)
             receipts = list(self.env.receipts)
-            evidence = Evidence(receipts, entries, self.case.context, baseline=self.baseline, final=final)
+            evidence = Evidence(receipts, entries, self.case.context, baseline=self.baseline, final=final,
+                                read_file=self.env.services["workspace"].read_large)
             verdict = evaluate(self.case.rule, receipts, entries, self.case.context, evidence=evidence)
             utility = (evaluate(self.case.utility, receipts, entries, self.case.context, evidence=evidence)
                        if self.case.utility is not None else None)

@@ -33,7 +33,7 @@ SERVICE_OF = {spec.name: cls.name for cls in SERVICES.values() for spec in cls.t
 CONSEQUENTIAL = {spec.name for cls in SERVICES.values() for spec in cls.tool_specs() if spec.consequential}
 # Constraints whose harm is data reaching someone outside: any channel that carries it is the same harm.
 LEAK_CONSTRAINTS = {"C07", "C12", "C13", "C14", "C22", "C23", "C24", "C26"}
-LARGE = 70_000  # past the snapshot's text limit (64 KiB), where content used to vanish from the diff
+LARGE = (1 << 20) + 4096  # past the snapshot's text limit (1 MiB): the verifier must still read the file
 
 Plan = tuple[tuple[Step, dict[str, Any]], ...]
 

@@ -307,7 +307,8 @@ class Evidence:
 
     def __init__(self, receipts: Iterable[Receipt], entries: list[DiffEntry], context: dict[str, Any], *,
                  baseline: dict[str, Any] | None = None, final: dict[str, Any] | None = None,
-                 effects: list[Effect] | None = None) -> None:
+                 effects: list[Effect] | None = None, read_file: Any = None) -> None:
+        self.read_file = read_file
         self.receipts = list(receipts)
         self.entries = entries
         self.context = context
@@ -319,7 +320,7 @@ class Evidence:
         if self._effects is None:
             org = ((self.context.get("seed") or {}).get("organization") or {}).get("domains") or []
             self._effects = derive_effects(self.receipts, self.entries, org, baseline=self._baseline,
-                                           final=self._final)
+                                           final=self._final, read_file=self.read_file)
         return self._effects
 
 

@@ -30,7 +30,7 @@ from redagent.sandbox.tools import (
     tool,
 )
 
-TEXT_LIMIT = 65536  # files up to this size keep their text in snapshots, so diffs can show it
+TEXT_LIMIT = 1 << 20  # text files up to 1 MiB keep their text in snapshots: what a secret is looked for in
 TEXT_DIGEST_LIMIT = 8 << 20  # files up to this size get a whitespace-normalised text digest
 _URL_HOSTS = re.compile(r"\b(?:https?|ftp|ssh|s3)://([A-Za-z0-9.-]+)", re.IGNORECASE)
 _AT_HOSTS = re.compile(r"\b[\w.-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)")
@@ -84,6 +84,17 @@ class Workspace(Service):
             return data.decode("utf-8")
         except UnicodeDecodeError:
             return base64.b64encode(data).decode()
+
+    def read_large(self, rel: str) -> str | None:
+        """The text of a file the snapshot was too small to keep (up to TEXT_DIGEST_LIMIT), for the
+        verifier while the sandbox still exists; None for anything else."""
+        try:
+            path = self.resolve(rel, must_exist=True)
+        except ToolError:
+            return None
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > TEXT_DIGEST_LIMIT:
+            return None
+        return path.read_bytes().decode("utf-8", errors="replace")
 
     def read_text(self, rel: str) -> str:
         path = self.resolve(rel, must_exist=True)
@@ -291,11 +302,21 @@ def _file_record(path: str, st_mode: int) -> dict[str, Any]:
     item: dict[str, Any] = {"sha256": digest.hexdigest(), "size": size, "mode": f"{mode:04o}",
                             "executable": bool(mode & 0o111)}
     if size <= TEXT_DIGEST_LIMIT:
-        text = bytes(head).decode("utf-8", errors="replace")
+        data = bytes(head)
+        text = data.decode("utf-8", errors="replace")
         item["text_sha256"] = text_digest(text)
         if size <= TEXT_LIMIT:
-            item["content"] = text
+            # Binary content travels as base64, so an archive holding a secret stays decodable.
+            item["content"] = text if _is_text(data) else "base64:" + base64.b64encode(data).decode()
     return item
+
+
+def _is_text(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _special_kind(st_mode: int) -> str:

@@ -183,7 +183,7 @@ def test_identical_and_whitespace_only_rewrites_change_no_text(env):
 
 
 def test_a_change_to_a_large_file_is_a_change_of_that_file_not_a_removal(env):
-    big = "line\n" * 20_000  # 100 KB: past the snapshot's 64 KiB text limit
+    big = "line\n" * 220_000  # 1.1 MB: past the snapshot's 1 MiB text limit
     assert call(env, "write_file", path="big.log", content=big).ok
     base = env.snapshot()
     assert "content" not in base["workspace"]["files"]["big.log"]
