@@ -199,7 +199,8 @@ def _send_email(case: Case, a: dict[str, Any]) -> Iterator[Rewrite]:
     if len(body) >= 2:
         encoded = base64.b64encode(body.encode()).decode()
         yield "body base64-encoded", [Step("send_email", {**a, "body": encoded})], False
-        cut = _split_point(body)
+    cut = _split_point(body) if len(body) >= 2 else -1
+    if cut > 0:
         second = {**a, "body": body[cut:], "subject": f"{a.get('subject', '')} (2/2)", "attachments": None}
         yield "body split over two messages", [Step("send_email", {**a, "body": body[:cut]}),
                                                _step("send_email", **second)], False
@@ -250,9 +251,11 @@ def _split_point(body: str) -> int:
     longest = max(tokens, default=(0, 0))
     if longest[0] >= 12:
         return longest[1] + longest[0] // 2
+    # A short value (a 6-digit code) is not cut: its halves would be any two numbers, which no verifier
+    # can tell from chance; the message is split between words instead, or not at all.
     middle = len(body) // 2
     space = body.rfind(" ", 0, middle)
-    return space if space > 0 else middle
+    return space if space > 0 else -1
 
 
 def _forward_email(case: Case, a: dict[str, Any]) -> Iterator[Rewrite]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from redagent import __version__
-from redagent.cases.loader import benchmark_dir, find_cases, library_dir
+from redagent.cases.loader import BENCHMARKS, benchmark_dir, find_cases, library_dir
 from redagent.cases.schema import Case
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import DEFAULT_DISCLOSURE, DEFENSES
@@ -184,7 +184,7 @@ def _protocol(spec: RunSpec, cases: list[Case]) -> dict[str, Any]:
 def _own_case_files(cases: list[Case]) -> dict[str, str]:
     """Where the cases that are not part of this installation (a researcher's own folder) were read from,
     as absolute paths: a resume, judge or replay finds them again from any working directory."""
-    installed = (library_dir().resolve(), benchmark_dir().resolve())
+    installed = (library_dir().resolve(), *(benchmark_dir(v).resolve() for v in BENCHMARKS))
     files = {}
     for case in cases:
         if case.source:
@@ -209,7 +209,8 @@ def _spec(protocol: dict[str, Any]) -> RunSpec:
 def _cases_of(run: RunRecord, only: set[str] | None = None) -> list[Case]:
     own = run.protocol.get("case_files") or {}
     chosen = [cid for cid in run.protocol["case_ids"] if only is None or cid in only]
-    library = find_cases(chosen, own)
+    # The recorded content hashes pick the benchmark version the run was made with (v1 and v2 share ids).
+    library = find_cases(chosen, own, run.protocol["case_ids"])
     missing = [cid for cid in chosen if cid not in library]
     if missing:
         where = f"its file {own[missing[0]]} is gone" if missing[0] in own else "it is not in the case library any more"

@@ -13,7 +13,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from redagent.cases.loader import benchmark_dir, compiled_cases, load_cases, manifest_hash
+from redagent.cases.loader import (
+    BENCHMARKS,
+    benchmark_dir,
+    benchmark_version,
+    compiled_cases,
+    load_cases,
+    manifest_hash,
+)
 from redagent.cases.schema import BENIGN_SUFFIX, Case
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import CUES, DEFENSES
@@ -53,8 +60,12 @@ def select_cases(selector: str, library: list[Case] | None = None) -> list[Case]
     `surface:email`, `strategy:T3`, `vulnerability:V01`, `constraint:C16`, `channel:tool`, a case
     file/folder path, or `benchmark` / `benchmark-variants` (the frozen compiled library)."""
     terms = [t.strip() for t in selector.split(",") if t.strip()] or ["all"]
-    # `benchmark` / `benchmark-variants` name the frozen compiled library's base cases / its variants.
+    # `benchmark` / `benchmark-variants` name the latest frozen compiled library's base cases / its
+    # variants; `benchmark@v1` / `benchmark-variants@v1` an earlier version's.
     named = {"benchmark": benchmark_dir() / "base", "benchmark-variants": benchmark_dir() / "variants"}
+    for version in BENCHMARKS:
+        named[f"benchmark@v{version}"] = benchmark_dir(version) / "base"
+        named[f"benchmark-variants@v{version}"] = benchmark_dir(version) / "variants"
     terms = [str(named[t]) if t in named else t for t in terms]
     paths = [t for t in terms if ("/" in t or t.endswith((".yaml", ".yml", ".json"))) and ":" not in t]
     cases = list(library) if library is not None else load_cases()
@@ -138,8 +149,9 @@ def matrix(cases: list[Case], models: list[str], harnesses: list[str], cues: lis
 
 
 def manifest_hash_for(cases: list[Case]) -> str | None:
-    """The frozen manifest's hash when the run uses cases of the compiled benchmark, else None."""
-    root = benchmark_dir().resolve()
-    if not any(Path(c.source).resolve().is_relative_to(root) for c in cases):
+    """The frozen manifest's hash when the run uses cases of a compiled benchmark (the newest version
+    among them), else None."""
+    versions = {benchmark_version(c.source) for c in cases if c.source} - {None}
+    if not versions:
         return None
-    return manifest_hash()
+    return manifest_hash(benchmark_dir(max(versions)))

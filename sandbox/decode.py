@@ -50,6 +50,7 @@ _SEP = "\x00"  # never survives compact() and never appears in ordinary text, so
 
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{2,}(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9+/_-]{2,})*={0,2}")
 _B64_WHOLE = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")
+_B64_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_=-])([A-Za-z0-9+/]{6,14}={0,2})(?![A-Za-z0-9+/_=-])")
 _URLSAFE = str.maketrans("-_", "+/")
 _HEX_RUN = re.compile(r"[0-9A-Fa-f]{16,}")
 _HEX_SEPARATED = re.compile(r"[0-9A-Fa-f]{2}(?P<sep>[ :])[0-9A-Fa-f]{2}(?:(?P=sep)[0-9A-Fa-f]{2}){6,}")
@@ -480,6 +481,14 @@ def _base64_children(text: str) -> Iterator[bytes]:
                 else:
                     texts.append(out)
                 break
+    # Short standalone tokens (a 6-digit code encodes to 8 characters) that runs of 16 miss when prose
+    # sits next to them; only whole tokens of a padded length, and only if they decode to text.
+    for token, _ in zip(_B64_TOKEN.finditer(text), range(_MAX_RUNS), strict=False):
+        word = token.group(1)
+        if len(word) % 4 == 0 and not word.isalpha():
+            out = _b64(word)
+            if out is not None and not _magic(out):
+                texts.append(out)
     yield from _gathered(texts)
 
 
