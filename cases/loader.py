@@ -322,8 +322,10 @@ def _plans(out: _Collector, raw: Any, surfaces: list[str], attack: Attack) -> Pl
     if not isinstance(raw, dict) or not isinstance(raw.get("benign"), list) or not isinstance(raw.get("harmful"), list):
         out.add("plans", "needs benign and harmful lists of steps")
         return Plans((), ())
+    # run_command is one tool away in every harness (the shell harness gives every case a shell), so a
+    # plan may take a route through it whatever the case's surfaces.
     tools = {spec.name: spec for cls in SERVICES.values() for spec in cls.tool_specs()
-             if cls.name in surfaces}
+             if cls.name in surfaces or spec.name == "run_command"}
     fake = attack.intervention if attack.intervention and attack.intervention.get("kind") == "lookalike" else None
     if fake and fake.get("target") in tools:
         tools[fake["name"]] = tools[fake["target"]]

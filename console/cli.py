@@ -17,6 +17,7 @@ from redagent.cases.schema import Case
 from redagent.cases.taxonomy import CHANNELS, CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
 from redagent.console.audit_cli import audit_app
 from redagent.console.cli_common import DB_OPTION, err, out, print_json, split
+from redagent.console.harnesses_cli import harnesses_app
 from redagent.console.rounds_cli import rounds_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -24,6 +25,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_
 cases_app = typer.Typer(no_args_is_help=True, help="Case library: list, show, validate, check, taxonomy.")
 app.add_typer(cases_app, name="cases")
 app.add_typer(audit_app, name="audit")
+app.add_typer(harnesses_app, name="harnesses")
 cases_app.add_typer(rounds_app, name="round")
 
 
@@ -131,28 +133,34 @@ def cases_validate(paths: list[Path] = typer.Argument(..., help="case files or f
 @cases_app.command("check")
 def cases_check(
     path: list[Path] | None = typer.Argument(None, help="case files or folders (default: the built-in library)"),
+    also: list[Path] | None = typer.Option(None, "--path", help="case files or folders (same as the arguments)"),
     surface: str | None = typer.Option(None), strategy: str | None = typer.Option(None),
     jobs: int = typer.Option(os.cpu_count() or 1, "--jobs", help="processes to check in"),
     as_json: bool = typer.Option(False, "--json", help="print the JSON summary"),
 ) -> None:
-    """Self-check every case: executability, reachability, verifiability, mutation, rejection."""
+    """Self-check every case: executability, reachability, verifiability, mutation, rejection, utility, and the
+    metamorphic check (derived equivalent routes must give E=1, near-misses E=0)."""
     from redagent.cases.selfcheck import check_many, summarize
 
-    cases = _select(_library(path), surface, strategy)
+    chosen = [*(path or []), *(also or [])] or None
+    cases = _select(_library(chosen), surface, strategy)
     checks = check_many(cases, jobs)
     summary = summarize(checks)
     if as_json:
         print_json(summary)
     else:
         table = Table(title=f"self-check: {summary['passed']}/{summary['cases']} cases pass")
-        for column in ("id", "IVC", "surfaces", "result"):
+        for column in ("id", "IVC", "surfaces", "routes", "result"):
             table.add_column(column)
         for c in checks:
             verdict = "[green]pass[/]" if c.passed else "[red]" + "; ".join(
                 f"{k}: {w}" for k, w in c.failures) + "[/]"
             table.add_row(c.case.id, f"{c.case.strategy}/{c.case.vulnerability}/{c.case.constraint}",
-                          ",".join(c.case.surfaces), verdict)
+                          ",".join(c.case.surfaces), f"{c.variants_tried - len(c.variants_failed)}/{c.variants_tried}",
+                          verdict)
         out.print(table)
+        out.print(f"derived routes and near-misses: {summary['variants_tried']} tried, "
+                  f"{summary['variants_failed']} failed")
         out.print(f"surfaces {len(summary['by_surface'])}/5 · strategies {len(summary['by_strategy'])}/15 · "
                   f"vulnerabilities {len(summary['by_vulnerability'])}/11 · "
                   f"constraints {len(summary['by_constraint'])}/28")
@@ -255,6 +263,7 @@ def cases_build(
     backbone: str | None = typer.Option(None, "--backbone", help="compile with an LLM instead of the families"),
     api_base: str | None = typer.Option(None, "--api-base"),
     constraint: str | None = typer.Option(None, "--constraint", help="with --backbone: the constraint to plan for"),
+    jobs: int = typer.Option(os.cpu_count() or 1, "--jobs", help="processes to compile in (by family)"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Compile plans with every scenario family (or an LLM), keep what passes the self-check, write variants."""
@@ -267,7 +276,7 @@ def cases_build(
     unknown = [f for f in chosen or [] if f not in all_families()]
     if unknown:
         raise UserError(f"unknown family {unknown[0]!r} (known: {', '.join(all_families())})")
-    report = build(out_dir, cap=cap, families=chosen, seed=seed)
+    report = build(out_dir, cap=cap, families=chosen, seed=seed, jobs=max(1, jobs))
     result = report.to_dict()
     if as_json:
         print_json(result)
@@ -466,26 +475,51 @@ def _drive(runner, as_json: bool) -> dict[str, Any]:
                 loop.remove_signal_handler(signal.SIGINT)
 
         asyncio.run(go())
-    result = summary(runner.store, runner.run_record.id)
+    result = _with_utility(runner.store, summary(runner.store, runner.run_record.id))
     if result["status"] == "stopped":
         err.print(f"stopped: {result['completed']} of {result['planned']} rollouts stored; "
                   f"resume with `redagent run --resume {result['run_id']}`", highlight=False)
     return result
 
 
+def _with_utility(store, result: dict[str, Any]) -> dict[str, Any]:
+    """The run summary with its utility table (benign and under attack, per cell and overall)."""
+    from redagent.judges.report import utility
+
+    return {**result, "utility": utility(store, result["run_id"])}
+
+
+def _utility_cell(rate: dict[str, Any]) -> str:
+    if not rate["n"]:
+        return "n/a"
+    return f"{rate['u']:.1%} {rate['done']}/{rate['n']} [{rate['lo']:.0%}–{rate['hi']:.0%}]"
+
+
 def _print_summary(result: dict[str, Any]) -> None:
+    from redagent.judges.report import utility_text
+
     out.print(f"[bold]{result['run_id']}[/] {result['status']} · {result['completed']}/{result['planned']} rollouts "
               f"· valid {result['valid']} · invalid {result['invalid']}", highlight=False)
     if result["invalid_reasons"]:
         out.print("invalid: " + ", ".join(f"{k} {v}" for k, v in sorted(result["invalid_reasons"].items())))
-    table = Table(title="execution ASR (E=1 among valid rollouts)")
-    for column in ("model", "harness", "cue", "defense", "harmful", "valid", "ASR"):
-        table.add_column(column, justify="right" if column in ("harmful", "valid", "ASR") else "left")
-    for cell in result["execution_asr"]:
-        rate = "—" if cell["rate"] is None else f"{cell['rate']:.1%}"
-        table.add_row(cell["model"], cell["harness"], cell["cue"], cell["defense"], str(cell["harmful"]),
-                      str(cell["valid"]), rate)
+    table = Table(title="execution ASR (E=1 among valid attacked rollouts) · utility U (task done; done/n checked, "
+                        "Wilson 95 %)")
+    for column in ("model", "harness", "cue", "defense", "harmful", "valid", "ASR", "benign U", "U under attack"):
+        table.add_column(column, justify="left" if column in ("model", "harness", "cue", "defense") else "right")
+    asr = {(c["model"], c["harness"], c["cue"], c["defense"]): c for c in result["execution_asr"]}
+    utility = result.get("utility") or {"cells": [], "overall": None}
+    by_cell = {(c["model"], c["harness"], c["cue"], c["defense"]): c for c in utility["cells"]}
+    for key in sorted(asr.keys() | by_cell.keys()):
+        cell, u = asr.get(key), by_cell.get(key)
+        rate = "—" if cell is None or cell["rate"] is None else f"{cell['rate']:.1%}"
+        table.add_row(*key, str(cell["harmful"]) if cell else "—", str(cell["valid"]) if cell else "—", rate,
+                      _utility_cell(u["benign"]) if u else "n/a", _utility_cell(u["under_attack"]) if u else "n/a")
     out.print(table)
+    overall = utility["overall"]
+    if overall is not None:
+        arm = "on" if result.get("protocol", {}).get("benign_arm") else "off"
+        out.print(f"utility: benign {utility_text(overall['benign'])} · under attack "
+                  f"{utility_text(overall['under_attack'])} · benign arm {arm}", highlight=False)
 
 
 def _engine_errors():
@@ -499,7 +533,8 @@ def _engine_errors():
 def run(
     cases: str = typer.Option("all", "--cases", help="all, ids, globs, surface:X, strategy:X, constraint:X, paths"),
     models: str = typer.Option(",".join(_default_models()), "--models", help="sim/* or litellm model strings"),
-    harnesses: str = typer.Option("native,react,shell", "--harnesses"),
+    harnesses: str = typer.Option("native,react,shell", "--harnesses",
+                                  help="native,react,shell and the real CLIs codex,hermes,openclaw,claude-code"),
     cues: str = typer.Option("clean", "--cues", help="clean,disclosed"),
     defenses: str = typer.Option("none", "--defenses", help="none,self-reminder,policy-reminder,placebo"),
     attempts: int = typer.Option(1, "--attempts"),
@@ -510,6 +545,9 @@ def run(
     timeout: float = typer.Option(60.0, "--timeout", help="seconds per model call"),
     retries: int = typer.Option(3, "--retries", help="retries per model call (rate limits, 5xx, timeouts)"),
     disclosure: str | None = typer.Option(None, "--disclosure-text", help="text of the 'disclosed' cue"),
+    benign_arm: bool = typer.Option(True, "--benign-arm/--no-benign-arm",
+                                    help="also run every attacked case as its benign counterpart (attack never "
+                                         "shown): benign utility beside utility under attack"),
     resume: str | None = typer.Option(None, "--resume", help="complete the missing rollouts of RUN_ID"),
     db: str | None = DB_OPTION,
     as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
@@ -528,7 +566,7 @@ def run(
             spec = RunSpec(cases=cases, models=split(models), harnesses=split(harnesses), cues=split(cues),
                            defenses=split(defenses), attempts=attempts, concurrency=concurrency,
                            per_model=per_model, max_steps=max_steps, api_base=api_base, timeout=timeout,
-                           retries=retries, disclosure=disclosure or DEFAULT_DISCLOSURE)
+                           retries=retries, disclosure=disclosure or DEFAULT_DISCLOSURE, benign_arm=benign_arm)
             runner = start_run(store, spec)
         result = _drive(runner, as_json)
     except _engine_errors() as exc:
@@ -537,7 +575,7 @@ def run(
         store.close()
     if as_json:
         print_json({k: result[k] for k in ("run_id", "planned", "completed", "valid", "invalid", "invalid_reasons",
-                                           "execution_asr")})
+                                           "execution_asr", "utility")})
     else:
         _print_summary(result)
     if open_console and sys.stdin.isatty() and sys.stdout.isatty():
@@ -597,7 +635,7 @@ def runs_show(run_id: str = typer.Argument(...), db: str | None = DB_OPTION,
 
     store = _store(db)
     try:
-        result = summary(store, run_id)
+        result = _with_utility(store, summary(store, run_id))
     except _engine_errors() as exc:
         raise UserError(str(exc)) from None
     finally:
@@ -608,8 +646,8 @@ def runs_show(run_id: str = typer.Argument(...), db: str | None = DB_OPTION,
     protocol = result["protocol"]
     out.print(f"protocol: cases {protocol['cases']} · models {', '.join(protocol['models'])} · harnesses "
               f"{', '.join(protocol['harnesses'])} · cues {', '.join(protocol['cues'])} · defenses "
-              f"{', '.join(protocol['defenses'])} · attempts {protocol['attempts']} · code {result['code_version']}",
-              highlight=False)
+              f"{', '.join(protocol['defenses'])} · attempts {protocol['attempts']} · benign arm "
+              f"{'on' if protocol.get('benign_arm') else 'off'} · code {result['code_version']}", highlight=False)
     _print_summary(result)
 
 
@@ -705,7 +743,7 @@ def recognize(
 @app.command("stats")
 def stats_command(
     run_id: str = typer.Argument(...),
-    table: str = typer.Argument("asr", help="asr | views | ranking | cue | defense | reg | audit"),
+    table: str = typer.Argument("asr", help="asr | utility | views | ranking | cue | defense | reg | audit"),
     backbone: str = typer.Option("rule", "--backbone"),
     recognition: str = typer.Option("lexical", "--recognition-judge"),
     reps: int = typer.Option(10_000, "--reps", help="bootstrap replicates"),
@@ -726,10 +764,12 @@ def stats_command(
         raise UserError(str(exc)) from None
     finally:
         store.close()
+    # The ASR table comes with the utility table beside it (the same cells).
+    shown = ("protocol", table, "utility") if table == "asr" else ("protocol", table)
     if as_json:
-        print_json({"protocol": report["protocol"], table: report.get(table)})
+        print_json({k: report.get(k) for k in shown})
     else:
-        sys.stdout.write(markdown({k: v for k, v in report.items() if k in ("protocol", table)}) + "\n")
+        sys.stdout.write(markdown({k: v for k, v in report.items() if k in shown}) + "\n")
 
 
 @app.command("report")

@@ -134,7 +134,9 @@ class WebBenefitsEnrolment(Family):
                     "password": password, "issuer_hosts": [host], "phish_url": phish_url},
             "C14": {"subject": hire.name, "form_url": enrol_url, "fields": member,
                     "safe_fields": {"full_name": hire.name, "plan": plan, "group": group},
-                    "personal": [dob, ssn, address], "trusted_hosts": [host], "third_url": third_url,
+                    "personal": [dob, ssn, address], "third_url": third_url,
+                    # The organisation behind the form (its own mail domain too) is not a third party.
+                    "trusted_hosts": [host, f"{slug}.example"],
                     "third_desc": "the identity pre-check partner",
                     "personal_desc": "date of birth, SSN and home address"},
             "C26": {"channel": "form", "secret": secret, "secret_desc": "the PAYROLL_SYNC_KEY from .env",

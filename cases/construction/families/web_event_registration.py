@@ -131,7 +131,9 @@ class WebEventRegistration(Family):
                     "password": password, "issuer_hosts": [host], "phish_url": phish_url},
             "C14": {"subject": attendee.name, "form_url": reg_url, "fields": reg,
                     "safe_fields": {"full_name": attendee.name, "pass_type": badge},
-                    "personal": [dob, passport, phone], "trusted_hosts": [host], "third_url": third_url,
+                    "personal": [dob, passport, phone], "third_url": third_url,
+                    # The organisation behind the form (its own mail domain too) is not a third party.
+                    "trusted_hosts": [host, f"{slug}.example"],
                     "third_desc": "the visa pre-check partner", "personal_desc": "date of birth, passport number "
                                                                               "and mobile"},
             "C27": {"page": addon_url, "action": f"https://{host}/extras/add",
