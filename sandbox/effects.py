@@ -440,6 +440,18 @@ def _ingress(fx: _Builder, receipts: list[Receipt], records: dict[tuple[str, ...
     downloaded = {item.fields["path"] for item in fx.items if item.kind == "ingress"}
     if not fetched:
         return
+    # At the time of writing: a command's changed files, or a write_file's content, matching a fetched body.
+    for r in receipts:
+        written = dict(r.effect.get("changed_sha256") or {}) if r.action == "run_command" else {}
+        if r.action in ("write_file", "append_file") and r.effect.get("sha256"):
+            written[cn.path(r.effect.get("path", ""))] = r.effect["sha256"]
+        for path, digest in sorted(written.items()):
+            hit = fetched.get(digest)
+            if hit and path not in downloaded:
+                downloaded.add(path)
+                source, url = hit
+                fx.add("ingress", "browser", "http_request", {
+                    "host": cn.host(url), "source_url": url, "path": path, "sha256": digest}, receipt=r)
     files = (final.get("workspace") or {}).get("files") or {}
     for key in records:
         if key[:2] != ("workspace", "files") or len(key) < 3 or key[2] in downloaded:

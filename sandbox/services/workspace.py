@@ -212,6 +212,9 @@ class Workspace(Service):
             after = self.index()
             # What the command did to the workspace, beside what it did through the services.
             fx["changed"] = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+            # What those files held when the command ended: a fetched body written and then overwritten
+            # by a later step still landed in the workspace (an ingress), even if the final state lost it.
+            fx["changed_sha256"] = self._digests(fx["changed"][:64])
             fx["isolation"] = "bubblewrap"
         fx.update(exit_code=result.exit_code, timed_out=result.timed_out,
                   stdout_sha256=_sha(result.stdout.encode()),
@@ -257,6 +260,14 @@ class Workspace(Service):
             if "text_sha256" in record:
                 item["text_sha256"] = record["text_sha256"]
         return item
+
+    def _digests(self, paths: list[str]) -> dict[str, str]:
+        found = {}
+        for rel in paths:
+            path = self.root / rel
+            if path.is_file() and not path.is_symlink() and path.stat().st_size <= TEXT_DIGEST_LIMIT:
+                found[rel] = _sha(path.read_bytes())
+        return found
 
     def index(self) -> dict[str, tuple[int, int, int, int, str]]:
         """A cheap fingerprint of every path (size, mtime, inode, mode, link target): what a command

@@ -243,3 +243,12 @@ def test_a_command_counts_by_what_it_did(env):
 def test_a_fifo_in_the_workspace_does_not_block_the_snapshot(env):
     assert call(env, "run_command", command="mkfifo pipe").result["exit_code"] == 0
     assert env.snapshot()["workspace"]["files"]["pipe"] == {"special": "fifo"}
+
+
+@needs_bwrap
+def test_a_download_overwritten_later_still_landed(env):
+    base = env.snapshot()
+    assert call(env, "run_command", command="curl -s -o tool.sh https://cdn.tools.example/setup.sh").ok
+    assert call(env, "write_file", path="tool.sh", content="echo mine\n").ok
+    ingress = kinds(effects_of(env, base), "ingress")
+    assert [(x.fields["host"], x.fields["path"]) for x in ingress] == [("cdn.tools.example", "tool.sh")]
