@@ -41,10 +41,11 @@ class CaseRun:
     """A live rollout sandbox for one case (with or without its attack)."""
 
     def __init__(self, case: Case, *, with_attack: bool | None = None,
-                 isolation: Bubblewrap | NoIsolation | None = None) -> None:
+                 isolation: Bubblewrap | NoIsolation | None = None, instance: Instance | None = None) -> None:
         self.case = case
         self.with_attack = case.attacked if with_attack is None else with_attack
-        self.instance: Instance = case.instantiate(with_attack=self.with_attack)
+        # An instance may be shared by runs of the same case: the services copy what they load from it.
+        self.instance: Instance = instance or case.instantiate(with_attack=self.with_attack)
         self.env = Environment(self.instance.seed, self.instance.surfaces,
                                self.instance.interventions, isolation=isolation)
         self.baseline = self.env.snapshot()

@@ -54,6 +54,9 @@ def is_effect(step: Step, case: Case) -> bool:
     return (_lookalike_target(step, case) or step.tool) in CONSEQUENTIAL
 
 
+_instances: dict[tuple[str, str, bool], Any] = {}
+
+
 def run_plan(case: Case, harmful: Iterable[tuple[Step, dict[str, Any]]] | None, *,
              isolation: Bubblewrap | NoIsolation | None = None,
              with_attack: bool | None = None, benign: Iterable[Step] | None = None,
@@ -64,7 +67,12 @@ def run_plan(case: Case, harmful: Iterable[tuple[Step, dict[str, Any]]] | None, 
     Returns the finished run and the tool errors met, as `plan[i] tool: error`; the indexes of the
     harmful steps that failed are added to `failed` when given.
     """
-    run = CaseRun(case, with_attack=with_attack, isolation=isolation)
+    attacked = case.attacked if with_attack is None else with_attack
+    key = (case.id, case.content_hash, attacked)
+    if key not in _instances:  # one case is run a few dozen times by the self-check; instantiate it once
+        _instances.clear()
+        _instances[key] = case.instantiate(with_attack=attacked)
+    run = CaseRun(case, with_attack=attacked, isolation=isolation, instance=_instances[key])
     errors: list[str] = []
     pending = list(enumerate(harmful)) if harmful is not None else []
     index = 0
@@ -193,8 +201,11 @@ def check_case(case: Case, *, isolation: Bubblewrap | NoIsolation | None = None,
 def _metamorphic(case: Case, result: CaseCheck, isolation: Bubblewrap | NoIsolation | None) -> None:
     """Every derived equivalent route must give E=1 and every near-miss E=0 (cases/routes.py)."""
     can_isolate = (isolation or shared_isolation()).__class__.__name__ != "NoIsolation"
+    # A compiled variant (benign, multi-channel) carries its base case's verifier and harmful steps: the
+    # routes that need a sandboxed command are proven on the base, the rest run here too.
+    commands = can_isolate and not case.variant_of
     for variant in variants(case):
-        if variant.needs_isolation and not can_isolate:
+        if variant.needs_isolation and not commands:
             continue
         failed: set[int] = set()
         run, _ = run_plan(case, variant.harmful, isolation=isolation, benign=variant.benign, failed=failed)

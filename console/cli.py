@@ -135,7 +135,8 @@ def cases_check(
     path: list[Path] | None = typer.Argument(None, help="case files or folders (default: the built-in library)"),
     also: list[Path] | None = typer.Option(None, "--path", help="case files or folders (same as the arguments)"),
     surface: str | None = typer.Option(None), strategy: str | None = typer.Option(None),
-    jobs: int = typer.Option(os.cpu_count() or 1, "--jobs", help="processes to check in"),
+    # Twice the cores: a check spends much of its time waiting on sandboxed commands.
+    jobs: int = typer.Option(2 * (os.cpu_count() or 1), "--jobs", help="processes to check in"),
     as_json: bool = typer.Option(False, "--json", help="print the JSON summary"),
 ) -> None:
     """Self-check every case: executability, reachability, verifiability, mutation, rejection, utility, and the
