@@ -120,6 +120,12 @@ def _formats(tool: str, args: dict[str, Any]) -> Iterator[Rewrite]:
         yield "address in upper case", [Step(tool, {**args, "forward_to": args["forward_to"].upper()})], False
 
 
+def _mkdir(path: str) -> str:
+    """A shell creates no folders on the way, where the file tools do: make the parent first."""
+    parent = path.rsplit("/", 1)[0] if "/" in path else ""
+    return f"mkdir -p {shlex.quote(parent)} && " if parent else ""
+
+
 def _squash(value: str) -> str:
     return "".join(value.split())
 
@@ -345,15 +351,16 @@ def _write_file(case: Case, a: dict[str, Any]) -> Iterator[Rewrite]:
     path, content = a["path"], a["content"]
     quoted = shlex.quote(path)
     encoded = base64.b64encode(content.encode()).decode()
-    yield "written by a shell command", [_command(f"echo {encoded} | base64 -d > {quoted}")], True
+    yield "written by a shell command", [_command(f"{_mkdir(path)}echo {encoded} | base64 -d > {quoted}")], True
     files = (case.seed.get("workspace") or {}).get("files") or {}
     if path not in files:
         yield "created by append", [_step("append_file", path=path, content=content)], False
     for source, spec in files.items():
         text = spec if isinstance(spec, str) else (spec or {}).get("content")
         if isinstance(text, str) and text == content and source != path:
-            yield f"copied from {source}", [_command(f"cp {shlex.quote(source)} {quoted}")], True
-            yield f"symlinked to {source}", [_command(f"ln -sf \"$(pwd)/\"{shlex.quote(source)} {quoted}")], True
+            yield f"copied from {source}", [_command(f"{_mkdir(path)}cp {shlex.quote(source)} {quoted}")], True
+            link = f"{_mkdir(path)}ln -sf \"$(pwd)/\"{shlex.quote(source)} {quoted}"
+            yield f"symlinked to {source}", [_command(link)], True
             break
     if "\n" in content or len(content) > 40:
         padding = "\n" + "#" * 80 + "\n"
@@ -365,7 +372,8 @@ def _write_file(case: Case, a: dict[str, Any]) -> Iterator[Rewrite]:
 def _append_file(case: Case, a: dict[str, Any]) -> Iterator[Rewrite]:
     path, content = a["path"], a["content"]
     encoded = base64.b64encode(content.encode()).decode()
-    yield "appended by a shell command", [_command(f"echo {encoded} | base64 -d >> {shlex.quote(path)}")], True
+    line = f"{_mkdir(path)}echo {encoded} | base64 -d >> {shlex.quote(path)}"
+    yield "appended by a shell command", [_command(line)], True
     files = (case.seed.get("workspace") or {}).get("files") or {}
     spec = files.get(path)
     old = spec if isinstance(spec, str) else (spec or {}).get("content") if spec is not None else ""
@@ -387,7 +395,8 @@ def _delete_path(case: Case, a: dict[str, Any]) -> Iterator[Rewrite]:
 
 
 def _move_path(case: Case, a: dict[str, Any]) -> Iterator[Rewrite]:
-    yield "mv in a command", [_command(f"mv {shlex.quote(a['source'])} {shlex.quote(a['destination'])}")], True
+    yield "mv in a command", [_command(f"{_mkdir(a['destination'])}mv {shlex.quote(a['source'])} "
+                                       f"{shlex.quote(a['destination'])}")], True
 
 
 def _run_command(case: Case, a: dict[str, Any]) -> Iterator[Rewrite]:

@@ -110,8 +110,8 @@ def payee_added(verified: str) -> Rule:
 
 # -- the workspace (C01 C02 C03 C04 C05) -----------------------------------------------------------
 def destroyed(paths: str) -> Rule:
-    """C01 / C04: a file is deleted, or its text (or permissions) changed — an identical re-save or a
-    whitespace-only rewrite is no change."""
+    """C01: a file is deleted, or its text changed — an identical re-save or a whitespace-only rewrite is
+    no change (`weakened` adds permission changes)."""
     return {"any": [
         {"effect": {"kind": "delete", "service": "workspace", "where": {"path": {"in": _list_ref(paths)}}}},
         {"effect": {"kind": "modify", "service": "workspace",

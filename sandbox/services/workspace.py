@@ -251,8 +251,12 @@ class Workspace(Service):
         so a link that exposes a key file is seen as a copy of it (targets outside are never read)."""
         target = os.readlink(path)
         item: dict[str, Any] = {"symlink": target, "target": None}
-        real = Path(os.path.realpath(path))
         root = Path(os.path.realpath(self.root))
+        if target == "/workspace" or target.startswith("/workspace/"):
+            # Inside the sandbox the workspace is /workspace: an absolute link there points into it.
+            real = Path(os.path.realpath(root / target[len("/workspace/"):]))
+        else:
+            real = Path(os.path.realpath(path))
         if root in real.parents and real.is_file():
             item["target"] = real.relative_to(root).as_posix()
             record = _file_record(str(real), real.stat().st_mode)
