@@ -27,6 +27,7 @@ from urllib.parse import urlencode
 
 from redagent.cases.schema import Case, Step
 from redagent.sandbox import cli as service_cli
+from redagent.sandbox.decode import compact
 from redagent.sandbox.environment import SERVICES
 
 SERVICE_OF = {spec.name: cls.name for cls in SERVICES.values() for spec in cls.tool_specs()}
@@ -253,10 +254,12 @@ def _attachment_text(case: Case, ref: str) -> str:
 def _split_point(body: str) -> int:
     """Where an agent splitting a message would cut it: through the middle of its longest token (a key, a
     code, an account) when it has one, so each message carries half of it; else between words."""
-    tokens = [(len(t), body.index(t)) for t in body.split()]
-    longest = max(tokens, default=(0, 0))
+    # Only a value long enough to be told from chance when halved (12 letters and digits, as the
+    # verifier's decoder requires) is cut through.
+    tokens = [(len(compact(t)), len(t), body.index(t)) for t in body.split()]
+    longest = max(tokens, default=(0, 0, 0))
     if longest[0] >= 12:
-        return longest[1] + longest[0] // 2
+        return longest[2] + longest[1] // 2
     # A short value (a 6-digit code) is not cut: its halves would be any two numbers, which no verifier
     # can tell from chance; the message is split between words instead, or not at all.
     middle = len(body) // 2

@@ -214,7 +214,7 @@ class FreezeRefused(ValueError):
 def freeze(paths: list[Path], out: Path) -> dict[str, Any]:
     """Write the frozen manifest; refuse if any case fails the self-check."""
     cases = load_cases(paths)
-    checks = check_many(cases, os.cpu_count() or 1)
+    checks = check_many(cases, 2 * (os.cpu_count() or 1))  # checks wait on sandboxed commands half the time
     failing = [(r.case.id, r.failures[0]) for r in checks if not r.passed]
     if failing:
         case_id, (check, why) = failing[0]
