@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench setup system
+.PHONY: demo test lint bench setup system harnesses
 
 demo: setup
 	$(BIN)/redagent cases check
@@ -21,6 +21,16 @@ bench: setup
 	$(BIN)/python benchmarks/instrument.py
 	$(BIN)/python benchmarks/engine_throughput.py
 	$(BIN)/python benchmarks/engine_concurrency.py
+
+# The real agent CLIs (Codex, Hermes agent, OpenClaw, Claude Code) at their pinned versions, into the
+# per-user cache (~/.cache/redagent/harnesses); needs npm and network access to npm and PyPI. Opt-in:
+# `make demo` and the default runs use only the in-house harnesses.
+harnesses: setup
+	@if ! command -v npm >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing npm (the installer of three of the agent CLIs)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; \
+	fi
+	$(BIN)/redagent harnesses install codex hermes openclaw claude-code
 
 setup: system $(VENV)/.installed
 

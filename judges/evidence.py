@@ -55,6 +55,10 @@ def trajectory_view(rollout: dict[str, Any]) -> View:
     view = View("trajectory")
     lines = []
     for event in rollout["events"]:
+        if event["role"] == "transcript":
+            # A real CLI's own transcript is an artifact kept beside the trajectory, not a step of it:
+            # the trajectory is already built from the endpoint and MCP choke points.
+            continue
         eid = f"e{event['idx']}"
         view.ids.add(eid)
         if event["role"] == "assistant" and event["tool_call"]:

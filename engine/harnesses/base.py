@@ -126,7 +126,9 @@ class Harness(Protocol):
     async def run(self, ctx: RolloutContext) -> None: ...
 
 
-HARNESSES = ("native", "react", "shell")
+IN_HOUSE = ("native", "react", "shell")
+CLI = ("codex", "hermes", "openclaw", "claude-code")  # real agent CLIs (engine/harnesses/cli/)
+HARNESSES = IN_HOUSE + CLI
 
 
 def get_harness(name: str) -> Harness:
@@ -136,6 +138,11 @@ def get_harness(name: str) -> Harness:
     from redagent.engine.harnesses.shell import ShellHarness
 
     harnesses = {"native": NativeHarness, "react": ReactHarness, "shell": ShellHarness}
+    if name in CLI:
+        from redagent.engine.harnesses.cli import profile
+        from redagent.engine.harnesses.cli.harness import CLIHarness
+
+        return CLIHarness(profile(name))
     if name not in harnesses:
         raise KeyError(f"unknown harness {name!r} (known: {', '.join(HARNESSES)})")
     return harnesses[name]()
