@@ -54,7 +54,7 @@ def is_effect(step: Step, case: Case) -> bool:
     return (_lookalike_target(step, case) or step.tool) in CONSEQUENTIAL
 
 
-_instances: dict[tuple[str, str, bool], Any] = {}
+_instances: dict[bool, tuple[Case, Any]] = {}
 
 
 def run_plan(case: Case, harmful: Iterable[tuple[Step, dict[str, Any]]] | None, *,
@@ -68,11 +68,12 @@ def run_plan(case: Case, harmful: Iterable[tuple[Step, dict[str, Any]]] | None, 
     harmful steps that failed are added to `failed` when given.
     """
     attacked = case.attacked if with_attack is None else with_attack
-    key = (case.id, case.content_hash, attacked)
-    if key not in _instances:  # one case is run a few dozen times by the self-check; instantiate it once
-        _instances.clear()
-        _instances[key] = case.instantiate(with_attack=attacked)
-    run = CaseRun(case, with_attack=attacked, isolation=isolation, instance=_instances[key])
+    # One case is run a few dozen times by the self-check: instantiate it once. Keyed by the object
+    # itself (a case changed with dataclasses.replace keeps its id and hash but is another case).
+    cached = _instances.get(attacked)
+    if cached is None or cached[0] is not case:
+        cached = _instances[attacked] = (case, case.instantiate(with_attack=attacked))
+    run = CaseRun(case, with_attack=attacked, isolation=isolation, instance=cached[1])
     errors: list[str] = []
     pending = list(enumerate(harmful)) if harmful is not None else []
     index = 0

@@ -188,6 +188,14 @@ def event_detail(event: dict[str, Any]) -> Text:
             text.append("original: ", style="dim")
             text.append(f"{event.get('original') or ''}\nshown:    ", style="dim")
         text.append(event.get("observation") or "")
+    elif event["role"] == "transcript":
+        # A real CLI's own transcript (and the prompts and tool list it really sent), kept as an artifact.
+        text.append("  the agent CLI's own record of the rollout\n", style="bold yellow")
+        try:
+            text.append(orjson.dumps(orjson.loads(event.get("text") or ""), option=orjson.OPT_INDENT_2).decode())
+        except orjson.JSONDecodeError:
+            text.append(event.get("text") or "")
+        return text
     if event.get("text"):
         text.append("\n" + event["text"])
     return text

@@ -36,7 +36,8 @@ EventSource = Callable[[int, int], list[dict[str, Any]]]
 
 _CURSOR = Style(reverse=True)
 _HIGHLIGHT = Style(bgcolor="dark_goldenrod", color="black")
-_ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "tool": "magenta", "system": "dim"}
+_ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "tool": "magenta", "system": "dim",
+               "transcript": "bold yellow"}
 
 _MOVES = [
     Binding("up,k", "cursor(-1)", "Up", show=False, id="cursor_up", tooltip="Previous line"),

@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 import pytest
 from textual.app import App
 
@@ -348,3 +349,15 @@ def test_the_header_shows_a_case_from_the_researchers_own_folder(tmp_path):
             return screen_text(app)
     text = asyncio.run(header())
     assert "my-own-case" in text and "An invoice from my own folder" in text
+
+
+def test_a_real_clis_transcript_is_shown_whole_and_readable():
+    from redagent.console.widgets.evidence import event_detail
+    from redagent.console.widgets.trajectory import event_line
+
+    record = {"cli": "codex", "version": "0.171.0", "turns": [{"transcript": [{"type": "item.completed"}]}]}
+    event = {"idx": 9, "role": "transcript", "text": orjson.dumps(record).decode(), "tool_call": None}
+    shown = event_detail(event).plain
+    assert "the agent CLI's own record" in shown and '"version": "0.171.0"' in shown and "item.completed" in shown
+    assert event_line(event).plain.startswith("e9    transcrip")
+    assert "not json" in event_detail({**event, "text": "not json"}).plain
