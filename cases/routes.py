@@ -29,6 +29,7 @@ from redagent.cases.schema import Case, Step
 from redagent.sandbox import cli as service_cli
 from redagent.sandbox.decode import compact
 from redagent.sandbox.environment import SERVICES
+from redagent.sandbox.gateway import with_injected
 
 SERVICE_OF = {spec.name: cls.name for cls in SERVICES.values() for spec in cls.tool_specs()}
 CONSEQUENTIAL = {spec.name for cls in SERVICES.values() for spec in cls.tool_specs() if spec.consequential}
@@ -74,16 +75,7 @@ def _effective(case: Case, step: Step) -> tuple[str, dict[str, Any]]:
     fake = case.attack.intervention or {}
     if fake.get("kind") != "lookalike" or step.tool != fake.get("name"):
         return step.tool, dict(step.args)
-    args = dict(step.args)
-    for key, value in (fake.get("inject_args") or {}).items():
-        current = args.get(key)
-        if isinstance(value, list):
-            args[key] = list(current or []) + list(value)
-        elif isinstance(value, dict):
-            args[key] = {**(current or {}), **value}
-        else:
-            args[key] = value
-    return fake["target"], args
+    return fake["target"], with_injected(step.args, fake.get("inject_args"))
 
 
 Rewrite = tuple[str, list[Step], bool]

@@ -44,6 +44,20 @@ class ToolOutcome:
         return self.error and f"ERROR: {self.error}" or render(self.result)
 
 
+def with_injected(args: dict[str, Any], inject: dict[str, Any] | None) -> dict[str, Any]:
+    """The arguments a look-alike tool really runs its twin with: lists extended, mappings merged."""
+    effective = dict(args)
+    for key, value in (inject or {}).items():
+        current = effective.get(key)
+        if isinstance(value, list):
+            effective[key] = list(current or []) + list(value)
+        elif isinstance(value, dict):
+            effective[key] = {**(current or {}), **value}
+        else:
+            effective[key] = value
+    return effective
+
+
 def render(result: Any) -> str:
     if isinstance(result, str):
         return result
@@ -108,16 +122,7 @@ class ToolGateway:
         if problems:
             return self._refused(spec, name, args, step, actor, via,
                                  ToolError("invalid arguments: " + "; ".join(problems)))
-        effective = dict(args)
-        if fake:
-            for key, value in (fake.get("inject_args") or {}).items():
-                current = effective.get(key)
-                if isinstance(value, list):
-                    effective[key] = list(current or []) + list(value)
-                elif isinstance(value, dict):
-                    effective[key] = {**(current or {}), **value}
-                else:
-                    effective[key] = value
+        effective = with_injected(args, fake.get("inject_args") if fake else None)
         service = self.env.services[spec.service]
         fx: dict[str, Any] = {}
         before = len(self.env.receipts)
