@@ -74,16 +74,19 @@ async def test_a_run_started_from_the_form_progresses_and_finishes(url):
         await wait_until(pilot, lambda: screen.selected_run_id is not None)
         run_id = screen.selected_run_id
         await wait_until(pilot, lambda: screen.runs.get(run_id, {}).get("status") == "finished")
-        await wait_until(pilot, lambda: screen.query_one("#run-log", Log).line_count == 1)
-        assert stored(url, run_id) == ("finished", 1, 1)
-        assert table_rows(screen.query_one("#runs-table", DataTable))[0][:3] == [run_id, "finished", "1/1"]
+        # As `redagent run` does, a run from the form has its benign arm: the case and its `-benign` twin.
+        await wait_until(pilot, lambda: screen.query_one("#run-log", Log).line_count == 2)
+        assert stored(url, run_id) == ("finished", 2, 2)
+        assert table_rows(screen.query_one("#runs-table", DataTable))[0][:3] == [run_id, "finished", "2/2"]
         bar = screen.query_one("#run-progress", ProgressBar)
-        assert (bar.progress, bar.total) == (1, 1)
-        line = screen.query_one("#run-log", Log).lines[0]
-        assert "banking-e2-invoice-bank-details-change" in line and "sim/comply" in line and "E=1" in line
+        assert (bar.progress, bar.total) == (2, 2)
+        lines = screen.query_one("#run-log", Log).lines
+        attacked = next(line for line in lines if "details-change-benign" not in line)
+        assert "banking-e2-invoice-bank-details-change" in attacked and "sim/comply" in attacked and "E=1" in attacked
+        assert any("details-change-benign" in line and "E=0" in line for line in lines)
         asr = text_of(screen.query_one("#run-asr", Static).content)
-        assert "sim/comply" in asr and "1/1" in asr and "100.0%" in asr
-        assert any(f"{run_id} finished: 1/1" in n for n in notifications(app))
+        assert "sim/comply" in asr and "1/1" in asr and "100.0%" in asr  # over attacked rollouts only
+        assert any(f"{run_id} finished: 2/2" in n for n in notifications(app))
 
 
 async def test_stop_then_resume_from_the_console(url):
@@ -96,14 +99,14 @@ async def test_stop_then_resume_from_the_console(url):
         await pilot.press("x")
         await wait_until(pilot, lambda: not app.runs.drives(run_id))
         status, completed, planned = stored(url, run_id)
-        assert status == "stopped" and completed < planned == 248
+        assert status == "stopped" and completed < planned == 496  # 248 and their benign arm
         await wait_until(pilot, lambda: screen.runs[run_id]["status"] == "stopped")
         await pilot.press("u")
         await wait_until(pilot, lambda: screen.runs[run_id]["status"] == "finished", timeout=30)
-        assert stored(url, run_id) == ("finished", 248, 248)
-        assert screen.runs[run_id]["completed"] == 248
+        assert stored(url, run_id) == ("finished", 496, 496)
+        assert screen.runs[run_id]["completed"] == 496
         # The log shows each stored rollout once, across the stop and the resume.
-        await wait_until(pilot, lambda: screen.query_one("#run-log", Log).line_count == 248)
+        await wait_until(pilot, lambda: screen.query_one("#run-log", Log).line_count == 496)
         assert any(f"resumed {run_id}" in n for n in notifications(app))
 
 
@@ -131,7 +134,7 @@ async def test_a_run_started_in_another_process_appears_and_is_monitored(url):
             if process.poll() is None:
                 process.kill()
         assert len(seen) >= 2 and max(seen) == 248  # watched it move, not only its end
-        await wait_until(pilot, lambda: screen.query_one("#run-log", Log).line_count == 248)
+        await wait_until(pilot, lambda: screen.query_one("#run-log", Log).line_count == 496)
         assert screen.query_one("#run-progress", ProgressBar).progress == 248
         await pilot.press("x")  # not driven here: says so, changes nothing
         assert any("not running" in n or "another process" in n for n in notifications(app))
