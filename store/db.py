@@ -17,7 +17,7 @@ import orjson
 import psycopg
 from sqlalchemy import Connection, Engine, Insert, Table, case, func, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from redagent.store import tables as t
 from redagent.store.audit import AuditQueries
@@ -181,6 +181,17 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries):
                 prepared[record.id] = prepare_rollout(record)
         if not prepared:
             return 0
+        try:
+            return self._write_prepared(prepared)
+        except WriteRejected as exc:
+            # PostgreSQL checks only the id as the ON CONFLICT arbiter: a concurrent writer's uncommitted copy
+            # of the same rollout trips the cell's unique index instead. Once it has committed, the same batch
+            # finds it by id and skips it; anything else is a real rejection.
+            if not isinstance(exc.__cause__, IntegrityError) or "uq_rollout_cell" not in str(exc.__cause__):
+                raise
+            return self._write_prepared(prepared)
+
+    def _write_prepared(self, prepared: dict[str, PreparedRollout]) -> int:
         with self._writing() as conn:
             # Sorted ids and shas give concurrent writers one lock order (no deadlocks on PostgreSQL).
             insert_rollouts = (self._insert(conn, t.rollout).on_conflict_do_nothing(index_elements=["id"])

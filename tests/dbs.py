@@ -8,6 +8,7 @@ both databases must be tested.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -49,9 +50,18 @@ def create_database(admin_url: str) -> str:
 
 def drop_database(admin_url: str, url: str) -> None:
     name = make_url(url).database
-    with psycopg.connect(_libpq_conninfo(admin_url), autocommit=True, connect_timeout=5) as conn:
-        # FORCE: a test that failed half-way may have left a connection open.
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    for attempt in range(50):
+        with psycopg.connect(_libpq_conninfo(admin_url), autocommit=True, connect_timeout=5) as conn:
+            try:
+                # FORCE: a test that failed half-way may have left a connection open.
+                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+                return
+            except psycopg.errors.InsufficientPrivilege:
+                # An autovacuum worker (a superuser's process) is on the database and the test role may not
+                # end it; it leaves by itself within moments.
+                if attempt == 49:
+                    raise
+        time.sleep(0.1)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

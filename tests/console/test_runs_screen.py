@@ -134,7 +134,7 @@ async def test_a_run_started_in_another_process_appears_and_is_monitored(url):
             if process.poll() is None:
                 process.kill()
         assert len(seen) >= 2 and max(seen) == 248  # watched it move, not only its end
-        await wait_until(pilot, lambda: screen.query_one("#run-log", Log).line_count == 496)
+        await wait_until(pilot, lambda: screen.query_one("#run-log", Log).line_count == 248)
         assert screen.query_one("#run-progress", ProgressBar).progress == 248
         await pilot.press("x")  # not driven here: says so, changes nothing
         assert any("not running" in n or "another process" in n for n in notifications(app))
