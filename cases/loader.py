@@ -417,7 +417,9 @@ def case_files(paths: Iterable[Path | str]) -> list[Path]:
     found: list[Path] = []
     for path in map(Path, paths):
         if path.is_dir():
-            found += sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
+            # A frozen library's manifest.json sits beside its cases and is not one of them.
+            found += sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json")
+                            and p.name != "manifest.json")
         else:
             found.append(path)
     return found

@@ -152,3 +152,10 @@ def test_a_utility_rule_is_validated_like_the_verifier(tmp_path):
         d["utility"] = {"rule": {"effect": {"kind": "egress", "where": {"to": {"in": {"ref": "values.nobody"}}}}}}
     found = problems(variant(tmp_path, edit))
     assert any("utility.rule.effect.where.to.in.ref: reference to a missing seed value" in p for p in found), found
+
+
+def test_a_frozen_librarys_manifest_is_not_read_as_a_case(tmp_path):
+    (tmp_path / "base").mkdir()
+    shutil.copy(library_dir() / "banking" / "e2-invoice-bank-details-change.yaml", tmp_path / "base" / "a.yaml")
+    (tmp_path / "manifest.json").write_text('{"manifest_hash": "x", "cases": []}')
+    assert [c.id for c in load_cases([tmp_path])] == ["banking-e2-invoice-bank-details-change"]
