@@ -41,8 +41,13 @@ class UserError(Exception):
 
 
 def _library(paths: list[Path] | None) -> list[Case]:
+    from redagent.cases.loader import BENCHMARKS, benchmark_dir
+
+    # `benchmark` (the latest frozen benchmark) and `benchmark@v1` name the installed libraries from anywhere.
+    named = {"benchmark": benchmark_dir(), **{f"benchmark@v{v}": benchmark_dir(v) for v in BENCHMARKS}}
+    paths = [named.get(str(p), p) for p in paths or []] or None
     try:
-        return load_cases(paths or None)
+        return load_cases(paths)
     except CaseFileError as exc:
         raise UserError(f"{len(exc.problems)} problem(s) in case files; first: {exc.problems[0]} "
                         f"(run `redagent cases validate` for all)") from None
