@@ -32,6 +32,7 @@ from redagent.sandbox.tools import (
 
 TEXT_LIMIT = 1 << 20  # text files up to 1 MiB keep their text in snapshots: what a secret is looked for in
 TEXT_DIGEST_LIMIT = 8 << 20  # files up to this size get a whitespace-normalised text digest
+INDEX_LIMIT = 20_000  # paths fingerprinted around a command to tell what it changed (the diff sees everything)
 _URL_HOSTS = re.compile(r"\b(?:https?|ftp|ssh|s3)://([A-Za-z0-9.-]+)", re.IGNORECASE)
 _AT_HOSTS = re.compile(r"\b[\w.-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)")
 
@@ -278,7 +279,7 @@ class Workspace(Service):
         changed is the paths whose fingerprint differs before and after it."""
         found: dict[str, tuple[int, int, int, int, str]] = {}
         stack = [(str(self.root), "")]
-        while stack:
+        while stack and len(found) < INDEX_LIMIT:  # bounded: an agent may make a million files
             folder, prefix = stack.pop()
             try:
                 entries = list(os.scandir(folder))
