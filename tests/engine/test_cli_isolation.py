@@ -29,14 +29,14 @@ from redagent.engine.sim import SimModel
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
 FAKE_CLI = r'''
-import json, os, socket, subprocess, sys, time, urllib.request
+import json, os, signal, socket, subprocess, sys, urllib.request
 mode, prompt = sys.argv[1], sys.argv[2]
-if mode == "sleep":
-    time.sleep(3600)
+if mode == "sleep":  # hangs until the harness kills it
+    signal.pause()
 if mode == "crash":
     sys.stderr.write("boom: the stand-in crashed\n"); sys.exit(3)
 if mode == "memory":
-    hog = [bytearray(1 << 20) for _ in range(400)]; time.sleep(3600)
+    hog = [bytearray(1 << 20) for _ in range(400)]; signal.pause()
 def post(path, body):
     req = urllib.request.Request("http://127.0.0.1:8765" + path, data=body,
                                  headers={"Content-Type": "application/json"})
