@@ -221,24 +221,21 @@ def _children(raw: bytes, text: str, budget: _Budget) -> Iterator[bytes | str]:
 # --- containers ------------------------------------------------------------------------------------------------
 
 
+def _offsets(raw: bytes, magic: bytes) -> list[int]:
+    """Where a stream's magic bytes stand in `raw` (at most _MAX_EMBEDDED places)."""
+    found: list[int] = []
+    pos = raw.find(magic)
+    while pos >= 0 and len(found) < _MAX_EMBEDDED:
+        found.append(pos)
+        pos = raw.find(magic, pos + 1)
+    return found
+
+
 def _decompressed(raw: bytes, budget: _Budget) -> Iterator[bytes]:
-    starts: list[tuple[str, int]] = []
-    pos = 0
-    for _ in range(_MAX_EMBEDDED):
-        pos = raw.find(_GZIP_MAGIC, pos)
-        if pos < 0:
-            break
-        starts.append(("gzip", pos))
-        pos += 1
+    starts: list[tuple[str, int]] = [("gzip", pos) for pos in _offsets(raw, _GZIP_MAGIC)]
     for match, _ in zip(_BZ2_MAGIC.finditer(raw), range(_MAX_EMBEDDED), strict=False):
         starts.append(("bz2", match.start()))
-    pos = 0
-    for _ in range(_MAX_EMBEDDED):
-        pos = raw.find(_XZ_MAGIC, pos)
-        if pos < 0:
-            break
-        starts.append(("xz", pos))
-        pos += 1
+    starts += [("xz", pos) for pos in _offsets(raw, _XZ_MAGIC)]
     # zlib and lzma-alone headers are too short to search for inside data, so only whole streams count.
     if len(raw) >= 2 and raw[0] & 0x0F == 8 and raw[0] >> 4 <= 7 and (raw[0] << 8 | raw[1]) % 31 == 0:
         starts.append(("zlib", 0))
