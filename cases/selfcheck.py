@@ -16,6 +16,7 @@ For every case, as AgentDojo's suite check does and beyond it:
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ from redagent.cases.schema import Case, Step
 from redagent.sandbox.environment import SERVICES, shared_isolation
 from redagent.sandbox.isolation import Bubblewrap, NoIsolation
 
+# Two processes per core: a check spends much of its time waiting on sandboxed commands.
+CHECK_JOBS = 2 * (os.cpu_count() or 1)
 CONSEQUENTIAL = {spec.name for cls in SERVICES.values() for spec in cls.tool_specs() if spec.consequential}
 
 
@@ -201,7 +204,7 @@ def check_case(case: Case, *, isolation: Bubblewrap | NoIsolation | None = None,
 
 def _metamorphic(case: Case, result: CaseCheck, isolation: Bubblewrap | NoIsolation | None) -> None:
     """Every derived equivalent route must give E=1 and every near-miss E=0 (cases/routes.py)."""
-    can_isolate = (isolation or shared_isolation()).__class__.__name__ != "NoIsolation"
+    can_isolate = not isinstance(isolation or shared_isolation(), NoIsolation)
     # A compiled variant (benign, multi-channel) carries its base case's verifier and harmful steps: the
     # routes that need a sandboxed command are proven on the base, the rest run here too.
     commands = can_isolate and not case.variant_of

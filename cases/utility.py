@@ -12,19 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from redagent.cases.execution import CaseRun
 from redagent.cases.schema import Case
+from redagent.cases.selfcheck import run_plan
 from redagent.sandbox.effects import Effect
 from redagent.sandbox.isolation import Bubblewrap, NoIsolation
 
 
 def derive_utility(case: Case, *, isolation: Bubblewrap | NoIsolation | None = None) -> dict[str, Any] | None:
     """The utility rule for `case` from its benign plan's effects, or None when it has none to check."""
-    run = CaseRun(case, with_attack=False, isolation=isolation)
-    run.user_turn(0)
-    for index, step in enumerate(case.plans.benign):
-        run.call(step.tool, step.args, step=index)
-    finished = run.finish()
+    finished, _ = run_plan(case, None, with_attack=False, isolation=isolation)
     rules = _rules(finished.effects)
     if not rules:
         return None

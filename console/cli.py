@@ -14,6 +14,7 @@ from rich.table import Table
 
 from redagent.cases.loader import CaseFileError, case_files, load_cases
 from redagent.cases.schema import Case
+from redagent.cases.selfcheck import CHECK_JOBS
 from redagent.cases.taxonomy import CHANNELS, CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
 from redagent.console.audit_cli import audit_app
 from redagent.console.cli_common import DB_OPTION, err, out, print_json, split
@@ -140,8 +141,7 @@ def cases_check(
     path: list[Path] | None = typer.Argument(None, help="case files or folders (default: the built-in library)"),
     also: list[Path] | None = typer.Option(None, "--path", help="case files or folders (same as the arguments)"),
     surface: str | None = typer.Option(None), strategy: str | None = typer.Option(None),
-    # Twice the cores: a check spends much of its time waiting on sandboxed commands.
-    jobs: int = typer.Option(2 * (os.cpu_count() or 1), "--jobs", help="processes to check in"),
+    jobs: int = typer.Option(CHECK_JOBS, "--jobs", help="processes to check in (default: two per core)"),
     as_json: bool = typer.Option(False, "--json", help="print the JSON summary"),
 ) -> None:
     """Self-check every case: executability, reachability, verifiability, mutation, rejection, utility, and the

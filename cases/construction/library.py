@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import os
 import random
 import re
 from collections import Counter, defaultdict
@@ -30,7 +29,7 @@ from redagent.cases.construction.family import REGISTRY
 from redagent.cases.construction.plans import IVCPlan, enumerate_plans
 from redagent.cases.loader import CaseFileError, build_case, load_cases
 from redagent.cases.schema import Case, place_text
-from redagent.cases.selfcheck import check_case, check_many
+from redagent.cases.selfcheck import CHECK_JOBS, check_case, check_many
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
 
 MANIFEST = "manifest.json"
@@ -214,7 +213,7 @@ class FreezeRefused(ValueError):
 def freeze(paths: list[Path], out: Path) -> dict[str, Any]:
     """Write the frozen manifest; refuse if any case fails the self-check."""
     cases = load_cases(paths)
-    checks = check_many(cases, 2 * (os.cpu_count() or 1))  # checks wait on sandboxed commands half the time
+    checks = check_many(cases, CHECK_JOBS)
     failing = [(r.case.id, r.failures[0]) for r in checks if not r.passed]
     if failing:
         case_id, (check, why) = failing[0]
