@@ -83,11 +83,6 @@ class Effect:
         return {**self.fields, "kind": self.kind, "service": self.service, "action": self.action,
                 "via": self.via, "actor": self.actor}
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "kind": self.kind, "service": self.service, "action": self.action,
-                "receipt": self.receipt, "actor": self.actor, "via": self.via, "paths": list(self.paths),
-                "fields": self.fields}
-
 
 class _Builder:
     def __init__(self, org_domains: Iterable[str]) -> None:
