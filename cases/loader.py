@@ -468,13 +468,17 @@ def find_cases(ids: Iterable[str], files: dict[str, str] | None = None,
     own = [Path(files[cid]) for cid in sorted(wanted) if cid in files and Path(files[cid]).is_file()]
     found = {c.id: c for c in (load_cases(own) if own else []) if c.id in wanted}
     rest = wanted - found.keys() - files.keys()
+    library: dict[str, Case] = {}
     if rest:
-        found.update({c.id: c for c in load_cases() if c.id in rest})
+        library = {c.id: c for c in load_cases()}
+        found.update({cid: library[cid] for cid in rest if cid in library})
         found.update(compiled_cases(rest - found.keys(), hashes))
     # A benign arm derived in memory (`<id>-benign`) resolves through the case it was derived from.
     derived = {cid[: -len(BENIGN_SUFFIX)]: cid for cid in wanted - found.keys() if cid.endswith(BENIGN_SUFFIX)}
+    if derived and not library:
+        library = {c.id: c for c in load_cases()}  # the starter library, parsed once for every derived id
     for base_id, cid in derived.items():
-        for base in _candidates(base_id, files):
+        for base in _candidates(base_id, files, library):
             counterpart = base.benign_counterpart()
             if cid not in hashes or hashes[cid] == counterpart.content_hash:
                 found[cid] = counterpart
@@ -482,11 +486,11 @@ def find_cases(ids: Iterable[str], files: dict[str, str] | None = None,
     return found
 
 
-def _candidates(case_id: str, files: dict[str, str]) -> list[Case]:
+def _candidates(case_id: str, files: dict[str, str], library: dict[str, Case]) -> list[Case]:
     """Every case a base id may name: the researcher's file, the starter library, each benchmark version."""
     if case_id in files:
         return [c for c in load_cases([files[case_id]]) if c.id == case_id] if Path(files[case_id]).is_file() else []
-    out = [c for c in load_cases() if c.id == case_id]
+    out = [library[case_id]] if case_id in library else []
     for version in sorted(BENCHMARKS, reverse=True):
         out += compiled_cases([case_id], version=version).values()
     return out
