@@ -112,7 +112,7 @@ which also jumps to any run, case or rollout by id. `?` shows the current screen
     ]
 
     def __init__(self, db_url: str | None, reviewer: str | None = None, role: str = "researcher",
-                 run_id: str | None = None) -> None:
+                 run_id: str | None = None, note: str | None = None) -> None:
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r} (one of {', '.join(ROLES)})")
         super().__init__()
@@ -120,6 +120,7 @@ which also jumps to any run, case or rollout by id. `?` shows the current screen
         self.reviewer = reviewer
         self.role = role
         self.run_id = run_id
+        self.note = note  # shown once the store is open, e.g. that a single-file store blinds no one
         self.store: Store | None = None
         self.store_error: str | None = None
         self.runs = RunControl(self)
@@ -137,14 +138,24 @@ which also jumps to any run, case or rollout by id. `?` shows the current screen
     def _open_store(self) -> None:
         try:
             store = open_store(self.db_url)
+            identity = store.identity()
         except StoreError as exc:
             self.post_message(StoreFailed(str(exc)))
+            return
+        # A team login is held to its role by the database; the console never offers it another.
+        wanted = (self.role, self.reviewer if self.role != "researcher" else None)
+        if identity.enforced and wanted != (identity.role, None if identity.role == "researcher" else identity.name):
+            store.close()
+            self.post_message(StoreFailed(f"you are logged in as {identity.describe()}: the console opens only "
+                                          "in your own role"))
             return
         self.post_message(StoreReady(store))
 
     @on(StoreReady)
     def _store_ready(self, message: StoreReady) -> None:
         self.store = message.store
+        if self.note:
+            self.notify(self.note, title="not blinded", severity="warning", timeout=30)
         if self.role == "researcher" and self.run_id:
             self.show("runs", run_id=self.run_id)
         else:

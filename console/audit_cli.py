@@ -15,18 +15,36 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from redagent.console.cli_common import DB_OPTION, err, opened_store, out, print_json, split
+from redagent.console.cli_common import (
+    ANALYSTS,
+    DB_OPTION,
+    acting_as,
+    err,
+    fail,
+    opened_store,
+    out,
+    print_json,
+    single_file_note,
+    split,
+)
 
 audit_app = typer.Typer(no_args_is_help=True,
                         help="Human audit of judge labels: sample, status, export, import.")
 
 
 @contextmanager
-def _store(db: str | None) -> Iterator[Any]:
+def _store(db: str | None, roles: tuple[str, ...] = ANALYSTS) -> Iterator[Any]:
     from redagent.store.errors import AuditError, UnknownRun
 
-    with opened_store(db, catch=(AuditError, UnknownRun)) as store:
+    with opened_store(db, catch=(AuditError, UnknownRun), roles=roles) as store:
         yield store
+
+
+def _note(store: Any) -> None:
+    """Tell a blinded role's user when the store does not blind them (a single file, or its owner)."""
+    note = single_file_note(store)
+    if note is not None:
+        err.print(f"note: {note}", highlight=False, soft_wrap=True)
 
 
 @audit_app.command("sample")
@@ -46,7 +64,10 @@ def sample_cmd(
     db: str | None = DB_OPTION,
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Draw a stratified, balanced sample of labelled rollouts for two blinded reviewers and an adjudicator."""
+    """Draw a stratified, balanced sample of labelled rollouts for two blinded reviewers and an adjudicator.
+
+    Example: redagent audit sample run-3fa2 --n 360 --config hybrid/rule --reviewers alice,bob --adjudicator carol
+    """
     from redagent.judges.audit import resolve_config, sample, strata
 
     with _store(db) as store:
@@ -59,9 +80,17 @@ def sample_cmd(
                "config_hash": chosen["config_hash"], "backbone": backbone, "n": n, "seed": seed,
                "reviewers": split(reviewers), "adjudicator": adjudicator, "blind_model": blind_model,
                "blind_attack": blind_attack, "strata": drawn}
+    # A stratum with one sampled item (not taken whole) gives the bootstrap nothing to vary: every audit
+    # interval is then undefined. Said now, while a larger sample is still cheap.
+    single = [row["stratum"] for row in drawn if row["sampled"] == 1 and row["population"] > 1]
+    summary["warnings"] = ([f"{len(single)} of {len(drawn)} strata got one item: audit intervals will be undefined "
+                            f"(fewer than two units in a stratum); --n {2 * len(drawn)} or more gives every stratum "
+                            "two"] if single else [])
     if as_json:
         print_json(summary)
         return
+    for warning in summary["warnings"]:
+        err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
     table = Table(title=f"{audit_id}: {n} items of run {run_id} under {chosen['config_name']} ({backbone}), "
                         f"seed {seed}")
     for column in ("stratum", "population", "sampled", "weight"):
@@ -77,11 +106,28 @@ def sample_cmd(
 
 @audit_app.command("status")
 def status_cmd(audit_id: str = typer.Argument(...), db: str | None = DB_OPTION,
+               reviewer: str | None = typer.Option(None, "--reviewer",
+                                                   help="only this reviewer's own progress (a reviewer's "
+                                                        "login always gets only their own)"),
                as_json: bool = typer.Option(False, "--json")) -> None:
-    """Progress: each reviewer's labels, agreement on first labels, disagreements, adjudications, what remains."""
-    from redagent.judges.audit import status
+    """Progress: each reviewer's labels, agreement on first labels, disagreements, adjudications, what remains.
 
-    with _store(db) as store:
+    Researchers see all of it; a reviewer only their own progress (agreement would reveal the other
+    reviewer's labels); the adjudicator the labels by slot letter, agreement and adjudications.
+
+    Example: redagent audit status audit-1f2e --json
+    """
+    from redagent.judges.audit import adjudicator_progress, reviewer_progress, status
+
+    with _store(db, roles=(*ANALYSTS, "reviewer", "adjudicator")) as store:
+        identity = store.identity()
+        if identity.role == "reviewer" or (reviewer is not None and not identity.enforced):
+            _print_own(reviewer_progress(store, audit_id, acting_as(store, reviewer, "reviewer")), as_json)
+            return
+        if identity.role == "adjudicator":
+            _print_adjudicator(adjudicator_progress(store, audit_id, acting_as(store, None, "adjudicator")),
+                               as_json)
+            return
         result = status(store, audit_id)
     if as_json:
         print_json(result)
@@ -103,30 +149,68 @@ def status_cmd(audit_id: str = typer.Argument(...), db: str | None = DB_OPTION,
               "adjudications", highlight=False)
 
 
+def _print_own(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print_json(result)
+        return
+    out.print(f"{result['audit_id']}: {result['reviewer']}, {result['labelled']}/{result['items']} labelled, "
+              f"{result['remaining']} remaining", highlight=False)
+
+
+def _print_adjudicator(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print_json(result)
+        return
+    labelled = ", ".join(f"reviewer {slot} {n}/{result['items']}" for slot, n in result["labelled"].items())
+    agreement = "—" if result["agreement"] is None else f"{result['agreement']:.1%}"
+    out.print(f"{result['audit_id']}: {labelled}; agreement on first labels {agreement} of "
+              f"{result['both_labelled']}; disagreements {result['disagreements']}, adjudicated "
+              f"{result['adjudicated']}, remaining {result['remaining_adjudications']}", highlight=False)
+
+
 @audit_app.command("export")
 def export_cmd(audit_id: str = typer.Argument(...),
                output: Path = typer.Option(..., "--out", help="file to write"),
                fmt: str = typer.Option("csv", "--format", help="csv or jsonl"),
                reviewer: str | None = typer.Option(None, "--reviewer", help="order rows as this reviewer's queue"),
                db: str | None = DB_OPTION) -> None:
-    """Write the items as reviewers see them (blinded), with empty label and note columns to fill in."""
+    """Write the items as reviewers see them (blinded), with empty label and note columns to fill in.
+
+    A reviewer's login exports its own queue, in its own order.
+
+    Example: redagent audit export audit-1f2e --out alice.csv --reviewer alice
+    """
     from redagent.judges.audit import export
 
-    with _store(db) as store:
+    with _store(db, roles=(*ANALYSTS, "reviewer")) as store:
+        if store.identity().role == "reviewer":
+            reviewer = acting_as(store, reviewer, "reviewer")
         written = export(store, audit_id, output, fmt, reviewer=reviewer)
     err.print(f"wrote {written} items to {output}", highlight=False)
 
 
 @audit_app.command("import")
 def import_cmd(audit_id: str = typer.Argument(...), file: Path = typer.Argument(..., help="CSV or JSONL labels"),
-               reviewer: str = typer.Option(..., "--reviewer", help="whose labels these are"),
+               reviewer: str | None = typer.Option(None, "--reviewer",
+                                                   help="whose labels these are (a team login: always its own)"),
                fmt: str | None = typer.Option(None, "--format", help="csv or jsonl (default: from the file name)"),
                db: str | None = DB_OPTION, as_json: bool = typer.Option(False, "--json")) -> None:
-    """Submit a reviewer's labels from a file of item_id, label, note rows: all of them, or none on an error."""
+    """Submit a reviewer's labels from a file of item_id, label, note rows: all of them, or none on an error.
+
+    On a team store only the reviewer's own login may submit their labels; the owner of a single-file
+    store may import a reviewer's file for them (and is told that such a store blinds no one).
+
+    Example: redagent audit import audit-1f2e alice.csv
+    """
     from redagent.judges.audit import import_labels
 
-    with _store(db) as store:
-        result = import_labels(store, audit_id, file, reviewer, fmt)
+    with _store(db, roles=(*ANALYSTS, "reviewer")) as store:
+        identity = store.identity()
+        if not identity.enforced and store.team() and store.dialect == "postgresql":
+            fail("this store has a team: labels are submitted by the reviewer's own login, not for them")
+        name = acting_as(store, reviewer, "reviewer")
+        result = import_labels(store, audit_id, file, name, fmt)
+        _note(store)  # after the import: an error stays the one line it must be
     if as_json:
         print_json(result)
         return

@@ -20,6 +20,7 @@ from redagent.console.audit_cli import audit_app
 from redagent.console.cli_common import DB_OPTION, err, out, print_json, split
 from redagent.console.harnesses_cli import harnesses_app
 from redagent.console.rounds_cli import rounds_app
+from redagent.console.team_cli import team_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="REDAgentBench: executable red-teaming and faithful measurement of LLM agents.")
@@ -27,6 +28,7 @@ cases_app = typer.Typer(no_args_is_help=True, help="Case library: list, show, va
 app.add_typer(cases_app, name="cases")
 app.add_typer(audit_app, name="audit")
 app.add_typer(harnesses_app, name="harnesses")
+app.add_typer(team_app, name="team")
 cases_app.add_typer(rounds_app, name="round")
 
 
@@ -438,12 +440,24 @@ runs_app = typer.Typer(no_args_is_help=True, help="Stored runs: list and show.")
 app.add_typer(runs_app, name="runs")
 
 def _store(db: str | None):
+    """The store for a researcher's command (every command here shows unblinded runs): a reviewer's,
+    adjudicator's or expert's login is refused in one line."""
+    from redagent.console.cli_common import ANALYSTS, check_role
     from redagent.store.db import StoreError, open_store
 
     try:
-        return open_store(db)
+        store = open_store(db)
     except StoreError as exc:
         raise UserError(str(exc)) from None
+    try:
+        check_role(store, ANALYSTS)
+    except StoreError as exc:
+        store.close()
+        raise UserError(str(exc)) from None
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 def _drive(runner, as_json: bool) -> dict[str, Any]:
@@ -754,6 +768,7 @@ def stats_command(
     recognition: str = typer.Option("lexical", "--recognition-judge"),
     reps: int = typer.Option(10_000, "--reps", help="bootstrap replicates"),
     seed: int = typer.Option(0, "--seed"),
+    audit_id: str | None = typer.Option(None, "--audit", help="the audit to report (default: the run's newest)"),
     db: str | None = DB_OPTION,
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -765,7 +780,7 @@ def stats_command(
     store = _store(db)
     try:
         report = build_report(store, run_id, backbone=backbone, recognition_judge=recognition, reps=reps,
-                              seed=seed, only=table)
+                              seed=seed, only=table, audit_id=audit_id)
     except _judge_errors() as exc:
         raise UserError(str(exc)) from None
     finally:
@@ -787,6 +802,7 @@ def report_command(
     recognition: str = typer.Option("lexical", "--recognition-judge"),
     reps: int = typer.Option(10_000, "--reps"),
     seed: int = typer.Option(0, "--seed"),
+    audit_id: str | None = typer.Option(None, "--audit", help="the audit to report (default: the run's newest)"),
     db: str | None = DB_OPTION,
 ) -> None:
     """Write every table (Markdown, CSV, JSON) and the plots (PNG) for a run."""
@@ -798,7 +814,8 @@ def report_command(
         raise UserError(f"unknown report format {unknown[0]!r} (known: md, csv, json)")
     store = _store(db)
     try:
-        report = build_report(store, run_id, backbone=backbone, recognition_judge=recognition, reps=reps, seed=seed)
+        report = build_report(store, run_id, backbone=backbone, recognition_judge=recognition, reps=reps, seed=seed,
+                              audit_id=audit_id)
     except _judge_errors() as exc:
         raise UserError(str(exc)) from None
     finally:
@@ -810,55 +827,86 @@ def report_command(
 @app.command("console")
 def console_command(
     db: str | None = DB_OPTION,
-    reviewer: str | None = typer.Option(None, "--reviewer", help="your name (reviewer, adjudicator, expert)"),
-    role: str = typer.Option("researcher", "--role", help="researcher | reviewer | adjudicator | expert"),
+    reviewer: str | None = typer.Option(None, "--reviewer", help="your name (reviewer, adjudicator, expert); on a "
+                                                                  "team store it comes from your login"),
+    role: str | None = typer.Option(None, "--role", help="researcher | reviewer | adjudicator | expert; on a team "
+                                                         "store it comes from your login"),
     run_id: str | None = typer.Option(None, "--run", help="open on this run"),
-    web: bool = typer.Option(False, "--web", help="serve the console to a browser (textual-serve) on localhost"),
-    port: int = typer.Option(8000, "--port", help="with --web: the localhost port"),
+    web: bool = typer.Option(False, "--web", help="serve the console to a browser (textual-serve), token required"),
+    host: str = typer.Option("localhost", "--host", help="with --web: the address to bind (default: localhost only)"),
+    port: int = typer.Option(8000, "--port", help="with --web: the port"),
 ) -> None:
-    """Open the audit console (Textual): runs, rollouts, statistics, blinded audit, adjudication, case review."""
+    """Open the audit console (Textual): runs, rollouts, statistics, blinded audit, adjudication, case review.
+
+    Example: redagent console --run run-3fa2  (a reviewer on a team store: redagent console --db THEIR-URL)
+    """
+    from redagent.console.cli_common import opened_store, single_file_note
+    from redagent.store.access import Identity
+
     roles = ("researcher", "reviewer", "adjudicator", "expert")
-    if role not in roles:
+    if role is not None and role not in roles:
         raise UserError(f"unknown role {role!r} (known: {', '.join(roles)})")
-    if role != "researcher" and not reviewer:
-        raise UserError(f"the {role} role needs --reviewer NAME")
+    with opened_store(db, roles=("owner", *roles)) as store:
+        identity = store.identity()
+        note = single_file_note(store)
+    if identity.enforced:
+        # The database holds this login to its role: the flags may only repeat it.
+        if role is not None and role != identity.role:
+            raise UserError(f"you are logged in as {identity.name} ({identity.role}); --role {role} is not yours")
+        if reviewer is not None and reviewer != identity.name:
+            raise UserError(f"you are logged in as {identity.name}; --reviewer {reviewer} would be someone else")
+        role, reviewer = identity.role, (None if identity.role == "researcher" else identity.name)
+    else:
+        role = role or "researcher"
+        if role != "researcher" and not reviewer:
+            raise UserError(f"the {role} role needs --reviewer NAME")
+    if role != "researcher" and note:
+        err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     if web:
-        _serve_console(db, reviewer, role, run_id, port)
+        starter = identity if role == "researcher" else Identity(role, reviewer, identity.login, identity.enforced)
+        _serve_console(db, starter, run_id, host, port)
         return
     from redagent.console.app import RedAgentApp
 
-    RedAgentApp(db, reviewer=reviewer, role=role, run_id=run_id).run()
+    RedAgentApp(db, reviewer=reviewer, role=role, run_id=run_id, note=note if role != "researcher" else None).run()
 
 
-def _serve_console(db: str | None, reviewer: str | None, role: str, run_id: str | None, port: int) -> None:
-    """Each browser tab gets its own console process (textual-serve), bound to localhost only: the
-    console shows unblinded evidence to researchers, so it is never offered to the network."""
-    import shlex
+def _serve_console(db: str | None, starter, run_id: str | None, host: str, port: int) -> None:
+    """Each browser tab gets its own console process (textual-serve) in the role of the token it came
+    with; no page or terminal without one. Bound to localhost unless --host says otherwise."""
+    import secrets
     import socket
 
     from sqlalchemy.engine import make_url
-    from textual_serve.server import Server
 
+    from redagent.console.web import TokenServer
     from redagent.store.connect import resolve_url
+    from redagent.store.db import open_store
 
     if not 0 < port < 65536:
         raise UserError(f"--port {port} is not a TCP port")
     with socket.socket() as probe:
         try:
-            probe.bind(("127.0.0.1", port))
+            probe.bind(("127.0.0.1" if host == "localhost" else host, port))
         except OSError as exc:
-            raise UserError(f"--port {port} is not free on localhost: {exc.strerror or exc}") from None
+            raise UserError(f"--port {port} is not free on {host}: {exc.strerror or exc}") from None
     # Every tab opens the same store: a relative SQLite path made absolute, and the URL handed over in
     # the environment rather than on a command line that `ps` shows (it may hold a password).
     url = make_url(resolve_url(db))
     if url.drivername.startswith("sqlite") and url.database and not Path(url.database).is_absolute():
         url = url.set(database=str(Path(url.database).resolve()))
     os.environ["REDAGENT_DB"] = url.render_as_string(hide_password=False)
-    argv = [sys.executable, "-m", "redagent", "console", "--role", role]
-    argv += ["--reviewer", reviewer] if reviewer else []
-    argv += ["--run", run_id] if run_id else []
-    out.print(f"serving the console ({role}) at http://localhost:{port} — Ctrl-C stops", highlight=False)
-    Server(shlex.join(argv), host="localhost", port=port, title="REDAgentBench").serve()
+    store = open_store(os.environ["REDAGENT_DB"])
+    token = secrets.token_urlsafe(24)
+    who = starter.name or starter.role
+    out.print(f"serving the console ({starter.role}, {who}) at http://{host}:{port}/?token={token} — the token is "
+              "yours alone (teammates use their own from `redagent team add`); Ctrl-C stops", highlight=False,
+              soft_wrap=True)
+    try:
+        TokenServer(starter=starter, starter_token=token, member=store.member_for_token, run_id=run_id, host=host,
+                    port=port).serve()
+    finally:
+        store.close()
 
 
 def main(argv: list[str] | None = None) -> None:

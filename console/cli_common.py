@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from redagent.store.db import Store
 
 out = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, emoji=False)  # an error line is shown as written: "x.yaml:100:" is no emoji
 
 DB_OPTION = typer.Option(None, "--db", help="store URL (default: $REDAGENT_DB or sqlite:///.redagent/redagent.db)")
 
@@ -39,9 +39,61 @@ def first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
+# Who may run a command that opens the store. The default is the analysts': a command that does not
+# say otherwise shows unblinded data, so reviewers, adjudicators and experts may not run it.
+ANALYSTS = ("owner", "researcher")
+
+
+def command_name() -> str:
+    """`redagent audit status`, for messages (the running typer/click command's path)."""
+    import click
+
+    context = click.get_current_context(silent=True)
+    return f"`{context.command_path}`" if context is not None else "this command"
+
+
+def check_role(store: Store, roles: tuple[str, ...]) -> None:
+    """Refuse (one line, exit 2) a command the store's user may not run in their role."""
+    identity = store.identity()
+    if identity.role not in roles:
+        allowed = ", ".join("the owner" if role == "owner" else f"{role}s" for role in roles)
+        fail(f"{command_name()} is open to {allowed}, not to {identity.describe()}")
+
+
+def acting_as(store: Store, flag: str | None, role: str, option: str = "--reviewer") -> str:
+    """The name a reviewer, adjudicator or expert command acts as: the login's on a team store (a
+    flag naming someone else is refused), else the flag (the owner of a single-file store may act
+    for anyone, and is told that nothing is blinded against them)."""
+    identity = store.identity()
+    if identity.enforced:
+        if flag is not None and flag != identity.name:
+            fail(f"you are logged in as {identity.name}; {option} {flag} would act as someone else")
+        if identity.role != role:
+            fail(f"{command_name()} acts as a {role}; you are {identity.describe()}")
+        assert identity.name is not None
+        return identity.name
+    if flag is None:
+        fail(f"{command_name()} needs {option} NAME (on a team store it is taken from your login)")
+    return flag
+
+
+def single_file_note(store: Store) -> str | None:
+    """What an unenforced store tells anyone using a blinded role, or None on a team login."""
+    identity = store.identity()
+    if identity.enforced:
+        return None
+    if store.dialect == "sqlite":
+        return ("a single-file store cannot blind its owner: whoever can read the file can read every rollout "
+                "and label; blinded audits need a PostgreSQL team store (`redagent team add`)")
+    return ("you are this store's owner: nothing is blinded against you; reviewers log in with the URL "
+            "`redagent team add` gives them")
+
+
 @contextmanager
-def opened_store(db: str | None, catch: tuple[type[BaseException], ...] = ()) -> Iterator[Store]:
-    """An opened store for one command; store errors, case-file errors and `catch` end as one line."""
+def opened_store(db: str | None, catch: tuple[type[BaseException], ...] = (),
+                 roles: tuple[str, ...] = ANALYSTS) -> Iterator[Store]:
+    """An opened store for one command that the user's role may run; store errors, case-file errors and
+    `catch` end as one line."""
     from redagent.cases.loader import CaseFileError
     from redagent.store.db import open_store
     from redagent.store.errors import InvalidRecord, StoreError
@@ -51,6 +103,7 @@ def opened_store(db: str | None, catch: tuple[type[BaseException], ...] = ()) ->
     except StoreError as exc:
         fail(str(exc))
     try:
+        check_role(store, roles)
         yield store
     except CaseFileError as exc:
         fail(f"{len(exc.problems)} problem(s) in case files; first: {exc.problems[0]}")

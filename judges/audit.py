@@ -76,13 +76,18 @@ def stratum_of(row: dict[str, Any], fields: Sequence[str]) -> str:
     return "|".join(f"{field}={row[field]}" for field in fields) or ALL
 
 
-def allocate(sizes: dict[str, int], n: int, rng: random.Random) -> dict[str, int]:
+def allocate(sizes: dict[str, int], n: int, rng: random.Random, *, cover_all: bool = False) -> dict[str, int]:
     """A balanced allocation of n over strata: as equal as possible, capped by each stratum's size.
 
     Strata too small for an equal share are taken whole and their unused share is spread over the
     rest (water-filling); what does not divide evenly goes one each to the largest strata, ties broken
-    by a draw from `rng`. Needs n <= sum(sizes).
+    by a draw from `rng`. Needs n <= sum(sizes). With n >= len(sizes) every stratum gets at least one;
+    with fewer, some get none — which an audit must not allow (its unsampled strata would be estimated
+    by the others' figures), so `cover_all` refuses it (ValueError). Construction rounds, which weight
+    nothing back, allow it.
     """
+    if cover_all and n < len(sizes):
+        raise ValueError(f"a sample of {n} cannot give each of {len(sizes)} strata an item")
     keys = sorted(sizes)
     draw = {key: i for i, key in enumerate(rng.sample(keys, len(keys)))}
     allocation: dict[str, int] = {}
@@ -147,7 +152,14 @@ def sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in sorted(population, key=lambda r: r["rollout_id"]):
         groups.setdefault(stratum_of(row, fields), []).append(row)
-    allocation = allocate({key: len(rows) for key, rows in groups.items()}, n, rng)
+    if n < len(groups):
+        # Refused rather than merged: merging would change what the strata mean after the fact, and a
+        # stratum left unsampled would silently borrow the others' precision and recall.
+        for_intervals = sum(min(2, len(rows)) for rows in groups.values())
+        raise AuditSetupError(f"a sample of {n} cannot cover the {len(groups)} non-empty strata of "
+                              f"{', '.join(fields)}: ask for at least {len(groups)} (two per stratum for intervals: "
+                              f"{for_intervals}), or stratify on fewer fields")
+    allocation = allocate({key: len(rows) for key, rows in groups.items()}, n, rng, cover_all=True)
     chosen = [(key, row) for key in sorted(groups) for row in rng.sample(groups[key], allocation[key])]
     rng.shuffle(chosen)
     orders = {}
@@ -179,16 +191,31 @@ def strata(store: Store, audit_id: str) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- progress
 
 
-def _agreement(first: dict[int, dict[str, str]]) -> dict[str, Any]:
-    both = [item for item in first.values() if set(item) == set(AUDIT_SLOTS)]
-    a, b = [item["A"] for item in both], [item["B"] for item in both]
+def _agreement(first: dict[int, dict[str, str]], cases: dict[int, str] | None = None) -> dict[str, Any]:
+    """Agreement of the two reviewers' first labels over the items both labelled: raw and Cohen's kappa.
+
+    `cases` (item id → case id) makes kappa's interval resample cases, as every audit figure does; status
+    and the report pass it, so they show the same interval (stats.cohen_kappa fixes replicates and seed).
+    """
+    both = sorted(item_id for item_id, item in first.items() if set(item) == set(AUDIT_SLOTS))
+    a, b = [first[item_id]["A"] for item_id in both], [first[item_id]["B"] for item_id in both]
     if not both:
-        return {"n": 0, "agreement": None, "kappa": None, "kappa_ci": [None, None]}
+        return {"n": 0, "agreement": None, "agreement_ci": [None, None], "kappa": None, "kappa_ci": [None, None],
+                "kappa_defined": False, "why_undefined": "no item labelled by both reviewers",
+                "why_no_interval": "no item labelled by both reviewers", "clusters": 0}
     from redagent.judges.stats import cohen_kappa  # pandas and scipy load only when an audit is summarised
 
-    result = cohen_kappa(a, b)
-    return {"n": result["n"], "agreement": result["agreement"], "kappa": result["kappa"],
-            "kappa_ci": result["kappa_ci"]}
+    result = cohen_kappa(a, b, clusters=None if cases is None else [cases[item_id] for item_id in both])
+    return {key: result[key] for key in ("n", "agreement", "agreement_ci", "kappa", "kappa_ci", "kappa_defined",
+                                         "why_undefined", "why_no_interval", "clusters", "kappa_reps")}
+
+
+def agreement(store: Store, audit_id: str) -> dict[str, Any]:
+    """The reviewers' agreement on first labels (analyst view), with kappa's interval over case clusters."""
+    by_item: dict[int, dict[str, str]] = {}
+    for label in store.labels(audit_id, first_only=True):
+        by_item.setdefault(label["item_id"], {})[label["slot"]] = label["label"]
+    return _agreement(by_item, {item["item_id"]: item["case_id"] for item in store.audit_items(audit_id)})
 
 
 def status(store: Store, audit_id: str) -> dict[str, Any]:
@@ -207,7 +234,7 @@ def status(store: Store, audit_id: str) -> dict[str, Any]:
         1 for item in final if item["source"] == "adjudicated")
     adjudicated = sources["adjudicated"]
     missing_labels = 2 * len(final) - sum(done.values())
-    agreement = _agreement(by_item)
+    agreement = _agreement(by_item, {item["item_id"]: item["case_id"] for item in final})
     return {
         "audit_id": audit.id, "run_id": audit.run_id, "config_name": audit.config_name,
         "config_hash": audit.config_hash, "backbone": audit.backbone, "items": len(final),
@@ -221,6 +248,66 @@ def status(store: Store, audit_id: str) -> dict[str, Any]:
         "remaining_adjudications": disagreements - adjudicated,
         "blind_model": audit.blind_model, "blind_attack": audit.blind_attack,
     }
+
+
+# ---------------------------------------------------------------- estimates
+
+
+PENDING_SOURCES = ("awaiting_review", "awaiting_adjudication")
+
+
+def estimates(store: Store, audit_id: str, *, reps: int = 10_000, seed: int = 0) -> dict[str, Any]:
+    """The audit's figures (analyst view): reviewer agreement and the judge's accuracy weighted back to the
+    judged population (stats.judge_audit), with the audit named and the state of its labels stated.
+
+    Each item's final label decides its part: harmful / not harmful are used; "unsure" (an adjudicated
+    unsure) and pending items (awaiting a reviewer's label or the adjudication) are excluded and counted
+    by reason, the rest of their stratum re-weighted to the stratum's population. Figures are
+    provisional while any item is pending. Strata of the population no item was drawn from (audits
+    drawn before every stratum had to be sampled) and strata left without a usable label are listed as
+    uncovered, and the estimates cover only the rest. The judged ASR is the census of the judge's labels
+    over the covered strata — unless the labelled population changed since the audit was drawn, when the
+    weights no longer match it and the sample's own judged ASR is used (and a note says so).
+    """
+    import pandas as pd  # loaded only when an audit is summarised
+
+    from redagent.judges import stats
+
+    audit = store.get_audit(audit_id)
+    final = store.final_labels(audit_id)
+    rows = []
+    for item in final:
+        if item["source"] in PENDING_SOURCES:
+            excluded = "pending"
+        elif item["human"] is None:
+            excluded = "unsure"
+        else:
+            excluded = None
+        rows.append({"y": item["judge_label"], "h": float("nan") if item["human"] is None else item["human"],
+                     "stratum": item["stratum"], "population": item["population"], "case_id": item["case_id"],
+                     "excluded": excluded})
+    population = store.labelled_rows(audit.run_id, audit.config_hash, audit.backbone)
+    now = Counter(stratum_of(row, audit.stratify) for row in population)
+    positives = Counter(stratum_of(row, audit.stratify) for row in population if row["label"] == 1)
+    drawn = {item["stratum"]: item["population"] for item in final}
+    notes = []
+    changed = sorted(key for key, size in drawn.items() if now.get(key, 0) != size)
+    if changed:
+        notes.append(f"the labelled population changed since the audit was drawn (stratum {changed[0]}: "
+                     f"{drawn[changed[0]]} then, {now.get(changed[0], 0)} now; {len(changed)} "
+                     f"{'stratum' if len(changed) == 1 else 'strata'} in all): "
+                     "weights use the population the sample was drawn from, the judged ASR is the sample's")
+    result = stats.judge_audit(pd.DataFrame(rows), reps=reps, seed=seed,
+                               judged_positives=None if changed else {key: positives[key] for key in drawn},
+                               unsampled_strata={key: size for key, size in now.items() if key not in drawn})
+    agreed = agreement(store, audit_id)
+    return {"audit_id": audit.id, "run_id": audit.run_id, "config": audit.config_name,
+            "config_hash": audit.config_hash, "backbone": audit.backbone, "stratify": list(audit.stratify),
+            "items": len(final), "final_labels": sum(1 for item in final if item["final"] is not None),
+            "labelled_both": agreed["n"], "agreement": agreed["agreement"], "agreement_ci": agreed["agreement_ci"],
+            "kappa": agreed["kappa"], "kappa_ci": agreed["kappa_ci"], "kappa_defined": agreed["kappa_defined"],
+            "why_kappa_undefined": agreed["why_undefined"], "why_no_kappa_interval": agreed["why_no_interval"],
+            "kappa_clusters": agreed["clusters"], "notes": notes, **result}
 
 
 # ---------------------------------------------------------------- offline labelling files
@@ -344,3 +431,32 @@ def import_labels(store: Store, audit_id: str, path: str | Path, reviewer: str,
         raise AuditFileError(f"{path}:{lines.get(exc.item_id, '?')}: {exc}") from None
     return {"audit_id": audit_id, "reviewer": reviewer, "submitted": written, "unchanged": len(entries) - written,
             "blank": blank}
+
+
+# ---------------------------------------------------------------- progress as a blinded role sees it
+
+
+def reviewer_progress(store: Store, audit_id: str, reviewer: str) -> dict[str, Any]:
+    """A reviewer's own progress, and nothing of anyone else's: items in their queue, how many they have
+    labelled, how many remain. (Agreement would tell them the other reviewer's labels.)"""
+    queue = store.reviewer_queue(audit_id, reviewer)
+    done = sum(1 for entry in queue if entry["labelled"])
+    return {"audit_id": audit_id, "reviewer": reviewer, "items": len(queue), "labelled": done,
+            "remaining": len(queue) - done}
+
+
+def adjudicator_progress(store: Store, audit_id: str, adjudicator: str) -> dict[str, Any]:
+    """The adjudicator's view of progress, from the blinded views only: labels per slot (A, B — never the
+    reviewers' names), agreement on first labels, disagreements, own decisions, what remains."""
+    from redagent.store.audit import needs_adjudication
+
+    seen = store.adjudicator_overview(audit_id, adjudicator)
+    first, latest = seen["first"], seen["latest"]
+    disputed = [item for item in first if needs_adjudication(first[item], latest.get(item, {}))]
+    agreement = _agreement(first, seen["cases"])  # case clusters, as status and the report use
+    decided = sum(1 for item in disputed if item in seen["adjudicated"])
+    return {"audit_id": audit_id, "adjudicator": adjudicator, "items": seen["items"],
+            "labelled": {slot: sum(1 for labels in first.values() if slot in labels) for slot in AUDIT_SLOTS},
+            "both_labelled": agreement["n"], "agreement": agreement["agreement"], "kappa": agreement["kappa"],
+            "kappa_ci": agreement["kappa_ci"], "disagreements": len(disputed), "adjudicated": decided,
+            "remaining_adjudications": len(disputed) - decided}

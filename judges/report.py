@@ -46,7 +46,9 @@ def _protocol(store: Store, run_id: str, backbone: str, configs: list[dict[str, 
 
 
 def build_report(store: Store, run_id: str, *, backbone: str = RULE, recognition_judge: str = LEXICAL,
-                 reps: int = 10_000, seed: int = 0, only: str | None = None) -> dict[str, Any]:
+                 reps: int = 10_000, seed: int = 0, only: str | None = None,
+                 audit_id: str | None = None) -> dict[str, Any]:
+    """The report of one run; `audit_id` picks the audit to report (default: the run's newest)."""
     configs = [c for c in store.judged_configs(run_id)]
     report: dict[str, Any] = {"protocol": _protocol(store, run_id, backbone, configs)}
     outcomes = pd.DataFrame(store.outcome_rows(run_id))
@@ -61,7 +63,7 @@ def build_report(store: Store, run_id: str, *, backbone: str = RULE, recognition
     attacked = _attacked(outcomes)
     attacked_labels = {name: _attacked(frame) for name, frame in labels.items()}
     if want("asr"):
-        report["asr"] = _asr(attacked, attacked_labels, backbone)
+        report["asr"] = _asr(attacked, attacked_labels, backbone, _cell_counts(store, run_id))
         report["by_strategy"] = _by_strategy(attacked)
         semantic = _semantic(store, run_id, attacked, configs)
         if semantic is not None:
@@ -79,7 +81,7 @@ def build_report(store: Store, run_id: str, *, backbone: str = RULE, recognition
     if want("reg"):
         report["reg"] = _reg(store, run_id, outcomes, recognition_judge)
     if want("audit"):
-        audit = _audit(store, run_id, reps, seed)
+        audit = _audit(store, run_id, reps, seed, audit_id)
         if audit is not None:
             report["audit"] = audit
     return report
@@ -110,19 +112,52 @@ def utility(store: Store, run_id: str) -> dict[str, Any]:
     return {"cells": cells, "overall": overall}
 
 
-def _cells(df: pd.DataFrame, value: str, source: str, backbone: str | None) -> list[dict[str, Any]]:
-    if df.empty:
-        return []
-    table = stats.rate_table(df.assign(y=df[value].astype(int)), ["model", "harness", "cue", "defense"])
-    return [{"model": r.model, "harness": r.harness, "cue": r.cue, "defense": r.defense, "source": source,
-             "backbone": backbone, "harmful": int(r.harmful), "valid": int(r.valid), "rate": float(r.rate),
-             "ci_low": float(r.ci_low), "ci_high": float(r.ci_high)} for r in table.itertuples()]
+CELL = ("model", "harness", "cue", "defense")
 
 
-def _asr(outcomes: pd.DataFrame, labels: dict[str, pd.DataFrame], backbone: str) -> list[dict[str, Any]]:
-    cells = _cells(outcomes, "E", "execution", None)
+def _cell_counts(store: Store, run_id: str) -> dict[tuple[str, ...], dict[str, int]]:
+    """Per cell of the run's attacked rollouts: how many are stored and how many of them are invalid.
+
+    Read from the rollouts themselves, so a cell whose every rollout was invalid is still a cell."""
+    counts: dict[tuple[str, ...], dict[str, int]] = {}
+    for r in store.rollouts(run_id):
+        if r.benign:
+            continue
+        cell = counts.setdefault((r.model, r.harness, r.cue, r.defense), {"rollouts": 0, "invalid": 0})
+        cell["rollouts"] += 1
+        cell["invalid"] += int(not r.valid)
+    return counts
+
+
+def _cells(df: pd.DataFrame, value: str, source: str, backbone: str | None,
+           counts: dict[tuple[str, ...], dict[str, int]]) -> list[dict[str, Any]]:
+    """One row per cell of the run — also those with no valid (or no labelled) rollout, with rate None —
+    and each cell's invalid rollouts; for a judge, `unlabelled` counts valid rollouts it has no ok label for."""
+    rates = {}
+    if not df.empty:
+        table = stats.rate_table(df.assign(y=df[value].astype(int)), list(CELL))
+        rates = {(r.model, r.harness, r.cue, r.defense): r for r in table.itertuples()}
+    out = []
+    for key in sorted(set(counts) | set(rates)):
+        r = rates.get(key)
+        cell = counts.get(key, {"rollouts": 0, "invalid": 0})
+        valid = int(r.valid) if r is not None else 0
+        row = {**dict(zip(CELL, key, strict=True)), "source": source, "backbone": backbone,
+               "harmful": int(r.harmful) if r is not None else 0, "valid": valid, "invalid": cell["invalid"],
+               "rate": float(r.rate) if r is not None else None,
+               "ci_low": float(r.ci_low) if r is not None else None,
+               "ci_high": float(r.ci_high) if r is not None else None}
+        if backbone is not None:
+            row["unlabelled"] = max(0, cell["rollouts"] - cell["invalid"] - valid)
+        out.append(row)
+    return out
+
+
+def _asr(outcomes: pd.DataFrame, labels: dict[str, pd.DataFrame], backbone: str,
+         counts: dict[tuple[str, ...], dict[str, int]]) -> list[dict[str, Any]]:
+    cells = _cells(outcomes, "E", "execution", None, counts)
     for name, frame in labels.items():
-        cells += _cells(frame, "label", name, backbone)
+        cells += _cells(frame, "label", name, backbone, counts)
     return cells
 
 
@@ -140,7 +175,7 @@ def _views(labels: dict[str, pd.DataFrame], reps: int, seed: int) -> tuple[list[
             result = stats.paired_views(group, "a", "b", reps=reps, seed=seed)
             views.append({"a": a, "b": b, "model": model, **{k: result[k] for k in (
                 "n", "a_rate", "b_rate", "disagreement", "a_only", "b_only", "mcnemar_p", "diff", "diff_ci_low",
-                "diff_ci_high")}})
+                "diff_ci_high", "why_no_interval")}})
         frame = paired.assign(strategy_category=paired["strategy"].map(strategy_category))
         rates = stats.slice_rates(frame, "a", "b", {"global": None, "harness": "harness",
                                                     "category": "strategy_category", "strategy": "strategy"})
@@ -169,23 +204,28 @@ def _defense(store: Store, run_id: str, outcomes: pd.DataFrame, reps: int, seed:
     run = store.get_run(run_id)
     if run.parent_run_id is None:
         return _effects(outcomes, "defense", "none", ("model", "case_id", "harness", "cue", "attempt"), reps, seed)
-    # A replay: each rollout is paired with the historical rollout it re-ran.
-    parent = {r.id: r.E for r in store.rollouts(run.parent_run_id)}
+    # A replay: each rollout is paired with the historical rollout it re-ran, and each pair is labelled by the
+    # defense its baseline actually ran under (a parent may have run several).
+    parent = {r.id: r for r in store.rollouts(run.parent_run_id)}
     rows = []
     for r in store.iter_export(run_id):
         if r["benign"]:
             continue
         base = parent.get(r["baseline_rollout_id"])
         rows.append({"model": r["model"], "case_id": r["case_id"], "defense": r["defense"],
-                     "base": base, "treat": r["E"] if r["valid"] else None})
+                     "baseline_defense": base.defense if base is not None else "unknown",
+                     "base": base.E if base is not None and base.valid else None,
+                     "treat": r["E"] if r["valid"] else None})
     frame = pd.DataFrame(rows)
     if frame.empty:
         return []
     out = []
-    for (model, defense), group in [(("all", d), g) for d, g in frame.groupby("defense")] + list(
-            frame.groupby(["model", "defense"], sort=True)):
+    keys = ["baseline_defense", "defense"]
+    for (model, base_defense, defense), group in [(("all", *k), g) for k, g in frame.groupby(keys, sort=True)] + [
+            (k, g) for k, g in frame.groupby(["model", *keys], sort=True)]:
         result = stats.paired_effect(group, "base", "treat", reps=reps, seed=seed)
-        out.append({"baseline": f"{run.parent_run_id} (none)", "treatment": defense, "model": model, **result})
+        out.append({"baseline": f"{run.parent_run_id} ({base_defense})", "treatment": defense, "model": model,
+                    **result})
     return out
 
 
@@ -236,36 +276,19 @@ def _by_strategy(outcomes: pd.DataFrame) -> list[dict[str, Any]]:
              "valid": int(r.valid), "rate": float(r.rate)} for r in table.itertuples()]
 
 
-def _audit(store: Store, run_id: str, reps: int, seed: int) -> dict[str, Any] | None:
-    audits = store.audits(run_id)
-    if not audits:
-        return None
-    audit = audits[-1]
-    first = store.labels(audit.id, first_only=True)
-    by_item: dict[int, dict[str, str]] = {}
-    for label in first:
-        by_item.setdefault(label["item_id"], {})[label["slot"]] = label["label"]
-    both = [v for v in by_item.values() if "A" in v and "B" in v]
-    agreement = (stats.cohen_kappa([v["A"] for v in both], [v["B"] for v in both], reps=reps, seed=seed)
-                 if both else None)
-    finals = store.final_labels(audit.id)
-    # Items whose final human label is "unsure" or still missing are left out of the confusion matrix.
-    frame = pd.DataFrame([{"y": f["judge_label"], "h": f["human"], "stratum": f["stratum"], "weight": f["weight"],
-                           "case_id": f["case_id"]} for f in finals if f["human"] is not None])
-    items = finals
-    population = pd.DataFrame(store.labelled_rows(run_id, audit.config_hash, audit.backbone))
-    judged = float(population["label"].mean()) if not population.empty else None
-    result = {"audit_id": audit.id, "config": audit.config_name, "backbone": audit.backbone,
-              "items": len(items), "labelled_both": len(both), "final_labels": len(frame),
-              "kappa": agreement["kappa"] if agreement else None,
-              "kappa_ci": agreement["kappa_ci"] if agreement else [None, None],
-              "agreement_ci": agreement["agreement_ci"] if agreement else [None, None],
-              "kappa_defined": agreement["kappa_defined"] if agreement else False,
-              "why_kappa_undefined": agreement["why_undefined"] if agreement else "no item labelled by both",
-              "agreement": agreement["agreement"] if agreement else None}
-    if len(frame):
-        result.update(stats.judge_audit(frame, reps=reps, seed=seed, population_judged_asr=judged))
-    return result
+def _audit(store: Store, run_id: str, reps: int, seed: int, audit_id: str | None) -> dict[str, Any] | None:
+    """The chosen audit's figures (judges.audit.estimates), default the newest; None when the run has none."""
+    from redagent.judges.audit import estimates
+
+    audits = [a.id for a in store.audits(run_id)]  # newest first
+    if audit_id is None:
+        if not audits:
+            return None
+        audit_id = audits[0]
+    elif audit_id not in audits:
+        known = f" (its audits: {', '.join(audits)})" if audits else " (it has none)"
+        raise ReportError(f"run {run_id} has no audit {audit_id!r}{known}")
+    return {**estimates(store, audit_id, reps=reps, seed=seed), "audits": audits}
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -300,6 +323,13 @@ def write_report(report: dict[str, Any], out: Path, formats: list[str]) -> list[
         if report.get("audit"):
             path = out / "audit.csv"
             _csv(path, [_flatten(report["audit"])])
+            written.append(path)
+            # Every stratum, also those left without a usable label or never sampled (weight empty).
+            path = out / "audit_strata.csv"
+            _csv(path, report["audit"]["by_stratum"] + [
+                {"stratum": u["stratum"], "population": u["population"], "sampled": 0, "usable": 0, "unsure": 0,
+                 "pending": 0, "weight": None, "fraction": 0.0, "clusters": 0}
+                for u in report["audit"]["uncovered"] if u["reason"] == "not sampled"])
             written.append(path)
     if "md" in formats:
         path = out / "report.md"
@@ -386,10 +416,14 @@ def markdown(report: dict[str, Any]) -> str:
              f"- cases: {p['cases']} (case set {p['case_set_hash'][:12]}), code {p['code_version']}", ""]
     if report.get("asr"):
         lines += ["## ASR per cell over attacked rollouts (harmful / valid, Wilson 95 %)", "",
-                  "| source | model | harness | cue | defense | harmful | valid | ASR | 95 % CI |",
-                  "|---|---|---|---|---|---:|---:|---:|---|"]
+                  "Every cell of the run is listed, also one without a valid rollout (ASR —); invalid rollouts "
+                  "are counted beside the valid ones, and for a judge the valid rollouts it has no label for.", "",
+                  "| source | model | harness | cue | defense | harmful | valid | invalid | ASR | 95 % CI |",
+                  "|---|---|---|---|---|---:|---:|---:|---:|---|"]
         lines += [f"| {c['source']} | {c['model']} | {c['harness']} | {c['cue']} | {c['defense']} | {c['harmful']} | "
-                  f"{c['valid']} | {_pct(c['rate'])} | {_pct(c['ci_low'])}–{_pct(c['ci_high'])} |"
+                  f"{c['valid']} | {c['invalid']}"
+                  + (f" (+{c['unlabelled']} unlabelled)" if c.get("unlabelled") else "") + f" | {_pct(c['rate'])} | "
+                  + (f"{_pct(c['ci_low'])}–{_pct(c['ci_high'])}" if c["valid"] else "no valid rollout") + " |"
                   for c in report["asr"]]
         lines.append("")
     if report.get("utility") is not None:
@@ -409,8 +443,9 @@ def markdown(report: dict[str, Any]) -> str:
                   "| a | b | model | n | disagreement | a only | b only | McNemar p | b − a | 95 % CI |",
                   "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
         lines += [f"| {v['a']} | {v['b']} | {v['model']} | {v['n']} | {_pct(v['disagreement'])} | {v['a_only']} | "
-                  f"{v['b_only']} | {v['mcnemar_p']:.3g} | {_pct(v['diff'])} | {_pct(v['diff_ci_low'])}–"
-                  f"{_pct(v['diff_ci_high'])} |" for v in report["views"]]
+                  f"{v['b_only']} | {v['mcnemar_p']:.3g} | {_pct(v['diff'])} | "
+                  + (f"{_pct(v['diff_ci_low'])}–{_pct(v['diff_ci_high'])}" if v["diff_ci_low"] is not None
+                     else f"none: {v.get('why_no_interval') or 'undefined'}") + " |" for v in report["views"]]
         lines.append("")
     if report.get("ranking"):
         lines += ["## Ranking agreement across slices", ""]
@@ -422,7 +457,10 @@ def markdown(report: dict[str, Any]) -> str:
             lines += [f"## {title}", "", "| baseline | treatment | model | pairs | incomplete | change (pp) | "
                       "95 % CI | prevented | introduced |", "|---|---|---|---:|---:|---:|---|---:|---:|"]
             lines += [f"| {e['baseline']} | {e['treatment']} | {e['model']} | {e['pairs']} | {e['incomplete']} | "
-                      f"{_num(e['change_pp'])} | {_num(e['ci_low_pp'])} – {_num(e['ci_high_pp'])} | {e['prevented']} "
+                      f"{_num(e['change_pp'])} | "
+                      + (f"{_num(e['ci_low_pp'])} – {_num(e['ci_high_pp'])}" if e["ci_low_pp"] is not None
+                         else f"none: {e.get('why_no_interval') or 'undefined'}")
+                      + f" | {e['prevented']} "
                       f"of {e['baseline_harmful']} | {e['introduced']} |" for e in report[key]]
             lines.append("")
     if report.get("reg"):
@@ -435,24 +473,91 @@ def markdown(report: dict[str, Any]) -> str:
                   f"- strict P(R=1 | E=1) = {r['strict']}/{r['resolved']} = {_pct(r['rate_strict'])} "
                   f"(full-cohort lower bound {_pct(r['lower_bound_strict'])})", ""]
     if report.get("audit"):
-        a = report["audit"]
-        lines += ["## Human audit of the judge", "",
-                  f"Audit {a['audit_id']} of configuration {a['config']} ({a['backbone']}): {a['items']} items, "
-                  f"{a['labelled_both']} labelled by both reviewers, {a['final_labels']} final labels.", "",
-                  f"- agreement {_pct(a['agreement'])} ({_pct(a['agreement_ci'][0])}–{_pct(a['agreement_ci'][1])}); "
-                  "kappa " + (f"{a['kappa']:.3f} ({_num3(a['kappa_ci'][0])} to {_num3(a['kappa_ci'][1])}, "
-                              "item bootstrap)" if a.get("kappa_defined")
-                              else f"undefined ({a['why_kappa_undefined']})")]
-        for metric in ("precision", "recall", "specificity", "f1", "accuracy", "judged_asr", "audited_asr"):
-            if isinstance(a.get(metric), dict):
-                m = a[metric]
-                lines.append(f"- {metric}: {_pct(m['value'])} ({_pct(m['ci_low'])}–{_pct(m['ci_high'])})")
-        lines.append("")
+        lines += audit_markdown(report["audit"])
     return "\n".join(lines)
 
 
 def _num(value: Any) -> str:
     return "—" if value is None else f"{value:+.2f}"
+
+
+AUDIT_LABELS = {"precision": "precision", "recall": "recall", "specificity": "specificity", "f1": "F1",
+                "accuracy": "accuracy", "judged_asr": "judged ASR", "human_asr": "human ASR (direct estimate)",
+                "audited_asr": "audited ASR (judged × precision / recall)"}
+
+
+def estimate_text(entry: dict[str, Any]) -> str:
+    """One audit figure as the report prints it: "97.84% (96.00%–99.28%)", with the reason where the value
+    or its interval is undefined."""
+    if entry["value"] is None:
+        return f"undefined ({entry['why_undefined']})"
+    if entry["ci_low"] is None:
+        return f"{_pct(entry['value'])} (no interval: {entry['why_no_interval']})"
+    if entry.get("exact"):
+        how = "the judge's labels counted" if entry.get("source") == "census" else "audited whole"
+        return f"{_pct(entry['value'])} (exact: {how}, no sampling error)"
+    return f"{_pct(entry['value'])} ({_pct(entry['ci_low'])}–{_pct(entry['ci_high'])})"
+
+
+def kappa_text(a: dict[str, Any]) -> str:
+    if not a.get("kappa_defined"):
+        return f"undefined ({a['why_kappa_undefined']})"
+    if a["kappa_ci"][0] is None:
+        return f"{a['kappa']:.3f} (no interval: {a['why_no_kappa_interval']})"
+    return f"{a['kappa']:.3f} ({_num3(a['kappa_ci'][0])} to {_num3(a['kappa_ci'][1])}, case-cluster bootstrap)"
+
+
+def audit_state(a: dict[str, Any]) -> list[str]:
+    """The sentences that qualify an audit's figures: which audit, provisional, excluded items, coverage."""
+    others = [other for other in a.get("audits", []) if other != a["audit_id"]]
+    newest = not a.get("audits") or a["audits"][0] == a["audit_id"]
+    which = (f"Audit {a['audit_id']} ({'the newest' if newest else 'chosen'} of {len(a.get('audits') or [1])} "
+             f"audits of this run" + (f"; others: {', '.join(others)}, choose with --audit" if others else "") + ")")
+    lines = [f"{which} of configuration {a['config']} ({a['backbone']}), stratified by "
+             f"{', '.join(a['stratify']) or 'nothing'}: {a['items']} items, {a['labelled_both']} labelled by both "
+             f"reviewers, {a['final_labels']} with a final label; {a['usable']} used, excluded "
+             f"{a['excluded']['unsure']} unsure, {a['excluded']['pending']} pending."]
+    if a["provisional"]:
+        lines.append(f"PROVISIONAL: {a['excluded']['pending']} items still await a review or the adjudication; "
+                     "the figures will change when they are labelled.")
+    if a["population_covered"] < a["population"]:
+        lines.append(f"Coverage: the estimates cover {a['population_covered']} of {a['population']} labelled "
+                     "rollouts; not covered: " + "; ".join(f"{u['stratum']} ({u['population']} rollouts, "
+                                                           f"{u['reason']})" for u in a["uncovered"]) + ".")
+    elif a["census"]:
+        lines.append("Every rollout was audited (a census): the figures have no sampling error.")
+    if a["interval_undefined"]:
+        lines.append(f"No intervals: {a['interval_undefined']} (audit it whole, or sample two or more cases in it).")
+    lines += list(a.get("notes") or [])
+    return lines
+
+
+def _cell(text: str) -> str:
+    """A Markdown table cell: a stratum key's "|" separators would otherwise split it."""
+    return text.replace("|", "\\|")
+
+
+def _weight(value: float | None) -> str:
+    return "— (no usable label)" if value is None else f"{value:.3f}"
+
+
+def audit_markdown(a: dict[str, Any]) -> list[str]:
+    lines = ["## Human audit of the judge", ""]
+    for sentence in audit_state(a):
+        lines += [sentence, ""]
+    lines += [f"- agreement on first labels {_pct(a['agreement'])} ({_pct(a['agreement_ci'][0])}–"
+              f"{_pct(a['agreement_ci'][1])}); kappa {kappa_text(a)}"]
+    lines += [f"- {label}: {estimate_text(a[metric])}" for metric, label in AUDIT_LABELS.items()]
+    lines += ["", f"Weights: N_h / m_h over the m_h usable items of each stratum; intervals: {a['interval_method']}, "
+                  f"{a['reps']} replicates.", "",
+              "| stratum | population | sampled | used | unsure | pending | weight |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| {_cell(s['stratum'])} | {s['population']} | {s['sampled']} | {s['usable']} | {s['unsure']} | "
+              f"{s['pending']} | {_weight(s['weight'])} |" for s in a["by_stratum"]]
+    lines += [f"| {_cell(u['stratum'])} | {u['population']} | 0 | 0 | 0 | 0 | — (not sampled) |"
+              for u in a["uncovered"] if u["reason"] == "not sampled"]
+    lines.append("")
+    return lines
 
 
 def _plots(report: dict[str, Any], out: Path) -> list[Path]:
@@ -464,6 +569,7 @@ def _plots(report: dict[str, Any], out: Path) -> list[Path]:
     written = []
     cells = pd.DataFrame(report.get("asr") or [])
     if not cells.empty:
+        cells["rate"] = pd.to_numeric(cells["rate"], errors="coerce")  # a cell without valid rollouts has None
         execution = cells[cells["source"] == "execution"]
         matrix = execution.pivot_table(index="model", columns="harness", values="rate", aggfunc="mean")
         written.append(_heatmap(plt, matrix, "Execution ASR: model × harness", out / "asr_matrix.png"))
@@ -493,7 +599,8 @@ def _heatmap(plt, matrix: pd.DataFrame, title: str, path: Path) -> Path:
     ax.set_xticks(range(matrix.shape[1]), matrix.columns, rotation=30, ha="right")
     ax.set_yticks(range(matrix.shape[0]), matrix.index)
     for (i, j), value in pd.DataFrame(matrix.to_numpy()).stack().items():
-        ax.text(j, i, f"{value:.0%}", ha="center", va="center", fontsize=8)
+        if value == value:  # a cell without valid rollouts stays blank (pandas 3 keeps NaN in stack())
+            ax.text(j, i, f"{value:.0%}", ha="center", va="center", fontsize=8)
     fig.colorbar(image, ax=ax)
     ax.set_title(title)
     fig.tight_layout()

@@ -2,7 +2,13 @@
 
 Every function is a pure computation over pandas/numpy inputs. Rates are fractions in [0, 1]
 (percentage points only where a name says `_pp`). In returned dicts an undefined quantity is None,
-never NaN, so the dicts serialise to JSON as they are.
+never NaN, so the dicts serialise to JSON as they are; where a value or an interval is None the dict
+says why (`why_undefined`, `why_no_interval`).
+
+Every bootstrap here is one Rao–Wu rescaled bootstrap of clusters (within strata when there are
+strata): each replicate draws n_h − 1 of a stratum's n_h clusters with replacement and rescales the
+drawn clusters' weights, so its variance is the textbook (unbiased) one even for strata of two or
+three clusters, where drawing n_h would fall short by (n_h − 1)/n_h.
 """
 
 from __future__ import annotations
@@ -17,6 +23,15 @@ import pandas as pd
 from scipy.stats import binomtest
 
 _Z95 = 1.959963984540054
+
+# Kappa's interval uses one replicate count and seed wherever kappa is shown (audit status, stats, report,
+# console), so one audit never shows two different intervals.
+KAPPA_REPS = 10_000
+_KAPPA_SEED = 0
+
+# Two replicate values closer than this (relative) are the same number: a bootstrap whose replicates all
+# agree shows no uncertainty, which is no interval (a census, with no sampling error, is said separately).
+_NO_SPREAD = 1e-12
 
 # Bootstrap counts are drawn in blocks of about this many cells (replicates × clusters): 4 Mi int64
 # counts plus their float copy stay near 64 MB whatever the number of replicates.
@@ -91,9 +106,14 @@ def rate_table(df: pd.DataFrame, by: list[str], value: str = "y") -> pd.DataFram
     return table[[*by, "harmful", "valid", "rate", "ci_low", "ci_high"]]
 
 
+class BootstrapUndefined(ValueError):
+    """The design leaves nothing to resample (a stratum with one cluster that was not audited whole); the
+    message says where, in one line."""
+
+
 def _replicate_sums(values: np.ndarray, clusters: np.ndarray, reps: int, seed: int,
-                    strata: np.ndarray | None) -> np.ndarray:
-    """Column sums of `reps` cluster-resampled data sets, shape (reps, k); see cluster_bootstrap."""
+                    strata: np.ndarray | None, fractions: Mapping[Hashable, float] | None = None) -> np.ndarray:
+    """Column sums of `reps` Rao–Wu rescaled bootstrap replicates, shape (reps, k); see cluster_bootstrap."""
     vals = np.asarray(values, dtype=np.float64)
     if vals.ndim == 1:
         vals = vals[:, None]
@@ -113,7 +133,7 @@ def _replicate_sums(values: np.ndarray, clusters: np.ndarray, reps: int, seed: i
 
     if strata is None:
         stratum_of_cluster = np.zeros(n_clusters, dtype=np.intp)
-        n_strata = 1
+        labels: list[Hashable] = [None]
     else:
         strata = np.asarray(strata)
         if len(strata) != len(clusters):
@@ -125,32 +145,50 @@ def _replicate_sums(values: np.ndarray, clusters: np.ndarray, reps: int, seed: i
         stratum_of_cluster[codes] = s_codes
         if not np.array_equal(stratum_of_cluster[codes], s_codes):
             raise ValueError("a cluster spans several strata; every cluster must lie in exactly one stratum")
-        n_strata = len(s_uniques)
+        labels = list(s_uniques)
+    # λ_h = √(1 − f_h): the finite population correction. A stratum audited whole (f_h = 1) is known exactly
+    # and adds the same total to every replicate; one never audited (f_h = 0) is resampled in full.
+    lambdas = []
+    for label in labels:
+        f = 0.0 if fractions is None or label is None else float(fractions.get(label, 0.0))
+        if not 0.0 <= f <= 1.0:
+            raise ValueError(f"the sampling fraction of stratum {label} must lie in [0, 1], not {f}")
+        lambdas.append(math.sqrt(1.0 - f))
     order = np.argsort(stratum_of_cluster, kind="stable")
-    sizes = np.bincount(stratum_of_cluster, minlength=n_strata)
+    sizes = np.bincount(stratum_of_cluster, minlength=len(labels))
+    for label, size, lam in zip(labels, sizes, lambdas, strict=True):
+        if size < 2 and lam > 0.0:
+            raise BootstrapUndefined("fewer than two clusters" + ("" if label is None else f" in stratum {label}"))
     blocks = np.split(per_cluster[order], np.cumsum(sizes)[:-1])
-    generators = [np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(n_strata)]
+    generators = [np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(len(labels))]
 
-    sums = np.zeros((reps, vals.shape[1]))
+    # Replicate weight of a cluster drawn r times: 1 − λ + λ·n/(n − 1)·r. Split into the fixed part, the same
+    # in every replicate, and the drawn part.
+    fixed = sum(((1.0 - lam) * block.sum(axis=0) for block, lam in zip(blocks, lambdas, strict=True)),
+                start=np.zeros(vals.shape[1]))
+    sums = np.tile(fixed, (reps, 1))
     step = max(1, _CHUNK_CELLS // n_clusters)
     # Blocks of replicates, not single replicates: each block is one multinomial draw and one matrix
     # product per stratum; blocking only bounds memory (10,000 × 3,000 counts would be 240 MB).
     for start in range(0, reps, step):
         block_sums = sums[start:start + step]
-        for rng, block in zip(generators, blocks, strict=True):
-            counts = _equal_multinomial(rng, len(block), len(block_sums))
+        for rng, block, lam in zip(generators, blocks, lambdas, strict=True):
+            m = len(block)
+            if lam == 0.0:
+                continue  # audited whole: nothing is drawn (and the generator's stream is not needed)
+            counts = _equal_multinomial(rng, m, len(block_sums), m - 1)
             # A float copy first: numpy's int×float matmul bypasses BLAS and costs several times the cast.
-            block_sums += counts.astype(np.float64) @ block
+            block_sums += (lam * m / (m - 1)) * (counts.astype(np.float64) @ block)
     return sums
 
 
-def _equal_multinomial(rng: np.random.Generator, m: int, reps: int) -> np.ndarray:
-    """reps draws of Multinomial(m, [1/m]*m), shape (reps, m): m cluster indices per replicate, counted.
+def _equal_multinomial(rng: np.random.Generator, m: int, reps: int, draws: int) -> np.ndarray:
+    """reps draws of Multinomial(draws, [1/m]*m), shape (reps, m): `draws` cluster indices per replicate, counted.
 
     The same distribution as rng.multinomial with equal probabilities, several times faster: one
     integer draw and one bincount over all replicates at once.
     """
-    picks = rng.integers(0, m, size=(reps, m)) + (np.arange(reps) * m)[:, None]
+    picks = rng.integers(0, m, size=(reps, draws)) + (np.arange(reps) * m)[:, None]
     return np.bincount(picks.ravel(), minlength=reps * m).reshape(reps, m)
 
 
@@ -161,22 +199,29 @@ def cluster_bootstrap(
     reps: int = 10_000,
     seed: int = 0,
     strata: np.ndarray | None = None,
+    fractions: Mapping[Hashable, float] | None = None,
 ) -> np.ndarray:
-    """Cluster bootstrap replicates of `statistic` applied to resampled column sums; shape (reps,).
+    """Rao–Wu rescaled cluster bootstrap replicates of `statistic` applied to reweighted column sums; shape (reps,).
 
-    `values` is (n_units,) or (n_units, k); `clusters` labels each unit's cluster. Each replicate
-    draws clusters with replacement — as multinomial counts, within each stratum separately when
-    `strata` is given (a cluster must lie in one stratum) — and sums the units of the drawn clusters.
-    `statistic` receives those sums as an array (reps, k) (k = 1 for 1-D values) and returns (reps,),
-    e.g. `lambda s: s[:, 0] / s[:, 1]` for a rate when column 1 is all ones. Division by zero
+    `values` is (n_units,) or (n_units, k); `clusters` labels each unit's cluster. Each replicate draws
+    n_h − 1 of the n_h clusters with replacement — within each stratum separately when `strata` is
+    given (a cluster must lie in one stratum) — and gives a cluster drawn r times the weight
+    1 − λ_h + λ_h·n_h/(n_h − 1)·r, λ_h = √(1 − f_h), where `fractions` maps a stratum to its sampling
+    fraction f_h (default 0: no finite population correction). For a total this makes the bootstrap
+    variance exactly Σ_h (1 − f_h)·n_h·s_h² over cluster totals, the textbook estimate, however few
+    clusters a stratum has. A stratum with one cluster and f_h < 1 has no variance to estimate:
+    BootstrapUndefined names it; with f_h = 1 it adds its total to every replicate.
+
+    `statistic` receives the reweighted sums as an array (reps, k) (k = 1 for 1-D values) and returns
+    (reps,), e.g. `lambda s: s[:, 0] / s[:, 1]` for a rate when column 1 is all ones. Division by zero
     inside it yields NaN/inf replicates silently; percentile_ci ignores them.
 
-    Replicates are a deterministic function of (data, seed): clusters and strata are taken in sorted
-    order and each stratum has its own generator, so neither row order (beyond floating-point
+    Replicates are a deterministic function of (data, seed, fractions): clusters and strata are taken
+    in sorted order and each stratum has its own generator, so neither row order (beyond floating-point
     rounding of the sums) nor block size changes them, and the first r replicates of a longer run
     equal a run with reps=r.
     """
-    sums = _replicate_sums(values, clusters, reps, seed, strata)
+    sums = _replicate_sums(values, clusters, reps, seed, strata, fractions)
     with np.errstate(divide="ignore", invalid="ignore"):
         result = np.asarray(statistic(sums), dtype=np.float64)
     if result.shape != (reps,):
@@ -214,13 +259,18 @@ def paired_views(df: pd.DataFrame, a: str, b: str, cluster: str = "case_id", rep
     # Exact McNemar: under H0 each discordant pair is a fair coin; with none there is no evidence at all.
     p = 1.0 if discordant == 0 else float(binomtest(min(a_only, b_only), discordant, 0.5).pvalue)
     out: dict[str, Any] = {"n": n, "a_rate": None, "b_rate": None, "disagreement": None, "a_only": a_only,
-                           "b_only": b_only, "mcnemar_p": p, "diff": None, "diff_ci_low": None, "diff_ci_high": None}
+                           "b_only": b_only, "mcnemar_p": p, "diff": None, "diff_ci_low": None, "diff_ci_high": None,
+                           "why_no_interval": "no rollouts" if n == 0 else None}
     if n == 0:
         return out
-    replicates = cluster_bootstrap(np.column_stack([ya, yb, np.ones(n)]), df[cluster].to_numpy(),
-                                   lambda s: (s[:, 1] - s[:, 0]) / s[:, 2], reps=reps, seed=seed)
     out.update(a_rate=float(ya.mean()), b_rate=float(yb.mean()), disagreement=discordant / n,
                diff=float(yb.mean() - ya.mean()))
+    try:
+        replicates = cluster_bootstrap(np.column_stack([ya, yb, np.ones(n)]), df[cluster].to_numpy(),
+                                       lambda s: (s[:, 1] - s[:, 0]) / s[:, 2], reps=reps, seed=seed)
+    except BootstrapUndefined as exc:
+        out["why_no_interval"] = f"{exc} ({cluster})"
+        return out
     out["diff_ci_low"], out["diff_ci_high"] = _ci(replicates)
     return out
 
@@ -293,14 +343,18 @@ def paired_effect(df: pd.DataFrame, baseline: str, treatment: str, cluster: str 
         "pairs": n, "incomplete": int((~complete).sum()), "baseline_rate": None, "treatment_rate": None,
         "change_pp": None, "ci_low_pp": None, "ci_high_pp": None,
         "prevented": int(((x == 1) & (y == 0)).sum()), "baseline_harmful": int(x.sum()),
-        "introduced": int(((x == 0) & (y == 1)).sum()),
+        "introduced": int(((x == 0) & (y == 1)).sum()), "why_no_interval": "no complete pair" if n == 0 else None,
     }
     if n == 0:
         return out
-    replicates = cluster_bootstrap(np.column_stack([x, y, np.ones(n)]), pairs_df[cluster].to_numpy(),
-                                   lambda s: 100.0 * (s[:, 1] - s[:, 0]) / s[:, 2], reps=reps, seed=seed)
     out.update(baseline_rate=float(x.mean()), treatment_rate=float(y.mean()),
                change_pp=100.0 * float(y.mean() - x.mean()))
+    try:
+        replicates = cluster_bootstrap(np.column_stack([x, y, np.ones(n)]), pairs_df[cluster].to_numpy(),
+                                       lambda s: 100.0 * (s[:, 1] - s[:, 0]) / s[:, 2], reps=reps, seed=seed)
+    except BootstrapUndefined as exc:
+        out["why_no_interval"] = f"{exc} ({cluster})"
+        return out
     out["ci_low_pp"], out["ci_high_pp"] = _ci(replicates)
     return out
 
@@ -351,58 +405,83 @@ def reg(df: pd.DataFrame, by: str | None = None) -> dict[str, Any]:
 
 
 def _kappa_of_tables(tables: np.ndarray) -> np.ndarray:
-    """Cohen's kappa of each k×k confusion table in `tables` (shape r×k×k); NaN where it is undefined."""
+    """Cohen's kappa of each k×k confusion table in `tables` (shape r×k×k, counts or rescaled weights); NaN where
+    it is undefined (expected agreement 1: a single category on both sides)."""
     n = tables.sum(axis=(1, 2)).astype(np.float64)
-    observed = np.trace(tables, axis1=1, axis2=2) / n
-    expected = np.einsum("ri,ri->r", tables.sum(axis=2), tables.sum(axis=1)) / (n * n)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(expected < 1.0, (observed - expected) / (1.0 - expected), np.nan)
+        observed = np.trace(tables, axis1=1, axis2=2) / n
+        expected = np.einsum("ri,ri->r", tables.sum(axis=2), tables.sum(axis=1)) / (n * n)
+        # Rescaled weights are not integers: a one-category table's expected agreement can land a rounding
+        # error below 1, which must not pass for a defined kappa.
+        return np.where(expected < 1.0 - 1e-12, (observed - expected) / (1.0 - expected), np.nan)
 
 
-def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *, reps: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """Cohen's kappa between two reviewers' labels of the same items, with the undefined case stated.
+def _no_spread(replicates: np.ndarray) -> bool:
+    """Whether every defined replicate is the same number (then the bootstrap shows no uncertainty at all)."""
+    finite = replicates[np.isfinite(replicates)]
+    return finite.size > 0 and float(finite.max() - finite.min()) <= _NO_SPREAD * max(1.0, float(abs(finite).max()))
+
+
+def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *,
+                clusters: Sequence[Hashable] | None = None) -> dict[str, Any]:
+    """Cohen's kappa between two reviewers' labels of the same items, with the undefined cases stated.
 
     Labels are categorical (e.g. 1, 0, "unsure"); the categories are those used by either reviewer.
     Kappa is undefined when expected agreement is 1, which happens exactly when both reviewers gave
     every item the same single label; it is then reported as None with the reason.
 
-    Intervals (95 %): Wilson for raw agreement; for kappa the percentile interval of `reps` item
-    bootstrap replicates (seeded, so the same labels give the same interval), leaving out the
-    replicates in which kappa is undefined — with few items and lopsided labels, say, all-agree draws.
+    Intervals (95 %): Wilson for raw agreement; for kappa the percentile interval of KAPPA_REPS Rao–Wu
+    bootstrap replicates of `clusters` (items of one case are not independent; default: each item its own
+    cluster), with a fixed seed — the same labels always give the same interval, whoever asks —
+    leaving out the replicates in which kappa is undefined. No interval (None, with `why_no_interval`)
+    with fewer than two clusters, or when every replicate gives the same kappa (perfect agreement on a
+    few items resamples to perfect agreement: a collapsed point, not an interval).
     """
     sa, sb = pd.Series(a, dtype=object), pd.Series(b, dtype=object)
     if len(sa) != len(sb):
         raise ValueError(f"reviewers labelled different numbers of items: {len(sa)} vs {len(sb)}")
     n = len(sa)
+    group = np.arange(n) if clusters is None else np.asarray(list(clusters), dtype=object)
+    if len(group) != n:
+        raise ValueError(f"{len(group)} clusters given for {n} items")
+    n_clusters = int(pd.Series(group, dtype=object).nunique())
+    out: dict[str, Any] = {"n": n, "clusters": n_clusters, "agreement": None, "agreement_ci": [None, None],
+                           "kappa": None, "kappa_ci": [None, None], "kappa_defined": False, "why_undefined": None,
+                           "kappa_reps": KAPPA_REPS, "why_no_interval": None, "kappa_replicates_undefined": None}
     if n == 0:
-        return {"n": 0, "agreement": None, "agreement_ci": [None, None], "kappa": None, "kappa_ci": [None, None],
-                "kappa_defined": False, "why_undefined": "no items"}
+        return {**out, "why_undefined": "no items", "why_no_interval": "no items"}
     codes, categories = pd.factorize(pd.concat([sa, sb], ignore_index=True))
     if (codes < 0).any():
         raise ValueError("every item needs a label from both reviewers (found a missing label)")
     k = len(categories)
-    ca, cb = codes[:n], codes[n:]
-    cells = ca * k + cb
+    cells = codes[:n] * k + codes[n:]
     table = np.bincount(cells, minlength=k * k).reshape(k, k)
     agrees = int(np.trace(table))
-    observed = agrees / n
-    agreement_ci = [_num(x) for x in wilson(agrees, n)]
+    out.update(agreement=agrees / n, agreement_ci=[_num(x) for x in wilson(agrees, n)])
     if k == 1:
         why = (f"both reviewers labelled all {n} items {categories[0]!r}, so expected agreement is 1 "
                "and kappa is 0/0")
-        return {"n": n, "agreement": float(observed), "agreement_ci": agreement_ci, "kappa": None,
-                "kappa_ci": [None, None], "kappa_defined": False, "why_undefined": why}
-    rng = np.random.default_rng(seed)
-    replicates = []
-    step = max(1, 2_000_000 // n)  # replicates per batch: a few MB of draws, whatever the audit's size
-    for start in range(0, reps, step):
-        size = min(step, reps - start)
-        draws = cells[rng.integers(0, n, size=(size, n))] + (np.arange(size) * (k * k))[:, None]
-        tables = np.bincount(draws.ravel(), minlength=size * k * k).reshape(size, k, k)
-        replicates.append(_kappa_of_tables(tables))
+        return {**out, "why_undefined": why, "why_no_interval": "kappa is undefined"}
     kappa = float(_kappa_of_tables(table[None])[0])
-    return {"n": n, "agreement": float(observed), "agreement_ci": agreement_ci, "kappa": kappa,
-            "kappa_ci": list(_ci(np.concatenate(replicates))), "kappa_defined": True, "why_undefined": None}
+    out.update(kappa=kappa, kappa_defined=True)
+    if n_clusters < 2:
+        out["why_no_interval"] = "fewer than two clusters (cases) among the items both reviewers labelled"
+        return out
+    # Each item as a one-hot row of the k×k table: the rescaled bootstrap of these rows is a bootstrap of tables.
+    onehot = np.zeros((n, k * k))
+    onehot[np.arange(n), cells] = 1.0
+    replicates = _kappa_of_tables(_replicate_sums(onehot, group, KAPPA_REPS, _KAPPA_SEED, None).reshape(-1, k, k))
+    out["kappa_replicates_undefined"] = int((~np.isfinite(replicates)).sum())
+    if _no_spread(replicates):
+        value = float(replicates[np.isfinite(replicates)][0])
+        out["why_no_interval"] = (f"every bootstrap replicate gives {value:.3f}, so the bootstrap shows no "
+                                  f"uncertainty ({n} items in {n_clusters} clusters)")
+        return out
+    low, high = _ci(replicates)
+    out["kappa_ci"] = [low, high]
+    if low is None:
+        out["why_no_interval"] = "kappa is undefined in every bootstrap replicate"
+    return out
 
 
 def audited_asr(judged: float, precision: float, recall: float) -> float:
@@ -413,51 +492,194 @@ def audited_asr(judged: float, precision: float, recall: float) -> float:
     return judged * precision / recall
 
 
-def _audit_metrics(sums: np.ndarray, population_judged_asr: float | None) -> dict[str, np.ndarray]:
-    """Weighted confusion-matrix metrics from rows of summed weights (TP, FP, FN, TN)."""
+AUDIT_METRICS = ("precision", "recall", "specificity", "f1", "accuracy", "judged_asr", "human_asr", "audited_asr")
+EXCLUDED_REASONS = ("unsure", "pending")
+INTERVAL_METHOD = ("Rao–Wu rescaled bootstrap of case clusters within strata (n_h − 1 draws per replicate, finite "
+                   "population correction √(1 − m_h/N_h)), 95 % percentile interval")
+
+
+def _audit_metrics(sums: np.ndarray, judged_census: float | None) -> dict[str, np.ndarray]:
+    """Weighted confusion-matrix metrics from rows of summed weights (TP, FP, FN, TN); NaN where undefined."""
     tp, fp, fn, tn = sums.T
     with np.errstate(divide="ignore", invalid="ignore"):
         total = tp + fp + fn + tn
         precision = tp / (tp + fp)
         recall = tp / (tp + fn)
-        judged = (tp + fp) / total if population_judged_asr is None else np.full_like(tp, population_judged_asr)
+        judged = (tp + fp) / total if judged_census is None else np.full_like(tp, judged_census)
+        # judged × P / R is 0 × 0/0 when the judge finds nothing, and ±inf when recall is 0: undefined both ways.
+        audited = np.where((judged > 0) & (recall > 0), judged * precision / recall, np.nan)
         return {
             "precision": precision, "recall": recall, "specificity": tn / (tn + fp),
             "f1": 2.0 * tp / (2.0 * tp + fp + fn), "accuracy": (tp + tn) / total,
-            "judged_asr": judged, "audited_asr": audited_asr(judged, precision, recall),
+            "judged_asr": judged, "human_asr": (tp + fn) / total, "audited_asr": audited,
         }
 
 
-def judge_audit(df: pd.DataFrame, judged: str = "y", truth: str = "h", stratum: str = "stratum",
-                weight: str = "weight", cluster: str = "case_id", reps: int = 10_000, seed: int = 0,
-                population_judged_asr: float | None = None) -> dict[str, Any]:
-    """Judge accuracy against adjudicated human labels, weighted back to the judged population.
+def _why_undefined(name: str, sums: np.ndarray, judged: float, source: str) -> str | None:
+    """Why the point value of metric `name` is undefined (None when it is defined)."""
+    tp, fp, fn, tn = (float(x) for x in sums)
+    if tp + fp + fn + tn == 0:
+        return "no usable label"
+    reasons = {
+        "precision": "no usable item judged harmful (precision is 0/0)" if tp + fp == 0 else None,
+        "recall": "no usable item labelled harmful by the reviewers (recall is 0/0)" if tp + fn == 0 else None,
+        "specificity": "no usable item labelled not harmful by the reviewers (specificity is 0/0)"
+        if tn + fp == 0 else None,
+        "f1": "no item harmful by either the judge or the reviewers (F1 is 0/0)" if 2 * tp + fp + fn == 0 else None,
+    }
+    if name in reasons:
+        return reasons[name]
+    if name == "audited_asr":
+        if judged == 0:
+            where = "" if source == "census" else " among the usable sampled items"
+            return (f"the judge labelled no rollout harmful{where}, so judged × precision / recall is 0 × 0/0; "
+                    "the direct estimate (human_asr) stands")
+        if tp + fp == 0:
+            return "precision is 0/0 (no usable item judged harmful), so judged × precision / recall is undefined"
+        if tp + fn == 0 or tp == 0:
+            return "recall is " + ("0/0" if tp + fn == 0 else "0") + ", so judged × precision / recall is undefined"
+    return None
 
-    Each audited item carries its inverse-inclusion weight (its stratum's population size divided by
-    its stratum's sample size), so weighted sums estimate population confusion-matrix counts.
-    Intervals resample clusters within strata, because the stratum sample sizes were fixed by the
-    design; a case sampled in two strata forms one cluster in each (resampling it whole would move
-    items across strata). `judged_asr` is the weighted mean of the judge's labels unless the caller
-    passes `population_judged_asr`, the exact figure for the frozen judged population (a census, so
-    its interval is the value itself). `audited_asr` = judged × precision ÷ recall, computed per replicate.
+
+def judge_audit(df: pd.DataFrame, judged: str = "y", truth: str = "h", stratum: str = "stratum",
+                cluster: str = "case_id", population: str = "population", excluded: str = "excluded",
+                reps: int = 10_000, seed: int = 0, judged_positives: Mapping[str, int] | None = None,
+                unsampled_strata: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """Judge accuracy against the final human labels, weighted back to the judged population.
+
+    `df` has one row per sampled item: the judge's 0/1 label (`judged`), the final human label
+    (`truth`: 0/1, or NaN when the item is not usable), why an unusable item is left out (`excluded`:
+    "unsure" — its final label is unsure — or "pending" — awaiting a review or the adjudication; empty
+    for usable items), its stratum, its cluster (case) and its stratum's population size N_h.
+
+    Re-weighting: the m_h usable items of stratum h each stand for N_h / m_h rollouts, so the weights of
+    a stratum always add up to its population (the unusable items are treated as missing at random
+    within their stratum). A stratum with no usable item is not covered: the estimates describe only
+    the covered strata, N covered of N total is stated, and each uncovered stratum is listed with its
+    reason (also `unsampled_strata`, strata of the population no item was drawn from) — never silently
+    applied to the whole population. Figures are provisional while any item is pending.
+
+    Estimates from the weighted confusion counts TP, FP, FN, TN (which sum to N covered): precision,
+    recall, specificity, F1, accuracy; the direct human ASR (TP + FN) / N covered; the judged ASR —
+    exact when `judged_positives` gives each stratum's count of judge-harmful rollouts in the population
+    (a census of the judge's labels), else the weighted sample's (TP + FP) / N covered; and the audited ASR
+    judged × precision / recall (equal to the direct estimate when judged is the sample's own).
+
+    Intervals: the Rao–Wu rescaled bootstrap of (stratum, case) clusters with f_h = m_h / N_h (see
+    cluster_bootstrap), every metric from the same replicates. A census of the covered population has no
+    sampling error: its intervals are the values. Undefined intervals are None with the reason: a
+    stratum with fewer than two clusters that was not audited whole, or replicates without spread.
     """
-    y, h = _binary(df, judged), _binary(df, truth)
-    w = df[weight].to_numpy(dtype=np.float64)
-    if not (np.isfinite(w).all() and (w > 0).all()):
-        raise ValueError(f"column {weight!r} must hold positive finite inverse-inclusion weights")
-    if df[[stratum, cluster]].isna().any().any():
-        raise ValueError(f"columns {stratum!r} and {cluster!r} must not be missing")
-    parts = np.column_stack([w * y * h, w * y * (1 - h), w * (1 - y) * h, w * (1 - y) * (1 - h)])
-    psu = df.groupby([stratum, cluster], sort=True).ngroup().to_numpy()
-    metrics = _audit_metrics(parts.sum(axis=0)[None, :], population_judged_asr)
-    out: dict[str, Any] = {"n": len(df), "strata": int(df[stratum].nunique()), "clusters": int(psu.max() + 1),
-                           "reps": reps}
-    # One bootstrap of the four weighted sums serves every metric, so all intervals share replicates.
-    replicate_sums = _replicate_sums(parts, psu, reps, seed, df[stratum].to_numpy())
-    replicates = _audit_metrics(replicate_sums, population_judged_asr)
-    for name, value in metrics.items():
-        low, high = _ci(replicates[name])
-        out[name] = {"value": _num(value[0]), "ci_low": low, "ci_high": high}
+    frame = df.reset_index(drop=True)
+    y = _binary(frame, judged)
+    if frame[[stratum, cluster, population]].isna().any().any():
+        raise ValueError(f"columns {stratum!r}, {cluster!r} and {population!r} must not be missing")
+    reason = frame[excluded].where(frame[excluded].notna() & (frame[excluded] != ""), None) \
+        if excluded in frame else pd.Series([None] * len(frame), dtype=object)
+    bad = set(reason.dropna()) - set(EXCLUDED_REASONS)
+    if bad:
+        raise ValueError(f"column {excluded!r} holds {sorted(bad)!r}; only {', '.join(EXCLUDED_REASONS)} or empty")
+    usable = reason.isna().to_numpy()
+    h = np.zeros(len(frame))
+    h[usable] = _binary(frame[usable], truth)
+
+    sizes = frame.groupby(stratum, sort=True)[population].agg(["min", "max", "size"])
+    if (sizes["min"] != sizes["max"]).any():
+        raise ValueError(f"column {population!r} must be the same for every item of a stratum")
+    table = pd.DataFrame({"population": sizes["max"].astype(np.int64), "sampled": sizes["size"].astype(np.int64)})
+    table["usable"] = pd.Series(usable, index=frame.index).groupby(frame[stratum]).sum().astype(np.int64)
+    for name in EXCLUDED_REASONS:
+        table[name] = (reason == name).groupby(frame[stratum]).sum().astype(np.int64)
+    if (table["sampled"] > table["population"]).any():
+        raise ValueError("a stratum has more sampled items than its population")
+    covered = table[table["usable"] > 0]
+    n_covered = int(covered["population"].sum())
+    unsampled = dict(unsampled_strata or {})
+    uncovered = [{"stratum": key, "population": int(row.population), "sampled": int(row.sampled),
+                  "unsure": int(row.unsure), "pending": int(row.pending),
+                  "reason": "no usable label (" + ", ".join(f"{int(getattr(row, r))} {r}" for r in EXCLUDED_REASONS
+                                                            if getattr(row, r)) + ")"}
+                 for key, row in table[table["usable"] == 0].iterrows()]
+    uncovered += [{"stratum": key, "population": int(size), "sampled": 0, "unsure": 0, "pending": 0,
+                   "reason": "not sampled"} for key, size in sorted(unsampled.items())]
+    uncovered.sort(key=lambda entry: entry["stratum"])
+
+    judged_census: float | None = None
+    if judged_positives is not None:
+        missing = [key for key in covered.index if key not in judged_positives]
+        if missing:
+            raise ValueError(f"judged_positives has no count for stratum {missing[0]}")
+        if any(not 0 <= judged_positives[key] <= covered.loc[key, "population"] for key in covered.index):
+            raise ValueError("a stratum's judged positives must lie between 0 and its population")
+        judged_census = (sum(judged_positives[key] for key in covered.index) / n_covered) if n_covered else None
+    source = "census" if judged_positives is not None else "sample"
+
+    keep = frame[usable]
+    m_h = keep[stratum].map(table["usable"]).to_numpy(dtype=np.float64)
+    w = keep[population].to_numpy(dtype=np.float64) / m_h
+    yk, hk = y[usable], h[usable]
+    parts = np.column_stack([w * yk * hk, w * yk * (1 - hk), w * (1 - yk) * hk, w * (1 - yk) * (1 - hk)])
+    point_sums = parts.sum(axis=0)
+    point = _audit_metrics(point_sums[None, :], judged_census)
+    psu = keep.groupby([stratum, cluster], sort=True).ngroup().to_numpy() if len(keep) else np.zeros(0, np.intp)
+    fractions = (covered["usable"] / covered["population"]).to_dict()
+    census = bool(n_covered) and all(f == 1.0 for f in fractions.values())
+    n_pending = int(table["pending"].sum())
+
+    out: dict[str, Any] = {
+        "n": len(frame), "usable": int(usable.sum()),
+        "excluded": {name: int(table[name].sum()) for name in EXCLUDED_REASONS}, "provisional": n_pending > 0,
+        "strata": len(table) + len(unsampled), "strata_covered": len(covered),
+        "clusters": int(psu.max() + 1) if len(psu) else 0,
+        "population": int(table["population"].sum()) + sum(int(v) for v in unsampled.values()),
+        "population_covered": n_covered, "census": census, "uncovered": uncovered,
+        "by_stratum": [{"stratum": key, "population": int(row.population), "sampled": int(row.sampled),
+                        "usable": int(row.usable), "unsure": int(row.unsure), "pending": int(row.pending),
+                        "weight": float(row.population / row.usable) if row.usable else None,
+                        "fraction": float(row.usable / row.population),
+                        "clusters": int(keep.loc[keep[stratum] == key, cluster].nunique())}
+                       for key, row in table.iterrows()],
+        "reps": reps, "interval_method": INTERVAL_METHOD, "interval_undefined": None,
+    }
+    replicates: dict[str, np.ndarray] | None = None
+    if not n_covered:
+        out["interval_undefined"] = "no usable label"
+    elif not census:
+        try:
+            sums = _replicate_sums(parts, psu, reps, seed, keep[stratum].to_numpy(), fractions)
+            replicates = _audit_metrics(sums, judged_census)
+        except BootstrapUndefined as exc:
+            out["interval_undefined"] = str(exc)
+    judged_value = float(point["judged_asr"][0]) if n_covered else 0.0
+    for name in AUDIT_METRICS:
+        value = _num(point[name][0]) if n_covered else None
+        entry: dict[str, Any] = {"value": value, "ci_low": None, "ci_high": None, "exact": False,
+                                 "why_undefined": None if value is not None else
+                                 _why_undefined(name, point_sums, judged_value, source),
+                                 "why_no_interval": None, "replicates_undefined": None}
+        if name == "judged_asr":
+            entry["source"] = source
+        if value is None:
+            entry["why_no_interval"] = "the estimate is undefined"
+        elif census or (name == "judged_asr" and source == "census"):
+            # Known exactly: every rollout of the covered population was audited, or the judge's own labels
+            # were counted over all of it.
+            entry["ci_low"] = entry["ci_high"] = value
+            entry["exact"] = True
+        elif replicates is None:
+            entry["why_no_interval"] = out["interval_undefined"]
+        else:
+            values = replicates[name]
+            entry["replicates_undefined"] = int((~np.isfinite(values)).sum())
+            if _no_spread(values):
+                shown = float(values[np.isfinite(values)][0])
+                entry["why_no_interval"] = (f"every bootstrap replicate gives {shown:.4g}, so the bootstrap shows "
+                                            "no uncertainty")
+            else:
+                entry["ci_low"], entry["ci_high"] = _ci(values)
+                if entry["ci_low"] is None:
+                    entry["why_no_interval"] = "undefined in every bootstrap replicate"
+        out[name] = entry
     return out
 
 

@@ -4,9 +4,12 @@ write-once labels with versioned corrections.
 Exposed as methods of `Store` (this module's `AuditQueries` is one of its mixins): `store.create_audit`,
 `store.reviewer_queue`, `store.reviewer_item`, `store.submit_label`, `store.adjudication_queue`, ...
 
-Blinding is enforced here, in the queries: the reviewer- and adjudicator-facing methods
-(`reviewer_queue`, `reviewer_item`, `blinded_items`, `adjudication_queue`) select only the columns a
-blinded reader may see. They never read the judge's label, rationale or evidence, the item's stratum
+Blinding is enforced in SQL: the reviewer- and adjudicator-facing methods (`reviewer_queue`,
+`reviewer_item`, `blinded_items`, `adjudication_queue`, `adjudicator_overview`, the label writes) read
+only the blinded views of migration 0005 (`blind_*`) and the member's own label rows — never a table
+of runs, rollouts, judge labels or the audit itself — so on a PostgreSQL team store, where a
+reviewer's login is granted nothing else (store/access.py), the database refuses any other read.
+The views select only the columns a blinded reader may see. They never read the judge's label, rationale or evidence, the item's stratum
 or weight (a stratum names the judge label), the verifier's outcome E or its evidence, the rollout
 id (it would let a reader look the rollout up), the other reviewer's labels, notes or name; the model
 is left out under blind_model (and with it the provider-specific tool-call ids), the strategy,
@@ -31,6 +34,7 @@ from sqlalchemy import Connection, Insert, Table, func, select
 
 from redagent.store import tables as t
 from redagent.store import tables_judging as tj
+from redagent.store import tables_team as tv
 from redagent.store.errors import (
     BadLabel,
     CorrectionWithoutReason,
@@ -190,12 +194,12 @@ class AuditQueries:
     def reviewer_queue(self, audit_id: str, reviewer: str) -> list[dict[str, Any]]:
         """The reviewer's items in their own order: position, item_id, labelled (their own first submission
         exists) and label (their own latest label, or None)."""
-        aa = tj.audit_assignment
+        bq = tv.blind_queue
         with self._reading() as conn:
-            self._check_reviewer(self._audit_row(conn, audit_id), reviewer)
+            self._check_reviewer(conn, self._blind_audit_row(conn, audit_id), reviewer)
             mine = self._own_latest(conn, audit_id, reviewer)
-            query = (select(aa.c.position, aa.c.item_id).where(aa.c.audit_id == audit_id, aa.c.reviewer == reviewer)
-                     .order_by(aa.c.position))
+            query = (select(bq.c.position, bq.c.item_id).where(bq.c.audit_id == audit_id, bq.c.reviewer == reviewer)
+                     .order_by(bq.c.position))
             return [{"position": position, "item_id": item_id, "labelled": item_id in mine,
                      "label": mine[item_id]["label"] if item_id in mine else None}
                     for position, item_id in conn.execute(query)]
@@ -205,8 +209,8 @@ class AuditQueries:
         defense, surfaces, events, receipts, diff, plus model / strategy, vulnerability, channel unless
         blinded), their position, and their own latest label as `my_label` ({label, note, version} or None)."""
         with self._reading() as conn:
-            audit = self._audit_row(conn, audit_id)
-            self._check_reviewer(audit, reviewer)
+            audit = self._blind_audit_row(conn, audit_id)
+            self._check_reviewer(conn, audit, reviewer)
             position = self._position(conn, audit_id, item_id, reviewer)
             view = self._blinded_views(conn, audit, [item_id])[item_id]
             mine = self._own_latest(conn, audit_id, reviewer, item_id)
@@ -215,17 +219,17 @@ class AuditQueries:
     def blinded_items(self, audit_id: str, reviewer: str | None = None) -> list[dict[str, Any]]:
         """Every item's blinded evidence (as reviewer_item, without labels): in the reviewer's order with
         `position` when a reviewer is given, else by item id. For offline labelling files."""
-        aa, ai = tj.audit_assignment, tj.audit_item
+        bq, bi = tv.blind_queue, tv.blind_item
         with self._reading() as conn:
-            audit = self._audit_row(conn, audit_id)
+            audit = self._blind_audit_row(conn, audit_id)
             if reviewer is None:
                 order = [(None, item_id) for item_id in conn.execute(
-                    select(ai.c.id).where(ai.c.audit_id == audit_id).order_by(ai.c.id)).scalars()]
+                    select(bi.c.item_id).where(bi.c.audit_id == audit_id).order_by(bi.c.item_id)).scalars()]
             else:
-                self._check_reviewer(audit, reviewer)
+                self._check_reviewer(conn, audit, reviewer)
                 order = [(position, item_id) for position, item_id in conn.execute(
-                    select(aa.c.position, aa.c.item_id).where(aa.c.audit_id == audit_id, aa.c.reviewer == reviewer)
-                    .order_by(aa.c.position))]
+                    select(bq.c.position, bq.c.item_id).where(bq.c.audit_id == audit_id, bq.c.reviewer == reviewer)
+                    .order_by(bq.c.position))]
             views = self._blinded_views(conn, audit, [item_id for _, item_id in order])
         if reviewer is None:
             return [views[item_id] for _, item_id in order]
@@ -256,7 +260,7 @@ class AuditQueries:
             return 0
         al = tj.audit_label
         with self._writing() as conn:
-            self._check_reviewer(self._audit_row(conn, audit_id), reviewer)
+            self._check_reviewer(conn, self._blind_audit_row(conn, audit_id), reviewer)
             queue = self._queue_ids(conn, audit_id, reviewer)
             for item_id in wanted:
                 if item_id not in queue:
@@ -289,7 +293,7 @@ class AuditQueries:
         if not reason or not reason.strip():
             raise CorrectionWithoutReason(item_id)
         with self._writing() as conn:
-            self._check_reviewer(self._audit_row(conn, audit_id), reviewer)
+            self._check_reviewer(conn, self._blind_audit_row(conn, audit_id), reviewer)
             self._position(conn, audit_id, item_id, reviewer)
             al = tj.audit_label
             self._append_version(conn, al, {"item_id": item_id, "reviewer": reviewer},
@@ -304,7 +308,7 @@ class AuditQueries:
         reviewers' current labels as {"A": ..., "B": ...} under `labels`, their first labels under
         `first_labels`, and the adjudicator's own latest label as `adjudicated` (or None)."""
         with self._reading() as conn:
-            audit = self._audit_row(conn, audit_id)
+            audit = self._blind_audit_row(conn, audit_id)
             self._check_adjudicator(audit, adjudicator)
             state = self._label_state(conn, audit_id)
             pending = sorted(item_id for item_id, (first, latest) in state.items()
@@ -316,12 +320,28 @@ class AuditQueries:
                  "adjudicated": decided[item_id]["label"] if item_id in decided else None}
                 for item_id in pending]
 
+    def adjudicator_overview(self, audit_id: str, adjudicator: str) -> dict[str, Any]:
+        """What the adjudicator may know of an audit's progress: its size, each item's case (the cluster of
+        agreement's interval), first and latest labels by slot letter (never names or notes), and the
+        adjudicator's own decisions."""
+        with self._reading() as conn:
+            audit = self._blind_audit_row(conn, audit_id)
+            self._check_adjudicator(audit, adjudicator)
+            state = self._label_state(conn, audit_id)
+            decided = self._adjudicated(conn, audit_id)
+            bi = tv.blind_item
+            cases = dict(conn.execute(select(bi.c.item_id, bi.c.case_id).where(bi.c.audit_id == audit_id)).all())
+        return {"audit_id": audit_id, "items": int(audit.n), "adjudicator": adjudicator, "cases": cases,
+                "first": {item: dict(first) for item, (first, _) in state.items()},
+                "latest": {item: dict(latest) for item, (_, latest) in state.items()},
+                "adjudicated": {item: entry["label"] for item, entry in decided.items()}}
+
     def adjudicate(self, audit_id: str, item_id: int, adjudicator: str, label: str, note: str = "") -> dict[str, Any]:
         """The adjudicator's label for an item in the adjudication queue (write-once, like reviewer labels)."""
         check_label(label)
         ad = tj.adjudication
         with self._writing() as conn:
-            self._check_adjudicator(self._audit_row(conn, audit_id), adjudicator)
+            self._check_adjudicator(self._blind_audit_row(conn, audit_id), adjudicator)
             self._check_disputed(conn, audit_id, item_id, adjudicator)
             row = {"item_id": item_id, "adjudicator": adjudicator, "label": label,
                    "note": clean_text(note or "") or "", "version": 1, "reason": None, "created_at": datetime.now(UTC)}
@@ -339,7 +359,7 @@ class AuditQueries:
             raise CorrectionWithoutReason(item_id)
         ad = tj.adjudication
         with self._writing() as conn:
-            self._check_adjudicator(self._audit_row(conn, audit_id), adjudicator)
+            self._check_adjudicator(self._blind_audit_row(conn, audit_id), adjudicator)
             self._check_disputed(conn, audit_id, item_id, adjudicator)
             self._append_version(conn, ad, {"item_id": item_id, "adjudicator": adjudicator}, ad.c.item_id == item_id,
                                  label, note, reason, adjudicator)
@@ -409,8 +429,19 @@ class AuditQueries:
         return row
 
     @staticmethod
-    def _check_reviewer(audit: Any, reviewer: str) -> None:
-        if reviewer not in audit.reviewers:
+    def _blind_audit_row(conn: Connection, audit_id: str) -> Any:
+        """The audit as its reviewers and adjudicator may see it (blind_audit: no run, config, names of
+        the reviewers); on a team store an audit the login has no part in does not exist for it."""
+        row = conn.execute(select(tv.blind_audit).where(tv.blind_audit.c.id == audit_id)).first()
+        if row is None:
+            raise UnknownAudit(audit_id)
+        return row
+
+    @staticmethod
+    def _check_reviewer(conn: Connection, audit: Any, reviewer: str) -> None:
+        bq = tv.blind_queue
+        if conn.execute(select(bq.c.item_id).where(bq.c.audit_id == audit.id, bq.c.reviewer == reviewer)
+                        .limit(1)).first() is None:
             raise UnknownReviewer(audit.id, reviewer)
 
     @staticmethod
@@ -420,33 +451,35 @@ class AuditQueries:
 
     @staticmethod
     def _position(conn: Connection, audit_id: str, item_id: int, reviewer: str) -> int:
-        aa = tj.audit_assignment
-        position = conn.execute(select(aa.c.position).where(aa.c.audit_id == audit_id, aa.c.item_id == item_id,
-                                                            aa.c.reviewer == reviewer)).scalar_one_or_none()
+        bq = tv.blind_queue
+        position = conn.execute(select(bq.c.position).where(bq.c.audit_id == audit_id, bq.c.item_id == item_id,
+                                                            bq.c.reviewer == reviewer)).scalar_one_or_none()
         if position is None:
             raise ItemNotInQueue(audit_id, item_id, reviewer)
         return int(position)
 
     @staticmethod
     def _queue_ids(conn: Connection, audit_id: str, reviewer: str) -> set[int]:
-        aa = tj.audit_assignment
-        return set(conn.execute(select(aa.c.item_id).where(aa.c.audit_id == audit_id, aa.c.reviewer == reviewer))
+        bq = tv.blind_queue
+        return set(conn.execute(select(bq.c.item_id).where(bq.c.audit_id == audit_id, bq.c.reviewer == reviewer))
                    .scalars())
 
     @staticmethod
     def _own_first(conn: Connection, audit_id: str, reviewer: str) -> dict[int, tuple[str, str]]:
-        al, ai = tj.audit_label, tj.audit_item
-        query = (select(al.c.item_id, al.c.label, al.c.note).join(ai, ai.c.id == al.c.item_id)
-                 .where(ai.c.audit_id == audit_id, al.c.reviewer == reviewer, al.c.version == 1))
+        al, bq = tj.audit_label, tv.blind_queue
+        query = (select(al.c.item_id, al.c.label, al.c.note)
+                 .join(bq, (bq.c.item_id == al.c.item_id) & (bq.c.reviewer == al.c.reviewer))
+                 .where(bq.c.audit_id == audit_id, al.c.reviewer == reviewer, al.c.version == 1))
         return {item_id: (label, note) for item_id, label, note in conn.execute(query)}
 
     @staticmethod
     def _own_latest(conn: Connection, audit_id: str, reviewer: str,
                     item_id: int | None = None) -> dict[int, dict[str, Any]]:
         """The reviewer's own latest label per item: {label, note, version} (only their rows are read)."""
-        al, ai = tj.audit_label, tj.audit_item
-        query = (select(al.c.item_id, al.c.label, al.c.note, al.c.version).join(ai, ai.c.id == al.c.item_id)
-                 .where(ai.c.audit_id == audit_id, al.c.reviewer == reviewer).order_by(al.c.item_id, al.c.version))
+        al, bq = tj.audit_label, tv.blind_queue
+        query = (select(al.c.item_id, al.c.label, al.c.note, al.c.version)
+                 .join(bq, (bq.c.item_id == al.c.item_id) & (bq.c.reviewer == al.c.reviewer))
+                 .where(bq.c.audit_id == audit_id, al.c.reviewer == reviewer).order_by(al.c.item_id, al.c.version))
         if item_id is not None:
             query = query.where(al.c.item_id == item_id)
         return {row_item: {"label": label, "note": note, "version": version}
@@ -461,12 +494,11 @@ class AuditQueries:
     def _label_state(conn: Connection, audit_id: str,
                      item_id: int | None = None) -> dict[int, tuple[dict[str, str], dict[str, str]]]:
         """Per item: ({slot: first label}, {slot: latest label}) over both reviewers."""
-        al, aa = tj.audit_label, tj.audit_assignment
-        query = (select(al.c.item_id, aa.c.slot, al.c.label, al.c.version)
-                 .join(aa, (aa.c.item_id == al.c.item_id) & (aa.c.reviewer == al.c.reviewer))
-                 .where(aa.c.audit_id == audit_id).order_by(al.c.item_id, aa.c.slot, al.c.version))
+        sl = tv.blind_slot_label
+        query = (select(sl.c.item_id, sl.c.slot, sl.c.label, sl.c.version)
+                 .where(sl.c.audit_id == audit_id).order_by(sl.c.item_id, sl.c.slot, sl.c.version))
         if item_id is not None:
-            query = query.where(al.c.item_id == item_id)
+            query = query.where(sl.c.item_id == item_id)
         state: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
         for row_item, slot, label, version in conn.execute(query):
             first, latest = state.setdefault(row_item, ({}, {}))
@@ -478,9 +510,9 @@ class AuditQueries:
     @staticmethod
     def _adjudicated(conn: Connection, audit_id: str) -> dict[int, dict[str, Any]]:
         """The latest adjudication per item: {label, note, version}."""
-        ad, ai = tj.adjudication, tj.audit_item
-        query = (select(ad.c.item_id, ad.c.label, ad.c.note, ad.c.version).join(ai, ai.c.id == ad.c.item_id)
-                 .where(ai.c.audit_id == audit_id).order_by(ad.c.item_id, ad.c.version))
+        ad, bi = tj.adjudication, tv.blind_item
+        query = (select(ad.c.item_id, ad.c.label, ad.c.note, ad.c.version).join(bi, bi.c.item_id == ad.c.item_id)
+                 .where(bi.c.audit_id == audit_id).order_by(ad.c.item_id, ad.c.version))
         return {item_id: {"label": label, "note": note, "version": version}
                 for item_id, label, note, version in conn.execute(query)}
 
@@ -489,8 +521,9 @@ class AuditQueries:
             return {"item_id": item_id, **self._adjudicated(conn, audit_id)[item_id]}
 
     def _check_disputed(self, conn: Connection, audit_id: str, item_id: int, adjudicator: str) -> None:
-        ai = tj.audit_item
-        if conn.execute(select(ai.c.id).where(ai.c.id == item_id, ai.c.audit_id == audit_id)).first() is None:
+        bi = tv.blind_item
+        if conn.execute(select(bi.c.item_id).where(bi.c.item_id == item_id, bi.c.audit_id == audit_id)
+                        ).first() is None:
             raise ItemNotInQueue(audit_id, item_id, adjudicator, queue="adjudication")
         first, latest = self._label_state(conn, audit_id, item_id).get(item_id, ({}, {}))
         if not needs_adjudication(first, latest):
@@ -511,49 +544,39 @@ class AuditQueries:
 
     @staticmethod
     def _blinded_views(conn: Connection, audit: Any, item_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-        """The blinded evidence of these items of `audit`, by item id. The blinding is the column lists."""
-        ai, r, ev, rc, df = tj.audit_item, t.rollout, t.event, t.receipt, t.diff_entry
-        columns = [ai.c.id.label("item_id"), r.c.case_id, r.c.constraint, r.c.surfaces, r.c.harness, r.c.cue,
-                   r.c.defense]
-        if not audit.blind_model:
-            columns.append(r.c.model)
-        if not audit.blind_attack:
-            columns += [r.c.strategy, r.c.vulnerability, r.c.channel]
-        event_columns = [ev.c.idx, ev.c.role, ev.c.text, ev.c.tool_call, ev.c.observation, ev.c.receipts]
-        if not audit.blind_attack:
-            event_columns += [ev.c.original, ev.c.tampered]
-        receipt_columns = [rc.c.receipt_id, rc.c.seq, rc.c.service, rc.c.action, rc.c.args, rc.c.outcome, rc.c.actor,
-                           rc.c.step, rc.c.effect, rc.c.error, rc.c.via]
-        diff_columns = [df.c.path, df.c.op, df.c.before, df.c.after]
+        """The blinded evidence of these items of `audit`, by item id, read only from the blinded views.
+
+        The blinding itself is in the views' SQL (migration 0005); here blinded columns, which the views
+        return as NULL, are left out of the dict so a reader never mistakes "hidden" for "none".
+        """
+        bi, ev, rc, df = tv.blind_item, tv.blind_event, tv.blind_receipt, tv.blind_diff
+        hidden = ({"model"} if audit.blind_model else set()) | (
+            {"strategy", "vulnerability", "channel", "original", "tampered"} if audit.blind_attack else set())
+        item_columns = [c for c in bi.c if c.name not in hidden | {"audit_id", "blind_model", "blind_attack"}]
+        event_columns = [c for c in ev.c if c.name not in hidden | {"audit_id"}]
+        receipt_columns = [c for c in rc.c if c.name != "audit_id"]
+        diff_columns = [df.c.item_id, df.c.path, df.c.op, df.c.before, df.c.after]
         views: dict[int, dict[str, Any]] = {}
         for chunk in chunks(sorted(set(item_ids))):
-            mine = (ai.c.audit_id == audit.id) & ai.c.id.in_(chunk)
-            for row in conn.execute(select(*columns).join(r, r.c.id == ai.c.rollout_id).where(mine)):
+            for row in conn.execute(select(*item_columns).where(bi.c.audit_id == audit.id, bi.c.item_id.in_(chunk))):
                 view = dict(row._mapping)
                 view["surfaces"] = view["surfaces"].split(",") if view["surfaces"] else []
                 views[row.item_id] = {**view, "events": [], "receipts": [], "diff": []}
-            # Children are joined through the item, so the rollout id is never read.
-            for row in conn.execute(select(ai.c.id.label("item_id"), *event_columns)
-                                    .join(ev, ev.c.rollout_id == ai.c.rollout_id).where(mine)
-                                    .order_by(ai.c.id, ev.c.idx)):
+            for row in conn.execute(select(*event_columns).where(ev.c.audit_id == audit.id, ev.c.item_id.in_(chunk))
+                                    .order_by(ev.c.item_id, ev.c.idx)):
                 event = dict(row._mapping)
                 del event["item_id"]
-                if audit.blind_model and isinstance(event["tool_call"], dict):
-                    # Tool-call ids are minted by the model's provider (call_…, toolu_…): they name it.
-                    event["tool_call"] = {k: v for k, v in event["tool_call"].items() if k != "id"}
                 if "tampered" in event:
                     event["tampered"] = bool(event["tampered"])
                 views[row.item_id]["events"].append(event)
-            for row in conn.execute(select(ai.c.id.label("item_id"), *receipt_columns)
-                                    .join(rc, rc.c.rollout_id == ai.c.rollout_id).where(mine)
-                                    .order_by(ai.c.id, rc.c.seq)):
+            for row in conn.execute(select(*receipt_columns).where(rc.c.audit_id == audit.id, rc.c.item_id.in_(chunk))
+                                    .order_by(rc.c.item_id, rc.c.seq)):
                 receipt = dict(row._mapping)
                 receipt["id"] = receipt.pop("receipt_id")
                 del receipt["item_id"]
                 views[row.item_id]["receipts"].append(receipt)
-            for row in conn.execute(select(ai.c.id.label("item_id"), *diff_columns)
-                                    .join(df, df.c.rollout_id == ai.c.rollout_id).where(mine)
-                                    .order_by(ai.c.id, df.c.id)):
+            for row in conn.execute(select(*diff_columns).where(df.c.audit_id == audit.id, df.c.item_id.in_(chunk))
+                                    .order_by(df.c.item_id, df.c.entry_id)):
                 entry = dict(row._mapping)
                 del entry["item_id"]
                 views[row.item_id]["diff"].append(entry)

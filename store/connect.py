@@ -80,9 +80,9 @@ def _sqlite_engine(url: str, parsed: URL) -> Engine:
             raise StoreError(url, f"{path} is not a SQLite database (left untouched)")
     else:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _private_file(path)
         except OSError as exc:
-            raise StoreError(url, f"cannot create directory {path.parent}: {exc.strerror}") from None
+            raise StoreError(url, f"cannot create {path}: {exc.strerror}") from None
 
     engine = create_engine(parsed, json_serializer=_json_dumps, json_deserializer=orjson.loads,
                            connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
@@ -105,6 +105,21 @@ def _sqlite_engine(url: str, parsed: URL) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.get_execution_options().get(WRITE) else "BEGIN")
 
     return engine
+
+
+def _private_file(path: Path) -> None:
+    """Create an empty store file readable by its owner only (0600), in a folder only they can enter (0700).
+
+    A single-file store cannot blind anyone who can read it, so no one else may: the folder and file
+    are created private before SQLite opens them (its -wal and -shm files take the file's mode).
+    Folders that already exist are left as they are, except the default `.redagent/`, which is ours.
+    """
+    missing = [parent for parent in (path.parent, *path.parent.parents) if not parent.exists()]
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700)
+    if path.parent.name == ".redagent" and not missing:
+        path.parent.chmod(0o700)
+    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
 
 
 def _postgres_engine(parsed: URL) -> Engine:

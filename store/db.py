@@ -20,6 +20,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from redagent.store import tables as t
+from redagent.store.access import AccessQueries
 from redagent.store.audit import AuditQueries
 from redagent.store.browse import BrowseQueries
 from redagent.store.connect import DEFAULT_URL, WRITE, create_store_engine, describe_db_error, resolve_url
@@ -61,7 +62,7 @@ def open_store(url: str | None = None) -> Store:
     resolved = resolve_url(url)
     engine = create_store_engine(resolved)
     try:
-        upgrade_to_head(engine, resolved)
+        migrated = upgrade_to_head(engine, resolved)
     except StoreError:
         engine.dispose()
         raise
@@ -69,10 +70,15 @@ def open_store(url: str | None = None) -> Store:
         # SQLAlchemy wraps driver errors; the two raw types cover statements sent straight to the driver.
         engine.dispose()
         raise StoreError(resolved, describe_db_error(exc, resolved)) from exc
-    return Store(resolved, engine)
+    store = Store(resolved, engine)
+    if migrated and store.dialect == "postgresql":
+        # Tables a migration added are the owner's alone until granted: give every member's login
+        # what its role allows again, so an upgrade never silently locks researchers out.
+        store.sync_grants()
+    return store
 
 
-class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries):
+class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQueries):
     """A migrated database. Thread-safe (one engine, pooled connections); close() when done.
 
     Judge and recognition labels (store/judging.py) and human audits (store/audit.py) are mixins.

@@ -58,24 +58,25 @@ _process_locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 
 
-def upgrade_to_head(engine: Engine, url: str) -> None:
-    """Apply pending migrations; StoreError if the database carries a revision this code does not know.
+def upgrade_to_head(engine: Engine, url: str) -> bool:
+    """Apply pending migrations (True if any were); StoreError if the database carries a revision this
+    code does not know.
 
     Failing migrations become StoreError; failing to connect propagates (DBAPIError) for the caller to word.
     """
     with engine.connect() as connection:
         # The common case — a store already at head — needs no write lock at all.
         if current_revisions(connection) == (head_revision(),):
-            return
+            return False
     # Openers in one process queue on a lock of their own before they contend for the database's
     # write lock, so a burst of threads opening a fresh store cannot exhaust SQLite's busy timeout.
     with _locks_guard:
         lock = _process_locks.setdefault(url, threading.Lock())
     with lock:
-        _upgrade(engine, url)
+        return _upgrade(engine, url)
 
 
-def _upgrade(engine: Engine, url: str) -> None:
+def _upgrade(engine: Engine, url: str) -> bool:
     script = ScriptDirectory.from_config(alembic_config())
     head = head_revision()
     with engine.connect() as connection:
@@ -96,7 +97,7 @@ def _upgrade(engine: Engine, url: str) -> None:
                     raise StoreError(url, f"store schema {', '.join(unknown)} is newer than this redagent "
                                           f"(head {head}): upgrade redagent")
                 if current == (head,):
-                    return
+                    return False
                 try:
                     command.upgrade(alembic_config(connection), "head")
                 except (CommandError, DBAPIError) as exc:
@@ -108,6 +109,7 @@ def _upgrade(engine: Engine, url: str) -> None:
                     if problems:
                         raise StoreError(url, f"migration to {head} broke {len(problems)} foreign key(s); "
                                               "rolled back")
+            return True
         finally:
             if sqlite:
                 _raw_pragma(connection, "foreign_keys=ON")

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Insert, Table, func, select
 
-from redagent.store import tables_judging as tj
 from redagent.store import tables_reviews as tr
+from redagent.store import tables_team as tv
 from redagent.store.errors import InvalidRecord
 from redagent.store.rows import aware, clean_text
 
@@ -284,15 +284,16 @@ class ReviewQueries:
         """The id of the newest audit naming `name` as a reviewer (or as the adjudicator), or None."""
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r} (one of {', '.join(ROLES)})")
-        a = tj.audit
-        query = select(a.c.id, a.c.reviewers, a.c.adjudicator).order_by(a.c.created_at.desc(), a.c.id)
+        # Through the blinded views, so a reviewer's or adjudicator's own login may ask.
+        ba, bq = tv.blind_audit, tv.blind_queue
+        if role == "reviewer":
+            query = (select(ba.c.id).where(select(bq.c.item_id).where(bq.c.audit_id == ba.c.id, bq.c.reviewer == name)
+                                           .exists()))
+        else:
+            query = select(ba.c.id).where(ba.c.adjudicator == name)
         with self._reading() as conn:
-            for audit_id, reviewers, adjudicator in conn.execute(query):
-                # reviewers is a JSON list; matching it in Python keeps the query portable.
-                listed = name in (reviewers or []) if role == "reviewer" else name == adjudicator
-                if listed:
-                    return str(audit_id)
-        return None
+            found = conn.execute(query.order_by(ba.c.created_at.desc(), ba.c.id).limit(1)).scalar_one_or_none()
+        return None if found is None else str(found)
 
     # ------------------------------------------------------------ helpers
 

@@ -1,6 +1,7 @@
 """The `store_url` fixture: every store test runs on a fresh SQLite file and a fresh PostgreSQL database.
 
-PostgreSQL comes from $REDAGENT_TEST_PG (a URL whose role may CREATE DATABASE; .ci/run sets it up).
+PostgreSQL comes from $REDAGENT_TEST_PG (a URL whose role may CREATE DATABASE and CREATE ROLE — the team
+access-control tests make one login per member; .ci/run sets it up).
 Without it the PostgreSQL half is skipped on a developer machine, and fails in CI (CI=true), where
 both databases must be tested.
 """

@@ -1,11 +1,12 @@
 """A run's statistics: the judge audit (kappa, agreement, precision / recall / specificity / F1 / accuracy with
-intervals, raw versus audited ASR), the ASR matrix (model × harness), utility (benign and under attack, beside
-ASR) and the paired view comparisons.
+intervals, raw versus direct and audited human ASR), the ASR matrix (model × harness), utility (benign and
+under attack, beside ASR) and the paired view comparisons.
 
 Every number comes from `redagent.judges.report.build_report` (run in a thread worker), the function
 behind `redagent stats` and `redagent report`, so the screen and the command line cannot disagree.
 The plots are text: bars of block characters inside the tables, and the matrix tinted by its rate.
-Export writes the same report files as `redagent report` into a directory.
+Export writes the same report files as `redagent report` into a directory. The audit shown is the run's
+newest unless one is named (`audit_id`, or the app's `audit_id`); `a` steps to the next audit of the run.
 """
 
 from __future__ import annotations
@@ -25,10 +26,18 @@ from textual.widgets import DataTable, Footer, Input, LoadingIndicator, Static
 from textual.worker import Worker, WorkerState
 
 from redagent.console.screens.audit import help_for
-from redagent.judges.report import ReportError, build_report, utility_text, write_report
+from redagent.judges.report import (
+    ReportError,
+    audit_state,
+    build_report,
+    estimate_text,
+    kappa_text,
+    utility_text,
+    write_report,
+)
 from redagent.store.errors import StoreError, UnknownRun
 
-REPS = 2000  # bootstrap replicates: enough for stable 95 % intervals, fast enough for a screen
+REPS = 2000  # bootstrap replicates: enough for stable 95 % intervals, fast enough for a screen (kappa: fixed)
 BAR = 24  # characters in a full bar
 EXPORT_FORMATS = ["md", "csv", "json"]
 METRICS = ("precision", "recall", "specificity", "f1", "accuracy")
@@ -87,11 +96,14 @@ class StatisticsScreen(Screen):
 # Statistics
 
 The numbers of `redagent stats RUN_ID <table>` for this run (bootstrap intervals from 2,000
-replicates), with bars where a glance is quicker than reading:
+replicates; kappa's interval always from the same 10,000), with bars where a glance is quicker than reading:
 
-- **Judge audit**: agreement and Cohen's kappa between the two reviewers (first labels), then the
-  judge's precision, recall, specificity, F1 and accuracy against the final human labels, with 95 %
-  intervals, and the raw (judged) versus human-audited ASR.
+- **Judge audit** (the run's newest audit; `a` shows the next one): which audit, whether its figures are
+  provisional (items still await a review or the adjudication), how many items were left out as unsure
+  or pending, and what part of the population the estimates cover. Then agreement and Cohen's kappa
+  between the two reviewers (first labels), the judge's precision, recall, specificity, F1 and accuracy
+  against the final human labels, with 95 % intervals (or the reason there is none), and the raw
+  (judged) ASR beside the direct human-ASR estimate and the audited ASR (judged × precision / recall).
 - **ASR matrix**: execution ASR (E = 1 among valid attacked rollouts) per model × harness, and the
   same for each judging configuration; tinted from green (0) to red (1).
 - **Utility**: U = 1 when the user's task was done (the case's utility check): benign utility over
@@ -104,12 +116,15 @@ replicates), with bars where a glance is quicker than reading:
 | key | action |
 |---|---|
 | `x` | export the report (Markdown, CSV, JSON, PNG) into the directory typed in the field |
+| `a` | show the run's next audit (newest first) |
 | `r` | recompute |
 """
 
     BINDINGS = [
         Binding("x", "export", "Export report", id="export-report",
                 tooltip="Write the report (md, csv, json, png) into the directory in the export field"),
+        Binding("a", "next_audit", "Next audit", id="next-audit",
+                tooltip="Show the run's next audit (they are listed newest first)"),
         Binding("r", "refresh", "Recompute", id="refresh-statistics", tooltip="Read the store and compute again"),
         Binding("question_mark", "help", "Help", id="help", tooltip="What the tables show"),
     ]
@@ -128,9 +143,11 @@ replicates), with bars where a glance is quicker than reading:
     StatisticsScreen LoadingIndicator { height: 3; }
     """
 
-    def __init__(self, run_id: str | None = None, *, reps: int = REPS, **kwargs: Any) -> None:
+    def __init__(self, run_id: str | None = None, *, reps: int = REPS, audit_id: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.run_id = run_id
+        self.audit_id = audit_id  # None: the run's newest
         self.reps = reps
         self.report: dict[str, Any] | None = None
 
@@ -156,6 +173,7 @@ replicates), with bars where a glance is quicker than reading:
 
     def on_mount(self) -> None:
         self.run_id = self.run_id or getattr(self.app, "run_id", None)
+        self.audit_id = self.audit_id or getattr(self.app, "audit_id", None)
         if self.run_id and not self.query_one("#export-path", Input).value:
             self.query_one("#export-path", Input).value = f"report-{self.run_id}"
         self.action_refresh()
@@ -163,9 +181,9 @@ replicates), with bars where a glance is quicker than reading:
     # ------------------------------------------------------------ workers
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="statistics")
-    def compute(self, run_id: str) -> None:
+    def compute(self, run_id: str, audit_id: str | None) -> None:
         try:
-            report = build_report(self.app.store, run_id, reps=self.reps)
+            report = build_report(self.app.store, run_id, reps=self.reps, audit_id=audit_id)
         except (ReportError, UnknownRun, StoreError) as exc:
             self.post_message(StatisticsProblem(str(exc)))
             return
@@ -223,34 +241,39 @@ replicates), with bars where a glance is quicker than reading:
             self.query_one("#audit-summary", Static).update("no human audit of this run yet")
             self.query_one("#asr-bars", Static).update("")
             return
-        low, high = audit["kappa_ci"]
-        if not audit["kappa_defined"]:
-            kappa = f"undefined ({audit['why_kappa_undefined']})"
-        else:
-            kappa = f"{audit['kappa']:.3f}" + (f" (95 % CI {low:.3f} to {high:.3f})" if low is not None else "")
         agreement_low, agreement_high = audit["agreement_ci"]
         agreement_ci = f" ({interval(agreement_low, agreement_high)})" if agreement_low is not None else ""
-        self.query_one("#audit-summary", Static).update(Text.assemble(
-            f"audit {audit['audit_id']} of {audit['config']} ({audit['backbone']}): {audit['items']} items, "
-            f"{audit['labelled_both']} labelled by both reviewers, {audit['final_labels']} final labels\n",
-            ("raw agreement ", "bold"), pct(audit["agreement"]), agreement_ci, "   ",
-            ("Cohen's kappa ", "bold"), kappa))
+        state = audit_state(audit)
+        summary = Text.assemble(state[0] + "\n")
+        for sentence in state[1:]:
+            # Provisional figures and partial coverage change what the numbers mean: they stand out.
+            summary.append(sentence + "\n", style="bold yellow" if sentence.startswith(("PROVISIONAL", "Coverage",
+                                                                                          "No intervals")) else "")
+        summary.append_text(Text.assemble(("raw agreement ", "bold"), pct(audit["agreement"]), agreement_ci, "   ",
+                                          ("Cohen's kappa ", "bold"), kappa_text(audit)))
+        self.query_one("#audit-summary", Static).update(summary)
         table.add_columns("metric", "value", "95 % CI", "")
         for metric in METRICS:
             entry = audit.get(metric)
             if isinstance(entry, dict):
-                table.add_row(metric, pct(entry["value"]), interval(entry["ci_low"], entry["ci_high"]),
-                              bar(entry["value"]), key=metric)
+                table.add_row(metric, pct(entry["value"]), self._interval(entry), bar(entry["value"]), key=metric)
         bars = Text()
         for name, label, style in (("judged_asr", "raw (judged) ASR ", "yellow"),
+                                   ("human_asr", "human ASR, direct", "cyan"),
                                    ("audited_asr", "audited ASR      ", "magenta")):
             entry = audit.get(name)
             if isinstance(entry, dict):
-                bars.append(label, style="bold")
+                bars.append(label + " ", style="bold")
                 bars.append_text(bar(entry["value"], style=style))
-                bars.append(f" {pct(entry['value'])} ({interval(entry['ci_low'], entry['ci_high'])})\n")
+                bars.append(f" {estimate_text(entry)}\n")
         bars.rstrip()
         self.query_one("#asr-bars", Static).update(bars if bars else "no final human labels yet")
+
+    @staticmethod
+    def _interval(entry: dict[str, Any]) -> str:
+        if entry["ci_low"] is not None:
+            return interval(entry["ci_low"], entry["ci_high"])
+        return f"none: {entry['why_undefined'] or entry['why_no_interval']}"
 
     def show_matrix(self, cells: list[dict[str, Any]]) -> None:
         table = self.query_one("#asr-matrix", DataTable)
@@ -264,7 +287,8 @@ replicates), with bars where a glance is quicker than reading:
             values: list[Any] = list(key)
             for harness in harnesses:
                 c = by_harness.get(harness)
-                values.append(Text(f" {pct(c['rate'])} ({c['harmful']}/{c['valid']}) ", style=heat(c["rate"]))
+                invalid = f", {c['invalid']} invalid" if c and c.get("invalid") else ""
+                values.append(Text(f" {pct(c['rate'])} ({c['harmful']}/{c['valid']}{invalid}) ", style=heat(c["rate"]))
                               if c else Text("—", style="dim"))
             table.add_row(*values, key="|".join(key))
 
@@ -319,7 +343,16 @@ replicates), with bars where a glance is quicker than reading:
             return
         self.query_one("#stats-loading").display = True
         self.show_message("")
-        self.compute(self.run_id)
+        self.compute(self.run_id, self.audit_id)
+
+    def action_next_audit(self) -> None:
+        audits = (self.report or {}).get("audit", {}).get("audits") or []
+        if len(audits) < 2:
+            self.show_message("this run has no other audit" if audits else "this run has no audit")
+            return
+        current = self.report["audit"]["audit_id"]
+        self.audit_id = audits[(audits.index(current) + 1) % len(audits)]
+        self.action_refresh()
 
     @on(Input.Submitted, "#export-path")
     def action_export(self) -> None:

@@ -80,7 +80,9 @@ def test_statistics_match_redagent_stats(audited, tmp_path):
     assert f"raw agreement {pct(audit_json['agreement'])}" in shown["text"]
     for metric, value, ci, plot in shown["metrics"]:
         entry = audit_json[metric]
-        assert (value, ci) == (pct(entry["value"]), interval(entry["ci_low"], entry["ci_high"]))
+        shown_ci = (interval(entry["ci_low"], entry["ci_high"]) if entry["ci_low"] is not None
+                    else f"none: {entry['why_undefined'] or entry['why_no_interval']}")  # an interval or its reason
+        assert (value, ci) == (pct(entry["value"]), shown_ci)
         assert set(plot) <= set("█▏▎▍▌▋▊▉")
     assert [m[0] for m in shown["metrics"]] == ["precision", "recall", "specificity", "f1", "accuracy"]
     for name in ("judged_asr", "audited_asr"):

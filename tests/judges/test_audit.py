@@ -82,12 +82,16 @@ def test_allocation_is_balanced_capped_and_gives_the_remainder_to_the_largest():
     assert allocate({"a": 5, "b": 9, "c": 7}, 10, rng) == {"a": 3, "b": 4, "c": 3}
     assert allocate({"a": 1, "b": 2, "c": 30, "d": 40}, 20, rng) == {"a": 1, "b": 2, "c": 8, "d": 9}
     assert allocate({"a": 3, "b": 4}, 7, rng) == {"a": 3, "b": 4}
+    # Fewer items than strata leave a stratum unsampled: allowed for construction rounds, refused for audits
+    # (cover_all, tests/judges/test_estimates.py).
     assert allocate({"a": 5, "b": 5, "c": 5}, 2, rng) in ({"a": 1, "b": 1, "c": 0}, {"a": 1, "b": 0, "c": 1},
                                                           {"a": 0, "b": 1, "c": 1})
     # Ties among the largest strata are broken by the seed, the same way every time.
     sizes = {f"s{i}": 10 for i in range(8)}
-    assert allocate(sizes, 4, random.Random(5)) == allocate(sizes, 4, random.Random(5))
-    assert sum(allocate(sizes, 4, random.Random(5)).values()) == 4
+    assert allocate(sizes, 12, random.Random(5)) == allocate(sizes, 12, random.Random(5))
+    assert sorted(allocate(sizes, 12, random.Random(5)).values()) == [1] * 4 + [2] * 4
+    assert allocate(sizes, 12, random.Random(5)) != allocate(sizes, 12, random.Random(6)) or \
+        allocate(sizes, 12, random.Random(5)) != allocate(sizes, 12, random.Random(7))
 
 
 # ---------------------------------------------------------------- sampling
@@ -168,7 +172,7 @@ def test_sampling_refusals_are_one_line(store, population):
 
 
 def test_status_follows_labels_disagreements_and_adjudication(store, population):
-    audit_id = draw(store, n=6)
+    audit_id = draw(store, n=6, stratify=("harness",))
     queue = [e["item_id"] for e in store.reviewer_queue(audit_id, "alice")]
     assert status(store, audit_id)["remaining"] == 12
     for item in queue:
@@ -201,7 +205,7 @@ def _fill_csv(source: Path, target: Path, labels: dict[int, tuple[str, str]]) ->
 
 
 def test_export_then_import_round_trip(store, population, tmp_path: Path):
-    audit_id = draw(store, n=6)
+    audit_id = draw(store, n=6, stratify=("harness",))
     exported = tmp_path / "alice.csv"
     assert export(store, audit_id, exported, "csv", reviewer="alice") == 6
     rows = list(csv.DictReader(exported.open(encoding="utf-8")))
@@ -241,7 +245,7 @@ def test_export_then_import_round_trip(store, population, tmp_path: Path):
     ({"item_id": "FIRST", "label": "not_harmful"}, "is labelled again (first on line 1)"),
 ])
 def test_a_bad_row_in_an_import_writes_nothing(store, population, tmp_path: Path, bad_row, message):
-    audit_id = draw(store, n=6)
+    audit_id = draw(store, n=6, stratify=("harness",))
     queue = [e["item_id"] for e in store.reviewer_queue(audit_id, "alice")]
     bad_row = {k: str(queue[0]) if v == "FIRST" else v for k, v in bad_row.items()}
     path = tmp_path / "labels.jsonl"
@@ -256,7 +260,7 @@ def test_a_bad_row_in_an_import_writes_nothing(store, population, tmp_path: Path
 
 
 def test_import_refuses_an_unknown_reviewer_or_a_changed_label(store, population, tmp_path: Path):
-    audit_id = draw(store, n=6)
+    audit_id = draw(store, n=6, stratify=("harness",))
     queue = [e["item_id"] for e in store.reviewer_queue(audit_id, "alice")]
     path = tmp_path / "labels.csv"
     path.write_text(f"item_id,label,note\n{queue[0]},harmful,\n{queue[1]},not_harmful,\n", encoding="utf-8")

@@ -13,6 +13,8 @@ from scipy.stats import binomtest
 
 from redagent.judges import stats
 from redagent.judges.stats import (
+    KAPPA_REPS,
+    BootstrapUndefined,
     audited_asr,
     cluster_bootstrap,
     cohen_kappa,
@@ -125,18 +127,74 @@ def test_bootstrap_distribution_matches_a_slow_reference_loop():
     assert percentile_ci(fast) == pytest.approx(tuple(np.percentile(fast, [2.5, 97.5])))
 
 
-def test_stratified_bootstrap_matches_a_slow_reference_loop():
+def slow_rao_wu(y, clusters, strata, fractions, reps, seed):
+    """Reference Rao–Wu loop: per stratum draw n_h − 1 clusters with replacement, weight each unit by
+    1 − λ + λ·n_h/(n_h − 1)·(times its cluster was drawn), λ = √(1 − f_h); the replicate's weighted total."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"y": y, "c": clusters, "s": strata})
+    per_cluster = frame.groupby(["s", "c"])["y"].sum()
+    out = np.empty(reps)
+    for r in range(reps):
+        total = 0.0
+        for s, group in per_cluster.groupby(level="s"):
+            n, lam = len(group), math.sqrt(1 - fractions.get(s, 0.0))
+            drawn = np.bincount(rng.integers(0, n, size=n - 1), minlength=n)
+            total += float(((1 - lam + lam * n / (n - 1) * drawn) * group.to_numpy()).sum())
+        out[r] = total
+    return out
+
+
+def stratified_total_variance(y, clusters, strata, fractions):
+    """The textbook variance estimate of a stratified total over cluster totals: Σ_h (1 − f_h) n_h s_h²."""
+    frame = pd.DataFrame({"y": y, "c": clusters, "s": strata})
+    per_cluster = frame.groupby(["s", "c"])["y"].sum()
+    return sum((1 - fractions.get(s, 0.0)) * len(g) * g.var(ddof=1) for s, g in per_cluster.groupby(level="s"))
+
+
+def test_stratified_bootstrap_matches_a_slow_rao_wu_loop_and_the_textbook_variance():
     _, clusters = clustered_outcomes(120, seed=5)
     # Strata with very different rates: resampling across strata would nearly double the spread.
     strata = np.where(clusters < 60, "high", "low")
     y = (np.random.default_rng(1).random(len(clusters)) < np.where(strata == "high", 0.85, 0.15)).astype(float)
-    fast = cluster_bootstrap(np.column_stack([y, np.ones_like(y)]), clusters, rate, reps=4000, seed=1,
-                             strata=strata)
-    slow = slow_cluster_bootstrap(y, clusters, reps=4000, seed=2, strata=strata)
+    fractions = {"high": 0.4, "low": 0.0}
+    fast = cluster_bootstrap(y, clusters, lambda s: s[:, 0], reps=4000, seed=1, strata=strata, fractions=fractions)
+    slow = slow_rao_wu(y, clusters, strata, fractions, reps=4000, seed=2)
     sd = slow.std()
     assert fast.std() == pytest.approx(sd, rel=0.08)
     for q in (2.5, 50, 97.5):
         assert abs(np.percentile(fast, q) - np.percentile(slow, q)) < 0.25 * sd
+    # For a total the rescaled bootstrap is centred on the estimate and its variance is the textbook one.
+    assert fast.var() == pytest.approx(stratified_total_variance(y, clusters, strata, fractions), rel=0.08)
+    assert abs(fast.mean() - y.sum()) < 5 * sd / math.sqrt(4000)
+
+
+def test_small_strata_get_the_full_variance_not_the_with_replacement_shortfall():
+    # Twelve strata of two or three clusters: the with-replacement bootstrap's variance is short by
+    # (n_h − 1)/n_h (one half, two thirds); the rescaled one is not.
+    rng = np.random.default_rng(4)
+    sizes = [2, 3] * 6
+    clusters = np.repeat(np.arange(sum(sizes)), 3)
+    strata = np.repeat(np.repeat(np.arange(len(sizes)), sizes), 3)
+    y = rng.normal(size=len(clusters)) + strata
+    textbook = stratified_total_variance(y, clusters, strata, {})
+    rescaled = cluster_bootstrap(y, clusters, lambda s: s[:, 0], reps=20_000, seed=3, strata=strata)
+    assert rescaled.var() == pytest.approx(textbook, rel=0.05)
+    naive = slow_cluster_bootstrap(y, clusters, reps=4000, seed=3, strata=strata) * len(y)  # mean → total
+    assert naive.var() < 0.8 * textbook
+
+
+def test_a_stratum_with_one_cluster_has_no_variance_unless_it_is_a_census():
+    y, clusters, strata = np.array([1.0, 0.0, 1.0, 1.0]), np.array(["a", "b", "c", "c"]), np.array(["s", "s", "t", "t"])
+    with pytest.raises(BootstrapUndefined, match="fewer than two clusters in stratum t"):
+        cluster_bootstrap(y, clusters, lambda s: s[:, 0], reps=10, strata=strata)
+    with pytest.raises(BootstrapUndefined, match="fewer than two clusters"):
+        cluster_bootstrap(np.ones(3), np.array(["a", "a", "a"]), lambda s: s[:, 0], reps=10)
+    # Audited whole (f = 1), the stratum is known exactly: it adds its total to every replicate.
+    fixed = cluster_bootstrap(y, clusters, lambda s: s[:, 0], reps=500, strata=strata, fractions={"t": 1.0})
+    assert set(np.unique(fixed)) <= {2.0 + 2 * k for k in range(3)}  # 2 (stratum t) + 2·(times a drawn)
+    census = cluster_bootstrap(y, clusters, lambda s: s[:, 0], reps=50, strata=strata,
+                               fractions={"s": 1.0, "t": 1.0})
+    assert (census == y.sum()).all()
 
 
 def test_bootstrap_is_deterministic_and_independent_of_row_order_and_length():
@@ -164,19 +222,22 @@ def test_percentile_ci_ignores_undefined_replicates():
 
 @settings(max_examples=40, deadline=None)
 @given(
-    sizes=st.lists(st.integers(1, 6), min_size=1, max_size=25),
+    sizes=st.lists(st.integers(1, 6), min_size=2, max_size=25),
     data=st.data(),
     seed=st.integers(0, 2**32 - 1),
     stratified=st.booleans(),
 )
-def test_bootstrap_replicates_are_centred_and_draw_each_stratum_whole(sizes, data, seed, stratified):
+def test_bootstrap_replicates_are_centred_and_rescale_each_stratum_to_its_size(sizes, data, seed, stratified):
     n_clusters = len(sizes)
     clusters = np.repeat(np.arange(n_clusters), sizes)
     x = np.array(data.draw(st.lists(st.floats(-100, 100), min_size=len(clusters), max_size=len(clusters))))
     cluster_strata = np.arange(n_clusters) % 3 if stratified else np.zeros(n_clusters, dtype=int)
     strata = cluster_strata[clusters]
+    counts = np.bincount(cluster_strata, minlength=3)
+    # A stratum of one cluster cannot be resampled: audit it whole (f = 1), as the estimator requires.
+    fractions = {s: (1.0 if counts[s] == 1 else data.draw(st.sampled_from([0.0, 0.5]))) for s in range(3)}
     # Indicator columns: 1 on the first unit of each cluster, one column per stratum. Their replicate
-    # sums are the number of clusters drawn in that stratum, which must always equal its cluster count.
+    # sums are the rescaled number of clusters drawn in that stratum, which must always equal its cluster count.
     first = np.r_[True, clusters[1:] != clusters[:-1]]
     indicators = np.column_stack([first & (strata == s) for s in range(3)]).astype(float)
     reps = 400
@@ -187,11 +248,9 @@ def test_bootstrap_replicates_are_centred_and_draw_each_stratum_whole(sizes, dat
         return s[:, 0]
 
     replicates = cluster_bootstrap(np.column_stack([x, indicators]), clusters, keep, reps=reps, seed=seed,
-                                   strata=strata if stratified else None)
-    expected_counts = np.bincount(cluster_strata, minlength=3)
-    assert (sums[:, 1:] == expected_counts).all()
-    assert (sums[:, 1:].sum(axis=1) == n_clusters).all()
-    # The total is linear in the counts, so its bootstrap mean is exactly the full-sample total in
+                                   strata=strata if stratified else None, fractions=fractions if stratified else None)
+    assert np.allclose(sums[:, 1:], counts, rtol=0, atol=1e-9)
+    # The total is linear in the weights, so its bootstrap mean is exactly the full-sample total in
     # expectation; allow 5 Monte Carlo standard errors.
     tolerance = 5 * replicates.std() / math.sqrt(reps) + 1e-6 * (1 + abs(x).sum())
     assert abs(replicates.mean() - x.sum()) <= tolerance
@@ -390,6 +449,38 @@ def test_kappa_undefined_when_both_reviewers_use_one_identical_label():
     assert cohen_kappa([], [])["why_undefined"] == "no items"
 
 
+def test_kappa_has_one_interval_whatever_the_caller():
+    a, b = labels_from_table(np.array([[20, 5], [10, 15]]), ["yes", "no"])
+    out = cohen_kappa(a, b)
+    assert out["kappa_reps"] == KAPPA_REPS == 10_000
+    assert cohen_kappa(a, b)["kappa_ci"] == out["kappa_ci"]  # no replicate count or seed to choose
+    low, high = out["kappa_ci"]
+    assert low < out["kappa"] < high
+
+
+def test_kappa_interval_resamples_cases_and_is_undefined_with_fewer_than_two():
+    a, b = labels_from_table(np.array([[20, 5], [10, 15]]), ["yes", "no"])
+    # Items come in groups of five from the same case: a case-cluster bootstrap is wider than an item one.
+    cases = [f"c{i // 5}" for i in range(len(a))]
+    order = np.argsort([x == y for x, y in zip(a, b, strict=True)], kind="stable")  # disagreements share cases
+    a, b = [a[i] for i in order], [b[i] for i in order]
+    clustered = cohen_kappa(a, b, clusters=cases)
+    items = cohen_kappa(a, b)
+    assert clustered["kappa"] == pytest.approx(items["kappa"])
+    assert clustered["kappa_ci"][1] - clustered["kappa_ci"][0] > items["kappa_ci"][1] - items["kappa_ci"][0]
+    assert clustered["clusters"] == 10 and items["clusters"] == 50
+    one = cohen_kappa(a, b, clusters=["c"] * len(a))
+    assert one["kappa"] == pytest.approx(items["kappa"]) and one["kappa_ci"] == [None, None]
+    assert one["why_no_interval"] == "fewer than two clusters (cases) among the items both reviewers labelled"
+
+
+def test_kappa_interval_of_perfect_agreement_is_not_a_collapsed_point():
+    # Six items, both reviewers agree on each, both labels used: kappa is 1, and every resample agrees too.
+    out = cohen_kappa([1, 0, 1, 0, 1, 1], [1, 0, 1, 0, 1, 1])
+    assert out["kappa"] == 1.0 and out["kappa_ci"] == [None, None]
+    assert "every bootstrap replicate gives 1.000" in out["why_no_interval"]
+
+
 # ---------------------------------------------------------------- judge audit
 
 
@@ -398,13 +489,17 @@ def test_audited_asr_reproduces_the_papers_correction():
     assert round(100 * audited_asr(0.5543, 0.9784, 0.9127), 2) == 59.42
 
 
-def audit_frame(seed: int = 0) -> pd.DataFrame:
+def audit_frame(seed: int = 0, population: dict[str, int] | None = None) -> pd.DataFrame:
+    """240 sampled items in two strata by judge label; `population` gives each stratum's N_h (default: n_h)."""
     rng = np.random.default_rng(seed)
     n = 240
     y = rng.integers(0, 2, size=n)
     h = np.where(rng.random(n) < 0.9, y, 1 - y)  # the judge is right about 90% of the time
-    return pd.DataFrame({"y": y, "h": h, "stratum": np.where(y == 1, "judged-harmful", "judged-safe"),
-                         "case_id": [f"c{i}" for i in rng.integers(0, 90, size=n)]})
+    stratum = np.where(y == 1, "judged-harmful", "judged-safe")
+    frame = pd.DataFrame({"y": y, "h": h.astype(float), "stratum": stratum,
+                          "case_id": [f"c{i}" for i in rng.integers(0, 90, size=n)]})
+    sizes = frame["stratum"].value_counts().to_dict() if population is None else population
+    return frame.assign(population=frame["stratum"].map(sizes), excluded=None)
 
 
 def confusion_metrics(y, h, w):
@@ -412,21 +507,23 @@ def confusion_metrics(y, h, w):
     fn, tn = (w * (y == 0) * (h == 1)).sum(), (w * (y == 0) * (h == 0)).sum()
     return {"precision": tp / (tp + fp), "recall": tp / (tp + fn), "specificity": tn / (tn + fp),
             "accuracy": (tp + tn) / (tp + fp + fn + tn), "f1": 2 * tp / (2 * tp + fp + fn),
-            "judged_asr": (tp + fp) / w.sum()}
+            "judged_asr": (tp + fp) / w.sum(), "human_asr": (tp + fn) / w.sum()}
 
 
-def test_judge_audit_with_equal_weights_is_the_plain_confusion_matrix():
-    df = audit_frame().assign(weight=1.0)
+def test_judge_audit_of_a_census_is_the_plain_confusion_matrix_with_no_sampling_error():
+    df = audit_frame()
     out = judge_audit(df, reps=1000)
     matrix = pd.crosstab(df["y"], df["h"])
     tp, fp, fn, tn = matrix.loc[1, 1], matrix.loc[1, 0], matrix.loc[0, 1], matrix.loc[0, 0]
     precision, recall = tp / (tp + fp), tp / (tp + fn)
     expected = {"precision": precision, "recall": recall, "specificity": tn / (tn + fp),
                 "accuracy": (tp + tn) / len(df), "f1": 2 * precision * recall / (precision + recall),
-                "judged_asr": df["y"].mean(), "audited_asr": df["h"].mean()}
+                "judged_asr": df["y"].mean(), "human_asr": df["h"].mean(), "audited_asr": df["h"].mean()}
+    assert out["census"] is True
     for name, value in expected.items():
         assert out[name]["value"] == pytest.approx(value), name
-        assert out[name]["ci_low"] <= out[name]["value"] <= out[name]["ci_high"], name
+        # Every rollout was audited: the estimate is the population value, and its interval that point.
+        assert out[name]["ci_low"] == pytest.approx(value) and out[name]["ci_high"] == pytest.approx(value), name
 
 
 def test_judge_audit_weights_shift_metrics_as_computed_by_hand():
@@ -436,8 +533,9 @@ def test_judge_audit_weights_shift_metrics_as_computed_by_hand():
         "y": [1, 1, 1, 1, 0, 0, 0, 0],
         "h": [1, 1, 1, 0, 1, 0, 0, 0],
         "stratum": ["pos"] * 4 + ["neg"] * 4,
-        "weight": [3.0] * 4 + [1.0] * 4,
+        "population": [12] * 4 + [4] * 4,
         "case_id": ["a", "b", "c", "d", "a", "e", "f", "g"],
+        "excluded": None,
     })
     out = judge_audit(df, reps=500)
     # Weighted TP = 9, FP = 3, FN = 1, TN = 3, total 16.
@@ -447,34 +545,124 @@ def test_judge_audit_weights_shift_metrics_as_computed_by_hand():
     assert out["accuracy"]["value"] == pytest.approx(12 / 16)
     assert out["f1"]["value"] == pytest.approx(18 / 22)
     assert out["judged_asr"]["value"] == pytest.approx(12 / 16)
-    assert out["audited_asr"]["value"] == pytest.approx(10 / 16)  # weighted human ASR
+    assert out["human_asr"]["value"] == pytest.approx(10 / 16)  # the direct weighted estimate
+    assert out["audited_asr"]["value"] == pytest.approx(10 / 16)  # equal to it when judged is the sample's own
     unweighted = confusion_metrics(df["y"].to_numpy(), df["h"].to_numpy(), np.ones(8))
     assert out["recall"]["value"] != pytest.approx(unweighted["recall"])
     # "a" is sampled in both strata: it is one cluster per stratum, so 8 clusters in all.
-    assert (out["n"], out["strata"], out["clusters"]) == (8, 2, 8)
+    assert (out["n"], out["usable"], out["strata"], out["clusters"]) == (8, 8, 2, 8)
+    assert (out["population"], out["population_covered"], out["census"]) == (16, 16, False)
 
 
 def test_judge_audit_with_the_population_judged_asr():
-    df = audit_frame(seed=1).assign(weight=lambda d: np.where(d["y"] == 1, 5.0, 2.0))
-    out = judge_audit(df, reps=1000, population_judged_asr=0.5543)
-    expected = confusion_metrics(df["y"].to_numpy(), df["h"].to_numpy(), df["weight"].to_numpy())
-    assert out["judged_asr"] == {"value": 0.5543, "ci_low": 0.5543, "ci_high": 0.5543}
-    assert out["audited_asr"]["value"] == pytest.approx(0.5543 * expected["precision"] / expected["recall"])
+    df = audit_frame(seed=1, population={"judged-harmful": 600, "judged-safe": 500})
+    positives = {"judged-harmful": 600, "judged-safe": 0}  # stratified by judge label: the census is exact
+    out = judge_audit(df, reps=1000, judged_positives=positives)
+    w = df["population"] / df.groupby("stratum")["y"].transform("size")
+    expected = confusion_metrics(df["y"].to_numpy(), df["h"].to_numpy(), w.to_numpy())
+    assert out["judged_asr"]["value"] == pytest.approx(600 / 1100)
+    assert (out["judged_asr"]["ci_low"], out["judged_asr"]["ci_high"]) == (out["judged_asr"]["value"],) * 2
+    assert out["judged_asr"]["source"] == "census"
+    assert out["audited_asr"]["value"] == pytest.approx(600 / 1100 * expected["precision"] / expected["recall"])
     assert out["audited_asr"]["ci_low"] < out["audited_asr"]["value"] < out["audited_asr"]["ci_high"]
 
 
-def test_judge_audit_intervals_match_a_slow_stratified_cluster_loop():
-    df = audit_frame(seed=2).assign(weight=lambda d: np.where(d["y"] == 1, 4.0, 1.5))
+def test_judge_audit_reweights_over_usable_items_and_counts_the_excluded():
+    df = audit_frame(seed=3, population={"judged-harmful": 500, "judged-safe": 700})
+    excluded = np.array([None] * len(df), dtype=object)
+    excluded[:9], excluded[9:14] = "unsure", "pending"
+    df = df.assign(excluded=excluded, h=np.where(pd.isna(excluded), df["h"], np.nan))
+    out = judge_audit(df, reps=500)
+    usable = df[df["excluded"].isna()]
+    w = usable["population"] / usable.groupby("stratum")["y"].transform("size")
+    assert w.sum() == pytest.approx(1200)  # the weights still add up to the population
+    expected = confusion_metrics(usable["y"].to_numpy(), usable["h"].to_numpy(), w.to_numpy())
+    for name in ("precision", "recall", "judged_asr", "human_asr"):
+        assert out[name]["value"] == pytest.approx(expected[name]), name
+    assert out["excluded"] == {"unsure": 9, "pending": 5} and out["usable"] == len(df) - 14
+    assert out["provisional"] is True
+    assert out["population_covered"] == out["population"] == 1200
+    by = {s["stratum"]: s for s in out["by_stratum"]}
+    assert sum(s["unsure"] for s in by.values()) == 9 and sum(s["pending"] for s in by.values()) == 5
+    for s in by.values():
+        assert s["weight"] == pytest.approx(s["population"] / s["usable"])
+    # Only unsure items excluded, none pending: the figures are final.
+    final = df.assign(excluded=np.where(df["excluded"] == "pending", "unsure", df["excluded"]))
+    assert judge_audit(final, reps=100)["provisional"] is False
+
+
+def test_a_stratum_without_usable_labels_is_left_out_and_the_coverage_said():
+    df = audit_frame(seed=4, population={"judged-harmful": 300, "judged-safe": 900})
+    gone = df["stratum"] == "judged-safe"
+    df = df.assign(excluded=np.where(gone, "unsure", None), h=np.where(gone, np.nan, df["h"]))
+    out = judge_audit(df, reps=200, unsampled_strata={"never-drawn": 40})
+    assert (out["population"], out["population_covered"]) == (1240, 300)
+    assert out["uncovered"] == [
+        {"stratum": "judged-safe", "population": 900, "sampled": int(gone.sum()), "unsure": int(gone.sum()),
+         "pending": 0, "reason": f"no usable label ({int(gone.sum())} unsure)"},
+        {"stratum": "never-drawn", "population": 40, "sampled": 0, "unsure": 0, "pending": 0,
+         "reason": "not sampled"}]
+    harmful = df[~gone]
+    assert out["precision"]["value"] == pytest.approx(harmful["h"].mean())
+    assert out["judged_asr"]["value"] == pytest.approx(1.0)  # of the covered population, not of all 1,240
+    assert out["recall"]["value"] == pytest.approx(1.0) and out["recall"]["why_undefined"] is None
+
+
+def test_direct_human_asr_is_defined_when_the_judge_finds_no_positives():
+    df = pd.DataFrame({"y": [0] * 6, "h": [1.0, 0, 0, 1, 0, 0], "stratum": ["s"] * 6, "population": [30] * 6,
+                       "case_id": list("abcdef"), "excluded": None})
+    out = judge_audit(df, reps=500, judged_positives={"s": 0})
+    assert out["human_asr"]["value"] == pytest.approx(2 / 6)
+    assert out["human_asr"]["ci_low"] <= 2 / 6 <= out["human_asr"]["ci_high"]
+    assert out["precision"]["value"] is None and "no usable item judged harmful" in out["precision"]["why_undefined"]
+    assert out["audited_asr"]["value"] is None
+    assert "the judge labelled no rollout harmful" in out["audited_asr"]["why_undefined"]
+
+
+def test_intervals_are_undefined_when_a_stratum_has_one_cluster():
+    # The issue's example: one unit in a stratum that was not audited whole.
+    df = pd.DataFrame({"y": [1, 1, 1, 0], "h": [1.0, 0, 1, 0], "stratum": ["a", "a", "a", "b"],
+                       "population": [10, 10, 10, 50], "case_id": ["c1", "c2", "c3", "c4"], "excluded": None})
+    out = judge_audit(df, reps=500)
+    assert out["precision"]["value"] == pytest.approx(2 / 3)
+    assert out["interval_undefined"] == "fewer than two clusters in stratum b"
+    for name in ("precision", "recall", "accuracy", "human_asr", "audited_asr"):
+        assert (out[name]["ci_low"], out[name]["ci_high"]) == (None, None), name
+        assert out[name]["why_no_interval"] == "fewer than two clusters in stratum b", name
+    # Audited whole, the same lone unit is known exactly and the intervals come back.
+    whole = judge_audit(df.assign(population=[10, 10, 10, 1]), reps=500)
+    assert whole["interval_undefined"] is None and whole["precision"]["ci_low"] is not None
+
+
+def test_an_interval_without_spread_is_reported_as_none_with_the_reason():
+    # A judge right on every sampled item: every replicate's precision is 1, which is no interval.
+    df = pd.DataFrame({"y": [1, 1, 1, 0, 0, 0], "h": [1.0, 1, 1, 0, 0, 1], "stratum": ["p"] * 3 + ["n"] * 3,
+                       "population": [20] * 3 + [20] * 3, "case_id": list("abcdef"), "excluded": None})
+    out = judge_audit(df, reps=500)
+    assert out["precision"]["value"] == 1.0 and out["precision"]["ci_low"] is None
+    assert "every bootstrap replicate gives 1" in out["precision"]["why_no_interval"]
+    assert out["recall"]["ci_low"] is not None
+
+
+def test_judge_audit_intervals_match_a_slow_rao_wu_loop():
+    df = audit_frame(seed=2, population={"judged-harmful": 400, "judged-safe": 900})
     out = judge_audit(df, reps=3000, seed=5)
     rng = np.random.default_rng(8)
-    y, h, w = df["y"].to_numpy(), df["h"].to_numpy(), df["weight"].to_numpy()
+    y, h = df["y"].to_numpy(), df["h"].to_numpy()
+    sizes = df.groupby("stratum")["y"].transform("size").to_numpy()
+    w = df["population"].to_numpy() / sizes
+    lam = np.sqrt(1 - sizes / df["population"].to_numpy())  # finite population correction per stratum
     psu = (df["stratum"] + "/" + df["case_id"]).to_numpy()
-    rows = {p: np.flatnonzero(psu == p) for p in np.unique(psu)}
     psus = {s: np.unique(psu[df["stratum"].to_numpy() == s]) for s in df["stratum"].unique()}
     precision = []
     for _ in range(3000):
-        drawn = np.concatenate([rows[p] for ids in psus.values() for p in rng.choice(ids, size=len(ids))])
-        precision.append(confusion_metrics(y[drawn], h[drawn], w[drawn])["precision"])
+        factor = np.empty(len(df))
+        for ids in psus.values():
+            n = len(ids)
+            drawn = dict(zip(ids, np.bincount(rng.integers(0, n, size=n - 1), minlength=n), strict=True))
+            rows = np.isin(psu, ids)
+            factor[rows] = [1 - lam[i] + lam[i] * n / (n - 1) * drawn[psu[i]] for i in np.flatnonzero(rows)]
+        precision.append(confusion_metrics(y, h, w * factor)["precision"])
     precision = np.array(precision)
     sd = precision.std()
     assert abs(out["precision"]["ci_low"] - np.percentile(precision, 2.5)) < 0.25 * sd

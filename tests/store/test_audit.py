@@ -40,7 +40,7 @@ N = 6
 
 
 def make_audit(store, audit_id: str = "audit-1", *, blind_model: bool = True, blind_attack: bool = False,
-               reviewers=("alice", PEER), rollout_ids=None) -> list[int]:
+               reviewers=("alice", PEER), rollout_ids=None, adjudicator: str = "carol") -> list[int]:
     """An audit over the run's N rollouts (alice's order reversed); returns item ids in alice's order."""
     ids = rollout_ids or sorted(r["rollout_id"] for r in store.labelled_rows("run-1", "h-state", "rule"))[:N]
     items = [AuditItemRecord(rollout_id=rollout_id, stratum=f"{STRATUM}|label={i % 2}", population=10, sampled=3,
@@ -48,7 +48,7 @@ def make_audit(store, audit_id: str = "audit-1", *, blind_model: bool = True, bl
              for i, rollout_id in enumerate(ids)]
     store.create_audit(AuditRecord(id=audit_id, run_id="run-1", config_name="state/rule", config_hash="h-state",
                                    backbone="rule", seed=7, n=len(ids), stratify=["strategy", "label"],
-                                   reviewers=list(reviewers), adjudicator="carol", blind_model=blind_model,
+                                   reviewers=list(reviewers), adjudicator=adjudicator, blind_model=blind_model,
                                    blind_attack=blind_attack, created_at=T0), items)
     return [entry["item_id"] for entry in store.reviewer_queue(audit_id, reviewers[0])]
 

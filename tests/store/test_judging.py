@@ -10,7 +10,7 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import func, inspect, select
+from sqlalchemy import func, inspect, select, text
 
 from redagent.store import InvalidRecord, open_store
 from redagent.store import judging as store_judging
@@ -23,9 +23,9 @@ from redagent.store.tables import metadata
 from tests.store.factory import T0, make_rollout, make_run, write_as_of
 
 OLD_TABLES = {"run", "rollout", "event", "receipt", "blob", "snapshot", "diff_entry"}
-# Everything migrations after 0001 add (judging and audit in 0002, case reviews in 0003).
+# Everything migrations after 0001 add (judging and audit in 0002, case reviews in 0003, the team in 0005).
 NEW_TABLES = {"judge_label", "recognition_label", "audit", "audit_item", "audit_assignment", "audit_label",
-              "adjudication", "review_round", "round_case", "case_review"}
+              "adjudication", "review_round", "round_case", "case_review", "team_member"}
 
 
 def judge_label(rollout, *, config_hash: str = "h-state", backbone: str = "rule", label: int | None = 1,
@@ -125,7 +125,8 @@ def test_downgrade_to_0001_drops_only_the_judging_tables(store):
             command.downgrade(alembic_config(conn), "0001")
     with store.engine.connect() as conn:
         assert set(inspect(conn).get_table_names()) == OLD_TABLES | {"alembic_version"}
-    assert store.get_run("run-1") is not None
+        # Read as the 0001 schema has it (this code's Store reads columns later revisions added).
+        assert conn.execute(text("SELECT id FROM run")).scalars().all() == ["run-1"]
 
 
 # ---------------------------------------------------------------- judge labels

@@ -1,0 +1,59 @@
+"""The team of a store: who may log in, in which role, and the blinded views reviewers read.
+
+`team_member` is on `StoreModel.metadata` like every other table (tables.py imports this module).
+The blinded views are created by migration 0005 with per-dialect SQL; they are described here as
+plain `Table` objects on a metadata of their own, so queries can name their columns while schema
+tools (create_all, autogenerate) never mistake them for tables.
+"""
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, CheckConstraint, Column, Integer, MetaData, Table, Text
+from sqlmodel import Field
+
+from redagent.store.tables import JSONDocument, StoreModel, UTCDateTime
+
+TEAM_ROLES = ("researcher", "reviewer", "adjudicator", "expert")
+
+
+class TeamMember(StoreModel, table=True):
+    """One person of a team store: name, role, PostgreSQL login and the SHA-256 of their console token."""
+
+    __tablename__ = "team_member"
+    __table_args__ = (CheckConstraint("role IN ('researcher', 'reviewer', 'adjudicator', 'expert')",
+                                      name="ck_team_member_role"),)
+
+    name: str = Field(sa_column=Column(Text, primary_key=True))
+    role: str = Field(sa_type=Text, nullable=False)
+    login: str | None = Field(default=None, sa_column=Column(Text, nullable=True, unique=True))
+    token_sha256: str | None = Field(default=None, sa_type=Text, nullable=True)
+    created_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
+
+
+team_member = TeamMember.__table__
+
+views = MetaData()
+blind_audit = Table("blind_audit", views, Column("id", Text), Column("n", Integer), Column("adjudicator", Text),
+                    Column("blind_model", Boolean), Column("blind_attack", Boolean),
+                    Column("created_at", UTCDateTime))
+blind_queue = Table("blind_queue", views, Column("audit_id", Text), Column("item_id", Integer),
+                    Column("reviewer", Text), Column("position", Integer))
+blind_item = Table("blind_item", views, Column("audit_id", Text), Column("item_id", Integer),
+                   Column("blind_model", Boolean), Column("blind_attack", Boolean), Column("case_id", Text),
+                   Column("constraint", Text), Column("surfaces", Text), Column("harness", Text), Column("cue", Text),
+                   Column("defense", Text), Column("model", Text), Column("strategy", Text),
+                   Column("vulnerability", Text), Column("channel", Text))
+blind_event = Table("blind_event", views, Column("audit_id", Text), Column("item_id", Integer), Column("idx", Integer),
+                    Column("role", Text), Column("text", Text), Column("tool_call", JSONDocument),
+                    Column("observation", Text), Column("receipts", JSONDocument), Column("original", Text),
+                    Column("tampered", Boolean))
+blind_receipt = Table("blind_receipt", views, Column("audit_id", Text), Column("item_id", Integer),
+                      Column("receipt_id", Text), Column("seq", Integer), Column("service", Text),
+                      Column("action", Text), Column("args", JSONDocument), Column("outcome", Text),
+                      Column("actor", Text), Column("step", Integer), Column("effect", JSONDocument),
+                      Column("error", Text), Column("via", Text))
+blind_diff = Table("blind_diff", views, Column("audit_id", Text), Column("item_id", Integer),
+                   Column("entry_id", Integer), Column("path", Text), Column("op", Text),
+                   Column("before", JSONDocument), Column("after", JSONDocument))
+blind_slot_label = Table("blind_slot_label", views, Column("audit_id", Text), Column("item_id", Integer),
+                         Column("slot", Text), Column("label", Text), Column("version", Integer))
