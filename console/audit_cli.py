@@ -216,3 +216,72 @@ def import_cmd(audit_id: str = typer.Argument(...), file: Path = typer.Argument(
         return
     out.print(f"{result['reviewer']}: {result['submitted']} labels submitted, {result['unchanged']} already "
               f"submitted, {result['blank']} rows left blank", highlight=False)
+
+
+# ---------------------------------------------------------------- the adjudicator's commands
+
+
+ADJUDICATING = (*ANALYSTS, "adjudicator")  # who may run the adjudicator's commands
+
+
+@audit_app.command("adjudicate")
+def adjudicate_cmd(
+    audit_id: str = typer.Argument(...),
+    item_id: int = typer.Argument(..., help="the disputed item (its id, as `audit adjudications` lists it)"),
+    label: str = typer.Argument(..., help="harmful, not_harmful or unsure"),
+    note: str = typer.Option("", "--note", help="saved with the decision"),
+    correct: bool = typer.Option(False, "--correct", help="correct your earlier decision (needs --reason)"),
+    reason: str | None = typer.Option(None, "--reason", help="why the decision changes (with --correct)"),
+    adjudicator: str | None = typer.Option(None, "--adjudicator", help="who decides (a team login: always itself)"),
+    db: str | None = DB_OPTION,
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Decide a disputed item (write-once), or with --correct --reason record a corrected decision as its next
+    version."""
+    if reason is not None and not correct:
+        fail("--reason is for a correction: add --correct")
+    if correct and not (reason or "").strip():
+        fail("a correction needs a reason: --reason TEXT")
+    with _store(db, roles=ADJUDICATING) as store:
+        name = acting_as(store, adjudicator, "adjudicator", "--adjudicator")
+        if correct:
+            saved = store.correct_adjudication(audit_id, item_id, name, label, reason or "", note)
+        else:
+            saved = store.adjudicate(audit_id, item_id, name, label, note)
+    if as_json:
+        print_json({"audit_id": audit_id, **saved, "corrected": correct})
+        return
+    what = "corrected" if correct else "decided"
+    out.print(f"item {item_id} {what}: {saved['label']} (version {saved['version']})", highlight=False)
+
+
+@audit_app.command("adjudications")
+def adjudications_cmd(
+    audit_id: str = typer.Argument(...),
+    adjudicator: str | None = typer.Option(None, "--adjudicator", help="who decides (a team login: always itself)"),
+    db: str | None = DB_OPTION,
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """The adjudication queue: each disputed item with the reviewers' labels as A and B (first labels beside a
+    later correction) and your decision, or none yet."""
+    with _store(db, roles=ADJUDICATING) as store:
+        name = acting_as(store, adjudicator, "adjudicator", "--adjudicator")
+        # The blinded adjudicator query: slot letters only, never the reviewers' names or notes, no judge label.
+        queue = store.adjudication_queue(audit_id, name)
+    rows = [{"item_id": item["item_id"], "case_id": item["case_id"], "A": item["labels"].get("A"),
+             "B": item["labels"].get("B"), "A_first": item["first_labels"].get("A"),
+             "B_first": item["first_labels"].get("B"), "decision": item["adjudicated"]} for item in queue]
+    if as_json:
+        print_json({"audit_id": audit_id, "items": rows})
+        return
+    decided = sum(1 for row in rows if row["decision"] is not None)
+    table = Table(title=f"{audit_id}: {len(rows)} disputed items, {decided} decided")
+    for column in ("item", "case", "A", "B", "decision"):
+        table.add_column(column)
+    for row in rows:
+        cells = []
+        for slot in ("A", "B"):
+            first = row[f"{slot}_first"]
+            cells.append(str(row[slot]) + (f" (first {first})" if first != row[slot] else ""))
+        table.add_row(str(row["item_id"]), row["case_id"], *cells, row["decision"] or "—")
+    out.print(table)

@@ -306,7 +306,8 @@ class AuditQueries:
     def adjudication_queue(self, audit_id: str, adjudicator: str) -> list[dict[str, Any]]:
         """Items whose reviewers disagree (see needs_adjudication), by item id: the blinded evidence, the
         reviewers' current labels as {"A": ..., "B": ...} under `labels`, their first labels under
-        `first_labels`, and the adjudicator's own latest label as `adjudicated` (or None)."""
+        `first_labels`, the adjudicator's own latest label as `adjudicated` (or None) and that decision whole
+        ({label, note, version}) as `decision`."""
         with self._reading() as conn:
             audit = self._blind_audit_row(conn, audit_id)
             self._check_adjudicator(audit, adjudicator)
@@ -317,7 +318,8 @@ class AuditQueries:
             decided = self._adjudicated(conn, audit_id)
         return [{**views[item_id], "labels": dict(sorted(state[item_id][1].items())),
                  "first_labels": dict(sorted(state[item_id][0].items())),
-                 "adjudicated": decided[item_id]["label"] if item_id in decided else None}
+                 "adjudicated": decided[item_id]["label"] if item_id in decided else None,
+                 "decision": decided.get(item_id)}  # own latest {label, note, version}, or None
                 for item_id in pending]
 
     def adjudicator_overview(self, audit_id: str, adjudicator: str) -> dict[str, Any]:

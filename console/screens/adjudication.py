@@ -1,8 +1,11 @@
 """The adjudicator's queue: items the two reviewers disagreed on, their labels as A and B only, a decision.
 
 The store's `adjudication_queue` returns the blinded evidence and the reviewers' labels under their
-slot letters — never their names or notes, nor the judge's label — and `adjudicate` keeps the
-decision write-once, as reviewer labels are.
+slot letters — never their names or notes, nor the judge's label — and the evidence panes run without
+judge hints, so nothing computed by judges/ is drawn. `adjudicate` keeps the decision write-once, as
+reviewer labels are, so a decision is staged by a key and written by Enter (the reviewer screen's
+`LabellingScreen`); `c` corrects a decision with a required reason (`correct_adjudication`: the next
+version, the earlier ones kept).
 """
 
 from __future__ import annotations
@@ -15,12 +18,20 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
-from redagent.console.screens.audit import EXPECTED, LABEL_NAMES, help_for, item_header, label_text
+from redagent.console.screens.audit import (
+    EXPECTED,
+    LABEL_NAMES,
+    UNSAVED_NOTE,
+    CorrectionDialog,
+    LabellingScreen,
+    help_for,
+    item_header,
+    label_text,
+)
 from redagent.console.widgets.evidence import EvidencePanes
 
 
@@ -39,37 +50,63 @@ class DisputesLoaded(Message):
 
 
 class DecisionSaved(Message):
-    def __init__(self, item_id: int, label: str) -> None:
+    """A decision (or its correction) was written: the stored version, and the note text the screen sent."""
+
+    def __init__(self, item_id: int, saved: dict[str, Any], corrected: bool, note: str) -> None:
         super().__init__()
         self.item_id = item_id
-        self.label = label
+        self.saved = saved
+        self.corrected = corrected
+        self.note = note
 
 
-class AdjudicationScreen(Screen):
+class DecisionFailed(Message):
+    def __init__(self, item_id: int, text: str) -> None:
+        super().__init__()
+        self.item_id = item_id
+        self.text = text
+
+
+class AdjudicationScreen(LabellingScreen):
     """The disagreement queue of the adjudicator's newest audit (adjudicator role)."""
 
     NAME = "adjudication"
+    NOTE = "#adj-note"
+    PROMPT = "#adj-confirm"
+    WHAT = "decide"
+    IDLE = "h / n / u choose a decision · Enter saves it · Esc cancels"
     HELP = """\
 # Adjudication
 
 Items the two reviewers disagreed on (or marked unsure). Their labels are shown as **A** and **B**
-only; the evidence is the same blinded trajectory | receipts | state diff they saw.
+only; the evidence is the same blinded trajectory | receipts | state diff they saw, with nothing
+computed by a judge.
 
 | key | action |
 |---|---|
-| `h` | decide **harmful** |
-| `n` | decide **not harmful** |
-| `u` | decide **unsure** |
+| `h` | choose **harmful** |
+| `n` | choose **not harmful** |
+| `u` | choose **unsure** |
+| `enter` | save the decision you chose (the line above the note names it and the item) |
+| `escape` | drop the decision you chose |
+| `c` | correct your decision (choose the new label, give a required reason) |
 | `]` / `[` | next / previous item |
-| `tab` | move to the note field (typed before deciding, saved with the decision) |
+| `tab` | move to the note field; `enter` there leaves it |
+| `m` | maximise the focused evidence pane |
 
-A decision is write-once.
+A key never writes a decision by itself: `h` / `n` / `u` only choose one, and `enter` saves it.
+A decision is write-once; `c` records a corrected decision as its next version, with the reason.
+Notes stay with the item they were typed on (✎ in the list) until saved with its decision; letters
+typed while a pane has focus go into the note field.
 """
 
     BINDINGS = [
-        Binding("h", "decide('harmful')", "Harmful", id="decide-harmful", tooltip="Decide: harmful"),
-        Binding("n", "decide('not_harmful')", "Not harmful", id="decide-not-harmful", tooltip="Decide: not harmful"),
-        Binding("u", "decide('unsure')", "Unsure", id="decide-unsure", tooltip="Decide: unsure"),
+        Binding("h", "stage('harmful')", "Harmful", id="decide-harmful", tooltip="Choose: harmful (Enter saves it)"),
+        Binding("n", "stage('not_harmful')", "Not harmful", id="decide-not-harmful",
+                tooltip="Choose: not harmful (Enter saves it)"),
+        Binding("u", "stage('unsure')", "Unsure", id="decide-unsure", tooltip="Choose: unsure (Enter saves it)"),
+        Binding("c", "correct", "Correct", id="correct-decision",
+                tooltip="Correct your decision: a new version with the reason for the change"),
         Binding("right_square_bracket", "move(1)", "Next", id="next-item", tooltip="Next disputed item"),
         Binding("left_square_bracket", "move(-1)", "Previous", id="previous-item", tooltip="Previous disputed item"),
         Binding("question_mark", "help", "Help", id="help", tooltip="Keys and what this screen shows"),
@@ -82,6 +119,8 @@ A decision is write-once.
     AdjudicationScreen #adj-queue { width: 34; }
     AdjudicationScreen #adj-main { width: 1fr; }
     AdjudicationScreen #adj-header, AdjudicationScreen #adj-labels { height: auto; padding: 0 1; }
+    AdjudicationScreen #adj-confirm { height: 1; padding: 0 1; }
+    AdjudicationScreen #adj-confirm.-staged { background: $warning 30%; }
     AdjudicationScreen #adj-note { margin: 0 1; }
     """
 
@@ -91,6 +130,8 @@ A decision is write-once.
         self.adjudicator = adjudicator
         self.items: list[dict[str, Any]] = []
         self.current: dict[str, Any] | None = None
+        # The version of each decision written from this screen (the queue's `decision` has the stored one).
+        self.versions: dict[int, int] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("Adjudication", id="adj-title")
@@ -100,9 +141,11 @@ A decision is write-once.
             with Vertical(id="adj-main"):
                 yield Static("", id="adj-header")
                 yield Static("", id="adj-labels")
-                yield EvidencePanes(id="adj-evidence")
-                yield Input(placeholder="note (optional) — typed before h / n / u, saved with the decision",
-                            id="adj-note")
+                # No judge hints: the adjudicator's screen shows nothing computed by judges/.
+                yield EvidencePanes(id="adj-evidence", judge_hints=False)
+                yield Static(Text(self.IDLE, style="dim"), id="adj-confirm")
+                yield Input(placeholder="note (optional) — kept with this item, saved with its decision",
+                            id="adj-note", select_on_focus=False)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -131,21 +174,57 @@ A decision is write-once.
             return
         self.post_message(DisputesLoaded(audit_id, items, select))
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="adjudication-write")
-    def save_decision(self, item_id: int, label: str, note: str) -> None:
+    # Not exclusive: a second confirmed decision must not cancel the write of the first.
+    @work(thread=True, exit_on_error=False, group="adjudication-write")
+    def save_decision(self, item_id: int, label: str, note: str, reason: str | None = None) -> None:
+        store = self.app.store
         try:
-            self.app.store.adjudicate(self.audit_id, item_id, self.adjudicator, label, note)
+            if reason is None:
+                saved = store.adjudicate(self.audit_id, item_id, self.adjudicator, label, note)
+            else:
+                saved = store.correct_adjudication(self.audit_id, item_id, self.adjudicator, label, reason, note)
         except EXPECTED as exc:
-            self.post_message(AdjudicationProblem(str(exc)))
+            self.post_message(DecisionFailed(item_id, str(exc)))
             return
-        self.post_message(DecisionSaved(item_id, label))
+        self.post_message(DecisionSaved(item_id, saved, corrected=reason is not None, note=note))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
             self.show_message(f"error: {event.worker.error}")
 
+    # ------------------------------------------------------------ what LabellingScreen asks
+
+    def current_item_id(self) -> int | None:
+        return self.current["item_id"] if self.current is not None else None
+
+    def item_name(self, item_id: int) -> str:
+        return f"item {item_id}"
+
+    def refusal(self, item_id: int) -> str | None:
+        decided = self.current["adjudicated"] if self.current is not None else None
+        if decided is None:
+            return None
+        return (f"{self.item_name(item_id)} is already decided ({LABEL_NAMES[decided]}): decisions are "
+                "write-once — press c to correct it with a reason")
+
+    def write(self, item_id: int, label: str, note: str) -> None:
+        self.save_decision(item_id, label, note)
+
     def show_message(self, text: str) -> None:
         self.query_one("#adj-message", Static).update(text)
+
+    def notes_changed(self) -> None:
+        options = self.query_one("#adj-queue", OptionList)
+        for item in self.items:
+            options.replace_option_prompt(str(item["item_id"]), self.queue_prompt(item))
+
+    def queue_prompt(self, item: dict[str, Any]) -> Text:
+        text = Text.assemble(f"item {item['item_id']:>4}  ", label_text(item["adjudicated"]))
+        if item["item_id"] in self.notes:
+            text.append(f" {UNSAVED_NOTE}", style="bold")
+        return text
+
+    # ------------------------------------------------------------ results
 
     @on(AdjudicationProblem)
     def on_problem(self, message: AdjudicationProblem) -> None:
@@ -160,8 +239,7 @@ A decision is write-once.
             (f"{decided}/{len(self.items)} decided", "bold")))
         options = self.query_one("#adj-queue", OptionList)
         options.clear_options()
-        options.add_options([Option(Text.assemble(f"item {item['item_id']:>4}  ", label_text(item["adjudicated"])),
-                                    id=str(item["item_id"])) for item in self.items])
+        options.add_options([Option(self.queue_prompt(item), id=str(item["item_id"])) for item in self.items])
         if not self.items:
             self.current = None
             self.show_message(f"no disagreements to adjudicate in audit {self.audit_id}")
@@ -175,12 +253,15 @@ A decision is write-once.
 
     @on(OptionList.OptionHighlighted, "#adj-queue")
     def on_highlight(self, event: OptionList.OptionHighlighted) -> None:
+        if self.staged is not None and str(self.staged.item_id) != event.option.id:
+            self.cancel_staged(f"not saved: you left {self.staged.name} before pressing Enter")
         item = next((item for item in self.items if str(item["item_id"]) == event.option.id), None)
         if item is not None and item is not self.current:
             self.show_item(item)
 
     def show_item(self, item: dict[str, Any]) -> None:
         self.current = item
+        self.attach_note(item["item_id"])
         self.query_one("#adj-header", Static).update(item_header({**item, "position": item["item_id"]}))
         labels = Text()
         for slot in ("A", "B"):
@@ -191,24 +272,61 @@ A decision is write-once.
             labels.append("   ")
         labels.append("decision: ", style="bold")
         labels.append_text(label_text(item["adjudicated"]))
+        stored = (item.get("decision") or {}).get("version", 1)
+        version = max(self.versions.get(item["item_id"], 1), stored)
+        if item["adjudicated"] is not None and version > 1:
+            labels.append(f" (corrected, version {version})", style="dim")
         self.query_one("#adj-labels", Static).update(labels)
-        self.query_one("#adj-evidence", EvidencePanes).load(item["events"], item["receipts"], item["diff"], None)
+        self.query_one("#adj-evidence", EvidencePanes).load(item["events"], item["receipts"], item["diff"])
 
     @on(DecisionSaved)
     def on_saved(self, message: DecisionSaved) -> None:
-        self.show_message(f"item {message.item_id} decided: {LABEL_NAMES[message.label]}")
-        self.query_one("#adj-note", Input).value = ""
-        self.load_disputes()
+        self.saving.discard(message.item_id)
+        self.versions[message.item_id] = int(message.saved["version"])
+        what = f"corrected (version {message.saved['version']})" if message.corrected else "decided"
+        self.show_message(f"{self.item_name(message.item_id)} {what}: {LABEL_NAMES[message.saved['label']]}")
+        if not message.corrected:
+            self.note_saved(message.item_id, message.note)
+        # A first decision moves on to the next undecided item unless the adjudicator already moved on
+        # (then they stay where they are); a correction stays on the item.
+        highlighted = self.query_one("#adj-queue", OptionList).highlighted_option
+        where = int(highlighted.id) if highlighted is not None and highlighted.id is not None else message.item_id
+        if message.corrected or where != message.item_id:
+            self.load_disputes(select=where)
+        else:
+            self.load_disputes(select=self.next_undecided(message.item_id))
 
-    def action_decide(self, label: str) -> None:
-        if self.current is None:
-            self.show_message("no item to decide")
+    def next_undecided(self, after: int) -> int | None:
+        """The first undecided item after `after`, wrapping around (None: every item is decided)."""
+        at = next((i for i, item in enumerate(self.items) if item["item_id"] == after), 0)
+        for item in self.items[at + 1:] + self.items[:at]:
+            if item["adjudicated"] is None and item["item_id"] not in self.saving:
+                return item["item_id"]
+        return None
+
+    @on(DecisionFailed)
+    def on_failed(self, message: DecisionFailed) -> None:
+        self.saving.discard(message.item_id)
+        self.show_message(message.text)
+
+    @on(Input.Submitted, "#adj-note")
+    def on_note_submitted(self, _event: Input.Submitted) -> None:
+        self.leave_note()
+
+    # ------------------------------------------------------------ actions
+
+    def action_correct(self) -> None:
+        if self.current is None or self.current["adjudicated"] is None:
+            self.show_message("nothing to correct: decide the item first")
             return
-        if self.current["adjudicated"] is not None:
-            self.show_message(f"item {self.current['item_id']} is already decided "
-                              f"({LABEL_NAMES[self.current['adjudicated']]}): decisions are write-once")
-            return
-        self.save_decision(self.current["item_id"], label, self.query_one("#adj-note", Input).value)
+        item_id, current = self.current["item_id"], self.current["adjudicated"]
+
+        def corrected(result: dict[str, str] | None) -> None:
+            if result is not None:
+                self.save_decision(item_id, result["label"], result["note"], reason=result["reason"])
+
+        self.app.push_screen(CorrectionDialog(f"Correct your decision on {self.item_name(item_id)}", current,
+                                              LABEL_NAMES), corrected)
 
     def action_move(self, step: int) -> None:
         options = self.query_one("#adj-queue", OptionList)

@@ -170,7 +170,7 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("loading…", id="case-header")
-        yield EvidencePanes(id="evidence")
+        yield EvidencePanes(id="evidence", judge_hints=not self.blinded)
         if not self.blinded:
             with VerticalScroll(id="labels-scroll"):
                 yield Static("", id="labels")
@@ -229,7 +229,7 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
         store, rollout_id = self.app.store, detail["rollout_id"]
         self.query_one(EvidencePanes).load(
             detail["events"], detail["receipts"], detail["diff"], labels,
-            mismatches=message.mismatch_lines or [], event_count=detail["event_count"],
+            mismatches=None if self.blinded else message.mismatch_lines or [], event_count=detail["event_count"],
             source=lambda start, stop: store.events_window(rollout_id, start, stop))
         if labels is not None:
             self.query_one("#labels", Static).update(labels_text(labels), layout=False)
@@ -239,7 +239,7 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
 
     @on(MismatchesFound)
     def _mismatches_found(self, message: MismatchesFound) -> None:
-        if message.rollout_id == self.loaded_id:
+        if message.rollout_id == self.loaded_id and not self.blinded:
             self.query_one(EvidencePanes).set_mismatches(message.lines)
 
     @on(Worker.StateChanged)

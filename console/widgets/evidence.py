@@ -3,9 +3,14 @@
 Selecting a trajectory event highlights the receipts it produced (its `receipts`, or receipts whose
 `step` is its index) and the diff entries those receipts changed. Which diff entry a receipt changed
 is not recorded by the sandbox, so `diff_for_receipts` infers it from the ids and paths the receipt
-names; it is a pure function, kept here so it can be tested without a screen. Claimed-versus-observed
-mismatches come from `redagent.judges.evidence.mismatches` and are flagged (⚠) on the events and
-receipts they name; evidence cited by judge labels, when labels are given, is marked ◆.
+names; it is a pure function, kept here so it can be tested without a screen.
+
+With `judge_hints` (the researcher's rollout screen), claimed-versus-observed mismatches from
+`redagent.judges.evidence.mismatches` are listed above the panes and flagged (⚠) on the events and
+receipts they name, and evidence cited by judge labels is marked ◆. Without them (the reviewer and
+adjudicator screens) nothing computed by judges/ is drawn or even computed: a mismatch line written
+by the same rules the audited judge uses would anchor the human towards the judge and inflate its
+measured precision and recall.
 """
 
 from __future__ import annotations
@@ -213,7 +218,7 @@ class Pane(Vertical):
 
 
 class EvidencePanes(Widget):
-    """Trajectory | receipts | state diff, with selection highlighting and mismatch flags."""
+    """Trajectory | receipts | state diff, with selection highlighting; mismatch flags only with judge_hints."""
 
     DEFAULT_CSS = """
     EvidencePanes { height: 1fr; }
@@ -227,8 +232,11 @@ class EvidencePanes(Widget):
                 tooltip="Fill the screen with the focused pane (again to restore)"),
     ]
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(self, *, judge_hints: bool = False, id: str | None = None, classes: str | None = None) -> None:
+        """Off by default — every screen a reviewer or adjudicator sees must show no mismatch line, no ⚠ or ◆;
+        only the researcher's rollout screen asks for `judge_hints=True`."""
         super().__init__(id=id, classes=classes)
+        self.judge_hints = judge_hints
         self.receipts: list[dict[str, Any]] = []
         self.diff: list[dict[str, Any]] = []
         self.mismatch_lines: list[str] = []
@@ -240,7 +248,8 @@ class EvidencePanes(Widget):
         self._owners: list[set[str]] = []
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="mismatches")
+        if self.judge_hints:
+            yield Static("", id="mismatches")
         with Horizontal():
             with Pane(id="trajectory-pane") as pane:
                 pane.border_title = "Trajectory"
@@ -263,12 +272,15 @@ class EvidencePanes(Widget):
         """Show one rollout's evidence. `labels` None shows no judge marks at all (blinded views).
 
         For a huge trajectory pass its first events, `event_count` and a `source(start, stop)` that
-        reads further windows (called in a thread). `mismatches` defaults to computing them from
-        `events` (then they must be all of them).
+        reads further windows (called in a thread). With judge_hints, `mismatches` defaults to
+        computing them from `events` (then they must be all of them). Without judge_hints, passing
+        labels or mismatches is a programming error: it would put judge-derived marks on a blinded screen.
         """
+        if not self.judge_hints and (labels is not None or mismatches is not None):
+            raise ValueError("these evidence panes show no judge hints: pass neither labels nor mismatches")
         self.receipts, self.diff = list(receipts), list(diff)
         self._owners = diff_owners(self.receipts, self.diff)
-        if mismatches is None:
+        if mismatches is None and self.judge_hints:
             mismatches = find_mismatches({"events": list(events), "receipts": self.receipts, "diff": self.diff})
         self._cited = cited(labels)
         trajectory = self.query_one("#trajectory", TrajectoryView)
@@ -277,10 +289,16 @@ class EvidencePanes(Widget):
         self.query_one("#trajectory-pane", Pane).border_title = f"Trajectory ({total} events)"
         self.query_one("#receipts-pane", Pane).border_title = f"Receipts ({len(self.receipts)})"
         self.query_one("#diff-pane", Pane).border_title = f"State diff ({len(self.diff)})"
-        self.set_mismatches(mismatches)
+        self._draw(mismatches or [])
 
     def set_mismatches(self, lines: list[str]) -> None:
         """Flag claimed-versus-observed mismatches (they may arrive after the panes, for a huge trajectory)."""
+        if not self.judge_hints:
+            raise ValueError("these evidence panes show no judge hints")
+        self._draw(lines)
+
+    def _draw(self, lines: list[str]) -> None:
+        """Lay the entries out with their marks (none at all without judge_hints: `lines` is empty, nothing cited)."""
         self.mismatch_lines = list(lines)
         bad_events, bad_receipts = flagged(lines)
         self._event_marks = {idx: "⚠" for idx in bad_events}
@@ -290,14 +308,15 @@ class EvidencePanes(Widget):
                 self._event_marks[int(match.group(1))] = "◆"
         self._receipt_marks = {r["id"]: "⚠" if r["id"] in bad_receipts else "◆" if r["id"] in self._cited else ""
                                for r in self.receipts}
-        text = Text(no_wrap=True, overflow="ellipsis")
-        for line in lines:
-            text.append(f"⚠ {line}\n")
-        text.rstrip()
-        if not lines:
-            text = Text("claimed vs observed: no mismatch found", style="dim")
-        # Fixed height, no layout pass: a mismatch line never moves the panes.
-        self.query_one("#mismatches", Static).update(text, layout=False)
+        if self.judge_hints:
+            text = Text(no_wrap=True, overflow="ellipsis")
+            for line in lines:
+                text.append(f"⚠ {line}\n")
+            text.rstrip()
+            if not lines:
+                text = Text("claimed vs observed: no mismatch found", style="dim")
+            # Fixed height, no layout pass: a mismatch line never moves the panes.
+            self.query_one("#mismatches", Static).update(text, layout=False)
         marks, cited = self._receipt_marks, self._cited
         self.query_one("#receipts", EntryList).load(
             self.receipts, lambda r: receipt_lines(r, marks[r["id"]]), receipt_line_count, "(no receipts)")

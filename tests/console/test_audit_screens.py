@@ -1,33 +1,48 @@
 """The blinded audit and adjudication screens under the pilot, on a real SQLite store made by the engine, judged
-by rule and audited with `judges.audit.sample`: nothing of the judge or the peer reviewer reaches the screen,
-labels are write-once with reasoned corrections, adjudication sees A and B only, and a stable snapshot."""
+by rule and audited with `judges.audit.sample`: nothing of the judge or the peer reviewer reaches the screen —
+not even the claimed-versus-observed notes the judges' rules compute —, labels are write-once with reasoned
+corrections and are only written by a confirming key, notes stay with the item they were typed on,
+adjudication sees A and B only and can be corrected (screen and `redagent audit adjudicate`), and a stable
+snapshot."""
 
 from __future__ import annotations
 
 import asyncio
 import io
+import json
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
 from rich.console import Console
+from rich.text import Text
 from sqlalchemy import update
-from textual.app import App
+from textual.app import App, ComposeResult
+from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Input, Select
+from textual.widget import Widget
+from textual.widgets import DataTable, Input, OptionList, Select
+from typer.testing import CliRunner
 
+from redagent.console import widgets
+from redagent.console.audit_cli import audit_app
 from redagent.console.screens.adjudication import AdjudicationScreen
-from redagent.console.screens.audit import AuditScreen, CorrectionDialog
+from redagent.console.screens.audit import AuditScreen, CorrectionDialog, LabelSaved
+from redagent.console.screens.help import HelpScreen
+from redagent.console.widgets.evidence import EvidencePanes
+from redagent.console.widgets.trajectory import EntryList, TrajectoryView
 from redagent.engine.matrix import RunSpec, start_run
 from redagent.judges import audit
 from redagent.judges.config import config_for
+from redagent.judges.evidence import mismatches
 from redagent.judges.labelling import judge_run
 from redagent.store import tables_judging as tj
 from redagent.store.db import Store, open_store
 from redagent.store.records import AuditItemRecord, AuditRecord
 
 SIZE = (120, 34)
+CLAIM_REFUSAL = "sim/comply-claim-refusal"  # complies, then tells the user it refused: a claimed-vs-observed mismatch
 REVIEWER, PEER, ADJUDICATOR = "alice", "zebedee", "carol"
 PEER_NOTE = "PEER-NOTE-SENTINEL"
 RATIONALE = "JUDGE-RATIONALE-SENTINEL"
@@ -52,9 +67,10 @@ class ScreenHost(App):
 
 
 def build_run(url: str) -> str:
-    """A calibration run of the banking cases (sim/comply, sim/ignore; native), judged under trajectory and state."""
+    """A calibration run of the banking cases (sim/comply, sim/ignore, sim/comply-claim-refusal; native), judged
+    under trajectory and state."""
     with open_store(url) as store:
-        runner = start_run(store, RunSpec(cases="banking-*", models=["sim/comply", "sim/ignore"],
+        runner = start_run(store, RunSpec(cases="banking-*", models=["sim/comply", "sim/ignore", CLAIM_REFUSAL],
                                           harnesses=["native"]))
         asyncio.run(runner.run())
         run_id = runner.run_record.id
@@ -87,6 +103,73 @@ def drive(app: App, scenario: Callable[[Any], Coroutine[Any, Any, None]], size: 
             await scenario(pilot)
 
     asyncio.run(main())
+
+
+def rendered_text(screen: Screen) -> str:
+    """The text of every widget of the screen's whole tree — drawn or scrolled out of view: each line of the
+    line-rendered panes, every queue entry, inputs, statics, border titles and tooltips."""
+    parts: list[str] = []
+    for widget in screen.walk_children(Widget, with_self=False):
+        parts += [str(title) for title in (widget.border_title, widget.border_subtitle, widget.tooltip) if title]
+        if isinstance(widget, TrajectoryView | EntryList):
+            parts += [widget.line_text(line)[0].plain for line in range(widget.line_count)]
+        elif isinstance(widget, OptionList):
+            parts += [str(widget.get_option_at_index(i).prompt) for i in range(widget.option_count)]
+        elif isinstance(widget, Input):
+            parts += [widget.value, widget.placeholder]
+        else:
+            drawn = widget.render()
+            if isinstance(drawn, Text | Content):
+                parts.append(drawn.plain)
+            elif isinstance(drawn, str):
+                parts.append(drawn)
+    return "\n".join(parts)
+
+
+def fresh_audit(url: str, run_id: str, audit_id: str, reviewers: tuple[str, str], adjudicator: str,
+                pick: Callable[[dict[str, Any]], bool] = lambda row: True, limit: int = 4) -> list[int]:
+    """An audit of its own (fixed id, both queues in rollout order) so a test's labels touch no other test;
+    returns the item ids in queue order."""
+    config = config_for("state")
+    with open_store(url) as store:
+        rows = sorted((row for row in store.labelled_rows(run_id, config.config_hash, "rule") if pick(row)),
+                      key=lambda r: (r["case_id"], r["model"]))[:limit]
+        items = [AuditItemRecord(rollout_id=row["rollout_id"], stratum="all", population=len(rows),
+                                 sampled=len(rows), weight=1.0, positions={reviewers[0]: n, reviewers[1]: n})
+                 for n, row in enumerate(rows, start=1)]
+        store.create_audit(AuditRecord(id=audit_id, run_id=run_id, config_name=config.name,
+                                       config_hash=config.config_hash, backbone="rule", seed=0, n=len(items),
+                                       stratify=[], reviewers=list(reviewers), adjudicator=adjudicator), items)
+        return [entry["item_id"] for entry in store.reviewer_queue(audit_id, reviewers[0])]
+
+
+def dispute(url: str, audit_id: str, reviewers: tuple[str, str], item_ids: list[int]) -> None:
+    """Both reviewers label every item, disagreeing: every item goes to adjudication."""
+    with open_store(url) as store:
+        for item_id in item_ids:
+            store.submit_label(audit_id, item_id, reviewers[0], "harmful", "first reviewer's note")
+            store.submit_label(audit_id, item_id, reviewers[1], "not_harmful", "second reviewer's note")
+
+
+def labels_by(url: str, audit_id: str, reviewer: str) -> list[tuple[int, str, str, int, str | None]]:
+    """Every version the reviewer wrote: (item_id, label, note, version, reason)."""
+    with open_store(url) as store:
+        return [(row["item_id"], row["label"], row["note"], row["version"], row["reason"])
+                for row in store.labels(audit_id, first_only=False) if row["reviewer"] == reviewer]
+
+
+def decisions(url: str, audit_id: str) -> list[tuple[int, str, str, int, str | None]]:
+    with open_store(url) as store:
+        return [(row["item_id"], row["label"], row["note"], row["version"], row["reason"])
+                for row in store.adjudications(audit_id)]
+
+
+async def type_on(pilot, widget_id: str, text: str) -> None:
+    """Focus a widget and type `text` key by key (what a reviewer does, whichever widget it lands in)."""
+    pilot.app.screen.set_focus(pilot.app.screen.query_one(widget_id))
+    await pilot.pause()
+    await pilot.press(*text)
+    await settle(pilot)
 
 
 @pytest.fixture(scope="module")
@@ -174,6 +257,10 @@ def test_labels_are_write_once_and_a_correction_records_its_reason(audited, tmp_
         screen.set_focus(None)
         await pilot.press("n")
         await settle(pilot)
+        assert "press Enter to save not harmful for item #1, Esc to cancel" in screen_text(app)
+        assert "0/12 labelled" in screen_text(app)  # staged, not written
+        await pilot.press("enter")
+        await settle(pilot)
         assert "1/12 labelled" in screen_text(app)
         assert screen.current["item_id"] != first and screen.current["position"] == 2
         # back to the labelled item: a second label is refused on screen, and nothing is written
@@ -229,6 +316,9 @@ def test_adjudicator_sees_slots_a_and_b_only_and_decides(audited):
         screen.set_focus(None)
         await pilot.press("h")
         await settle(pilot)
+        assert f"press Enter to save harmful for item {first}, Esc to cancel" in screen_text(app)
+        await pilot.press("enter")
+        await settle(pilot)
         assert f"item {first} decided: harmful" in screen_text(app)
         assert f"1/{len(disputed)} decided" in screen_text(app)
         # decisions are write-once too
@@ -253,6 +343,397 @@ def test_someone_who_adjudicates_nothing_gets_a_message(audited):
         assert "'alice' is not the adjudicator of any audit" in screen_text(pilot.app)
 
     drive(app, scenario)
+
+
+# ---------------------------------------------------------------- nothing computed by a judge
+
+
+class HintedPanes(App):
+    """The researcher's panes (judge hints on) showing one item's evidence: the control for the walk below."""
+
+    def __init__(self, item: dict[str, Any]) -> None:
+        super().__init__()
+        self.item = item
+
+    def compose(self) -> ComposeResult:
+        yield EvidencePanes(judge_hints=True)
+
+    def on_mount(self) -> None:
+        self.query_one(EvidencePanes).load(self.item["events"], self.item["receipts"], self.item["diff"])
+
+
+JUDGE_MARKS = ("⚠", "◆", "mismatch", "claimed vs observed", "speaks of refusing", "effect receipt(s) were recorded")
+
+
+def test_reviewer_and_adjudicator_screens_show_nothing_computed_by_a_judge(audited, monkeypatch):
+    """On items whose rollouts have a claimed-versus-observed mismatch (the agent says it refused, receipts say
+    it paid), neither the reviewer's nor the adjudicator's screen draws a mismatch line or a ⚠ / ◆ mark anywhere
+    in its widget tree, and the judges' mismatch rules are never even run; the same evidence in the researcher's
+    panes is flagged, so the walk would have found it."""
+    url, run_id = audited["url"], audited["run_id"]
+    reviewers, adjudicator = ("mira", "milo"), "ada"
+    item_ids = fresh_audit(url, run_id, "audit-claims", reviewers, adjudicator,
+                           pick=lambda row: row["model"] == CLAIM_REFUSAL)
+    with open_store(url) as store:
+        shown = [store.reviewer_item("audit-claims", item_id, reviewers[0]) for item_id in item_ids]
+    assert len(shown) == 4 and all(mismatches(item) for item in shown)  # every item has one to leak
+
+    calls: list[int] = []
+    real = widgets.evidence.find_mismatches
+    monkeypatch.setattr(widgets.evidence, "find_mismatches", lambda rollout: calls.append(1) or real(rollout))
+
+    async def hinted(pilot) -> None:
+        text = rendered_text(pilot.app.screen)
+        assert "⚠" in text and "speaks of refusing" in text
+
+    drive(HintedPanes(shown[0]), hinted)
+    assert calls == [1]
+    calls.clear()
+
+    def walk(screen_type: type[Screen], name: str) -> list[str]:
+        seen: list[str] = []
+        app = ScreenHost(url, name, lambda: screen_type(audit_id="audit-claims"))
+
+        async def scenario(pilot) -> None:
+            for _ in item_ids:
+                seen.extend([rendered_text(app.screen), screen_text(app)])
+                await pilot.press("right_square_bracket")
+                await settle(pilot)
+            seen.extend([rendered_text(app.screen), screen_text(app)])
+
+        drive(app, scenario)
+        return seen
+
+    reviewer_seen = walk(AuditScreen, reviewers[0])
+    assert sum(f"#{n}  banking" in text for text in reviewer_seen for n in range(1, 5)) >= 4  # every item shown
+    dispute(url, "audit-claims", reviewers, item_ids)
+    adjudicator_seen = walk(AdjudicationScreen, adjudicator)
+    assert all(any(f"#{item_id}  banking" in text for text in adjudicator_seen) for item_id in item_ids)
+    for text in reviewer_seen + adjudicator_seen:
+        assert "Trajectory" in text and "Receipts" in text
+        for mark in JUDGE_MARKS:
+            assert mark not in text, mark
+    assert calls == []  # the judges' mismatch rules never ran for these screens
+
+
+def test_blinded_panes_refuse_judge_hints():
+    panes = EvidencePanes(judge_hints=False)
+    with pytest.raises(ValueError, match="no judge hints"):
+        panes.load([], [], [], labels=[])
+    with pytest.raises(ValueError, match="no judge hints"):
+        panes.load([], [], [], mismatches=["e1: something"])
+    with pytest.raises(ValueError, match="no judge hints"):
+        panes.set_mismatches(["e1: something"])
+
+
+# ---------------------------------------------------------------- safe labelling
+
+
+def test_a_stray_key_never_writes_a_label(audited):
+    """h pressed on a pane only stages a label; a note typed while a pane has focus goes into the note field
+    (and its h / n / u never stage, its Enter never saves); the note field's own text triggers no binding; a
+    stray c on a labelled item cannot save a correction."""
+    url, reviewers = audited["url"], ("sam", "sue")
+    item_ids = fresh_audit(url, audited["run_id"], "audit-stray", reviewers, "ash")
+    app = ScreenHost(url, reviewers[0], lambda: AuditScreen(audit_id="audit-stray"))
+
+    async def scenario(pilot) -> None:
+        screen = app.screen
+        note = screen.query_one("#audit-note", Input)
+        assert screen.current["item_id"] == item_ids[0]
+        # h with focus on the trajectory pane: staged and named, not written
+        screen.set_focus(screen.query_one("#trajectory"))
+        await pilot.press("h")
+        await settle(pilot)
+        assert "press Enter to save harmful for item #1, Esc to cancel" in screen_text(app)
+        assert labels_by(url, "audit-stray", reviewers[0]) == []
+        await pilot.press("escape")
+        await settle(pilot)
+        assert screen.staged is None and "cancelled: nothing was saved" in screen_text(app)
+        # a word made only of this screen's keys, then Enter: h stages, the m drops it (and maximises)
+        await type_on(pilot, "#trajectory", "hmm")
+        assert screen.staged is None and "not saved: another key came before Enter" in screen_text(app)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert labels_by(url, "audit-stray", reviewers[0]) == []
+        # a note typed into the receipts pane, ending with Enter: every letter lands in the note field
+        await type_on(pilot, "#receipts", "harmless, nothing sent to anyone")
+        assert note.value == "harmless, nothing sent to anyone"
+        assert screen.staged is None and screen.focused is note
+        await pilot.press("enter")  # leaves the note field, saves nothing
+        await settle(pilot)
+        assert screen.focused is not note and screen.staged is None
+        # the queue list too: it would take Enter as "select"; the note field keeps the text
+        await type_on(pilot, "#audit-queue", " then un-hun")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert note.value == "harmless, nothing sent to anyone then un-hun"
+        # typed into the note field itself: label, move, correct and help keys are off and only text
+        await type_on(pilot, "#audit-note", " [h][n][u] c ?")
+        active = screen.active_bindings
+        assert all(key not in active or not active[key].enabled for key in ("h", "n", "u", "c", "right_square_bracket"))
+        # off by the screen's own rule too, so a label key remapped to a non-printable key is off as well
+        assert screen.check_action("stage", ("harmful",)) is None and screen.check_action("correct", ()) is None
+        assert note.value.endswith(" [h][n][u] c ?") and screen.current["item_id"] == item_ids[0]
+        assert app.screen is screen and screen.staged is None
+        await pilot.press("enter")
+        await settle(pilot)
+        assert labels_by(url, "audit-stray", reviewers[0]) == []
+        # a real label, then a stray c: the correction dialog opens with no label chosen, and typing plus
+        # Enter in its reason field cannot save a correction
+        await pilot.press("u", "enter")
+        await settle(pilot)
+        await pilot.press("left_square_bracket")
+        await settle(pilot)
+        assert screen.current["item_id"] == item_ids[0]
+        await pilot.press("c")
+        await settle(pilot)
+        assert isinstance(app.screen, CorrectionDialog)
+        await pilot.press(*"oops wrong window", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, CorrectionDialog) and "choose the corrected label" in screen_text(app)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is screen
+
+    drive(app, scenario)
+    assert labels_by(url, "audit-stray", reviewers[0]) == [
+        (item_ids[0], "unsure", "harmless, nothing sent to anyone then un-hun [h][n][u] c ?", 1, None)]
+
+
+def test_the_confirm_key_writes_exactly_one_label(audited):
+    url, reviewers = audited["url"], ("tess", "theo")
+    item_ids = fresh_audit(url, audited["run_id"], "audit-confirm", reviewers, "tara")
+    saved: list[LabelSaved] = []
+    app = ScreenHost(url, reviewers[0], lambda: AuditScreen(audit_id="audit-confirm"))
+
+    async def scenario(pilot) -> None:
+        screen = app.screen
+        await pilot.press("h", "n")  # a second key changes the staged label, still nothing is written
+        await settle(pilot)
+        assert "press Enter to save not harmful for item #1, Esc to cancel" in screen_text(app)
+        assert "Save" in screen_text(app)  # the footer offers Enter now
+        assert labels_by(url, "audit-confirm", reviewers[0]) == []
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("enter")  # nothing staged any more: a second Enter writes nothing
+        await settle(pilot)
+        assert labels_by(url, "audit-confirm", reviewers[0]) == [(item_ids[0], "not_harmful", "", 1, None)]
+        assert "item #1 labelled: not harmful" in screen_text(app)
+        assert screen.current["item_id"] == item_ids[1]  # on to the next unlabelled item
+        # staged on #2, then moving away: the staging is dropped, Enter on #3 writes nothing
+        await pilot.press("h", "right_square_bracket")
+        await settle(pilot)
+        assert screen.current["item_id"] == item_ids[2] and screen.staged is None
+        assert "harmful for item #2 not saved" in screen_text(app)
+        await pilot.press("enter")
+        await settle(pilot)
+        # staged, then another key (maximising a pane): dropped, and Enter on the maximised pane writes nothing
+        await pilot.press("u")
+        screen.set_focus(screen.query_one("#trajectory"))
+        await pilot.press("m")
+        await settle(pilot)
+        assert screen.maximized is not None and screen.staged is None
+        await pilot.press("enter")
+        await settle(pilot)
+        assert labels_by(url, "audit-confirm", reviewers[0]) == [(item_ids[0], "not_harmful", "", 1, None)]
+        # a label chosen on a maximised pane brings the prompt back into view before Enter can write it
+        await pilot.press("u")
+        await settle(pilot)
+        assert screen.maximized is None and "press Enter to save unsure for item #3" in screen_text(app)
+        await pilot.press("enter")
+        await settle(pilot)
+
+    drive(app, scenario, message_hook=lambda m: saved.append(m) if isinstance(m, LabelSaved) else None)
+    assert labels_by(url, "audit-confirm", reviewers[0]) == [(item_ids[0], "not_harmful", "", 1, None),
+                                                             (item_ids[2], "unsure", "", 1, None)]
+    # Exactly one write per confirmation (the hook sees a message at each node it bubbles through).
+    assert [m.item_id for m in {id(m): m for m in saved}.values()] == [item_ids[0], item_ids[2]]
+
+
+def test_notes_stay_with_the_item_they_were_typed_on(audited):
+    """Notes are kept per item across next / previous moves (✎ marks the items holding one), a label is saved
+    with its own item's note, and confirming then moving on at once neither carries the note to the next item
+    nor clears what that item holds."""
+    url, reviewers = audited["url"], ("nora", "ned")
+    item_ids = fresh_audit(url, audited["run_id"], "audit-notes", reviewers, "nell")
+    app = ScreenHost(url, reviewers[0], lambda: AuditScreen(audit_id="audit-notes"))
+
+    async def move(pilot, key: str) -> None:
+        await pilot.press(key)
+        await settle(pilot)
+
+    async def scenario(pilot) -> None:
+        screen = app.screen
+        note = screen.query_one("#audit-note", Input)
+        await type_on(pilot, "#audit-note", "note for one")
+        await pilot.press("enter")
+        await move(pilot, "right_square_bracket")
+        assert screen.current["position"] == 2 and note.value == ""
+        assert "your unsaved note stays with item #1" in screen_text(app)
+        assert "✎" in str(screen.query_one("#audit-queue", OptionList).get_option_at_index(0).prompt)
+        await type_on(pilot, "#audit-note", "note for two")
+        await pilot.press("enter")
+        await move(pilot, "left_square_bracket")
+        assert screen.current["position"] == 1 and note.value == "note for one"
+        await move(pilot, "right_square_bracket")
+        assert screen.current["position"] == 2 and note.value == "note for two"
+        await move(pilot, "right_square_bracket")
+        await type_on(pilot, "#audit-note", "note for three")  # typed on #3
+        await pilot.press("enter")
+        await move(pilot, "right_square_bracket")
+        assert screen.current["position"] == 4 and note.value == ""
+        await move(pilot, "left_square_bracket")
+        assert note.value == "note for three"
+        # label #3 and move on at once: the write carries #3's note; #4 keeps its own (empty) field
+        await pilot.press("h", "enter", "right_square_bracket")
+        await settle(pilot)
+        assert screen.current["position"] == 4 and note.value == ""
+        await move(pilot, "left_square_bracket")
+        await move(pilot, "left_square_bracket")
+        assert screen.current["position"] == 2 and note.value == "note for two"
+        await pilot.press("n", "enter")
+        await settle(pilot)
+        assert screen.current["position"] == 4  # on to the next unlabelled item (#3 is labelled)
+        for _ in range(3):
+            await move(pilot, "left_square_bracket")
+        assert screen.current["position"] == 1 and note.value == "note for one"
+        await pilot.press("u", "enter")
+        await settle(pilot)
+
+    drive(app, scenario)
+    assert sorted(labels_by(url, "audit-notes", reviewers[0])) == sorted([
+        (item_ids[2], "harmful", "note for three", 1, None), (item_ids[1], "not_harmful", "note for two", 1, None),
+        (item_ids[0], "unsure", "note for one", 1, None)])
+
+
+# ---------------------------------------------------------------- adjudicator corrections
+
+
+def test_the_adjudicator_decides_with_a_confirm_key_and_corrects_with_a_reason(audited):
+    url, reviewers, adjudicator = audited["url"], ("abe", "bea"), "cal"
+    item_ids = fresh_audit(url, audited["run_id"], "audit-adjudicate", reviewers, adjudicator, limit=2)
+    dispute(url, "audit-adjudicate", reviewers, item_ids)
+    app = ScreenHost(url, adjudicator, lambda: AdjudicationScreen(audit_id="audit-adjudicate"))
+
+    async def scenario(pilot) -> None:
+        screen = app.screen
+        first = screen.current["item_id"]
+        assert first == item_ids[0]
+        await pilot.press("c")  # nothing decided yet: nothing to correct
+        await settle(pilot)
+        assert "nothing to correct: decide the item first" in screen_text(app)
+        await type_on(pilot, "#adj-evidence #trajectory", "r2 paid the attacker")  # typing on a pane: the note
+        await pilot.press("enter")
+        await settle(pilot)
+        assert decisions(url, "audit-adjudicate") == []
+        await pilot.press("h", "enter")
+        await settle(pilot)
+        assert f"item {first} decided: harmful" in screen_text(app)
+        await pilot.press("left_square_bracket")
+        await settle(pilot)
+        assert screen.current["item_id"] == first
+        await pilot.press("n")
+        await settle(pilot)
+        assert "already decided" in screen_text(app) and "press c to correct" in screen_text(app)
+        await pilot.press("c")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, CorrectionDialog) and "Correct your decision on item" in screen_text(app)
+        dialog.query_one(Select).value = "not_harmful"
+        dialog.query_one("#correction-reason", Input).value = "r1 was the refund, not the transfer"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.screen is screen and screen.current["item_id"] == first
+        assert "corrected (version 2): not harmful" in screen_text(app)
+        assert "decision: not harmful (corrected, version 2)" in rendered_text(screen)  # (wrapped on screen)
+
+    drive(app, scenario)
+    assert decisions(url, "audit-adjudicate") == [
+        (item_ids[0], "harmful", "r2 paid the attacker", 1, None),
+        (item_ids[0], "not_harmful", "", 2, "r1 was the refund, not the transfer")]
+
+
+def test_adjudicate_and_adjudications_commands(audited):
+    url, reviewers, adjudicator = audited["url"], ("cleo", "cory"), "dora"
+    item_ids = fresh_audit(url, audited["run_id"], "audit-cli", reviewers, adjudicator, limit=2)
+    dispute(url, "audit-cli", reviewers, item_ids[:1])  # the second item is agreed on: not in the queue
+    with open_store(url) as store:
+        store.submit_label("audit-cli", item_ids[1], reviewers[0], "harmful")
+        store.submit_label("audit-cli", item_ids[1], reviewers[1], "harmful")
+    runner = CliRunner()
+
+    def run(*args: str):
+        return runner.invoke(audit_app, [*args, "--db", url])
+
+    listed = run("adjudications", "audit-cli", "--adjudicator", adjudicator, "--json")
+    assert listed.exit_code == 0, listed.output
+    assert [(row["item_id"], row["A"], row["B"], row["decision"]) for row in json.loads(listed.stdout)["items"]] == [
+        (item_ids[0], "harmful", "not_harmful", None)]
+    table = run("adjudications", "audit-cli", "--adjudicator", adjudicator)
+    assert table.exit_code == 0 and "1 disputed items, 0 decided" in table.stdout
+    for text in (listed.stdout, table.stdout):
+        for forbidden in (*reviewers, "reviewer's note", RATIONALE, "sim/"):
+            assert forbidden not in text, forbidden
+
+    item = str(item_ids[0])
+    decided = run("adjudicate", "audit-cli", item, "harmful", "--note", "r2 moved the money",
+                  "--adjudicator", adjudicator)
+    assert decided.exit_code == 0, decided.output
+    assert decided.stdout.strip() == f"item {item} decided: harmful (version 1)"
+    refusals = {
+        "a second decision": (("adjudicate", "audit-cli", item, "not_harmful", "--adjudicator", adjudicator),
+                              "write-once"),
+        "a correction without a reason": (("adjudicate", "audit-cli", item, "unsure", "--correct",
+                                           "--adjudicator", adjudicator), "a correction needs a reason"),
+        "a reason without --correct": (("adjudicate", "audit-cli", item, "unsure", "--reason", "why",
+                                        "--adjudicator", adjudicator), "add --correct"),
+        "no name": (("adjudicate", "audit-cli", item, "unsure"), "--adjudicator NAME"),
+        "someone else": (("adjudicate", "audit-cli", item, "unsure", "--adjudicator", reviewers[0]),
+                         "is not the adjudicator"),
+        "a bad label": (("adjudicate", "audit-cli", item, "maybe", "--adjudicator", adjudicator), "bad label"),
+        "an agreed item": (("adjudicate", "audit-cli", str(item_ids[1]), "unsure", "--adjudicator", adjudicator),
+                           "is not in"),
+        "an unknown audit": (("adjudications", "audit-none", "--adjudicator", adjudicator), "no audit"),
+    }
+    for what, (args, expected) in refusals.items():
+        result = run(*args)
+        assert result.exit_code == 2, what
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], (what, result.stderr)
+    corrected = run("adjudicate", "audit-cli", item, "not_harmful", "--correct", "--reason", "misread r2",
+                    "--adjudicator", adjudicator, "--json")
+    assert corrected.exit_code == 0, corrected.output
+    assert {k: json.loads(corrected.stdout)[k] for k in ("label", "version", "corrected")} == {
+        "label": "not_harmful", "version": 2, "corrected": True}
+    assert decisions(url, "audit-cli") == [(item_ids[0], "harmful", "r2 moved the money", 1, None),
+                                           (item_ids[0], "not_harmful", "", 2, "misread r2")]
+    listed = run("adjudications", "audit-cli", "--adjudicator", adjudicator, "--json")
+    assert json.loads(listed.stdout)["items"][0]["decision"] == "not_harmful"
+
+
+def test_the_help_lists_the_confirm_and_correct_keys(snapshot_store):
+    """Each screen's help table lists its own keys, the shared confirm and cancel keys included."""
+    for make, name, expected in ((lambda: AuditScreen(audit_id="audit-snapshot"), "snap",
+                                  ("label-harmful", "confirm-label", "cancel-label", "correct")),
+                                 (lambda: AdjudicationScreen(audit_id="audit-snapshot"), "judge-free",
+                                  ("decide-harmful", "confirm-label", "cancel-label", "correct-decision"))):
+        app = ScreenHost(snapshot_store, name, make)
+
+        async def scenario(pilot, expected: tuple[str, ...] = expected) -> None:
+            screen_name = pilot.app.screen.NAME
+            await pilot.app.push_screen(HelpScreen(screen_name))
+            await settle(pilot)
+            table = pilot.app.screen.query_one("#help-keys", DataTable)
+            rows = {str(table.get_row_at(i)[1]): [str(cell) for cell in table.get_row_at(i)]
+                    for i in range(table.row_count)}
+            for binding_id in expected:
+                assert binding_id in rows, binding_id
+            assert rows["confirm-label"][0] in ("enter", "⏎") and "Write the" in rows["confirm-label"][2]
+            assert "Enter saves it" in rows[expected[0]][2]
+            assert "choose" in screen_text(pilot.app).lower()
+
+        drive(app, scenario)
 
 
 # ---------------------------------------------------------------- snapshot
