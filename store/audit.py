@@ -6,15 +6,15 @@ Exposed as methods of `Store` (this module's `AuditQueries` is one of its mixins
 
 Blinding is enforced in SQL: the reviewer- and adjudicator-facing methods (`reviewer_queue`,
 `reviewer_item`, `blinded_items`, `adjudication_queue`, `adjudicator_overview`, the label writes) read
-only the blinded views of migration 0005 (`blind_*`) and the member's own label rows — never a table
-of runs, rollouts, judge labels or the audit itself — so on a PostgreSQL team store, where a
-reviewer's login is granted nothing else (store/access.py), the database refuses any other read.
-The views select only the columns a blinded reader may see. They never read the judge's label, rationale or evidence, the item's stratum
-or weight (a stratum names the judge label), the verifier's outcome E or its evidence, the rollout
-id (it would let a reader look the rollout up), the other reviewer's labels, notes or name; the model
-is left out under blind_model (and with it the provider-specific tool-call ids), the strategy,
-vulnerability and channel (and the tampering marks on events) under blind_attack. The adjudicator
-sees the two reviewers' labels under their slot letters A and B, never their names or notes.
+only the blinded views of migration 0005 (`blind_*`) and the member's own label rows — never a table of
+runs, rollouts, judge labels or the audit itself — so on a PostgreSQL team store, where a reviewer's
+login is granted nothing else (store/access.py), the database refuses any other read. The views select
+only the columns a blinded reader may see. They never read the judge's label, rationale or evidence, the
+item's stratum or weight (a stratum names the judge label), the verifier's outcome E or its evidence,
+the rollout id (it would let a reader look the rollout up), the other reviewer's labels, notes or name;
+the model is left out under blind_model (and with it the provider-specific tool-call ids), the strategy,
+vulnerability and channel (and the tampering marks on events) under blind_attack. The adjudicator sees
+the two reviewers' labels under their slot letters A and B, never their names or notes.
 The analyst-facing methods (`get_audit`, `audit_items`, `labels`, `adjudications`, `final_labels`)
 return everything and must not be shown to reviewers.
 

@@ -17,7 +17,8 @@ RUN = "run-1"
 # Every command that reads unblinded runs, labels or the team, with arguments good enough to reach the
 # role check (it comes before anything else).
 RESEARCH_ONLY = [
-    ["runs", "list"], ["runs", "show", RUN], ["export", RUN], ["stats", RUN], ["report", RUN, "--out", "/tmp/redagent-team-report"],
+    ["runs", "list"], ["runs", "show", RUN], ["export", RUN], ["stats", RUN],
+    ["report", RUN, "--out", "/tmp/redagent-team-report"],
     ["judge", RUN], ["recognize", RUN], ["replay", RUN, "--defense", "self-reminder"],
     ["run", "--models", "sim/comply"], ["cases", "refine", RUN],
     ["audit", "sample", RUN, "--config", "state/rule", "--reviewers", "x,y", "--adjudicator", "z"],
@@ -74,17 +75,17 @@ def test_a_reviewer_acts_only_as_themselves(team, tmp_path):
 
 
 def test_audit_status_tells_a_reviewer_only_their_own_progress(team, tmp_path):
-    store, urls = team
+    owner, urls = team
     for name in ("alice", PEER):
-        queue = store.reviewer_queue("audit-1", name)
-        store.submit_label("audit-1", queue[0]["item_id"], name, "harmful")
+        queue = owner.reviewer_queue("audit-1", name)
+        owner.submit_label("audit-1", queue[0]["item_id"], name, "harmful")
     mine = json.loads(redagent("audit", "status", "audit-1", "--json", db=urls["alice"]).stdout)
     assert mine == {"audit_id": "audit-1", "reviewer": "alice", "items": 6, "labelled": 1, "remaining": 5}
     text = redagent("audit", "status", "audit-1", db=urls["alice"]).stdout
     assert PEER not in text and "agreement" not in text and "kappa" not in text
     adjudicator = json.loads(redagent("audit", "status", "audit-1", "--json", db=urls["carol"]).stdout)
     assert adjudicator["labelled"] == {"A": 1, "B": 1} and PEER not in json.dumps(adjudicator)
-    researcher = json.loads(redagent("audit", "status", "audit-1", "--json", db=store.url).stdout)
+    researcher = json.loads(redagent("audit", "status", "audit-1", "--json", db=owner.url).stdout)
     assert set(researcher["reviewers"]) == {"alice", PEER}  # names and agreement: the owner's view
 
 
