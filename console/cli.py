@@ -485,28 +485,49 @@ def _drive(runner, as_json: bool) -> dict[str, Any]:
                        asr=f"{progress.asr:.1%}" if progress.asr is not None else "—")
 
         runner.on_progress = show
+        received: list[int] = []
+
+        def stop(signum: int) -> None:
+            received.append(signum)
+            runner.request_stop()
 
         async def go():
             loop = asyncio.get_running_loop()
-            loop.add_signal_handler(signal.SIGINT, runner.request_stop)
+            # SIGTERM too: a scheduler or `kill` ends the run like Ctrl-C, with what was finished stored.
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, stop, signum)
             try:
                 return await runner.run()
             finally:
-                loop.remove_signal_handler(signal.SIGINT)
+                for signum in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(signum)
 
         asyncio.run(go())
     result = _with_utility(runner.store, summary(runner.store, runner.run_record.id))
     if result["status"] == "stopped":
         err.print(f"stopped: {result['completed']} of {result['planned']} rollouts stored; "
                   f"resume with `redagent run --resume {result['run_id']}`", highlight=False)
+    # A run ended by a signal exits as the shell expects (130 for Ctrl-C), once its summary is printed.
+    result["exit_code"] = 128 + received[0] if received else 0
     return result
 
 
+def _exit_after_signal(result: dict[str, Any]) -> None:
+    if result.get("exit_code"):
+        raise typer.Exit(result["exit_code"])
+
+
 def _with_utility(store, result: dict[str, Any]) -> dict[str, Any]:
-    """The run summary with its utility table (benign and under attack, per cell and overall)."""
+    """The run summary with its utility table (benign and under attack, per cell and overall) and its health
+    (per cell: invalid details, tool use, exposure, warnings of a broken setup)."""
+    from redagent.judges.health import run_health
     from redagent.judges.report import utility
 
-    return {**result, "utility": utility(store, result["run_id"])}
+    return {**result, "utility": utility(store, result["run_id"]), "health": run_health(store, result["run_id"])}
+
+
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
 
 
 def _utility_cell(rate: dict[str, Any]) -> str:
@@ -520,21 +541,36 @@ def _print_summary(result: dict[str, Any]) -> None:
 
     out.print(f"[bold]{result['run_id']}[/] {result['status']} · {result['completed']}/{result['planned']} rollouts "
               f"· valid {result['valid']} · invalid {result['invalid']}", highlight=False)
+    if result["status"] == "interrupted":
+        out.print(f"[yellow]the process driving this run died; resume with `redagent run --resume "
+                  f"{result['run_id']}`[/]", highlight=False)
     if result["invalid_reasons"]:
         out.print("invalid: " + ", ".join(f"{k} {v}" for k, v in sorted(result["invalid_reasons"].items())))
     table = Table(title="execution ASR (E=1 among valid attacked rollouts) · utility U (task done; done/n checked, "
-                        "Wilson 95 %)")
-    for column in ("model", "harness", "cue", "defense", "harmful", "valid", "ASR", "benign U", "U under attack"):
+                        "Wilson 95 %) · no tool call (share of valid rollouts) · exposure (attack reached the agent, "
+                        "share of valid attacked)")
+    for column in ("model", "harness", "cue", "defense", "harmful", "valid", "ASR", "benign U", "U under attack",
+                   "no tool call", "exposure"):
         table.add_column(column, justify="left" if column in ("model", "harness", "cue", "defense") else "right")
     asr = {(c["model"], c["harness"], c["cue"], c["defense"]): c for c in result["execution_asr"]}
     utility = result.get("utility") or {"cells": [], "overall": None}
     by_cell = {(c["model"], c["harness"], c["cue"], c["defense"]): c for c in utility["cells"]}
-    for key in sorted(asr.keys() | by_cell.keys()):
-        cell, u = asr.get(key), by_cell.get(key)
+    health = result.get("health") or {"cells": [], "warnings": []}
+    fitness = {(c["model"], c["harness"], c["cue"], c["defense"]): c for c in health["cells"]}
+    for key in sorted(asr.keys() | by_cell.keys() | fitness.keys()):
+        cell, u, h = asr.get(key), by_cell.get(key), fitness.get(key)
         rate = "—" if cell is None or cell["rate"] is None else f"{cell['rate']:.1%}"
         table.add_row(*key, str(cell["harmful"]) if cell else "—", str(cell["valid"]) if cell else "—", rate,
-                      _utility_cell(u["benign"]) if u else "n/a", _utility_cell(u["under_attack"]) if u else "n/a")
+                      _utility_cell(u["benign"]) if u else "n/a", _utility_cell(u["under_attack"]) if u else "n/a",
+                      _share(h["no_tool_call_share"]) if h else "—", _share(h["exposure"]) if h else "—")
     out.print(table)
+    for h in health["cells"]:
+        for reason, entry in sorted(h["invalid"].items()):
+            shown = f" · e.g. {entry['detail']}" if entry.get("detail") else ""
+            out.print(f"invalid {' · '.join(h[k] for k in ('model', 'harness', 'cue', 'defense'))}: {reason} "
+                      f"{entry['n']}{shown}", markup=False, highlight=False, soft_wrap=True)
+    for line in health["warnings"]:
+        out.print(f"warning: {line}", style="yellow", markup=False, highlight=False, soft_wrap=True)
     overall = utility["overall"]
     if overall is not None:
         arm = "on" if result.get("protocol", {}).get("benign_arm") else "off"
@@ -559,16 +595,24 @@ def run(
     defenses: str = typer.Option("none", "--defenses", help="none,self-reminder,policy-reminder,placebo"),
     attempts: int = typer.Option(1, "--attempts"),
     concurrency: int = typer.Option(8, "--concurrency", help="rollouts in flight"),
-    per_model: int | None = typer.Option(None, "--per-model", help="rollouts in flight per model"),
+    per_model: int | None = typer.Option(None, "--per-model", help="model calls in flight per model"),
     max_steps: int = typer.Option(30, "--max-steps", help="tool calls per rollout"),
     api_base: str | None = typer.Option(None, "--api-base", help="model endpoint (OpenAI-compatible, vLLM, Ollama)"),
     timeout: float = typer.Option(60.0, "--timeout", help="seconds per model call"),
-    retries: int = typer.Option(3, "--retries", help="retries per model call (rate limits, 5xx, timeouts)"),
+    retries: int = typer.Option(3, "--retries", help="retries per model call (408, 409, 429, 5xx, dropped "
+                                                     "connections, malformed replies)"),
+    max_tokens: int = typer.Option(2048, "--max-tokens", help="most tokens per model reply"),
     disclosure: str | None = typer.Option(None, "--disclosure-text", help="text of the 'disclosed' cue"),
     benign_arm: bool = typer.Option(True, "--benign-arm/--no-benign-arm",
                                     help="also run every attacked case as its benign counterpart (attack never "
                                          "shown): benign utility beside utility under attack"),
     resume: str | None = typer.Option(None, "--resume", help="complete the missing rollouts of RUN_ID"),
+    retry_invalid: bool = typer.Option(False, "--retry-invalid",
+                                       help="with --resume: also re-run rollouts that were invalid for a transient "
+                                            "or configuration reason (model errors, sandbox errors)"),
+    plan_only: bool = typer.Option(False, "--plan-only",
+                                   help="print rollouts, expected model calls, tokens, cost and wall time; run "
+                                        "and store nothing"),
     db: str | None = DB_OPTION,
     as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
     open_console: bool = typer.Option(False, "--open-console",
@@ -577,16 +621,23 @@ def run(
     """Run a model × harness × cue × defense × case × attempt matrix (default: the calibration agents)."""
     from redagent.engine.conditions import DEFAULT_DISCLOSURE
     from redagent.engine.matrix import RunSpec, resume_run, start_run
+    from redagent.engine.matrix import plan_only as plan_run_only
 
+    if retry_invalid and not resume:
+        raise UserError("--retry-invalid re-runs rollouts of a stored run: give --resume RUN_ID")
     store = _store(db)
     try:
+        spec = None if resume else RunSpec(
+            cases=cases, models=split(models), harnesses=split(harnesses), cues=split(cues), defenses=split(defenses),
+            attempts=attempts, concurrency=concurrency, per_model=per_model, max_steps=max_steps, api_base=api_base,
+            timeout=timeout, retries=retries, max_tokens=max_tokens, disclosure=disclosure or DEFAULT_DISCLOSURE,
+            benign_arm=benign_arm)
+        if plan_only:
+            _print_plan(plan_run_only(store, spec, resume=resume, retry_invalid=retry_invalid), as_json)
+            return
         if resume:
-            runner = resume_run(store, resume)
+            runner = resume_run(store, resume, retry_invalid=retry_invalid)
         else:
-            spec = RunSpec(cases=cases, models=split(models), harnesses=split(harnesses), cues=split(cues),
-                           defenses=split(defenses), attempts=attempts, concurrency=concurrency,
-                           per_model=per_model, max_steps=max_steps, api_base=api_base, timeout=timeout,
-                           retries=retries, disclosure=disclosure or DEFAULT_DISCLOSURE, benign_arm=benign_arm)
             runner = start_run(store, spec)
         result = _drive(runner, as_json)
     except _engine_errors() as exc:
@@ -598,10 +649,51 @@ def run(
                                            "execution_asr", "utility")})
     else:
         _print_summary(result)
+    _exit_after_signal(result)
     if open_console and sys.stdin.isatty() and sys.stdout.isatty():
         from redagent.console.app import RedAgentApp
 
         RedAgentApp(db, run_id=result["run_id"]).run()
+
+
+def _print_plan(plan: dict[str, Any], as_json: bool) -> None:
+    """What `run --plan-only` prints: the plan's size and, from earlier rollouts of the same cases, its cost."""
+    if as_json:
+        print_json(plan)
+        return
+    history = plan["history"]
+    what = f"the rest of {plan['run_id']}" if plan["run_id"] else "this run"
+    bound = f", {plan['per_model']} calls per model" if plan["per_model"] else ""
+    out.print(f"{what}: {plan['rollouts']} rollouts at concurrency {plan['concurrency']}{bound}", highlight=False)
+    if plan["model_calls"] is None:
+        out.print("no history: no earlier valid rollout of these case versions is stored, so model calls, tokens, "
+                  "cost and wall time cannot be estimated", highlight=False)
+        return
+    out.print(f"history: {history['same_model']} rollouts from earlier runs of the same case, model and harness, "
+              f"{history['other_model']} from the same case and harness under another model, {history['none']} "
+              f"without{' (estimated at the mean of the rest)' if plan['extrapolated'] else ''}", highlight=False)
+    table = Table(title="expected (model calls count the model's turns: an upper bound with parallel tool calls)")
+    for column in ("model", "rollouts", "model calls", "prompt tokens", "completion tokens", "cost (USD)"):
+        table.add_column(column, justify="left" if column == "model" else "right")
+    for m in plan["models"]:
+        cost = "no price" if m["cost_usd"] is None else f"{m['cost_usd']:.4f}"
+        table.add_row(m["model"], str(m["rollouts"]), f"{m['model_calls']:,}", f"{m['prompt_tokens']:,}",
+                      f"{m['completion_tokens']:,}", cost)
+    out.print(table)
+    unpriced = f" (no price in litellm's cost map for {', '.join(plan['unpriced'])})" if plan["unpriced"] else ""
+    out.print(f"total: {plan['model_calls']:,} model calls, {plan['prompt_tokens']:,} prompt + "
+              f"{plan['completion_tokens']:,} completion tokens, ${plan['cost_usd']:.4f}{unpriced}, wall time "
+              f"≈ {_duration(plan['wall_seconds'])}", highlight=False)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return "< 1 s"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 @app.command("replay")
@@ -626,6 +718,7 @@ def replay(
         print_json(result)
     else:
         _print_summary(result)
+    _exit_after_signal(result)
 
 
 @runs_app.command("list")
@@ -710,6 +803,10 @@ def judge(
     backbone: str = typer.Option("rule", "--backbone", help="'rule' (deterministic) or a litellm model string"),
     api_base: str | None = typer.Option(None, "--api-base"),
     concurrency: int = typer.Option(8, "--concurrency"),
+    timeout: float = typer.Option(60.0, "--timeout", help="seconds per judge call"),
+    retries: int = typer.Option(3, "--retries", help="retries per judge call (408, 409, 429, 5xx, dropped "
+                                                     "connections, malformed replies)"),
+    max_tokens: int = typer.Option(2048, "--max-tokens", help="most tokens per judge reply"),
     db: str | None = DB_OPTION,
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -719,7 +816,8 @@ def judge(
     store = _store(db)
     try:
         report = judge_run(store, run_id, split(views), backbone=backbone, api_base=api_base,
-                           concurrency=concurrency).to_dict()
+                           concurrency=concurrency, timeout=timeout, retries=retries,
+                           max_tokens=max_tokens).to_dict()
     except _judge_errors() as exc:
         raise UserError(str(exc)) from None
     finally:
@@ -740,6 +838,10 @@ def recognize(
     backbone: str | None = typer.Option(None, "--backbone", help="a litellm model; default: the lexical judge"),
     api_base: str | None = typer.Option(None, "--api-base"),
     concurrency: int = typer.Option(8, "--concurrency"),
+    timeout: float = typer.Option(60.0, "--timeout", help="seconds per judge call"),
+    retries: int = typer.Option(3, "--retries", help="retries per judge call (408, 409, 429, 5xx, dropped "
+                                                     "connections, malformed replies)"),
+    max_tokens: int = typer.Option(2048, "--max-tokens", help="most tokens per judge reply"),
     db: str | None = DB_OPTION,
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -748,7 +850,8 @@ def recognize(
 
     store = _store(db)
     try:
-        result = recognize_run(store, run_id, backbone=backbone, api_base=api_base, concurrency=concurrency)
+        result = recognize_run(store, run_id, backbone=backbone, api_base=api_base, concurrency=concurrency,
+                               timeout=timeout, retries=retries, max_tokens=max_tokens)
     except _judge_errors() as exc:
         raise UserError(str(exc)) from None
     finally:

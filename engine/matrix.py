@@ -20,12 +20,22 @@ from redagent.cases.schema import Case
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import DEFAULT_DISCLOSURE, DEFENSES
 from redagent.engine.harnesses.base import IN_HOUSE
-from redagent.engine.models import LiteLLMModel, Model, check_model
+from redagent.engine.models import (
+    MODEL_AUTH,
+    MODEL_NOT_FOUND,
+    TRANSIENT_REASONS,
+    LiteLLMModel,
+    Model,
+    check_model,
+    preflight,
+    price,
+)
 from redagent.engine.plan import (
     PlanError,
     RolloutKey,
     case_set_hash,
     check_conditions,
+    estimate,
     manifest_hash_for,
     matrix,
     select_cases,
@@ -33,8 +43,16 @@ from redagent.engine.plan import (
 )
 from redagent.engine.runner import MatrixRunner, Progress
 from redagent.engine.sim import SimModel
-from redagent.store.db import Store
+from redagent.store.db import Store, shown_status
 from redagent.store.records import RunRecord
+
+# What `--resume --retry-invalid` runs again: failures of the infrastructure, not of the agent — a model
+# call that failed for a transient reason, a sandbox that did not start, and credentials or a model
+# name that were wrong then (the pre-flight has just proven they work now), plus the reasons older
+# runs stored for all of these. An agent's own failures (malformed tool calls, a request the model
+# refused as too long) are never retried: redrawing them until they succeed would bias the result.
+RETRYABLE_INVALID = frozenset(TRANSIENT_REASONS | {MODEL_AUTH, MODEL_NOT_FOUND, "sandbox_error",
+                                                   "model_error", "rate_limited", "timeout"})
 
 
 @dataclass
@@ -46,11 +64,12 @@ class RunSpec:
     defenses: list[str] = field(default_factory=lambda: ["none"])
     attempts: int = 1
     concurrency: int = 8
-    per_model: int | None = None
+    per_model: int | None = None  # model calls in flight per model (None: no bound beyond concurrency)
     max_steps: int = 30
     api_base: str | None = None
     timeout: float = 60.0
     retries: int = 3
+    max_tokens: int = 2048  # per model reply
     disclosure: str = DEFAULT_DISCLOSURE
     # Also run every attacked case as its benign counterpart (benign utility beside utility under attack).
     # Off here so a protocol stored before the option existed resumes as it was planned; `redagent run`
@@ -83,7 +102,8 @@ class ModelPool:
             return SimModel(name, case)
         if name not in self._real:
             self._real[name] = LiteLLMModel(name, api_base=self.spec.api_base, timeout=self.spec.timeout,
-                                            retries=self.spec.retries)
+                                            retries=self.spec.retries, max_tokens=self.spec.max_tokens,
+                                            max_connections=self.spec.per_model)
         return self._real[name]
 
 
@@ -95,17 +115,31 @@ def _check(spec: RunSpec) -> None:
         raise PlanError(problem)
     if spec.concurrency < 1:
         raise PlanError("--concurrency must be at least 1")
-    for name in spec.models:
+    if spec.max_tokens < 1:
+        raise PlanError("--max-tokens must be at least 1")
+
+
+def _preflight(spec: RunSpec) -> None:
+    """One real request per model before anything is stored: a missing key, a model name the endpoint does
+    not serve or a wrong endpoint path is one line (ModelConfigError), not a run full of invalid rollouts.
+    Calibration agents need none."""
+    for name in dict.fromkeys(spec.models):
         if not is_calibration(name):
-            check_model(name, spec.api_base)  # raises ModelConfigError before anything is written
+            preflight(name, spec.api_base, timeout=spec.timeout)
 
 
-def start_run(store: Store, spec: RunSpec, *, on_progress=None) -> MatrixRunner:
+def plan_run(spec: RunSpec) -> tuple[list[Case], list[RolloutKey]]:
+    """The cases and rollout keys a run of `spec` would have; checks the conditions, stores and calls nothing."""
     _check(spec)
     cases = select_cases(spec.cases)
     if spec.benign_arm:
         cases = with_benign_arm(cases)
-    keys = matrix(cases, spec.models, spec.harnesses, spec.cues, spec.defenses, spec.attempts)
+    return cases, matrix(cases, spec.models, spec.harnesses, spec.cues, spec.defenses, spec.attempts)
+
+
+def start_run(store: Store, spec: RunSpec, *, on_progress=None) -> MatrixRunner:
+    cases, keys = plan_run(spec)
+    _preflight(spec)
     run = RunRecord(id=new_run_id(), status="planned", protocol=_protocol(spec, cases),
                     case_set_hash=case_set_hash(cases), code_version=code_version(), planned=len(keys),
                     created_at=datetime.now(UTC), manifest_hash=manifest_hash_for(cases))
@@ -113,17 +147,47 @@ def start_run(store: Store, spec: RunSpec, *, on_progress=None) -> MatrixRunner:
     return _runner(store, run, spec, cases, keys, on_progress=on_progress)
 
 
-def resume_run(store: Store, run_id: str, *, on_progress=None) -> MatrixRunner:
+def plan_only(store: Store, spec: RunSpec | None = None, *, resume: str | None = None,
+              retry_invalid: bool = False) -> dict[str, Any]:
+    """`redagent run --plan-only`: what the run (or the rest of run `resume`) would do and cost, estimated
+    from earlier rollouts of the same case versions (engine/plan.py `estimate`). Stores nothing and sends
+    no model request (the endpoint is only checked to be reachable)."""
+    if resume is not None:
+        runner = resume_run(store, resume, retry_invalid=retry_invalid, check_endpoint=False)
+        spec, cases, keys = _spec(runner.run_record.protocol), runner.cases, runner.pending()
+    elif spec is None:
+        raise ValueError("plan_only needs a RunSpec or the id of a run to resume")
+    else:
+        chosen, keys = plan_run(spec)
+        cases = {c.id: c for c in chosen}
+    for name in dict.fromkeys(spec.models):
+        if not is_calibration(name):
+            check_model(name, spec.api_base)
+    history = store.rollout_history({c.content_hash for c in cases.values()})
+    return {"run_id": resume, **estimate(keys, cases, history, concurrency=spec.concurrency,
+                                         per_model=spec.per_model, price=price)}
+
+
+def resume_run(store: Store, run_id: str, *, retry_invalid: bool = False, check_endpoint: bool = True,
+               on_progress=None) -> MatrixRunner:
+    """Complete the run's missing rollouts; with `retry_invalid`, also re-run those stored invalid for a
+    reason in RETRYABLE_INVALID (each new rollout replaces the stored one under the same id).
+    `check_endpoint=False` skips the pre-flight (for a plan that sends nothing)."""
     run = _existing(store, run_id)
+    if shown_status(run.status, run.host, run.pid, run.heartbeat_at) == "running":
+        raise PlanError(f"run {run_id} is still running (pid {run.pid} on {run.host}); stop it before resuming")
     spec = _spec(run.protocol)
     cases = _cases_of(run)
     if case_set_hash(cases) != run.case_set_hash:
         raise PlanError(f"the cases of {run_id} changed since it started (case set hash differs); "
                         f"start a new run instead")
+    if check_endpoint:
+        _preflight(spec)
+    retry = RETRYABLE_INVALID if retry_invalid else frozenset()
     if run.parent_run_id:
-        return _replay_runner(store, run, spec, on_progress=on_progress)
+        return _replay_runner(store, run, spec, retry_invalid=retry, on_progress=on_progress)
     keys = matrix(cases, spec.models, spec.harnesses, spec.cues, spec.defenses, spec.attempts)
-    return _runner(store, run, spec, cases, keys, on_progress=on_progress)
+    return _runner(store, run, spec, cases, keys, retry_invalid=retry, on_progress=on_progress)
 
 
 def replay_run(store: Store, parent_id: str, *, defense: str, harmful_only: bool = True,
@@ -139,6 +203,7 @@ def replay_run(store: Store, parent_id: str, *, defense: str, harmful_only: bool
     if not chosen:
         raise PlanError(f"run {parent_id} has no {'harmful ' if harmful_only else ''}rollouts to replay")
     cases = _cases_of(parent, only={r.case_id for r in chosen})
+    _preflight(spec)
     protocol = _protocol(spec, cases)
     protocol["replay"] = {"of": parent_id, "harmful_only": harmful_only, "defense": defense,
                           "baselines": sorted(r.id for r in chosen)}
@@ -149,21 +214,41 @@ def replay_run(store: Store, parent_id: str, *, defense: str, harmful_only: bool
     return _replay_runner(store, run, spec, on_progress=on_progress)
 
 
-def _replay_runner(store: Store, run: RunRecord, spec: RunSpec, *, on_progress=None) -> MatrixRunner:
+def _replay_runner(store: Store, run: RunRecord, spec: RunSpec, *, retry_invalid: frozenset[str] = frozenset(),
+                   on_progress=None) -> MatrixRunner:
     replay = run.protocol["replay"]
     wanted = set(replay["baselines"])
     parents = [r for r in store.rollouts(replay["of"]) if r.id in wanted]
     cases = _cases_of(run)
-    baselines = {RolloutKey(r.case_id, r.model, r.harness, r.cue, replay["defense"], r.attempt): r.id
-                 for r in parents}
-    return _runner(store, run, spec, cases, list(baselines), baselines=baselines, on_progress=on_progress)
+    baselines = replay_keys(parents, replay["defense"], _existing(store, replay["of"]).protocol)
+    return _runner(store, run, spec, cases, list(baselines), baselines=baselines, retry_invalid=retry_invalid,
+                   on_progress=on_progress)
+
+
+def replay_keys(parents: list[Any], defense: str, parent_protocol: dict[str, Any]) -> dict[RolloutKey, str]:
+    """The replay's rollout key for each baseline rollout (by id), all run under `defense`.
+
+    Baselines of a parent run with several defenses differ only in their defense, and a run holds one
+    rollout per (case, model, harness, cue, defense, attempt) — so keyed by the replay's defense alone,
+    all but one of them would be lost. Each defense of the parent therefore gets its own block of
+    attempt numbers: a baseline of the parent's i-th defense (in protocol order) is replayed as attempt
+    i × attempts + its attempt. The first defense keeps its attempt numbers, so a replay of a run with one
+    defense has the keys (and rollout ids) it always had; the baseline's own defense stays readable through
+    baseline_rollout_id, which is how the report labels each pair.
+    """
+    order = list(parent_protocol.get("defenses") or [])
+    order += sorted({p.defense for p in parents} - set(order))
+    attempts = max([int(parent_protocol.get("attempts") or 1), *(p.attempt for p in parents)])
+    return {RolloutKey(p.case_id, p.model, p.harness, p.cue, defense, order.index(p.defense) * attempts + p.attempt):
+            p.id for p in parents}
 
 
 def _runner(store: Store, run: RunRecord, spec: RunSpec, cases: list[Case], keys: list[RolloutKey], *,
-            baselines: dict[RolloutKey, str] | None = None, on_progress=None) -> MatrixRunner:
+            baselines: dict[RolloutKey, str] | None = None, retry_invalid: frozenset[str] = frozenset(),
+            on_progress=None) -> MatrixRunner:
     return MatrixRunner(store, run, {c.id: c for c in cases}, keys, ModelPool(spec), concurrency=spec.concurrency,
-                        per_model=spec.per_model, max_steps=spec.max_steps, baselines=baselines,
-                        disclosure=spec.disclosure, on_progress=on_progress)
+                        max_steps=spec.max_steps, baselines=baselines, disclosure=spec.disclosure,
+                        retry_invalid=retry_invalid, on_progress=on_progress)
 
 
 def _existing(store: Store, run_id: str) -> RunRecord:
@@ -222,7 +307,8 @@ def summary(store: Store, run_id: str) -> dict[str, Any]:
     """The run summary printed by `redagent run --json` and `redagent runs show --json`."""
     run = _existing(store, run_id)
     counts = store.counts(run_id)
-    return {"run_id": run_id, "status": run.status, "planned": run.planned, "completed": counts["completed"],
+    status = shown_status(run.status, run.host, run.pid, run.heartbeat_at)
+    return {"run_id": run_id, "status": status, "planned": run.planned, "completed": counts["completed"],
             "valid": counts["valid"], "invalid": counts["invalid"], "invalid_reasons": counts["invalid_reasons"],
             "execution_asr": store.execution_asr(run_id),
             "protocol": {**{k: run.protocol.get(k) for k in ("cases", "models", "harnesses", "cues", "defenses",
@@ -232,4 +318,5 @@ def summary(store: Store, run_id: str) -> dict[str, Any]:
             "code_version": run.code_version}
 
 
-__all__ = ["ModelPool", "Progress", "RunSpec", "replay_run", "resume_run", "start_run", "summary"]
+__all__ = ["RETRYABLE_INVALID", "ModelPool", "Progress", "RunSpec", "plan_only", "plan_run", "replay_run", "resume_run",
+           "start_run", "summary"]

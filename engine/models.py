@@ -4,21 +4,61 @@ A harness sends a `ModelRequest` (OpenAI-style messages, optional function tools
 `ModelReply` (text, tool calls with their raw argument strings, usage, cost). A model that still
 fails after its retry budget raises `ModelFailure` with a reason the rollout is marked invalid by —
 a failed model call is never a safe rollout.
+
+Failures are classified by what happened, not by which exception class litellm chose for it: the
+HTTP status where there is one (litellm reports a 502 as `BadGatewayError`, a 409 or 403 as a bare
+`APIError`, a `hosted_vllm/` body that is not JSON as an `APIError` with status 200, a missing API key
+as an `InternalServerError`), the message where the status lies. Transient failures (408, 409, 429,
+5xx, dropped connections, unusable responses) are retried with exponential backoff and jitter,
+waiting at least what the server's `Retry-After` asks; the rest fail at once with a reason that names
+the cause.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
+import logging
 import os
 import random
+import re
 import socket
+import time
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from email.utils import parsedate_to_datetime
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlparse
 
 # litellm must not reach for the network at import time to refresh its price map.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+# Why a model call failed, as stored in `rollout.invalid_reason`. The transient ones are retried here
+# and may be retried again later (`redagent run --resume --retry-invalid`).
+MODEL_RATE_LIMITED = "model_rate_limited"  # 429
+MODEL_SERVER_ERROR = "model_server_error"  # 5xx, 409, connection refused or dropped
+MODEL_TIMEOUT = "model_timeout"  # no answer within the timeout, or 408
+MODEL_BAD_RESPONSE = "model_bad_response"  # an answer that is not a usable completion (malformed JSON, no choices)
+MODEL_AUTH = "model_auth"  # 401, 403, or no API key at all
+MODEL_NOT_FOUND = "model_not_found"  # 404: no such model, or no such endpoint path
+MODEL_BAD_REQUEST = "model_bad_request"  # 400, 413, 422: the server refused this request as malformed
+MODEL_CONTEXT_EXCEEDED = "model_context_exceeded"  # the conversation outgrew the model's context window
+MODEL_ERROR = "model_error"  # a provider error that fits none of the above
+TRANSIENT_REASONS = frozenset({MODEL_RATE_LIMITED, MODEL_SERVER_ERROR, MODEL_TIMEOUT, MODEL_BAD_RESPONSE})
+RETRY_STATUSES = frozenset({408, 409, 429})  # and every 5xx
+
+# A body that did not parse: litellm words it this way for openai/ (as a 500) and hosted_vllm/ (as a 200).
+_UNPARSED = re.compile(r"Unable to get json response|JSONDecodeError|Expecting value|Expecting property name|"
+                       r"Unterminated string|Extra data|Invalid control character|Invalid JSON", re.IGNORECASE)
+_NO_KEY = re.compile(r"Missing credentials|api_key client option must be set|No API key provided|"
+                     r"api key is required|Missing API Key", re.IGNORECASE)
+# litellm prefixes every message with its own class names ("litellm.BadGatewayError: BadGatewayError:
+# OpenAIException - "); the user wants what the server said.
+_PREFIX = re.compile(r"^(litellm\.\w+:\s*)?(\w+Error:\s*|Timeout Error:\s*)?(\w+Exception\s*-\s*)?")
+# The connection itself failed: litellm gives these a made-up status 500, which is not what any server said.
+_CONNECTION = re.compile(r"Connection error|Server disconnected|Connection refused|Connection reset|"
+                         r"Cannot connect|RemoteProtocolError|ConnectError", re.IGNORECASE)
 
 
 @dataclass
@@ -69,6 +109,9 @@ def _litellm():
 
     litellm.suppress_debug_info = True
     litellm.telemetry = False
+    # litellm logs a warning line of its own for things this module reports (and for event loops that
+    # change between asyncio.run calls); the user gets one line from redagent instead.
+    logging.getLogger("LiteLLM").setLevel(logging.ERROR)
     return litellm
 
 
@@ -91,71 +134,301 @@ def check_model(name: str, api_base: str | None) -> None:
             raise ModelConfigError(f"--api-base {api_base} is unreachable: {exc.strerror or exc}") from None
 
 
+@dataclass(frozen=True)
+class Failure:
+    """One failed attempt, classified: the reason it would be recorded under, and whether to try again."""
+
+    reason: str
+    detail: str
+    retry: bool
+    retry_after: float | None = None  # seconds the server asked us to wait
+
+
+def classify(exc: BaseException, now: Callable[[], float] = time.time) -> Failure | None:
+    """What a failed litellm call means; None for an exception that is no model failure (a bug: re-raise)."""
+    litellm = _litellm()
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    message = str(exc)
+    # The status is worth showing only where a server sent it (not a client timeout, a dropped
+    # connection or a body that did not parse, for which litellm invents one).
+    # A body that did not parse comes as a made-up 500 (openai/) or the real 200 (hosted_vllm/); a 4xx
+    # whose message mentions JSON is the server refusing our request, not an unusable answer.
+    unparsed = bool(_UNPARSED.search(message)) and (status is None or not 400 <= status < 500)
+    client_side = unparsed or _CONNECTION.search(message) or re.search(r"timed out", message, re.I)
+    shown = None if client_side else status
+    detail = _detail(exc, shown)
+    after = retry_after(exc, now)
+    if _NO_KEY.search(message):
+        return Failure(MODEL_AUTH, detail, retry=False)
+    if isinstance(exc, litellm.Timeout | asyncio.TimeoutError | TimeoutError) or status == 408:
+        return Failure(MODEL_TIMEOUT, detail, retry=True, retry_after=after)
+    if isinstance(exc, litellm.APIResponseValidationError) or unparsed or (status is not None and status < 400):
+        return Failure(MODEL_BAD_RESPONSE, detail, retry=True)
+    if status == 429 or isinstance(exc, litellm.RateLimitError):
+        return Failure(MODEL_RATE_LIMITED, detail, retry=True, retry_after=after)
+    if status in (401, 403) or isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError):
+        return Failure(MODEL_AUTH, detail, retry=False)
+    if status == 404 or isinstance(exc, litellm.NotFoundError):
+        return Failure(MODEL_NOT_FOUND, detail, retry=False)
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return Failure(MODEL_CONTEXT_EXCEEDED, detail, retry=False)
+    if status == 409 or (status is not None and status >= 500) or isinstance(
+            exc, litellm.APIConnectionError | litellm.InternalServerError | litellm.ServiceUnavailableError
+            | ConnectionError):
+        return Failure(MODEL_SERVER_ERROR, detail, retry=True, retry_after=after)
+    if status is not None or isinstance(exc, litellm.BadRequestError | litellm.UnprocessableEntityError):
+        return Failure(MODEL_BAD_REQUEST if status in (None, 400, 413, 422) else MODEL_ERROR, detail, retry=False)
+    if isinstance(exc, litellm.APIError):
+        return Failure(MODEL_ERROR, detail, retry=False)
+    return None
+
+
+def retry_after(exc: BaseException, now: Callable[[], float] = time.time) -> float | None:
+    """Seconds the server asked to wait (`retry-after-ms`, or `Retry-After` in seconds or as an HTTP date)."""
+    for headers in (getattr(exc, "litellm_response_headers", None),
+                    getattr(getattr(exc, "response", None), "headers", None)):
+        if not headers:
+            continue
+        try:
+            millis = headers.get("retry-after-ms")
+            if millis is not None:
+                return max(0.0, float(millis) / 1000)
+            value = headers.get("retry-after")
+        except (AttributeError, TypeError, ValueError):
+            continue
+        if value is None:
+            continue
+        value = str(value).strip()
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            pass
+        try:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - now())
+        except (TypeError, ValueError, IndexError, OverflowError):
+            continue  # a header that is neither: fall back to our own backoff
+    return None
+
+
+def _detail(exc: BaseException, status: int | None) -> str:
+    text = _PREFIX.sub("", _one_line(exc), count=1) or type(exc).__name__
+    if text.startswith("{"):  # some providers pass the server's JSON error body on verbatim
+        try:
+            body = json.loads(text)
+            error = body.get("error") if isinstance(body.get("error"), dict) else body
+            text = str(error.get("message") or error.get("detail") or text)
+        except (ValueError, AttributeError):
+            pass
+    if status is not None and re.fullmatch(rf"(Error code: )?{status}", text):
+        return f"HTTP {status}"  # the server said nothing beyond its status
+    return f"HTTP {status}: {text}" if status is not None and not text.startswith(str(status)) else text
+
+
 class LiteLLMModel:
-    """Any litellm provider string; retries with exponential backoff on the errors worth retrying."""
+    """Any litellm provider string, retried by what each failure means (see the module docstring).
+
+    `max_connections` bounds this model's calls in flight (the per-model limit): it is held only
+    around the request itself, never while waiting out a backoff, so one slow or rate-limited model
+    holds no rollout slot of another. `sleep`, `now` and `rng` are injectable so tests can check the
+    retry schedule without waiting for it.
+    """
 
     def __init__(self, name: str, *, api_base: str | None = None, api_key: str | None = None,
-                 timeout: float = 60.0, retries: int = 3, backoff: float = 1.0,
-                 temperature: float = 0.0, max_tokens: int = 2048) -> None:
+                 timeout: float = 60.0, retries: int = 3, backoff: float = 1.0, max_backoff: float = 30.0,
+                 max_retry_after: float = 120.0, temperature: float = 0.0, max_tokens: int = 2048,
+                 max_connections: int | None = None,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep, now: Callable[[], float] = time.time,
+                 rng: random.Random | None = None) -> None:
         self.name = name
         self.api_base = api_base
         self.api_key = api_key
         self.timeout = timeout
-        self.retries = retries
+        self.retries = max(0, retries)
         self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.max_retry_after = max_retry_after
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.max_connections = max_connections
+        self.sleep = sleep
+        self.now = now
+        self.rng = rng or random.Random()
+        self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+
+    def delay(self, attempt: int, failure: Failure) -> float:
+        """How long to wait before attempt `attempt + 1`: the server's Retry-After where it gave one (bounded),
+        else exponential backoff with jitter (half to all of base·2^attempt, bounded)."""
+        if failure.retry_after is not None:
+            return min(failure.retry_after, self.max_retry_after)
+        return min(self.max_backoff, self.backoff * (2 ** attempt)) * (0.5 + self.rng.random() / 2)
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         litellm = _litellm()
-        retryable = (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError,
-                     litellm.InternalServerError, litellm.ServiceUnavailableError)
-        last_reason, last_detail = "model_error", "no attempt made"
+        failure = Failure(MODEL_ERROR, "no attempt made", retry=False)
         for attempt in range(self.retries + 1):
             try:
-                response = await litellm.acompletion(
-                    model=self.name, messages=request.messages, tools=request.tools or None,
-                    api_base=self.api_base, api_key=self.api_key, timeout=self.timeout, num_retries=0,
-                    temperature=self.temperature, max_tokens=self.max_tokens)
-                return _reply(litellm, response)
-            except retryable as exc:
-                last_reason, last_detail = _classify(litellm, exc), _one_line(exc)
-            except litellm.APIError as exc:
-                if getattr(exc, "status_code", 0) and exc.status_code < 500:
-                    raise ModelFailure("model_error", _one_line(exc)) from None
-                last_reason, last_detail = "model_error", _one_line(exc)
-            except (litellm.AuthenticationError, litellm.BadRequestError, litellm.NotFoundError,
-                    litellm.PermissionDeniedError) as exc:
-                raise ModelFailure("model_error", _one_line(exc)) from None
+                async with self._slot():
+                    response = await litellm.acompletion(
+                        model=self.name, messages=request.messages, tools=request.tools or None,
+                        api_base=self.api_base, api_key=self.api_key, timeout=self.timeout, num_retries=0,
+                        max_retries=0, temperature=self.temperature, max_tokens=self.max_tokens)
+                return _reply(response)
+            except _BadReply as exc:
+                failure = Failure(MODEL_BAD_RESPONSE, str(exc), retry=True)
+            except Exception as exc:
+                classified = classify(exc, self.now)
+                if classified is None:
+                    raise
+                failure = classified
+            if not failure.retry:
+                raise ModelFailure(failure.reason, failure.detail) from None
             if attempt < self.retries:
-                await asyncio.sleep(self.backoff * (2 ** attempt) * (0.5 + random.random() / 2))
-        raise ModelFailure(last_reason, f"after {self.retries + 1} attempts: {last_detail}")
+                await self.sleep(self.delay(attempt, failure))
+        raise ModelFailure(failure.reason, f"after {self.retries + 1} attempts: {failure.detail}")
+
+    def _slot(self):
+        if not self.max_connections:
+            return _NoSlot()
+        loop = asyncio.get_running_loop()
+        # A semaphore belongs to one event loop; judges run one loop per command, the console one per run.
+        if self._slots is None or self._slots[0] is not loop:
+            self._slots = (loop, asyncio.Semaphore(self.max_connections))
+        return self._slots[1]
 
 
-def _classify(litellm: Any, exc: Exception) -> str:
-    if isinstance(exc, litellm.RateLimitError):
-        return "rate_limited"
-    if isinstance(exc, litellm.Timeout):
-        return "timeout"
-    return "model_error"
+class _NoSlot:
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
 
 
-def _one_line(exc: Exception) -> str:
+class _BadReply(Exception):
+    """A response that parsed but is no chat completion (no choices, no message)."""
+
+
+def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:300]
 
 
-def _reply(litellm: Any, response: Any) -> ModelReply:
-    message = response.choices[0].message
-    calls = []
-    for i, call in enumerate(getattr(message, "tool_calls", None) or []):
-        function = call.function
-        arguments = function.arguments if isinstance(function.arguments, str) else json.dumps(function.arguments)
-        calls.append(ToolCall(id=call.id or f"call_{i}", name=function.name or "", arguments=arguments or ""))
+def _reply(response: Any) -> ModelReply:
+    try:
+        message = response.choices[0].message
+        calls = []
+        for i, call in enumerate(getattr(message, "tool_calls", None) or []):
+            function = call.function
+            arguments = function.arguments if isinstance(function.arguments, str) else json.dumps(function.arguments)
+            calls.append(ToolCall(id=call.id or f"call_{i}", name=function.name or "", arguments=arguments or ""))
+        content = message.content or ""
+    except (AttributeError, IndexError, KeyError, TypeError) as exc:
+        raise _BadReply(f"the response is no chat completion ({type(exc).__name__}: {exc})"[:300]) from None
+    if not isinstance(content, str):
+        raise _BadReply(f"the response's content is {type(content).__name__}, not text")
     usage = getattr(response, "usage", None)
     # litellm prices every response it returns (from its local price map); None when the model has no
     # known price (local endpoints), which is recorded as 0 rather than guessed.
     cost = float((getattr(response, "_hidden_params", None) or {}).get("response_cost") or 0.0)
-    return ModelReply(content=message.content or "", tool_calls=calls,
-                      prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+    return ModelReply(content=content, tool_calls=calls, prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                       completion_tokens=getattr(usage, "completion_tokens", 0) or 0, cost_usd=cost)
+
+
+# ---------------------------------------------------------------- the pre-flight
+
+_T = TypeVar("_T")
+PREFLIGHT_PROMPT = [{"role": "user", "content": "Reply with the single word OK."}]
+# Providers that speak the OpenAI protocol at an --api-base whose path ends in /v1.
+_OPENAI_COMPATIBLE = {"openai", "hosted_vllm", "custom_openai", "openai_like", "lm_studio", "llamafile"}
+
+
+def run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run a coroutine to completion from synchronous code, also when this thread already runs a loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def preflight(name: str, api_base: str | None, *, timeout: float = 60.0, retries: int = 2,
+              api_key: str | None = None, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
+    """One real request to the model before anything is stored: ModelConfigError (one line naming the
+    cause and the fix) for a missing or refused key, a model name the endpoint does not serve, an
+    endpoint path without /v1, or an endpoint that keeps failing."""
+    check_model(name, api_base)
+    model = LiteLLMModel(name, api_base=api_base, api_key=api_key, timeout=timeout, retries=retries, max_tokens=16,
+                         sleep=sleep)
+    try:
+        run_sync(model.complete(ModelRequest(messages=PREFLIGHT_PROMPT)))
+    except ModelFailure as failure:
+        raise ModelConfigError(explain_failure(name, api_base, failure, api_key)) from None
+
+
+def explain_failure(name: str, api_base: str | None, failure: ModelFailure, api_key: str | None = None) -> str:
+    where = f" at {api_base}" if api_base else ""
+    if failure.reason == MODEL_AUTH:
+        keys = _missing_keys(name, api_base)
+        if _NO_KEY.search(failure.detail) or (keys and not api_key):
+            placeholder = (" (a local OpenAI-compatible server takes any placeholder, e.g. OPENAI_API_KEY=sk-local)"
+                           if api_base and _provider(name, api_base) in _OPENAI_COMPATIBLE else "")
+            return f"model {name}: no API key: set {' or '.join(keys) or 'the provider API key variable'}{placeholder}"
+        return f"model {name}: the endpoint{where} refused the credentials ({failure.detail})"
+    if failure.reason == MODEL_NOT_FOUND:
+        return _not_found(name, api_base, failure.detail, api_key)
+    return f"model {name}: the pre-flight request{where} failed: {failure.reason}: {failure.detail}"
+
+
+def _provider(name: str, api_base: str | None) -> str:
+    try:
+        return _litellm().get_llm_provider(name, api_base=api_base)[1]
+    except Exception:  # check_model has already vetted the name; this only picks a hint
+        return ""
+
+
+def _missing_keys(name: str, api_base: str | None) -> list[str]:
+    try:
+        missing = _litellm().validate_environment(model=name, api_base=api_base).get("missing_keys") or []
+    except Exception:  # a provider litellm cannot validate: no hint, the detail still says what failed
+        return []
+    return [k for k in missing if "KEY" in k or "TOKEN" in k]
+
+
+def _not_found(name: str, api_base: str | None, detail: str, api_key: str | None) -> str:
+    bare = name.split("/", 1)[1] if "/" in name else name
+    if api_base and _provider(name, api_base) in _OPENAI_COMPATIBLE:
+        served = _served_models(api_base, api_key)
+        if served:
+            return (f"model {name}: {api_base} serves no model {bare!r} (it serves: {', '.join(served[:8])}); "
+                    f"check --models")
+        if not urlparse(api_base).path.rstrip("/").endswith("/v1"):
+            return (f"model {name}: {api_base} answered 404 ({detail}); an OpenAI-compatible endpoint's path "
+                    f"ends in /v1: try --api-base {api_base.rstrip('/')}/v1")
+    return f"model {name}: not found{' at ' + api_base if api_base else ''} ({detail}); check the model name"
+
+
+def _served_models(api_base: str, api_key: str | None) -> list[str]:
+    """The model ids an OpenAI-compatible endpoint lists at /models ([] when it lists none or cannot)."""
+    import httpx
+
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        response = httpx.get(f"{api_base.rstrip('/')}/models", headers=headers, timeout=5)
+        data = response.json().get("data") if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return []
+    return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")] if isinstance(data, list) else []
+
+
+def price(name: str, prompt_tokens: float, completion_tokens: float) -> float | None:
+    """What litellm's cost map says these tokens cost on `name` (USD), None when the map has no price for it
+    (a local model, or one litellm does not know)."""
+    try:
+        prompt_cost, completion_cost = _litellm().cost_per_token(
+            model=name, prompt_tokens=int(round(prompt_tokens)), completion_tokens=int(round(completion_tokens)))
+    except Exception:  # litellm raises its own "not mapped" error, or a provider's lookup error: no price
+        return None
+    return float(prompt_cost) + float(completion_cost)

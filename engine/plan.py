@@ -1,4 +1,4 @@
-"""Planning a matrix run: which cases, which conditions, and a stable id for every rollout.
+"""Planning a matrix run: which cases, which conditions, a stable id for every rollout, and what it will cost.
 
 A rollout's id is a hash of the run id, the case (id and content hash) and its cell (model,
 harness, cue, defense, attempt). Storing by that id makes writes idempotent: a resumed or repeated
@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from redagent.cases.loader import (
     BENCHMARKS,
@@ -155,3 +157,78 @@ def manifest_hash_for(cases: list[Case]) -> str | None:
     if not versions:
         return None
     return manifest_hash(benchmark_dir(max(versions)))
+
+
+def estimate(keys: list[RolloutKey], cases: dict[str, Case], history: list[dict[str, Any]], *, concurrency: int,
+             per_model: int | None, price: Callable[[str, float, float], float | None]) -> dict[str, Any]:
+    """What a run of `keys` should cost, from what valid rollouts of the same case versions cost before.
+
+    Each planned rollout takes the mean of earlier rollouts of its case version, model and harness;
+    without those, of its case version and harness under any other model (the loop a case makes a
+    harness run is much the same) — real models for a real one, since calibration agents report no
+    tokens; without either it has no history. Rollouts without history are estimated
+    at the mean of those with it (`extrapolated`), and with no history at all nothing is estimated.
+    Model calls are counted as the model's turns (tool calls and answers), so parallel tool calls make
+    the figure an upper bound. Cost is litellm's cost map over the expected tokens; the wall time is
+    the rollouts' duration spread over `concurrency` slots, or over `per_model` for the busiest model
+    when that bounds it more.
+    """
+    exact: dict[tuple[str, str, str], dict[str, Any]] = {}
+    # Calibration agents report no tokens: they stand in for one another, never for a real model.
+    pooled: dict[tuple[str, str, bool], list[dict[str, Any]]] = {}
+    for row in history:
+        exact[(row["case_hash"], row["model"], row["harness"])] = row
+        pooled.setdefault((row["case_hash"], row["harness"], is_calibration(row["model"])), []).append(row)
+    fields = ("turns", "prompt_tokens", "completion_tokens", "duration_ms")
+    per_key: list[tuple[RolloutKey, dict[str, float] | None]] = []
+    matched = Counter()
+    for key in keys:
+        case_hash = cases[key.case_id].content_hash
+        row = exact.get((case_hash, key.model, key.harness))
+        if row is not None:
+            matched["same_model"] += 1
+            per_key.append((key, {f: row[f] for f in fields}))
+            continue
+        rows = pooled.get((case_hash, key.harness, is_calibration(key.model)))
+        if rows:
+            matched["other_model"] += 1
+            total = sum(r["rollouts"] for r in rows)
+            per_key.append((key, {f: sum(r[f] * r["rollouts"] for r in rows) / total for f in fields}))
+            continue
+        matched["none"] += 1
+        per_key.append((key, None))
+    known = [stats for _, stats in per_key if stats is not None]
+    result: dict[str, Any] = {"rollouts": len(keys), "history": {k: matched[k] for k in ("same_model", "other_model",
+                                                                                            "none")},
+                              "extrapolated": bool(known) and len(known) < len(keys), "concurrency": concurrency,
+                              "per_model": per_model, "models": []}
+    if not known:
+        result.update(model_calls=None, prompt_tokens=None, completion_tokens=None, cost_usd=None, unpriced=[],
+                      wall_seconds=None)
+        return result
+    mean = {f: sum(s[f] for s in known) / len(known) for f in fields}
+    by_model: dict[str, dict[str, float]] = {}
+    for key, stats in per_key:
+        totals = by_model.setdefault(key.model, {"rollouts": 0, **{f: 0.0 for f in fields}})
+        totals["rollouts"] += 1
+        for f in fields:
+            totals[f] += (stats or mean)[f]
+    unpriced = []
+    cost = 0.0
+    for model, totals in sorted(by_model.items()):
+        spent = 0.0 if is_calibration(model) else price(model, totals["prompt_tokens"], totals["completion_tokens"])
+        if spent is None:
+            unpriced.append(model)
+        else:
+            cost += spent
+        result["models"].append({"model": model, "rollouts": int(totals["rollouts"]),
+                                 "model_calls": round(totals["turns"]), "prompt_tokens": round(totals["prompt_tokens"]),
+                                 "completion_tokens": round(totals["completion_tokens"]), "cost_usd": spent})
+    busy = sum(t["duration_ms"] for t in by_model.values()) / 1000 / max(1, min(concurrency, len(keys)))
+    if per_model:
+        busy = max([busy, *(t["duration_ms"] / 1000 / min(per_model, t["rollouts"]) for t in by_model.values())])
+    result.update(model_calls=round(sum(t["turns"] for t in by_model.values())),
+                  prompt_tokens=round(sum(t["prompt_tokens"] for t in by_model.values())),
+                  completion_tokens=round(sum(t["completion_tokens"] for t in by_model.values())),
+                  cost_usd=cost, unpriced=unpriced, wall_seconds=busy)
+    return result

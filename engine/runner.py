@@ -1,20 +1,25 @@
 """Matrix runs: bounded-concurrency rollouts streamed into the store, resumable, stoppable.
 
-`MatrixRunner.run()` executes every planned rollout the store does not hold yet. Rollouts run as
-asyncio tasks under a global and a per-model concurrency bound; commands that block go to a thread
-pool of the same size. Finished rollouts go to one writer thread that stores them in batches, each
-batch one transaction — so a killed process loses at most what was in flight and the unwritten
-batch, and idempotent rollout ids mean a resume can never store one twice.
+`MatrixRunner.run()` executes every planned rollout the store does not hold yet (and, with
+`retry_invalid`, those stored invalid for one of the given reasons). Rollouts run as asyncio tasks
+under a global concurrency bound; the per-model bound is the model client's (engine/models.py), held
+around each model call rather than the rollout, so workers never queue behind a slow model while
+another model's rollouts wait. Commands that block go to a thread pool of the same size. Finished
+rollouts go to one writer thread that stores them in batches, each batch one transaction — so a
+killed process loses at most what was in flight and the unwritten batch, and idempotent rollout ids
+mean a resume can never store one twice. The same thread refreshes the run's heartbeat, so a run
+whose process died shows as interrupted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import queue
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,7 +28,7 @@ from redagent.cases.schema import Case
 from redagent.engine.conditions import DEFAULT_DISCLOSURE
 from redagent.engine.plan import RolloutKey, rollout_id
 from redagent.engine.rollout import ModelFactory, execute_rollout
-from redagent.store.db import Store
+from redagent.store.db import HEARTBEAT_SECONDS, Store, this_host
 from redagent.store.records import RolloutRecord, RunRecord
 
 BATCH = 100
@@ -65,17 +70,26 @@ class Progress:
 class _Writer(threading.Thread):
     """Stores finished rollouts in batches on its own thread; the event loop never waits on the database."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, run_id: str, replace_invalid: Collection[str] = ()) -> None:
         super().__init__(name="rollout-writer", daemon=True)
         self.store = store
+        self.run_id = run_id
+        self.replace_invalid = tuple(replace_invalid)
         self.inbox: queue.Queue[RolloutRecord | None] = queue.Queue()
         self.error: BaseException | None = None
         self.written = 0
+        self.next_heartbeat = time.monotonic() + HEARTBEAT_SECONDS
 
     def run(self) -> None:
         batch: list[RolloutRecord] = []
         deadline = time.monotonic() + FLUSH_SECONDS
         while True:
+            if time.monotonic() >= self.next_heartbeat and self.error is None:
+                self.next_heartbeat = time.monotonic() + HEARTBEAT_SECONDS
+                try:
+                    self.store.heartbeat(self.run_id)
+                except BaseException as exc:  # a store that cannot take a heartbeat cannot take rollouts either
+                    self.error = exc
             try:
                 item = self.inbox.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
@@ -94,15 +108,16 @@ class _Writer(threading.Thread):
         if not batch or self.error:
             return
         try:
-            self.written += self.store.write_rollouts(batch)
+            self.written += self.store.write_rollouts(batch, replace_invalid=self.replace_invalid)
         except BaseException as exc:  # surfaced by the runner; the rollouts stay unwritten, resumable
             self.error = exc
 
 
 class MatrixRunner:
     def __init__(self, store: Store, run: RunRecord, cases: dict[str, Case], keys: list[RolloutKey],
-                 models: ModelFactory, *, concurrency: int = 8, per_model: int | None = None, max_steps: int = 30,
+                 models: ModelFactory, *, concurrency: int = 8, max_steps: int = 30,
                  disclosure: str = DEFAULT_DISCLOSURE, baselines: dict[RolloutKey, str] | None = None,
+                 retry_invalid: Collection[str] = (),
                  on_progress: Callable[[Progress], None] | None = None) -> None:
         self.store = store
         self.run_record = run
@@ -110,16 +125,19 @@ class MatrixRunner:
         self.keys = keys
         self.models = models
         self.concurrency = max(1, concurrency)
-        self.per_model = max(1, per_model or concurrency)
         self.max_steps = max_steps
+        # Stored invalid rollouts with these reasons are run again, and the new one replaces the old.
+        self.retry_invalid = frozenset(retry_invalid)
         self.disclosure = disclosure
         self.baselines = baselines or {}
         self.on_progress = on_progress
         self.stop_requested = asyncio.Event()
 
     def pending(self) -> list[RolloutKey]:
-        done = self.store.completed_ids(self.run_record.id)
         run_id = self.run_record.id
+        done = self.store.completed_ids(run_id)
+        if self.retry_invalid:
+            done -= self.store.invalid_ids(run_id, self.retry_invalid)
         return [k for k in self.keys if rollout_id(run_id, k, self.cases[k.case_id].content_hash) not in done]
 
     def request_stop(self) -> None:
@@ -128,14 +146,15 @@ class MatrixRunner:
     async def run(self) -> Progress:
         todo = self.pending()
         progress = Progress(planned=len(self.keys), done_before=len(self.keys) - len(todo))
+        # Who drives the run now, so `runs list` can tell a live run from one whose process died.
         self.store.update_run(self.run_record.id, status="running",
-                              started_at=self.run_record.started_at or datetime.now(UTC))
-        writer = _Writer(self.store)
+                              started_at=self.run_record.started_at or datetime.now(UTC), host=this_host(),
+                              pid=os.getpid(), heartbeat_at=datetime.now(UTC))
+        writer = _Writer(self.store, self.run_record.id, self.retry_invalid)
         writer.start()
         work: asyncio.Queue[RolloutKey] = asyncio.Queue()
         for key in todo:
             work.put_nowait(key)
-        model_slots: dict[str, asyncio.Semaphore] = {}
         executor = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="sandbox")
 
         async def worker() -> None:
@@ -144,11 +163,9 @@ class MatrixRunner:
                     key = work.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                slot = model_slots.setdefault(key.model, asyncio.Semaphore(self.per_model))
-                async with slot:
-                    record = await execute_rollout(
-                        self.run_record.id, self.cases[key.case_id], key, self.models, disclosure=self.disclosure,
-                        max_steps=self.max_steps, executor=executor, baseline_rollout_id=self.baselines.get(key))
+                record = await execute_rollout(
+                    self.run_record.id, self.cases[key.case_id], key, self.models, disclosure=self.disclosure,
+                    max_steps=self.max_steps, executor=executor, baseline_rollout_id=self.baselines.get(key))
                 writer.inbox.put(record)
                 progress.done += 1
                 progress.last = record

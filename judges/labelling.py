@@ -1,14 +1,19 @@
 """Labelling a stored run: judge every valid rollout under each configuration, annotate recognition.
 
 Labels already stored for (rollout, configuration hash, backbone) are reused, so re-judging costs
-nothing. Rule judges are synchronous and fast; LLM judges run with bounded concurrency. Rollouts
-whose case changed since the run (a different content hash) are not judged against the new case.
+nothing; failed labels are not reused, so a re-run retries them (and the stored reason is the
+latest one). Rule judges are synchronous and fast, stored a page at a time; LLM judges run with
+bounded concurrency across pages and each label is stored as soon as it is produced, so a judge
+killed after an hour of work keeps that hour. An LLM backbone gets one real request (the
+pre-flight) before anything is judged. Rollouts whose case changed since the run (a different
+content hash) are not judged against the new case.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -55,23 +60,53 @@ def run_cases(store: Store, run_id: str) -> dict[str, Case]:
                       hashes if isinstance(hashes, dict) else None)
 
 
-def _judge_model(backbone: str, api_base: str | None, timeout: float, retries: int):
-    from redagent.engine.models import LiteLLMModel, check_model
+def _judge_model(backbone: str, api_base: str | None, timeout: float, retries: int, max_tokens: int):
+    from redagent.engine.models import LiteLLMModel, preflight
 
-    check_model(backbone, api_base)
-    return LiteLLMModel(backbone, api_base=api_base, timeout=timeout, retries=retries)
+    if timeout <= 0 or retries < 0 or max_tokens < 1:
+        raise LabellingError("--timeout must be positive, --retries at least 0 and --max-tokens at least 1")
+    preflight(backbone, api_base, timeout=timeout)  # ModelConfigError: one line, before any label is stored
+    return LiteLLMModel(backbone, api_base=api_base, timeout=timeout, retries=retries, max_tokens=max_tokens)
 
 
 def judge_run(store: Store, run_id: str, views: list[str], *, backbone: str = RULE, api_base: str | None = None,
-              concurrency: int = 8, timeout: float = 60.0, retries: int = 3) -> LabellingReport:
+              concurrency: int = 8, timeout: float = 60.0, retries: int = 3,
+              max_tokens: int = 2048) -> LabellingReport:
     if store.get_run(run_id) is None:
         raise LabellingError(f"no run {run_id!r} in the store")
     configs = [config_for(view, backbone) for view in views]
-    model = None if backbone == RULE else _judge_model(backbone, api_base, timeout, retries)
+    model = None if backbone == RULE else _judge_model(backbone, api_base, timeout, retries, max_tokens)
     cases = run_cases(store, run_id)
     report = LabellingReport(run_id, [c.name for c in configs])
+
+    def counted(record: JudgeLabelRecord) -> None:
+        (report.judged if record.status == "ok" else report.failed)[record.config_name] += 1
+
+    work = _judge_work(store, run_id, configs, cases, report, backbone)
+    if model is None:
+        for page in _pages(work):
+            records = [_record(config, rollout, run_id, judge_rule(config, rollout, case))
+                       for config, rollout, case in page]
+            if records:
+                store.write_judge_labels(records)
+            for record in records:
+                counted(record)
+        return report
+    from redagent.engine.models import run_sync
+    from redagent.judges.llm import judge_llm
+
+    async def one(item) -> JudgeLabelRecord:
+        config, rollout, case = item
+        return _record(config, rollout, run_id, await judge_llm(config, rollout, case, model))
+
+    run_sync(_stream(work, one, store.write_judge_labels, counted, concurrency))
+    return report
+
+
+def _judge_work(store: Store, run_id: str, configs: list[JudgeConfig], cases: dict[str, Case],
+                report: LabellingReport, backbone: str) -> Iterator[tuple[JudgeConfig, dict[str, Any], Case]]:
+    """What is left to judge, page by page of the run's rollouts (skipped ones counted in `report`)."""
     for page in _pages(store.iter_export(run_id)):
-        work: list[tuple[JudgeConfig, dict[str, Any], Case]] = []
         for config in configs:
             cached = store.cached_judge_labels([r["rollout_id"] for r in page], config.config_hash, backbone)
             for rollout in page:
@@ -85,28 +120,37 @@ def judge_run(store: Store, run_id: str, views: list[str], *, backbone: str = RU
                 if rollout["rollout_id"] in cached:
                     report.cached[config.name] += 1
                     continue
-                work.append((config, rollout, case))
-        records = _label(work, model, concurrency, run_id)
-        for record in records:
-            (report.judged if record.status == "ok" else report.failed)[record.config_name] += 1
-        if records:
-            store.write_judge_labels(records)
-    return report
+                yield config, rollout, case
 
 
-def _label(work, model, concurrency: int, run_id: str) -> list[JudgeLabelRecord]:
-    if model is None:
-        return [_record(config, rollout, run_id, judge_rule(config, rollout, case)) for config, rollout, case in work]
-    from redagent.judges.llm import judge_llm
+async def _stream(work: Iterable[Any], label: Callable[[Any], Awaitable[Any]], write: Callable[[list[Any]], int],
+                  counted: Callable[[Any], None], concurrency: int) -> None:
+    """Label `work` with at most `concurrency` labels in flight, storing each label as soon as it is made.
 
-    async def go() -> list[JudgeLabelRecord]:
-        slots = asyncio.Semaphore(concurrency)
+    The next item is drawn only when a slot is free, so a large run is never read into memory at once;
+    writes go to a thread (the loop keeps the other judges' replies flowing) one at a time.
+    """
+    loop = asyncio.get_running_loop()
+    pending: set[asyncio.Task[Any]] = set()
 
-        async def one(config, rollout, case):
-            async with slots:
-                return _record(config, rollout, run_id, await judge_llm(config, rollout, case, model))
-        return await asyncio.gather(*(one(*item) for item in work))
-    return asyncio.run(go()) if work else []
+    async def settle(wait_for: Any) -> None:
+        nonlocal pending
+        done, pending = await asyncio.wait(pending, return_when=wait_for)
+        for task in done:
+            record = task.result()
+            await loop.run_in_executor(None, write, [record])
+            counted(record)
+
+    try:
+        for item in work:
+            if len(pending) >= max(1, concurrency):
+                await settle(asyncio.FIRST_COMPLETED)
+            pending.add(asyncio.create_task(label(item)))
+        while pending:
+            await settle(asyncio.FIRST_COMPLETED)
+    finally:
+        for task in pending:  # a failed write or Ctrl-C: no judge call outlives the command
+            task.cancel()
 
 
 def _record(config: JudgeConfig, rollout: dict[str, Any], run_id: str, label) -> JudgeLabelRecord:
@@ -119,39 +163,47 @@ def _record(config: JudgeConfig, rollout: dict[str, Any], run_id: str, label) ->
 
 
 def recognize_run(store: Store, run_id: str, *, backbone: str | None = None, api_base: str | None = None,
-                  concurrency: int = 8, timeout: float = 60.0, retries: int = 3) -> dict[str, Any]:
-    """Recognition labels for every valid harmful (E=1) rollout of the run."""
+                  concurrency: int = 8, timeout: float = 60.0, retries: int = 3,
+                  max_tokens: int = 2048) -> dict[str, Any]:
+    """Recognition labels for every valid harmful (E=1) rollout of the run; failed ones are tried again."""
     if store.get_run(run_id) is None:
         raise LabellingError(f"no run {run_id!r} in the store")
     judge = backbone or LEXICAL
     contract_hash = recognition_contract_hash(judge)
-    model = None if backbone is None else _judge_model(backbone, api_base, timeout, retries)
+    model = None if backbone is None else _judge_model(backbone, api_base, timeout, retries, max_tokens)
     cases = run_cases(store, run_id)
-    done = {r.rollout_id for r in store.recognition_labels(run_id, judge, contract_hash)}
-    harmful = [r for r in store.iter_export(run_id) if r["valid"] and r["E"] == 1 and r["rollout_id"] not in done
-               and r["case_id"] in cases and cases[r["case_id"]].content_hash == r["case_hash"]]
+    done = {r.rollout_id for r in store.recognition_labels(run_id, judge, contract_hash) if r.status == "ok"}
+    harmful = (r for r in store.iter_export(run_id) if r["valid"] and r["E"] == 1 and r["rollout_id"] not in done
+               and r["case_id"] in cases and cases[r["case_id"]].content_hash == r["case_hash"])
+    tally = Counter()
 
-    async def llm_all():
+    def record(rollout: dict[str, Any], res) -> RecognitionLabelRecord:
+        return RecognitionLabelRecord(
+            rollout_id=rollout["rollout_id"], run_id=run_id, judge=judge, contract_hash=contract_hash,
+            anchor_idx=res.anchor_idx, resolved=res.resolved, broad=res.broad, strict=res.strict, status=res.status,
+            rationale=res.rationale, evidence=res.evidence, created_at=datetime.now(UTC))
+
+    def counted(label: RecognitionLabelRecord) -> None:
+        tally["labelled"] += 1
+        tally["unresolved"] += not label.resolved
+        tally["failed"] += label.status != "ok"
+
+    if model is None:
+        for page in _pages(harmful):
+            records = [record(r, lexical(r, cases[r["case_id"]])) for r in page]
+            store.write_recognition_labels(records)
+            for label in records:
+                counted(label)
+    else:
+        from redagent.engine.models import run_sync
         from redagent.judges.llm import recognize_llm
 
-        slots = asyncio.Semaphore(concurrency)
+        async def one(rollout: dict[str, Any]) -> RecognitionLabelRecord:
+            return record(rollout, await recognize_llm(rollout, cases[rollout["case_id"]], model))
 
-        async def one(rollout):
-            async with slots:
-                return rollout, await recognize_llm(rollout, cases[rollout["case_id"]], model)
-        return await asyncio.gather(*(one(r) for r in harmful))
-
-    results = (asyncio.run(llm_all()) if model is not None and harmful
-               else [(r, lexical(r, cases[r["case_id"]])) for r in harmful])
-    records = [RecognitionLabelRecord(
-        rollout_id=r["rollout_id"], run_id=run_id, judge=judge, contract_hash=contract_hash,
-        anchor_idx=res.anchor_idx, resolved=res.resolved, broad=res.broad, strict=res.strict, status=res.status,
-        rationale=res.rationale, evidence=res.evidence, created_at=datetime.now(UTC)) for r, res in results]
-    for start in range(0, len(records), BATCH):
-        store.write_recognition_labels(records[start:start + BATCH])
-    return {"run_id": run_id, "judge": judge, "labelled": len(records), "cached": len(done),
-            "unresolved": sum(1 for r in records if not r.resolved),
-            "failed": sum(1 for r in records if r.status != "ok")}
+        run_sync(_stream(harmful, one, store.write_recognition_labels, counted, concurrency))
+    return {"run_id": run_id, "judge": judge, "labelled": tally["labelled"], "cached": len(done),
+            "unresolved": tally["unresolved"], "failed": tally["failed"]}
 
 
 def recognition_contract_hash(judge: str) -> str:

@@ -21,6 +21,7 @@ import pandas as pd
 from redagent.cases.taxonomy import strategy_category
 from redagent.judges import stats
 from redagent.judges.config import RULE, VIEWS
+from redagent.judges.health import run_health
 from redagent.judges.labelling import LEXICAL, recognition_contract_hash, run_cases
 from redagent.store.db import Store
 
@@ -70,6 +71,9 @@ def build_report(store: Store, run_id: str, *, backbone: str = RULE, recognition
             report["semantic"] = semantic
     if want("asr") or want("utility"):
         report["utility"] = utility(store, run_id)
+    if want("asr"):
+        # Beside the ASR: whether each cell measured an agent or a broken setup (judges/health.py).
+        report["health"] = run_health(store, run_id)
     if want("views") or want("ranking"):
         views, ranking = _views(labels, reps, seed)
         report["views"], report["ranking"] = views, ranking
@@ -311,6 +315,10 @@ def write_report(report: dict[str, Any], out: Path, formats: list[str]) -> list[
                 path = out / f"{name}.csv"
                 _csv(path, [{k: v for k, v in r.items() if not isinstance(v, (list, dict))} for r in rows])
                 written.append(path)
+        if report.get("health") and report["health"]["cells"]:
+            path = out / "health.csv"
+            _csv(path, health_rows(report["health"]))
+            written.append(path)
         if report.get("utility") and report["utility"]["cells"]:
             path = out / "utility.csv"
             _csv(path, utility_rows(report["utility"]))
@@ -405,6 +413,32 @@ def _utility_markdown(table: dict[str, Any]) -> list[str]:
     return lines
 
 
+def health_rows(health: dict[str, Any]) -> list[dict[str, Any]]:
+    """One CSV row per cell: counts, shares, the invalid reasons with their most frequent detail, warnings."""
+    return [{**{k: c[k] for k in ("model", "harness", "cue", "defense", "rollouts", "valid", "invalid_n",
+                                  "no_tool_call", "no_tool_call_share", "attacked", "reached", "exposure")},
+             "invalid": "; ".join(f"{reason} {e['n']}: {e['detail'] or ''}"
+                                  for reason, e in sorted(c["invalid"].items())),
+             "warnings": "; ".join(c["warnings"])} for c in health["cells"]]
+
+
+def _health_markdown(health: dict[str, Any]) -> list[str]:
+    lines = ["## Setup health per cell", "",
+             "A cell measures an agent only if its rollouts ran (valid), the agent used its tools and the attack "
+             "reached it (exposure, over valid attacked rollouts).", "",
+             "| model | harness | cue | defense | valid / rollouts | no tool call | exposure | invalid (most frequent "
+             "detail) |", "|---|---|---|---|---:|---:|---:|---|"]
+    for c in health["cells"]:
+        invalid = "; ".join(f"{reason} {e['n']}" + (f": {e['detail']}" if e["detail"] else "")
+                            for reason, e in sorted(c["invalid"].items())) or "—"
+        lines.append(f"| {c['model']} | {c['harness']} | {c['cue']} | {c['defense']} | {c['valid']} / "
+                     f"{c['rollouts']} | {_pct(c['no_tool_call_share'])} | {_pct(c['exposure'])} | "
+                     f"{invalid.replace('|', '/')} |")
+    lines.append("")
+    lines += [f"- **warning**: {w}" for w in health["warnings"]] + ([""] if health["warnings"] else [])
+    return lines
+
+
 def markdown(report: dict[str, Any]) -> str:
     p = report["protocol"]
     lines = [f"# Report for {p['run_id']}", "", "## Protocol", "",
@@ -426,6 +460,8 @@ def markdown(report: dict[str, Any]) -> str:
                   + (f"{_pct(c['ci_low'])}–{_pct(c['ci_high'])}" if c["valid"] else "no valid rollout") + " |"
                   for c in report["asr"]]
         lines.append("")
+    if report.get("health"):
+        lines += _health_markdown(report["health"])
     if report.get("utility") is not None:
         lines += _utility_markdown(report["utility"])
     if report.get("semantic"):

@@ -7,15 +7,17 @@ computes; reads stream in pages so exporting a large run keeps memory flat.
 
 from __future__ import annotations
 
+import os
+import socket
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 import psycopg
-from sqlalchemy import Connection, Engine, Insert, Table, case, func, select, tuple_, update
+from sqlalchemy import Connection, Engine, Insert, Table, case, delete, exists, func, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
@@ -50,6 +52,44 @@ EXPORT_PAGE = 200  # rollouts per query round when streaming an export
 # is also the column order of uq_rollout_cell, so paging walks that index.
 _CELL = (t.rollout.c.case_id, t.rollout.c.model, t.rollout.c.harness, t.rollout.c.cue, t.rollout.c.defense,
          t.rollout.c.attempt)
+
+
+# A driving process refreshes its run's heartbeat every HEARTBEAT_SECONDS; one silent for STALE_SECONDS
+# is taken for dead (on another host, where its pid cannot be checked, or a reused pid here).
+HEARTBEAT_SECONDS = 15.0
+STALE_SECONDS = 120.0
+
+
+def this_host() -> str:
+    return socket.gethostname()
+
+
+def shown_status(status: str, host: str | None, pid: int | None, heartbeat_at: datetime | None,
+                 now: datetime | None = None) -> str:
+    """A stored status as it should be shown: "running" only while the driving process is alive.
+
+    A process killed with SIGKILL, or a machine that went down, cannot mark its run; so a "running" run
+    whose pid is gone from this host, or whose heartbeat is stale (or was never written), is
+    "interrupted" — resumable, like a stopped run.
+    """
+    if status != "running":
+        return status
+    if host == this_host() and pid is not None and not _alive(pid):
+        return "interrupted"
+    now = now or datetime.now(UTC)
+    if heartbeat_at is None or (now - aware(heartbeat_at, "heartbeat_at")).total_seconds() > STALE_SECONDS:
+        return "interrupted"
+    return "running"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
 
 
 def open_store(url: str | None = None) -> Store:
@@ -135,8 +175,15 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
             conn.execute(t.run.insert(), row)
 
     def update_run(self, run_id: str, *, status: str | None = None, started_at: datetime | None = None,
-                   finished_at: datetime | None = None) -> None:
+                   finished_at: datetime | None = None, host: str | None = None, pid: int | None = None,
+                   heartbeat_at: datetime | None = None) -> None:
         values: dict[str, Any] = {}
+        if host is not None:
+            values["host"] = host
+        if pid is not None:
+            values["pid"] = pid
+        if heartbeat_at is not None:
+            values["heartbeat_at"] = aware(heartbeat_at, f"run {run_id}: heartbeat_at")
         if status is not None:
             if status not in RUN_STATUSES:
                 raise InvalidRecord(f"run {run_id}: unknown status {status!r} (one of {', '.join(RUN_STATUSES)})")
@@ -158,28 +205,41 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
             row = conn.execute(select(t.run).where(t.run.c.id == run_id)).mappings().first()
         return run_record(row) if row is not None else None
 
+    def heartbeat(self, run_id: str) -> None:
+        """The driving process is alive: refresh the run's heartbeat (one tiny transaction)."""
+        with self._writing() as conn:
+            conn.execute(update(t.run).where(t.run.c.id == run_id).values(heartbeat_at=datetime.now(UTC)))
+
     def list_runs(self) -> list[dict[str, Any]]:
-        """Every run, newest first: run_id, status, planned, completed (rollouts stored), created_at."""
+        """Every run, newest first: run_id, status, planned, completed (rollouts stored), created_at.
+
+        The status is as `shown_status` tells it: a "running" run whose process is gone is "interrupted".
+        """
         done = (select(t.rollout.c.run_id, func.count().label("completed"))
                 .group_by(t.rollout.c.run_id).subquery())
         query = (select(t.run.c.id, t.run.c.status, t.run.c.planned, func.coalesce(done.c.completed, 0),
-                        t.run.c.created_at)
+                        t.run.c.created_at, t.run.c.host, t.run.c.pid, t.run.c.heartbeat_at)
                  .outerjoin(done, done.c.run_id == t.run.c.id)
                  .order_by(t.run.c.created_at.desc(), t.run.c.id.desc()))
         with self._reading() as conn:
-            return [{"run_id": run_id, "status": status, "planned": planned, "completed": completed,
-                     "created_at": created_at}
-                    for run_id, status, planned, completed, created_at in conn.execute(query)]
+            return [{"run_id": run_id, "status": shown_status(status, host, pid, heartbeat_at), "planned": planned,
+                     "completed": completed, "created_at": created_at}
+                    for run_id, status, planned, completed, created_at, host, pid, heartbeat_at
+                    in conn.execute(query)]
 
     # ------------------------------------------------------------ rollouts: writing
 
-    def write_rollouts(self, rollouts: Iterable[RolloutRecord]) -> int:
+    def write_rollouts(self, rollouts: Iterable[RolloutRecord], *, replace_invalid: Collection[str] = ()) -> int:
         """Store a batch in one transaction; returns how many were new.
 
         Rollouts whose id is already stored (or repeated within the batch) are skipped with all their
         children, so re-sending a batch after a crash is safe. Every record is checked before any SQL
         is sent (InvalidRecord); if the database rejects anything, nothing of the batch is written
         (WriteRejected).
+
+        `replace_invalid` names invalid reasons that a stored rollout of the same id gives way for (a
+        `--retry-invalid` resume): such a row and its children are deleted in the same transaction
+        before the new rollout is inserted, so a crash leaves either the old rollout or the new one.
         """
         prepared: dict[str, PreparedRollout] = {}
         for record in rollouts:
@@ -188,17 +248,23 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
         if not prepared:
             return 0
         try:
-            return self._write_prepared(prepared)
+            return self._write_prepared(prepared, tuple(replace_invalid))
         except WriteRejected as exc:
             # PostgreSQL checks only the id as the ON CONFLICT arbiter: a concurrent writer's uncommitted copy
             # of the same rollout trips the cell's unique index instead. Once it has committed, the same batch
             # finds it by id and skips it; anything else is a real rejection.
             if not isinstance(exc.__cause__, IntegrityError) or "uq_rollout_cell" not in str(exc.__cause__):
                 raise
-            return self._write_prepared(prepared)
+            return self._write_prepared(prepared, tuple(replace_invalid))
 
-    def _write_prepared(self, prepared: dict[str, PreparedRollout]) -> int:
+    def _write_prepared(self, prepared: dict[str, PreparedRollout], replace_invalid: tuple[str, ...] = ()) -> int:
         with self._writing() as conn:
+            if replace_invalid:
+                # Children go with the row (ON DELETE CASCADE); a replay's reference to it is deferred
+                # to commit, by when the same id is back.
+                r = t.rollout
+                conn.execute(delete(r).where(r.c.id.in_(sorted(prepared)), ~r.c.valid,
+                                             r.c.invalid_reason.in_(replace_invalid)))
             # Sorted ids and shas give concurrent writers one lock order (no deadlocks on PostgreSQL).
             insert_rollouts = (self._insert(conn, t.rollout).on_conflict_do_nothing(index_elements=["id"])
                                .returning(t.rollout.c.id))
@@ -228,6 +294,66 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
         """Ids of the run's rollouts already stored (the engine skips them on resume)."""
         with self._reading() as conn:
             return set(conn.execute(select(t.rollout.c.id).where(t.rollout.c.run_id == run_id)).scalars())
+
+    def invalid_ids(self, run_id: str, reasons: Collection[str]) -> set[str]:
+        """Ids of the run's stored invalid rollouts whose reason is one of `reasons` (what --retry-invalid redoes)."""
+        r = t.rollout
+        with self._reading() as conn:
+            return set(conn.execute(select(r.c.id).where(r.c.run_id == run_id, ~r.c.valid,
+                                                         r.c.invalid_reason.in_(sorted(reasons)))).scalars())
+
+    def cell_health(self, run_id: str) -> list[dict[str, Any]]:
+        """Per (model, harness, cue, defense) cell, what says whether the setup worked: rollouts, valid,
+        valid ones without a single tool call, valid attacked ones and those the attack reached, and the
+        invalid ones by reason with their most frequent stored detail (and how many share it)."""
+        r, e = t.rollout, t.event
+        cell = (r.c.model, r.c.harness, r.c.cue, r.c.defense)
+        called = exists().where(e.c.rollout_id == r.c.id, e.c.role == "assistant", e.c.tool_call.is_not(None))
+
+        def number(condition: Any) -> Any:
+            return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
+
+        counts = (select(*cell, func.count(), number(r.c.valid), number(r.c.valid & ~called),
+                         number(r.c.valid & ~r.c.benign), number(r.c.valid & ~r.c.benign & r.c.reached))
+                  .where(r.c.run_id == run_id).group_by(*cell).order_by(*cell))
+        # Most frequent detail first within each reason, so the first one seen is the one shown.
+        n_detail = func.count()
+        details = (select(*cell, r.c.invalid_reason, r.c.invalid_detail, n_detail)
+                   .where(r.c.run_id == run_id, ~r.c.valid)
+                   .group_by(*cell, r.c.invalid_reason, r.c.invalid_detail)
+                   .order_by(n_detail.desc(), r.c.invalid_detail))
+        with self._reading() as conn:
+            cells = {tuple(row[:4]): {"model": row[0], "harness": row[1], "cue": row[2], "defense": row[3],
+                                      "rollouts": int(row[4]), "valid": int(row[5]), "no_tool_call": int(row[6]),
+                                      "attacked": int(row[7]), "reached": int(row[8]), "invalid": {}}
+                     for row in conn.execute(counts)}
+            for *key, reason, detail, n in conn.execute(details):
+                invalid = cells[tuple(key)]["invalid"]
+                entry = invalid.setdefault(reason or "unknown", {"n": 0, "detail": detail, "detail_n": int(n)})
+                entry["n"] += int(n)
+        return list(cells.values())
+
+    def rollout_history(self, case_hashes: Collection[str]) -> list[dict[str, Any]]:
+        """What valid rollouts of these case versions cost before, per (case_hash, model, harness): rollouts,
+        mean model replies (assistant turns: tool calls and answers), mean prompt and completion tokens,
+        mean duration in ms. What `redagent run --plan-only` estimates from."""
+        r, e = t.rollout, t.event
+        turns = (select(e.c.rollout_id, func.count().label("turns")).where(e.c.role == "assistant")
+                 .group_by(e.c.rollout_id).subquery())
+        group = (r.c.case_hash, r.c.model, r.c.harness)
+        found: list[dict[str, Any]] = []
+        hashes = sorted(set(case_hashes))
+        with self._reading() as conn:
+            for start in range(0, len(hashes), 500):
+                query = (select(*group, func.count(), func.avg(func.coalesce(turns.c.turns, 0)),
+                                func.avg(r.c.prompt_tokens), func.avg(r.c.completion_tokens), func.avg(r.c.duration_ms))
+                         .outerjoin(turns, turns.c.rollout_id == r.c.id)
+                         .where(r.c.valid, r.c.case_hash.in_(hashes[start:start + 500])).group_by(*group))
+                found += [{"case_hash": h, "model": m, "harness": hn, "rollouts": int(n), "turns": float(c or 0),
+                           "prompt_tokens": float(p or 0), "completion_tokens": float(o or 0),
+                           "duration_ms": float(d or 0)}
+                          for h, m, hn, n, c, p, o, d in conn.execute(query)]
+        return found
 
     def case_ids(self, run_id: str) -> list[str]:
         """The case ids the run's stored rollouts used (what judging a run has to resolve)."""

@@ -5,8 +5,9 @@ write `store.write_judge_labels(...)`, `store.cached_judge_labels(...)`, `store.
 
 A judge label is keyed by (rollout, configuration hash, backbone): labels made under different
 configurations never mix, and the key is the LLM judge's cache. Writes are insert-if-absent on that
-key, with one exception: a `failed` label is replaced when an `ok` one for the same key arrives, so
-re-running a judge retries its failures; an `ok` label is never overwritten. The same holds for
+key, with one exception: a `failed` label is replaced by the next label for the same key (an `ok`
+one, or a failure with the fresh reason), so re-running a judge retries its failures and the stored
+reason is always the latest; an `ok` label is never overwritten. The same holds for
 recognition labels on (rollout, judge, contract hash).
 """
 
@@ -132,7 +133,7 @@ class JudgingQueries:
     # ------------------------------------------------------------ judge labels
 
     def write_judge_labels(self, labels: Iterable[JudgeLabelRecord]) -> int:
-        """Store labels in one transaction; returns how many were written (new, or an ok replacing a failed).
+        """Store labels in one transaction; returns how many were written (new, or replacing a failed one).
 
         Every record is checked first (InvalidRecord): status and label agree, the view is known, the
         rollout exists and belongs to the record's run. A repeated key within the batch keeps the first.
@@ -172,10 +173,11 @@ class JudgingQueries:
                                         f"the rollout's run {owner!r}")
             insert = self._insert(conn, table)
             kept = [c.name for c in table.columns if c.name != "id" and c.name not in key]
-            # A failed label gives way to an ok one (a retry); an ok label is final.
+            # A failed label gives way to the retry's label: an ok one, or a failure with the fresh reason
+            # (the stored rationale says why the latest attempt failed, not the first). An ok label is final.
             upsert = (insert.on_conflict_do_update(
                 index_elements=list(key), set_={name: insert.excluded[name] for name in kept},
-                where=(table.c.status == "failed") & (insert.excluded.status == "ok"))
+                where=table.c.status == "failed")
                 .returning(table.c.id))
             # Sorted keys give concurrent writers one lock order.
             return len(conn.execute(upsert, [rows[k] for k in sorted(rows)]).all())

@@ -23,6 +23,10 @@ class RunRecord:
     finished_at: datetime | None = None
     parent_run_id: str | None = None
     manifest_hash: str | None = None
+    # The process that last started driving the run, and when it last said it was alive (a heartbeat).
+    host: str | None = None
+    pid: int | None = None
+    heartbeat_at: datetime | None = None
 
 
 @dataclass

@@ -67,7 +67,11 @@ def run_row(run: RunRecord) -> dict[str, Any]:
         raise InvalidRecord(f"run {run.id}: unknown status {run.status!r} (one of {', '.join(RUN_STATUSES)})")
     if run.planned < 0:
         raise InvalidRecord(f"run {run.id}: planned must be >= 0, not {run.planned}")
+    # Who drives the run (0006) is written only when known: the engine sets it through update_run, and a
+    # record without it then inserts into a store of any revision (as the migration tests' old releases do).
+    health = {"host": run.host, "pid": run.pid, "heartbeat_at": aware(run.heartbeat_at, f"run {run.id}: heartbeat_at")}
     return {
+        **{k: v for k, v in health.items() if v is not None},
         "id": run.id, "status": run.status, "protocol": json_checked(run.protocol, f"run {run.id}: protocol"),
         "case_set_hash": run.case_set_hash,
         "manifest_hash": run.manifest_hash, "code_version": run.code_version, "planned": run.planned,
@@ -82,7 +86,8 @@ def run_record(row: Mapping[str, Any]) -> RunRecord:
         id=row["id"], status=row["status"], protocol=row["protocol"], case_set_hash=row["case_set_hash"],
         code_version=row["code_version"], planned=row["planned"], created_at=row["created_at"],
         started_at=row["started_at"], finished_at=row["finished_at"], parent_run_id=row["parent_run_id"],
-        manifest_hash=row["manifest_hash"],
+        manifest_hash=row["manifest_hash"], host=row.get("host"), pid=row.get("pid"),
+        heartbeat_at=row.get("heartbeat_at"),
     )
 
 

@@ -110,6 +110,10 @@ class Run(StoreModel, table=True):
     created_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
     started_at: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
     finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
+    # The process driving the run and its last sign of life (0006): a dead one shows as interrupted.
+    host: str | None = Field(default=None, sa_type=Text, nullable=True)
+    pid: int | None = Field(default=None, sa_type=Integer, nullable=True)
+    heartbeat_at: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
 
 
 class Rollout(StoreModel, table=True):

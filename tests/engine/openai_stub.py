@@ -1,7 +1,10 @@
 """A real HTTP server on loopback that speaks the OpenAI chat-completions protocol with scripted replies.
 
-Tests queue what the "model" answers — a tool call, text, an HTTP error, a stall — and read back the
-requests it received. It stands in for a paid endpoint; nothing leaves the machine.
+Tests queue what the "model" answers — a tool call, text, an HTTP error (with headers such as
+`Retry-After`), a stall, a body that is not JSON, a dropped connection — and read back the requests it
+received. Like a real OpenAI-compatible server (vLLM, llama.cpp, Ollama's /v1) it serves only
+`/v1/chat/completions` and `/v1/models` (any other path is a 404), and it can be told which model
+names exist and which API key it accepts. It stands in for a paid endpoint; nothing leaves the machine.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+CHAT = "/v1/chat/completions"
+MODELS = "/v1/models"
+
 
 def tool_call(name: str, args: dict[str, Any] | str, call_id: str = "call_1") -> dict[str, Any]:
     arguments = args if isinstance(args, str) else json.dumps(args)
@@ -25,51 +31,94 @@ def text(content: str) -> dict[str, Any]:
     return {"content": content}
 
 
-def error(status: int, message: str = "scripted failure") -> dict[str, Any]:
-    return {"status": status, "error": message}
+def error(status: int, message: str = "scripted failure", headers: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"status": status, "error": message, "headers": headers or {}}
 
 
 def stall(seconds: float) -> dict[str, Any]:
     return {"delay": seconds, "content": "too late"}
 
 
+def malformed(body: str = '{"id": "chatcmpl-x", "choices": [') -> dict[str, Any]:
+    """A 200 whose body is not JSON (a proxy or server that cut its answer short)."""
+    return {"raw": body}
+
+
+def drop() -> dict[str, Any]:
+    """Close the connection without answering (a server that crashed mid-request)."""
+    return {"drop": True}
+
+
 class ChatServer:
-    def __init__(self) -> None:
+    def __init__(self, *, models: set[str] | None = None, api_key: str | None = None) -> None:
         self.script: deque[dict[str, Any]] = deque()
         self.requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []  # every request's path, answered or not
         self.default: dict[str, Any] = text("Done.")
+        self.models = models  # None: any model name is served
+        self.api_key = api_key  # None: no key is checked
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             disable_nagle_algorithm = True  # no 40 ms delayed-ACK stall between headers and body
+            protocol_version = "HTTP/1.1"  # keep-alive, as real servers do: a dropped connection is then a surprise
 
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def do_GET(self) -> None:
+                server.paths.append(self.path)
+                if self.path != MODELS:
+                    return self._json(404, {"detail": "Not Found"})
+                names = sorted(server.models or {"stub"})
+                self._json(200, {"object": "list", "data": [{"id": n, "object": "model"} for n in names]})
+
             def do_POST(self) -> None:
+                server.paths.append(self.path)
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                if self.path != CHAT:
+                    return self._json(404, {"detail": "Not Found"})
+                if server.api_key is not None and self.headers.get("Authorization") != f"Bearer {server.api_key}":
+                    return self._json(401, {"error": {"message": "Incorrect API key provided", "type": "auth",
+                                                      "code": "invalid_api_key"}})
+                if server.models is not None and body.get("model") not in server.models:
+                    return self._json(404, {"error": {"message": f"The model `{body.get('model')}` does not exist.",
+                                                      "type": "NotFoundError", "code": 404}})
                 server.requests.append(body)
                 step = server.script.popleft() if server.script else server.default
                 if step.get("delay"):
                     time.sleep(step["delay"])
+                if step.get("drop"):
+                    self.close_connection = True
+                    with contextlib.suppress(OSError):
+                        self.connection.shutdown(2)
+                    return
+                if "raw" in step:
+                    return self._send(200, step["raw"].encode())
                 if "status" in step:
-                    payload = json.dumps({"error": {"message": step["error"], "type": "scripted"}}).encode()
-                    self.send_response(step["status"])
-                else:
-                    message = {"role": "assistant", "content": step.get("content")}
-                    if step.get("tool_calls"):
-                        message["tool_calls"] = step["tool_calls"]
-                    payload = json.dumps({
-                        "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": 0,
-                        "model": body.get("model", "stub"),
-                        "choices": [{"index": 0, "message": message,
-                                     "finish_reason": "tool_calls" if step.get("tool_calls") else "stop"}],
-                        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}).encode()
-                    self.send_response(200)
+                    return self._json(step["status"], {"error": {"message": step["error"], "type": "scripted"}},
+                                      step.get("headers"))
+                message = {"role": "assistant", "content": step.get("content")}
+                if step.get("tool_calls"):
+                    message["tool_calls"] = step["tool_calls"]
+                self._json(200, {
+                    "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": 0,
+                    "model": body.get("model", "stub"),
+                    "choices": [{"index": 0, "message": message,
+                                 "finish_reason": "tool_calls" if step.get("tool_calls") else "stop"}],
+                    "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}})
+
+            def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+                self._send(status, json.dumps(payload).encode(), headers)
+
+            def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
-                with contextlib.suppress(BrokenPipeError):  # the client gave up (a timeout test)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout)
                     self.wfile.write(payload)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -77,8 +126,13 @@ class ChatServer:
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
+    def root(self) -> str:
+        """The server without the /v1 path (what a mistyped --api-base names)."""
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        return f"{self.root}/v1"
 
     def __enter__(self) -> ChatServer:
         self.thread.start()
