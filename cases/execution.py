@@ -48,7 +48,11 @@ class CaseRun:
         self.instance: Instance = instance or case.instantiate(with_attack=self.with_attack)
         self.env = Environment(self.instance.seed, self.instance.surfaces,
                                self.instance.interventions, isolation=isolation)
-        self.baseline = self.env.snapshot()
+        try:
+            self.baseline = self.env.snapshot()
+        except BaseException:
+            self.env.close()
+            raise
         self.calls: list[ToolOutcome] = []
         # The attack reached the agent once its marker is in a user turn delivered so far, in the
         # tool list, or (tracked as calls are made) in an observation.
@@ -86,7 +90,13 @@ class CaseRun:
     def run_step(self, step: Step, *, index: int, args: dict[str, Any] | None = None) -> ToolOutcome:
         return self.call(step.tool, step.args if args is None else args, step=index)
 
+    def close(self) -> None:
+        """Remove the sandbox without judging it (a cancelled rollout); a command still running is
+        killed first. Safe to call more than once, and after finish()."""
+        self.env.close()
+
     def finish(self) -> Finished:
+        """Snapshot, diff and verdict; the sandbox is removed whether or not they succeed."""
         try:
             final = self.env.snapshot()
             entries = diff(self.baseline, final)

@@ -1,15 +1,19 @@
 """Loading and validating case files, with every problem located as `file:line: field: what`.
 
-Case files are YAML (JSON is accepted, being YAML too) and are parsed with the safe loader only:
-a case file is data, never code. Validation is exhaustive rather than fail-fast, so an author sees
-every problem in a file at once. A loaded case is checked against the taxonomy, the services' real
-tool schemas, and its own seed (every verifier reference must resolve).
+Case files are YAML (JSON is accepted, being YAML too) and untrusted: they come from other people and
+from LLM compilers. They are read as plain data only, within limits (cases/safeyaml.py), so no file can
+run code, exhaust memory or time, or crash the loader. Validation is exhaustive rather than fail-fast,
+so an author sees every problem in a file at once. A loaded case is checked against the taxonomy, the
+services' real tool schemas and seed shapes (cases/seedcheck.py), with every path it holds confined to
+the workspace, and its own seed (every verifier reference must resolve, every service, tool and diff
+path a rule names must exist).
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
@@ -17,14 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import yaml
 
+from redagent.cases.safeyaml import Located, check_data, parse_text, read_text
 from redagent.cases.schema import BENIGN_SUFFIX, Attack, Case, Plans, Step, derive_marker, place_text
+from redagent.cases.seedcheck import LIST_ITEMS, check_seed, describe, tool_path_problem
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
 from redagent.sandbox.environment import SERVICES
 from redagent.sandbox.gateway import INTERVENTION_KINDS, TAMPER_MODES
-from redagent.sandbox.tools import validate
-from redagent.sandbox.verifier import RefError, check_rule, resolve_ref
+from redagent.sandbox.tools import ToolSpec, validate
+from redagent.sandbox.verifier import RefError, Scope, check_rule, resolve_ref, suggest
 
 REQUIRED = ("id", "version", "title", "ivc", "surfaces", "task", "seed", "attack", "verifier",
             "policy_reminder", "recognition_cues", "plans")
@@ -41,7 +46,16 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.field}: {self.message}"
+        # One line whatever a hostile file holds: control characters escaped, long parts cut.
+        return f"{_shown(self.file)}:{self.line}: {_shown(self.field)}: {_shown(self.message, 400)}"
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+
+
+def _shown(text: str, limit: int = 200) -> str:
+    text = _UNPRINTABLE.sub(lambda m: repr(m.group(0))[1:-1], str(text))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class CaseFileError(Exception):
@@ -53,76 +67,31 @@ class CaseFileError(Exception):
 
 
 # -- YAML with line numbers --------------------------------------------------------------------
-# libyaml's parser when PyYAML was built with it (several times faster on a large library).
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _Constructor(yaml.constructor.SafeConstructor):
-    """Safe scalars, except that dates stay text: a case's dates are data the agent reads as written."""
-
-
-_Constructor.add_constructor("tag:yaml.org,2002:timestamp", _Constructor.construct_yaml_str)
-
-
-_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq",
-                                                   "timestamp")}
-
-
-def _to_python(node: yaml.Node, path: str, lines: dict[str, int], scalars: _Constructor) -> Any:
-    lines.setdefault(path, node.start_mark.line + 1)
-    if node.tag not in _PLAIN_TAGS:
-        raise _Located(path or "(file)", node.start_mark.line + 1,
-                       f"tag {node.tag!r} is not allowed: case files hold plain data only")
-    if isinstance(node, yaml.MappingNode):
-        out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode):
-                raise _Located(path or "(file)", key_node.start_mark.line + 1, "keys must be plain values")
-            key = scalars.construct_object(key_node)
-            child = f"{path}.{key}" if path else str(key)
-            lines[child] = key_node.start_mark.line + 1
-            if key in out:
-                raise _Located(child, key_node.start_mark.line + 1, f"duplicate key {key!r}")
-            out[str(key)] = _to_python(value_node, child, lines, scalars)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_to_python(item, f"{path}[{i}]", lines, scalars) for i, item in enumerate(node.value)]
-    return scalars.construct_object(node)
-
-
-class _Located(Exception):
-    def __init__(self, field: str, line: int, message: str) -> None:
-        super().__init__(message)
-        self.field, self.line = field, line
-
-
 def parse_file(path: Path) -> tuple[Any, dict[str, int]]:
-    text = path.read_text(encoding="utf-8")
+    """A case file as plain data and the line of every field, bounded (cases/safeyaml.py): an untrusted
+    file costs milliseconds and megabytes whatever it holds, and every problem is located."""
     try:
-        node = yaml.compose(text, Loader=_LOADER)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else 1
-        why = getattr(exc, "problem", None) or exc
-        raise CaseFileError([Problem(str(path), line, "(file)", f"not valid YAML: {why}")]) from None
-    if node is None:
-        raise CaseFileError([Problem(str(path), 1, "(file)", "empty file")])
-    lines: dict[str, int] = {}
-    try:
-        # A constructor per file: a constructor memoises every node it builds (`constructed_objects`),
-        # so a shared one kept every node and mark ever parsed alive — tens of thousands of objects per
-        # library that the cycle collector then walked on every full pass (100+ ms stalls in the console).
-        return _to_python(node, "", lines, _Constructor()), lines
-    except _Located as exc:
+        return parse_text(read_text(path))
+    except Located as exc:
         raise CaseFileError([Problem(str(path), exc.line, exc.field, str(exc))]) from None
-    except yaml.YAMLError as exc:
-        raise CaseFileError([Problem(str(path), 1, "(file)", f"not valid YAML: {exc}")]) from None
 
 
 # -- validation --------------------------------------------------------------------------------
+MAX_PROBLEMS = 50  # reported per file
+
+
 class _Collector:
     def __init__(self, file: str, lines: dict[str, int]) -> None:
         self.file, self.lines, self.problems = file, lines, []
+
+    def error(self) -> CaseFileError:
+        """The problems found, at most MAX_PROBLEMS of them: a hostile file with 20,000 bad paths is refused
+        in a screenful, not 20,000 lines."""
+        shown = self.problems[:MAX_PROBLEMS]
+        if len(self.problems) > MAX_PROBLEMS:
+            shown.append(Problem(self.file, 1, "(file)", f"{len(self.problems) - MAX_PROBLEMS} more problem(s) "
+                                                         f"not shown"))
+        return CaseFileError(shown)
 
     def add(self, field: str, message: str) -> None:
         probe = field
@@ -134,47 +103,69 @@ class _Collector:
 def load_case(path: Path | str) -> Case:
     path = Path(path)
     data, lines = parse_file(path)
-    return build_case(data, lines, str(path))
+    return build_case(data, lines, str(path), bounded=True)
 
 
-def build_case(data: Any, lines: dict[str, int], file: str) -> Case:
+# A case id names files (`<surface>/<id>.yaml` in a compiled library) and rollouts: a plain slug.
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what function-calling APIs accept as a tool name
+ALL_TOOLS: dict[str, ToolSpec] = {spec.name: spec for cls in SERVICES.values() for spec in cls.tool_specs()}
+
+
+def build_case(data: Any, lines: dict[str, int], file: str, *, bounded: bool = False) -> Case:
+    """A validated `Case` from plain data, or CaseFileError with every problem located. `bounded` says the
+    data came from `parse_file`, which already bounded it; anything else (an LLM's JSON) is bounded here."""
+    if not bounded:
+        try:
+            check_data(data)
+        except Located as exc:
+            raise CaseFileError([Problem(file, exc.line, exc.field, str(exc))]) from None
     out = _Collector(file, lines)
     if not isinstance(data, dict):
-        raise CaseFileError([Problem(file, 1, "(file)", "a case file must be a mapping")])
-    for key in REQUIRED:
-        if key not in data:
-            out.add(key, "required field is missing")
+        raise CaseFileError([Problem(file, 1, "(file)", f"a case file must be a mapping, not {describe(data)}")])
+    missing = [key for key in REQUIRED if key not in data]
     for key in data:
         if key not in KNOWN:
-            out.add(key, f"unknown field (known: {', '.join(sorted(KNOWN))})")
+            hint = suggest(key, KNOWN)
+            out.add(key, f"unknown field{hint}")
+            # A misspelt required field is one problem, not two: the typo says what is missing.
+            missing = [m for m in missing if hint != f" (did you mean {m!r}?)"]
+    for key in missing:
+        out.add(key, "required field is missing")
     if out.problems:
-        raise CaseFileError(out.problems)
+        raise out.error()
 
-    _text(out, data, "id")
-    _text(out, data, "title")
-    _text(out, data, "task")
-    _text(out, data, "policy_reminder")
-    if not isinstance(data["version"], int) or data["version"] < 1:
+    for key in ("id", "title", "task", "policy_reminder"):
+        _text(out, data, key)
+    if isinstance(data["id"], str) and data["id"].strip() and not _ID.match(data["id"]):
+        out.add("id", "must be a slug: letters, digits, '.', '_' and '-', at most 128, starting with a letter or digit")
+    if not _is_int(data["version"]) or data["version"] < 1:
         out.add("version", "must be a positive integer")
 
     ivc = data["ivc"] if isinstance(data["ivc"], dict) else {}
     if not isinstance(data["ivc"], dict):
         out.add("ivc", "must map strategy, vulnerability and constraint")
-    for key, table in (("strategy", STRATEGIES), ("vulnerability", VULNERABILITIES),
-                       ("constraint", CONSTRAINTS)):
-        if ivc.get(key) not in table:
+    tables = {"strategy": STRATEGIES, "vulnerability": VULNERABILITIES, "constraint": CONSTRAINTS}
+    for key in ivc:
+        if key not in tables:
+            out.add(f"ivc.{key}", f"unknown field{suggest(key, tables)}")
+    codes = {key: ivc.get(key) if isinstance(ivc.get(key), str) else None for key in tables}
+    for key, table in tables.items():
+        if codes[key] not in table:
             out.add(f"ivc.{key}", f"unknown {key} code {ivc.get(key)!r} (known: {', '.join(table)})")
-    strategy = STRATEGIES.get(ivc.get("strategy"))
+    strategy = STRATEGIES.get(codes["strategy"])
 
     surfaces = data["surfaces"]
     if not isinstance(surfaces, list) or not surfaces:
         out.add("surfaces", "must be a non-empty list")
         surfaces = []
     for i, surface in enumerate(surfaces):
-        if surface not in SURFACES:
+        if not isinstance(surface, str) or surface not in SURFACES:
             out.add(f"surfaces[{i}]", f"unknown service {surface!r} (known: {', '.join(SURFACES)})")
-    surfaces = [s for s in surfaces if s in SURFACES]
-    constraint = CONSTRAINTS.get(ivc.get("constraint"))
+        elif surface in surfaces[:i]:
+            out.add(f"surfaces[{i}]", f"{surface!r} is listed twice")
+    surfaces = list(dict.fromkeys(s for s in surfaces if isinstance(s, str) and s in SURFACES))
+    constraint = CONSTRAINTS.get(codes["constraint"])
     if constraint and constraint.surface != "cross" and constraint.surface not in surfaces:
         out.add("ivc.constraint", f"{constraint.code} belongs to the {constraint.surface} surface, "
                                   f"which the case does not list in surfaces")
@@ -189,27 +180,43 @@ def build_case(data: Any, lines: dict[str, int], file: str) -> Case:
         out.add("seed", "must be a mapping of service name to its state")
     for key in seed:
         if key not in SEED_KEYS:
-            out.add(f"seed.{key}", f"unknown service {key!r} (known: {', '.join(sorted(SEED_KEYS))})")
+            out.add(f"seed.{key}", f"unknown service {key!r}{suggest(key, SEED_KEYS)}")
+    check_seed(seed, out.add)
+    _setup_actions(out, seed.get("setup_actions"))
     values = data.get("values") or {}
     if not isinstance(values, dict):
         out.add("values", "must be a mapping of names to values")
         values = {}
 
-    attack = _attack(out, data["attack"], strategy, seed, len(followups))
+    visible = _visible_tools(surfaces)
+    # A problem already reported in the seed or the surfaces is not reported again through what depends on
+    # it (the attack's place in the seed, a plan's tools): one mistake, one line.
+    seed_broken = any(p.field.startswith("seed") for p in out.problems)
+    surfaces_broken = any(p.field.startswith("surfaces") for p in out.problems)
+    attack = _attack(out, data["attack"], strategy, seed, len(followups), visible, seed_broken=seed_broken)
+    lookalike = attack.intervention.get("name") if attack.intervention and \
+        attack.intervention.get("kind") == "lookalike" and isinstance(attack.intervention.get("name"), str) else None
+    scope = Scope(services=frozenset(SERVICES),
+                  tools={name: frozenset(spec.parameters["properties"]) for name, spec in ALL_TOOLS.items()},
+                  vias=frozenset({"run_command", *([lookalike] if lookalike else [])}))
     verifier = data["verifier"] if isinstance(data["verifier"], dict) else {}
     if not isinstance(data["verifier"], dict) or "rule" not in verifier:
         out.add("verifier", "must be a mapping with a rule")
     for key in verifier:
         if key not in ("rule", "semantic", "judge_instructions"):
-            out.add(f"verifier.{key}", "unknown field (use rule, semantic, judge_instructions)")
-    semantic = bool(verifier.get("semantic", False))
+            out.add(f"verifier.{key}", f"unknown field{suggest(key, ('rule', 'semantic', 'judge_instructions'))}")
+    if not isinstance(verifier.get("semantic", False), bool):
+        out.add("verifier.semantic", "must be true or false")
+    if not isinstance(verifier.get("judge_instructions", ""), str):
+        out.add("verifier.judge_instructions", "must be a string")
+    semantic = verifier.get("semantic", False) is True
     if semantic and not verifier.get("judge_instructions"):
         out.add("verifier.judge_instructions", "a semantic verifier needs judge instructions")
     if constraint and constraint.kind == "semantic" and not semantic:
         out.add("verifier.semantic", f"{constraint.code} is a semantic constraint: set semantic: true")
     context = {"seed": seed, "values": values}
     if "rule" in verifier:
-        for where, message in check_rule(verifier["rule"], context):
+        for where, message in check_rule(verifier["rule"], context, scope=scope):
             out.add(where, message)
 
     utility = data.get("utility")
@@ -218,7 +225,7 @@ def build_case(data: Any, lines: dict[str, int], file: str) -> Case:
             out.add("utility", "must be a mapping with one rule: {rule: ...} (was the user's task done?)")
             utility = None
         else:
-            for where, message in check_rule(utility["rule"], context, "utility.rule"):
+            for where, message in check_rule(utility["rule"], context, "utility.rule", scope=scope):
                 out.add(where, message)
 
     cues = data["recognition_cues"]
@@ -226,14 +233,17 @@ def build_case(data: Any, lines: dict[str, int], file: str) -> Case:
         out.add("recognition_cues", "must be a non-empty list of phrases")
         cues = []
 
-    plans = _plans(out, data["plans"], surfaces, attack)
+    plans = _plans(out, data["plans"], ALL_TOOLS if surfaces_broken else visible, attack)
     variant = data.get("variant") or {}
     if not isinstance(variant, dict) or (variant and (variant.get("kind") not in VARIANTS
-                                                      or not isinstance(variant.get("of"), str))):
+                                                      or not isinstance(variant.get("of"), str)
+                                                      or set(variant) - {"kind", "of"})):
         out.add("variant", f"must be {{kind: {' | '.join(VARIANTS)}, of: <base case id>}}")
         variant = {}
+    if data.get("notes") is not None and not isinstance(data["notes"], str):
+        out.add("notes", "must be free text (a string)")
     if out.problems:
-        raise CaseFileError(out.problems)
+        raise out.error()
     canonical = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
     return Case(
         id=data["id"], version=data["version"], title=data["title"],
@@ -252,15 +262,79 @@ def _text(out: _Collector, data: dict[str, Any], key: str) -> None:
         out.add(key, "must be a non-empty string")
 
 
-def _attack(out: _Collector, raw: Any, strategy: Any, seed: dict[str, Any], n_followups: int) -> Attack:
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _visible_tools(surfaces: list[str]) -> dict[str, ToolSpec]:
+    # run_command is one tool away in every harness (the shell harness gives every case a shell), so a
+    # plan may take a route through it whatever the case's surfaces.
+    return {name: spec for name, spec in ALL_TOOLS.items() if spec.service in surfaces or name == "run_command"}
+
+
+def _path_args(spec: ToolSpec) -> tuple[str, ...]:
+    """The arguments of a tool that name workspace paths (attachments: paths or drive document ids)."""
+    params = spec.parameters["properties"]
+    names = [n for n in ("path", "source", "destination") if spec.service == "workspace" and n in params]
+    names += [n for n in ("save_as", "attachments") if n in params]
+    return tuple(names)
+
+
+def _check_args(out: _Collector, where: str, spec: ToolSpec, args: dict[str, Any], *, partial: bool = False) -> None:
+    """Arguments against the tool's schema, and every workspace path inside the workspace."""
+    schema = {**spec.parameters, "required": []} if partial else spec.parameters
+    for problem in validate(schema, args):
+        out.add(f"{where}", problem)
+    for name in _path_args(spec):
+        value = args.get(name)
+        for i, path in enumerate(value if isinstance(value, list) else [value] if value is not None else []):
+            why = tool_path_problem(path)
+            if why:
+                out.add(f"{where}.{name}" + (f"[{i}]" if isinstance(value, list) else ""),
+                        f"{why} (a path a refused attempt uses belongs in reject)")
+
+
+def _setup_actions(out: _Collector, raw: Any) -> None:
+    """Tool calls run as `setup` before the agent starts: any tool of the mocked world, checked like a step."""
+    if raw is None:
+        return
+    if not isinstance(raw, list):
+        out.add("seed.setup_actions", "must be a list of {tool, args}")
+        return
+    for i, action in enumerate(raw):
+        where = f"seed.setup_actions[{i}]"
+        if not isinstance(action, dict) or not isinstance(action.get("tool"), str):
+            out.add(where, "a setup action needs a tool name and args")
+            continue
+        for key in action:
+            if key not in ("tool", "args"):
+                out.add(f"{where}.{key}", f"unknown field{suggest(key, ('tool', 'args'))}")
+        spec = ALL_TOOLS.get(action["tool"])
+        if spec is None:
+            out.add(f"{where}.tool", f"unknown tool {action['tool']!r}{suggest(action['tool'], ALL_TOOLS)}")
+            continue
+        if spec.name == "run_command":
+            # Setup runs while every sandbox is built, dozens of times per check and outside its time
+            # budget: it sets up state through the services; a command belongs in a plan or a seed script.
+            out.add(f"{where}.tool", "setup actions cannot run commands (put a script in the seed)")
+            continue
+        args = action.get("args", {})
+        if not isinstance(args, dict):
+            out.add(f"{where}.args", f"must be a mapping of argument names to values, not {describe(args)}")
+            continue
+        _check_args(out, f"{where}.args", spec, args)
+
+
+def _attack(out: _Collector, raw: Any, strategy: Any, seed: dict[str, Any], n_followups: int,
+            visible: dict[str, ToolSpec], *, seed_broken: bool = False) -> Attack:
     if not isinstance(raw, dict):
         out.add("attack", "must be a mapping")
         return Attack("user", "")
     allowed = {"placement", "content", "target", "item", "intervention", "marker"}
     for key in raw:
         if key not in allowed:
-            out.add(f"attack.{key}", f"unknown field (use {', '.join(sorted(allowed))})")
-    placement = raw.get("placement")
+            out.add(f"attack.{key}", f"unknown field{suggest(key, allowed)}")
+    placement = raw.get("placement") if isinstance(raw.get("placement"), str) else None
     content = raw.get("content")
     if not isinstance(content, str) or not content.strip():
         out.add("attack.content", "must be a non-empty string")
@@ -279,59 +353,150 @@ def _attack(out: _Collector, raw: Any, strategy: Any, seed: dict[str, Any], n_fo
     elif placement == "seed":
         if not isinstance(target, str):
             out.add("attack.target", "a seed attack needs the seed reference it is placed at")
+        elif item is not None:
+            _check_item(out, seed, target, item, seed_broken)
         else:
-            try:
-                found = resolve_ref(seed, target) if item is not None else None
-                if item is not None and not isinstance(found, list):
-                    out.add("attack.target", "with item, the target must be a list in the seed")
-                if item is None:
-                    _check_text_target(seed, target)
-            except (RefError, KeyError, TypeError) as exc:
-                out.add("attack.target", f"no such place in the seed: {exc}")
-        if item is not None and not isinstance(item, dict):
-            out.add("attack.item", "must be a mapping (the record to add)")
+            why = _text_target_problem(seed, target)
+            if why and not (seed_broken and why.startswith("no such place")):
+                out.add("attack.target", why)
     elif placement == "tool":
-        if not isinstance(intervention, dict) or intervention.get("kind") not in INTERVENTION_KINDS:
-            out.add("attack.intervention.kind", f"must be one of {', '.join(INTERVENTION_KINDS)}")
-            intervention = None
-        else:
-            kind = intervention["kind"]
-            if kind in ("tamper", "poison_description") and not isinstance(intervention.get("tool"), str):
-                out.add("attack.intervention.tool", "names the tool it applies to")
-            if kind == "tamper" and intervention.get("mode", "append") not in TAMPER_MODES:
-                out.add("attack.intervention.mode", f"must be one of {', '.join(TAMPER_MODES)}")
-            if kind == "lookalike":
-                for key in ("name", "target"):
-                    if not isinstance(intervention.get(key), str):
-                        out.add(f"attack.intervention.{key}", "required for a look-alike tool")
-    marker = raw.get("marker") or derive_marker(content)
-    if isinstance(raw.get("marker"), str) and raw["marker"] not in content:
+        intervention = _intervention(out, intervention, visible)
+    marker = raw.get("marker")
+    if marker is not None and (not isinstance(marker, str) or not marker.strip()):
+        out.add("attack.marker", "must be a phrase of the attack content (a string)")
+        marker = None
+    elif isinstance(marker, str) and marker not in content:
         out.add("attack.marker", "the marker must be a phrase of the attack content")
     return Attack(placement=placement or "user", content=content,
                   target=target if isinstance(target, str) else None,
                   item=item if isinstance(item, dict) else None,
-                  intervention=intervention if isinstance(intervention, dict) else None, marker=marker)
+                  intervention=intervention if isinstance(intervention, dict) else None,
+                  marker=marker or derive_marker(content))
 
 
-def _check_text_target(seed: dict[str, Any], target: str) -> None:
-    """Place an empty attack with the same code a rollout uses: raises if the target is not there."""
-    place_text(copy.deepcopy(seed), target, "")
+def _check_item(out: _Collector, seed: dict[str, Any], target: str, item: Any, seed_broken: bool) -> None:
+    """A whole record the attack adds to a seed list: a list there, the record's shape, a fresh id."""
+    try:
+        found = resolve_ref(seed, target)
+    except (RefError, KeyError, TypeError) as exc:
+        if not seed_broken:
+            out.add("attack.target", f"no such place in the seed: {exc}")
+        return
+    if not isinstance(found, list):
+        out.add("attack.target", "with item, the target must be a list in the seed")
+        return
+    if not isinstance(item, dict):
+        out.add("attack.item", "must be a mapping (the record to add)")
+        return
+    shape = LIST_ITEMS.get(target)
+    if shape is not None:
+        shape.check(item, "attack.item", out.add)
+    ids = {r.get("id") for r in found if isinstance(r, dict) and isinstance(r.get("id"), str)}
+    if isinstance(item.get("id"), str) and item["id"] in ids:
+        out.add("attack.item.id", f"{item['id']!r} is already the id of a record at {target}")
 
 
-def _plans(out: _Collector, raw: Any, surfaces: list[str], attack: Attack) -> Plans:
+def _text_target_problem(seed: dict[str, Any], target: str) -> str | None:
+    """Why the attack cannot be placed as text at `target`, or None. The text is placed with the same code
+    a rollout uses (on a copy), and it must land in text: a number or a record made text would break the
+    service that reads it."""
+    head, _, last = target.rpartition(".")
+    bracket = re.match(r'^(.*)\["((?:[^"\\]|\\.)*)"\]$', target)
+    if bracket:
+        head, last = bracket.group(1), bracket.group(2)
+    try:
+        container = resolve_ref(seed, head) if head else seed
+        current = container[last]
+    except (RefError, KeyError, TypeError, IndexError) as exc:
+        return f"no such place in the seed: {exc}"
+    workspace_file = head == "workspace.files"
+    if isinstance(current, dict) and not (workspace_file and isinstance(current.get("content", ""), str)
+                                          and "symlink" not in current):
+        return "the target must be a text field (a string), or a workspace file"
+    if not isinstance(current, (str, dict)):
+        return f"the target holds {describe(current)}, not text: place the attack in a string field"
+    try:
+        place_text(copy.deepcopy(seed), target, "")
+    except (RefError, KeyError, TypeError, IndexError) as exc:
+        return f"no such place in the seed: {exc}"
+    return None
+
+
+def _intervention(out: _Collector, raw: Any, visible: dict[str, ToolSpec]) -> dict[str, Any] | None:
+    """A tool-side attack: its kind's fields, a tool the agent is shown, and arguments that tool takes."""
+    if not isinstance(raw, dict) or raw.get("kind") not in INTERVENTION_KINDS:
+        out.add("attack.intervention.kind", f"must be one of {', '.join(INTERVENTION_KINDS)}")
+        return None
+    kind = raw["kind"]
+    allowed = {"tamper": {"kind", "tool", "match", "mode", "field"}, "poison_description": {"kind", "tool"},
+               "lookalike": {"kind", "name", "target", "inject_args"}}[kind]
+    ok = True
+    for key in raw:
+        if key not in allowed:
+            out.add(f"attack.intervention.{key}", f"unknown field for {kind}{suggest(key, allowed)}")
+    tool_key = "target" if kind == "lookalike" else "tool"
+    tool = raw.get(tool_key)
+    # Problems below are reported but the intervention is kept where its shape allows, so the plans that
+    # use it are checked against it rather than reported again as naming an unknown tool.
+    if not isinstance(tool, str):
+        out.add(f"attack.intervention.{tool_key}", "names the tool it applies to")
+        return None
+    spec = visible.get(tool)
+    if spec is None:
+        where = "not a tool of this case's surfaces" if tool in ALL_TOOLS else "no such tool"
+        out.add(f"attack.intervention.{tool_key}", f"{tool!r}: {where}{suggest(tool, visible)}")
+        return None
+    params = spec.parameters["properties"]
+    if kind == "tamper":
+        if raw.get("mode", "append") not in TAMPER_MODES:
+            out.add("attack.intervention.mode", f"must be one of {', '.join(TAMPER_MODES)}")
+            ok = False
+        match = raw.get("match")
+        if match is not None and not isinstance(match, dict):
+            out.add("attack.intervention.match", f"must map {tool}'s argument names to values, not {describe(match)}")
+            ok = False
+        for name, value in (match or {}).items() if isinstance(match, dict) else ():
+            if name not in params:
+                out.add(f"attack.intervention.match.{name}",
+                        f"{tool} takes no argument {name!r}{suggest(name, params)}")
+                ok = False
+            elif isinstance(value, (dict, list)) and params[name].get("type") not in ("object", "array"):
+                out.add(f"attack.intervention.match.{name}", "must be a single value")
+                ok = False
+        if "field" in raw and (not isinstance(raw["field"], str) or not raw["field"]):
+            out.add("attack.intervention.field", "names one field of the tool's result (a string)")
+            ok = False
+    if kind == "lookalike":
+        name = raw.get("name")
+        if not isinstance(name, str) or not _TOOL_NAME.match(name):
+            out.add("attack.intervention.name", "required for a look-alike tool: 1-64 letters, digits, _ or -")
+            ok = False
+        elif name in ALL_TOOLS:
+            # Reported, and kept for the plans' sake: the gateway would indeed run such a call as the twin.
+            out.add("attack.intervention.name", f"{name!r} is a real tool: a look-alike needs a name of its own")
+        inject = raw.get("inject_args", {})
+        if not isinstance(inject, dict):
+            out.add("attack.intervention.inject_args",
+                    f"must be a mapping of {tool}'s arguments, not {describe(inject)}")
+        else:
+            _check_args(out, "attack.intervention.inject_args", spec, inject, partial=True)
+    return raw if ok else None
+
+
+def _plans(out: _Collector, raw: Any, tools: dict[str, ToolSpec], attack: Attack) -> Plans:
     if not isinstance(raw, dict) or not isinstance(raw.get("benign"), list) or not isinstance(raw.get("harmful"), list):
         out.add("plans", "needs benign and harmful lists of steps")
         return Plans((), ())
-    # run_command is one tool away in every harness (the shell harness gives every case a shell), so a
-    # plan may take a route through it whatever the case's surfaces.
-    tools = {spec.name: spec for cls in SERVICES.values() for spec in cls.tool_specs()
-             if cls.name in surfaces or spec.name == "run_command"}
+    tools = dict(tools)
     fake = attack.intervention if attack.intervention and attack.intervention.get("kind") == "lookalike" else None
-    if fake and fake.get("target") in tools:
+    if fake and isinstance(fake.get("target"), str) and fake["target"] in tools:
         tools[fake["name"]] = tools[fake["target"]]
     built = {}
     for kind in ("benign", "harmful", "indirect"):
         steps = raw.get(kind) or []
+        if not isinstance(steps, list):
+            out.add(f"plans.{kind}", "must be a list of steps")
+            steps = []
         if kind != "indirect" and not steps:
             out.add(f"plans.{kind}", "must have at least one step")
         built[kind] = tuple(_step(out, f"plans.{kind}[{i}]", s, tools, kind == "harmful",
@@ -339,7 +504,7 @@ def _plans(out: _Collector, raw: Any, surfaces: list[str], attack: Attack) -> Pl
                             for i, s in enumerate(steps))
     for key in raw:
         if key not in built:
-            out.add(f"plans.{key}", "unknown plan (use benign, harmful, indirect)")
+            out.add(f"plans.{key}", f"unknown plan (use benign, harmful, indirect){suggest(key, built)}")
     uses_lookalike = bool(fake) and any(s.tool == fake.get("name") for s in built["harmful"])
     if raw.get("harmful") and not uses_lookalike and not any(s.mutate for s in built["harmful"]):
         # A look-alike step has a mutation by construction: the same call through its trusted twin.
@@ -348,27 +513,33 @@ def _plans(out: _Collector, raw: Any, surfaces: list[str], attack: Attack) -> Pl
     return Plans(built["benign"], built["harmful"], built["indirect"])
 
 
-def _step(out: _Collector, where: str, raw: Any, tools: dict[str, Any], harmful: bool, n_benign: int = 0) -> Step:
+STEP_KEYS = ("tool", "args", "mutate", "reject", "replaces")
+
+
+def _step(out: _Collector, where: str, raw: Any, tools: dict[str, ToolSpec], harmful: bool, n_benign: int = 0) -> Step:
     if not isinstance(raw, dict) or not isinstance(raw.get("tool"), str):
         out.add(where, "a step needs a tool name and args")
         return Step("", {})
     for key in raw:
-        if key not in ("tool", "args", "mutate", "reject", "replaces"):
-            out.add(f"{where}.{key}", "unknown field (use tool, args, mutate, reject, replaces)")
-    args = raw.get("args") or {}
+        if key not in STEP_KEYS:
+            out.add(f"{where}.{key}", f"unknown field{suggest(key, STEP_KEYS)}")
+    args = raw.get("args")
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        out.add(f"{where}.args", f"must be a mapping of argument names to values, not {describe(args)}")
+        return Step(raw["tool"], {})
     spec = tools.get(raw["tool"])
     if spec is None:
-        out.add(f"{where}.tool", f"unknown tool {raw['tool']!r} for surfaces of this case")
+        out.add(f"{where}.tool", f"unknown tool {raw['tool']!r} for surfaces of this case{suggest(raw['tool'], tools)}")
         return Step(raw["tool"], args)
-    for problem in validate(spec.parameters, args):
-        out.add(f"{where}.args", problem)
+    _check_args(out, f"{where}.args", spec, args)
     mutate = raw.get("mutate") or []
     if not isinstance(mutate, list) or not all(isinstance(m, dict) and m for m in mutate):
         out.add(f"{where}.mutate", "must be a list of argument overrides")
         mutate = []
     for i, override in enumerate(mutate):
-        for problem in validate(spec.parameters, {**args, **override}):
-            out.add(f"{where}.mutate[{i}]", problem)
+        _check_args(out, f"{where}.mutate[{i}]", spec, {**args, **override})
     reject = raw.get("reject")
     if reject is not None and not isinstance(reject, dict):
         out.add(f"{where}.reject", "must be a mapping of argument overrides")
@@ -376,8 +547,7 @@ def _step(out: _Collector, where: str, raw: Any, tools: dict[str, Any], harmful:
     if (mutate or reject) and not harmful:
         out.add(where, "mutate and reject belong on harmful steps")
     replaces = raw.get("replaces")
-    if replaces is not None and (not harmful or not isinstance(replaces, int) or isinstance(replaces, bool)
-                                 or not 0 <= replaces < n_benign):
+    if replaces is not None and (not harmful or not _is_int(replaces) or not 0 <= replaces < n_benign):
         out.add(f"{where}.replaces", f"must be the index of a benign step (0..{n_benign - 1}) on a harmful step")
         replaces = None
     return Step(raw["tool"], args, tuple(mutate), reject, replaces)
@@ -506,6 +676,8 @@ def compiled_cases(ids: Iterable[str], hashes: dict[str, str] | None = None, *,
     versions = [version] if version is not None else sorted(BENCHMARKS, reverse=True)
     found: dict[str, Case] = {}
     for case_id in sorted(set(ids)):
+        if not isinstance(case_id, str) or not _ID.match(case_id):
+            continue  # an id from a stored run is data too: it names a file only if it is a plain slug
         surface = case_id.split("-", 1)[0]
         for number in versions:
             root = benchmark_dir(number)

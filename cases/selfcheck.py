@@ -11,12 +11,16 @@ For every case, as AgentDojo's suite check does and beyond it:
   rejection      the harmful effects with the service-rejected arguments give failed/denied
                  receipts and E=0 (attempts never count);
   indirect       where an indirect plan exists, it realises the harm (E=1) through side effects.
+
+Whatever a loaded case does, its check ends in a verdict: a seed the sandbox refuses is an
+executability failure, and a check past its time budget stops as a budget failure.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -26,8 +30,9 @@ from typing import Any
 from redagent.cases.execution import CaseRun, Finished
 from redagent.cases.routes import variants
 from redagent.cases.schema import Case, Step
-from redagent.sandbox.environment import SERVICES, shared_isolation
+from redagent.sandbox.environment import SERVICES, SetupError, shared_isolation
 from redagent.sandbox.isolation import Bubblewrap, NoIsolation
+from redagent.sandbox.tools import ConfinementViolation
 
 # Two processes per core: a check spends much of its time waiting on sandboxed commands.
 CHECK_JOBS = 2 * (os.cpu_count() or 1)
@@ -60,15 +65,20 @@ def is_effect(step: Step, case: Case) -> bool:
 _instances: dict[bool, tuple[Case, Any]] = {}
 
 
+class _OverBudget(Exception):
+    """A self-check ran out of its time budget."""
+
+
 def run_plan(case: Case, harmful: Iterable[tuple[Step, dict[str, Any]]] | None, *,
              isolation: Bubblewrap | NoIsolation | None = None,
              with_attack: bool | None = None, benign: Iterable[Step] | None = None,
-             failed: set[int] | None = None) -> tuple[Finished, list[str]]:
+             failed: set[int] | None = None, deadline: float | None = None) -> tuple[Finished, list[str]]:
     """Run the benign plan (or `benign`); insert `harmful` (steps with their args) right after the
     attack is seen.
 
     Returns the finished run and the tool errors met, as `plan[i] tool: error`; the indexes of the
-    harmful steps that failed are added to `failed` when given.
+    harmful steps that failed are added to `failed` when given. Past `deadline` (time.monotonic) no
+    further step starts: _OverBudget is raised and the sandbox removed.
     """
     attacked = case.attacked if with_attack is None else with_attack
     # One case is run a few dozen times by the self-check: instantiate it once. Keyed by the object
@@ -83,6 +93,8 @@ def run_plan(case: Case, harmful: Iterable[tuple[Step, dict[str, Any]]] | None, 
 
     def act(label: str, step: Step, args: dict[str, Any], position: int | None = None) -> None:
         nonlocal index
+        if deadline is not None and time.monotonic() > deadline:
+            raise _OverBudget
         # A shell is one tool away in any real harness (the shell harness gives every case one), so a
         # route through run_command is open whatever the case's surfaces.
         outcome = run.call(step.tool, args, step=index, any_tool=step.tool == "run_command")
@@ -105,35 +117,65 @@ def run_plan(case: Case, harmful: Iterable[tuple[Step, dict[str, Any]]] | None, 
                 replaced.add(step.replaces)  # the agent does this instead of that benign step
             act("harmful", step, args, position)
 
-    run.user_turn(0)
-    maybe_harm()
-    own_plan = benign is None
-    for i, step in enumerate(case.plans.benign if benign is None else benign):
-        if own_plan and not run.with_attack:
-            # Without the attack nothing ever triggers the harm; a step done instead of this one is
-            # proven at the place it would stand, not after the task (which would do both).
-            for item in [p for p in pending if p[1][0].replaces == i]:
-                pending.remove(item)
-                replaced.add(i)
-                act("harmful", item[1][0], item[1][1], item[0])
-        if own_plan and i in replaced:
-            continue
-        act(f"benign[{i}]", step, step.args)
+    try:
+        run.user_turn(0)
         maybe_harm()
-    for turn in range(1, len(run.instance.user_turns)):  # follow-ups arrive after the task is done
-        run.user_turn(turn)
-        maybe_harm()
-    for position, (step, args) in pending:  # never reached: run the rest anyway, so verifiability is still tested
-        act("harmful", step, args, position)
+        own_plan = benign is None
+        for i, step in enumerate(case.plans.benign if benign is None else benign):
+            if own_plan and not run.with_attack:
+                # Without the attack nothing ever triggers the harm; a step done instead of this one is
+                # proven at the place it would stand, not after the task (which would do both).
+                for item in [p for p in pending if p[1][0].replaces == i]:
+                    pending.remove(item)
+                    replaced.add(i)
+                    act("harmful", item[1][0], item[1][1], item[0])
+            if own_plan and i in replaced:
+                continue
+            act(f"benign[{i}]", step, step.args)
+            maybe_harm()
+        for turn in range(1, len(run.instance.user_turns)):  # follow-ups arrive after the task is done
+            run.user_turn(turn)
+            maybe_harm()
+        for position, (step, args) in pending:  # never reached: run the rest anyway, so verifiability is still tested
+            act("harmful", step, args, position)
+    except BaseException:
+        run.close()  # stopped part-way (the budget, an error): the sandbox goes too
+        raise
     return run.finish(), errors
 
 
+# Seconds one case's self-check may take before it stops as failed. The starter cases take well under 5;
+# a case whose commands sleep out their timeouts (60 s each, dozens of runs) would otherwise hold a
+# `cases check` for an hour. Checked before each step, so the overrun is at most one command's timeout.
+CHECK_BUDGET = 120.0
+
+
 def check_case(case: Case, *, isolation: Bubblewrap | NoIsolation | None = None,
-               metamorphic: bool = True) -> CaseCheck:
+               metamorphic: bool = True, budget: float = CHECK_BUDGET) -> CaseCheck:
     result = CaseCheck(case)
+    deadline = time.monotonic() + budget
+
+    def plan(*args: Any, **kwargs: Any) -> tuple[Finished, list[str]]:
+        if time.monotonic() > deadline:
+            raise _OverBudget
+        return run_plan(*args, deadline=deadline, **kwargs)
+
+    try:
+        _check_case(case, result, isolation, metamorphic, plan)
+    except (SetupError, ConfinementViolation) as exc:
+        # A seed the sandbox refuses to build (a setup action that fails, a seed file it will not write) is
+        # a case that fails its check, never a crash of the whole check.
+        result.failures.append(("executability", f"the seed cannot be built: {exc}"))
+    except _OverBudget:
+        result.failures.append(("budget", f"the self-check took longer than {budget:g} s and was stopped"))
+    return result
+
+
+def _check_case(case: Case, result: CaseCheck, isolation: Bubblewrap | NoIsolation | None,
+                metamorphic: bool, plan: Any) -> None:
     fail = result.failures.append
 
-    benign, errors = run_plan(case, None, isolation=isolation)
+    benign, errors = plan(case, None, isolation=isolation)
     if errors:
         fail(("executability", "benign plan has tool errors: " + "; ".join(errors)))
     if case.attacked and not benign.reached:
@@ -145,7 +187,7 @@ def check_case(case: Case, *, isolation: Bubblewrap | NoIsolation | None = None,
         fail(("verifiability", f"benign plan gives E=1 (evidence {_evidence(benign)})"))
 
     harmful = [(s, s.args) for s in case.plans.harmful]
-    full, errors = run_plan(case, harmful, isolation=isolation)
+    full, errors = plan(case, harmful, isolation=isolation)
     if errors:
         fail(("verifiability", "harmful plan has tool errors: " + "; ".join(errors)))
     if not full.verdict.E:
@@ -155,7 +197,7 @@ def check_case(case: Case, *, isolation: Bubblewrap | NoIsolation | None = None,
         if not is_effect(step, case):
             continue
         dropped = [(s, s.args) for j, s in enumerate(case.plans.harmful) if j != i]
-        run, _ = run_plan(case, dropped, isolation=isolation)
+        run, _ = plan(case, dropped, isolation=isolation)
         if run.verdict.E:
             fail(("mutation", f"verifier still fires with harmful[{i}] ({step.tool}) dropped: "
                               f"too loose (evidence {_evidence(run)})"))
@@ -164,14 +206,14 @@ def check_case(case: Case, *, isolation: Bubblewrap | NoIsolation | None = None,
             # The safe twin of a look-alike call is the same call through the trusted tool.
             swapped = [(dataclasses.replace(s, tool=twin) if j == i else s, s.args)
                        for j, s in enumerate(case.plans.harmful)]
-            run, _ = run_plan(case, swapped, isolation=isolation)
+            run, _ = plan(case, swapped, isolation=isolation)
             if run.verdict.E:
                 fail(("mutation", f"verifier still fires when harmful[{i}] uses the trusted {twin} instead of "
                                   f"the look-alike {step.tool}: too loose (evidence {_evidence(run)})"))
         for m, override in enumerate(step.mutate):
             changed = [(s, {**s.args, **override} if j == i else s.args)
                        for j, s in enumerate(case.plans.harmful)]
-            run, _ = run_plan(case, changed, isolation=isolation)
+            run, _ = plan(case, changed, isolation=isolation)
             if run.verdict.E:
                 fail(("mutation", f"verifier still fires with harmful[{i}].mutate[{m}] {override}: "
                                   f"too loose (evidence {_evidence(run)})"))
@@ -182,7 +224,7 @@ def check_case(case: Case, *, isolation: Bubblewrap | NoIsolation | None = None,
                            "service refuses, so failed attempts can be shown not to count"))
     else:
         attempted = [(s, {**s.args, **s.reject} if s.reject else s.args) for s in case.plans.harmful]
-        run, errors = run_plan(case, attempted, isolation=isolation)
+        run, errors = plan(case, attempted, isolation=isolation)
         refused = [r for r in run.receipts if r.outcome in ("failed", "denied") and r.actor == "agent"]
         if len(refused) < len(effects):
             fail(("rejection", f"the reject arguments were accepted by the service "
@@ -191,18 +233,17 @@ def check_case(case: Case, *, isolation: Bubblewrap | NoIsolation | None = None,
             fail(("rejection", f"refused attempts gave E=1 (evidence {_evidence(run)})"))
 
     if case.plans.indirect:
-        run, errors = run_plan(case, [(s, s.args) for s in case.plans.indirect], isolation=isolation)
+        run, errors = plan(case, [(s, s.args) for s in case.plans.indirect], isolation=isolation)
         if not run.verdict.E:
             fail(("indirect", "the indirect plan does not realise the harm (E=0)"
                               + (f"; errors: {'; '.join(errors)}" if errors else "")))
     if metamorphic:
-        _metamorphic(case, result, isolation)
+        _metamorphic(case, result, isolation, plan)
     if case.utility is not None and benign.U != 1:
         fail(("utility", "the benign plan does not satisfy the utility check (U=0)"))
-    return result
 
 
-def _metamorphic(case: Case, result: CaseCheck, isolation: Bubblewrap | NoIsolation | None) -> None:
+def _metamorphic(case: Case, result: CaseCheck, isolation: Bubblewrap | NoIsolation | None, plan: Any) -> None:
     """Every derived equivalent route must give E=1 and every near-miss E=0 (cases/routes.py)."""
     can_isolate = not isinstance(isolation or shared_isolation(), NoIsolation)
     # A compiled variant (benign, multi-channel) carries its base case's verifier and harmful steps: the
@@ -212,7 +253,7 @@ def _metamorphic(case: Case, result: CaseCheck, isolation: Bubblewrap | NoIsolat
         if variant.needs_isolation and not commands:
             continue
         failed: set[int] = set()
-        run, _ = run_plan(case, variant.harmful, isolation=isolation, benign=variant.benign, failed=failed)
+        run, _ = plan(case, variant.harmful, isolation=isolation, benign=variant.benign, failed=failed)
         if variant.expect == 1 and failed & set(variant.rewritten):
             continue  # the sandbox refused the route's own steps: not a route to this harm
         result.variants_tried += 1

@@ -8,6 +8,7 @@ whether the user's task was done), so it is never counted as a task failed eithe
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -38,8 +39,17 @@ async def execute_rollout(run_id: str, case: Case, key: RolloutKey, models: Mode
     except SetupError as exc:
         return _invalid_before_start(run_id, case, key, started, clock, "sandbox_error", str(exc),
                                      baseline_rollout_id)
-    ctx = RolloutContext(case=case, run=run, model=models(key.model, case), cue_text=cue_prefix(key.cue, disclosure),
-                         defense_text=defense_text(key.defense, case), max_steps=max_steps, executor=executor)
+    except (OSError, SandboxFailure) as exc:  # no workspace could be made, or its baseline not be read
+        return _invalid_before_start(run_id, case, key, started, clock, "sandbox_error",
+                                     f"{type(exc).__name__}: {exc}", baseline_rollout_id)
+    # From here on every way out closes the sandbox: killed commands, unmounted quota, removed workspace.
+    try:
+        ctx = RolloutContext(case=case, run=run, model=models(key.model, case),
+                             cue_text=cue_prefix(key.cue, disclosure), defense_text=defense_text(key.defense, case),
+                             max_steps=max_steps, executor=executor)
+    except BaseException:
+        run.close()
+        raise
     try:
         await get_harness(key.harness).run(ctx)
     except ModelFailure as exc:
@@ -48,9 +58,29 @@ async def execute_rollout(run_id: str, case: Case, key: RolloutKey, models: Mode
         valid, reason, detail = False, exc.reason, exc.detail
     except (OSError, SandboxFailure) as exc:
         valid, reason, detail = False, "sandbox_error", f"{type(exc).__name__}: {exc}"
+    except asyncio.CancelledError:
+        if _stopping():
+            # The run is stopping (or a caller's timeout fired): clean up and let the cancellation
+            # through. Not stored, so a resume runs it again (a stored rollout is never re-run).
+            run.close()
+            raise
+        # Cancelled from inside (a future the harness awaited was cancelled): this rollout failed.
+        valid, reason, detail = False, "cancelled", "the harness was cancelled while the run went on"
     except Exception as exc:  # a harness bug must cost one rollout, not the run; the reason says so
         valid, reason, detail = False, "harness_error", f"{type(exc).__name__}: {exc}"
-    finished = run.finish()
+    except BaseException:  # interrupted: nothing to judge, nothing left behind
+        run.close()
+        raise
+    try:
+        finished = run.finish()  # removes the sandbox whether or not the final snapshot succeeds
+    except Exception as exc:  # e.g. a workspace the final snapshot could not read: this rollout, not the run
+        finished = None
+        problem = f"final snapshot failed: {type(exc).__name__}: {exc}"
+        valid, reason, detail = False, reason or "sandbox_error", f"{detail}; {problem}" if detail else problem
+    finally:
+        run.close()
+    if finished is None:
+        return _unjudged(run_id, case, key, run, ctx, started, clock, reason, detail, baseline_rollout_id)
     verdict = finished.verdict.to_dict()
     return RolloutRecord(
         id=rollout_id(run_id, key, case.content_hash), run_id=run_id, case_id=case.id, case_version=case.version,
@@ -59,13 +89,36 @@ async def execute_rollout(run_id: str, case: Case, key: RolloutKey, models: Mode
         harness=key.harness, cue=key.cue, defense=key.defense, attempt=key.attempt, valid=valid,
         invalid_reason=reason, invalid_detail=detail, E=verdict["E"] if valid else None,
         evidence=verdict["evidence"],
-        expected_E=expected_E(key.model, case, key.defense) if valid and is_calibration(key.model) else None,
+        expected_E=expected_E(key.model, case, key.defense)
+        if valid and is_calibration(key.model) else None,
         reached=finished.reached, final_text=ctx.final_text, started_at=started, finished_at=datetime.now(UTC),
         duration_ms=(time.perf_counter() - clock) * 1000, prompt_tokens=ctx.prompt_tokens,
         completion_tokens=ctx.completion_tokens, cost_usd=ctx.cost_usd, baseline_rollout_id=baseline_rollout_id,
         events=[_event(e) for e in ctx.events], receipts=[r.to_dict() for r in finished.receipts],
         baseline=finished.baseline, final=finished.final, diff=[d.to_dict() for d in finished.diff],
         U=finished.U if valid else None, benign=not case.attacked)
+
+
+def _stopping() -> bool:
+    """Whether the task running this rollout has been asked to cancel (not merely seen a CancelledError)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _unjudged(run_id: str, case: Case, key: RolloutKey, run: CaseRun, ctx: RolloutContext, started: datetime,
+              clock: float, reason: str | None, detail: str | None, baseline_rollout_id: str | None) -> RolloutRecord:
+    """An invalid rollout whose final state could not be taken: what it did is kept (trajectory,
+    receipts, baseline), its final state and diff are empty, and it is judged neither E nor U."""
+    record = _invalid_before_start(run_id, case, key, started, clock, reason or "sandbox_error", detail or "",
+                                   baseline_rollout_id)
+    record.reached = run.reached
+    record.final_text = ctx.final_text
+    record.prompt_tokens, record.completion_tokens, record.cost_usd = (ctx.prompt_tokens, ctx.completion_tokens,
+                                                                      ctx.cost_usd)
+    record.events = [_event(e) for e in ctx.events]
+    record.receipts = [r.to_dict() for r in run.env.receipts]
+    record.baseline = run.baseline
+    return record
 
 
 def _event(event) -> dict:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -26,7 +25,7 @@ from redagent.sandbox.services.base import Service
 from redagent.sandbox.services.browser import Browser
 from redagent.sandbox.services.email import Email
 from redagent.sandbox.services.files import Files
-from redagent.sandbox.services.workspace import Workspace
+from redagent.sandbox.services.workspace import Workspace, remove_tree
 
 SERVICES: dict[str, type[Service]] = {
     "workspace": Workspace, "email": Email, "browser": Browser, "banking": Banking, "files": Files}
@@ -70,15 +69,18 @@ class Environment:
         self.bridge = None  # set by the gateway while a command runs
         self._ids: dict[str, int] = defaultdict(int)
         self.services: dict[str, Any] = {}
-        for name, cls in SERVICES.items():
-            self.services[name] = cls(seed.get(name) or {}, self)
-        self.gateway = ToolGateway(self, surfaces, interventions)
-        for number, action in enumerate(seed.get("setup_actions") or [], start=1):
-            outcome = self.gateway.call(action["tool"], action.get("args", {}), step=None,
-                                        actor="setup", bridged=True)
-            if not outcome.ok:
-                self.close()
-                raise SetupError(f"seed.setup_actions[{number - 1}]: {outcome.error}")
+        try:  # whatever fails while building, the workspace (and its quota mount) must not outlive it
+            for name, cls in SERVICES.items():
+                self.services[name] = cls(seed.get(name) or {}, self)
+            self.gateway = ToolGateway(self, surfaces, interventions)
+            for number, action in enumerate(seed.get("setup_actions") or [], start=1):
+                outcome = self.gateway.call(action["tool"], action.get("args", {}), step=None,
+                                            actor="setup", bridged=True)
+                if not outcome.ok:
+                    raise SetupError(f"seed.setup_actions[{number - 1}]: {outcome.error}")
+        except BaseException:
+            self.close()
+            raise
 
     # Services call these.
     def new_id(self, prefix: str) -> str:
@@ -92,8 +94,11 @@ class Environment:
         return {name: service.snapshot() for name, service in self.services.items()}
 
     def close(self) -> None:
+        workspace = self.services.get("workspace")
+        if workspace is not None:
+            workspace.close()  # stops a command still running and drops the quota mount first
         if self._owns_dir:
-            shutil.rmtree(self.workspace_dir, ignore_errors=True)
+            remove_tree(self.workspace_dir)
 
     def __enter__(self) -> Environment:
         return self

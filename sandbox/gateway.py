@@ -5,10 +5,17 @@ schema the model was shown, runs the service, writes receipts for consequential 
 every refused attempt, and applies the case's tool-side interventions to what the agent is shown.
 Both the original result and the observation actually shown are returned, so the trajectory keeps
 them side by side.
+
+The gateway survives any call: a name that is not a string, arguments that are not a JSON object or
+could not be stored (lone surrogates, integers past 64 bits), a service that raises something it
+should not — each is an error outcome (with a failed receipt where receipts are kept), never an
+exception out of `call`. Only a sandbox that could not be set up (`SandboxFailure`) propagates: the
+rollout is invalid then, not the tool call.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +24,7 @@ import orjson
 
 from redagent.sandbox.cli import CommandLineError
 from redagent.sandbox.cli import resolve as resolve_command
-from redagent.sandbox.isolation import BridgeAnswer
+from redagent.sandbox.isolation import BridgeAnswer, SandboxFailure
 from redagent.sandbox.tools import ConfinementViolation, ToolError, ToolSpec, validate
 
 if TYPE_CHECKING:
@@ -61,7 +68,10 @@ def with_injected(args: dict[str, Any], inject: dict[str, Any] | None) -> dict[s
 def render(result: Any) -> str:
     if isinstance(result, str):
         return result
-    return orjson.dumps(result).decode()
+    try:
+        return orjson.dumps(result).decode()
+    except (TypeError, orjson.JSONEncodeError):  # text orjson refuses (lone surrogates) is escaped instead
+        return json.dumps(result, default=str)
 
 
 class ToolGateway:
@@ -76,6 +86,7 @@ class ToolGateway:
                 self.specs[spec.name] = spec
         self.visible = [n for n, s in self.specs.items() if s.service in self.surfaces]
         self.lookalikes = {i["name"]: i for i in self.interventions if i["kind"] == "lookalike"}
+        self._nested = 0  # run_command calls in progress through the bridge (at most one)
 
     # -- what the agent sees -------------------------------------------------------------------
     def tool_list(self) -> list[dict[str, Any]]:
@@ -108,6 +119,8 @@ class ToolGateway:
     # -- calls ---------------------------------------------------------------------------------
     def call(self, name: str, args: Any, *, step: int | None, actor: str = "agent",
              via: str | None = None, bridged: bool = False) -> ToolOutcome:
+        if not isinstance(name, str):
+            return self._error(str(name)[:100], args, f"tool name must be a string, got {type(name).__name__}")
         fake = self.lookalikes.get(name)
         target = fake["target"] if fake else name
         if fake:
@@ -118,6 +131,10 @@ class ToolGateway:
         if not isinstance(args, dict):
             return self._refused(spec, name, {}, step, actor, via,
                                  ToolError(f"arguments must be a JSON object, got {type(args).__name__}"))
+        try:  # what cannot be stored in a receipt cannot be run: the rollout would fail to store later
+            orjson.dumps(args)
+        except (TypeError, orjson.JSONEncodeError) as exc:
+            return self._refused(spec, name, {}, step, actor, via, ToolError(f"arguments cannot be stored: {exc}"))
         problems = validate(spec.parameters, args)
         if problems:
             return self._refused(spec, name, args, step, actor, via,
@@ -133,8 +150,13 @@ class ToolGateway:
         except ToolError as exc:
             return self._refused(spec, name, effective, step, actor, via, exc)
         except OSError as exc:  # the real filesystem said no (a file where a folder should be, …)
-            reason = f"{exc.strerror or exc}: {Path(exc.filename).name}" if exc.filename else str(exc)
+            reason = f"{exc.strerror or exc}: {Path(str(exc.filename)).name}" if exc.filename else str(exc)
             return self._refused(spec, name, effective, step, actor, via, ToolError(reason))
+        except SandboxFailure:
+            raise
+        except Exception as exc:  # a service bug costs this call, recorded as failed, not the rollout
+            return self._refused(spec, name, effective, step, actor, via,
+                                 ToolError(f"internal error in {spec.name}: {type(exc).__name__}: {str(exc)[:200]}"))
         finally:
             self.env.bridge = previous_bridge
         receipts = []
@@ -162,7 +184,18 @@ class ToolGateway:
                 return BridgeAnswer(ok=False, output=str(exc))
         else:
             name, args = request["tool"], request["args"]
-        outcome = self.call(name, args, step=step, via="run_command", bridged=True)
+        fake = self.lookalikes.get(name)
+        nested = (fake["target"] if fake else name) == "run_command"
+        if nested and self._nested:
+            # `rtool run_command` from a command is one level of sandbox in a sandbox (a planted script
+            # that runs a command); a script calling itself that way would nest them without bound.
+            return BridgeAnswer(ok=False, output="run_command is not available from inside a command "
+                                                 "that run_command started: run the command directly")
+        self._nested += nested
+        try:
+            outcome = self.call(name, args, step=step, via="run_command", bridged=True)
+        finally:
+            self._nested -= nested
         hosts = []
         for rid in outcome.receipt_ids:
             receipt = next(r for r in self.env.receipts if r.id == rid)

@@ -1,37 +1,63 @@
 """Isolation backends for `run_command`: bubblewrap, or nothing at all — never an unconfined shell.
 
-Under bubblewrap a command sees a read-only /usr, a private /tmp, no network namespace, and the
-rollout's workspace as the only writable place. When running as root, privileges are dropped to an
-unprivileged uid of the command's own first, so the process limit (RLIMIT_NPROC) is enforced by the
-kernel, per sandbox.
+Under bubblewrap a command sees a read-only root and /usr, a private size-limited /tmp, no network
+namespace, and the rollout's workspace as the only other writable place. When running as root,
+privileges are dropped to an unprivileged uid of the command's own first, so the process limit
+(RLIMIT_NPROC) is enforced by the kernel, per sandbox.
 
 Sandboxed commands reach the mocked services through a Unix socket bridge: the `rtool` shim (and
 its `curl`/`wget` faces) send a tool call over the socket, the gateway runs it as an ordinary call
 attributed to the `run_command` step, and the answer goes back to the command. That is how a planted
 script's side effects become receipts even though the agent never called the tool itself.
+
+Everything a command can send back is bounded: its output is read in chunks and only a head and a
+tail are kept, a command that writes more than OUTPUT_READ_LIMIT is killed, bridge requests are
+bounded in size, time and number, and any request the bridge cannot serve gets an error reply.
 """
 
 from __future__ import annotations
 
-import atexit
+import contextlib
+import ctypes
 import functools
 import itertools
 import json
 import os
+import re
+import selectors
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 SHIM = Path(__file__).parent / "shims" / "rtool"
 SHIM_NAMES = ("rtool", "curl", "wget", "fs", "mail", "web", "bank", "drive")
+SHIM_DIR = "/opt/redagent/bin"
+
+# Output: each stream keeps its first and last OUTPUT_LIMIT/2 bytes; the middle is counted, not kept.
 OUTPUT_LIMIT = 65536
+# A command writing more than this (stdout and stderr together) is killed: draining output costs the
+# host a core, and nothing an agent needs is 256 MiB of terminal text (200 MB of `yes` still finishes).
+OUTPUT_READ_LIMIT = 256 << 20
+# RAM-backed storage a sandbox may fill, on top of its processes' address space (`ram_budget_mb`).
+TMP_MB, TMP_INODES = 128, 16_384  # the sandbox /tmp, fresh per command
+WORKSPACE_MB, WORKSPACE_INODES = 256, 32_768  # the workspace, per rollout (a tmpfs inode costs ~1 KiB of kernel memory)
+# The bridge: one request is at most a line of 4 MiB (a 3 MiB file as base64), sent within 5 s; one
+# command may make at most 1000 service calls (each leaves a receipt that is stored with the rollout).
+BRIDGE_REQUEST_LIMIT = 4 << 20
+BRIDGE_REQUEST_SECONDS = 5.0
+BRIDGE_CALL_LIMIT = 1000
+DRAIN_SECONDS = 5.0  # after a kill, how long the pipes may stay open before they are abandoned
 
 # A bridge answers one request from inside the sandbox — {"tool": name, "args": {...}} or
 # {"cli": ["mail", "send", "--to", ...]} — with (ok, text).
@@ -68,95 +94,157 @@ class CommandResult:
 class NoIsolation:
     """The backend used where bubblewrap is missing: every command is refused with the reason."""
 
+    workspace_mb, workspace_inodes = WORKSPACE_MB, WORKSPACE_INODES
+
     def __init__(self, reason: str = "no isolation backend is configured") -> None:
         self.reason = reason
 
-    def run(self, workspace: Path, command: str, *, timeout: int,
-            bridge: Bridge | None = None) -> CommandResult:
+    def run(self, workspace: Path, command: str, *, timeout: int, bridge: Bridge | None = None,
+            stop: threading.Event | None = None) -> CommandResult:
         raise IsolationUnavailable(self.reason)
 
 
 class Bubblewrap:
-    """Run commands under `bwrap` with no network, a read-only system and resource limits."""
+    """Run commands under `bwrap` with no network, a read-only system and resource limits.
 
-    def __init__(self, *, memory_mb: int = 1024, max_processes: int = 64,
-                 max_file_mb: int = 64) -> None:
+    What one sandbox may hold in RAM is `ram_budget_mb`: the address space of each of its processes,
+    plus its /tmp (per command) and its workspace (per rollout), both tmpfs. The /tmp and workspace
+    sizes are hard limits only where this process may mount (root): see `quota_problem()`.
+    """
+
+    def __init__(self, *, memory_mb: int = 1024, max_processes: int = 64, max_file_mb: int = 64,
+                 tmp_mb: int = TMP_MB, tmp_inodes: int = TMP_INODES, workspace_mb: int = WORKSPACE_MB,
+                 workspace_inodes: int = WORKSPACE_INODES) -> None:
         self.memory_mb = memory_mb
         self.max_processes = max_processes
         self.max_file_mb = max_file_mb
+        self.tmp_mb, self.tmp_inodes = tmp_mb, tmp_inodes
+        self.workspace_mb, self.workspace_inodes = workspace_mb, workspace_inodes
 
-    def run(self, workspace: Path, command: str, *, timeout: int,
-            bridge: Bridge | None = None) -> CommandResult:
+    @property
+    def ram_budget_mb(self) -> int:
+        return self.memory_mb + self.tmp_mb + self.workspace_mb
+
+    def run(self, workspace: Path, command: str, *, timeout: int, bridge: Bridge | None = None,
+            stop: threading.Event | None = None) -> CommandResult:
+        """Run `sh -c command` in the workspace; `stop`, once set, kills it (the rollout is closing)."""
         problem = bwrap_problem()
         if problem:
             raise IsolationUnavailable(problem)
+        if "\0" in command:
+            raise ValueError("a command cannot contain a NUL byte")
+        if stop is not None and stop.is_set():
+            raise SandboxFailure("the rollout is closing: no command may start")
+        deadline = time.monotonic() + timeout
+        outer = getattr(_serving, "deadline", None)
+        if outer is not None:  # started through the bridge by another command: it ends when that one does
+            deadline = min(deadline, outer)
         drop = os.geteuid() == 0
         # Each command gets a uid of its own, so the per-user process limit applies per sandbox and
         # concurrent rollouts cannot starve each other of processes.
         uid = _next_uid() if drop else os.geteuid()
         if drop:
             _hand_over(workspace, uid)
-        with tempfile.TemporaryDirectory(prefix="redagent-bridge-") as bridge_dir:
-            server = _BridgeServer(Path(bridge_dir) / "svc.sock", bridge) if bridge else None
-            if drop:
-                os.chmod(bridge_dir, 0o755)
-                if server:
-                    os.chmod(server.path, 0o777)
-            status_read, status_write = os.pipe()
-            argv = self._argv(workspace, command, bridge_dir, status_write)
-            if drop:
-                argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
-            # Limits through prlimit(1) rather than a preexec_fn: a preexec_fn forces a full fork of
-            # this (large) process for every command, where without one Python can vfork.
-            argv = ["prlimit", f"--as={self.memory_mb << 20}", f"--nproc={self.max_processes}",
-                    f"--fsize={self.max_file_mb << 20}", f"--cpu={timeout + 1}", "--", *argv]
+        with _Scratch(uid, self.tmp_mb, self.tmp_inodes) as scratch:
+            server = _BridgeServer(scratch.run / "svc.sock", bridge, deadline) if bridge else None
             try:
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, pass_fds=(status_write,),
-                                        start_new_session=True, env=_ENV)
-            finally:
-                os.close(status_write)
-            timed_out = False
-            try:
-                out, err = proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                os.killpg(proc.pid, signal.SIGKILL)
-                out, err = proc.communicate()
+                if drop:  # the sandbox's uid must reach the socket (mkdtemp makes 0700)
+                    os.chmod(scratch.root, 0o755)
+                    os.chmod(scratch.run, 0o755)
+                    if server:
+                        os.chmod(server.path, 0o777)
+                outcome = self._spawn(workspace, command, scratch, uid if drop else None, deadline, stop)
             finally:
                 if server:
                     server.close()
-                with os.fdopen(status_read, "rb") as status:
-                    started = b"child-pid" in status.read()
-            if not started and not timed_out:
-                raise SandboxFailure(f"bubblewrap could not start the sandbox: "
-                                     f"{err.decode(errors='replace').strip()[:200]}")
+        out, err, returncode, killed, started = outcome
+        if not started and killed is None:
+            raise SandboxFailure(f"bubblewrap could not start the sandbox: {err.text().strip()[:200]}")
+        answers = server.answers if server else []
+        exit_code = returncode if killed is None else 124 if killed == "time limit" else 137
         return CommandResult(
-            exit_code=proc.returncode if not timed_out else 124,
-            stdout=_clip(out), stderr=_clip(err) + ("\n[killed: time limit]" if timed_out else ""),
-            timed_out=timed_out,
-            hosts=sorted({h for a in (server.answers if server else []) for h in a.hosts}),
-            bridged_calls=[r for a in (server.answers if server else []) for r in a.receipt_ids])
+            exit_code=exit_code, stdout=out.text(),
+            stderr=err.text() + (f"\n[killed: {killed}]" if killed else ""), timed_out=killed == "time limit",
+            hosts=sorted({h for a in answers for h in a.hosts}),
+            bridged_calls=[r for a in answers for r in a.receipt_ids])
 
-    def _argv(self, workspace: Path, command: str, bridge_dir: str, status_fd: int) -> list[str]:
-        # bwrap reports {"child-pid": …} on the status fd only once the sandbox is up: its absence
-        # tells a sandbox that failed to start from a command that failed.
-        argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--json-status-fd", str(status_fd),
-                "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
-                "--tmpfs", "/tmp", "--dir", "/run"]
-        for name in ("bin", "lib", "lib64", "sbin"):
-            if os.path.islink(f"/{name}"):
-                argv += ["--symlink", os.readlink(f"/{name}"), f"/{name}"]
-            elif os.path.isdir(f"/{name}"):
-                argv += ["--ro-bind", f"/{name}", f"/{name}"]
-        argv += ["--ro-bind", str(shim_dir()), "/opt/redagent/bin"]
-        argv += ["--bind", bridge_dir, "/run/redagent",
-                 "--bind", str(workspace), "/workspace", "--chdir", "/workspace",
-                 "sh", "-c", command]
-        return argv
+    def _spawn(self, workspace: Path, command: str, scratch: _Scratch, uid: int | None, deadline: float,
+               stop: threading.Event | None) -> tuple[_Kept, _Kept, int, str | None, bool]:
+        status_read, status_write = os.pipe()
+        # The sandbox's set-up travels through a memfd (`bwrap --args`), so its PID 1 — bwrap — shows
+        # `bwrap --args N sh -c …` in /proc/1/cmdline, not the host's paths; the shim is copied in.
+        shim_fd = _memfd(_shim_code())
+        args = self._args(workspace, scratch, status_write, shim_fd)
+        args_fd = _memfd(b"".join(os.fsencode(a) + b"\0" for a in args))
+        # bwrap wants the command itself on its command line: the agent's own text, nothing of the host.
+        argv = ["bwrap", "--args", str(args_fd), "sh", "-c", command]
+        if uid is not None:
+            argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
+        # Limits through prlimit(1) rather than a preexec_fn: a preexec_fn forces a full fork of
+        # this (large) process for every command, where without one Python can vfork.
+        cpu = max(1, int(deadline - time.monotonic()) + 2)
+        argv = ["prlimit", f"--as={self.memory_mb << 20}", f"--nproc={self.max_processes}",
+                f"--fsize={self.max_file_mb << 20}", f"--cpu={cpu}", "--", *argv]
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, pass_fds=(status_write, args_fd, shim_fd),
+                                    start_new_session=True, env=_ENV)
+        except BaseException:
+            os.close(status_read)
+            raise
+        finally:
+            for fd in (status_write, args_fd, shim_fd):
+                os.close(fd)
+        try:
+            out, err, killed = _collect(proc, deadline, stop)
+        finally:
+            _kill(proc)
+            with contextlib.suppress(subprocess.TimeoutExpired):  # only a kernel stall outlasts SIGKILL
+                proc.wait(timeout=DRAIN_SECONDS)
+            with os.fdopen(status_read, "rb") as status:
+                # bwrap reports {"child-pid": …} on the status fd only once the sandbox is up: its
+                # absence tells a sandbox that failed to start from a command that failed.
+                started = b"child-pid" in status.read(1 << 16)
+        return out, err, proc.returncode, killed, started
+
+    def _args(self, workspace: Path, scratch: _Scratch, status_fd: int, shim_fd: int) -> list[str]:
+        args = ["--unshare-all", "--die-with-parent", "--new-session", "--json-status-fd", str(status_fd),
+                "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--dir", "/run"]
+        if scratch.mounted:  # a tmpfs of our own: size and inode count both bounded
+            args += ["--bind", str(scratch.tmp), "/tmp"]
+        else:  # bwrap's own tmpfs: its size is bounded, its inode count is not (see quota_problem)
+            args += ["--size", str(self.tmp_mb << 20), "--tmpfs", "/tmp"]
+        args += _system_dirs()
+        args += ["--dir", SHIM_DIR, "--perms", "0755", "--file", str(shim_fd), f"{SHIM_DIR}/rtool"]
+        for name in SHIM_NAMES[1:]:
+            args += ["--symlink", "rtool", f"{SHIM_DIR}/{name}"]
+        # The root (bwrap's tmpfs) and /dev are remounted read-only once set up: left writable they
+        # would be RAM-backed storage without any limit. /tmp and /workspace stay writable.
+        args += ["--bind", str(scratch.run), "/run/redagent", "--bind", str(workspace), "/workspace",
+                 "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/workspace"]
+        return args
 
 
-_ENV = {"PATH": "/opt/redagent/bin:/usr/local/bin:/usr/bin:/bin", "HOME": "/workspace",
+def _system_dirs() -> list[str]:
+    """/bin, /lib, /lib64, /sbin as the host has them: links into /usr, or read-only directories."""
+    args = []
+    for name in ("bin", "lib", "lib64", "sbin"):
+        if os.path.islink(f"/{name}"):
+            args += ["--symlink", os.readlink(f"/{name}"), f"/{name}"]
+        elif os.path.isdir(f"/{name}"):
+            args += ["--ro-bind", f"/{name}", f"/{name}"]
+    return args
+
+
+def _memfd(data: bytes) -> int:
+    # Close-on-exec, so no other command started meanwhile inherits it; pass_fds hands it to bwrap.
+    fd = os.memfd_create("redagent", os.MFD_CLOEXEC)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+_ENV = {"PATH": f"{SHIM_DIR}:/usr/local/bin:/usr/bin:/bin", "HOME": "/workspace",
         "LANG": "C.UTF-8", "REDAGENT_SOCKET": "/run/redagent/svc.sock"}
 
 
@@ -166,7 +254,9 @@ def bwrap_problem() -> str | None:
     if shutil.which("bwrap") is None:
         return ("bubblewrap (bwrap) is not installed; install it (Debian/Ubuntu: "
                 "apt-get install bubblewrap) to let agents run commands")
-    probe = subprocess.run(["bwrap", "--unshare-all", "--ro-bind", "/", "/", "true"],
+    # Only /usr, as the sandboxes themselves: a recursive bind of / races with the workspace and /tmp
+    # mounts of rollouts coming and going (a mount point removed mid-setup fails bwrap's remount).
+    probe = subprocess.run(["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", *_system_dirs(), "true"],
                            capture_output=True, text=True)
     if probe.returncode != 0:
         return f"bubblewrap cannot create a sandbox here: {probe.stderr.strip()[:200]}"
@@ -178,16 +268,8 @@ def bwrap_problem() -> str | None:
 
 
 @functools.cache
-def shim_dir() -> Path:
-    """The shims, executable, in a directory of their own (package data may lose its mode bits)."""
-    folder = Path(tempfile.mkdtemp(prefix="redagent-shims-"))
-    atexit.register(shutil.rmtree, folder, True)
-    os.chmod(folder, 0o755)
-    code = SHIM.read_bytes()
-    for name in SHIM_NAMES:
-        (folder / name).write_bytes(code)
-        os.chmod(folder / name, 0o755)
-    return folder
+def _shim_code() -> bytes:
+    return SHIM.read_bytes()
 
 
 def default_isolation() -> Bubblewrap | NoIsolation:
@@ -206,77 +288,319 @@ def _next_uid() -> int:
 
 
 def _hand_over(workspace: Path, uid: int) -> None:
-    """Give the workspace to the unprivileged user the command runs as (root keeps full access)."""
+    """Give the workspace to the unprivileged user the command runs as (root keeps full access).
+
+    Iterative, and blind to what it cannot reach: a directory tree deeper than the recursion limit or
+    longer than PATH_MAX is the agent's own making and must not stop the next command."""
     os.chown(workspace, uid, uid)
-    for current, dirs, files in os.walk(workspace):
-        for name in dirs + files:
-            os.lchown(os.path.join(current, name), uid, uid)
+    # An earlier command may have locked the workspace itself (chmod 000 .): the next one must still
+    # be able to enter it, or every later command fails on bwrap's chdir.
+    os.chmod(workspace, stat.S_IMODE(os.stat(workspace).st_mode) | stat.S_IRWXU)
+    stack = [str(workspace)]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    try:
+                        os.lchown(entry.path, uid, uid)
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                    except OSError:
+                        continue
+        except OSError:
+            continue
 
 
-def _clip(data: bytes) -> str:
-    text = data.decode("utf-8", errors="replace")
-    if len(text) > OUTPUT_LIMIT:
-        return text[:OUTPUT_LIMIT] + f"\n[output truncated: {len(text) - OUTPUT_LIMIT} more characters]"
-    return text
+# -- quotas: size-limited tmpfs mounts, where this process may mount ------------------------------
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+_MS_NOSUID, _MS_NODEV = 2, 4
+_MNT_DETACH = 2
+
+
+_MOUNT_SOURCE = re.compile(r"^redagent-(\d+)-(\d+)$")
+
+
+def _process_start(pid: int) -> int | None:
+    """A process's start time (clock ticks since boot), which tells it from a later one with its pid."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def mount_tmpfs(path: Path, size_mb: int, inodes: int) -> bool:
+    """Mount a tmpfs of `size_mb` and `inodes` on the (empty) directory `path`; False where this
+    process may not mount (not root, or a container without CAP_SYS_ADMIN) — see quota_problem().
+
+    The mount's source names this process (`redagent-PID-START`): a process killed before it could
+    unmount leaves mounts that the next one to mount removes (reap_stale_mounts)."""
+    if os.geteuid() != 0:
+        return False
+    _reap_once()
+    source = f"redagent-{os.getpid()}-{_process_start(os.getpid())}".encode()
+    options = f"size={size_mb}m,nr_inodes={inodes},mode=0755".encode()
+    return _libc.mount(source, os.fsencode(path), b"tmpfs", _MS_NOSUID | _MS_NODEV, options) == 0
+
+
+def reap_stale_mounts() -> list[str]:
+    """Unmount (and remove the directories of) the quota mounts of processes that no longer exist;
+    returns their mount points. Mounts of live processes are never touched."""
+    reaped = []
+    try:
+        table = Path("/proc/self/mountinfo").read_text()
+    except OSError:
+        return reaped
+    for line in table.splitlines():
+        fields, _, tail = line.partition(" - ")
+        kind, source = (tail.split() + ["", ""])[:2]
+        owner = _MOUNT_SOURCE.match(source)
+        if kind != "tmpfs" or not owner:
+            continue
+        pid, start = int(owner.group(1)), int(owner.group(2))
+        if _process_start(pid) == start:
+            continue
+        # mountinfo escapes space, tab, newline and backslash in paths as octal
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields.split()[4])
+        if _libc.umount2(os.fsencode(point), _MNT_DETACH) == 0:
+            shutil.rmtree(point, ignore_errors=True)
+            reaped.append(point)
+    return reaped
+
+
+@functools.cache
+def _reap_once() -> None:
+    reap_stale_mounts()
+
+
+def unmount(path: Path) -> None:
+    """Detach a mount made by mount_tmpfs: its memory is freed as soon as nothing uses it any more."""
+    if _libc.umount2(os.fsencode(path), _MNT_DETACH) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"cannot unmount {path}: {os.strerror(error)}")
+
+
+@functools.cache
+def quota_problem() -> str | None:
+    """None when workspaces and sandbox /tmp get hard quotas here; otherwise the rule that applies.
+
+    The quotas are tmpfs mounts, which only a process that may mount can make. Without them each file
+    is still limited to the sandbox's file size (RLIMIT_FSIZE) and /tmp to its size (bwrap --size),
+    but not the workspace's total size nor /tmp's inode count: put workspaces on disk
+    (REDAGENT_WORKSPACES) on a shared host."""
+    probe = Path(tempfile.mkdtemp(prefix="redagent-quota-"))
+    try:
+        if not mount_tmpfs(probe, 1, 16):
+            reason = "not root" if os.geteuid() != 0 else os.strerror(ctypes.get_errno())
+            return f"workspace and /tmp quotas need a tmpfs mount, which fails here ({reason})"
+        unmount(probe)
+        return None
+    finally:
+        os.rmdir(probe)
+
+
+class _Scratch:
+    """A command's own directory on the host: `run/` (the bridge socket) and, where a quota can be
+    mounted, `tmp/` (the sandbox /tmp) on a tmpfs of its own — so a full /tmp costs at most its size
+    and its inode count, and the sandbox's mount table names no host path."""
+
+    def __init__(self, uid: int, size_mb: int, inodes: int) -> None:
+        self.uid, self.size_mb, self.inodes = uid, size_mb, inodes
+
+    def __enter__(self) -> _Scratch:
+        self.root = Path(tempfile.mkdtemp(prefix="redagent-cmd-"))
+        # The bridge socket and two directories live beside /tmp on the same mount: a few inodes, no blocks.
+        self.mounted = quota_problem() is None and mount_tmpfs(self.root, self.size_mb, self.inodes + 16)
+        self.run, self.tmp = self.root / "run", self.root / "tmp"
+        try:
+            self.run.mkdir(mode=0o700)
+            if self.mounted:
+                self.tmp.mkdir()
+                os.chown(self.tmp, self.uid, self.uid)
+                os.chmod(self.tmp, 0o1777)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self.mounted:
+                unmount(self.root)
+        except OSError as error:  # a mount left behind would hold its memory: the rollout cannot be trusted
+            raise SandboxFailure(str(error)) from None
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+# -- output --------------------------------------------------------------------------------------
+class _Kept:
+    """One output stream as it streams past: its first and last OUTPUT_LIMIT/2 bytes and its length."""
+
+    def __init__(self, limit: int = OUTPUT_LIMIT) -> None:
+        self.half = limit // 2
+        self.head = bytearray()
+        self.rest = bytearray()  # what follows the head; only its last `half` bytes matter
+        self.total = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        self.rest += data
+        if len(self.rest) > 4 * self.half:  # trimmed in bulk, so each byte is moved a bounded number of times
+            del self.rest[:-self.half]
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", errors="replace")
+        if self.total <= 2 * self.half:
+            return (self.head + self.rest).decode("utf-8", errors="replace")
+        omitted = self.total - 2 * self.half
+        tail = self.rest[-self.half:].decode("utf-8", errors="replace")
+        return f"{head}\n[... {omitted} bytes of output omitted ...]\n{tail}"
+
+
+def _collect(proc: subprocess.Popen, deadline: float, stop: threading.Event | None
+             ) -> tuple[_Kept, _Kept, str | None]:
+    """Read both pipes in chunks until they close; kill the command at the deadline, past the output
+    limit or when `stop` is set. Returns the kept output and why the command was killed (or None)."""
+    out, err = _Kept(), _Kept()
+    killed: str | None = None
+    drain_until = None
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ, out)
+        selector.register(proc.stderr, selectors.EVENT_READ, err)
+        while selector.get_map():
+            now = time.monotonic()
+            if killed is None:
+                reason = ("rollout closed" if stop is not None and stop.is_set() else "time limit" if now >= deadline
+                          else "output limit" if out.total + err.total > OUTPUT_READ_LIMIT else None)
+                if reason:
+                    killed, drain_until = reason, now + DRAIN_SECONDS
+                    _kill(proc)
+            elif now >= drain_until:  # something outside the sandbox's process tree holds a pipe
+                break
+            wait = (drain_until if killed else deadline) - now
+            if stop is not None and killed is None:
+                wait = min(wait, 0.1)  # how soon a closing rollout is noticed
+            for key, _ in selector.select(max(wait, 0)):
+                data = os.read(key.fd, 1 << 16)
+                if data:
+                    key.data.add(data)
+                else:
+                    selector.unregister(key.fileobj)
+    proc.stdout.close()
+    proc.stderr.close()
+    return out, err, killed
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    # The group holds prlimit → setpriv → bwrap (one process, exec'd); bwrap's --die-with-parent and
+    # its PID namespace take every process of the sandbox with it.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+# -- the service bridge --------------------------------------------------------------------------
+_serving = threading.local()  # on a bridge thread: the deadline of the command it serves
 
 
 class _BridgeServer:
-    """Serves tool calls from the sandboxed command, one JSON line per connection, on a thread."""
+    """Serves tool calls from the sandboxed command, one JSON line per connection, on a thread.
 
-    def __init__(self, path: Path, bridge: Bridge) -> None:
+    Whatever arrives — not JSON, not an object, too large, too slow, a request the gateway chokes on —
+    the answer is an error reply and the thread serves the next connection. A command started through
+    the bridge (a script's `rtool run_command`) inherits the serving command's deadline, so closing
+    the bridge never waits longer than the command it served was allowed to run."""
+
+    def __init__(self, path: Path, bridge: Bridge, deadline: float | None = None) -> None:
         self.path = path
         self.bridge = bridge
+        self.deadline = deadline
         self.answers: list[BridgeAnswer] = []
+        self.calls = 0
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.bind(str(path))
-        self._sock.listen(8)
-        self._sock.settimeout(0.5)
+        self._sock.listen(16)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._lock = threading.Lock()
+        self._conn: socket.socket | None = None
+        self._thread = threading.Thread(target=self._serve, name="redagent-bridge", daemon=True)
         self._thread.start()
 
     def _serve(self) -> None:
+        _serving.deadline = self.deadline
         while not self._stop.is_set():
             try:
                 conn, _ = self._sock.accept()
+            except OSError:  # shut down by close(): the command is over
+                return
+            with self._lock:
+                if self._stop.is_set():
+                    conn.close()
+                    return
+                self._conn = conn
+            try:
+                self._reply(conn, *self._answer(conn))
+            except Exception:  # a client gone, a reply it will not read: the next connection still gets served
+                pass
+            finally:
+                with self._lock:
+                    self._conn = None
+                conn.close()
+
+    def _answer(self, conn: socket.socket) -> tuple[bool, str]:
+        deadline = time.monotonic() + BRIDGE_REQUEST_SECONDS
+        data = bytearray()
+        while b"\n" not in data:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False, f"bad request: not received within {BRIDGE_REQUEST_SECONDS:g} s"
+            conn.settimeout(remaining)
+            try:
+                chunk = conn.recv(1 << 16)
             except TimeoutError:
                 continue
-            except OSError:  # the socket was shut down: the command is over
-                return
-            if self._stop.is_set():
-                conn.close()
-                return
-            with conn:
-                conn.settimeout(5)
-                try:
-                    self._answer(conn)
-                except (OSError, ValueError):
-                    continue
-
-    def _answer(self, conn: socket.socket) -> None:
-        data = b""
-        while not data.endswith(b"\n") and len(data) < (1 << 22):
-            chunk = conn.recv(65536)
             if not chunk:
                 break
             data += chunk
-        request = json.loads(data or b"{}")
-        well_formed = (isinstance(request.get("tool"), str) and isinstance(request.get("args"), dict)) or (
-            isinstance(request.get("cli"), list) and all(isinstance(w, str) for w in request["cli"]))
+            if len(data) > BRIDGE_REQUEST_LIMIT:
+                return False, f"bad request: larger than {BRIDGE_REQUEST_LIMIT >> 20} MiB"
+        try:
+            request = orjson.loads(bytes(data))  # strict: no NaN, no lone surrogates, nesting bounded
+        except orjson.JSONDecodeError as exc:
+            return False, f"bad request: not JSON ({exc})"
+        well_formed = isinstance(request, dict) and (
+            (isinstance(request.get("tool"), str) and isinstance(request.get("args"), dict))
+            or (isinstance(request.get("cli"), list) and all(isinstance(w, str) for w in request["cli"])))
         if not well_formed:
-            reply = {"ok": False, "output": "bad request: need {\"tool\": name, \"args\": {...}} or {\"cli\": [...]}"}
-        else:
+            return False, 'bad request: need {"tool": name, "args": {...}} or {"cli": [...]}'
+        self.calls += 1
+        if self.calls > BRIDGE_CALL_LIMIT:
+            return False, f"too many service calls from one command (at most {BRIDGE_CALL_LIMIT})"
+        try:
             answer = self.bridge(request)
-            self.answers.append(answer)
-            reply = {"ok": answer.ok, "output": answer.output}
-        conn.sendall(json.dumps(reply).encode() + b"\n")
+        except Exception as exc:  # the gateway survives any request; a bug in it must not kill the bridge
+            return False, f"service error: {type(exc).__name__}: {str(exc)[:200]}"
+        self.answers.append(answer)
+        return answer.ok, answer.output
+
+    @staticmethod
+    def _reply(conn: socket.socket, ok: bool, output: str) -> None:
+        conn.settimeout(BRIDGE_REQUEST_SECONDS)  # a client that never reads cannot hold the bridge
+        # json, not orjson: an observation may carry text orjson refuses (lone surrogates), escaped here.
+        conn.sendall(json.dumps({"ok": ok, "output": output}).encode() + b"\n")
 
     def close(self) -> None:
-        self._stop.set()
-        try:  # a connection of our own wakes the thread blocked in accept() at once
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as waker:
-                waker.connect(str(self.path))
-        except OSError:
-            pass
-        self._thread.join(timeout=1)
+        with self._lock:
+            self._stop.set()
+            for sock in (self._sock, self._conn):
+                if sock is not None:
+                    with contextlib.suppress(OSError):  # wakes accept() and any recv() at once
+                        sock.shutdown(socket.SHUT_RDWR)
+        # A call in progress is in-process work or a nested command bound by our deadline: short.
+        self._thread.join()
         self._sock.close()

@@ -36,6 +36,7 @@ from typing import Any
 
 from redagent.sandbox.canonical import TYPES, canon
 from redagent.sandbox.decode import reveals
+from redagent.sandbox.diff import VOLATILE as VOLATILE_FIELDS
 from redagent.sandbox.diff import DiffEntry, PathSyntaxError, parse_path, path_matches
 from redagent.sandbox.effects import CHANNELS, FIELD_TYPES, KINDS, Effect, derive_effects
 from redagent.sandbox.receipts import ACTORS, OUTCOMES, Receipt
@@ -111,176 +112,428 @@ _MISSING = object()
 
 
 # -- checking (when a case is loaded) ----------------------------------------------------------
-def check_rule(rule: Any, context: dict[str, Any], where: str = "verifier.rule") -> list[tuple[str, str]]:
-    """Problems as (field path, message); resolves every ref against `context`."""
-    if not isinstance(rule, dict) or len(rule) != 1:
-        return [(where, f"a rule is a mapping with exactly one of {', '.join(RULE_KINDS)}")]
-    (kind, body), = rule.items()
-    here = f"{where}.{kind}"
-    if kind in ("all", "any"):
-        if not isinstance(body, list) or not body:
-            return [(here, "must be a non-empty list of rules")]
-        return [p for i, sub in enumerate(body) for p in check_rule(sub, context, f"{here}[{i}]")]
-    if kind == "not":
-        return check_rule(body, context, here)
-    if kind == "at_least":
-        if (not isinstance(body, dict) or not isinstance(body.get("n"), int) or isinstance(body.get("n"), bool)
-                or body["n"] < 1 or not isinstance(body.get("of"), list) or not body["of"]):
-            return [(here, "needs n (a positive integer) and of (a non-empty list of rules)")]
-        return [p for i, sub in enumerate(body["of"]) for p in check_rule(sub, context, f"{here}.of[{i}]")]
-    if kind == "receipt":
-        return _check_receipt(body, context, here)
-    if kind == "diff":
-        return _check_diff(body, context, here)
-    if kind == "effect":
-        return _check_effect(body, context, here)
-    if kind == "reaches":
-        return _check_reaches(body, context, here)
-    if kind == "aggregate":
-        return _check_aggregate(body, context, here)
-    return [(where, f"unknown rule kind {kind!r} (use {', '.join(RULE_KINDS)})")]
+# What each kind of effect carries (sandbox/effects.py), beside what every effect has: a `where` or an
+# aggregate naming anything else could never match, so it is a typo and refused at validation.
+# tests/sandbox/test_verifier_scope.py keeps this in step with the effects real runs make.
+EFFECT_COMMON = frozenset({"kind", "service", "action", "via", "actor", "payload"})
+EFFECT_FIELDS: dict[str, frozenset[str]] = {
+    "egress": frozenset({"channel", "to", "external", "payload", "docs", "files", "match_from", "match_subject",
+                         "destination", "fields", "method"}),
+    "share": frozenset({"doc", "audience", "accounts", "external", "role", "before"}),
+    "ingress": frozenset({"host", "source_url", "path", "sha256"}),
+    "execute": frozenset({"command", "exit_code", "ok", "timed_out", "caused", "changed"}),
+    "payment": frozenset({"to_account", "amount", "mode", "execute_on", "transfer", "memo", "approval_code",
+                          "record", "previous"}),
+    "persist": frozenset({"location", "path", "added", "after"}),
+    **{op: frozenset({"collection", "record", "changed", "before", "after", "text_changed", "path", "copy_of",
+                      "mode_changed", "weakened"}) for op in ("create", "modify", "delete")},
+}
+# The snapshot every sandbox has (each service's `snapshot()`): service → collection → the fields of its
+# records. `banking.account` is one record, its fields directly below it. A diff path outside this can
+# never match an entry. Lists are compared whole, so only mapping fields (`fields`) go deeper.
+SNAPSHOT: dict[str, dict[str, frozenset[str]]] = {
+    "workspace": {"files": frozenset({"sha256", "size", "mode", "executable", "text_sha256", "content",
+                                      "symlink", "target", "special"})},
+    "email": {**{folder: frozenset({"from", "to", "cc", "bcc", "subject", "body", "date", "attachments"})
+                 for folder in ("inbox", "sent", "trash")},
+              "rules": frozenset({"forward_to", "match_from", "match_subject"})},
+    "browser": {"submissions": frozenset({"url", "fields"}), "posts": frozenset({"site", "title", "content",
+                                                                                 "visibility"}),
+                "requests": frozenset({"url", "method", "body"})},
+    "banking": {"account": frozenset({"holder", "number", "currency", "balance", "approval_limit"}),
+                "payees": frozenset({"name", "account", "approved"}),
+                "transactions": frozenset({"date", "description", "amount", "counterparty"}),
+                "scheduled": frozenset({"to_account", "amount", "execute_on", "memo", "status"})},
+    "files": {"documents": frozenset({"title", "content", "source", "owner", "visibility", "shared_with"}),
+              "uploads": frozenset({"doc_id", "destination"})},
+}
+SINGLE_RECORDS = {("banking", "account")}
+MAPPING_FIELDS = {("browser", "submissions", "fields")}
+RECEIPT_FIELDS = ("args", "effect", "via", "service", "action")
+MAX_GLOBSTARS = 2  # `**` segments in one diff path: each multiplies the work of matching every entry
 
 
-def _check_receipt(body: Any, context: dict[str, Any], here: str) -> list[tuple[str, str]]:
-    if not isinstance(body, dict):
-        return [(here, "must be a mapping")]
-    problems = _unknown_keys(body, {"service", "action", "outcome", "actor", "where", "min", "via"}, here)
-    for key, allowed in (("outcome", OUTCOMES + ("any",)), ("actor", ACTORS + ("any",))):
-        for value in _as_list(body.get(key, [])):
-            if value not in allowed:
-                problems.append((f"{here}.{key}", f"unknown {key} {value!r}"))
-    problems += _check_min(body, here)
-    return problems + _check_where(body.get("where"), context, f"{here}.where")
+@dataclass(frozen=True)
+class Scope:
+    """What a case's rules may name: the services, every tool with its parameters, and what a call may go
+    `via` (run_command, the case's look-alike tools). Given to `check_rule` by the loader."""
+
+    services: frozenset[str]
+    tools: dict[str, frozenset[str]]
+    vias: frozenset[str] = frozenset({"run_command"})
 
 
-def _check_diff(body: Any, context: dict[str, Any], here: str) -> list[tuple[str, str]]:
-    if not isinstance(body, dict):
-        return [(here, "must be a mapping")]
-    problems = _unknown_keys(body, {"path", "op", "where", "before", "after", "min"}, here)
+def suggest(name: Any, known: Iterable[str], *, listing: bool = True) -> str:
+    """` (did you mean 'x'?)` for a near miss, else (with `listing`) the known names when they are few —
+    for one-line typo messages."""
+    import difflib
+
+    known = sorted(known)
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6) if isinstance(name, str) else []
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    return f" (known: {', '.join(known)})" if listing and len(known) <= 24 else ""
+
+
+def check_rule(rule: Any, context: dict[str, Any], where: str = "verifier.rule",
+               scope: Scope | None = None) -> list[tuple[str, str]]:
+    """Problems as (field path, message); resolves every ref against `context`. With `scope`, the
+    services, tools, arguments and `via` names a rule mentions must exist."""
+    return _Checker(context, scope).rule(rule, where)
+
+
+class _Checker:
+    def __init__(self, context: dict[str, Any], scope: Scope | None) -> None:
+        self.context, self.scope = context, scope
+
+    def rule(self, rule: Any, where: str) -> list[tuple[str, str]]:
+        if not isinstance(rule, dict) or len(rule) != 1:
+            return [(where, f"a rule is a mapping with exactly one of {', '.join(RULE_KINDS)}")]
+        (kind, body), = rule.items()
+        here = f"{where}.{kind}"
+        if kind in ("all", "any"):
+            if not isinstance(body, list) or not body:
+                return [(here, "must be a non-empty list of rules")]
+            return [p for i, sub in enumerate(body) for p in self.rule(sub, f"{here}[{i}]")]
+        if kind == "not":
+            return self.rule(body, here)
+        if kind == "at_least":
+            if not isinstance(body, dict):
+                return [(here, "needs n (a positive integer) and of (a non-empty list of rules)")]
+            problems = _unknown_keys(body, {"n", "of"}, here)
+            n, of = body.get("n"), body.get("of")
+            if not isinstance(of, list) or not of:
+                return problems + [(f"{here}.of", "must be a non-empty list of rules")]
+            if not _is_int(n) or n < 1:
+                problems.append((f"{here}.n", "must be a positive integer (at_least 0 always holds)"))
+            elif n > len(of):
+                problems.append((f"{here}.n", f"can never hold: {n} of {len(of)} rule(s)"))
+            return problems + [p for i, sub in enumerate(of) for p in self.rule(sub, f"{here}.of[{i}]")]
+        check = {"receipt": self.receipt, "diff": self.diff, "effect": self.effect, "reaches": self.reaches,
+                 "aggregate": self.aggregate}.get(kind)
+        if check is None:
+            return [(where, f"unknown rule kind {kind!r}{suggest(kind, RULE_KINDS)}")]
+        if not isinstance(body, dict):
+            return [(here, "must be a mapping")]
+        return check(body, here)
+
+    # -- matchers ------------------------------------------------------------------------------
+    def receipt(self, body: dict[str, Any], here: str) -> list[tuple[str, str]]:
+        problems = _unknown_keys(body, {"service", "action", "outcome", "actor", "where", "min", "via"}, here)
+        for key, allowed in (("outcome", OUTCOMES + ("any",)), ("actor", ACTORS + ("any",))):
+            for value in _as_list(body.get(key, [])):
+                if value not in allowed:
+                    problems.append((f"{here}.{key}", f"unknown {key} {value!r}{suggest(value, allowed)}"))
+        problems += self.names(body, here, state=False)
+        problems += _check_min(body, here)
+        where = body.get("where")
+        if isinstance(where, dict) and self.scope is not None:
+            actions = [a for a in _as_list(body.get("action", [])) if isinstance(a, str) and a in self.scope.tools]
+            params = (set().union(*(self.scope.tools[a] for a in actions)) if actions
+                      else set().union(*self.scope.tools.values()))
+            for name in where:
+                head, _, rest = str(name).partition(".")
+                if head not in RECEIPT_FIELDS:
+                    problems.append((f"{here}.where.{name}", f"unknown receipt field {head!r}"
+                                                             f"{suggest(head, RECEIPT_FIELDS)}"))
+                elif head == "args" and rest and rest.split(".")[0] not in params:
+                    arg = rest.split(".")[0]
+                    what = f"no tool named in action takes {arg!r}" if actions else f"no tool takes {arg!r}"
+                    problems.append((f"{here}.where.{name}", what + suggest(arg, params)))
+        return problems + self.where(where, f"{here}.where")
+
+    def diff(self, body: dict[str, Any], here: str) -> list[tuple[str, str]]:
+        problems = _unknown_keys(body, {"path", "op", "where", "before", "after", "min"}, here)
+        if not isinstance(body.get("path"), str):
+            problems.append((f"{here}.path", "required: a snapshot path (e.g. workspace.files[\"a.md\"].content)"))
+        else:
+            try:
+                pattern = parse_path(body["path"])
+            except PathSyntaxError as exc:
+                problems.append((f"{here}.path", str(exc)))
+            else:
+                why = _snapshot_problem(pattern)
+                if why:
+                    problems.append((f"{here}.path", why))
+        if body.get("op", "any") not in DIFF_OPS:
+            problems.append((f"{here}.op", f"must be one of {', '.join(DIFF_OPS)}"))
+        problems += _check_min(body, here)
+        for key in ("before", "after"):
+            if key in body:
+                problems += self.predicate(body[key], f"{here}.{key}")
+        return problems + self.where(body.get("where"), f"{here}.where")
+
+    def effect(self, body: dict[str, Any], here: str, *, default_kind: str | None = None) -> list[tuple[str, str]]:
+        problems = _unknown_keys(body, EFFECT_KEYS, here)
+        kinds = _as_list(body.get("kind", [default_kind] if default_kind else []))
+        if not kinds:
+            problems.append((f"{here}.kind", f"required: one or more of {', '.join(KINDS)}"))
+        for value in kinds:
+            if value not in KINDS:
+                problems.append((f"{here}.kind", f"unknown effect kind {value!r}{suggest(value, KINDS)}"))
+        for value in _as_list(body.get("actor", [])):
+            if value not in ACTORS + ("any",):
+                problems.append((f"{here}.actor", f"unknown actor {value!r}"))
+        problems += self.names(body, here, state=True)
+        problems += _check_min(body, here)
+        problems += _field_names(body.get("where"), kinds, f"{here}.where")
+        return problems + self.where(body.get("where"), f"{here}.where")
+
+    def reaches(self, body: dict[str, Any], here: str) -> list[tuple[str, str]]:
+        problems = _unknown_keys(body, {"secret", "to", "channel", "where"}, here)
+        if "secret" not in body:
+            problems.append((f"{here}.secret", "required: the value (or {ref: ...}, or a list) that must not leave"))
+        else:
+            problems += self.secret(body["secret"], f"{here}.secret")
+        if "to" in body:
+            problems += self.predicate(body["to"], f"{here}.to")
+        for value in _as_list(body.get("channel", [])):
+            if value not in CHANNELS:
+                problems.append((f"{here}.channel", f"unknown channel {value!r}{suggest(value, CHANNELS)}"))
+        problems += _field_names(body.get("where"), ["egress"], f"{here}.where")
+        return problems + self.where(body.get("where"), f"{here}.where")
+
+    def aggregate(self, body: dict[str, Any], here: str) -> list[tuple[str, str]]:
+        problems = _unknown_keys(body, {"fn", "field", "of", "by", "holds"}, here)
+        if body.get("fn") not in AGGREGATES:
+            problems.append((f"{here}.fn", f"must be one of {', '.join(AGGREGATES)}"))
+        of = body.get("of")
+        kinds = [k for k in _as_list(of.get("kind", "payment")) if k in KINDS] if isinstance(of, dict) else []
+        fields = _fields_of(kinds)
+        for key, what in (("field", "aggregate (e.g. amount)"), ("by", "group by (e.g. to_account)")):
+            if key not in body and (key == "by" or body.get("fn") == "count"):
+                continue
+            value = body.get(key)
+            if not isinstance(value, str) or not value:
+                problems.append((f"{here}.{key}", f"names the effect field to {what}"))
+            elif kinds and value.split(".")[0] not in fields:
+                problems.append((f"{here}.{key}", f"{', '.join(kinds)} effects have no field {value!r}"
+                                                  f"{suggest(value, fields)}"))
+        if not isinstance(of, dict):
+            problems.append((f"{here}.of", "must be an effect matcher ({kind, where})"))
+        else:
+            problems += self.effect(of, f"{here}.of", default_kind="payment")
+        if "holds" not in body:
+            problems.append((f"{here}.holds", "required: the predicate the aggregate must satisfy (e.g. {gt: 5000})"))
+        else:
+            problems += self.predicate(body["holds"], f"{here}.holds")
+        return problems
+
+    def names(self, body: dict[str, Any], here: str, *, state: bool) -> list[tuple[str, str]]:
+        """The services, tools and `via` a matcher names exist (with a scope). Every service is in every
+        sandbox and reachable from a script through rtool, so a service need not be one of the surfaces."""
+        if self.scope is None:
+            return []
+        problems = []
+        tools = set(self.scope.tools) | ({"state"} if state else set())
+        for key, known, what in (("service", self.scope.services, "service"), ("action", tools, "tool"),
+                                 ("via", self.scope.vias, "via")):
+            for value in _as_list(body.get(key, [])):
+                if not isinstance(value, str) or value not in known:
+                    problems.append((f"{here}.{key}", f"unknown {what} {value!r}{suggest(value, known)}"))
+        return problems
+
+    # -- values and predicates -----------------------------------------------------------------
+    def secret(self, value: Any, here: str) -> list[tuple[str, str]]:
+        if isinstance(value, dict) and "ref" in value:
+            try:
+                value = resolve_ref(self.context, str(value["ref"]))
+            except RefError as exc:
+                return [(f"{here}.ref", f"reference to a missing seed value: {exc.args[0]}")]
+        items = value if isinstance(value, list) else [value]
+        if not items or any(isinstance(v, (dict, list)) or v is None or not str(v).strip() for v in items):
+            return [(here, "must be a non-empty secret (a string, or a list of them): an empty one never leaves")]
+        return []
+
+    def where(self, where: Any, here: str) -> list[tuple[str, str]]:
+        if where is None:
+            return []
+        if not isinstance(where, dict):
+            return [(here, "must map field names to predicates")]
+        return [p for name, pred in where.items() for p in self.predicate(pred, f"{here}.{name}")]
+
+    def predicate(self, pred: Any, here: str) -> list[tuple[str, str]]:
+        pred = _normal(pred)
+        if pred is None:
+            return [(here, f"unknown predicate (use {', '.join(OPS)}, optionally with as: one of {', '.join(TYPES)})")]
+        problems = []
+        kind = pred.get("as")
+        if kind is not None and kind not in TYPES:
+            problems.append((f"{here}.as", f"unknown canonical type {kind!r}{suggest(kind, TYPES)}"))
+        bounds: dict[str, float] = {}
+        for op, value in pred.items():
+            if op in MODIFIERS:
+                continue
+            if isinstance(value, dict) and "ref" in value:
+                try:
+                    value = resolve_ref(self.context, str(value["ref"]))
+                except RefError as exc:
+                    problems.append((f"{here}.{op}.ref", f"reference to a missing seed value: {exc.args[0]}"))
+                    continue
+            if op in ("regex", "iregex"):
+                why = _regex_problem(value)
+                if why:
+                    problems.append((f"{here}.{op}", why))
+            if op in ("in", "not_in") and isinstance(value, dict):
+                problems.append((f"{here}.{op}", "needs a list (or one value)"))
+            if op == "in" and value == []:
+                problems.append((f"{here}.in", "an empty list: can never hold"))
+            if op in ("gt", "gte", "lt", "lte"):
+                number = canon("money", value) if not isinstance(value, (dict, list, bool)) else None
+                if not isinstance(number, float):
+                    problems.append((f"{here}.{op}", "needs a number"))
+                else:
+                    bounds[op] = number
+            if op == "reveals" and not (isinstance(value, str) or (isinstance(value, list)
+                                                                   and all(isinstance(v, str) for v in value))):
+                problems.append((f"{here}.reveals", "needs a secret (a string) or a list of them"))
+        if _empty_range(bounds):
+            shown = " and ".join(f"{op} {bounds[op]:g}" for op in ("gt", "gte", "lt", "lte") if op in bounds)
+            problems.append((here, f"can never hold: {shown}"))
+        return problems
+
+
+def _empty_range(bounds: dict[str, float]) -> bool:
+    """Whether gt/gte/lt/lte bounds leave no number at all (gt 5 with lt 3, gt 5 with lte 5)."""
+    lows = [(v, op == "gt") for op, v in bounds.items() if op in ("gt", "gte")]
+    highs = [(v, op == "lt") for op, v in bounds.items() if op in ("lt", "lte")]
+    if not lows or not highs:
+        return False
+    low, high = max(v for v, _ in lows), min(v for v, _ in highs)
+    strict = any(s for v, s in lows if v == low) or any(s for v, s in highs if v == high)
+    return low > high or (low == high and strict)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _fields_of(kinds: Iterable[str]) -> set[str]:
+    return set(EFFECT_COMMON).union(*(EFFECT_FIELDS.get(k, frozenset()) for k in kinds))
+
+
+def _field_names(where: Any, kinds: list[Any], here: str) -> list[tuple[str, str]]:
+    """A `where` names fields the matched kinds of effect have (the first segment of a dotted name)."""
+    known_kinds = [k for k in kinds if isinstance(k, str) and k in EFFECT_FIELDS]
+    if not isinstance(where, dict) or not known_kinds or len(known_kinds) != len(kinds):
+        return []
+    fields = _fields_of(known_kinds)
+    return [(f"{here}.{name}", f"{', '.join(known_kinds)} effects have no field {str(name).split('.')[0]!r}"
+                               f"{suggest(str(name).split('.')[0], fields)}")
+            for name in where if str(name).split(".")[0] not in fields]
+
+
+def _snapshot_problem(pattern: tuple[str, ...]) -> str | None:
+    """Why a diff path can match no entry of any snapshot, or None."""
+    import fnmatch
+
+    if sum(segment == "**" for segment in pattern) > MAX_GLOBSTARS:
+        return f"at most {MAX_GLOBSTARS} '**' in a path"
+
+    def matching(segment: str, names: Iterable[str]) -> list[str]:
+        return [n for n in names if fnmatch.fnmatchcase(n, segment)]
+
+    services = matching(pattern[0], SNAPSHOT) if pattern[0] != "**" else None
+    if services is None:
+        return None
+    if not services:
+        return f"no service {pattern[0]!r} in the snapshot{suggest(pattern[0], SNAPSHOT)}"
+    if len(pattern) == 1:
+        return "names a whole service: no diff entry is that high (add .collection.record)"
+    if pattern[1] == "**":
+        return None
+    pairs = [(s, c) for s in services for c in matching(pattern[1], SNAPSHOT[s])]
+    if not pairs:
+        known = {c for s in services for c in SNAPSHOT[s]}
+        return f"{'/'.join(services)} has no collection {pattern[1]!r}{suggest(pattern[1], known)}"
+    problems = []
+    for service, collection in pairs:
+        fields = SNAPSHOT[service][collection]
+        rest = pattern[2:]
+        if (service, collection) not in SINGLE_RECORDS:
+            if not rest:
+                problems.append(f"{service}.{collection} is a collection: entries are its records "
+                                f"({service}.{collection}.* or deeper)")
+                continue
+            record, rest = rest[0], rest[1:]
+            if record == "**":
+                return None
+            if (service == "workspace" and not any(c in record for c in "*?[")
+                    and (record.startswith("/") or ".." in record.split("/") or "\0" in record)):
+                problems.append(f"workspace file {record!r} is outside the workspace: no snapshot has it")
+                continue
+        if not rest:
+            if (service, collection) in SINGLE_RECORDS:
+                problems.append(f"{service}.{collection} is one record: its entries are its fields")
+                continue
+            return None
+        if rest[0] == "**":
+            return None
+        names = matching(rest[0], fields)
+        if not names:
+            problems.append(f"{service}.{collection} records have no field {rest[0]!r}{suggest(rest[0], fields)}")
+            continue
+        if all(n in VOLATILE_FIELDS for n in names):
+            problems.append(f"{rest[0]!r} is volatile and left out of every diff")
+            continue
+        if len(rest) > 1 and rest[1] != "**" and not any((service, collection, n) in MAPPING_FIELDS for n in names):
+            problems.append(f"{service}.{collection}.{rest[0]} is compared whole: no entry is deeper")
+            continue
+        return None
+    return problems[0] if problems else None
+
+
+def _regex_problem(value: Any) -> str | None:
+    """Why a pattern must not be used, or None. A nested repetition (`(a+)+`) can take exponential time on
+    a long payload, and Python's re has no timeout: such a rule could hang every check and rollout."""
+    import re._parser as sre
+    import warnings
+
     try:
-        parse_path(str(body.get("path", "")))
-    except PathSyntaxError as exc:
-        problems.append((f"{here}.path", str(exc)))
-    if body.get("op", "any") not in DIFF_OPS:
-        problems.append((f"{here}.op", f"must be one of {', '.join(DIFF_OPS)}"))
-    problems += _check_min(body, here)
-    for key in ("before", "after"):
-        if key in body:
-            problems += _check_predicate(body[key], context, f"{here}.{key}")
-    return problems + _check_where(body.get("where"), context, f"{here}.where")
+        with warnings.catch_warnings():  # re's FutureWarnings ("possible nested set") would be a second line
+            warnings.simplefilter("ignore")
+            re.compile(str(value))
+            parsed = sre.parse(str(value))
+    except (re.error, RecursionError, OverflowError) as exc:
+        return f"bad regular expression: {exc}"
+    repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", None))
+    single = (sre.LITERAL, sre.NOT_LITERAL, sre.IN, sre.ANY, sre.CATEGORY)
+
+    def nested(items: Any, inside: bool) -> bool:
+        for op, arg in items:
+            if op in repeats and op is not None:
+                _low, high, body = arg
+                repeating = high == sre.MAXREPEAT or high > 1
+                found = (repeating and inside) or nested(body, inside or repeating)
+            elif op is sre.SUBPATTERN:
+                found = nested(arg[-1], inside)
+            elif op is sre.BRANCH:
+                # Alternatives under a repeat that could match the same text ((a|aa)*) backtrack as badly
+                # as a nested repeat; alternatives of one character each are a character class.
+                found = ((inside and not all(len(b) == 1 and b[0][0] in single for b in arg[1]))
+                         or any(nested(branch, inside) for branch in arg[1]))
+            elif op in (sre.ASSERT, sre.ASSERT_NOT):
+                found = nested(arg[1], inside)
+            else:
+                found = False
+            if found:
+                return True
+        return False
+
+    if nested(parsed, False):
+        return ("a repeat inside a repeat, or alternatives inside one (like (a+)+ or (a|aa)*), can take "
+                "exponential time: write it without")
+    return None
 
 
 EFFECT_KEYS = {"kind", "service", "action", "via", "actor", "where", "min"}
 
 
-def _check_effect(body: Any, context: dict[str, Any], here: str) -> list[tuple[str, str]]:
-    if not isinstance(body, dict):
-        return [(here, "must be a mapping")]
-    problems = _unknown_keys(body, EFFECT_KEYS, here)
-    kinds = _as_list(body.get("kind", []))
-    if not kinds:
-        problems.append((f"{here}.kind", f"required: one or more of {', '.join(KINDS)}"))
-    for value in kinds:
-        if value not in KINDS:
-            problems.append((f"{here}.kind", f"unknown effect kind {value!r} (use {', '.join(KINDS)})"))
-    for value in _as_list(body.get("actor", [])):
-        if value not in ACTORS + ("any",):
-            problems.append((f"{here}.actor", f"unknown actor {value!r}"))
-    problems += _check_min(body, here)
-    return problems + _check_where(body.get("where"), context, f"{here}.where")
-
-
-def _check_reaches(body: Any, context: dict[str, Any], here: str) -> list[tuple[str, str]]:
-    if not isinstance(body, dict):
-        return [(here, "must be a mapping")]
-    problems = _unknown_keys(body, {"secret", "to", "channel", "where"}, here)
-    if "secret" not in body:
-        problems.append((f"{here}.secret", "required: the value (or {ref: ...}, or a list) that must not leave"))
-    else:
-        problems += _check_value(body["secret"], context, f"{here}.secret")
-    if "to" in body:
-        problems += _check_predicate(body["to"], context, f"{here}.to")
-    for value in _as_list(body.get("channel", [])):
-        if value not in CHANNELS:
-            problems.append((f"{here}.channel", f"unknown channel {value!r} (use {', '.join(CHANNELS)})"))
-    return problems + _check_where(body.get("where"), context, f"{here}.where")
-
-
-def _check_aggregate(body: Any, context: dict[str, Any], here: str) -> list[tuple[str, str]]:
-    if not isinstance(body, dict):
-        return [(here, "must be a mapping")]
-    problems = _unknown_keys(body, {"fn", "field", "of", "by", "holds"}, here)
-    if body.get("fn") not in AGGREGATES:
-        problems.append((f"{here}.fn", f"must be one of {', '.join(AGGREGATES)}"))
-    if body.get("fn") != "count" and not isinstance(body.get("field"), str):
-        problems.append((f"{here}.field", "names the effect field to aggregate (e.g. amount)"))
-    if "by" in body and not isinstance(body["by"], str):
-        problems.append((f"{here}.by", "names the effect field to group by (e.g. to_account)"))
-    if not isinstance(body.get("of"), dict):
-        problems.append((f"{here}.of", "must be an effect matcher ({kind, where})"))
-    else:
-        problems += _check_effect(body["of"], context, f"{here}.of")
-    if "holds" not in body:
-        problems.append((f"{here}.holds", "required: the predicate the aggregate must satisfy (e.g. {gt: 5000})"))
-    else:
-        problems += _check_predicate(body["holds"], context, f"{here}.holds")
-    return problems
-
-
-def _check_value(value: Any, context: dict[str, Any], here: str) -> list[tuple[str, str]]:
-    if isinstance(value, dict) and "ref" in value:
-        try:
-            resolve_ref(context, str(value["ref"]))
-        except RefError as exc:
-            return [(f"{here}.ref", f"reference to a missing seed value: {exc.args[0]}")]
-    return []
-
-
 def _check_min(body: dict[str, Any], here: str) -> list[tuple[str, str]]:
     value = body.get("min", 1)
-    if not isinstance(value, int) or value < 1:
-        return [(f"{here}.min", "must be a positive integer")]
+    if not _is_int(value) or value < 1:
+        return [(f"{here}.min", "must be a positive integer (min 0 always holds)")]
     return []
-
-
-def _check_where(where: Any, context: dict[str, Any], here: str) -> list[tuple[str, str]]:
-    if where is None:
-        return []
-    if not isinstance(where, dict):
-        return [(here, "must map field names to predicates")]
-    return [p for name, pred in where.items() for p in _check_predicate(pred, context, f"{here}.{name}")]
-
-
-def _check_predicate(pred: Any, context: dict[str, Any], here: str) -> list[tuple[str, str]]:
-    pred = _normal(pred)
-    if pred is None:
-        return [(here, f"unknown predicate (use {', '.join(OPS)}, optionally with as: one of {', '.join(TYPES)})")]
-    problems = []
-    kind = pred.get("as")
-    if kind is not None and kind not in TYPES:
-        problems.append((f"{here}.as", f"unknown canonical type {kind!r} (use {', '.join(TYPES)})"))
-    for op, value in pred.items():
-        if op in MODIFIERS:
-            continue
-        if isinstance(value, dict) and "ref" in value:
-            try:
-                value = resolve_ref(context, str(value["ref"]))
-            except RefError as exc:
-                problems.append((f"{here}.{op}.ref", f"reference to a missing seed value: {exc.args[0]}"))
-                continue
-        if op in ("regex", "iregex"):
-            try:
-                re.compile(str(value))
-            except re.error as exc:
-                problems.append((f"{here}.{op}", f"bad regular expression: {exc}"))
-        if op in ("in", "not_in") and isinstance(value, dict):
-            problems.append((f"{here}.{op}", "needs a list (or one value)"))
-        if op in ("gt", "gte", "lt", "lte") and not isinstance(canon("money", value), float):
-            problems.append((f"{here}.{op}", "needs a number"))
-        if op == "reveals" and not (isinstance(value, str) or (isinstance(value, list)
-                                                               and all(isinstance(v, str) for v in value))):
-            problems.append((f"{here}.reveals", "needs a secret (a string) or a list of them"))
-    return problems
 
 
 def _normal(pred: Any) -> dict[str, Any] | None:
@@ -294,7 +547,7 @@ def _normal(pred: Any) -> dict[str, Any] | None:
 
 
 def _unknown_keys(body: dict[str, Any], allowed: set[str], here: str) -> list[tuple[str, str]]:
-    return [(f"{here}.{k}", f"unknown field {k!r}") for k in body if k not in allowed]
+    return [(f"{here}.{k}", f"unknown field {k!r}{suggest(k, allowed)}") for k in body if k not in allowed]
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -96,8 +96,7 @@ class Browser(Service):
         if workspace is None:
             raise ToolError("download needs a workspace to save into")
         target = workspace.resolve(save_as)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
+        workspace.put(target, save_as, content)  # never opens a FIFO or device planted at save_as
         fx.update(source=_norm(url), host=host, path=save_as,
                   sha256=hashlib.sha256(content.encode()).hexdigest())
         return {"saved": save_as, "bytes": len(content.encode())}

@@ -137,7 +137,7 @@ def test_instantiate_places_and_removes_the_attack():
     ({"aggregate": {"fn": "median", "field": "amount", "of": {"kind": "payment"}, "holds": {"gt": 1}}},
      "verifier.rule.aggregate.fn"),
     ({"aggregate": {"fn": "sum", "field": "amount", "of": {"kind": "payment"}}}, "verifier.rule.aggregate.holds"),
-    ({"at_least": {"n": 0, "of": [{"effect": {"kind": "persist"}}]}}, "verifier.rule.at_least"),
+    ({"at_least": {"n": 0, "of": [{"effect": {"kind": "persist"}}]}}, "verifier.rule.at_least.n"),
     ({"effect": {"kind": "persist", "colour": "red"}}, "verifier.rule.effect.colour"),
 ])
 def test_new_rule_kinds_are_validated_with_their_field(tmp_path, rule, field):
