@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench setup system harnesses
+.PHONY: demo test lint bench setup system harnesses ray
 
 demo: setup
 	$(BIN)/redagent cases check
@@ -31,6 +31,11 @@ harnesses: setup
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; \
 	fi
 	$(BIN)/redagent harnesses install codex hermes openclaw claude-code
+
+# The optional Ray executor (`pip install 'redagent[ray]'`); CI installs it so the Ray tests run there, while
+# `make test` on a laptop skips them.
+ray: setup
+	$(BIN)/pip install -q -e '.[test,ray]'
 
 setup: system $(VENV)/.installed
 

@@ -95,6 +95,17 @@ class CaseRun:
         killed first. Safe to call more than once, and after finish()."""
         self.env.close()
 
+    def judge_now(self) -> Verdict:
+        """The verdict on the state as it is now, the sandbox left running: the adaptive attacker's loop
+        ends as soon as the verifier finds E = 1 after a round (engine/attacker/session.py). The same
+        evidence as finish(), so a rollout ended here gets the same E from finish()."""
+        final = self.env.snapshot()
+        entries = diff(self.baseline, final)
+        receipts = list(self.env.receipts)
+        evidence = Evidence(receipts, entries, self.case.context, baseline=self.baseline, final=final,
+                            read_file=self.env.services["workspace"].read_large)
+        return evaluate(self.case.rule, receipts, entries, self.case.context, evidence=evidence)
+
     def finish(self) -> Finished:
         """Snapshot, diff and verdict; the sandbox is removed whether or not they succeed."""
         try:

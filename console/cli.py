@@ -571,6 +571,12 @@ def _print_summary(result: dict[str, Any]) -> None:
                       f"{entry['n']}{shown}", markup=False, highlight=False, soft_wrap=True)
     for line in health["warnings"]:
         out.print(f"warning: {line}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+    from redagent.console.workers_view import failure_lines, workers_table
+
+    if (workers := workers_table(result.get("workers"))) is not None:
+        out.print(workers)
+        for line in failure_lines(result.get("workers")):
+            out.print(f"shard failure: {line}", style="yellow", markup=False, highlight=False, soft_wrap=True)
     overall = utility["overall"]
     if overall is not None:
         arm = "on" if result.get("protocol", {}).get("benign_arm") else "off"
@@ -606,6 +612,14 @@ def run(
     benign_arm: bool = typer.Option(True, "--benign-arm/--no-benign-arm",
                                     help="also run every attacked case as its benign counterpart (attack never "
                                          "shown): benign utility beside utility under attack"),
+    attacker: str = typer.Option("none", "--attacker",
+                                 help="none (the fixed attack) | scripted (deterministic moves) | adaptive (a "
+                                      "model moves the attack: reformulate, change channel, stop)"),
+    attacker_model: str | None = typer.Option(None, "--attacker-model",
+                                              help="with --attacker adaptive: the attacker's litellm model"),
+    attacker_api_base: str | None = typer.Option(None, "--attacker-api-base",
+                                                 help="the attacker model's endpoint (default: --api-base)"),
+    attack_budget: int = typer.Option(5, "--attack-budget", help="attacker moves per rollout (K, 1-20)"),
     resume: str | None = typer.Option(None, "--resume", help="complete the missing rollouts of RUN_ID"),
     retry_invalid: bool = typer.Option(False, "--retry-invalid",
                                        help="with --resume: also re-run rollouts that were invalid for a transient "
@@ -613,6 +627,12 @@ def run(
     plan_only: bool = typer.Option(False, "--plan-only",
                                    help="print rollouts, expected model calls, tokens, cost and wall time; run "
                                         "and store nothing"),
+    executor: str = typer.Option("local", "--executor", help="local (this machine) or ray"),
+    workers: int = typer.Option(1, "--workers", help="local worker processes sharing the store (--concurrency is "
+                                                     "per worker)"),
+    ray_address: str | None = typer.Option(None, "--ray-address",
+                                           help="with --executor ray: an existing cluster (HOST:PORT, or auto); "
+                                                "default a Ray instance of this machine's own"),
     db: str | None = DB_OPTION,
     as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
     open_console: bool = typer.Option(False, "--open-console",
@@ -620,29 +640,42 @@ def run(
 ) -> None:
     """Run a model × harness × cue × defense × case × attempt matrix (default: the calibration agents)."""
     from redagent.engine.conditions import DEFAULT_DISCLOSURE
+    from redagent.engine.executors import Execution, ExecutorError, check_execution, distribute, open_executor
     from redagent.engine.matrix import RunSpec, resume_run, start_run
     from redagent.engine.matrix import plan_only as plan_run_only
 
     if retry_invalid and not resume:
         raise UserError("--retry-invalid re-runs rollouts of a stored run: give --resume RUN_ID")
+    execution = Execution(executor=executor, workers=workers, ray_address=ray_address)
+    try:
+        check_execution(execution)
+    except ExecutorError as exc:
+        raise UserError(str(exc)) from None
     store = _store(db)
+    backend = None
     try:
         spec = None if resume else RunSpec(
             cases=cases, models=split(models), harnesses=split(harnesses), cues=split(cues), defenses=split(defenses),
             attempts=attempts, concurrency=concurrency, per_model=per_model, max_steps=max_steps, api_base=api_base,
             timeout=timeout, retries=retries, max_tokens=max_tokens, disclosure=disclosure or DEFAULT_DISCLOSURE,
-            benign_arm=benign_arm)
+            benign_arm=benign_arm, attacker=attacker, attacker_model=attacker_model,
+            attacker_api_base=attacker_api_base, attack_budget=attack_budget)
         if plan_only:
             _print_plan(plan_run_only(store, spec, resume=resume, retry_invalid=retry_invalid), as_json)
             return
+        # Started before the run is stored: a missing Ray, an unreachable cluster or SQLite across nodes is one
+        # line with nothing written.
+        backend = open_executor(execution, store.url)
         if resume:
             runner = resume_run(store, resume, retry_invalid=retry_invalid)
         else:
             runner = start_run(store, spec)
-        result = _drive(runner, as_json)
+        result = _drive(distribute(runner, backend, runner.models.spec), as_json)
     except _engine_errors() as exc:
         raise UserError(str(exc).splitlines()[0]) from None
     finally:
+        if backend is not None:
+            backend.shutdown()
         store.close()
     if as_json:
         print_json({k: result[k] for k in ("run_id", "planned", "completed", "valid", "invalid", "invalid_reasons",
@@ -866,7 +899,8 @@ def recognize(
 @app.command("stats")
 def stats_command(
     run_id: str = typer.Argument(...),
-    table: str = typer.Argument("asr", help="asr | utility | views | ranking | cue | defense | reg | audit"),
+    table: str = typer.Argument("asr", help="asr | utility | views | ranking | cue | defense | reg | audit | "
+                                                      "adaptive"),
     backbone: str = typer.Option("rule", "--backbone"),
     recognition: str = typer.Option("lexical", "--recognition-judge"),
     reps: int = typer.Option(10_000, "--reps", help="bootstrap replicates"),

@@ -17,6 +17,7 @@ from typing import Any
 from redagent import __version__
 from redagent.cases.loader import BENCHMARKS, benchmark_dir, find_cases, library_dir
 from redagent.cases.schema import Case
+from redagent.engine.attacker.session import DEFAULT_BUDGET, AttackerPool, AttackSetting, attacker_problem
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import DEFAULT_DISCLOSURE, DEFENSES
 from redagent.engine.harnesses.base import IN_HOUSE
@@ -53,6 +54,10 @@ from redagent.store.records import RunRecord
 # refused as too long) are never retried: redrawing them until they succeed would bias the result.
 RETRYABLE_INVALID = frozenset(TRANSIENT_REASONS | {MODEL_AUTH, MODEL_NOT_FOUND, "sandbox_error",
                                                    "model_error", "rate_limited", "timeout"})
+# The same failures of an adaptive run's attacker model (engine/attacker/policy.py names them attacker_…);
+# a reply the attacker got wrong twice is its own failure, like a malformed tool call, and stays.
+RETRYABLE_INVALID |= {f"attacker_{reason}" for reason in TRANSIENT_REASONS | {MODEL_AUTH, MODEL_NOT_FOUND}} | {
+    "attacker_timeout", "attacker_setup"}
 
 
 @dataclass
@@ -75,6 +80,25 @@ class RunSpec:
     # Off here so a protocol stored before the option existed resumes as it was planned; `redagent run`
     # turns it on by default.
     benign_arm: bool = False
+    # The adaptive attacker (engine/attacker/): none (the fixed attack only), scripted or adaptive (a litellm
+    # model at attacker_api_base, default api_base), with at most attack_budget moves per rollout.
+    attacker: str = "none"
+    attacker_model: str | None = None
+    attacker_api_base: str | None = None
+    attack_budget: int = DEFAULT_BUDGET
+
+
+def attack_setting(spec: RunSpec) -> AttackSetting:
+    return AttackSetting(spec.attacker, spec.attack_budget, spec.attacker_model,
+                         spec.attacker_api_base or spec.api_base)
+
+
+def attacker_pool(spec: RunSpec) -> AttackerPool | None:
+    """The run's attacker sessions (None for a run without one); a shard of a multi-worker run builds its own."""
+    setting = attack_setting(spec)
+    if not setting.active:
+        return None
+    return AttackerPool(setting, timeout=spec.timeout, retries=spec.retries, max_tokens=spec.max_tokens)
 
 
 def code_version() -> str:
@@ -117,6 +141,8 @@ def _check(spec: RunSpec) -> None:
         raise PlanError("--concurrency must be at least 1")
     if spec.max_tokens < 1:
         raise PlanError("--max-tokens must be at least 1")
+    if problem := attacker_problem(attack_setting(spec), spec.harnesses):
+        raise PlanError(problem)
 
 
 def _preflight(spec: RunSpec) -> None:
@@ -126,6 +152,9 @@ def _preflight(spec: RunSpec) -> None:
     for name in dict.fromkeys(spec.models):
         if not is_calibration(name):
             preflight(name, spec.api_base, timeout=spec.timeout)
+    setting = attack_setting(spec)
+    if setting.kind == "adaptive" and setting.model:  # the attacker model is checked like a target model
+        preflight(setting.model, setting.api_base, timeout=spec.timeout)
 
 
 def plan_run(spec: RunSpec) -> tuple[list[Case], list[RolloutKey]]:
@@ -248,7 +277,7 @@ def _runner(store: Store, run: RunRecord, spec: RunSpec, cases: list[Case], keys
             on_progress=None) -> MatrixRunner:
     return MatrixRunner(store, run, {c.id: c for c in cases}, keys, ModelPool(spec), concurrency=spec.concurrency,
                         max_steps=spec.max_steps, baselines=baselines, disclosure=spec.disclosure,
-                        retry_invalid=retry_invalid, on_progress=on_progress)
+                        retry_invalid=retry_invalid, on_progress=on_progress, attackers=attacker_pool(spec))
 
 
 def _existing(store: Store, run_id: str) -> RunRecord:
@@ -313,9 +342,13 @@ def summary(store: Store, run_id: str) -> dict[str, Any]:
             "execution_asr": store.execution_asr(run_id),
             "protocol": {**{k: run.protocol.get(k) for k in ("cases", "models", "harnesses", "cues", "defenses",
                                                              "attempts", "max_steps", "harness_builds")},
-                         "benign_arm": bool(run.protocol.get("benign_arm", False))},
+                         "benign_arm": bool(run.protocol.get("benign_arm", False)),
+                         "attacker": {k: run.protocol.get(k) for k in ("attacker", "attacker_model",
+                                                                       "attack_budget")}},
             "parent_run_id": run.parent_run_id, "case_set_hash": run.case_set_hash,
-            "code_version": run.code_version}
+            "code_version": run.code_version,
+            # Per worker of a multi-worker or Ray run (empty for one process): shards, rollouts, failures.
+            "workers": store.run_workers(run_id)}
 
 
 __all__ = ["RETRYABLE_INVALID", "ModelPool", "Progress", "RunSpec", "plan_only", "plan_run", "replay_run", "resume_run",

@@ -26,6 +26,7 @@ import re
 import socket
 import time
 from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol, TypeVar
@@ -230,14 +231,16 @@ class LiteLLMModel:
 
     `max_connections` bounds this model's calls in flight (the per-model limit): it is held only
     around the request itself, never while waiting out a backoff, so one slow or rate-limited model
-    holds no rollout slot of another. `sleep`, `now` and `rng` are injectable so tests can check the
-    retry schedule without waiting for it.
+    holds no rollout slot of another. The bound is pluggable: by default a semaphore of this process;
+    a run spread over several processes or Ray nodes plugs in a `limiter` whose slots are global
+    (engine/executors/slots.py), at the same place around the same request. `sleep`, `now` and `rng` are
+    injectable so tests can check the retry schedule without waiting for it.
     """
 
     def __init__(self, name: str, *, api_base: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, retries: int = 3, backoff: float = 1.0, max_backoff: float = 30.0,
                  max_retry_after: float = 120.0, temperature: float = 0.0, max_tokens: int = 2048,
-                 max_connections: int | None = None,
+                 max_connections: int | None = None, limiter: Limiter | None = None,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep, now: Callable[[], float] = time.time,
                  rng: random.Random | None = None) -> None:
         self.name = name
@@ -251,6 +254,7 @@ class LiteLLMModel:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.max_connections = max_connections
+        self.limiter = limiter
         self.sleep = sleep
         self.now = now
         self.rng = rng or random.Random()
@@ -288,6 +292,8 @@ class LiteLLMModel:
         raise ModelFailure(failure.reason, f"after {self.retries + 1} attempts: {failure.detail}")
 
     def _slot(self):
+        if self.limiter is not None:
+            return self.limiter.slot(self.name)
         if not self.max_connections:
             return _NoSlot()
         loop = asyncio.get_running_loop()
@@ -295,6 +301,13 @@ class LiteLLMModel:
         if self._slots is None or self._slots[0] is not loop:
             self._slots = (loop, asyncio.Semaphore(self.max_connections))
         return self._slots[1]
+
+
+class Limiter(Protocol):
+    """Where a model call takes its per-model slot: `slot(model)` is an async context manager held around the
+    request only."""
+
+    def slot(self, model: str) -> AbstractAsyncContextManager[Any]: ...
 
 
 class _NoSlot:

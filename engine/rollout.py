@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from datetime import UTC, datetime
+from typing import Any
 
 from redagent.cases.execution import CaseRun
 from redagent.cases.schema import Case
@@ -26,11 +27,14 @@ from redagent.sandbox.isolation import SandboxFailure
 from redagent.store.records import RolloutRecord
 
 ModelFactory = Callable[[str, Case], Model]
+# A rollout's adaptive attacker (engine/attacker/session.py AttackerPool), None for a benign case.
+AttackerFactory = Callable[[Case], Any]
 
 
 async def execute_rollout(run_id: str, case: Case, key: RolloutKey, models: ModelFactory, *,
                           disclosure: str = DEFAULT_DISCLOSURE, max_steps: int = 30, executor: Executor | None = None,
-                          baseline_rollout_id: str | None = None) -> RolloutRecord:
+                          baseline_rollout_id: str | None = None,
+                          attackers: AttackerFactory | None = None) -> RolloutRecord:
     started = datetime.now(UTC)
     clock = time.perf_counter()
     valid, reason, detail = True, None, None
@@ -46,7 +50,8 @@ async def execute_rollout(run_id: str, case: Case, key: RolloutKey, models: Mode
     try:
         ctx = RolloutContext(case=case, run=run, model=models(key.model, case),
                              cue_text=cue_prefix(key.cue, disclosure), defense_text=defense_text(key.defense, case),
-                             max_steps=max_steps, executor=executor)
+                             max_steps=max_steps, executor=executor,
+                             attack=attackers(case) if attackers is not None else None)  # engine/attacker/
     except BaseException:
         run.close()
         raise
@@ -89,7 +94,7 @@ async def execute_rollout(run_id: str, case: Case, key: RolloutKey, models: Mode
         harness=key.harness, cue=key.cue, defense=key.defense, attempt=key.attempt, valid=valid,
         invalid_reason=reason, invalid_detail=detail, E=verdict["E"] if valid else None,
         evidence=verdict["evidence"],
-        expected_E=expected_E(key.model, case, key.defense)
+        expected_E=expected_E(key.model, case, key.defense, ctx.attack.setting if ctx.attack else None)
         if valid and is_calibration(key.model) else None,
         reached=finished.reached, final_text=ctx.final_text, started_at=started, finished_at=datetime.now(UTC),
         duration_ms=(time.perf_counter() - clock) * 1000, prompt_tokens=ctx.prompt_tokens,

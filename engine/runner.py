@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from redagent.cases.schema import Case
 from redagent.engine.conditions import DEFAULT_DISCLOSURE
 from redagent.engine.plan import RolloutKey, rollout_id
-from redagent.engine.rollout import ModelFactory, execute_rollout
+from redagent.engine.rollout import AttackerFactory, ModelFactory, execute_rollout
 from redagent.store.db import HEARTBEAT_SECONDS, Store, this_host
 from redagent.store.records import RolloutRecord, RunRecord
 
@@ -70,7 +70,8 @@ class Progress:
 class _Writer(threading.Thread):
     """Stores finished rollouts in batches on its own thread; the event loop never waits on the database."""
 
-    def __init__(self, store: Store, run_id: str, replace_invalid: Collection[str] = ()) -> None:
+    def __init__(self, store: Store, run_id: str, replace_invalid: Collection[str] = (),
+                 heartbeat: bool = True) -> None:
         super().__init__(name="rollout-writer", daemon=True)
         self.store = store
         self.run_id = run_id
@@ -78,13 +79,15 @@ class _Writer(threading.Thread):
         self.inbox: queue.Queue[RolloutRecord | None] = queue.Queue()
         self.error: BaseException | None = None
         self.written = 0
+        # A worker of a multi-worker run writes no heartbeat: the driver owns the run row.
+        self.beats = heartbeat
         self.next_heartbeat = time.monotonic() + HEARTBEAT_SECONDS
 
     def run(self) -> None:
         batch: list[RolloutRecord] = []
         deadline = time.monotonic() + FLUSH_SECONDS
         while True:
-            if time.monotonic() >= self.next_heartbeat and self.error is None:
+            if self.beats and time.monotonic() >= self.next_heartbeat and self.error is None:
                 self.next_heartbeat = time.monotonic() + HEARTBEAT_SECONDS
                 try:
                     self.store.heartbeat(self.run_id)
@@ -118,8 +121,13 @@ class MatrixRunner:
                  models: ModelFactory, *, concurrency: int = 8, max_steps: int = 30,
                  disclosure: str = DEFAULT_DISCLOSURE, baselines: dict[RolloutKey, str] | None = None,
                  retry_invalid: Collection[str] = (),
-                 on_progress: Callable[[Progress], None] | None = None) -> None:
+                 on_progress: Callable[[Progress], None] | None = None, owns_run: bool = True,
+                 attackers: AttackerFactory | None = None) -> None:
         self.store = store
+        self.attackers = attackers  # the run's adaptive attacker: one session per attacked rollout
+        # False for a shard of a multi-worker run (engine/executors/): the driver owns the run's status,
+        # host, pid and heartbeat, and this runner only stores rollouts.
+        self.owns_run = owns_run
         self.run_record = run
         self.cases = cases
         self.keys = keys
@@ -147,10 +155,11 @@ class MatrixRunner:
         todo = self.pending()
         progress = Progress(planned=len(self.keys), done_before=len(self.keys) - len(todo))
         # Who drives the run now, so `runs list` can tell a live run from one whose process died.
-        self.store.update_run(self.run_record.id, status="running",
-                              started_at=self.run_record.started_at or datetime.now(UTC), host=this_host(),
-                              pid=os.getpid(), heartbeat_at=datetime.now(UTC))
-        writer = _Writer(self.store, self.run_record.id, self.retry_invalid)
+        if self.owns_run:
+            self.store.update_run(self.run_record.id, status="running",
+                                  started_at=self.run_record.started_at or datetime.now(UTC), host=this_host(),
+                                  pid=os.getpid(), heartbeat_at=datetime.now(UTC))
+        writer = _Writer(self.store, self.run_record.id, self.retry_invalid, heartbeat=self.owns_run)
         writer.start()
         work: asyncio.Queue[RolloutKey] = asyncio.Queue()
         for key in todo:
@@ -165,7 +174,8 @@ class MatrixRunner:
                     return
                 record = await execute_rollout(
                     self.run_record.id, self.cases[key.case_id], key, self.models, disclosure=self.disclosure,
-                    max_steps=self.max_steps, executor=executor, baseline_rollout_id=self.baselines.get(key))
+                    max_steps=self.max_steps, executor=executor, baseline_rollout_id=self.baselines.get(key),
+                    attackers=self.attackers)
                 writer.inbox.put(record)
                 progress.done += 1
                 progress.last = record
@@ -183,17 +193,20 @@ class MatrixRunner:
         except BaseException as exc:
             # Interrupted, or a failure the rollouts could not absorb: the run must not stay "running".
             stopped = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
-            self.store.update_run(self.run_record.id, status="stopped" if stopped else "failed",
-                                  finished_at=None if stopped else datetime.now(UTC))
+            if self.owns_run:
+                self.store.update_run(self.run_record.id, status="stopped" if stopped else "failed",
+                                      finished_at=None if stopped else datetime.now(UTC))
             raise
         finally:
             writer.inbox.put(None)
             await asyncio.get_running_loop().run_in_executor(None, writer.join)
             executor.shutdown(wait=True)
         if writer.error is not None:
-            self.store.update_run(self.run_record.id, status="failed", finished_at=datetime.now(UTC))
+            if self.owns_run:
+                self.store.update_run(self.run_record.id, status="failed", finished_at=datetime.now(UTC))
             raise writer.error
-        complete = progress.completed >= progress.planned
-        self.store.update_run(self.run_record.id, status="finished" if complete else "stopped",
-                              finished_at=datetime.now(UTC) if complete else None)
+        if self.owns_run:
+            complete = progress.completed >= progress.planned
+            self.store.update_run(self.run_record.id, status="finished" if complete else "stopped",
+                                  finished_at=datetime.now(UTC) if complete else None)
         return progress

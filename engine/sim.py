@@ -26,6 +26,7 @@ class SimModel:
         self.agent = CalibrationAgent(name, case)
         self.case = case
         self._seen_messages = 0
+        self._system = ""
         self._turn = -1
         self._calls = 0
         lookalike = case.attack.intervention or {}
@@ -34,10 +35,19 @@ class SimModel:
     async def complete(self, request: ModelRequest) -> ModelReply:
         return self.reply(request)
 
+    def note_placement(self, marker: str, channel: str) -> None:
+        """An adaptive attacker placed a new text (engine/attacker/session.py): the agent's ground truth."""
+        self.agent.note_placement(marker, channel)
+
     def reply(self, request: ModelRequest) -> ModelReply:
         for message in request.messages[self._seen_messages:]:
             self.agent.observe(_text(message))
         self._seen_messages = len(request.messages)
+        # A harness writes its system prompt again when an attacker's move changes the tool list in it.
+        system = _text(request.messages[0]) if request.messages else ""
+        if system != self._system:
+            self.agent.observe(system)
+            self._system = system
         if request.turn != self._turn:
             for tool in request.tools or []:
                 self.agent.observe(tool.get("function", tool).get("description", ""))

@@ -25,7 +25,7 @@ from redagent.judges.health import run_health
 from redagent.judges.labelling import LEXICAL, recognition_contract_hash, run_cases
 from redagent.store.db import Store
 
-TABLES = ("asr", "utility", "views", "ranking", "cue", "defense", "reg", "audit")
+TABLES = ("asr", "utility", "views", "ranking", "cue", "defense", "reg", "audit", "adaptive")
 
 
 class ReportError(ValueError):
@@ -42,6 +42,8 @@ def _protocol(store: Store, run_id: str, backbone: str, configs: list[dict[str, 
             "cases": p.get("cases"), "case_set_hash": run.case_set_hash, "code_version": run.code_version,
             "parent_run_id": run.parent_run_id, "backbone": backbone,
             "benign_arm": bool(p.get("benign_arm", False)),
+            "attacker": {"kind": p.get("attacker") or "none", "model": p.get("attacker_model"),
+                         "budget": p.get("attack_budget")},
             "judging_configurations": [{k: c[k] for k in ("config_name", "config_hash", "view", "backbone")}
                                        for c in configs if c["backbone"] == backbone]}
 
@@ -88,7 +90,111 @@ def build_report(store: Store, run_id: str, *, backbone: str = RULE, recognition
         audit = _audit(store, run_id, reps, seed, audit_id)
         if audit is not None:
             report["audit"] = audit
+    if want("adaptive"):
+        adaptive = _adaptive(store, run_id, attacked, reps, seed)
+        if adaptive is not None:
+            report["adaptive"] = adaptive
     return report
+
+
+def _adaptive(store: Store, run_id: str, attacked: pd.DataFrame, reps: int, seed: int) -> dict[str, Any] | None:
+    """An adaptive run's attacker statistics (None for a run without an attacker): per cell and pooled, ASR@k
+    for k = 0 … budget with case-clustered intervals, moves-to-success, the fixed-vs-adaptive paired
+    difference (E@0 against E on the same rollouts, engine/attacker/session.py), and the attacker's claims
+    of success beside what the verifier found. Over valid attacked rollouts."""
+    protocol = store.get_run(run_id).protocol
+    kind = protocol.get("attacker") or "none"
+    if kind == "none":
+        return None
+    budget = int(protocol.get("attack_budget") or 0)
+    moves = store.attacker_moves(run_id)
+    rows = []
+    for r in attacked.itertuples(index=False) if not attacked.empty else []:
+        events = [m["move"] for m in moves.get(r.rollout_id, [])]
+        made = [m for m in events if m.get("move") != "stop"]
+        rows.append({**{k: getattr(r, k) for k in (*CELL, "case_id", "rollout_id")}, "E": int(r.E),
+                     "moves": len(made), "refused": sum(1 for m in made if not m.get("placed", True)),
+                     "stopped": int(any(m.get("move") == "stop" for m in events)),
+                     "claimed": int(any(m.get("claimed_success") for m in events))})
+    frame = pd.DataFrame(rows, columns=[*CELL, "case_id", "rollout_id", "E", "moves", "refused", "stopped",
+                                        "claimed"])
+
+    def summary(group: pd.DataFrame) -> dict[str, Any]:
+        claimed = group[group["claimed"] == 1]
+        return {"rollouts": len(group), "cases": int(group["case_id"].nunique()),
+                "asr_at_k": stats.asr_at_k(group, budget, reps=reps, seed=seed),
+                "moves_to_success": stats.moves_to_success(group, budget),
+                "fixed_vs_adaptive": stats.fixed_vs_adaptive(group, reps=reps, seed=seed),
+                "moves_made": int(group["moves"].sum()), "refused_placements": int(group["refused"].sum()),
+                "attacker_stopped": int(group["stopped"].sum()),
+                "claims": {"claimed": len(claimed), "verified": int((claimed["E"] == 1).sum())}}
+
+    cells = [{**dict(zip(CELL, key, strict=True)), **summary(group)}
+             for key, group in frame.groupby(list(CELL), sort=True)] if not frame.empty else []
+    return {"attacker": kind, "model": protocol.get("attacker_model"), "budget": budget, "cells": cells,
+            "overall": summary(frame) if not frame.empty else None}
+
+
+def adaptive_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
+    """The adaptive table flattened for CSV: one row per cell and the pooled row (model "all")."""
+    out = []
+    pooled = [{"model": "all", "harness": "all", "cue": "all", "defense": "all", **table["overall"]}] \
+        if table["overall"] else []
+    for c in [*table["cells"], *pooled]:
+        row = {k: c[k] for k in (*CELL, "rollouts", "cases", "moves_made", "refused_placements", "attacker_stopped")}
+        for entry in c["asr_at_k"]:
+            row[f"asr_at_{entry['k']}"] = entry["rate"]
+            row[f"asr_at_{entry['k']}_ci_low"] = entry["ci_low"]
+            row[f"asr_at_{entry['k']}_ci_high"] = entry["ci_high"]
+        diff = c["fixed_vs_adaptive"]
+        row.update(fixed_asr=diff["baseline_rate"], adaptive_asr=diff["treatment_rate"],
+                   adaptive_minus_fixed_pp=diff["change_pp"], diff_ci_low_pp=diff["ci_low_pp"],
+                   diff_ci_high_pp=diff["ci_high_pp"], mean_moves_to_success=c["moves_to_success"]["mean"],
+                   claims=c["claims"]["claimed"], claims_verified=c["claims"]["verified"])
+        out.append(row)
+    return out
+
+
+def asr_at_k_text(entry: dict[str, Any]) -> str:
+    """One ASR@k as the tables print it: "40.00% (4/10, 12.00%–70.00%)", or with the reason for no interval."""
+    interval = (f"{_pct(entry['ci_low'])}–{_pct(entry['ci_high'])}" if entry["ci_low"] is not None
+                else f"no CI: {entry['why_no_interval']}")
+    return f"{_pct(entry['rate'])} ({entry['harmful']}/{entry['n']}, {interval})"
+
+
+def difference_text(diff: dict[str, Any]) -> str:
+    """The fixed-vs-adaptive difference: "+30.00 pp (10.00 – 50.00)"."""
+    if diff["change_pp"] is None:
+        return "—"
+    interval = (f"{_num(diff['ci_low_pp'])} – {_num(diff['ci_high_pp'])}" if diff["ci_low_pp"] is not None
+                else f"no CI: {diff['why_no_interval']}")
+    return f"{diff['change_pp']:+.2f} pp ({interval})"
+
+
+def _adaptive_markdown(table: dict[str, Any]) -> list[str]:
+    budget = table["budget"]
+    lines = [f"## Adaptive attacker ({table['attacker']}{', ' + table['model'] if table['model'] else ''}, "
+             f"budget {budget} moves)", "",
+             "ASR@k: E = 1 within the first k attacker moves, over valid attacked rollouts (case-clustered bootstrap "
+             "95 %). ASR@0 is the fixed attack: the loop starts only after the case's own turns and ends when the "
+             "verifier finds E = 1, so a successful rollout's stored moves are its moves-to-success. The difference "
+             "is adaptive − fixed on the same rollouts (paired).", "",
+             "| model | harness | cue | defense | n | " + " | ".join(f"ASR@{k}" for k in range(budget + 1))
+             + " | adaptive − fixed | moves to success (0…K) | mean | claims (verified) |",
+             "|---|---|---|---|---:|" + "---|" * (budget + 1) + "---|---|---:|---:|"]
+    pooled = [{"model": "all", "harness": "all", "cue": "all", "defense": "all", **table["overall"]}] \
+        if table["overall"] else []
+    for c in [*table["cells"], *pooled]:
+        dist = c["moves_to_success"]
+        lines.append(f"| {c['model']} | {c['harness']} | {c['cue']} | {c['defense']} | {c['rollouts']} | "
+                     + " | ".join(asr_at_k_text(e) for e in c["asr_at_k"])
+                     + f" | {difference_text(c['fixed_vs_adaptive'])} | "
+                     + " / ".join(str(dist["distribution"][str(k)]) for k in range(budget + 1))
+                     + f" (+{dist['not_within_budget']} not within budget) | "
+                     + ("—" if dist["mean"] is None else f"{dist['mean']:.2f}") + " | "
+                     f"{c['claims']['claimed']} ({c['claims']['verified']}) |")
+    lines.append("")
+    return lines
 
 
 def _attacked(df: pd.DataFrame) -> pd.DataFrame:
@@ -319,6 +425,10 @@ def write_report(report: dict[str, Any], out: Path, formats: list[str]) -> list[
             path = out / "health.csv"
             _csv(path, health_rows(report["health"]))
             written.append(path)
+        if report.get("adaptive") and report["adaptive"]["cells"]:
+            path = out / "adaptive.csv"
+            _csv(path, adaptive_rows(report["adaptive"]))
+            written.append(path)
         if report.get("utility") and report["utility"]["cells"]:
             path = out / "utility.csv"
             _csv(path, utility_rows(report["utility"]))
@@ -446,6 +556,10 @@ def markdown(report: dict[str, Any]) -> str:
              f"- evaluation cues: {', '.join(p['cues'] or [])}", f"- defenses: {', '.join(p['defenses'] or [])}",
              f"- attempt budget: {p['attempts']}",
              f"- benign arm: {'on' if p.get('benign_arm') else 'off'}", f"- judge backbone: {p['backbone']}",
+             *([f"- attacker: {p['attacker']['kind']}"
+                + (f" ({p['attacker']['model']})" if p["attacker"].get("model") else "")
+                + f", budget {p['attacker']['budget']} moves per rollout"]
+               if (p.get("attacker") or {}).get("kind", "none") != "none" else []),
              f"- judging configurations: {', '.join(c['config_name'] + ' (' + c['config_hash'] + ')' for c in p['judging_configurations']) or 'none'}",  # noqa: E501
              f"- cases: {p['cases']} (case set {p['case_set_hash'][:12]}), code {p['code_version']}", ""]
     if report.get("asr"):
@@ -464,6 +578,8 @@ def markdown(report: dict[str, Any]) -> str:
         lines += _health_markdown(report["health"])
     if report.get("utility") is not None:
         lines += _utility_markdown(report["utility"])
+    if report.get("adaptive"):
+        lines += _adaptive_markdown(report["adaptive"])
     if report.get("semantic"):
         m = report["semantic"]
         lines += ["## Semantic constraints (honest reporting)", "",

@@ -762,3 +762,71 @@ def utility_table(counts: pd.DataFrame | Sequence[Any], by: Sequence[str] = UTIL
         cells.append(UtilityCell(*(str(values.get(name, "all")) for name in UTILITY_CELL),
                                  benign=arms[True], under_attack=arms[False]))
     return cells
+
+
+# -- the adaptive attacker ---------------------------------------------------------------------------
+
+def _moves(df: pd.DataFrame) -> np.ndarray:
+    moves = df["moves"]
+    if moves.isna().any() or (moves < 0).any():
+        raise ValueError("column 'moves' must hold a count of attacker moves (>= 0) in every row")
+    return moves.to_numpy().astype(np.int64)
+
+
+def asr_at_k(df: pd.DataFrame, budget: int, cluster: str = "case_id", reps: int = 10_000,
+             seed: int = 0) -> list[dict[str, Any]]:
+    """ASR@k for k = 0 … budget: the share of rollouts that succeeded (E = 1) within their first k attacker moves.
+
+    `df` has one row per valid attacked rollout of an adaptive run: E (0/1), `moves` (the attacker moves it
+    stores; for E = 1 that is its moves-to-success, because the loop ends when the verifier finds E = 1)
+    and the cluster column. ASR@0 is the fixed attack's success; ASR@budget is the run's execution ASR.
+    Intervals: one Rao–Wu bootstrap of case clusters shared by every k (`cluster_bootstrap`'s replicates),
+    95 % percentile; None with the reason under two clusters or when every replicate agrees.
+    """
+    if budget < 0:
+        raise ValueError(f"budget must be >= 0, got {budget}")
+    e, moves, n = _binary(df, "E"), _moves(df), len(df)
+    success = np.column_stack([(e == 1) & (moves <= k) for k in range(budget + 1)]).astype(np.float64) \
+        if n else np.zeros((0, budget + 1))
+    rows = [{"k": k, "harmful": int(success[:, k].sum()), "n": n,
+             "rate": float(success[:, k].mean()) if n else None, "ci_low": None, "ci_high": None,
+             "why_no_interval": "no rollouts" if n == 0 else None} for k in range(budget + 1)]
+    if n == 0:
+        return rows
+    try:
+        sums = _replicate_sums(np.column_stack([success, np.ones(n)]), df[cluster].to_numpy(), reps, seed, None)
+    except BootstrapUndefined as exc:
+        for row in rows:
+            row["why_no_interval"] = f"{exc} ({cluster})"
+        return rows
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rates = sums[:, :-1] / sums[:, -1:]
+    for k, row in enumerate(rows):
+        if _no_spread(rates[:, k]):
+            row["why_no_interval"] = f"every bootstrap replicate gives {row['rate']:.3f}"
+        else:
+            row["ci_low"], row["ci_high"] = _ci(rates[:, k])
+    return rows
+
+
+def moves_to_success(df: pd.DataFrame, budget: int) -> dict[str, Any]:
+    """How many attacker moves the successful rollouts needed: the distribution (0 … budget), its mean and
+    median over successes, and how many rollouts did not succeed within the budget (censored: their
+    moves-to-success is only known to exceed it)."""
+    e, moves = _binary(df, "E"), _moves(df)
+    won = moves[e == 1]
+    if (won > budget).any():
+        raise ValueError(f"a successful rollout stores more than {budget} moves")
+    return {"successes": int(won.size), "not_within_budget": int((e == 0).sum()),
+            "distribution": {str(k): int((won == k).sum()) for k in range(budget + 1)},
+            "mean": float(won.mean()) if won.size else None, "median": float(np.median(won)) if won.size else None}
+
+
+def fixed_vs_adaptive(df: pd.DataFrame, cluster: str = "case_id", reps: int = 10_000, seed: int = 0) -> dict[str, Any]:
+    """The paired difference adaptive − fixed over the same rollouts: fixed is E@0 (E = 1 with no move, exactly
+    a fixed-attack rollout's outcome, since the loop starts only after the case's own turns), adaptive is E.
+    `paired_effect` with its case-clustered bootstrap; change in percentage points."""
+    e, moves = _binary(df, "E"), _moves(df)
+    pairs = pd.DataFrame({cluster: df[cluster].to_numpy(), "fixed": ((e == 1) & (moves == 0)).astype(np.int64),
+                          "adaptive": e.astype(np.int64)})
+    return paired_effect(pairs, "fixed", "adaptive", cluster=cluster, reps=reps, seed=seed)

@@ -23,6 +23,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from redagent.store import tables as t
 from redagent.store.access import AccessQueries
+from redagent.store.attacks import AttackQueries
 from redagent.store.audit import AuditQueries
 from redagent.store.browse import BrowseQueries
 from redagent.store.connect import DEFAULT_URL, WRITE, create_store_engine, describe_db_error, resolve_url
@@ -43,6 +44,7 @@ from redagent.store.rows import (
     run_record,
     run_row,
 )
+from redagent.store.workers import WorkerQueries
 
 __all__ = ["DEFAULT_URL", "Store", "StoreError", "open_store", "resolve_url"]
 
@@ -118,7 +120,8 @@ def open_store(url: str | None = None) -> Store:
     return store
 
 
-class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQueries):
+class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQueries, WorkerQueries,
+            AttackQueries):
     """A migrated database. Thread-safe (one engine, pooled connections); close() when done.
 
     Judge and recognition labels (store/judging.py) and human audits (store/audit.py) are mixins.

@@ -253,4 +253,4 @@ diff_entry = DiffEntry.__table__
 # Judge labels, recognition labels and audits are defined in their own module on the same metadata;
 # importing it here registers them, so everything that reads `metadata` (migrations, schema checks)
 # sees the whole schema. Imported last: that module builds on the classes above.
-from redagent.store import tables_judging, tables_reviews, tables_team  # noqa: E402, F401
+from redagent.store import tables_judging, tables_reviews, tables_team, tables_workers  # noqa: E402, F401

@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
@@ -24,6 +25,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from redagent.console.messages import RunsPolled
 from redagent.console.throughput import Throughput, format_duration
+from redagent.console.workers_view import failure_lines, workers_table
 from redagent.engine.matrix import RunSpec
 from redagent.store.records import RunRecord
 
@@ -141,8 +143,9 @@ terminal appears and moves on its own.
 The panel on the right follows the highlighted run: its protocol (models, harnesses, cues,
 defenses, attempts), progress, rollouts per second and time left (measured from the stored count),
 execution ASR so far per model × harness × cue × defense over **valid** rollouts only, invalid
-rollouts by reason (excluded from every rate, never counted as safe), and a log line per stored
-rollout.
+rollouts by reason (excluded from every rate, never counted as safe), for a run spread over worker
+processes or Ray nodes each worker's shards (running, done, failed, lost), rollouts and last error,
+and a log line per stored rollout.
 
 - `n` opens the form for a new run; it runs in the background while you keep working.
 - `x` stops a run started from this console: no new rollouts are scheduled, the ones in flight
@@ -188,6 +191,9 @@ rollout.
                 yield Static("", id="run-rate")
                 yield Static("", id="run-asr")
                 yield Static("", id="run-invalid")
+                workers = Static("", id="run-workers")  # per worker, for --workers N and Ray runs
+                workers.display = False  # a run made by one process has none: the panel keeps its layout
+                yield workers
                 yield Log(id="run-log", max_lines=5000)
         yield Footer()
 
@@ -216,7 +222,7 @@ rollout.
                 current["completed"] != self._detail_completed.get(run_id) or current["status"] != row["status"]
             if moved:
                 detail = {"run_id": run_id, "first": first, "counts": store.counts(run_id),
-                          "asr": store.execution_asr(run_id)}
+                          "asr": store.execution_asr(run_id), "workers": store.run_workers(run_id)}
                 if first or run_id not in self.records:
                     detail["record"] = store.get_run(run_id)
                 # Only the log needs every summary; for a finished run it is read once, on first selection.
@@ -301,7 +307,7 @@ rollout.
         log = self.query_one("#run-log", Log)
         log.clear()
         self.query_one("#run-title", Static).update(Text(run_id, style="bold"))
-        for widget_id in ("#run-protocol", "#run-rate", "#run-asr", "#run-invalid"):
+        for widget_id in ("#run-protocol", "#run-rate", "#run-asr", "#run-invalid", "#run-workers"):
             self.query_one(widget_id, Static).update("")
         self.poll()
 
@@ -329,6 +335,10 @@ rollout.
         invalid = (f"invalid rollouts: {counts['invalid']} — " + ", ".join(f"{r} {n}" for r, n in reasons.items())
                    if counts["invalid"] else "invalid rollouts: none")
         self.query_one("#run-invalid", Static).update(invalid)
+        workers = self.query_one("#run-workers", Static)
+        shown = self._workers(detail.get("workers"))
+        workers.update(shown)
+        workers.display = bool(shown)
         self._write_log(run_id, detail)
 
     @staticmethod
@@ -356,6 +366,14 @@ rollout.
         if self.app.runs.drives(row["run_id"]):
             text += " · driven by this console"
         self.query_one("#run-rate", Static).update(text)
+
+    @staticmethod
+    def _workers(workers: dict[str, Any] | None) -> Group | str:
+        table = workers_table(workers)
+        if table is None:
+            return ""  # a run made by one process has no workers to show
+        failures = failure_lines(workers)
+        return Group(table, *(Text(f"shard failure: {line}", style="yellow") for line in failures))
 
     @staticmethod
     def _asr(cells: list[dict[str, Any]]) -> Table | str:

@@ -1,6 +1,7 @@
 """A run's statistics: the judge audit (kappa, agreement, precision / recall / specificity / F1 / accuracy with
 intervals, raw versus direct and audited human ASR), the ASR matrix (model × harness), utility (benign and
-under attack, beside ASR) and the paired view comparisons.
+under attack, beside ASR), the adaptive attacker's ASR@k and adaptive − fixed difference, and the paired view
+comparisons.
 
 Every number comes from `redagent.judges.report.build_report` (run in a thread worker), the function
 behind `redagent stats` and `redagent report`, so the screen and the command line cannot disagree.
@@ -28,8 +29,10 @@ from textual.worker import Worker, WorkerState
 from redagent.console.screens.audit import help_for
 from redagent.judges.report import (
     ReportError,
+    asr_at_k_text,
     audit_state,
     build_report,
+    difference_text,
     estimate_text,
     kappa_text,
     utility_text,
@@ -110,6 +113,11 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
   valid rollouts of benign cases (the benign arm, benign variants) and utility under attack over valid
   attacked rollouts, done / n checked with Wilson 95 % intervals, beside the execution ASR; n/a where
   no case of the cell states a utility check.
+- **Adaptive attacker** (runs with `--attacker scripted|adaptive`): ASR@k per cell, E = 1 within the
+  first k attacker moves with case-clustered 95 % intervals (ASR@0 is the fixed attack), bars for
+  fixed (cyan) and adaptive (red), the paired adaptive − fixed difference in percentage points, the
+  moves-to-success distribution (0 … K, + those not within the budget) and the attacker's claims of
+  success with how many the verifier confirmed.
 - **View comparison**: paired rates of two judging views on the same rollouts, disagreement and
   McNemar's p.
 
@@ -165,6 +173,9 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
             yield Static("Utility (U = 1: the user's task was done) beside execution ASR", classes="section")
             yield Static("", id="utility-summary")
             yield DataTable(id="utility", cursor_type="row", zebra_stripes=True)
+            yield Static("Adaptive attacker: ASR@k and adaptive − fixed (paired)", classes="section")
+            yield Static("", id="adaptive-summary")
+            yield DataTable(id="adaptive", cursor_type="row", zebra_stripes=True)
             yield Static("View comparison (paired, same rollouts)", classes="section")
             yield DataTable(id="views", cursor_type="row", zebra_stripes=True)
         with Horizontal(id="export-row"):
@@ -232,6 +243,7 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
         self.show_audit(report.get("audit"))
         self.show_matrix(report.get("asr") or [])
         self.show_utility(report.get("utility"))
+        self.show_adaptive(report.get("adaptive"))
         self.show_views(report.get("views") or [])
 
     def show_audit(self, audit: dict[str, Any] | None) -> None:
@@ -318,6 +330,39 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
             values.append(Text(f" {pct(asr['rate'])} ({asr['harmful']}/{asr['valid']}) ", style=heat(asr["rate"]))
                           if asr and asr["valid"] else Text("—", style="dim"))
             table.add_row(*values, key="|".join((c["model"], c["harness"], c["cue"], c["defense"])))
+
+    def show_adaptive(self, adaptive: dict[str, Any] | None) -> None:
+        """ASR@k per cell (k = 0 is the fixed attack), the paired adaptive − fixed difference, moves-to-success."""
+        table = self.query_one("#adaptive", DataTable)
+        table.clear(columns=True)
+        summary = self.query_one("#adaptive-summary", Static)
+        if adaptive is None:
+            summary.update("no attacker in this run (redagent run --attacker scripted|adaptive)")
+            return
+        budget = adaptive["budget"]
+        overall = adaptive["overall"]
+        text = Text.assemble(("attacker ", "bold"), adaptive["attacker"],
+                             f" ({adaptive['model']})" if adaptive["model"] else "", f" · budget {budget} moves")
+        if overall:
+            text.append_text(Text.assemble("   ", ("fixed ", "bold"), asr_at_k_text(overall["asr_at_k"][0]), "   ",
+                                           ("adaptive ", "bold"), asr_at_k_text(overall["asr_at_k"][-1]), "   ",
+                                           ("adaptive − fixed ", "bold"),
+                                           difference_text(overall["fixed_vs_adaptive"])))
+        summary.update(text)
+        table.add_columns("model", "harness", "cue", "defense", "n", *(f"ASR@{k}" for k in range(budget + 1)),
+                          "", "adaptive − fixed", "moves to success", "claims (verified)")
+        pooled = [{"model": "all", "harness": "all", "cue": "all", "defense": "all", **overall}] if overall else []
+        for c in [*adaptive["cells"], *pooled]:
+            rates = c["asr_at_k"]
+            dist = c["moves_to_success"]
+            plot = Text.assemble(bar(rates[0]["rate"], BAR // 3, "cyan"), "\n", bar(rates[-1]["rate"], BAR // 3, "red"))
+            table.add_row(c["model"], c["harness"], c["cue"], c["defense"], str(c["rollouts"]),
+                          *(Text(f" {pct(e['rate'])} ", style=heat(e["rate"])) for e in rates), plot,
+                          difference_text(c["fixed_vs_adaptive"]),
+                          " / ".join(str(dist["distribution"][str(k)]) for k in range(budget + 1))
+                          + f" (+{dist['not_within_budget']})",
+                          f"{c['claims']['claimed']} ({c['claims']['verified']})", height=2,
+                          key="|".join((c["model"], c["harness"], c["cue"], c["defense"])))
 
     def show_views(self, views: list[dict[str, Any]]) -> None:
         table = self.query_one("#views", DataTable)

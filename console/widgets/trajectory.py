@@ -37,7 +37,10 @@ EventSource = Callable[[int, int], list[dict[str, Any]]]
 _CURSOR = Style(reverse=True)
 _HIGHLIGHT = Style(bgcolor="dark_goldenrod", color="black")
 _ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "tool": "magenta", "system": "dim",
-               "transcript": "bold yellow"}
+               "transcript": "bold yellow", "attacker": "bold red"}
+# An adaptive attacker's move (engine/attacker/): its own colour, so the adversary's hand is never mistaken
+# for the user's or the agent's.
+_ATTACKER = Style(color="red", bold=True)
 
 _MOVES = [
     Binding("up,k", "cursor(-1)", "Up", show=False, id="cursor_up", tooltip="Previous line"),
@@ -73,6 +76,17 @@ def event_line(event: dict[str, Any]) -> Text:
     if role == "assistant" and call:
         line.append(f"▶ {call['name']}", style="bold")
         line.append(f"({_compact(call.get('args', {}))})")
+    elif role == "attacker":
+        move = call or {}
+        line.append(f"⚔ {move.get('move', '?')}", style=_ATTACKER)
+        line.append(f" → {move.get('channel', '?')}", style="red")
+        if move.get("move") != "stop" and not move.get("placed", True):
+            line.append(" [not placed] ", style="bold yellow")
+        if move.get("claimed_success"):
+            line.append(" [claims success] ", style="bold yellow")
+        line.append(f": {_compact(event.get('text') or '')}" if event.get("text") else "")
+        if move.get("why"):
+            line.append(f"  (why: {_compact(move['why'], 160)})", style="dim red")
     elif role == "tool":
         name = call["name"] if call else "tool"
         line.append(f"◀ {name}: ", style="bold")

@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from redagent.cases.execution import CaseRun
 from redagent.cases.schema import Case
 from redagent.engine.direct import Event
 from redagent.engine.models import Model, ModelReply, ModelRequest, ToolCall
 from redagent.sandbox.gateway import ToolOutcome
+
+if TYPE_CHECKING:
+    from redagent.engine.attacker.session import AttackSession
 
 MAX_MALFORMED = 3  # consecutive unusable replies before the rollout is invalid
 # Tools that block on a subprocess run off the event loop; everything else is fast in-memory work.
@@ -43,6 +46,10 @@ class RolloutContext:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     malformed: int = 0
+    # The rollout's adaptive attacker (None: the fixed attack only). It opens the rounds after the case's
+    # own turns; `tools_version` goes up when a move changes the tool list, so the harness shows it again.
+    attack: AttackSession | None = None
+    tools_version: int = 0
 
     # -- trajectory ----------------------------------------------------------------------------
     def record(self, role: str, text: str = "", **fields: Any) -> int:
@@ -54,6 +61,15 @@ class RolloutContext:
         text = self.run.user_turn(index)
         self.record("user", text)
         return text
+
+    async def next_turn(self, index: int) -> str | None:
+        """User turn `index` (recorded), or None when the rollout has no more: the case's own turns, then
+        the rounds its attacker opens (engine/attacker/session.py) until E = 1, a stop, or the budget."""
+        if index < len(self.run.instance.user_turns):
+            return self.user_turn(index)
+        if self.attack is None or self.out_of_steps:
+            return None
+        return await self.attack.next_round(self)
 
     @property
     def out_of_steps(self) -> bool:
@@ -94,6 +110,8 @@ class RolloutContext:
                 self.executor, lambda: self.run.call(tool, args, step=step, any_tool=any_tool))
         else:
             outcome = self.run.call(tool, args, step=step, any_tool=any_tool)
+        if self.attack is not None:  # CaseRun tracks the case's own marker; the attacker's texts are tracked here
+            self.attack.shown(self, outcome.observation)
         return outcome
 
     def record_result(self, call_id: str, name: str, outcome: ToolOutcome, shown: str) -> None:

@@ -24,8 +24,12 @@ class NativeHarness:
         tools = [{"type": "function", "function": spec} for spec in ctx.run.tools()]
         system = "\n\n".join(t for t in (ctx.cue_text, SYSTEM) if t)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
-        for turn in range(len(ctx.run.instance.user_turns)):
-            messages.append({"role": "user", "content": ctx.with_boundary(ctx.user_turn(turn))})
+        shown_tools, turn = ctx.tools_version, 0
+        while (prompt := await ctx.next_turn(turn)) is not None:
+            if ctx.tools_version != shown_tools:  # an attacker move changed a description or added a tool
+                tools = [{"type": "function", "function": spec} for spec in ctx.run.tools()]
+                shown_tools = ctx.tools_version
+            messages.append({"role": "user", "content": ctx.with_boundary(prompt)})
             while True:
                 reply = await ctx.ask(messages, tools=tools, harness=self.name, turn=turn)
                 if not reply.tool_calls:
@@ -47,6 +51,7 @@ class NativeHarness:
                 if ctx.boundary():
                     ctx.record("harness", ctx.boundary())
                     messages.append({"role": "user", "content": ctx.boundary()})
+            turn += 1
 
     async def _execute(self, ctx: RolloutContext, call: ToolCall) -> str | None:
         try:

@@ -34,15 +34,13 @@ class ReactHarness:
     name = "react"
 
     async def run(self, ctx: RolloutContext) -> None:
-        listing = "\n\n".join(
-            f"- {t['name']}: {t['description']}\n  parameters: {json.dumps(t['parameters']['properties'])}"
-            f"\n  required: {', '.join(t['parameters'].get('required', [])) or 'none'}"
-            for t in ctx.run.tools())
-        system = "\n\n".join(t for t in (ctx.cue_text, FORMAT.format(tools=listing)) if t)
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
-        calls = 0
-        for turn in range(len(ctx.run.instance.user_turns)):
-            messages.append({"role": "user", "content": ctx.with_boundary(ctx.user_turn(turn))})
+        messages: list[dict[str, Any]] = [{"role": "system", "content": self._system(ctx)}]
+        calls, turn, shown_tools = 0, 0, ctx.tools_version
+        while (prompt := await ctx.next_turn(turn)) is not None:
+            if ctx.tools_version != shown_tools:  # the tool list lives in the system prompt: list it again
+                messages[0] = {"role": "system", "content": self._system(ctx)}
+                shown_tools = ctx.tools_version
+            messages.append({"role": "user", "content": ctx.with_boundary(prompt)})
             while True:
                 reply = await ctx.ask(messages, tools=None, harness=self.name, turn=turn)
                 text = reply.content or ""
@@ -74,6 +72,15 @@ class ReactHarness:
                 messages.append({"role": "user", "content": ctx.with_boundary(f"Observation: {outcome.observation}")})
                 if ctx.boundary():
                     ctx.record("harness", ctx.boundary())
+            turn += 1
+
+    @staticmethod
+    def _system(ctx: RolloutContext) -> str:
+        listing = "\n\n".join(
+            f"- {t['name']}: {t['description']}\n  parameters: {json.dumps(t['parameters']['properties'])}"
+            f"\n  required: {', '.join(t['parameters'].get('required', [])) or 'none'}"
+            for t in ctx.run.tools())
+        return "\n\n".join(t for t in (ctx.cue_text, FORMAT.format(tools=listing)) if t)
 
 
 class Broken(str):

@@ -31,21 +31,18 @@ class ShellHarness:
     name = "shell"
 
     async def run(self, ctx: RolloutContext) -> None:
-        tools = ctx.run.tools()
-        runner = ctx.run.env.gateway.definition("run_command")
-        commands = [t for t in tools if t["name"] != "run_command"]
-        shell_tool = {"type": "function", "function": {
-            "name": "shell", "description": runner["description"], "parameters": runner["parameters"]}}
-        service_of = ctx.run.env.gateway.service_of()
-        system = SYSTEM.format(usage=usage(commands, service_of) or "(none)")
         instructions = self._instructions(ctx)
         if instructions:
             ctx.record("harness", instructions)
-            system = f"{system}\n\n{instructions}"
-        system = "\n\n".join(t for t in (ctx.cue_text, system) if t)
+        shell_tool, system = self._setup(ctx, instructions)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
-        for turn in range(len(ctx.run.instance.user_turns)):
-            messages.append({"role": "user", "content": ctx.with_boundary(ctx.user_turn(turn))})
+        turn, shown_tools = 0, ctx.tools_version
+        while (prompt := await ctx.next_turn(turn)) is not None:
+            if ctx.tools_version != shown_tools:  # the command usage lives in the system prompt: write it again
+                shell_tool, system = self._setup(ctx, instructions)
+                messages[0] = {"role": "system", "content": system}
+                shown_tools = ctx.tools_version
+            messages.append({"role": "user", "content": ctx.with_boundary(prompt)})
             while True:
                 reply = await ctx.ask(messages, tools=[shell_tool], harness=self.name, turn=turn)
                 if not reply.tool_calls:
@@ -66,6 +63,20 @@ class ShellHarness:
                 if ctx.boundary():
                     ctx.record("harness", ctx.boundary())
                     messages.append({"role": "user", "content": ctx.boundary()})
+            turn += 1
+
+    @staticmethod
+    def _setup(ctx: RolloutContext, instructions: str) -> tuple[dict[str, Any], str]:
+        """The shell tool and the system prompt, from the tool definitions as the agent is shown them now."""
+        tools = ctx.run.tools()
+        runner = ctx.run.env.gateway.definition("run_command")
+        commands = [t for t in tools if t["name"] != "run_command"]
+        shell_tool = {"type": "function", "function": {
+            "name": "shell", "description": runner["description"], "parameters": runner["parameters"]}}
+        system = SYSTEM.format(usage=usage(commands, ctx.run.env.gateway.service_of()) or "(none)")
+        if instructions:
+            system = f"{system}\n\n{instructions}"
+        return shell_tool, "\n\n".join(t for t in (ctx.cue_text, system) if t)
 
     async def _run(self, ctx: RolloutContext, call: Any) -> str:
         try:

@@ -14,6 +14,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -55,6 +56,9 @@ class ChatServer:
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []  # every request's path, answered or not
         self.default: dict[str, Any] = text("Done.")
+        # When set, each reply is computed from the request body instead of taken from the queue
+        # (AttackerReplies: a scripted attacker model that answers by what it is asked).
+        self.responder: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self.models = models  # None: any model name is served
         self.api_key = api_key  # None: no key is checked
         server = self
@@ -85,7 +89,10 @@ class ChatServer:
                     return self._json(404, {"error": {"message": f"The model `{body.get('model')}` does not exist.",
                                                       "type": "NotFoundError", "code": 404}})
                 server.requests.append(body)
-                step = server.script.popleft() if server.script else server.default
+                if server.responder is not None:
+                    step = server.responder(body)
+                else:
+                    step = server.script.popleft() if server.script else server.default
                 if step.get("delay"):
                     time.sleep(step["delay"])
                 if step.get("drop"):
@@ -141,3 +148,30 @@ class ChatServer:
     def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+ATTACKER_CONTRACT = "# Attacker contract"  # the first line of engine/attacker/contract.md
+
+
+class AttackerReplies:
+    """A scripted attacker model for `ChatServer.responder`: a request whose system prompt is the attacker's
+    contract gets the next queued move (a dict, sent as JSON text, or a raw string, to send a bad reply) and
+    its view is kept; any other request (the pre-flight, a target model's turn) is answered "OK"."""
+
+    def __init__(self, moves: list[dict[str, Any] | str]) -> None:
+        self.moves: deque[dict[str, Any] | str] = deque(moves)
+        self.views: list[dict[str, Any]] = []  # every view the attacker was shown, in order
+        self.corrections: list[str] = []  # the messages that rejected a reply
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        messages = body.get("messages") or []
+        if not messages or not str(messages[0].get("content") or "").startswith(ATTACKER_CONTRACT):
+            return text("OK")
+        with self.lock:
+            if len(messages) > 2:  # a correction turn: the reply before was rejected
+                self.corrections.append(str(messages[-1].get("content")))
+            else:
+                self.views.append(json.loads(messages[1]["content"]))
+            item = self.moves.popleft() if self.moves else {"move": "stop", "why": "the script is finished"}
+        return text(item if isinstance(item, str) else json.dumps(item))

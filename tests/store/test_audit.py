@@ -3,6 +3,7 @@ with versioned corrections, agreement on first submissions, adjudication of disa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from pathlib import Path
@@ -379,3 +380,22 @@ def test_audit_records_round_trip(audit, filled):
     positions = [e["position"] for e in filled.reviewer_queue("audit-1", PEER)]
     assert positions == list(range(1, N + 1))
     assert filled.reviewer_queue("audit-1", PEER)[0]["item_id"] == audit[-1]  # alice's order is reversed
+
+
+def test_an_adaptive_attackers_own_moves_never_reach_reviewers(store):
+    """A move's reasoning, channel and model say what the attack is; reviewers see what the agent saw."""
+    store.create_run(make_run("run-1", planned=1))
+    rollout = make_rollout("run-1", "banking/c0", MODEL, E=1, n_events=4)
+    move = {"idx": len(rollout.events), "role": "attacker", "text": "ATTACKER-MOVE-SENTINEL", "receipts": [],
+            "tool_call": {"move": "reformulate", "channel": "user", "why": "WHY-SENTINEL", "model": MODEL},
+            "original": None, "observation": None, "tampered": False}
+    rollout = dataclasses.replace(rollout, events=[*rollout.events, move])
+    store.write_rollouts([rollout])
+    store.write_judge_labels([JudgeLabelRecord(
+        rollout_id=rollout.id, run_id="run-1", config_name="state/rule", config_hash="h-state", view="state",
+        contract_hash="c", gate="agent-effects", backbone="rule", label=1, status="ok", rationale=RATIONALE,
+        evidence=[JUDGE_EVIDENCE])])
+    item = make_audit(store, rollout_ids=[rollout.id])[0]
+    seen = text_of(store.reviewer_item("audit-1", item, "alice"))
+    assert "ATTACKER-MOVE-SENTINEL" not in seen and "WHY-SENTINEL" not in seen and MODEL not in seen
+    assert "ATTACKER-MOVE-SENTINEL" in text_of(store.get_rollout(rollout.id).events)  # researchers keep it

@@ -23,9 +23,10 @@ from redagent.store.tables import metadata
 from tests.store.factory import T0, make_rollout, make_run, write_as_of
 
 OLD_TABLES = {"run", "rollout", "event", "receipt", "blob", "snapshot", "diff_entry"}
-# Everything migrations after 0001 add (judging and audit in 0002, case reviews in 0003, the team in 0005).
+# Everything migrations after 0001 add (judging and audit in 0002, case reviews in 0003, the team in 0005, run
+# shards in 0007).
 NEW_TABLES = {"judge_label", "recognition_label", "audit", "audit_item", "audit_assignment", "audit_label",
-              "adjudication", "review_round", "round_case", "case_review", "team_member"}
+              "adjudication", "review_round", "round_case", "case_review", "team_member", "run_shard"}
 
 
 def judge_label(rollout, *, config_hash: str = "h-state", backbone: str = "rule", label: int | None = 1,

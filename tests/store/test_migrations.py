@@ -15,7 +15,7 @@ from tests.store.factory import make_rollout, make_run
 
 TABLES = {"run", "rollout", "event", "receipt", "blob", "snapshot", "diff_entry", "judge_label", "recognition_label",
           "audit", "audit_item", "audit_assignment", "audit_label", "adjudication", "review_round", "round_case",
-          "case_review", "team_member"}
+          "case_review", "team_member", "run_shard"}
 # The blinded views of migration 0005 (inspectors list them apart from tables).
 VIEWS = {"blind_audit", "blind_queue", "blind_item", "blind_event", "blind_receipt", "blind_diff", "blind_slot_label"}
 
@@ -95,4 +95,4 @@ def test_migration_scripts_are_an_installable_package():
     assert MIGRATIONS_DIR.joinpath("env.py").is_file()
     assert MIGRATIONS_DIR.joinpath("script.py.mako").is_file()
     assert versions.__file__ is not None
-    assert head_revision() == "0006"
+    assert head_revision() == "0007"

@@ -22,6 +22,8 @@ class ClaudeCode(Profile):
     kind = "npm"
     binary = "node_modules/.bin/claude"
     wire = "messages"
+    cpu = 1.0  # per rollout: 0.49 s CPU over 0.61 s wall, 241 MB peak (benchmarks/harnesses.py)
+    memory_mb = 384
 
     def config_files(self, setup: Setup) -> dict[str, str]:
         servers = {setup.server: {"type": "stdio", "command": setup.mcp_command, "args": list(setup.mcp_args)}}

@@ -35,6 +35,8 @@ class Codex(Profile):
     kind = "npm"
     binary = "node_modules/.bin/codex"
     wire = "responses"
+    cpu = 0.5  # per rollout: 0.27 s CPU over 0.65 s wall, 170 MB peak (benchmarks/harnesses.py)
+    memory_mb = 256
 
     def config_files(self, setup: Setup) -> dict[str, str]:
         lines = [

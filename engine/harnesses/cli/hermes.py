@@ -28,6 +28,8 @@ class Hermes(Profile):
     kind = "pip"
     binary = "venv/bin/hermes"
     wire = "chat"
+    cpu = 0.75  # per rollout: 2.7 s CPU over 4.4 s wall, 194 MB peak (benchmarks/harnesses.py)
+    memory_mb = 320
 
     def config_files(self, setup: Setup) -> dict[str, str]:
         config = {

@@ -24,6 +24,8 @@ class OpenClaw(Profile):
     kind = "npm"
     binary = "node_modules/.bin/openclaw"
     wire = "chat"
+    cpu = 1.0  # per rollout: 9.3 s CPU over 8.8 s wall (more than a core), 1,056 MB peak (benchmarks/harnesses.py)
+    memory_mb = 1200
 
     def config_files(self, setup: Setup) -> dict[str, str]:
         config = {

@@ -40,6 +40,11 @@ class Profile:
     binary: str  # the executable, relative to the installation directory
     wire: str  # chat | responses | messages
     extras: str = ""  # pip extras, e.g. "[mcp,cli]"
+    # What one rollout of this CLI needs while it runs (the executors schedule by it, engine/executors/
+    # resources.py): CPU in cores and resident memory in MB, from benchmarks/harnesses.py on this machine's
+    # kind with headroom (the CLI's process tree, not the engine's share).
+    cpu: float = 1.0
+    memory_mb: int = 512
 
     def spec(self) -> str:
         if self.kind == "pip":

@@ -10,7 +10,9 @@ Create Date: 2026-12-01
   `blind_diff`, `blind_slot_label`): the only relations the reviewer- and adjudicator-facing store
   queries read, on both dialects, so the blinding is written once, in SQL. The model (and the
   provider-minted tool-call ids and the agent CLI's transcript, which name it) is NULL/absent under
-  blind_model; strategy, vulnerability, channel and the tampering marks under blind_attack.
+  blind_model; strategy, vulnerability, channel and the tampering marks under blind_attack. An
+  adaptive attacker's own moves (role `attacker`: its reasoning, channel and model) are never shown:
+  what it placed reaches the reviewer as the agent saw it, in the user turns and tool outputs.
 - PostgreSQL only: `redagent_me()` / `redagent_role()` (SECURITY DEFINER, keyed on session_user) name
   the logged-in member; the views return only that member's own queue (a reviewer) or audits (an
   adjudicator), everything to researchers and the owner; row-level security on `audit_label`,
@@ -69,7 +71,7 @@ def _views(pg: bool) -> list[str]:
                    CASE WHEN bi.blind_attack THEN NULL ELSE ev.original END AS original,
                    CASE WHEN bi.blind_attack THEN NULL ELSE ev.tampered END AS tampered
             FROM blind_item bi JOIN audit_item ai ON ai.id = bi.item_id JOIN event ev ON ev.rollout_id = ai.rollout_id
-            WHERE NOT (bi.blind_model AND ev.role = 'transcript')""",
+            WHERE ev.role <> 'attacker' AND NOT (bi.blind_model AND ev.role = 'transcript')""",
         """CREATE VIEW blind_receipt AS
             SELECT bi.audit_id, bi.item_id, rc.receipt_id, rc.seq, rc.service, rc.action, rc.args, rc.outcome,
                    rc.actor, rc.step, rc.effect, rc.error, rc.via

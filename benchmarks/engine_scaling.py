@@ -1,0 +1,131 @@
+"""Engine scaling over processes: one process, two local worker processes (`--workers 2`) and Ray on this machine.
+
+    python benchmarks/engine_scaling.py [--delay 0.2] [--concurrency 128] [--attempts 30] [--skip-ray]
+
+Three settings, each run by the three executors against a fresh SQLite store:
+  default, no commands   the default matrix (calibration agents, every starter case, benign arm) with the
+                         native and react harnesses: nothing runs under bubblewrap
+  default, with commands the full default matrix (native, react, shell): the shell harness's commands run
+                         in the sandbox
+  200 ms endpoint        the native harness against a loopback OpenAI-compatible model answering after
+                         --delay, --concurrency rollouts in flight in total (split over the workers)
+For each: rollouts/s, model calls/s (the endpoint's own count; for calibration agents the stored assistant
+turns) and CPU per model call in the engine (this process plus every worker's CPU on its shards), and the
+ratios of two workers and of Ray to one process. Goals on the 2-core machines: 2 workers >= 1.7x one process
+in both default settings; CPU per model call <= 6 ms. Wall time includes starting the worker processes
+(spawned, each importing the engine and litellm) — a run pays it too; Ray's own start-up does not count
+(the executor is started before the run, as `redagent run` does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+@dataclass
+class Result:
+    rollouts: int
+    calls: int
+    wall_s: float
+    cpu_s: float
+    invalid: int
+
+    @property
+    def rate(self) -> float:
+        return self.rollouts / self.wall_s
+
+    @property
+    def call_rate(self) -> float:
+        return self.calls / self.wall_s
+
+    @property
+    def ms_per_call(self) -> float:
+        return self.cpu_s / self.calls * 1000 if self.calls else float("nan")
+
+
+def measure(executor: str, spec, calls_counter=None) -> Result:
+    from sqlalchemy import func, select
+
+    from redagent.engine.executors import Execution, distribute, open_executor
+    from redagent.engine.matrix import start_run
+    from redagent.store import tables as t
+    from redagent.store.db import open_store
+
+    execution = {"1 process": Execution(), "2 workers": Execution(workers=2),
+                 "ray": Execution(executor="ray")}[executor]
+    with tempfile.TemporaryDirectory() as folder, open_store(f"sqlite:///{folder}/bench.db") as store:
+        backend = open_executor(execution, store.url)
+        try:
+            runner = distribute(start_run(store, spec), backend, spec)
+            before = calls_counter.value if calls_counter is not None else 0
+            cpu, wall = time.process_time(), time.perf_counter()
+            progress = asyncio.run(runner.run())
+            wall = time.perf_counter() - wall
+            cpu = time.process_time() - cpu + getattr(runner, "worker_cpu_s", 0.0)
+        finally:
+            if backend is not None:
+                backend.shutdown()
+        if calls_counter is not None:
+            calls = calls_counter.value - before
+        else:
+            with store.engine.connect() as conn:
+                calls = conn.execute(select(func.count()).select_from(t.event).where(t.event.c.role == "assistant")
+                                     ).scalar_one()
+        return Result(progress.done, calls, wall, cpu, progress.invalid)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--delay", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, default=128)
+    parser.add_argument("--attempts", type=int, default=30, help="attempts per case against the endpoint")
+    parser.add_argument("--skip-ray", action="store_true")
+    options = parser.parse_args()
+
+    from engine_concurrency import serve
+
+    from redagent.engine.matrix import RunSpec
+
+    ports = multiprocessing.Queue()
+    calls = multiprocessing.Value("q", 0)
+    server = multiprocessing.Process(target=serve, args=(ports, options.delay, calls), daemon=True)
+    server.start()
+    base = f"http://127.0.0.1:{ports.get(timeout=10)}/v1"
+    os.environ.setdefault("OPENAI_API_KEY", "sk-loopback-benchmark")  # inherited by workers and a local Ray
+
+    executors = ["1 process", "2 workers"] + ([] if options.skip_ray else ["ray"])
+    settings = {
+        "default, no commands": lambda n: (RunSpec(harnesses=["native", "react"], benign_arm=True), None),
+        "default, with commands": lambda n: (RunSpec(benign_arm=True), None),
+        f"{options.delay * 1000:.0f} ms endpoint": lambda n: (
+            RunSpec(models=["openai/bench-model"], harnesses=["native"], attempts=options.attempts,
+                    concurrency=options.concurrency // n, api_base=base, timeout=30, retries=0), calls),
+    }
+    print(f"{os.cpu_count()} cores; concurrency per worker 8 (default) for the calibration runs, "
+          f"{options.concurrency} in total for the endpoint")
+    for name, make in settings.items():
+        results: dict[str, Result] = {}
+        for executor in executors:
+            spec, counter = make(2 if executor != "1 process" else 1)
+            r = results[executor] = measure(executor, spec, counter)
+            print(f"{name:24s} {executor:9s}: {r.rollouts:5d} rollouts in {r.wall_s:6.2f} s = {r.rate:7.1f} "
+                  f"rollouts/s, {r.call_rate:7.1f} model calls/s, {r.ms_per_call:5.2f} ms CPU per model call "
+                  f"(invalid {r.invalid})", flush=True)
+        one = results["1 process"]
+        ratios = ", ".join(f"{e} / 1 process = {results[e].rate / one.rate:.2f}x" for e in executors[1:])
+        print(f"{'':24s} ratios (rollouts/s): {ratios}", flush=True)
+    server.terminate()
+
+
+if __name__ == "__main__":
+    main()
