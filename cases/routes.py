@@ -22,6 +22,7 @@ import json
 import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -130,9 +131,8 @@ def _half(amount: float) -> tuple[float, float]:
 
 def _later(case: Case, days: int = 3) -> str:
     clock = str(case.seed.get("clock") or "2026-03-02T09:00:00Z")
-    year, month, day = (int(x) for x in clock[:10].split("-"))
-    day = min(day + days, 28)
-    return f"{year:04d}-{month:02d}-{day:02d}"
+    now = datetime.fromisoformat(clock.replace("Z", "+00:00"))  # the loader accepts only ISO 8601 clocks
+    return f"{now.year:04d}-{now.month:02d}-{min(now.day + days, 28):02d}"
 
 
 def _send_transfer(case: Case, a: dict[str, Any]) -> Iterator[Rewrite]:

@@ -15,6 +15,7 @@ import math
 import posixpath
 import re
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any
 
 from redagent.sandbox.verifier import suggest
@@ -299,12 +300,24 @@ def check_seed(seed: dict[str, Any], add: Add) -> None:
             shape.check(seed[name], f"seed.{name}", add)
     if "organization" in seed:
         ORGANIZATION.check(seed["organization"], "seed.organization", add)
-    if "clock" in seed and seed["clock"] is not None and not isinstance(seed["clock"], str):
-        add("seed.clock", "must be a date-time string, e.g. \"2026-03-02T09:00:00Z\"")
+    if "clock" in seed and seed["clock"] is not None and not _is_datetime(seed["clock"]):
+        # The clock stamps receipts and dates derived routes (a transfer scheduled days later): it must be
+        # a real date-time, not merely a string.
+        add("seed.clock", "must be an ISO 8601 date-time string, e.g. \"2026-03-02T09:00:00Z\"")
     workspace = seed.get("workspace") if isinstance(seed.get("workspace"), dict) else {}
     files = workspace.get("files")
     if isinstance(files, dict):
         check_workspace_tree(files, "seed.workspace.files", add)
+
+
+def _is_datetime(value: object) -> bool:
+    if not isinstance(value, str) or len(value) > 64:
+        return False
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
 
 
 def check_workspace_tree(files: dict[str, Any], where: str, add: Add) -> None:

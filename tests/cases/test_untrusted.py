@@ -305,3 +305,12 @@ def test_a_case_run_is_cleaned_up_even_when_its_seed_is_refused(tmp_path, monkey
         assert list(tmp_path.iterdir()) == []
     finally:
         environment.workspace_root.cache_clear()
+
+
+@pytest.mark.parametrize("clock", ["../../sent", "yesterday", "2026-13-40T00:00:00Z", 20260302])
+def test_a_seed_clock_must_be_a_real_date_time(clock, tmp_path):
+    # Derived routes date a scheduled transfer from the clock: a string that is no date was an internal
+    # error in the self-check (found by the fuzz test), so the loader refuses it.
+    data = example()
+    data["seed"]["clock"] = clock
+    assert any("seed.clock" in problem and "ISO 8601" in problem for problem in problems_of(data, tmp_path))

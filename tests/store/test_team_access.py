@@ -29,20 +29,28 @@ UNBLINDED = ("run", "rollout", "event", "receipt", "blob", "snapshot", "diff_ent
 
 @pytest.fixture
 def pg_url() -> Iterator[str]:
+    from redagent.store.access import AccessQueries
+
     admin = require_pg()
     url = create_database(admin)
+    prefix = AccessQueries.login_prefix(make_url(url).database or "")
     try:
         yield url
     finally:
+        with psycopg.connect(_libpq_conninfo(admin), autocommit=True) as conn:
+            logins = [row[0] for row in conn.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE %s",
+                                                     (prefix.replace("_", r"\_") + "%",))]
+            for login in logins:
+                # A member's session a test left open (a console worker mid-query at exit) would keep the
+                # database from being dropped; as a member of the login the admin may end it.
+                conn.execute(psycopg.sql.SQL("GRANT {} TO current_user").format(psycopg.sql.Identifier(login)))
+                conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (login,))
         drop_database(admin, url)
         # Logins are cluster-wide: drop the ones this database's team created (after the database,
         # which takes their grants with it).
         with psycopg.connect(_libpq_conninfo(admin), autocommit=True) as conn:
-            from redagent.store.access import AccessQueries
-
-            prefix = AccessQueries.login_prefix(make_url(url).database or "")
-            for (login,) in conn.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE %s", (prefix + "%",)):
-                conn.execute(psycopg.sql.SQL("DROP ROLE {}").format(psycopg.sql.Identifier(login)))
+            for login in logins:
+                conn.execute(psycopg.sql.SQL("DROP ROLE IF EXISTS {}").format(psycopg.sql.Identifier(login)))
 
 
 @pytest.fixture
