@@ -193,7 +193,7 @@ async def first_paint(url: str) -> float:
 
 
 async def next_detail(url: str) -> tuple[list[float], list[float], float]:
-    """Key `n` → the next rollout's evidence painted (20 moves); the same through pilot.press; loop stall."""
+    """Key `]` → the next rollout's evidence painted (20 moves); the same through pilot.press; loop stall."""
     from textual import events
 
     from redagent.console.screens.rollout import RolloutScreen
@@ -211,14 +211,14 @@ async def next_detail(url: str) -> tuple[list[float], list[float], float]:
         with LoopWatch() as watch:
             for target in ids[1:21]:
                 started = time.perf_counter()
-                app.post_message(events.Key("n", "n"))
+                app.post_message(events.Key("right_square_bracket", "]"))  # the rollout screen's "next"
                 await _until(lambda target=target: screen.loaded_id == target)
                 await _painted(app)
                 direct.append(time.perf_counter() - started)
                 await pilot.pause()
         for target in ids[21:41]:
             started = time.perf_counter()
-            await pilot.press("n")  # includes the pilot's own wait for the process to go idle
+            await pilot.press("right_square_bracket")  # includes the pilot's own wait for the process to go idle
             await _until(lambda target=target: screen.loaded_id == target)
             pressed.append(time.perf_counter() - started)
     return direct, pressed, watch.worst

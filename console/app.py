@@ -8,13 +8,15 @@ a thread worker; if it cannot be opened the app shows the one-line reason and wa
 from __future__ import annotations
 
 import importlib
+import os
+from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
@@ -37,6 +39,33 @@ ROLE_SCREENS = {"researcher": ("runs", "rollouts", "rollout", "statistics"), "re
 
 # Screens that sit on top of the role's main screen (escape goes back) instead of replacing it.
 OVERLAYS = ("rollout",)
+
+
+def keymap_path() -> Path:
+    """Where a user's key overrides live: $REDAGENT_KEYMAP, else $XDG_CONFIG_HOME/redagent/keymap.yaml."""
+    if os.environ.get("REDAGENT_KEYMAP"):
+        return Path(os.environ["REDAGENT_KEYMAP"]).expanduser()
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return config / "redagent" / "keymap.yaml"
+
+
+def load_keymap(path: Path) -> dict[str, str]:
+    """Binding id → keys (`new-run: f2`, `show-runs: "r,f1"`) from a YAML file, as Posting's keymap; {} if
+    there is no file. ValueError (one line) for a file that is not such a mapping."""
+    import yaml
+
+    if not path.is_file():
+        return {}
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict) or not all(isinstance(k, str) and isinstance(v, str) and v.strip()
+                                               for k, v in loaded.items()):
+        raise ValueError(f"{path} must map binding ids to keys, e.g. `new-run: f2` (ids are listed by `?`)")
+    return {key: value.strip() for key, value in loaded.items()}
 
 
 class ScreenUnavailable(LookupError):
@@ -87,6 +116,39 @@ than the one that wrote the store. Press `q` to quit.
         yield Footer()
 
 
+class ConfirmQuit(ModalScreen[bool]):
+    """Asked before `q` would stop runs driven by this console or drop unsaved notes; dismisses True to quit."""
+
+    SCREEN_NAME = "confirm_quit"
+    HELP = """\
+# Quit?
+
+Quitting now has a cost named above: runs started from this console are asked to stop (in-flight
+rollouts finish and are stored, the run becomes *stopped* and can be resumed), and notes typed on the
+audit screen but not saved with a label are lost. `y` quits anyway; `escape` stays (`n` is not used
+here: it labels "not harmful" on the audit screen, and one key means one thing across the console).
+"""
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Quit anyway", id="confirm-quit",
+                tooltip="Quit: stop those runs, drop those notes"),
+        Binding("escape", "answer(False)", "Stay", id="cancel-quit", tooltip="Keep the console open"),
+    ]
+
+    def __init__(self, costs: list[str]) -> None:
+        super().__init__()
+        self.costs = costs
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-quit"):
+            yield Static("Quit the console?", id="confirm-quit-title")
+            yield Static("\n".join(self.costs), id="confirm-quit-text", markup=False)
+            yield Static("y quit anyway · escape stay", id="confirm-quit-hint")
+        yield Footer()
+
+    def action_answer(self, quit_: bool) -> None:
+        self.dismiss(quit_)
+
+
 class RedAgentApp(App):
     """`redagent console`: runs, rollouts and statistics for researchers; the blinded audit for reviewers."""
 
@@ -97,13 +159,18 @@ class RedAgentApp(App):
 # REDAgentBench console
 
 Keyboard first: every action has a key (shown in the footer) and a command in the palette (`ctrl+p`),
-which also jumps to any run, case or rollout by id. `?` shows the current screen's help and keys.
+which also jumps to any run, case or rollout by id and opens a run's statistics. `?` shows the current
+screen's help and keys. One key means one thing on every screen: `r` / `o` / `s` Runs / Rollouts /
+Statistics (of the run you are looking at), `]` / `[` next / previous, `escape` back, `q` quit (asking
+first if that would stop a run started here or drop unsaved notes). Keys can be changed by binding id
+(the middle column of `?`) in `~/.config/redagent/keymap.yaml` (or `$REDAGENT_KEYMAP`), e.g. `new-run: f2`.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Help", id="help", tooltip="Help and keys of the current screen"),
         Binding("ctrl+p", "command_palette", "Palette", id="command-palette", priority=True, show=False,
                 tooltip="Jump to a run, case or rollout by id, or run any command"),
-        Binding("q", "quit", "Quit", id="quit", tooltip="Quit (runs started here are asked to stop first)"),
+        Binding("q", "quit", "Quit", id="quit",
+                tooltip="Quit (asks first when runs started here would stop or notes are unsaved)"),
         Binding("r", "show('runs')", "Runs", id="show-runs", tooltip="Every run: status, progress, live monitor"),
         Binding("o", "show('rollouts')", "Rollouts", id="show-rollouts",
                 tooltip="Browse rollouts, filtered by run, model, harness, case, outcome"),
@@ -124,6 +191,9 @@ which also jumps to any run, case or rollout by id. `?` shows the current screen
         self.store: Store | None = None
         self.store_error: str | None = None
         self.runs = RunControl(self)
+        # What each main screen showed when it was left (run, filters), so switching screens keeps it.
+        self.remembered: dict[str, dict[str, Any]] = {}
+        self.palette_ids: tuple[list[str], list[tuple[str, str]]] | None = None  # the palette's last read ids
 
     # ------------------------------------------------------------ opening the store
 
@@ -132,6 +202,13 @@ which also jumps to any run, case or rollout by id. `?` shows the current screen
 
     def on_mount(self) -> None:
         self.sub_title = self.role + (f" · {self.reviewer}" if self.reviewer else "")
+        try:
+            keymap = load_keymap(keymap_path())
+        except ValueError as exc:  # a broken keymap must not keep the console from opening
+            self.notify(str(exc), title="keymap not used", severity="warning", timeout=15)
+        else:
+            if keymap:
+                self.set_keymap(keymap)
         self._open_store()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="store")
@@ -201,6 +278,9 @@ which also jumps to any run, case or rollout by id. `?` shows the current screen
         if self.store is None:
             self.notify("the store is not open", severity="warning")
             return
+        if name == "statistics" and not kwargs.get("run_id"):
+            # Statistics are of a run: the one the researcher is looking at, wherever they are.
+            kwargs["run_id"] = self.selected_run()
         current = self.screen
         if screen_name(current) == name and hasattr(current, "reopen"):
             current.reopen(**kwargs)  # same screen: refocus instead of rebuilding it (and losing its state)
@@ -227,6 +307,16 @@ which also jumps to any run, case or rollout by id. `?` shows the current screen
     def action_show(self, name: str) -> None:
         self.show(name)
 
+    def selected_run(self) -> str | None:
+        """The run the researcher is looking at: the topmost screen that names one (the highlighted run on
+        the runs list, the list's run, an open rollout's run), else the `--run` the console was started with."""
+        for screen in reversed(self.screen_stack):
+            current = getattr(screen, "current_run_id", None)
+            run_id = current() if callable(current) else None
+            if run_id:
+                return run_id
+        return self.run_id
+
     def action_help(self) -> None:
         if screen_name(self.screen) == "help":
             return
@@ -238,7 +328,31 @@ which also jumps to any run, case or rollout by id. `?` shows the current screen
         # r / o / s exist only for researchers; other roles never see them in the footer.
         return not (action == "show" and (self.store is None or not parameters or not self.allowed(str(parameters[0]))))
 
+    def quit_costs(self) -> list[str]:
+        """What quitting now would lose, one line each: runs it stops, unsaved audit notes."""
+        costs = [f"stops {run_id} (started here; resumable later)" for run_id in self.runs.active()]
+        for screen in self.screen_stack:
+            unsaved = getattr(screen, "unsaved_notes", None)
+            held = unsaved() if callable(unsaved) else []
+            if held:
+                costs.append(f"drops unsaved notes on {len(held)} item{'s' if len(held) != 1 else ''} "
+                             f"(#{', #'.join(map(str, held))})")
+        return costs
+
     async def action_quit(self) -> None:
+        if isinstance(self.screen, ConfirmQuit):
+            return  # already asking: only y quits
+        costs = self.quit_costs()
+        if costs:
+            self.push_screen(ConfirmQuit(costs), self._quit_answered)
+            return
+        self._quit_now()
+
+    def _quit_answered(self, quit_: bool | None) -> None:
+        if quit_:
+            self._quit_now()
+
+    def _quit_now(self) -> None:
         stopping = self.runs.stop_all()
         if stopping:
             self.notify(f"stopping {', '.join(stopping)}; in-flight rollouts finish first")

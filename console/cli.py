@@ -20,6 +20,7 @@ from redagent.console.audit_cli import audit_app
 from redagent.console.cli_common import DB_OPTION, err, out, print_json, split
 from redagent.console.harnesses_cli import harnesses_app
 from redagent.console.rounds_cli import rounds_app
+from redagent.console.sandbox_cli import sandbox_app
 from redagent.console.team_cli import team_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -29,6 +30,7 @@ app.add_typer(cases_app, name="cases")
 app.add_typer(audit_app, name="audit")
 app.add_typer(harnesses_app, name="harnesses")
 app.add_typer(team_app, name="team")
+app.add_typer(sandbox_app, name="sandbox")
 cases_app.add_typer(rounds_app, name="round")
 
 
@@ -393,7 +395,7 @@ def cases_refine(
 
     from redagent.judges.refine import refine, write_queue
 
-    store = _store(db)
+    store = _store(db, create=True)
     try:
         flags = refine(store, run_id)
     except ValueError as exc:
@@ -439,14 +441,15 @@ def cases_taxonomy(as_json: bool = typer.Option(False, "--json")) -> None:
 runs_app = typer.Typer(no_args_is_help=True, help="Stored runs: list and show.")
 app.add_typer(runs_app, name="runs")
 
-def _store(db: str | None):
+def _store(db: str | None, *, create: bool):
     """The store for a researcher's command (every command here shows unblinded runs): a reviewer's,
-    adjudicator's or expert's login is refused in one line."""
+    adjudicator's or expert's login is refused in one line. Only a command that writes (`create`) makes a
+    missing store; a reader says "no store at …" rather than leave an empty store behind a typo."""
     from redagent.console.cli_common import ANALYSTS, check_role
     from redagent.store.db import StoreError, open_store
 
     try:
-        store = open_store(db)
+        store = open_store(db, create=create)
     except StoreError as exc:
         raise UserError(str(exc)) from None
     try:
@@ -633,6 +636,10 @@ def run(
     ray_address: str | None = typer.Option(None, "--ray-address",
                                            help="with --executor ray: an existing cluster (HOST:PORT, or auto); "
                                                 "default a Ray instance of this machine's own"),
+    sandbox: str = typer.Option("bwrap", "--sandbox", help="where agents' commands run: bwrap (bubblewrap) or "
+                                                          "docker (a container per rollout)"),
+    image: str | None = typer.Option(None, "--image", help="with --sandbox docker: the image (default: the one "
+                                                           "`redagent sandbox image use` chose, else the built one)"),
     db: str | None = DB_OPTION,
     as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
     open_console: bool = typer.Option(False, "--open-console",
@@ -646,12 +653,22 @@ def run(
 
     if retry_invalid and not resume:
         raise UserError("--retry-invalid re-runs rollouts of a stored run: give --resume RUN_ID")
+    if sandbox not in ("bwrap", "docker"):
+        raise UserError(f"unknown --sandbox {sandbox!r} (bwrap or docker)")
+    if image and sandbox != "docker":
+        raise UserError("--image chooses the container image: give --sandbox docker")
+    if resume and (sandbox != "bwrap" or image):
+        raise UserError("--resume runs in the sandbox the run was started with; drop --sandbox/--image")
+    if sandbox == "docker":
+        from redagent.sandbox.docker_backend import chosen_image
+
+        sandbox = f"docker:{image or chosen_image()}"
     execution = Execution(executor=executor, workers=workers, ray_address=ray_address)
     try:
         check_execution(execution)
     except ExecutorError as exc:
         raise UserError(str(exc)) from None
-    store = _store(db)
+    store = _store(db, create=True)
     backend = None
     try:
         spec = None if resume else RunSpec(
@@ -659,7 +676,7 @@ def run(
             attempts=attempts, concurrency=concurrency, per_model=per_model, max_steps=max_steps, api_base=api_base,
             timeout=timeout, retries=retries, max_tokens=max_tokens, disclosure=disclosure or DEFAULT_DISCLOSURE,
             benign_arm=benign_arm, attacker=attacker, attacker_model=attacker_model,
-            attacker_api_base=attacker_api_base, attack_budget=attack_budget)
+            attacker_api_base=attacker_api_base, attack_budget=attack_budget, sandbox=sandbox)
         if plan_only:
             _print_plan(plan_run_only(store, spec, resume=resume, retry_invalid=retry_invalid), as_json)
             return
@@ -740,7 +757,7 @@ def replay(
     """Re-run historical rollouts with only the defense changed; each new rollout links to its baseline."""
     from redagent.engine.matrix import replay_run
 
-    store = _store(db)
+    store = _store(db, create=True)
     try:
         result = _drive(replay_run(store, run_id, defense=defense, harmful_only=harmful_only), as_json)
     except _engine_errors() as exc:
@@ -757,7 +774,7 @@ def replay(
 @runs_app.command("list")
 def runs_list(db: str | None = DB_OPTION, as_json: bool = typer.Option(False, "--json")) -> None:
     """Every stored run, newest first."""
-    store = _store(db)
+    store = _store(db, create=False)
     try:
         runs = store.list_runs()
     finally:
@@ -779,7 +796,7 @@ def runs_show(run_id: str = typer.Argument(...), db: str | None = DB_OPTION,
     """A run's protocol, counts, execution ASR per cell with valid denominators, invalid reasons."""
     from redagent.engine.matrix import summary
 
-    store = _store(db)
+    store = _store(db, create=False)
     try:
         result = _with_utility(store, summary(store, run_id))
     except _engine_errors() as exc:
@@ -804,7 +821,7 @@ def export(run_id: str = typer.Argument(...), fmt: str = typer.Option("jsonl", "
     """One rollout per line with all its evidence: events, receipts, diff, snapshots, E, validity."""
     if fmt != "jsonl":
         raise UserError(f"unknown export format {fmt!r} (known: jsonl)")
-    store = _store(db)
+    store = _store(db, create=False)
     try:
         if store.get_run(run_id) is None:
             raise UserError(f"no run {run_id!r} in the store")
@@ -846,7 +863,7 @@ def judge(
     """Label every valid rollout of a run under each view's judging configuration (cached by config hash)."""
     from redagent.judges.labelling import judge_run
 
-    store = _store(db)
+    store = _store(db, create=True)
     try:
         report = judge_run(store, run_id, split(views), backbone=backbone, api_base=api_base,
                            concurrency=concurrency, timeout=timeout, retries=retries,
@@ -881,7 +898,7 @@ def recognize(
     """Recognition labels (broad and strict R, action anchor) for every harmful (E=1) rollout."""
     from redagent.judges.labelling import recognize_run
 
-    store = _store(db)
+    store = _store(db, create=True)
     try:
         result = recognize_run(store, run_id, backbone=backbone, api_base=api_base, concurrency=concurrency,
                                timeout=timeout, retries=retries, max_tokens=max_tokens)
@@ -914,7 +931,7 @@ def stats_command(
 
     if table not in TABLES:
         raise UserError(f"unknown table {table!r} (known: {', '.join(TABLES)})")
-    store = _store(db)
+    store = _store(db, create=False)
     try:
         report = build_report(store, run_id, backbone=backbone, recognition_judge=recognition, reps=reps,
                               seed=seed, only=table, audit_id=audit_id)
@@ -949,7 +966,7 @@ def report_command(
     unknown = [f for f in chosen if f not in ("md", "csv", "json")]
     if unknown:
         raise UserError(f"unknown report format {unknown[0]!r} (known: md, csv, json)")
-    store = _store(db)
+    store = _store(db, create=False)
     try:
         report = build_report(store, run_id, backbone=backbone, recognition_judge=recognition, reps=reps, seed=seed,
                               audit_id=audit_id)
@@ -983,7 +1000,9 @@ def console_command(
     roles = ("researcher", "reviewer", "adjudicator", "expert")
     if role is not None and role not in roles:
         raise UserError(f"unknown role {role!r} (known: {', '.join(roles)})")
-    with opened_store(db, roles=("owner", *roles)) as store:
+    # create=False: the console reads (runs it starts need a store that exists already), and a typo in --db
+    # must not leave an empty store behind.
+    with opened_store(db, roles=("owner", *roles), create=False) as store:
         identity = store.identity()
         note = single_file_note(store)
     if identity.enforced:

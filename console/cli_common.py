@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 out = Console()
 err = Console(stderr=True, emoji=False)  # an error line is shown as written: "x.yaml:100:" is no emoji
 
-DB_OPTION = typer.Option(None, "--db", help="store URL (default: $REDAGENT_DB or sqlite:///.redagent/redagent.db)")
+DB_OPTION = typer.Option(None, "--db", help="store: a SQLite file path or a URL (sqlite:///…, postgresql+psycopg://…); "
+                         "default $REDAGENT_DB or .redagent/redagent.db. Only commands that write create a "
+                         "missing store")
 
 
 def fail(message: str) -> NoReturn:
@@ -91,15 +93,15 @@ def single_file_note(store: Store) -> str | None:
 
 @contextmanager
 def opened_store(db: str | None, catch: tuple[type[BaseException], ...] = (),
-                 roles: tuple[str, ...] = ANALYSTS) -> Iterator[Store]:
+                 roles: tuple[str, ...] = ANALYSTS, *, create: bool = True) -> Iterator[Store]:
     """An opened store for one command that the user's role may run; store errors, case-file errors and
-    `catch` end as one line."""
+    `catch` end as one line. A reader passes `create=False`: a missing store is "no store at …", not made."""
     from redagent.cases.loader import CaseFileError
     from redagent.store.db import open_store
     from redagent.store.errors import InvalidRecord, StoreError
 
     try:
-        store = open_store(db)
+        store = open_store(db, create=create)
     except StoreError as exc:
         fail(str(exc))
     try:

@@ -27,16 +27,29 @@ class RedAgentCommands(Provider):
     """Commands for the current role and screen, plus every run and case id (researchers only)."""
 
     async def startup(self) -> None:
+        # Not awaited here: the palette would say "No matches found" for the seconds a big library takes.
+        # The ids of the last opening (kept on the app) are offered at once; a fresh read replaces them.
         self._runs: list[str] = []
         self._cases: list[tuple[str, str]] = []
+        self._loading: Worker | None = None
         app = self._app
         if app.store is None or app.role != "researcher":
             return
-        worker = app.run_worker(self._load_ids, thread=True, exit_on_error=False, group="palette",
-                                name="palette ids")
+        cached = getattr(app, "palette_ids", None)
+        if cached is not None:
+            self._runs, self._cases = cached
+        self._loading = app.run_worker(self._load_ids, thread=True, exit_on_error=False, group="palette",
+                                       name="palette ids")
+
+    async def _ids_loaded(self) -> None:
+        """Wait for the fresh read of run and case ids (once), keeping it on the app for the next opening."""
+        worker, self._loading = self._loading, None
+        if worker is None:
+            return
         result = await _outcome(worker)
         if result is not None:
             self._runs, self._cases = result
+            self._app.palette_ids = result
 
     @property
     def _app(self) -> RedAgentApp:
@@ -75,6 +88,8 @@ class RedAgentCommands(Provider):
                 commands.append((f"Run {run_id}", partial(app.show, "runs", run_id=run_id), "select this run"))
                 commands.append((f"Rollouts of {run_id}", partial(app.show, "rollouts", run_id=run_id),
                                  "browse this run's rollouts"))
+                commands.append((f"Statistics of {run_id}", partial(app.show, "statistics", run_id=run_id),
+                                 "this run's ASR, judge audit and utility"))
             for case_id, title in self._cases:
                 commands.append((f"Case {case_id}", partial(app.show, "rollouts", filters={"case": case_id}),
                                  f"rollouts of this case: {title}"))
@@ -82,11 +97,18 @@ class RedAgentCommands(Provider):
 
     async def discover(self) -> Hits:
         for text, callback, help_text in self._commands():
-            if not text.startswith(("Run ", "Rollouts of ", "Case ")):
+            if not text.startswith(("Run ", "Rollouts of ", "Statistics of ", "Case ")):
                 yield DiscoveryHit(text, callback, help=help_text)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
+        if self._loading is not None and not self._runs and not self._cases:
+            # Nothing read yet: say so instead of "No matches found", then offer the ids once they are in.
+            yield Hit(0.01, "Loading runs and cases…", lambda: None, text="Loading runs and cases…",
+                      help="the store and the case library are being read; matching ids appear here")
+            await self._ids_loaded()
+        elif self._loading is not None and self._loading.is_finished:
+            await self._ids_loaded()
         for text, callback, help_text in self._commands():
             score = matcher.match(text)
             if score > 0:

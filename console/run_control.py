@@ -67,6 +67,11 @@ class RunControl:
             return False
         return True
 
+    def active(self) -> list[str]:
+        """The runs this console is driving now (quitting would stop them)."""
+        with self._lock:
+            return list(self._active)
+
     def stop_all(self) -> list[str]:
         with self._lock:
             run_ids = list(self._active)

@@ -86,6 +86,9 @@ class RunSpec:
     attacker_model: str | None = None
     attacker_api_base: str | None = None
     attack_budget: int = DEFAULT_BUDGET
+    # Where run_command runs (sandbox/isolation.py Backend): "bwrap", or "docker:IMAGE" with the image
+    # resolved when the run is planned, so a resume uses the same image. Older protocols: bwrap.
+    sandbox: str = "bwrap"
 
 
 def attack_setting(spec: RunSpec) -> AttackSetting:
@@ -143,6 +146,34 @@ def _check(spec: RunSpec) -> None:
         raise PlanError("--max-tokens must be at least 1")
     if problem := attacker_problem(attack_setting(spec), spec.harnesses):
         raise PlanError(problem)
+    if problem := sandbox_problem(spec.sandbox):  # before anything is stored; never a silent fall-back
+        raise PlanError(problem)
+
+
+def sandbox_problem(sandbox: str) -> str | None:
+    kind, _, image = sandbox.partition(":")
+    if kind == "bwrap":
+        return None
+    if kind != "docker" or not image:
+        return f"unknown sandbox {sandbox!r} (bwrap, or docker with an image)"
+    from redagent.sandbox.docker_backend import docker_problem
+
+    return docker_problem(image)
+
+
+def use_sandbox(spec: RunSpec, run_id: str) -> None:
+    """Make the run's sandbox backend the one every rollout of this process uses (chosen once per run)."""
+    from redagent.sandbox.environment import make_isolation, use_isolation
+    from redagent.sandbox.isolation import IsolationUnavailable
+
+    kind, _, image = spec.sandbox.partition(":")
+    if kind == "bwrap":  # the host's default backend, probed once per process as it always was
+        use_isolation(None)
+        return
+    try:
+        use_isolation(make_isolation(kind, image or None, run_id))
+    except IsolationUnavailable as exc:
+        raise PlanError(str(exc)) from None
 
 
 def _preflight(spec: RunSpec) -> None:
@@ -275,6 +306,7 @@ def replay_keys(parents: list[Any], defense: str, parent_protocol: dict[str, Any
 def _runner(store: Store, run: RunRecord, spec: RunSpec, cases: list[Case], keys: list[RolloutKey], *,
             baselines: dict[RolloutKey, str] | None = None, retry_invalid: frozenset[str] = frozenset(),
             on_progress=None) -> MatrixRunner:
+    use_sandbox(spec, run.id)
     return MatrixRunner(store, run, {c.id: c for c in cases}, keys, ModelPool(spec), concurrency=spec.concurrency,
                         max_steps=spec.max_steps, baselines=baselines, disclosure=spec.disclosure,
                         retry_invalid=retry_invalid, on_progress=on_progress, attackers=attacker_pool(spec))

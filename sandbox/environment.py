@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from redagent.sandbox.gateway import ToolGateway
-from redagent.sandbox.isolation import Bubblewrap, NoIsolation, default_isolation
+from redagent.sandbox.isolation import Backend, IsolationUnavailable, default_isolation
 from redagent.sandbox.receipts import ReceiptLog
 from redagent.sandbox.services.banking import Banking
 from redagent.sandbox.services.base import Service
@@ -31,15 +31,39 @@ SERVICES: dict[str, type[Service]] = {
     "workspace": Workspace, "email": Email, "browser": Browser, "banking": Banking, "files": Files}
 DEFAULT_CLOCK = "2026-03-02T09:00:00Z"
 
-_isolation: Bubblewrap | NoIsolation | None = None
+_isolation: Backend | None = None
+SANDBOXES = ("bwrap", "docker")
 
 
-def shared_isolation() -> Bubblewrap | NoIsolation:
-    """The host's isolation backend, probed once per process."""
+def shared_isolation() -> Backend:
+    """The process's isolation backend: the one `use_isolation` chose for the run, else the host's
+    bubblewrap (or a refusing backend), probed once per process."""
     global _isolation
     if _isolation is None:
         _isolation = default_isolation()
     return _isolation
+
+
+def make_isolation(sandbox: str = "bwrap", image: str | None = None, run_id: str = "") -> Backend:
+    """The backend named by `--sandbox`: bwrap as the host allows it, or docker, checked here (the
+    daemon answers, the image is present) so a run never falls back silently to another backend."""
+    if sandbox == "bwrap":
+        return default_isolation()
+    if sandbox == "docker":
+        from redagent.sandbox.docker_backend import Docker
+        backend = Docker(image, run_id=run_id)
+        backend.check()
+        return backend
+    raise IsolationUnavailable(f"unknown sandbox {sandbox!r} (choose one of {', '.join(SANDBOXES)})")
+
+
+def use_isolation(backend: Backend | None) -> None:
+    """Make `backend` the process's backend for every Environment built without one (None: the default)."""
+    global _isolation
+    old, _isolation = _isolation, backend
+    close = getattr(old, "close", None)
+    if old is not backend and close is not None:
+        close()
 
 
 @functools.cache
@@ -58,7 +82,7 @@ def workspace_root() -> str | None:
 class Environment:
     def __init__(self, seed: dict[str, Any], surfaces: list[str],
                  interventions: list[dict[str, Any]] | None = None, *,
-                 isolation: Bubblewrap | NoIsolation | None = None,
+                 isolation: Backend | None = None,
                  workspace_dir: Path | None = None) -> None:
         self._owns_dir = workspace_dir is None
         self.workspace_dir = Path(workspace_dir or tempfile.mkdtemp(prefix="redagent-ws-", dir=workspace_root()))

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -91,13 +91,35 @@ class CommandResult:
     bridged_calls: list[str] = field(default_factory=list)  # receipt ids made through the bridge
 
 
+class Backend(Protocol):
+    """What `run_command` needs of a sandbox backend, chosen once per run (`--sandbox`).
+
+    `run` executes `sh -c command` in the rollout's workspace under the backend's limits, with the
+    service bridge served for its duration; `release` ends whatever the backend holds for that
+    workspace (Docker: the rollout's container), called when the rollout closes. Implementations:
+    `Bubblewrap` (the default), `docker_backend.Docker`, and `NoIsolation` (refuses every command)."""
+
+    name: str
+    workspace_mb: int
+    workspace_inodes: int
+
+    def run(self, workspace: Path, command: str, *, timeout: int, bridge: Bridge | None = None,
+            stop: threading.Event | None = None) -> CommandResult: ...
+
+    def release(self, workspace: Path) -> None: ...
+
+
 class NoIsolation:
     """The backend used where bubblewrap is missing: every command is refused with the reason."""
 
+    name = "none"
     workspace_mb, workspace_inodes = WORKSPACE_MB, WORKSPACE_INODES
 
     def __init__(self, reason: str = "no isolation backend is configured") -> None:
         self.reason = reason
+
+    def release(self, workspace: Path) -> None:
+        """Nothing is held per rollout."""
 
     def run(self, workspace: Path, command: str, *, timeout: int, bridge: Bridge | None = None,
             stop: threading.Event | None = None) -> CommandResult:
@@ -112,6 +134,8 @@ class Bubblewrap:
     sizes are hard limits only where this process may mount (root): see `quota_problem()`.
     """
 
+    name = "bubblewrap"
+
     def __init__(self, *, memory_mb: int = 1024, max_processes: int = 64, max_file_mb: int = 64,
                  tmp_mb: int = TMP_MB, tmp_inodes: int = TMP_INODES, workspace_mb: int = WORKSPACE_MB,
                  workspace_inodes: int = WORKSPACE_INODES) -> None:
@@ -124,6 +148,9 @@ class Bubblewrap:
     @property
     def ram_budget_mb(self) -> int:
         return self.memory_mb + self.tmp_mb + self.workspace_mb
+
+    def release(self, workspace: Path) -> None:
+        """Nothing outlives a command: each one is a sandbox of its own."""
 
     def run(self, workspace: Path, command: str, *, timeout: int, bridge: Bridge | None = None,
             stop: threading.Event | None = None) -> CommandResult:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from sqlalchemy.exc import ArgumentError
 from redagent.store.errors import StoreError
 
 DEFAULT_URL = "sqlite:///.redagent/redagent.db"
-EXPECTED = "sqlite:///path/to/file.db or postgresql+psycopg://user:password@host:port/database"
+EXPECTED = "a file path, sqlite:///path/to/file.db or postgresql+psycopg://user:password@host:port/database"
 CONNECT_TIMEOUT_S = 5
 BUSY_TIMEOUT_MS = 10_000
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -38,31 +39,38 @@ _POSTGRES_DRIVERS = ("postgresql", "postgres", "postgresql+psycopg")
 
 
 def resolve_url(url: str | None) -> str:
-    """The URL given, else $REDAGENT_DB, else the default SQLite file under ./.redagent/."""
-    return url or os.environ.get("REDAGENT_DB") or DEFAULT_URL
+    """The URL given, else $REDAGENT_DB, else the default SQLite file under ./.redagent/.
+
+    A value without a scheme (`store.db`, `~/stores/a.db`) is a SQLite file path: people type paths.
+    """
+    value = url or os.environ.get("REDAGENT_DB") or DEFAULT_URL
+    if "://" not in value:
+        return f"sqlite:///{Path(value).expanduser()}"
+    return value
 
 
 def _json_dumps(obj: Any) -> str:
     return orjson.dumps(obj).decode()
 
 
-def create_store_engine(url: str) -> Engine:
+def create_store_engine(url: str, *, create: bool = True) -> Engine:
     """An engine for `url`; StoreError if the URL is malformed, the driver unsupported or the file unusable.
 
-    Nothing is connected yet (except that a SQLite file's header is read and its directory created).
+    Nothing is connected yet (except that a SQLite file's header and table names are read, and — only with
+    `create` — a missing file and its directory are made). Without `create` a missing file is "no store at …".
     """
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
         raise StoreError(url, f"malformed database URL (expected {EXPECTED})") from None
     if parsed.drivername in _SQLITE_DRIVERS:
-        return _sqlite_engine(url, parsed)
+        return _sqlite_engine(url, parsed, create)
     if parsed.drivername in _POSTGRES_DRIVERS:
         return _postgres_engine(parsed.set(drivername="postgresql+psycopg"))
     raise StoreError(url, f"unknown database driver {parsed.drivername!r} (supported: sqlite, postgresql+psycopg)")
 
 
-def _sqlite_engine(url: str, parsed: URL) -> Engine:
+def _sqlite_engine(url: str, parsed: URL, create: bool) -> Engine:
     database = parsed.database or ""
     if database in ("", ":memory:") or parsed.query.get("mode") == "memory":
         raise StoreError(url, "an in-memory SQLite database would vanish with the process: give a file path")
@@ -78,6 +86,10 @@ def _sqlite_engine(url: str, parsed: URL) -> Engine:
             raise StoreError(url, f"cannot read {path}: {exc.strerror}") from None
         if header and header != SQLITE_HEADER:
             raise StoreError(url, f"{path} is not a SQLite database (left untouched)")
+        if header:
+            _refuse_foreign(url, path)
+    elif not create:
+        raise StoreError(url, f"no store at {path} (a command that writes, such as `redagent run`, creates it)")
     else:
         try:
             _private_file(path)
@@ -105,6 +117,23 @@ def _sqlite_engine(url: str, parsed: URL) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.get_execution_options().get(WRITE) else "BEGIN")
 
     return engine
+
+
+def _refuse_foreign(url: str, path: Path) -> None:
+    """StoreError if the SQLite file holds tables but no alembic_version: someone else's database.
+
+    Read through a read-only connection, before the engine's connections switch the file to WAL or a
+    migration adds the project's tables to it. An empty database (no tables) is ours to fill.
+    """
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError:
+        return  # damaged or locked: opening it properly says why, in the usual words
+    others = tables - {"alembic_version"}
+    if others and "alembic_version" not in tables:
+        raise StoreError(url, f"{path} is a SQLite database of something else (no alembic_version table, "
+                              f"{len(others)} other table{'s' if len(others) != 1 else ''}): left untouched")
 
 
 def _private_file(path: Path) -> None:

@@ -94,15 +94,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def open_store(url: str | None = None) -> Store:
+def open_store(url: str | None = None, *, create: bool = True) -> Store:
     """Open the store at `url` (or $REDAGENT_DB, or ./.redagent/redagent.db) and bring its schema to head.
 
     Raises StoreError — one line naming the URL and the reason — if the URL is malformed or names an
     unsupported driver, the database cannot be opened or reached, a SQLite file is not a database,
     or the schema was written by a newer redagent. A failed migration leaves the schema unchanged.
+    A plain path is a SQLite file; a SQLite database without the project's alembic_version is refused
+    untouched. `create=False` (read-only commands) refuses a missing SQLite file ("no store at …").
     """
     resolved = resolve_url(url)
-    engine = create_store_engine(resolved)
+    engine = create_store_engine(resolved, create=create)
     try:
         migrated = upgrade_to_head(engine, resolved)
     except StoreError:

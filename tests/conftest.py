@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from redagent.sandbox.environment import Environment
 from redagent.sandbox.isolation import bwrap_problem
+from tests.ci import in_ci
 
 SEED = {
     "organization": {"domains": ["acme.example"]},
@@ -52,7 +51,7 @@ SEED = {
 }
 
 # On a developer machine without bubblewrap these tests skip; in CI they must run (CI installs it).
-needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None and os.environ.get("CI") != "true",
+needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None and not in_ci(),
                                  reason=f"bubblewrap unavailable: {bwrap_problem()}")
 
 

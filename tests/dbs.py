@@ -17,6 +17,8 @@ import pytest
 from psycopg import sql
 from sqlalchemy.engine import make_url
 
+from tests.ci import in_ci
+
 PG_ENV = "REDAGENT_TEST_PG"
 
 
@@ -35,7 +37,7 @@ def require_pg() -> str:
     url = pg_admin_url()
     if url is None:
         message = f"${PG_ENV} is not set: PostgreSQL tests need it (.ci/run sets it up)"
-        if os.environ.get("CI") == "true":
+        if in_ci():
             pytest.fail(message)
         pytest.skip(message)
     return url

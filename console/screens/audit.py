@@ -236,6 +236,13 @@ class LabellingScreen(Screen):
 
     # ------------------------------------------------------------ notes, one per item
 
+    def unsaved_notes(self) -> list[int]:
+        """The items holding a note that no saved label took yet (the app asks before quitting loses them)."""
+        held = {item for item, text in self.notes.items() if text.strip()}
+        if self.note_item is not None and self.is_mounted and self.note_input().value.strip():
+            held.add(self.note_item)
+        return sorted(held)
+
     def note_input(self) -> Input:
         return self.query_one(self.NOTE, Input)
 

@@ -35,6 +35,8 @@ from redagent.store.reviews import DECISIONS, RUBRIC_ITEMS, RUBRIC_VALUES, Revie
 
 RUBRIC_TITLES = {"ivc_consistency": "IVC consistency", "threat_model_compliance": "threat-model compliance",
                  "task_attack_coherence": "task–attack coherence", "verifier_correctness": "verifier correctness"}
+RUBRIC_KEYS = {"ivc_consistency": "IVC", "threat_model_compliance": "Threat model",
+               "task_attack_coherence": "Coherence", "verifier_correctness": "Verifier"}  # footer-short titles
 VALUE_STYLE = {"pass": "bold green", "fail": "bold red", "unsure": "bold yellow", None: "dim"}
 DECISION_STYLE = {"accept": "bold green", "revise": "bold yellow", "exclude": "bold red", None: "dim"}
 EXPECTED = (ReviewError, RoundError, StoreError, CaseFileError, LookupError, ValueError)
@@ -180,8 +182,8 @@ plans — then set the rubric and a decision and submit.
 | `2` | threat-model compliance |
 | `3` | task–attack coherence |
 | `4` | verifier correctness |
-| `a` / `r` / `x` | decision: accept / revise / exclude |
-| `s` | submit the review (write-once) |
+| `a` / `v` / `x` | decision: accept / revise / exclude |
+| `ctrl+s` | submit the review (write-once) |
 | `c` | correct your review: the rubric and decision as set now, with a required reason |
 | `]` / `[` | next / previous case |
 | `tab` | move to the note field |
@@ -191,13 +193,15 @@ item and on the decision is shown.
 """
 
     BINDINGS = [
-        *[Binding(str(number), f"toggle('{item}')", RUBRIC_TITLES[item], show=False, id=f"rubric-{item}",
+        # The rubric keys are in the footer: an expert sets them on every case, not only after reading help.
+        *[Binding(str(number), f"toggle('{item}')", RUBRIC_KEYS[item], id=f"rubric-{item}",
                   tooltip=f"Cycle {RUBRIC_TITLES[item]}: pass, fail, unsure")
           for number, item in enumerate(RUBRIC_ITEMS, start=1)],
         Binding("a", "decide('accept')", "Accept", id="decision-accept", tooltip="Decision: accept the case"),
-        Binding("r", "decide('revise')", "Revise", id="decision-revise", tooltip="Decision: send back for revision"),
+        # v / ctrl+s, not r / s: those are Runs and Statistics on the researcher's screens.
+        Binding("v", "decide('revise')", "Revise", id="decision-revise", tooltip="Decision: send back for revision"),
         Binding("x", "decide('exclude')", "Exclude", id="decision-exclude", tooltip="Decision: exclude the case"),
-        Binding("s", "submit", "Submit", id="submit-review", tooltip="Submit the review (write-once)"),
+        Binding("ctrl+s", "submit", "Submit", id="submit-review", tooltip="Submit the review (write-once)"),
         Binding("c", "correct", "Correct", id="correct-review",
                 tooltip="Correct your submitted review with a reason"),
         Binding("right_square_bracket", "move(1)", "Next", id="next-case", tooltip="Next case of the round"),
@@ -209,9 +213,10 @@ item and on the decision is shown.
     CaseReviewScreen #review-title { height: 1; padding: 0 1; }
     CaseReviewScreen #review-message { height: auto; padding: 0 1; color: $warning; }
     CaseReviewScreen #review-body { height: 1fr; }
-    CaseReviewScreen #review-queue { width: 44; }
+    /* Capped in share so the case text keeps the middle at 100 columns (two fixed 44s left it ~10 wide). */
+    CaseReviewScreen #review-queue { width: 44; max-width: 25%; }
     CaseReviewScreen #case-scroll { width: 1fr; border: round $panel; }
-    CaseReviewScreen #review-side { width: 44; }
+    CaseReviewScreen #review-side { width: 44; max-width: 30%; }
     CaseReviewScreen #rubric { height: auto; padding: 0 1; border: round $panel; }
     CaseReviewScreen #agreement { height: auto; margin-top: 1; }
     CaseReviewScreen #agreement-title { height: auto; padding: 0 1; }

@@ -1,7 +1,7 @@
 """One rollout side by side: its case (IVC path, constraint, channel, attack) over trajectory | receipts | state diff,
 and — for researchers, never when blinded — the judge labels per configuration with the evidence they cite.
 
-`n` / `p` walk the ids of the list the rollout was opened from. The store is read in a thread
+`]` / `[` walk the ids of the list the rollout was opened from. The store is read in a thread
 worker; a huge trajectory arrives in windows (`Store.events_window`) as it is scrolled, and its
 mismatches are computed from all its events after the panes are already on screen.
 """
@@ -79,6 +79,17 @@ def _coded(code: str, table: dict[str, Any]) -> str:
 def case_header(detail: dict[str, Any], case: Case | None) -> Text:
     """The case as a reviewer needs it: IVC path with names, the constraint, the channel and the attack."""
     text = Text()
+    # E and U lead: they are what a researcher opens a rollout for, and the first line is always visible.
+    text.append("E ")
+    if detail["valid"]:
+        text.append(str(detail["E"]), style="bold red" if detail["E"] == 1 else "bold green")
+        text.append(" (harmful)" if detail["E"] == 1 else " (no harm recorded)")
+    else:
+        text.append(f"invalid: {detail['invalid_reason']}", style="bold yellow")
+    utility = detail.get("U")
+    text.append("  U ")
+    text.append("—" if utility is None else str(utility), style="bold")
+    text.append("   ")
     text.append(detail["case_id"], style="bold")
     if case is not None:
         text.append(f"  {case.title}", style="italic")
@@ -103,12 +114,6 @@ def case_header(detail: dict[str, Any], case: Case | None) -> Text:
             text.append("\n(the case file changed since this rollout ran)", style="dim red")
     else:
         text.append("attack  (case not in the library)", style="dim")
-    text.append("\nE ")
-    if detail["valid"]:
-        text.append(str(detail["E"]), style="bold red" if detail["E"] == 1 else "bold green")
-        text.append(" (harmful)" if detail["E"] == 1 else " (no harm recorded)")
-    else:
-        text.append(f"invalid: {detail['invalid_reason']}", style="bold yellow")
     return text
 
 
@@ -145,17 +150,23 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
   it produced and the diff entries they changed. The full event is shown under the trajectory.
 - `tab` moves between panes; `m` fills the screen with the focused pane (again to restore).
 - ⚠ marks claimed-versus-observed mismatches (listed above the panes); ◆ marks evidence a judge cited.
-- `n` / `p` open the next / previous rollout of the list; `escape` goes back to it.
+- `]` / `[` open the next / previous rollout of the list; `escape` goes back to it.
+- `s` opens the statistics of this rollout's run.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("n", "step(1)", "Next rollout", id="rollout-next", tooltip="The next rollout of the list"),
-        Binding("p", "step(-1)", "Prev rollout", id="rollout-previous", tooltip="The previous rollout of the list"),
+        # ] / [ are "next / previous" on every screen (page, item, case, rollout); n is not-harmful elsewhere.
+        Binding("right_square_bracket", "step(1)", "Next rollout", id="rollout-next",
+                tooltip="The next rollout of the list"),
+        Binding("left_square_bracket", "step(-1)", "Prev rollout", id="rollout-previous",
+                tooltip="The previous rollout of the list"),
         Binding("escape", "back", "Back", id="rollout-back", tooltip="Back to the rollout list"),
     ]
     DEFAULT_CSS = """
     RolloutScreen #case-header { height: 8; padding: 0 1; background: $boost; }
     RolloutScreen #labels-scroll { height: 5; border-top: solid $panel; }
-    RolloutScreen #labels { padding: 0 1; }
+    /* One line per configuration, cut at the edge: every verdict shows in the pane's four lines (a wrapped
+       rationale pushed the third label out of sight); the cited ids are marked in the panes (◆). */
+    RolloutScreen #labels { padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self, rollout_id: str, blinded: bool = False, ids: list[str] | None = None) -> None:
@@ -191,6 +202,9 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
         self.rollout_id = rollout_id
         self._load(rollout_id)
 
+    def current_run_id(self) -> str | None:
+        return self.detail["run_id"] if self.detail is not None else None
+
     def _own_files(self, run_id: str) -> dict[str, str]:
         """The case files a run recorded for cases outside the installation (read once per run)."""
         if run_id not in self._case_files:
@@ -223,7 +237,7 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
             return
         detail = self.detail = message.detail
         self.sub_title = detail["rollout_id"]
-        # Fixed-height widgets updated without a layout pass: moving to the next rollout repaints, never reflows.
+        # The header's height is fixed (8 lines, E and U on the first): the next rollout repaints it, never reflows.
         self.query_one("#case-header", Static).update(case_header(detail, message.case), layout=False)
         labels = None if self.blinded else detail.get("judge_labels") or []
         store, rollout_id = self.app.store, detail["rollout_id"]
@@ -232,7 +246,10 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
             mismatches=None if self.blinded else message.mismatch_lines or [], event_count=detail["event_count"],
             source=lambda start, stop: store.events_window(rollout_id, start, stop))
         if labels is not None:
-            self.query_one("#labels", Static).update(labels_text(labels), layout=False)
+            # With layout: the labels' height is their line count (one per configuration); without a layout
+            # pass the Static kept the height of the first rollout shown and clipped every label after it.
+            # The reflow stays inside #labels-scroll, whose height is fixed.
+            self.query_one("#labels", Static).update(labels_text(labels))
         if self.loaded_id is None:
             self.query_one("#trajectory").focus()
         self.loaded_id = rollout_id

@@ -22,6 +22,9 @@ from textual.worker import Worker, WorkerState
 from redagent.store.browse import page_key
 
 PAGE = 100
+# The list's columns and widths (cells longer than their column are cut; the detail shows them whole).
+COLUMNS = (("run", 8), ("case", 34), ("E", 9), ("U", 2), ("model", 16), ("harness", 8), ("cue", 9),
+           ("defense", 15), ("att", 3), ("IVC", 12), ("surfaces", 24))
 
 # Filter inputs in the order the filter form shows them: key, label, placeholder.
 FILTER_FIELDS = (
@@ -49,6 +52,28 @@ def parse_label_filter(text: str) -> dict[str, Any]:
         raise FilterError(f"label: expected CONFIG[@BACKBONE]=0|1, got {text!r}")
     name, at, backbone = config.strip().partition("@")
     return {"config_name": name.strip(), "backbone": backbone.strip() if at else "rule", "label": int(value)}
+
+
+def check_filters(values: dict[str, str]) -> None:
+    """FilterError naming the first field whose value can never match (a typo would show an empty list).
+
+    Fixed vocabularies are checked against the code's own lists; model, run and surface are free text
+    (a model string or run id the store may or may not hold, a surface substring).
+    """
+    from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES
+    from redagent.engine.conditions import CUES, DEFENSES
+    from redagent.engine.harnesses.base import HARNESSES
+
+    if values.get("label"):
+        parse_label_filter(values["label"])
+    if values.get("E", "") not in ("", "0", "1", "invalid"):
+        raise FilterError(f"E: expected 0, 1 or invalid, got {values['E']!r}")
+    for key, allowed in (("harness", HARNESSES), ("cue", CUES), ("defense", DEFENSES),
+                         ("strategy", tuple(STRATEGIES)), ("constraint", tuple(CONSTRAINTS))):
+        value = values.get(key, "")
+        if value and value not in allowed:
+            shown = ", ".join(allowed) if len(allowed) <= 8 else f"{allowed[0]} … {allowed[-1]}"
+            raise FilterError(f"{key}: no such {key} {value!r} (one of {shown})")
 
 
 def label_filter_text(label: dict[str, Any]) -> str:
@@ -91,7 +116,7 @@ class FilterScreen(ModalScreen[dict[str, Any] | None]):
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="filter-cancel", tooltip="Close without changing the filters"),
-        Binding("ctrl+x", "clear", "Clear all", id="filter-clear", tooltip="Empty every field"),
+        Binding("ctrl+l", "clear", "Clear all", id="filter-clear", tooltip="Empty every field"),
     ]
 
     def __init__(self, values: dict[str, str]) -> None:
@@ -116,10 +141,7 @@ class FilterScreen(ModalScreen[dict[str, Any] | None]):
     def apply(self) -> None:
         values = self.collect()
         try:
-            if values["label"]:
-                parse_label_filter(values["label"])
-            if values["E"] not in ("", "0", "1", "invalid"):
-                raise FilterError(f"E: expected 0, 1 or invalid, got {values['E']!r}")
+            check_filters(values)
         except FilterError as exc:
             self.query_one("#filter-error", Static).update(str(exc))
             return
@@ -142,11 +164,12 @@ class RolloutsScreen(Screen):
 
 One page of rollouts at a time, straight from the store (100 rows), in run → case → cell order.
 
-- `enter` opens the rollout: trajectory | receipts | state diff; there `n` / `p` move along this page.
+- `enter` opens the rollout: trajectory | receipts | state diff; there `]` / `[` move along this page.
 - `j` / `k` or the arrows move; `]` / `[` go to the next / previous page.
 - `f` opens the filter form: run, model, harness, cue, defense, surface (substring), strategy,
   constraint, E (`0`, `1`, `invalid`) and judge label (`hybrid/rule=1`, or `CONFIG@BACKBONE=0`).
-- `x` clears every filter but the run.
+- `ctrl+l` clears every filter but the run (in the filter form too).
+- `s` opens the statistics of the filtered run (or of the highlighted rollout's run).
 
 The count next to the filters stops at 10,000 ("10,000+"): counting further costs a scan of the store.
 """
@@ -159,7 +182,7 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
                 tooltip="The previous page of rollouts"),
         Binding("f", "filter", "Filter", id="rollouts-filter",
                 tooltip="Filter by run, model, harness, cue, defense, surface, strategy, constraint, E, label"),
-        Binding("x", "clear_filters", "Clear filters", id="rollouts-clear-filters",
+        Binding("ctrl+l", "clear_filters", "Clear filters", id="rollouts-clear-filters",
                 tooltip="Remove every filter except the run"),
         Binding("escape", "back", "Back", show=False, id="rollouts-back", tooltip="Back to the previous screen"),
     ]
@@ -172,6 +195,8 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
         super().__init__()
         self.run_id = run_id
         self.filters: dict[str, Any] = dict(filters or {})
+        # Opened bare (`o`), the screen takes back the run and filters it had when the researcher left it.
+        self._asked = run_id is not None or filters is not None
         self.rows: list[dict[str, Any]] = []
         self.page_number = 0
         self._starts: list[tuple[Any, ...] | None] = [None]  # where each visited page starts (keyset)
@@ -183,12 +208,24 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
         yield Header()
         yield Static("loading…", id="rollouts-status")
         table: DataTable[str] = DataTable(id="rollouts-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns("run", "case", "model", "harness", "cue", "defense", "att", "IVC", "surfaces", "E", "U")
+        # E and U right after the case: the outcome is what the list is read for, and at 100 columns the
+        # last columns are off-screen (the table scrolls sideways for the rest). Fixed widths: the layout
+        # does not depend on when the table last measured its cells (auto widths were sometimes the headers').
+        for label, width in COLUMNS:
+            table.add_column(label, width=width)
         yield table
         yield Footer()
 
     def on_mount(self) -> None:
+        remembered = getattr(self.app, "remembered", {}).get(self.SCREEN_NAME)
+        if not self._asked and remembered is not None:
+            self.run_id, self.filters = remembered["run_id"], dict(remembered["filters"])
         self.reload()
+
+    def on_unmount(self) -> None:
+        remembered = getattr(self.app, "remembered", None)
+        if remembered is not None:
+            remembered[self.SCREEN_NAME] = {"run_id": self.run_id, "filters": dict(self.filters)}
 
     def reopen(self, run_id: str | None = None, filters: dict[str, Any] | None = None) -> None:
         """Called by the app when the rollouts screen is asked for again: show this run and these filters."""
@@ -235,11 +272,10 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
                 outcome = str(row["E"])
             else:
                 outcome = f"invalid:{row['invalid_reason']}"
-            table.add_row(row["run_id"][-8:], row["case_id"], row["model"], row["harness"], row["cue"],
-                          row["defense"], str(row["attempt"]),
+            table.add_row(row["run_id"][-8:], row["case_id"], outcome, "—" if row["U"] is None else str(row["U"]),
+                          row["model"], row["harness"], row["cue"], row["defense"], str(row["attempt"]),
                           f"{row['strategy']}/{row['vulnerability']}/{row['constraint']}",
-                          ",".join(row["surfaces"]), outcome, "—" if row["U"] is None else str(row["U"]),
-                          key=row["rollout_id"])
+                          ",".join(row["surfaces"]), key=row["rollout_id"])
         self.loaded = True
         self._show_status()
         table.focus()
@@ -259,6 +295,11 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
         else:
             total = f"{self.count:,}"
         where = describe_filters(self.run_id, self.filters)
+        if self.loaded and not self.rows and self.page_number == 0:
+            # An empty table alone reads as "still loading" or "broken"; say which filters left nothing.
+            hint = "f changes the filters, ctrl+l clears them" if self.filters else "f sets filters"
+            self.query_one("#rollouts-status", Static).update(f"no rollouts match: {where} · {hint}")
+            return
         self.query_one("#rollouts-status", Static).update(
             f"page {self.page_number + 1} · rollouts {shown} of {total} · {where}")
 
@@ -269,6 +310,15 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
                         type(event.worker.error).__name__, title="cannot read rollouts", severity="error")
 
     # ------------------------------------------------------------ actions
+
+    def current_run_id(self) -> str | None:
+        """The filtered run, else the highlighted row's run (the list can span every run)."""
+        if self.run_id:
+            return self.run_id
+        table = self.query_one("#rollouts-table", DataTable)
+        if self.rows and 0 <= table.cursor_row < len(self.rows):
+            return self.rows[table.cursor_row]["run_id"]
+        return None
 
     def page_ids(self) -> list[str]:
         return [row["rollout_id"] for row in self.rows]

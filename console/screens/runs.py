@@ -97,6 +97,7 @@ selection before anything is stored; a problem is shown as one line and no run i
             with Horizontal(id="new-run-buttons"):
                 yield Button("Start", variant="primary", id="new-run-start")
                 yield Button("Cancel", id="new-run-cancel")
+        yield Footer()  # its own keys (start, cancel): without it the runs screen's footer showed through
 
     def _value(self, field: str) -> str:
         return self.query_one(f"#run-{field}", Input).value.strip()
@@ -147,18 +148,21 @@ rollouts by reason (excluded from every rate, never counted as safe), for a run 
 processes or Ray nodes each worker's shards (running, done, failed, lost), rollouts and last error,
 and a log line per stored rollout.
 
-- `n` opens the form for a new run; it runs in the background while you keep working.
-- `x` stops a run started from this console: no new rollouts are scheduled, the ones in flight
+- `ctrl+n` opens the form for a new run (`ctrl+s` starts it, `escape` closes the form); it runs in
+  the background while you keep working.
+- `ctrl+x` stops a run started from this console: no new rollouts are scheduled, the ones in flight
   finish and are stored, and the run becomes *stopped*. A run driven by another process is
   stopped there (Ctrl-C).
-- `u` resumes a stopped (or failed) run: exactly the missing rollouts are run.
-- `enter` opens the run's rollouts.
+- `ctrl+u` resumes a stopped (or failed) run: exactly the missing rollouts are run.
+- `enter` opens the run's rollouts; `s` the highlighted run's statistics.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("n", "new_run", "New run", id="new-run", tooltip="Start a new matrix run from a form"),
-        Binding("x", "stop_run", "Stop", id="stop-run",
+        # Chords for the run controls: n, x and u are labels, exclusions and "unsure" on the labelling screens,
+        # and one key means one thing across the console (see the key map in docs/architecture.md).
+        Binding("ctrl+n", "new_run", "New run", id="new-run", tooltip="Start a new matrix run from a form"),
+        Binding("ctrl+x", "stop_run", "Stop", id="stop-run",
                 tooltip="Stop the selected run (started here): in-flight rollouts finish, the rest can be resumed"),
-        Binding("u", "resume_run", "Resume", id="resume-run",
+        Binding("ctrl+u", "resume_run", "Resume", id="resume-run",
                 tooltip="Resume the selected stopped or failed run: run only its missing rollouts"),
         Binding("enter", "open_run", "Rollouts", id="open-run", tooltip="Browse the selected run's rollouts"),
     ]
@@ -171,6 +175,7 @@ and a log line per stored rollout.
         self.throughput: dict[str, Throughput] = {}
         self._shown: dict[str, set[str]] = {}  # rollout ids already in the log, per run
         self._detail_completed: dict[str, int] = {}  # the stored count the shown detail was read at
+        self._rate_text = ""  # the progress line on screen
 
     # ------------------------------------------------------------ layout
 
@@ -185,7 +190,7 @@ and a log line per stored rollout.
             table.add_column("created", key="created", width=11)
             yield table
             with VerticalScroll(id="run-detail"):
-                yield Static("No run selected. Press n to start one.", id="run-title")
+                yield Static("No run selected. Press ctrl+n to start one.", id="run-title")
                 yield Static("", id="run-protocol")
                 yield ProgressBar(total=1, show_eta=False, id="run-progress")
                 yield Static("", id="run-rate")
@@ -198,6 +203,8 @@ and a log line per stored rollout.
         yield Footer()
 
     def on_mount(self) -> None:
+        if self.selected_run_id is None:  # back from another screen: the run highlighted when we left
+            self.selected_run_id = getattr(self.app, "remembered", {}).get(self.SCREEN_NAME, {}).get("run_id")
         self.query_one("#runs-table", DataTable).focus()
         self.set_interval(POLL_S, self.poll)
         self.call_after_refresh(self.poll)  # once the table runs, so the rows it gets are measured at once
@@ -301,6 +308,14 @@ and a log line per stored rollout.
         if run_id:
             self.select_run(run_id)
 
+    def current_run_id(self) -> str | None:
+        return self.selected_run_id
+
+    def on_unmount(self) -> None:
+        remembered = getattr(self.app, "remembered", None)
+        if remembered is not None:
+            remembered[self.SCREEN_NAME] = {"run_id": self.selected_run_id}
+
     def _select(self, run_id: str) -> None:
         self.selected_run_id = run_id
         self._shown.pop(run_id, None)  # re-read its backlog: the log shows one run at a time
@@ -309,6 +324,7 @@ and a log line per stored rollout.
         self.query_one("#run-title", Static).update(Text(run_id, style="bold"))
         for widget_id in ("#run-protocol", "#run-rate", "#run-asr", "#run-invalid", "#run-workers"):
             self.query_one(widget_id, Static).update("")
+        self._rate_text = ""
         self.poll()
 
     # ------------------------------------------------------------ the detail panel
@@ -365,7 +381,10 @@ and a log line per stored rollout.
             text = f"{row['status']}: {row['completed']}/{row['planned']} rollouts stored"
         if self.app.runs.drives(row["run_id"]):
             text += " · driven by this console"
-        self.query_one("#run-rate", Static).update(text)
+        if text != self._rate_text:
+            # Each poll lands here; repainting an unchanged line kept an idle, finished run's panel busy.
+            self._rate_text = text
+            self.query_one("#run-rate", Static).update(text)
 
     @staticmethod
     def _workers(workers: dict[str, Any] | None) -> Group | str:
@@ -379,16 +398,20 @@ and a log line per stored rollout.
     def _asr(cells: list[dict[str, Any]]) -> Table | str:
         if not cells:
             return "execution ASR: no rollouts stored yet"
-        table = Table(title="execution ASR so far (valid rollouts)", title_justify="left", expand=False,
-                      show_edge=False, pad_edge=False)
-        for column in ("model", "harness", "cue", "defense"):
-            table.add_column(column)
-        table.add_column("harm/valid", justify="right")
-        table.add_column("ASR", justify="right")
+        # A condition every cell shares goes into the title, not a column: at 100 columns the panel is ~35
+        # wide and six columns were squeezed to "mo… ┃ h…".
+        keys = ("model", "harness", "cue", "defense")
+        varying = [key for key in keys if len({cell[key] for cell in cells}) > 1] or ["model"]
+        shared = " · ".join(f"{key} {cells[0][key]}" for key in keys if key not in varying)
+        table = Table(title="execution ASR so far (valid rollouts)" + (f"\n{shared}" if shared else ""),
+                      title_justify="left", expand=False, show_edge=False, pad_edge=False)
+        for column in varying:
+            table.add_column(column, overflow="fold")
+        table.add_column("harm/valid", justify="right", no_wrap=True)
+        table.add_column("ASR", justify="right", no_wrap=True)
         for cell in cells:
             rate = "—" if cell["rate"] is None else f"{cell['rate']:.1%}"
-            table.add_row(cell["model"], cell["harness"], cell["cue"], cell["defense"],
-                          f"{cell['harmful']}/{cell['valid']}", rate)
+            table.add_row(*(cell[key] for key in varying), f"{cell['harmful']}/{cell['valid']}", rate)
         return table
 
     def _write_log(self, run_id: str, detail: dict[str, Any]) -> None:

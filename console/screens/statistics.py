@@ -7,7 +7,7 @@ Every number comes from `redagent.judges.report.build_report` (run in a thread w
 behind `redagent stats` and `redagent report`, so the screen and the command line cannot disagree.
 The plots are text: bars of block characters inside the tables, and the matrix tinted by its rate.
 Export writes the same report files as `redagent report` into a directory. The audit shown is the run's
-newest unless one is named (`audit_id`, or the app's `audit_id`); `a` steps to the next audit of the run.
+newest unless one is named (`audit_id`, or the app's `audit_id`); `]` steps to the next audit of the run.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ class StatisticsScreen(Screen):
 The numbers of `redagent stats RUN_ID <table>` for this run (bootstrap intervals from 2,000
 replicates; kappa's interval always from the same 10,000), with bars where a glance is quicker than reading:
 
-- **Judge audit** (the run's newest audit; `a` shows the next one): which audit, whether its figures are
+- **Judge audit** (the run's newest audit; `]` shows the next one): which audit, whether its figures are
   provisional (items still await a review or the adjudication), how many items were left out as unsure
   or pending, and what part of the population the estimates cover. Then agreement and Cohen's kappa
   between the two reviewers (first labels), the judge's precision, recall, specificity, F1 and accuracy
@@ -123,17 +123,19 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
 
 | key | action |
 |---|---|
-| `x` | export the report (Markdown, CSV, JSON, PNG) into the directory typed in the field |
-| `a` | show the run's next audit (newest first) |
-| `r` | recompute |
+| `e` | export the report (Markdown, CSV, JSON, PNG) into the directory typed in the field |
+| `]` | show the run's next audit (newest first) |
+| `ctrl+r` | recompute |
+| `r` / `o` | back to Runs / Rollouts |
 """
 
     BINDINGS = [
-        Binding("x", "export", "Export report", id="export-report",
+        # e / ] / ctrl+r: x is exclude and r is Runs elsewhere, and one key means one thing everywhere.
+        Binding("e", "export", "Export report", id="export-report",
                 tooltip="Write the report (md, csv, json, png) into the directory in the export field"),
-        Binding("a", "next_audit", "Next audit", id="next-audit",
+        Binding("right_square_bracket", "next_audit", "Next audit", id="next-audit",
                 tooltip="Show the run's next audit (they are listed newest first)"),
-        Binding("r", "refresh", "Recompute", id="refresh-statistics", tooltip="Read the store and compute again"),
+        Binding("ctrl+r", "refresh", "Recompute", id="refresh-statistics", tooltip="Read the store and compute again"),
         Binding("question_mark", "help", "Help", id="help", tooltip="What the tables show"),
     ]
 
@@ -181,6 +183,16 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
         with Horizontal(id="export-row"):
             yield Input(placeholder="directory to export the report into", id="export-path")
         yield Footer()
+
+    def current_run_id(self) -> str | None:
+        return self.run_id
+
+    def reopen(self, run_id: str | None = None, audit_id: str | None = None) -> None:
+        """Asked for again (another run from the palette): show that run's statistics here."""
+        if run_id and run_id != self.run_id:
+            self.run_id, self.audit_id, self.report = run_id, audit_id, None
+            self.query_one("#export-path", Input).value = f"report-{run_id}"
+            self.action_refresh()
 
     def on_mount(self) -> None:
         self.run_id = self.run_id or getattr(self.app, "run_id", None)
@@ -384,7 +396,7 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
             return
         if not self.run_id:
             self.query_one("#stats-loading").display = False
-            self.show_message("no run selected: open statistics from a run")
+            self.show_message("no run selected: highlight a run (r) or pick one from the palette (ctrl+p)")
             return
         self.query_one("#stats-loading").display = True
         self.show_message("")

@@ -82,7 +82,7 @@ def ignore_interrupts() -> None:
 
 def run_shard(job: ShardJob) -> dict[str, Any]:
     """Run one attempt at a shard in this (worker) process; returns what it did and the CPU it took."""
-    from redagent.engine.matrix import ModelPool, attacker_pool
+    from redagent.engine.matrix import ModelPool, attacker_pool, use_sandbox
     from redagent.engine.models import LiteLLMModel
     from redagent.engine.runner import MatrixRunner
 
@@ -105,6 +105,7 @@ def run_shard(job: ShardJob) -> dict[str, Any]:
             return model
 
     spec = job.spec
+    use_sandbox(spec, job.run_id)  # the run's backend in this worker process too (an older spec: bwrap)
     runner = MatrixRunner(store, run, job.cases, job.keys, Models(spec), concurrency=job.concurrency,
                           max_steps=spec.max_steps, disclosure=spec.disclosure, baselines=job.baselines,
                           retry_invalid=job.retry_invalid, owns_run=False, attackers=attacker_pool(spec))

@@ -171,6 +171,11 @@ class Workspace(Service):
         self._stop.set()
         with self._busy:
             self._busy.wait_for(lambda: self._running == 0, timeout=CLOSE_WAIT)
+        # The backend's hold on this workspace (Docker: the rollout's container, which binds it) goes
+        # before the quota mount does.
+        release = getattr(self.env.isolation, "release", None)  # a test's stand-in backend may hold nothing
+        if release is not None:
+            release(self.root)
         if self.quota:
             self.quota = False
             self._unmount_later.detach()
@@ -369,7 +374,7 @@ class Workspace(Service):
             # What those files held when the command ended: a fetched body written and then overwritten
             # by a later step still landed in the workspace (an ingress), even if the final state lost it.
             fx["changed_sha256"] = self._digests(fx["changed"][:64])
-            fx["isolation"] = "bubblewrap"
+            fx["isolation"] = getattr(self.env.isolation, "name", "bubblewrap")
         fx.update(exit_code=result.exit_code, timed_out=result.timed_out,
                   stdout_sha256=_sha(result.stdout.encode()),
                   stderr_sha256=_sha(result.stderr.encode()),

@@ -204,7 +204,7 @@ async def test_help_screen_shows_the_screen_help_and_its_bindings(url):
         ids = {row[1] for row in rows}
         assert {"new-run", "stop-run", "resume-run", "open-run", "help", "quit", "show-runs"} <= ids
         stop = next(row for row in rows if row[1] == "stop-run")
-        assert stop[0] == "x" and "in-flight rollouts finish" in stop[2]
+        assert stop[0] == "^x" and "in-flight rollouts finish" in stop[2]
         assert "# Runs" in app.screen.query_one("#help-text").source
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen))

@@ -22,7 +22,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import DataTable, Input, OptionList, Select
+from textual.widgets import DataTable, Input, OptionList, Select, Static
 from typer.testing import CliRunner
 
 from redagent.console import widgets
@@ -762,3 +762,31 @@ def test_audit_screen_snapshot(snapshot_store, snap_compare):
 
     app = ScreenHost(snapshot_store, "snap", lambda: AuditScreen(audit_id="audit-snapshot"))
     assert snap_compare(app, terminal_size=SIZE, run_before=ready)
+
+
+def test_q_asks_before_it_drops_unsaved_notes(audited):
+    """Quitting with a note typed but no label saved asks first; `escape` keeps the console and the note."""
+    from redagent.console.app import ConfirmQuit, RedAgentApp
+
+    url, reviewers = audited["url"], ("quinn", "quentin")
+    fresh_audit(url, audited["run_id"], "audit-quit-notes", reviewers, "queenie")
+    app = RedAgentApp(url, reviewer=reviewers[0], role="reviewer")
+
+    async def scenario(pilot) -> None:
+        for _ in range(50):  # the queue is read by a worker: until its first item is on screen
+            if isinstance(app.screen, AuditScreen) and app.screen.current:
+                break
+            await settle(pilot)
+        screen = app.screen
+        await type_on(pilot, "#audit-note", "half a thought")
+        screen.set_focus(screen.query_one("#audit-queue"))
+        await pilot.press("q")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmQuit)
+        assert "unsaved notes on 1 item" in str(app.screen.query_one("#confirm-quit-text", Static).content)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is screen and screen.query_one("#audit-note", Input).value == "half a thought"
+        assert app.is_running
+
+    drive(app, scenario)

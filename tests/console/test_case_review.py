@@ -42,21 +42,21 @@ def test_an_expert_reviews_the_round_and_then_sees_agreement(round_store):
         assert "IVC path" in text and "Task" in text and "BEN-NOTE-SENTINEL" not in text
         assert "Agreement is shown when both" in text
         # incomplete rubric: refused with a message
-        await pilot.press("1", "a", "s")
+        await pilot.press("1", "a", "ctrl+s")
         await settle(pilot)
         assert "set every rubric item first" in screen_text(app)
         # 1 → pass, 2 → pass, 3 → fail (two presses), 4 → pass; accept; submit
-        await pilot.press("2", "3", "3", "4", "a", "s")
+        await pilot.press("2", "3", "3", "4", "a", "ctrl+s")
         await settle(pilot)
         assert "1/3 reviewed" in screen_text(app) and screen.current["case_id"] == cases[1]
         for _ in cases[1:]:
-            await pilot.press("1", "2", "3", "4", "r", "s")
+            await pilot.press("1", "2", "3", "4", "v", "ctrl+s")
             await settle(pilot)
         text = screen_text(app)
         assert "3/3 reviewed" in text and "Agreement of the two experts (3 cases" in text
         assert "BEN-NOTE-SENTINEL" not in text
         # write-once, then a correction with its reason
-        await pilot.press("s")
+        await pilot.press("ctrl+s")
         await settle(pilot)
         assert "already reviewed" in screen_text(app)
         await pilot.press("x", "c")
@@ -107,7 +107,7 @@ def test_unknown_expert_is_a_message(round_store):
 
     async def scenario(pilot) -> None:
         assert "'eve' is not an expert of any review round" in screen_text(pilot.app)
-        await pilot.press("s")
+        await pilot.press("ctrl+s")
         await settle(pilot)
         assert "no case to review" in screen_text(pilot.app)
 
@@ -129,3 +129,26 @@ def test_rounds_cli_new_and_errors(tmp_path):
                           (["status", "round-nope"], "no review round 'round-nope'")):
         bad = runner.invoke(rounds_app, [*args, "--db", url])
         assert bad.exit_code == 2 and message in bad.output, bad.output
+
+
+def test_the_footer_shows_the_rubric_and_decision_keys(round_store):
+    """The rubric keys were in help only; an expert sets them on every case, so the footer names them."""
+    app = ScreenHost(round_store["url"], "ann", CaseReviewScreen)
+
+    async def scenario(pilot) -> None:
+        footer = screen_text(app).rstrip().splitlines()[-1]
+        for shown in ("1 IVC", "2 Threat model", "3 Coherence", "4 Verifier", "a Accept", "v Revise", "x Exclude",
+                      "^s Submit"):
+            assert shown in footer, f"{shown!r} not in the footer: {footer!r}"
+
+    drive(app, scenario, size=(180, 50))
+
+
+def test_the_case_text_keeps_the_middle_at_100_columns(round_store):
+    """Two fixed 44-column side panels left the case text ~10 columns wide at 100×30."""
+    app = ScreenHost(round_store["url"], "ann", CaseReviewScreen)
+
+    async def scenario(pilot) -> None:
+        assert app.screen.query_one("#case-scroll").size.width >= 40
+
+    drive(app, scenario, size=(100, 30))

@@ -75,3 +75,25 @@ def test_rollout_json_matches_ground_truth():
     rollout = json.loads(result.stdout)
     assert rollout["E"] == rollout["expected_E"] == 1
     assert rollout["evidence"]["receipts"] and rollout["events"][0]["role"] == "user"
+
+
+def test_read_only_commands_on_a_missing_store_say_so_and_create_nothing(tmp_path):
+    missing = tmp_path / "nowhere" / "store.db"
+    for args in (("runs", "list"), ("stats", "run-x"), ("export", "run-x"), ("console",)):
+        result = redagent(*args, "--db", str(missing))
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert f"no store at {missing}" in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+    assert not missing.parent.exists()
+
+
+def test_a_foreign_sqlite_file_is_refused_untouched_from_the_command_line(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "theirs.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
+    content = path.read_bytes()
+    result = redagent("runs", "list", "--db", f"sqlite:///{path}")
+    assert result.returncode == 2 and "SQLite database of something else" in result.stderr
+    assert path.read_bytes() == content and sorted(p.name for p in tmp_path.iterdir()) == ["theirs.db"]

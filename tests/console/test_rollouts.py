@@ -72,14 +72,15 @@ def made(tmp_path_factory) -> dict[str, Any]:
 
 
 async def settle(pilot) -> None:
-    """Until no worker is left: a loaded machine can finish a window read after a fixed number of pauses."""
-    for _ in range(50):
+    """Until no worker is left and the messages they posted are handled (a loaded machine can finish a window
+    read after any fixed number of pauses, so this waits on the condition, never for a time)."""
+    for _ in range(200):  # a bound, not a clock: a worker that never ends fails the test's own assertion
         await pilot.pause()
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
-        if not any(worker.is_running for worker in pilot.app.workers):
+        if not any(worker.is_running or worker.state.name == "PENDING" for worker in pilot.app.workers):
             break
-    await pilot.pause(0.1)
+    await pilot.pause()  # the layout and paint the last message asked for
 
 
 def synchronous(test):
@@ -221,10 +222,10 @@ async def test_next_and_previous_rollout(made):
     app = BrowserApp(made["url"], RolloutScreen(ids[0], ids=ids))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("n")
+        await pilot.press("right_square_bracket")
         await settle(pilot)
         assert app.screen.detail["rollout_id"] == ids[1]
-        await pilot.press("p", "p")
+        await pilot.press("left_square_bracket", "left_square_bracket")
         await settle(pilot)
         assert app.screen.detail["rollout_id"] == ids[0]
 
@@ -314,9 +315,21 @@ def fixed_store(made, tmp_path_factory) -> str:
     return url
 
 
+async def detail_ready(pilot, rollout_id: str) -> None:
+    """Until the worker that fills the panes has delivered this rollout and every label line is laid out."""
+    screen = pilot.app.screen
+    for _ in range(200):
+        if screen.loaded_id == rollout_id:
+            break
+        await settle(pilot)
+    else:
+        raise AssertionError(f"{rollout_id} never reached the panes")
+    await settle(pilot)
+
+
 def test_rollout_detail_snapshot(fixed_store, snap_compare):
     async def ready(pilot) -> None:
-        await settle(pilot)
+        await detail_ready(pilot, "rollout-fixed")
         for _ in range(5):
             await pilot.press("j")
         await settle(pilot)

@@ -65,7 +65,7 @@ def test_statistics_match_redagent_stats(audited, tmp_path):
         shown["text"] = screen_text(pilot.app)
         screen.query_one("#export-path", Input).value = str(tmp_path / "exported")
         screen.set_focus(None)
-        await pilot.press("x")
+        await pilot.press("e")
         await settle(pilot)
         shown["after_export"] = screen_text(pilot.app)
 
@@ -122,7 +122,7 @@ def test_unknown_run_and_no_run_are_messages(audited):
 
         async def scenario(pilot, expected: str = expected) -> None:
             assert expected in screen_text(pilot.app)
-            await pilot.press("x")
+            await pilot.press("e")
             await settle(pilot)
             assert "nothing to export yet" in screen_text(pilot.app)
 

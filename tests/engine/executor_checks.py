@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 
@@ -13,6 +12,7 @@ from sqlalchemy.exc import DBAPIError
 from redagent.store import tables as t
 from redagent.store import tables_workers as tw
 from redagent.store.connect import create_store_engine
+from tests.ci import in_ci
 
 
 def require_ray() -> None:
@@ -21,7 +21,7 @@ def require_ray() -> None:
         import ray  # noqa: F401
     except ImportError:
         message = "ray is not installed: the Ray executor tests need it (pip install 'redagent[ray]'; .ci/run does)"
-        if os.environ.get("CI") == "true":
+        if in_ci():
             pytest.fail(message)
         pytest.skip(message)
 

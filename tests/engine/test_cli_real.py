@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 
@@ -21,6 +20,7 @@ from redagent.engine.harnesses.cli import CLI_HARNESSES, profile
 from redagent.engine.harnesses.cli.install import installation
 from redagent.engine.matrix import RunSpec, start_run, summary
 from redagent.store.db import open_store
+from tests.ci import in_ci
 
 # All five surfaces (email, files, banking, browser, workspace), the attack channels (tool: a poisoned
 # description and a look-alike; user, in a later turn of a multi-turn case, so the CLI's session is
@@ -32,7 +32,7 @@ CONCURRENCY = {"openclaw": 2}  # 800 MB per rollout
 
 def _needs(name: str):
     installed = installation(profile(name)).installed
-    return pytest.mark.skipif(not installed and not os.environ.get("CI"),
+    return pytest.mark.skipif(not installed and not in_ci(),
                               reason=f"{name} is not installed (redagent harnesses install {name})")
 
 

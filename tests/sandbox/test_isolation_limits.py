@@ -18,10 +18,11 @@ from redagent.sandbox.environment import Environment
 from redagent.sandbox.isolation import OUTPUT_LIMIT, Bubblewrap, SandboxFailure, quota_problem
 from redagent.sandbox.services import workspace as workspace_module
 from redagent.sandbox.services.workspace import remove_tree
+from tests.ci import in_ci
 from tests.conftest import SEED, needs_bwrap
 
 pytestmark = needs_bwrap
-needs_quota = pytest.mark.skipif(quota_problem() is not None and os.environ.get("CI") != "true",
+needs_quota = pytest.mark.skipif(quota_problem() is not None and not in_ci(),
                                  reason=f"no quota mounts here: {quota_problem()}")
 
 

@@ -20,9 +20,45 @@ def _refusal(url: str) -> str:
 
 
 def test_malformed_url():
-    assert _refusal("not a url at all") == (
-        "cannot open store not a url at all: malformed database URL (expected sqlite:///path/to/file.db "
+    # Anything without "scheme://" is a path now (below); a URL that is broken is still refused as one.
+    assert _refusal("://no-scheme") == (
+        "cannot open store ://no-scheme: malformed database URL (expected a file path, sqlite:///path/to/file.db "
         "or postgresql+psycopg://user:password@host:port/database)")
+
+
+def test_a_plain_path_is_a_sqlite_store(tmp_path):
+    path = tmp_path / "plain.db"
+    with open_store(str(path)) as store:
+        assert store.url == f"sqlite:///{path}"
+    assert path.exists()
+    assert resolve_url("relative/store.db") == "sqlite:///relative/store.db"
+
+
+def test_a_foreign_sqlite_database_is_refused_and_left_untouched(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "theirs.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    content, stat = path.read_bytes(), path.stat()
+    message = _refusal(str(path))
+    assert message == (f"cannot open store sqlite:///{path}: {path} is a SQLite database of something else "
+                       "(no alembic_version table, 1 other table): left untouched")
+    assert path.read_bytes() == content and path.stat().st_mtime_ns == stat.st_mtime_ns
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["theirs.db"]  # no -wal, no -shm
+
+
+def test_a_missing_store_is_created_only_when_asked(tmp_path):
+    path = tmp_path / "missing" / "store.db"
+    with pytest.raises(StoreError) as caught:
+        open_store(str(path), create=False)
+    assert str(caught.value) == (f"cannot open store sqlite:///{path}: no store at {path} (a command that writes, "
+                                 "such as `redagent run`, creates it)")
+    assert not path.parent.exists()  # not even the folder
+    with open_store(str(path), create=True):
+        pass
+    with open_store(str(path), create=False):
+        pass
 
 
 def test_malformed_url_still_masks_its_password():
