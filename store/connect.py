@@ -8,6 +8,7 @@ by orjson on both.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sqlite3
@@ -145,10 +146,11 @@ def _private_file(path: Path) -> None:
     """
     missing = [parent for parent in (path.parent, *path.parent.parents) if not parent.exists()]
     for folder in reversed(missing):
-        folder.mkdir(mode=0o700)
+        folder.mkdir(mode=0o700, exist_ok=True)  # exist_ok: concurrent openers of a new store race here
     if path.parent.name == ".redagent" and not missing:
         path.parent.chmod(0o700)
-    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    with contextlib.suppress(FileExistsError):  # another opener created it a moment ago, with the same mode
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
 
 
 def _postgres_engine(parsed: URL) -> Engine:
