@@ -54,8 +54,8 @@ from redagent.sandbox.isolation import (
     _Kept,
     _next_uid,
     _process_start,
-    _serving,
     _shim_code,
+    command_deadline,
 )
 
 # Raised whenever the image's contents change in a way the backend relies on (the shim's python3, sh,
@@ -296,14 +296,7 @@ class Docker:
     # -- one command ----------------------------------------------------------------------------
     def run(self, workspace: Path, command: str, *, timeout: int, bridge: Bridge | None = None,
             stop: threading.Event | None = None) -> CommandResult:
-        if "\0" in command:
-            raise ValueError("a command cannot contain a NUL byte")
-        if stop is not None and stop.is_set():
-            raise SandboxFailure("the rollout is closing: no command may start")
-        deadline = time.monotonic() + timeout
-        outer = getattr(_serving, "deadline", None)
-        if outer is not None:  # started through the bridge by another command: it ends when that one does
-            deadline = min(deadline, outer)
+        deadline = command_deadline(command, timeout, stop)
         box = self._box(workspace)
         root = os.geteuid() == 0
         uid = _next_uid() if root else os.geteuid()

@@ -158,14 +158,7 @@ class Bubblewrap:
         problem = bwrap_problem()
         if problem:
             raise IsolationUnavailable(problem)
-        if "\0" in command:
-            raise ValueError("a command cannot contain a NUL byte")
-        if stop is not None and stop.is_set():
-            raise SandboxFailure("the rollout is closing: no command may start")
-        deadline = time.monotonic() + timeout
-        outer = getattr(_serving, "deadline", None)
-        if outer is not None:  # started through the bridge by another command: it ends when that one does
-            deadline = min(deadline, outer)
+        deadline = command_deadline(command, timeout, stop)
         drop = os.geteuid() == 0
         # Each command gets a uid of its own, so the per-user process limit applies per sandbox and
         # concurrent rollouts cannot starve each other of processes.
@@ -533,6 +526,20 @@ def _kill(proc: subprocess.Popen) -> None:
 
 # -- the service bridge --------------------------------------------------------------------------
 _serving = threading.local()  # on a bridge thread: the deadline of the command it serves
+
+
+def command_deadline(command: str, timeout: float, stop: threading.Event | None) -> float:
+    """What every backend checks before a command starts, and when the command must end: no NUL byte,
+    not on a closing rollout, and never later than the command that started it through the bridge."""
+    if "\0" in command:
+        raise ValueError("a command cannot contain a NUL byte")
+    if stop is not None and stop.is_set():
+        raise SandboxFailure("the rollout is closing: no command may start")
+    deadline = time.monotonic() + timeout
+    outer = getattr(_serving, "deadline", None)
+    if outer is not None:  # started through the bridge by another command: it ends when that one does
+        deadline = min(deadline, outer)
+    return deadline
 
 
 class _BridgeServer:
