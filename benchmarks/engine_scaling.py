@@ -3,16 +3,19 @@
     python benchmarks/engine_scaling.py [--delay 0.2] [--concurrency 128] [--attempts 30] [--skip-ray]
 
 Three settings, each run by the three executors against a fresh SQLite store:
-  default, no commands   the default matrix (calibration agents, every starter case, benign arm) with the
-                         native and react harnesses: nothing runs under bubblewrap
-  default, with commands the full default matrix (native, react, shell): the shell harness's commands run
-                         in the sandbox
+  default, no commands   the default matrix's calibration agents on the starter cases none of whose plans
+                         runs a command (50 of 62), native and react harnesses, benign arm: nothing runs
+                         under bubblewrap (checked: no stored run_command call)
+  default, with commands the full default matrix (every case; native, react, shell): the agents' commands
+                         run in the sandbox — python3 scripts, `make test` — each a process tree of its own
   200 ms endpoint        the native harness against a loopback OpenAI-compatible model answering after
                          --delay, --concurrency rollouts in flight in total (split over the workers)
 For each: rollouts/s, model calls/s (the endpoint's own count; for calibration agents the stored assistant
-turns) and CPU per model call in the engine (this process plus every worker's CPU on its shards), and the
-ratios of two workers and of Ray to one process. Goals on the 2-core machines: 2 workers >= 1.7x one process
-in both default settings; CPU per model call <= 6 ms. Wall time includes starting the worker processes
+turns), CPU per model call in the engine (this process plus every worker's CPU on its shards), and how busy
+the whole machine was (/proc/stat: the engine, the sandboxed commands, the endpoint). The ratios of two
+workers and of Ray to one process are printed with the ceiling the machine allows: one process that keeps
+the machine B% busy leaves room for at most 100/B times its throughput. Goals on the 2-core machines:
+2 workers >= 1.7x one process; CPU per model call <= 6 ms. Wall time includes starting the worker processes
 (spawned, each importing the engine and litellm) — a run pays it too; Ray's own start-up does not count
 (the executor is started before the run, as `redagent run` does).
 """
@@ -39,6 +42,8 @@ class Result:
     wall_s: float
     cpu_s: float
     invalid: int
+    busy: float  # share of the machine's CPU time that was busy during the run (0..1)
+    commands: int  # stored run_command calls
 
     @property
     def rate(self) -> float:
@@ -51,6 +56,13 @@ class Result:
     @property
     def ms_per_call(self) -> float:
         return self.cpu_s / self.calls * 1000 if self.calls else float("nan")
+
+
+def machine_ticks() -> tuple[int, int]:
+    """(all, idle) CPU ticks of the whole machine since boot."""
+    with open("/proc/stat") as stat:
+        ticks = [int(v) for v in stat.readline().split()[1:]]
+    return sum(ticks), ticks[3] + ticks[4]  # idle + iowait
 
 
 def measure(executor: str, spec, calls_counter=None) -> Result:
@@ -68,9 +80,12 @@ def measure(executor: str, spec, calls_counter=None) -> Result:
         try:
             runner = distribute(start_run(store, spec), backend, spec)
             before = calls_counter.value if calls_counter is not None else 0
+            ticks = machine_ticks()
             cpu, wall = time.process_time(), time.perf_counter()
             progress = asyncio.run(runner.run())
             wall = time.perf_counter() - wall
+            after = machine_ticks()
+            busy = 1 - (after[1] - ticks[1]) / max(1, after[0] - ticks[0])
             cpu = time.process_time() - cpu + getattr(runner, "worker_cpu_s", 0.0)
         finally:
             if backend is not None:
@@ -81,7 +96,20 @@ def measure(executor: str, spec, calls_counter=None) -> Result:
             with store.engine.connect() as conn:
                 calls = conn.execute(select(func.count()).select_from(t.event).where(t.event.c.role == "assistant")
                                      ).scalar_one()
-        return Result(progress.done, calls, wall, cpu, progress.invalid)
+        with store.engine.connect() as conn:
+            commands = conn.execute(select(func.count()).select_from(t.event).where(
+                t.event.c.tool_call.isnot(None), t.event.c.tool_call["name"].as_string() == "run_command")).scalar_one()
+        return Result(progress.done, calls, wall, cpu, progress.invalid, busy, commands)
+
+
+def no_command_cases() -> str:
+    """The starter cases none of whose plans (benign, harmful, indirect) runs a command, as a selector."""
+    from redagent.cases.loader import load_cases
+
+    quiet = [c.id for c in load_cases() if not any(step.tool == "run_command" for plan in
+                                                    (c.plans.benign, c.plans.harmful, c.plans.indirect)
+                                                    for step in plan)]
+    return ",".join(quiet)
 
 
 def main() -> None:
@@ -103,9 +131,11 @@ def main() -> None:
     base = f"http://127.0.0.1:{ports.get(timeout=10)}/v1"
     os.environ.setdefault("OPENAI_API_KEY", "sk-loopback-benchmark")  # inherited by workers and a local Ray
 
+    quiet = no_command_cases()
     executors = ["1 process", "2 workers"] + ([] if options.skip_ray else ["ray"])
     settings = {
-        "default, no commands": lambda n: (RunSpec(harnesses=["native", "react"], benign_arm=True), None),
+        "default, no commands": lambda n: (RunSpec(cases=quiet, harnesses=["native", "react"], benign_arm=True),
+                                           None),
         "default, with commands": lambda n: (RunSpec(benign_arm=True), None),
         f"{options.delay * 1000:.0f} ms endpoint": lambda n: (
             RunSpec(models=["openai/bench-model"], harnesses=["native"], attempts=options.attempts,
@@ -120,10 +150,11 @@ def main() -> None:
             r = results[executor] = measure(executor, spec, counter)
             print(f"{name:24s} {executor:9s}: {r.rollouts:5d} rollouts in {r.wall_s:6.2f} s = {r.rate:7.1f} "
                   f"rollouts/s, {r.call_rate:7.1f} model calls/s, {r.ms_per_call:5.2f} ms CPU per model call "
-                  f"(invalid {r.invalid})", flush=True)
+                  f"(invalid {r.invalid}), machine {r.busy:4.0%} busy, {r.commands} commands", flush=True)
         one = results["1 process"]
         ratios = ", ".join(f"{e} / 1 process = {results[e].rate / one.rate:.2f}x" for e in executors[1:])
-        print(f"{'':24s} ratios (rollouts/s): {ratios}", flush=True)
+        print(f"{'':24s} ratios (rollouts/s): {ratios}; ceiling on this machine {1 / max(one.busy, 1e-9):.2f}x",
+              flush=True)
     server.terminate()
 
 

@@ -15,7 +15,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from redagent.engine.executors.resources import Resources
-from redagent.engine.executors.shards import ShardJob, ignore_interrupts, run_shard
+from redagent.engine.executors.shards import ShardJob, run_shard, start_worker
 from redagent.engine.plan import PlanError
 
 RAY_EXTRA = "pip install 'redagent[ray]'"
@@ -47,11 +47,15 @@ class LocalBackend:
 
     def start(self) -> None:
         self._pool = self._new_pool()
+        # Spawn every worker now (a pool starts one per submit otherwise): they import the engine while the
+        # driver plans the run.
+        for _ in range(self.workers):
+            self._pool.submit(os.getpid)
 
     def _new_pool(self) -> concurrent.futures.ProcessPoolExecutor:
         return concurrent.futures.ProcessPoolExecutor(max_workers=self.workers,
                                                       mp_context=multiprocessing.get_context("spawn"),
-                                                      initializer=ignore_interrupts)
+                                                      initializer=start_worker)
 
     def nodes(self) -> list[Resources]:
         return [Resources(float(self.workers), _memory_mb())]

@@ -116,7 +116,18 @@ def test_shards_are_one_harness_each_and_bounded():
     assert len(flat) == len(keys) and set(flat) == set(keys)
     assert all(len({k.harness for k in s}) == 1 for s in shards)
     assert len({len(s) for s in shards}) <= 2 and max(len(s) for s in shards) <= MAX_SHARD
-    assert len(cut([key(f"c{i}", "native", a) for i in range(400) for a in (1, 2, 3)], slots=1)[0]) == MAX_SHARD
+    many = [key(f"c{i}", "native", a) for i in range(MAX_SHARD) for a in (1, 2, 3)]
+    assert max(len(s) for s in cut(many, slots=1)) == MAX_SHARD
+
+
+def test_shards_share_out_the_costly_cases():
+    # Plan order keeps a case's cells together; a case whose agents run commands costs far more than the rest,
+    # so its cells must land in every shard, not fill one that a single worker then runs alone.
+    keys = [key(f"c{i:02d}", "native", a) for i in range(40) for a in range(1, 11)]
+    costly = {k for k in keys if k.case_id in ("c00", "c01")}
+    shards = cut(keys, slots=2)
+    assert len(shards) == 4
+    assert all(len(costly & set(s)) == len(costly) // len(shards) for s in shards)
 
 
 def test_resources_schedule_by_what_a_harness_declares():
