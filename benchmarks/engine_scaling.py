@@ -15,9 +15,10 @@ turns), CPU per model call in the engine (this process plus every worker's CPU o
 the whole machine was (/proc/stat: the engine, the sandboxed commands, the endpoint). The ratios of two
 workers and of Ray to one process are printed with the ceiling the machine allows: one process that keeps
 the machine B% busy leaves room for at most 100/B times its throughput. Goals on the 2-core machines:
-2 workers >= 1.7x one process; CPU per model call <= 6 ms. Wall time includes starting the worker processes
-(spawned, each importing the engine and litellm) — a run pays it too; Ray's own start-up does not count
-(the executor is started before the run, as `redagent run` does).
+2 workers >= 1.7x one process; CPU per model call <= 6 ms. Rates are of the run itself: the executor is started
+and the run planned before the clock starts, as `redagent run` does — local workers are spawned and import the
+engine and litellm meanwhile (about 2 s of CPU each), Ray starts its own. That start-up is printed beside,
+once per run; on runs of hours it is nothing, on these runs of seconds it would be most of the difference.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class Result:
     invalid: int
     busy: float  # share of the machine's CPU time that was busy during the run (0..1)
     commands: int  # stored run_command calls
+    start_s: float  # starting the executor (workers spawned and importing the engine) and planning the run
 
     @property
     def rate(self) -> float:
@@ -76,9 +78,13 @@ def measure(executor: str, spec, calls_counter=None) -> Result:
     execution = {"1 process": Execution(), "2 workers": Execution(workers=2),
                  "ray": Execution(executor="ray")}[executor]
     with tempfile.TemporaryDirectory() as folder, open_store(f"sqlite:///{folder}/bench.db") as store:
+        started = time.perf_counter()
         backend = open_executor(execution, store.url)
         try:
             runner = distribute(start_run(store, spec), backend, spec)
+            if hasattr(backend, "ready") and not backend.ready():
+                raise SystemExit("the worker processes did not start")
+            started = time.perf_counter() - started
             before = calls_counter.value if calls_counter is not None else 0
             ticks = machine_ticks()
             cpu, wall = time.process_time(), time.perf_counter()
@@ -99,17 +105,31 @@ def measure(executor: str, spec, calls_counter=None) -> Result:
         with store.engine.connect() as conn:
             commands = conn.execute(select(func.count()).select_from(t.event).where(
                 t.event.c.tool_call.isnot(None), t.event.c.tool_call["name"].as_string() == "run_command")).scalar_one()
-        return Result(progress.done, calls, wall, cpu, progress.invalid, busy, commands)
+        return Result(progress.done, calls, wall, cpu, progress.invalid, busy, commands, started)
 
 
 def no_command_cases() -> str:
-    """The starter cases none of whose plans (benign, harmful, indirect) runs a command, as a selector."""
+    """The starter cases on which no calibration agent runs a command, as a selector: those none of whose plans
+    (benign, harmful, indirect) has a run_command step, less those where an agent ran one anyway (found by
+    a quick run of the default matrix in this process)."""
+    from sqlalchemy import select
+
     from redagent.cases.loader import load_cases
+    from redagent.engine.matrix import RunSpec, start_run
+    from redagent.store import tables as t
+    from redagent.store.db import open_store
 
     quiet = [c.id for c in load_cases() if not any(step.tool == "run_command" for plan in
                                                     (c.plans.benign, c.plans.harmful, c.plans.indirect)
                                                     for step in plan)]
-    return ",".join(quiet)
+    with tempfile.TemporaryDirectory() as folder, open_store(f"sqlite:///{folder}/probe.db") as store:
+        spec = RunSpec(cases=",".join(quiet), harnesses=["native", "react"], benign_arm=True)
+        asyncio.run(start_run(store, spec).run())
+        with store.engine.connect() as conn:
+            noisy = {case.removesuffix("-benign") for case, call in conn.execute(
+                select(t.rollout.c.case_id, t.event.c.tool_call).join(t.event, t.event.c.rollout_id == t.rollout.c.id)
+                .where(t.event.c.tool_call.isnot(None))) if call.get("name") == "run_command"}
+    return ",".join(c for c in quiet if c not in noisy)
 
 
 def main() -> None:
@@ -134,15 +154,16 @@ def main() -> None:
     quiet = no_command_cases()
     executors = ["1 process", "2 workers"] + ([] if options.skip_ray else ["ray"])
     settings = {
-        "default, no commands": lambda n: (RunSpec(cases=quiet, harnesses=["native", "react"], benign_arm=True),
-                                           None),
+        "default, no commands": lambda n: (RunSpec(cases=quiet, harnesses=["native", "react"], benign_arm=True,
+                                                   attempts=3), None),
         "default, with commands": lambda n: (RunSpec(benign_arm=True), None),
         f"{options.delay * 1000:.0f} ms endpoint": lambda n: (
             RunSpec(models=["openai/bench-model"], harnesses=["native"], attempts=options.attempts,
                     concurrency=options.concurrency // n, api_base=base, timeout=30, retries=0), calls),
     }
-    print(f"{os.cpu_count()} cores; concurrency per worker 8 (default) for the calibration runs, "
-          f"{options.concurrency} in total for the endpoint")
+    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} before; concurrency per worker 8 (default) "
+          f"for the calibration runs, {options.concurrency} in total for the endpoint; {len(quiet.split(','))} cases "
+          f"without commands")
     for name, make in settings.items():
         results: dict[str, Result] = {}
         for executor in executors:
@@ -150,7 +171,9 @@ def main() -> None:
             r = results[executor] = measure(executor, spec, counter)
             print(f"{name:24s} {executor:9s}: {r.rollouts:5d} rollouts in {r.wall_s:6.2f} s = {r.rate:7.1f} "
                   f"rollouts/s, {r.call_rate:7.1f} model calls/s, {r.ms_per_call:5.2f} ms CPU per model call "
-                  f"(invalid {r.invalid}), machine {r.busy:4.0%} busy, {r.commands} commands", flush=True)
+                  f"(invalid {r.invalid}), machine {r.busy:4.0%} busy, {r.commands} commands; "
+                  f"start-up {r.start_s:.1f} s",
+                  flush=True)
         one = results["1 process"]
         ratios = ", ".join(f"{e} / 1 process = {results[e].rate / one.rate:.2f}x" for e in executors[1:])
         print(f"{'':24s} ratios (rollouts/s): {ratios}; ceiling on this machine {1 / max(one.busy, 1e-9):.2f}x",

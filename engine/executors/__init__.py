@@ -76,7 +76,7 @@ def distribute(runner: MatrixRunner, backend: Any, spec: Any) -> MatrixRunner | 
     if spec.per_model:
         from redagent.engine.executors.slots import SlotServer
 
-        slot_server = SlotServer(spec.per_model, host=backend.slot_host)
+        slot_server = SlotServer(spec.per_model, list(spec.models), host=backend.slot_host)
         slot_server.start()
     return DistributedRunner(runner, backend, store_url=worker_url(runner.store.url), spec=spec,
                              slot_server=slot_server)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import concurrent.futures
 import multiprocessing
 import os
+import time
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
@@ -42,20 +43,29 @@ class LocalBackend:
     def __init__(self, workers: int) -> None:
         self.workers = workers
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._warm: Any = None
         self._owner: dict[concurrent.futures.Future, concurrent.futures.ProcessPoolExecutor] = {}
         self.slot_host = "127.0.0.1"
 
     def start(self) -> None:
-        self._pool = self._new_pool()
         # Spawn every worker now (a pool starts one per submit otherwise): they import the engine while the
-        # driver plans the run.
+        # driver plans the run, and each releases `_warm` once it has.
+        self._warm = multiprocessing.get_context("spawn").Semaphore(0)
+        self._pool = self._new_pool(self._warm)
         for _ in range(self.workers):
             self._pool.submit(os.getpid)
 
-    def _new_pool(self) -> concurrent.futures.ProcessPoolExecutor:
+    def ready(self, timeout: float = 120.0) -> bool:
+        """Wait until every worker has started and imported the engine (False if one did not within `timeout`).
+        A run need not wait — shards queue until a worker takes them — but a benchmark does, to time the run
+        and not the start-up."""
+        deadline = time.monotonic() + timeout
+        return all(self._warm.acquire(timeout=max(0.0, deadline - time.monotonic())) for _ in range(self.workers))
+
+    def _new_pool(self, warm: Any = None) -> concurrent.futures.ProcessPoolExecutor:
         return concurrent.futures.ProcessPoolExecutor(max_workers=self.workers,
                                                       mp_context=multiprocessing.get_context("spawn"),
-                                                      initializer=start_worker)
+                                                      initializer=start_worker, initargs=(warm,))
 
     def nodes(self) -> list[Resources]:
         return [Resources(float(self.workers), _memory_mb())]

@@ -49,7 +49,7 @@ class ShardJob:
     concurrency: int
     baselines: dict[RolloutKey, str] = field(default_factory=dict)
     retry_invalid: frozenset[str] = frozenset()
-    slots: tuple[str, int] | None = None  # the driver's model slot server, when --per-model is set
+    slots: tuple[str, int, str] | None = None  # the driver's slot server (host, port, secret) for --per-model
 
 
 def cut(keys: Iterable[RolloutKey], slots: int) -> list[list[RolloutKey]]:
@@ -84,13 +84,16 @@ def _store(url: str):
     return _STORES[url]
 
 
-def start_worker() -> None:
+def start_worker(warm: Any = None) -> None:
     """A local worker process's initializer: Ctrl-C reaches the whole process group, but only the driver decides
     what it means (stop scheduling, let in-flight rollouts finish); it tells the workers through the store.
     It also imports what a shard needs (the engine, litellm: about 2 s of CPU), so a worker started with the
-    executor is ready by the time the run is planned, instead of spending its first shard's time on imports."""
+    executor is ready by the time the run is planned, instead of spending its first shard's time on imports.
+    `warm`, if given, is a semaphore it then releases, which is how the driver can tell the workers are ready."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     warm_up()
+    if warm is not None:  # the first pool's semaphore (LocalBackend.ready); a replacement pool has none
+        warm.release()
 
 
 def warm_up() -> None:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from redagent.engine.executors import Execution, ExecutorError, check_execution
+from redagent.engine.executors import slots as slots_module
 from redagent.engine.executors.resources import Resources, shard_resources, slots_that_fit
 from redagent.engine.executors.shards import MAX_SHARD, cut
 from redagent.engine.executors.slots import SlotClient, SlotServer, SlotServerGone
@@ -141,7 +142,7 @@ def test_resources_schedule_by_what_a_harness_declares():
 
 
 def test_model_slots_are_global_and_a_dead_holder_gives_its_slot_back():
-    server = SlotServer(2)
+    server = SlotServer(2, ["openai/m"])
     address = server.start()
     try:
         async def scenario() -> int:
@@ -161,8 +162,8 @@ def test_model_slots_are_global_and_a_dead_holder_gives_its_slot_back():
 
             await asyncio.gather(*(call(clients[i % 3]) for i in range(9)))
             # A holder that dies mid-call: its connection closes, and the slot is free again.
-            reader, writer = await asyncio.open_connection(*address)
-            writer.write(b"openai/m\n")
+            reader, writer = await asyncio.open_connection(*address[:2])
+            writer.write(f"{address[2]} openai/m\n".encode())
             await writer.drain()
             assert await reader.readline() == b"ok\n"
             writer.transport.abort()
@@ -184,3 +185,34 @@ def test_model_slots_are_global_and_a_dead_holder_gives_its_slot_back():
         assert "the driver is gone" in str(exc)
     else:
         raise AssertionError("a slot was granted with no server")
+
+
+def test_model_slots_are_only_for_the_run(monkeypatch):
+    # Anyone on the host (or the cluster's network) can connect: without the run's secret, for a model the run
+    # does not use, too slowly or with too long a line, the connection is closed and no slot is held.
+    monkeypatch.setattr(slots_module, "REQUEST_SECONDS", 0.2)
+    server = SlotServer(1, ["openai/m"])
+    host, port, secret = server.start()
+    try:
+        async def answer(request: bytes | None) -> bytes:
+            reader, writer = await asyncio.open_connection(host, port)
+            if request is not None:
+                writer.write(request)
+                await writer.drain()
+            reply = await reader.read()  # until the server closes
+            writer.close()
+            return reply
+
+        async def scenario() -> list[bytes]:
+            replies = [await answer(r) for r in (b"not-the-secret openai/m\n", f"{secret} openai/other\n".encode(),
+                                                  b"x" * 5000 + b"\n", None)]
+            # The run's own request still gets the one slot: nothing above held it.
+            async with SlotClient((host, port, secret)).slot("openai/m"):
+                pass
+            return replies
+
+        assert asyncio.run(scenario()) == [b"", b"", b"", b""]
+        assert server.refused == 4 and server.granted == 1
+        assert set(server._semaphores) == {"openai/m"}
+    finally:
+        server.stop()
