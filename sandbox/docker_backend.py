@@ -16,7 +16,9 @@ stderr kept apart, as `demux=True` does) into the same bounded head-and-tail buf
 
 Containers carry labels: `redagent.run` (the run id, for `redagent sandbox prune`) and `redagent.owner`
 (host, pid and start time of the engine process): one process's first container removes those of
-engine processes on this host that no longer exist, and an atexit hook removes its own.
+engine processes on this host that no longer exist, and an atexit hook removes its own. Other
+containers of the run (a real agent CLI's, engine/harnesses/cli/container.py) are made through
+`start_container` with the same confinement and labels, and held until removed.
 """
 
 from __future__ import annotations
@@ -184,6 +186,7 @@ class Docker:
         self.tmp_mb, self.tmp_inodes = tmp_mb, tmp_inodes
         self.workspace_mb, self.workspace_inodes = workspace_mb, workspace_inodes
         self._boxes: dict[str, _Box] = {}
+        self._held: set[str] = set()  # the run's other containers (a CLI harness's), see start_container
         self._making: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
         self._api: Any = None
@@ -283,15 +286,65 @@ class Docker:
         """Remove every container this backend still holds (the process is exiting)."""
         with self._lock:
             workspaces = list(self._boxes)
+            held = list(self._held)
         for workspace in workspaces:
             self.release(Path(workspace))
+        for container in held:
+            self.remove_container(container)
         if self._shims is not None:
             shutil.rmtree(self._shims, ignore_errors=True)
             self._shims = None
 
     def containers(self) -> list[str]:
         with self._lock:
-            return [box.container for box in self._boxes.values()]
+            return [box.container for box in self._boxes.values()] + sorted(self._held)
+
+    # -- the run's other containers -------------------------------------------------------------
+    def daemon(self) -> Any:
+        """The daemon's low-level API client (connected, and stale containers reaped, once per backend)."""
+        return self._setup()
+
+    def start_container(self, *, command: list[str], binds: dict[str, dict[str, str]], tmpfs: dict[str, str],
+                        memory_mb: int, pids: int, environment: dict[str, str] | None = None,
+                        working_dir: str = "/") -> str:
+        """Create and start a container of this run beside the command containers (a CLI harness's, engine/
+        harnesses/cli/container.py) with the same confinement — no network, a read-only root, no IPC
+        namespace of its own, no capabilities, no-new-privileges, an init, the idle process as nobody —
+        and the same labels, so atexit, the stale-owner reaping and `sandbox prune` remove it too. It is
+        held (removed by `close`) until `remove_container`; returns its id; SandboxFailure if it cannot start."""
+        api = self._setup()
+        ram = f"{memory_mb}m"
+        host = api.create_host_config(
+            binds=binds, tmpfs=tmpfs, network_mode="none", ipc_mode="none", read_only=True, init=True,
+            mem_limit=ram, memswap_limit=ram, pids_limit=pids, cap_drop=["ALL"], security_opt=["no-new-privileges"])
+        container = None
+        try:
+            container = api.create_container(
+                self.image, command=command, user=IDLE_USER, working_dir=working_dir,
+                labels={LABEL_RUN: self.run_id, LABEL_OWNER: _owner()}, host_config=host,
+                environment=environment or {}, network_disabled=True)["Id"]
+            with self._lock:
+                self._held.add(container)  # before start: a failed start is still removed
+            api.start(container)
+        except Exception as exc:
+            if container is not None:
+                self.remove_container(container)
+            raise SandboxFailure(f"docker could not start a container of image {self.image}: "
+                                 f"{str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}") from None
+        return container
+
+    def kill_container(self, container: str) -> None:
+        """SIGKILL the container's init, so everything in it ends at once (one API call: it needs no new
+        process inside, even at the pids limit). It stays held until removed."""
+        with contextlib.suppress(Exception):  # already stopped or gone
+            self._setup().kill(container, signal="SIGKILL")
+
+    def remove_container(self, container: str) -> None:
+        """Remove a container `start_container` made (and everything running in it)."""
+        with self._lock:
+            self._held.discard(container)
+        with contextlib.suppress(Exception):  # already gone (pruned, the daemon restarted)
+            self._setup().remove_container(container, force=True)
 
     # -- one command ----------------------------------------------------------------------------
     def run(self, workspace: Path, command: str, *, timeout: int, bridge: Bridge | None = None,

@@ -2,9 +2,12 @@
 
 Per rollout: a fresh private home and working directory, the profile's config written into the
 home, the model endpoint and the MCP bridge on Unix sockets in the rollout's event loop. Each user
-turn runs the CLI once (later turns resume the CLI's session). The trajectory comes from the two
-choke points; the CLI's own transcript, the prompts it sent and how it showed each tool description
-are kept as one `transcript` event at the end. Failures are invalid rollouts with typed reasons.
+turn runs the CLI once (later turns resume the CLI's session): under bubblewrap (`isolation.py`), or,
+when the rollout's commands run under Docker (`--sandbox docker`), in a container of the rollout's
+own (`container.py`) that reaches the endpoint and the bridge only through those two sockets. The
+trajectory comes from the two choke points; the CLI's own transcript, the prompts it sent and how it
+showed each tool description are kept as one `transcript` event at the end. Failures are invalid
+rollouts with typed reasons.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from redagent.engine.harnesses.base import HarnessError, RolloutContext
+from redagent.engine.harnesses.cli.container import CLIContainer, ContainerProcess, docker_backend
 from redagent.engine.harnesses.cli.endpoint import Endpoint
 from redagent.engine.harnesses.cli.install import installation
 from redagent.engine.harnesses.cli.isolation import Launch, Limits, Process, hand_over, prepare
@@ -44,7 +48,9 @@ class CLIHarness:
         with tempfile.TemporaryDirectory(prefix=f"redagent-{self.name}-") as tmp:
             root = Path(tmp)
             home, workdir, sockets, uid = prepare(root)
-            process: list[Process] = []
+            docker = docker_backend(ctx.run.env.isolation)
+            box = CLIContainer(docker, root, where.read_only(), self.limits, uid, self.name) if docker else None
+            process: list[Process | ContainerProcess] = []
             endpoint = Endpoint(ctx, self.name, sockets / "model.sock",
                                 on_failure=lambda: process and process[-1].kill("endpoint"))
             bridge = ToolBridge(ctx, sockets / "tools.sock", endpoint)
@@ -57,6 +63,8 @@ class CLIHarness:
                     (home / rel).parent.mkdir(parents=True, exist_ok=True)
                     (home / rel).write_text(text)
                 hand_over(root, uid)
+                if box is not None:
+                    await box.start()
                 session = None
                 for turn in range(len(ctx.run.instance.user_turns)):
                     prompt = ctx.user_turn(turn)
@@ -65,7 +73,8 @@ class CLIHarness:
                     env = {"HOME": setup.home, "PATH": where.path(), "LANG": "C.UTF-8", "TMPDIR": "/tmp",
                            "TERM": "dumb", "NO_COLOR": "1", **self.profile.env(setup)}
                     launch = Launch(argv, env, home, workdir, sockets, where.read_only())
-                    process.append(Process(launch, self.limits, uid, self.name))
+                    process.append(ContainerProcess(box, launch, self.limits, self.name) if box is not None
+                                   else Process(launch, self.limits, uid, self.name))
                     record: dict[str, Any] = {"turn": turn}
                     turns.append(record)
                     try:
@@ -88,16 +97,24 @@ class CLIHarness:
                     session = (self.profile.session(home, done.stdout) or self.profile.session(home, done.stderr)
                                or session)
             finally:
-                await bridge.close()
-                await endpoint.close()
-                ctx.record("transcript", self._artifact(turns, endpoint, bridge))
+                try:
+                    if box is not None:
+                        await box.close()
+                finally:
+                    await bridge.close()
+                    await endpoint.close()
+                    ctx.record("transcript", self._artifact(turns, endpoint, bridge, box))
         if endpoint.failure is not None:
             raise endpoint.failure
 
-    def _artifact(self, turns: list[dict[str, Any]], endpoint: Endpoint, bridge: ToolBridge) -> str:
+    def _artifact(self, turns: list[dict[str, Any]], endpoint: Endpoint, bridge: ToolBridge,
+                  box: CLIContainer | None = None) -> str:
         data = {"harness": self.name, "version": self.profile.version, "config_hash": self.profile.config_hash(),
                 "wire": self.profile.wire, "endpoint": endpoint.artifact(), "mcp": {"tools_list": bridge.listed,
                                                                                     "calls": bridge.calls},
+                "isolation": {"backend": "docker", "image": box.backend.image,
+                              "start_seconds": round(box.started_seconds, 3)} if box is not None else
+                {"backend": "bwrap"},
                 "turns": turns}
         text = json.dumps(data, ensure_ascii=False, default=str)
         share = ARTIFACT_CHARS // (2 * max(1, len(turns)))
