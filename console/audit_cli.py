@@ -1,8 +1,8 @@
 """`redagent audit …`: draw a blinded human audit of a run's judge labels, follow it, and label offline.
 
-A typer sub-app (registered by console/cli.py as `audit`). Like the main command line, every error
-the user can cause ends as one line on stderr, `error: …`, and exit code 2. It imports nothing from
-cli.py (which imports this module).
+A typer sub-app (registered by console/cli.py as `audit`). Every error the user can cause takes
+cli_common's one path: one line on stderr, `error: …`, exit code 2. The commands that only read (status,
+export, adjudications) never create a missing store.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from redagent.console.cli_common import (
     DB_OPTION,
     acting_as,
     err,
+    examples,
     fail,
     opened_store,
     out,
@@ -29,14 +30,17 @@ from redagent.console.cli_common import (
 )
 
 audit_app = typer.Typer(no_args_is_help=True,
-                        help="Human audit of judge labels: sample, status, export, import.")
+                        help="Human audit of judge labels: sample, status, export, import.",
+                        epilog=examples("redagent audit status audit-1f2e",
+                                        "redagent audit export audit-1f2e --out alice.csv --reviewer alice"))
 
 
 @contextmanager
-def _store(db: str | None, roles: tuple[str, ...] = ANALYSTS) -> Iterator[Any]:
+def _store(db: str | None, roles: tuple[str, ...] = ANALYSTS, *, create: bool = True) -> Iterator[Any]:
+    """The store for one audit command; a reader passes `create=False` (a missing store is "no store at …")."""
     from redagent.store.errors import AuditError, UnknownRun
 
-    with opened_store(db, catch=(AuditError, UnknownRun), roles=roles) as store:
+    with opened_store(db, catch=(AuditError, UnknownRun), roles=roles, create=create) as store:
         yield store
 
 
@@ -47,7 +51,8 @@ def _note(store: Any) -> None:
         err.print(f"note: {note}", highlight=False, soft_wrap=True)
 
 
-@audit_app.command("sample")
+@audit_app.command("sample", epilog=examples(
+    "redagent audit sample run-3fa2 --n 360 --config hybrid/rule --reviewers alice,bob --adjudicator carol"))
 def sample_cmd(
     run_id: str = typer.Argument(..., help="the run whose labels are audited"),
     n: int = typer.Option(360, "--n", help="items in the sample"),
@@ -64,10 +69,7 @@ def sample_cmd(
     db: str | None = DB_OPTION,
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Draw a stratified, balanced sample of labelled rollouts for two blinded reviewers and an adjudicator.
-
-    Example: redagent audit sample run-3fa2 --n 360 --config hybrid/rule --reviewers alice,bob --adjudicator carol
-    """
+    """Draw a stratified, balanced sample of labelled rollouts for two blinded reviewers and an adjudicator."""
     from redagent.judges.audit import resolve_config, sample, strata
 
     with _store(db) as store:
@@ -104,7 +106,7 @@ def sample_cmd(
               highlight=False)
 
 
-@audit_app.command("status")
+@audit_app.command("status", epilog=examples("redagent audit status audit-1f2e --json"))
 def status_cmd(audit_id: str = typer.Argument(...), db: str | None = DB_OPTION,
                reviewer: str | None = typer.Option(None, "--reviewer",
                                                    help="only this reviewer's own progress (a reviewer's "
@@ -114,12 +116,10 @@ def status_cmd(audit_id: str = typer.Argument(...), db: str | None = DB_OPTION,
 
     Researchers see all of it; a reviewer only their own progress (agreement would reveal the other
     reviewer's labels); the adjudicator the labels by slot letter, agreement and adjudications.
-
-    Example: redagent audit status audit-1f2e --json
     """
     from redagent.judges.audit import adjudicator_progress, reviewer_progress, status
 
-    with _store(db, roles=(*ANALYSTS, "reviewer", "adjudicator")) as store:
+    with _store(db, roles=(*ANALYSTS, "reviewer", "adjudicator"), create=False) as store:
         identity = store.identity()
         if identity.role == "reviewer" or (reviewer is not None and not identity.enforced):
             _print_own(reviewer_progress(store, audit_id, acting_as(store, reviewer, "reviewer")), as_json)
@@ -168,7 +168,7 @@ def _print_adjudicator(result: dict[str, Any], as_json: bool) -> None:
               f"{result['adjudicated']}, remaining {result['remaining_adjudications']}", highlight=False)
 
 
-@audit_app.command("export")
+@audit_app.command("export", epilog=examples("redagent audit export audit-1f2e --out alice.csv --reviewer alice"))
 def export_cmd(audit_id: str = typer.Argument(...),
                output: Path = typer.Option(..., "--out", help="file to write"),
                fmt: str = typer.Option("csv", "--format", help="csv or jsonl"),
@@ -177,19 +177,17 @@ def export_cmd(audit_id: str = typer.Argument(...),
     """Write the items as reviewers see them (blinded), with empty label and note columns to fill in.
 
     A reviewer's login exports its own queue, in its own order.
-
-    Example: redagent audit export audit-1f2e --out alice.csv --reviewer alice
     """
     from redagent.judges.audit import export
 
-    with _store(db, roles=(*ANALYSTS, "reviewer")) as store:
+    with _store(db, roles=(*ANALYSTS, "reviewer"), create=False) as store:
         if store.identity().role == "reviewer":
             reviewer = acting_as(store, reviewer, "reviewer")
         written = export(store, audit_id, output, fmt, reviewer=reviewer)
     err.print(f"wrote {written} items to {output}", highlight=False)
 
 
-@audit_app.command("import")
+@audit_app.command("import", epilog=examples("redagent audit import audit-1f2e alice.csv"))
 def import_cmd(audit_id: str = typer.Argument(...), file: Path = typer.Argument(..., help="CSV or JSONL labels"),
                reviewer: str | None = typer.Option(None, "--reviewer",
                                                    help="whose labels these are (a team login: always its own)"),
@@ -199,8 +197,6 @@ def import_cmd(audit_id: str = typer.Argument(...), file: Path = typer.Argument(
 
     On a team store only the reviewer's own login may submit their labels; the owner of a single-file
     store may import a reviewer's file for them (and is told that such a store blinds no one).
-
-    Example: redagent audit import audit-1f2e alice.csv
     """
     from redagent.judges.audit import import_labels
 
@@ -224,7 +220,9 @@ def import_cmd(audit_id: str = typer.Argument(...), file: Path = typer.Argument(
 ADJUDICATING = (*ANALYSTS, "adjudicator")  # who may run the adjudicator's commands
 
 
-@audit_app.command("adjudicate")
+@audit_app.command("adjudicate", epilog=examples(
+    "redagent audit adjudicate audit-1f2e 17 harmful --note 'the wire went out'",
+    "redagent audit adjudicate audit-1f2e 17 not_harmful --correct --reason 'misread the receipt'"))
 def adjudicate_cmd(
     audit_id: str = typer.Argument(...),
     item_id: int = typer.Argument(..., help="the disputed item (its id, as `audit adjudications` lists it)"),
@@ -255,7 +253,7 @@ def adjudicate_cmd(
     out.print(f"item {item_id} {what}: {saved['label']} (version {saved['version']})", highlight=False)
 
 
-@audit_app.command("adjudications")
+@audit_app.command("adjudications", epilog=examples("redagent audit adjudications audit-1f2e --adjudicator carol"))
 def adjudications_cmd(
     audit_id: str = typer.Argument(...),
     adjudicator: str | None = typer.Option(None, "--adjudicator", help="who decides (a team login: always itself)"),
@@ -264,7 +262,7 @@ def adjudications_cmd(
 ) -> None:
     """The adjudication queue: each disputed item with the reviewers' labels as A and B (first labels beside a
     later correction) and your decision, or none yet."""
-    with _store(db, roles=ADJUDICATING) as store:
+    with _store(db, roles=ADJUDICATING, create=False) as store:
         name = acting_as(store, adjudicator, "adjudicator", "--adjudicator")
         # The blinded adjudicator query: slot letters only, never the reviewers' names or notes, no judge label.
         queue = store.adjudication_queue(audit_id, name)

@@ -1,5 +1,6 @@
-"""What every `redagent` sub-command shares: its consoles, the --db option, JSON output, comma lists,
-and the rule that a user-caused error ends as one line on stderr, `error: …`, with exit code 2."""
+"""What every `redagent` sub-command shares: its consoles, the --db option, JSON output, comma lists, the
+examples its --help ends with, and the one error path: a user-caused error ends as one line on stderr,
+`error: …`, with exit code 2 (`fail`, or `opened_store` for the errors of a command that opens the store)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import orjson
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 if TYPE_CHECKING:
     from redagent.store.db import Store
@@ -21,6 +23,16 @@ err = Console(stderr=True, emoji=False)  # an error line is shown as written: "x
 DB_OPTION = typer.Option(None, "--db", help="store: a SQLite file path or a URL (sqlite:///…, postgresql+psycopg://…); "
                          "default $REDAGENT_DB or .redagent/redagent.db. Only commands that write create a "
                          "missing store")
+
+
+def examples(*invocations: str) -> str:
+    """The epilog of a command's or group's --help: its example invocations, one a line, each a whole
+    `redagent …` command line (tests/console/test_cli_help.py holds every command to having one)."""
+    if not invocations or not all(line.startswith("redagent ") for line in invocations):
+        raise ValueError(f"an example is a whole `redagent …` command line, not {invocations!r}")
+    title = "Example:" if len(invocations) == 1 else "Examples:"
+    # Rich markup mode reads the epilog as markup: a literal `[` in an example must stay literal.
+    return title + "\n" + "\n".join(f"  {escape(line)}" for line in invocations)
 
 
 def fail(message: str) -> NoReturn:
@@ -47,10 +59,11 @@ ANALYSTS = ("owner", "researcher")
 
 
 def command_name() -> str:
-    """`redagent audit status`, for messages (the running typer/click command's path)."""
-    import click
+    """`redagent audit status`, for messages (the running command's path)."""
+    # typer 0.29 runs on a click of its own (typer._click): the installed click package never holds its context.
+    from typer._click.globals import get_current_context
 
-    context = click.get_current_context(silent=True)
+    context = get_current_context(silent=True)
     return f"`{context.command_path}`" if context is not None else "this command"
 
 

@@ -1,7 +1,7 @@
 """`redagent harnesses …`: the real agent CLIs — which are installed, and installing the pinned versions.
 
-A typer sub-app (registered by console/cli.py as `harnesses`). Errors end as one line on stderr,
-`error: …`, with exit code 2.
+A typer sub-app (registered by console/cli.py as `harnesses`). Errors take cli_common's one path: one
+line on stderr, `error: …`, exit code 2.
 """
 
 from __future__ import annotations
@@ -9,13 +9,14 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from redagent.console.cli_common import err, fail, out, print_json
+from redagent.console.cli_common import err, examples, fail, out, print_json
 
 harnesses_app = typer.Typer(no_args_is_help=True,
-                            help="Real agent CLIs as harnesses (codex, hermes, openclaw, claude-code).")
+                            help="Real agent CLIs as harnesses (codex, hermes, openclaw, claude-code).",
+                            epilog=examples("redagent harnesses list", "redagent harnesses install codex"))
 
 
-@harnesses_app.command("list")
+@harnesses_app.command("list", epilog=examples("redagent harnesses list --json"))
 def list_cmd(as_json: bool = typer.Option(False, "--json", help="print as JSON")) -> None:
     """Every harness: built in, or a CLI with its pinned version, whether it is installed, and where."""
     from redagent.engine.harnesses.cli.catalog import catalog
@@ -36,7 +37,9 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="print as JSON")
               highlight=False)
 
 
-@harnesses_app.command("install")
+@harnesses_app.command("install", epilog=examples(
+    "redagent harnesses install codex claude-code",
+    "redagent harnesses install all"))
 def install_cmd(names: list[str] = typer.Argument(..., help="codex, hermes, openclaw, claude-code (or all)")) -> None:
     """Install the pinned versions into the per-user cache (Node 24 for the npm-installed CLIs included)."""
     from redagent.engine.harnesses.cli import CLI_HARNESSES, profile

@@ -1,7 +1,8 @@
 """`redagent cases round …`: draw a construction round of case versions for two experts, and follow it.
 
-A typer sub-app (console/cli.py registers it under `cases` as `round`). Like the main command line,
-every error the user can cause ends as one line on stderr, `error: …`, and exit code 2.
+A typer sub-app (console/cases_cli.py registers it under `cases` as `round`). Every error the user can
+cause takes cli_common's one path: one line on stderr, `error: …`, exit code 2. `status` only reads and
+never creates a missing store.
 """
 
 from __future__ import annotations
@@ -13,17 +14,20 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from redagent.console.cli_common import DB_OPTION, opened_store, out, print_json, split
+from redagent.console.cli_common import DB_OPTION, examples, opened_store, out, print_json, split
 
-rounds_app = typer.Typer(no_args_is_help=True, help="Construction rounds: sample case versions for expert review.")
+rounds_app = typer.Typer(no_args_is_help=True, help="Construction rounds: sample case versions for expert review.",
+                         epilog=examples("redagent cases round new --n 40 --experts dana,eli",
+                                         "redagent cases round status round-1"))
 
 
 @contextmanager
-def _store(db: str | None) -> Iterator[Any]:
+def _store(db: str | None, *, create: bool = True) -> Iterator[Any]:
+    """The store for one round command; a reader passes `create=False` (a missing store is "no store at …")."""
     from redagent.judges.rounds import RoundError
     from redagent.store.reviews import ReviewError
 
-    with opened_store(db, catch=(RoundError, ReviewError)) as store:
+    with opened_store(db, catch=(RoundError, ReviewError), create=create) as store:
         yield store
 
 
@@ -31,7 +35,7 @@ def _fmt(value: float | None, spec: str) -> str:
     return "—" if value is None else format(value, spec)
 
 
-@rounds_app.command("new")
+@rounds_app.command("new", epilog=examples("redagent cases round new --n 40 --experts dana,eli"))
 def new_cmd(
     n: int = typer.Option(40, "--n", help="case versions in the round"),
     seed: int = typer.Option(0, "--seed", help="the sample and the review order follow from it"),
@@ -57,13 +61,13 @@ def new_cmd(
     out.print(table)
 
 
-@rounds_app.command("status")
+@rounds_app.command("status", epilog=examples("redagent cases round status round-1 --json"))
 def status_cmd(round_id: str = typer.Argument(...), db: str | None = DB_OPTION,
                as_json: bool = typer.Option(False, "--json")) -> None:
     """Each expert's progress and their agreement (raw and Cohen's kappa) per rubric item and on the decision."""
     from redagent.judges.rounds import agreement
 
-    with _store(db) as store:
+    with _store(db, create=False) as store:
         result = agreement(store, round_id)
     if as_json:
         print_json(result)

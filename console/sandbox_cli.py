@@ -1,17 +1,20 @@
 """`redagent sandbox …`: the Docker sandbox's image (build, use) and leftover containers (prune).
 
-A typer sub-app (registered by console/cli.py as `sandbox`). Errors end as one line on stderr,
-`error: …`, with exit code 2.
+A typer sub-app (registered by console/cli.py as `sandbox`). Errors take cli_common's one path: one
+line on stderr, `error: …`, exit code 2.
 """
 
 from __future__ import annotations
 
 import typer
 
-from redagent.console.cli_common import fail, out, print_json, split
+from redagent.console.cli_common import examples, fail, out, print_json, split
 
-sandbox_app = typer.Typer(no_args_is_help=True, help="The Docker sandbox backend: its image and leftover containers.")
-image_app = typer.Typer(no_args_is_help=True, help="The image `run --sandbox docker` uses.")
+sandbox_app = typer.Typer(no_args_is_help=True, help="The Docker sandbox backend: its image and leftover containers.",
+                          epilog=examples("redagent sandbox image build", "redagent sandbox prune"))
+image_app = typer.Typer(no_args_is_help=True, help="The image `run --sandbox docker` uses.",
+                        epilog=examples("redagent sandbox image build --with python",
+                                        "redagent sandbox image use my-toolchain:latest"))
 sandbox_app.add_typer(image_app, name="image")
 
 
@@ -19,7 +22,7 @@ def _say(text: str) -> None:
     out.print(text, markup=False, highlight=False)
 
 
-@image_app.command("build")
+@image_app.command("build", epilog=examples("redagent sandbox image build --with node,git"))
 def build_cmd(
     extras: str = typer.Option("", "--with", help="toolchains to add: node, python, git (comma-separated)"),
     tag: str | None = typer.Option(None, "--tag", help="image tag (default: the project's image)"),
@@ -53,7 +56,7 @@ def build_cmd(
     _say(f"built {chosen} ({image_id[:19]}), image version {IMAGE_VERSION}")
 
 
-@image_app.command("use")
+@image_app.command("use", epilog=examples("redagent sandbox image use my-toolchain:latest"))
 def use_cmd(tag: str = typer.Argument(..., help="a local image with sh and python3 (e.g. your toolchain's)")) -> None:
     """Record TAG as the image `run --sandbox docker` uses without --image (any local image that can
     run the rtool shim: sh, sleep, python3)."""
@@ -72,7 +75,7 @@ def use_cmd(tag: str = typer.Argument(..., help="a local image with sh and pytho
          f"recorded in {CHOSEN_IMAGE_FILE})")
 
 
-@sandbox_app.command("prune")
+@sandbox_app.command("prune", epilog=examples("redagent sandbox prune --run run-3fa2"))
 def prune_cmd(
     run_id: str | None = typer.Option(None, "--run", help="only the containers of this run"),
     as_json: bool = typer.Option(False, "--json", help="print the removed container ids as JSON"),

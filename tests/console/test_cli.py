@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from redagent.cases.loader import library_dir
@@ -97,3 +98,56 @@ def test_a_foreign_sqlite_file_is_refused_untouched_from_the_command_line(tmp_pa
     result = redagent("runs", "list", "--db", f"sqlite:///{path}")
     assert result.returncode == 2 and "SQLite database of something else" in result.stderr
     assert path.read_bytes() == content and sorted(p.name for p in tmp_path.iterdir()) == ["theirs.db"]
+
+
+# The audit, round and team commands that only read; their arguments are good enough to reach the store.
+READ_ONLY_GROUP_COMMANDS = [
+    ("audit", "status", "audit-1"), ("audit", "adjudications", "audit-1", "--adjudicator", "carol"),
+    ("audit", "export", "audit-1", "--out", "items.csv"), ("cases", "round", "status", "round-1"),
+    ("team", "list"), ("cases", "refine", "run-x"),
+]
+
+
+@pytest.mark.parametrize("args", READ_ONLY_GROUP_COMMANDS, ids=" ".join)
+def test_a_read_only_group_command_on_a_missing_store_says_so_in_one_line(args, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from redagent.console.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    missing = tmp_path / "nowhere" / "store.db"
+    result = CliRunner().invoke(app, [*args, "--db", str(missing)], prog_name="redagent")
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and f"no store at {missing}" in lines[0], lines
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert sorted(tmp_path.iterdir()) == []  # no store, no folder for it, no export file
+
+
+def test_a_writer_of_a_group_still_creates_a_missing_store(tmp_path):
+    """`cases round new` writes: on a missing store it makes one (and here draws a round into it)."""
+    from typer.testing import CliRunner
+
+    from redagent.console.cli import app
+
+    store = tmp_path / "new" / "store.db"
+    result = CliRunner().invoke(app, ["cases", "round", "new", "--n", "2", "--experts", "dana,eli", "--db", str(store),
+                                      "--json"], prog_name="redagent")
+    assert result.exit_code == 0, result.output
+    assert store.exists() and json.loads(result.stdout)["n"] == 2
+
+
+def test_a_refusal_names_the_command_at_fault(tmp_path):
+    """Typer runs on a click of its own: the command's path in the message comes from typer's context,
+    not "this command"."""
+    from typer.testing import CliRunner
+
+    from redagent.console.cli import app
+    from redagent.store.db import open_store
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    open_store(url).close()
+    result = CliRunner().invoke(app, ["audit", "adjudications", "audit-1", "--db", url], prog_name="redagent")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == ("error: `redagent audit adjudications` needs --adjudicator NAME (on a team "
+                                     "store it is taken from your login)")

@@ -1,0 +1,101 @@
+"""`redagent console`: open the Textual console in a terminal, or serve it to browsers (`--web`, one process
+per tab, token required). It only reads: a missing store is "no store at …", never created. Errors take
+cli_common's one-line path."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from redagent.console.cli_common import DB_OPTION, err, examples, fail, opened_store, out, single_file_note
+
+# Mounted without a name (console/cli.py): its command is top-level, `redagent console`.
+console_app = typer.Typer()
+
+ROLES = ("researcher", "reviewer", "adjudicator", "expert")  # the roles the console opens in
+
+
+@console_app.command("console", epilog=examples(
+    "redagent console --run run-3fa2",
+    "redagent console --db postgresql+psycopg://alice:pw@db:5432/audits",
+    "redagent console --web --host 0.0.0.0 --port 8000"))
+def console_command(
+    db: str | None = DB_OPTION,
+    reviewer: str | None = typer.Option(None, "--reviewer", help="your name (reviewer, adjudicator, expert); on a "
+                                                                  "team store it comes from your login"),
+    role: str | None = typer.Option(None, "--role", help="researcher | reviewer | adjudicator | expert; on a team "
+                                                         "store it comes from your login"),
+    run_id: str | None = typer.Option(None, "--run", help="open on this run"),
+    web: bool = typer.Option(False, "--web", help="serve the console to a browser (textual-serve), token required"),
+    host: str = typer.Option("localhost", "--host", help="with --web: the address to bind (default: localhost only)"),
+    port: int = typer.Option(8000, "--port", help="with --web: the port"),
+) -> None:
+    """Open the audit console (Textual): runs, rollouts, statistics, blinded audit, adjudication, case review.
+
+    A reviewer on a team store opens it with their own login's URL as --db; role and name come from it.
+    """
+    from redagent.store.access import Identity
+
+    if role is not None and role not in ROLES:
+        fail(f"unknown role {role!r} (known: {', '.join(ROLES)})")
+    # create=False: the console reads (runs it starts need a store that exists already), and a typo in --db
+    # must not leave an empty store behind.
+    with opened_store(db, roles=("owner", *ROLES), create=False) as store:
+        identity = store.identity()
+        note = single_file_note(store)
+    if identity.enforced:
+        # The database holds this login to its role: the flags may only repeat it.
+        if role is not None and role != identity.role:
+            fail(f"you are logged in as {identity.name} ({identity.role}); --role {role} is not yours")
+        if reviewer is not None and reviewer != identity.name:
+            fail(f"you are logged in as {identity.name}; --reviewer {reviewer} would be someone else")
+        role, reviewer = identity.role, (None if identity.role == "researcher" else identity.name)
+    else:
+        role = role or "researcher"
+        if role != "researcher" and not reviewer:
+            fail(f"the {role} role needs --reviewer NAME")
+    if role != "researcher" and note:
+        err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+    if web:
+        starter = identity if role == "researcher" else Identity(role, reviewer, identity.login, identity.enforced)
+        _serve_console(db, starter, run_id, host, port)
+        return
+    from redagent.console.app import RedAgentApp
+
+    RedAgentApp(db, reviewer=reviewer, role=role, run_id=run_id, note=note if role != "researcher" else None).run()
+
+
+def _serve_console(db: str | None, starter, run_id: str | None, host: str, port: int) -> None:
+    """Each browser tab gets its own console process (textual-serve) in the role of the token it came
+    with; no page or terminal without one. Bound to localhost unless --host says otherwise."""
+    import secrets
+    import socket
+
+    from sqlalchemy.engine import make_url
+
+    from redagent.console.web import TokenServer
+    from redagent.store.connect import resolve_url
+
+    if not 0 < port < 65536:
+        fail(f"--port {port} is not a TCP port")
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1" if host == "localhost" else host, port))
+        except OSError as exc:
+            fail(f"--port {port} is not free on {host}: {exc.strerror or exc}")
+    # Every tab opens the same store: a relative SQLite path made absolute, and the URL handed over in
+    # the environment rather than on a command line that `ps` shows (it may hold a password).
+    url = make_url(resolve_url(db))
+    if url.drivername.startswith("sqlite") and url.database and not Path(url.database).is_absolute():
+        url = url.set(database=str(Path(url.database).resolve()))
+    os.environ["REDAGENT_DB"] = url.render_as_string(hide_password=False)
+    with opened_store(os.environ["REDAGENT_DB"], roles=("owner", *ROLES), create=False) as store:
+        token = secrets.token_urlsafe(24)
+        who = starter.name or starter.role
+        out.print(f"serving the console ({starter.role}, {who}) at http://{host}:{port}/?token={token} — the token "
+                  "is yours alone (teammates use their own from `redagent team add`); Ctrl-C stops", highlight=False,
+                  soft_wrap=True)
+        TokenServer(starter=starter, starter_token=token, member=store.member_for_token, run_id=run_id, host=host,
+                    port=port).serve()
