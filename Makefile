@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench setup system harnesses ray
+.PHONY: demo test lint typecheck bench setup system harnesses ray
 
 demo: setup
 	$(BIN)/redagent cases check
@@ -12,10 +12,20 @@ demo: setup
 
 test: setup
 	$(BIN)/ruff check .
+	@$(MAKE) --no-print-directory typecheck
 	$(BIN)/pytest -q
 
 lint: setup
 	$(BIN)/ruff check .
+
+# mypy on store/, judges/ and engine/ ([tool.mypy] in pyproject.toml). It reads the package as installed
+# (redagent.store is store/, ...): the symlinks in build/typecheck give it that layout without an install.
+TYPED := build/typecheck/redagent
+typecheck: setup
+	@mkdir -p $(TYPED)
+	@ln -sfn $(CURDIR)/redagent/__init__.py $(TYPED)/__init__.py
+	@for top in cases sandbox engine judges store console; do ln -sfn $(CURDIR)/$$top $(TYPED)/$$top; done
+	$(BIN)/mypy
 
 bench: setup
 	$(BIN)/python benchmarks/instrument.py

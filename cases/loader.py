@@ -16,6 +16,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -595,6 +596,18 @@ def case_files(paths: Iterable[Path | str]) -> list[Path]:
     return found
 
 
+def starter_library() -> dict[str, Case]:
+    """The starter library by id, parsed once while its files are unchanged: every stored rollout the console
+    opens resolves its case against it (cases are frozen, so the parsed cases are shared; never mutate this)."""
+    files = case_files([library_dir()])
+    return _parsed_library(tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files))
+
+
+@lru_cache(maxsize=2)
+def _parsed_library(_signature: tuple[tuple[str, int, int], ...]) -> dict[str, Case]:
+    return {c.id: c for c in load_cases()}
+
+
 def load_cases(paths: Iterable[Path | str] | None = None) -> list[Case]:
     """Load every case under `paths` (default: the built-in library); all problems, or the cases."""
     files = case_files(paths if paths is not None else [library_dir()])
@@ -640,13 +653,13 @@ def find_cases(ids: Iterable[str], files: dict[str, str] | None = None,
     rest = wanted - found.keys() - files.keys()
     library: dict[str, Case] = {}
     if rest:
-        library = {c.id: c for c in load_cases()}
+        library = starter_library()
         found.update({cid: library[cid] for cid in rest if cid in library})
         found.update(compiled_cases(rest - found.keys(), hashes))
     # A benign arm derived in memory (`<id>-benign`) resolves through the case it was derived from.
     derived = {cid[: -len(BENIGN_SUFFIX)]: cid for cid in wanted - found.keys() if cid.endswith(BENIGN_SUFFIX)}
     if derived and not library:
-        library = {c.id: c for c in load_cases()}  # the starter library, parsed once for every derived id
+        library = starter_library()
     for base_id, cid in derived.items():
         for base in _candidates(base_id, files, library):
             counterpart = base.benign_counterpart()

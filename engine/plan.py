@@ -153,7 +153,7 @@ def matrix(cases: list[Case], models: list[str], harnesses: list[str], cues: lis
 def manifest_hash_for(cases: list[Case]) -> str | None:
     """The frozen manifest's hash when the run uses cases of a compiled benchmark (the newest version
     among them), else None."""
-    versions = {benchmark_version(c.source) for c in cases if c.source} - {None}
+    versions = {v for c in cases if c.source and (v := benchmark_version(c.source)) is not None}
     if not versions:
         return None
     return manifest_hash(benchmark_dir(max(versions)))
@@ -176,12 +176,12 @@ def estimate(keys: list[RolloutKey], cases: dict[str, Case], history: list[dict[
     exact: dict[tuple[str, str, str], dict[str, Any]] = {}
     # Calibration agents report no tokens: they stand in for one another, never for a real model.
     pooled: dict[tuple[str, str, bool], list[dict[str, Any]]] = {}
-    for row in history:
-        exact[(row["case_hash"], row["model"], row["harness"])] = row
-        pooled.setdefault((row["case_hash"], row["harness"], is_calibration(row["model"])), []).append(row)
+    for past in history:
+        exact[(past["case_hash"], past["model"], past["harness"])] = past
+        pooled.setdefault((past["case_hash"], past["harness"], is_calibration(past["model"])), []).append(past)
     fields = ("turns", "prompt_tokens", "completion_tokens", "duration_ms")
     per_key: list[tuple[RolloutKey, dict[str, float] | None]] = []
-    matched = Counter()
+    matched: Counter[str] = Counter()
     for key in keys:
         case_hash = cases[key.case_id].content_hash
         row = exact.get((case_hash, key.model, key.harness))

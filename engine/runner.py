@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import EllipsisType
 
 from redagent.cases.schema import Case
 from redagent.engine.conditions import DEFAULT_DISCLOSURE
@@ -93,6 +94,7 @@ class _Writer(threading.Thread):
                     self.store.heartbeat(self.run_id)
                 except BaseException as exc:  # a store that cannot take a heartbeat cannot take rollouts either
                     self.error = exc
+            item: RolloutRecord | EllipsisType | None
             try:
                 item = self.inbox.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:

@@ -332,7 +332,7 @@ def export(store: Store, audit_id: str, path: str | Path, fmt: str = "csv", *, r
     without one, rows follow item ids. CSV cells holding events, receipts and diff are JSON."""
     path = Path(path)
     fmt = _format(path, fmt)
-    views = store.blinded_items(audit_id, reviewer)
+    views = [_exported(view) for view in store.blinded_items(audit_id, reviewer)]
     columns = [c for c in _VIEW_COLUMNS if views and c in views[0]] + ["label", "note"]
     try:
         with path.open("w", encoding="utf-8", newline="") as handle:
@@ -348,6 +348,13 @@ def export(store: Store, audit_id: str, path: str | Path, fmt: str = "csv", *, r
     except OSError as exc:
         raise AuditFileError(f"cannot write {path}: {exc.strerror or exc}") from None
     return len(views)
+
+
+def _exported(view: dict[str, Any]) -> dict[str, Any]:
+    """A blinded item with its evidence records as JSON-ready dicts (what the blinding hides left out)."""
+    hidden = view.get("hidden") or frozenset()
+    return {**view, "events": [e.to_dict(hidden) for e in view["events"]],
+            "receipts": [r.to_dict() for r in view["receipts"]], "diff": [d.to_dict() for d in view["diff"]]}
 
 
 def _cell(column: str, value: Any) -> Any:

@@ -13,20 +13,22 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from redagent.cases.loader import find_cases
 from redagent.cases.schema import Case
 from redagent.judges.config import RULE, JudgeConfig, config_for, contract_text
-from redagent.judges.recognition import lexical
-from redagent.judges.rules import judge_rule
+from redagent.judges.recognition import RecognitionResult, lexical
+from redagent.judges.rules import Label, judge_rule
 from redagent.store.db import Store
+from redagent.store.readmodel import StoredRollout
 from redagent.store.records import JudgeLabelRecord, RecognitionLabelRecord
 
 BATCH = 200
+T = TypeVar("T")
 LEXICAL = "lexical"
 
 
@@ -50,14 +52,18 @@ class LabellingReport:
                 "invalid_skipped": self.invalid_skipped}
 
 
-def run_cases(store: Store, run_id: str) -> dict[str, Case]:
-    """The cases the run's rollouts used, as this installation has them now (a changed case is caught by
-    its hash), including those from a researcher's own folder that the run recorded."""
+def run_cases(store: Store, run_id: str, case_ids: Iterable[str] | None = None) -> dict[str, Case]:
+    """The cases the run's rollouts used (or only `case_ids` of them), as this installation has them now (a
+    changed case is caught by its hash), including those from a researcher's own folder that the run recorded.
+
+    The one way a stored rollout's case is resolved: judging, reports, refinement and the console's rollout
+    screen all come here, and here only to `cases.loader.find_cases`."""
     run = store.get_run(run_id)
     # The recorded content hashes pick the benchmark version the run used (v1 and v2 share case ids).
     hashes = (run.protocol.get("case_ids") or {}) if run else {}
-    return find_cases(store.case_ids(run_id), run.protocol.get("case_files") if run else None,
-                      hashes if isinstance(hashes, dict) else None)
+    files = (run.protocol.get("case_files") or {}) if run else {}
+    ids = store.case_ids(run_id) if case_ids is None else list(case_ids)
+    return find_cases(ids, files if isinstance(files, dict) else None, hashes if isinstance(hashes, dict) else None)
 
 
 def _judge_model(backbone: str, api_base: str | None, timeout: float, retries: int, max_tokens: int):
@@ -104,27 +110,27 @@ def judge_run(store: Store, run_id: str, views: list[str], *, backbone: str = RU
 
 
 def _judge_work(store: Store, run_id: str, configs: list[JudgeConfig], cases: dict[str, Case],
-                report: LabellingReport, backbone: str) -> Iterator[tuple[JudgeConfig, dict[str, Any], Case]]:
+                report: LabellingReport, backbone: str) -> Iterator[tuple[JudgeConfig, StoredRollout, Case]]:
     """What is left to judge, page by page of the run's rollouts (skipped ones counted in `report`)."""
-    for page in _pages(store.iter_export(run_id)):
+    for page in _pages(store.iter_rollouts(run_id)):
         for config in configs:
-            cached = store.cached_judge_labels([r["rollout_id"] for r in page], config.config_hash, backbone)
+            cached = store.cached_judge_labels([r.rollout_id for r in page], config.config_hash, backbone)
             for rollout in page:
-                if not rollout["valid"]:
+                if not rollout.valid:
                     report.invalid_skipped += config is configs[0]
                     continue
-                case = cases.get(rollout["case_id"])
-                if case is None or case.content_hash != rollout["case_hash"]:
+                case = cases.get(rollout.case_id)
+                if case is None or case.content_hash != rollout.case_hash:
                     report.stale += config is configs[0]
                     continue
-                if rollout["rollout_id"] in cached:
+                if rollout.rollout_id in cached:
                     report.cached[config.name] += 1
                     continue
                 yield config, rollout, case
 
 
-async def _stream(work: Iterable[Any], label: Callable[[Any], Awaitable[Any]], write: Callable[[list[Any]], int],
-                  counted: Callable[[Any], None], concurrency: int) -> None:
+async def _stream(work: Iterable[Any], label: Callable[[Any], Coroutine[Any, Any, Any]],
+                  write: Callable[[list[Any]], int], counted: Callable[[Any], None], concurrency: int) -> None:
     """Label `work` with at most `concurrency` labels in flight, storing each label as soon as it is made.
 
     The next item is drawn only when a slot is free, so a large run is never read into memory at once;
@@ -153,9 +159,9 @@ async def _stream(work: Iterable[Any], label: Callable[[Any], Awaitable[Any]], w
             task.cancel()
 
 
-def _record(config: JudgeConfig, rollout: dict[str, Any], run_id: str, label) -> JudgeLabelRecord:
+def _record(config: JudgeConfig, rollout: StoredRollout, run_id: str, label: Label) -> JudgeLabelRecord:
     return JudgeLabelRecord(
-        rollout_id=rollout["rollout_id"], run_id=run_id, config_name=config.name, config_hash=config.config_hash,
+        rollout_id=rollout.rollout_id, run_id=run_id, config_name=config.name, config_hash=config.config_hash,
         view=config.view, contract_hash=config.contract_hash, gate=config.gate, backbone=config.backbone,
         label=label.label, status=label.status, rationale=label.rationale, evidence=label.evidence,
         prompt_tokens=label.prompt_tokens, completion_tokens=label.completion_tokens, cost_usd=label.cost_usd,
@@ -173,13 +179,13 @@ def recognize_run(store: Store, run_id: str, *, backbone: str | None = None, api
     model = None if backbone is None else _judge_model(backbone, api_base, timeout, retries, max_tokens)
     cases = run_cases(store, run_id)
     done = {r.rollout_id for r in store.recognition_labels(run_id, judge, contract_hash) if r.status == "ok"}
-    harmful = (r for r in store.iter_export(run_id) if r["valid"] and r["E"] == 1 and r["rollout_id"] not in done
-               and r["case_id"] in cases and cases[r["case_id"]].content_hash == r["case_hash"])
-    tally = Counter()
+    harmful = (r for r in store.iter_rollouts(run_id) if r.valid and r.E == 1 and r.rollout_id not in done
+               and r.case_id in cases and cases[r.case_id].content_hash == r.case_hash)
+    tally: Counter[str] = Counter()
 
-    def record(rollout: dict[str, Any], res) -> RecognitionLabelRecord:
+    def record(rollout: StoredRollout, res: RecognitionResult) -> RecognitionLabelRecord:
         return RecognitionLabelRecord(
-            rollout_id=rollout["rollout_id"], run_id=run_id, judge=judge, contract_hash=contract_hash,
+            rollout_id=rollout.rollout_id, run_id=run_id, judge=judge, contract_hash=contract_hash,
             anchor_idx=res.anchor_idx, resolved=res.resolved, broad=res.broad, strict=res.strict, status=res.status,
             rationale=res.rationale, evidence=res.evidence, created_at=datetime.now(UTC))
 
@@ -190,7 +196,7 @@ def recognize_run(store: Store, run_id: str, *, backbone: str | None = None, api
 
     if model is None:
         for page in _pages(harmful):
-            records = [record(r, lexical(r, cases[r["case_id"]])) for r in page]
+            records = [record(r, lexical(r, cases[r.case_id])) for r in page]
             store.write_recognition_labels(records)
             for label in records:
                 counted(label)
@@ -198,8 +204,8 @@ def recognize_run(store: Store, run_id: str, *, backbone: str | None = None, api
         from redagent.engine.models import run_sync
         from redagent.judges.llm import recognize_llm
 
-        async def one(rollout: dict[str, Any]) -> RecognitionLabelRecord:
-            return record(rollout, await recognize_llm(rollout, cases[rollout["case_id"]], model))
+        async def one(rollout: StoredRollout) -> RecognitionLabelRecord:
+            return record(rollout, await recognize_llm(rollout, cases[rollout.case_id], model))
 
         run_sync(_stream(harmful, one, store.write_recognition_labels, counted, concurrency))
     return {"run_id": run_id, "judge": judge, "labelled": tally["labelled"], "cached": len(done),
@@ -213,8 +219,8 @@ def recognition_contract_hash(judge: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _pages(rows, size: int = BATCH):
-    page: list[dict[str, Any]] = []
+def _pages(rows: Iterable[T], size: int = BATCH) -> Iterator[list[T]]:
+    page: list[T] = []
     for row in rows:
         page.append(row)
         if len(page) >= size:

@@ -37,18 +37,18 @@ def refine(store: Store, run_id: str) -> list[Flag]:
     rollouts: dict[str, list[str]] = defaultdict(list)
     outcomes: dict[str, int] = {}
     case_of: dict[str, str] = {}
-    for r in store.iter_export(run_id):
-        if not r["valid"]:
+    for r in store.iter_rollouts(run_id, snapshots=False):
+        if not r.valid or r.E is None:
             continue
-        case = cases.get(r["case_id"])
-        rollouts[r["case_id"]].append(r["rollout_id"])
-        case_of[r["rollout_id"]] = r["case_id"]
-        outcomes[r["rollout_id"]] = r["E"]
-        reached[r["case_id"]].append(bool(r["reached"]))
+        case = cases.get(r.case_id)
+        rollouts[r.case_id].append(r.rollout_id)
+        case_of[r.rollout_id] = r.case_id
+        outcomes[r.rollout_id] = r.E
+        reached[r.case_id].append(r.reached)
         if case is not None:
             wanted = {s.tool for s in case.plans.benign if s.tool in CONSEQUENTIAL}
-            done = {x["action"] for x in r["receipts"] if x["outcome"] == "ok" and x["actor"] == "agent"}
-            benign_done[r["case_id"]].append(wanted <= done)
+            done = {x.action for x in r.effects}
+            benign_done[r.case_id].append(wanted <= done)
     flags = []
     for case_id, seen in sorted(reached.items()):
         case = cases.get(case_id)

@@ -102,7 +102,8 @@ def _adaptive(store: Store, run_id: str, attacked: pd.DataFrame, reps: int, seed
     for k = 0 … budget with case-clustered intervals, moves-to-success, the fixed-vs-adaptive paired
     difference (E@0 against E on the same rollouts, engine/attacker/session.py), and the attacker's claims
     of success beside what the verifier found. Over valid attacked rollouts."""
-    protocol = store.get_run(run_id).protocol
+    run = store.get_run(run_id)
+    protocol = run.protocol if run is not None else {}
     kind = protocol.get("attacker") or "none"
     if kind == "none":
         return None
@@ -243,7 +244,7 @@ def _cells(df: pd.DataFrame, value: str, source: str, backbone: str | None,
            counts: dict[tuple[str, ...], dict[str, int]]) -> list[dict[str, Any]]:
     """One row per cell of the run — also those with no valid (or no labelled) rollout, with rate None —
     and each cell's invalid rollouts; for a judge, `unlabelled` counts valid rollouts it has no ok label for."""
-    rates = {}
+    rates: dict[tuple[str, ...], Any] = {}
     if not df.empty:
         table = stats.rate_table(df.assign(y=df[value].astype(int)), list(CELL))
         rates = {(r.model, r.harness, r.cue, r.defense): r for r in table.itertuples()}
@@ -312,20 +313,20 @@ def _effects(outcomes: pd.DataFrame, column: str, baseline: str, keys: tuple[str
 
 def _defense(store: Store, run_id: str, outcomes: pd.DataFrame, reps: int, seed: int) -> list[dict[str, Any]]:
     run = store.get_run(run_id)
-    if run.parent_run_id is None:
+    if run is None or run.parent_run_id is None:
         return _effects(outcomes, "defense", "none", ("model", "case_id", "harness", "cue", "attempt"), reps, seed)
     # A replay: each rollout is paired with the historical rollout it re-ran, and each pair is labelled by the
     # defense its baseline actually ran under (a parent may have run several).
     parent = {r.id: r for r in store.rollouts(run.parent_run_id)}
     rows = []
-    for r in store.iter_export(run_id):
-        if r["benign"]:
+    for r in store.iter_rollouts(run_id, snapshots=False):
+        if r.benign:
             continue
-        base = parent.get(r["baseline_rollout_id"])
-        rows.append({"model": r["model"], "case_id": r["case_id"], "defense": r["defense"],
+        base = parent.get(r.baseline_rollout_id) if r.baseline_rollout_id is not None else None
+        rows.append({"model": r.model, "case_id": r.case_id, "defense": r.defense,
                      "baseline_defense": base.defense if base is not None else "unknown",
                      "base": base.E if base is not None and base.valid else None,
-                     "treat": r["E"] if r["valid"] else None})
+                     "treat": r.E if r.valid else None})
     frame = pd.DataFrame(rows)
     if frame.empty:
         return []

@@ -759,8 +759,9 @@ def utility_table(counts: pd.DataFrame | Sequence[Any], by: Sequence[str] = UTIL
             row = sums.loc[(*key, benign)] if (*key, benign) in sums.index else None
             arms[benign] = (UtilityRate(int(row["done"]), int(row["checked"]), int(row["valid"])) if row is not None
                             else UtilityRate(0, 0, 0))
-        cells.append(UtilityCell(*(str(values.get(name, "all")) for name in UTILITY_CELL),
-                                 benign=arms[True], under_attack=arms[False]))
+        names = {name: str(values.get(name, "all")) for name in UTILITY_CELL}
+        cells.append(UtilityCell(model=names["model"], harness=names["harness"], cue=names["cue"],
+                                 defense=names["defense"], benign=arms[True], under_attack=arms[False]))
     return cells
 
 

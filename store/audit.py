@@ -30,11 +30,12 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Insert, Table, func, select
+from sqlalchemy import Connection, Table, func, select
 
 from redagent.store import tables as t
 from redagent.store import tables_judging as tj
 from redagent.store import tables_team as tv
+from redagent.store.connect import DialectInsert
 from redagent.store.errors import (
     BadLabel,
     CorrectionWithoutReason,
@@ -48,8 +49,9 @@ from redagent.store.errors import (
     UnknownRun,
 )
 from redagent.store.judging import chunks
+from redagent.store.readmodel import BlindedRollout, StoredDiffEntry, StoredEvent, StoredReceipt
 from redagent.store.records import AUDIT_SLOTS, HUMAN_LABELS, AuditItemRecord, AuditRecord
-from redagent.store.rows import aware, clean_text
+from redagent.store.rows import aware, clean_text, stored_diff_entry, stored_event, stored_receipt
 
 UNSURE = "unsure"
 HUMAN_TO_BINARY = {"harmful": 1, "not_harmful": 0, "unsure": None}
@@ -118,7 +120,7 @@ class AuditQueries:
         _writing: Callable[[], AbstractContextManager[Connection]]
 
         @staticmethod
-        def _insert(conn: Connection, table: Table) -> Insert: ...
+        def _insert(conn: Connection, table: Table) -> DialectInsert: ...
 
     # ------------------------------------------------------------ creating and reading audits (analysts)
 
@@ -266,7 +268,7 @@ class AuditQueries:
                 if item_id not in queue:
                     raise ItemNotInQueue(audit_id, item_id, reviewer)
             first = self._own_first(conn, audit_id, reviewer)
-            rows = []
+            rows: list[dict[str, Any]] = []
             now = datetime.now(UTC)
             for item_id in sorted(wanted):
                 label, note = wanted[item_id]
@@ -549,7 +551,8 @@ class AuditQueries:
         """The blinded evidence of these items of `audit`, by item id, read only from the blinded views.
 
         The blinding itself is in the views' SQL (migration 0005); here blinded columns, which the views
-        return as NULL, are left out of the dict so a reader never mistakes "hidden" for "none".
+        return as NULL, are not even selected and are named in the record's `hidden`, and left out of the
+        dict, so a reader never mistakes "hidden" for "none".
         """
         bi, ev, rc, df = tv.blind_item, tv.blind_event, tv.blind_receipt, tv.blind_diff
         hidden = ({"model"} if audit.blind_model else set()) | (
@@ -558,28 +561,27 @@ class AuditQueries:
         event_columns = [c for c in ev.c if c.name not in hidden | {"audit_id"}]
         receipt_columns = [c for c in rc.c if c.name != "audit_id"]
         diff_columns = [df.c.item_id, df.c.path, df.c.op, df.c.before, df.c.after]
-        views: dict[int, dict[str, Any]] = {}
+        items: dict[int, Any] = {}
+        events: dict[int, list[StoredEvent]] = {}
+        receipts: dict[int, list[StoredReceipt]] = {}
+        diffs: dict[int, list[StoredDiffEntry]] = {}
         for chunk in chunks(sorted(set(item_ids))):
             for row in conn.execute(select(*item_columns).where(bi.c.audit_id == audit.id, bi.c.item_id.in_(chunk))):
-                view = dict(row._mapping)
-                view["surfaces"] = view["surfaces"].split(",") if view["surfaces"] else []
-                views[row.item_id] = {**view, "events": [], "receipts": [], "diff": []}
+                items[row.item_id] = row._mapping
+                events[row.item_id], receipts[row.item_id], diffs[row.item_id] = [], [], []
             for row in conn.execute(select(*event_columns).where(ev.c.audit_id == audit.id, ev.c.item_id.in_(chunk))
                                     .order_by(ev.c.item_id, ev.c.idx)):
-                event = dict(row._mapping)
-                del event["item_id"]
-                if "tampered" in event:
-                    event["tampered"] = bool(event["tampered"])
-                views[row.item_id]["events"].append(event)
+                events[row.item_id].append(stored_event(row._mapping))
             for row in conn.execute(select(*receipt_columns).where(rc.c.audit_id == audit.id, rc.c.item_id.in_(chunk))
                                     .order_by(rc.c.item_id, rc.c.seq)):
-                receipt = dict(row._mapping)
-                receipt["id"] = receipt.pop("receipt_id")
-                del receipt["item_id"]
-                views[row.item_id]["receipts"].append(receipt)
+                receipts[row.item_id].append(stored_receipt(row._mapping))
             for row in conn.execute(select(*diff_columns).where(df.c.audit_id == audit.id, df.c.item_id.in_(chunk))
                                     .order_by(df.c.item_id, df.c.entry_id)):
-                entry = dict(row._mapping)
-                del entry["item_id"]
-                views[row.item_id]["diff"].append(entry)
-        return views
+                diffs[row.item_id].append(stored_diff_entry(row._mapping))
+        shown = frozenset(hidden)
+        return {item_id: BlindedRollout(
+            events=tuple(events[item_id]), receipts=tuple(receipts[item_id]), diff=tuple(diffs[item_id]),
+            item_id=item_id, case_id=row["case_id"], constraint=row["constraint"], harness=row["harness"],
+            cue=row["cue"], defense=row["defense"], surfaces=tuple(row["surfaces"].split(",")) if row["surfaces"]
+            else (), model=row.get("model"), strategy=row.get("strategy"), vulnerability=row.get("vulnerability"),
+            channel=row.get("channel"), hidden=shown).fields() for item_id, row in items.items()}

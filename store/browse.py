@@ -23,7 +23,8 @@ from sqlalchemy import ColumnElement, Connection, Select, and_, exists, func, se
 from redagent.store import tables as t
 from redagent.store import tables_judging as tj
 from redagent.store.errors import InvalidRecord
-from redagent.store.rows import diff_dict, event_dict, receipt_dict, rollout_export
+from redagent.store.readmodel import StoredEvent, StoredLabel, StoredRollout
+from redagent.store.rows import stored_diff_entry, stored_event, stored_label, stored_receipt, stored_rollout
 
 # The keyset of every page: the unique cell index's column order, run first.
 PAGE_KEY = (t.rollout.c.run_id, t.rollout.c.case_id, t.rollout.c.model, t.rollout.c.harness, t.rollout.c.cue,
@@ -139,46 +140,45 @@ class BrowseQueries:
             return int(conn.execute(query).scalar_one())
 
     def rollout_detail(self, rollout_id: str, *, labels: bool = True,
-                       event_limit: int | None = None) -> dict[str, Any] | None:
-        """One rollout as the export dict (case id, strategy, …, E, evidence, final_text) with its events,
-        receipts and diff (no snapshots), `event_count`, and — only when `labels` — `judge_labels`:
-        every label with config_name, config_hash, view, backbone, label, status, rationale, evidence.
+                       event_limit: int | None = None) -> StoredRollout | None:
+        """One rollout as the read model with its events, receipts and diff (no snapshots) and `event_count`;
+        only when `labels`, every judge label (by configuration name, then backbone). None if absent.
 
-        Reviewer-facing callers pass labels=False, so no label text is even read. `event_limit`
-        keeps only the first events (a huge trajectory is then read with events_window). None if absent.
+        Reviewer-facing callers pass labels=False, so no label text is even read (`labels` is then None).
+        `event_limit` keeps only the first events (a huge trajectory is then read with events_window).
         """
         r = t.rollout
         with self._reading() as conn:
             row = conn.execute(select(r).where(r.c.id == rollout_id)).mappings().first()
             if row is None:
                 return None
-            item = rollout_export(row)
-            events = select(t.event).where(t.event.c.rollout_id == rollout_id).order_by(t.event.c.idx)
+            events_query = select(t.event).where(t.event.c.rollout_id == rollout_id).order_by(t.event.c.idx)
             if event_limit is not None:
-                events = events.limit(event_limit)
-            item["events"] = [event_dict(e) for e in conn.execute(events).mappings()]
-            item["event_count"] = (len(item["events"]) if event_limit is None or len(item["events"]) < event_limit
-                                   else self._event_count(conn, rollout_id))
-            item["receipts"] = [receipt_dict(c) for c in conn.execute(
+                events_query = events_query.limit(event_limit)
+            events = [stored_event(e) for e in conn.execute(events_query).mappings()]
+            count = (len(events) if event_limit is None or len(events) < event_limit
+                     else self._event_count(conn, rollout_id))
+            receipts = [stored_receipt(c) for c in conn.execute(
                 select(t.receipt).where(t.receipt.c.rollout_id == rollout_id).order_by(t.receipt.c.seq)).mappings()]
-            item["diff"] = [diff_dict(d) for d in conn.execute(
+            diff = [stored_diff_entry(d) for d in conn.execute(
                 select(t.diff_entry).where(t.diff_entry.c.rollout_id == rollout_id)
                 .order_by(t.diff_entry.c.id)).mappings()]
+            found: list[StoredLabel] | None = None
             if labels:
                 jl = tj.judge_label
                 query = (select(jl.c.config_name, jl.c.config_hash, jl.c.view, jl.c.backbone, jl.c.label,
                                 jl.c.status, jl.c.rationale, jl.c.evidence)
                          .where(jl.c.rollout_id == rollout_id).order_by(jl.c.config_name, jl.c.backbone))
-                item["judge_labels"] = [dict(m) for m in conn.execute(query).mappings()]
-        return item
+                found = [stored_label(m) for m in conn.execute(query).mappings()]
+        return stored_rollout(row, events=events, receipts=receipts, diff=diff, event_count=count, labels=found)
 
-    def events_window(self, rollout_id: str, start: int, stop: int) -> list[dict[str, Any]]:
+    def events_window(self, rollout_id: str, start: int, stop: int) -> list[StoredEvent]:
         """The rollout's events with start <= idx < stop, by idx (a slice of a huge trajectory)."""
         e = t.event
         query = (select(e).where(e.c.rollout_id == rollout_id, e.c.idx >= start, e.c.idx < stop)
                  .order_by(e.c.idx))
         with self._reading() as conn:
-            return [event_dict(row) for row in conn.execute(query).mappings()]
+            return [stored_event(row) for row in conn.execute(query).mappings()]
 
     def event_count(self, rollout_id: str) -> int:
         """How many trajectory events the rollout has (0 for an unknown rollout)."""

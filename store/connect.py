@@ -18,10 +18,14 @@ from typing import Any
 
 import orjson
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
 from redagent.store.errors import StoreError
+
+# What Store._insert hands out: the dialect's own INSERT, which has ON CONFLICT (do nothing / do update).
+DialectInsert = postgresql.Insert | sqlite.Insert
 
 DEFAULT_URL = "sqlite:///.redagent/redagent.db"
 EXPECTED = "a file path, sqlite:///path/to/file.db or postgresql+psycopg://user:password@host:port/database"

@@ -10,14 +10,14 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 import psycopg
-from sqlalchemy import Connection, Engine, Insert, Table, case, delete, exists, func, select, tuple_, update
+from sqlalchemy import Connection, Engine, RowMapping, Table, case, delete, exists, func, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
@@ -26,10 +26,18 @@ from redagent.store.access import AccessQueries
 from redagent.store.attacks import AttackQueries
 from redagent.store.audit import AuditQueries
 from redagent.store.browse import BrowseQueries
-from redagent.store.connect import DEFAULT_URL, WRITE, create_store_engine, describe_db_error, resolve_url
+from redagent.store.connect import (
+    DEFAULT_URL,
+    WRITE,
+    DialectInsert,
+    create_store_engine,
+    describe_db_error,
+    resolve_url,
+)
 from redagent.store.errors import InvalidRecord, StoreError, UnknownRun, WriteRejected, mask_url
 from redagent.store.judging import JudgingQueries
 from redagent.store.migrate import upgrade_to_head
+from redagent.store.readmodel import StoredRollout
 from redagent.store.records import RUN_STATUSES, RolloutRecord, RolloutSummary, RunRecord, UtilityCount
 from redagent.store.reviews import ReviewQueries
 from redagent.store.rows import (
@@ -43,6 +51,10 @@ from redagent.store.rows import (
     rollout_record,
     run_record,
     run_row,
+    stored_diff_entry,
+    stored_event,
+    stored_receipt,
+    stored_rollout,
 )
 from redagent.store.workers import WorkerQueries
 
@@ -167,7 +179,7 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
             raise WriteRejected(self.url, describe_db_error(exc, self.url)) from exc
 
     @staticmethod
-    def _insert(conn: Connection, table: Table) -> Insert:
+    def _insert(conn: Connection, table: Table) -> DialectInsert:
         # ON CONFLICT DO NOTHING exists on both dialects but is spelled through each one's insert().
         dialect_insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
         return dialect_insert(table)
@@ -443,43 +455,85 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
             return rollout_record(self._with_children(conn, [row])[0])
 
     def iter_export(self, run_id: str) -> Iterator[dict[str, Any]]:
-        """Every rollout of the run with its events, receipts, diff and snapshots, in cell order.
+        """Every rollout of the run with its events, receipts, diff and snapshots, in cell order, as the
+        export's JSON-ready dicts (`redagent export`). Readers that want the rollouts themselves use
+        iter_rollouts.
 
         Pages of EXPORT_PAGE rollouts, keyed on the cell (keyset paging, not OFFSET), so memory
         stays flat and each page costs the same however deep into the run it is.
         """
-        r = t.rollout
-        after: tuple[Any, ...] | None = None
         with self._reading() as conn:
-            while True:
-                query = select(r).where(r.c.run_id == run_id).order_by(*_CELL).limit(EXPORT_PAGE)
-                if after is not None:
-                    query = query.where(tuple_(*_CELL) > tuple_(*after))
-                page = conn.execute(query).mappings().all()
-                if not page:
-                    return
+            for page in self._pages(conn, run_id):
                 yield from self._with_children(conn, page)
-                last = page[-1]
-                after = tuple(last[column.key] for column in _CELL)
-                if len(page) < EXPORT_PAGE:
-                    return
+
+    def iter_rollouts(self, run_id: str, *, snapshots: bool = True) -> Iterator[StoredRollout]:
+        """Every rollout of the run as the typed read model (events, receipts, diff and, with `snapshots`,
+        the baseline and final snapshots), in cell order, paged as iter_export is. No judge labels."""
+        with self._reading() as conn:
+            for page in self._pages(conn, run_id):
+                ids = [row["id"] for row in page]
+                children = self._children(conn, ids)
+                states = self._snapshots(conn, ids) if snapshots else {}
+                for row in page:
+                    events, receipts, diff = children[row["id"]]
+                    baseline, final = states.get(row["id"], (None, None))
+                    yield stored_rollout(row, events=[stored_event(e) for e in events],
+                                         receipts=[stored_receipt(c) for c in receipts],
+                                         diff=[stored_diff_entry(d) for d in diff], baseline=baseline, final=final)
 
     @staticmethod
-    def _with_children(conn: Connection, page: list[Any]) -> list[dict[str, Any]]:
-        """Export dicts for a page of rollout rows, children fetched with one query per table."""
-        items = {row["id"]: {**rollout_export(row), "events": [], "receipts": [], "diff": [], "baseline": None,
-                             "final": None} for row in page}
-        ids = list(items)
-        for table, key, order, convert in ((t.event, "events", t.event.c.idx, event_dict),
-                                           (t.receipt, "receipts", t.receipt.c.seq, receipt_dict),
-                                           (t.diff_entry, "diff", t.diff_entry.c.id, diff_dict)):
+    def _pages(conn: Connection, run_id: str) -> Iterator[Sequence[RowMapping]]:
+        """The run's rollout rows in cell order, EXPORT_PAGE at a time (keyset paging on the cell)."""
+        r = t.rollout
+        after: tuple[Any, ...] | None = None
+        while True:
+            query = select(r).where(r.c.run_id == run_id).order_by(*_CELL).limit(EXPORT_PAGE)
+            if after is not None:
+                query = query.where(tuple_(*_CELL) > tuple_(*after))
+            page = conn.execute(query).mappings().all()
+            if not page:
+                return
+            yield page
+            last = page[-1]
+            after = tuple(last[column.key] for column in _CELL)
+            if len(page) < EXPORT_PAGE:
+                return
+
+    @staticmethod
+    def _children(conn: Connection, ids: list[str]) -> dict[str, tuple[list[RowMapping], list[RowMapping],
+                                                                       list[RowMapping]]]:
+        """Per rollout id: its event, receipt and diff rows in order, fetched with one query per table."""
+        found: dict[str, tuple[list[RowMapping], list[RowMapping], list[RowMapping]]] = {
+            rollout_id: ([], [], []) for rollout_id in ids}
+        for number, (table, order) in enumerate(((t.event, t.event.c.idx), (t.receipt, t.receipt.c.seq),
+                                                 (t.diff_entry, t.diff_entry.c.id))):
             query = select(table).where(table.c.rollout_id.in_(ids)).order_by(table.c.rollout_id, order)
             for child in conn.execute(query).mappings():
-                items[child["rollout_id"]][key].append(convert(child))
+                found[child["rollout_id"]][number].append(child)
+        return found
+
+    @staticmethod
+    def _snapshots(conn: Connection, ids: list[str]) -> dict[str, tuple[Any, Any]]:
+        """Per rollout id: (baseline, final), each parsed per rollout (not shared: callers may mutate the export)."""
+        found: dict[str, list[Any]] = {}
         snapshots = (select(t.snapshot.c.rollout_id, t.snapshot.c.kind, t.blob.c.data)
                      .join(t.blob, t.blob.c.sha256 == t.snapshot.c.blob_sha)
                      .where(t.snapshot.c.rollout_id.in_(ids)))
         for rollout_id, kind, data in conn.execute(snapshots):
-            # Parsed per rollout (not shared): callers may mutate what they get.
-            items[rollout_id][kind] = orjson.loads(data)
-        return list(items.values())
+            found.setdefault(rollout_id, [None, None])[0 if kind == "baseline" else 1] = orjson.loads(data)
+        return {rollout_id: (pair[0], pair[1]) for rollout_id, pair in found.items()}
+
+    @classmethod
+    def _with_children(cls, conn: Connection, page: Sequence[RowMapping]) -> list[dict[str, Any]]:
+        """Export dicts for a page of rollout rows, children fetched with one query per table."""
+        ids = [row["id"] for row in page]
+        children = cls._children(conn, ids)
+        states = cls._snapshots(conn, ids)
+        items = []
+        for row in page:
+            events, receipts, diff = children[row["id"]]
+            baseline, final = states.get(row["id"], (None, None))
+            items.append({**rollout_export(row), "events": [event_dict(e) for e in events],
+                          "receipts": [receipt_dict(c) for c in receipts], "diff": [diff_dict(d) for d in diff],
+                          "baseline": baseline, "final": final})
+        return items

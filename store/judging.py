@@ -18,10 +18,11 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Insert, Select, Table, case, func, select, tuple_
+from sqlalchemy import Connection, Select, Table, case, func, select, tuple_
 
 from redagent.store import tables as t
 from redagent.store import tables_judging as tj
+from redagent.store.connect import DialectInsert
 from redagent.store.errors import InvalidRecord
 from redagent.store.records import (
     JUDGE_VIEWS,
@@ -128,7 +129,7 @@ class JudgingQueries:
         _writing: Callable[[], AbstractContextManager[Connection]]
 
         @staticmethod
-        def _insert(conn: Connection, table: Table) -> Insert: ...
+        def _insert(conn: Connection, table: Table) -> DialectInsert: ...
 
     # ------------------------------------------------------------ judge labels
 

@@ -118,7 +118,9 @@ def _upgrade(engine: Engine, url: str) -> bool:
 def _raw_pragma(connection: Connection, pragma: str) -> None:
     # Straight to the driver (autocommit): through SQLAlchemy it would autobegin a transaction,
     # inside which SQLite ignores this pragma.
-    connection.connection.driver_connection.execute(f"PRAGMA {pragma}")
+    driver = connection.connection.driver_connection
+    assert driver is not None  # a live connection always has its driver's
+    driver.execute(f"PRAGMA {pragma}")
 
 
 def _known(script: ScriptDirectory, revision: str) -> bool:

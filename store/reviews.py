@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Insert, Table, func, select
+from sqlalchemy import Connection, Table, func, select
 
 from redagent.store import tables_reviews as tr
 from redagent.store import tables_team as tv
+from redagent.store.connect import DialectInsert
 from redagent.store.errors import InvalidRecord
 from redagent.store.rows import aware, clean_text
 
@@ -149,7 +150,7 @@ class ReviewQueries:
         _writing: Callable[[], AbstractContextManager[Connection]]
 
         @staticmethod
-        def _insert(conn: Connection, table: Table) -> Insert: ...
+        def _insert(conn: Connection, table: Table) -> DialectInsert: ...
 
     # ------------------------------------------------------------ rounds
 
@@ -274,7 +275,7 @@ class ReviewQueries:
         cr = tr.case_review
         with self._reading() as conn:
             experts = list(self._round_row(conn, round_id).experts)
-            counts = dict(conn.execute(select(cr.c.expert, func.count()).where(
+            counts: dict[str, int] = dict(conn.execute(select(cr.c.expert, func.count()).where(
                 cr.c.round_id == round_id, cr.c.version == 1).group_by(cr.c.expert)).all())
         return {name: int(counts.get(name, 0)) for name in experts}
 

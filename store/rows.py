@@ -9,12 +9,23 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, overload
 
 import orjson
 
 from redagent.store.errors import InvalidRecord
+from redagent.store.readmodel import (
+    StoredDiffEntry,
+    StoredEvent,
+    StoredLabel,
+    StoredReceipt,
+    StoredRollout,
+    VerdictEvidence,
+)
 from redagent.store.records import RUN_STATUSES, RolloutRecord, RunRecord
+
+# A result row read by column name: SQLAlchemy's RowMapping (keyed by names and by columns) or a plain dict.
+Row = Mapping[Any, Any]
 
 # PostgreSQL's TEXT cannot hold NUL, and a tool's raw output can contain one; both dialects store
 # U+FFFD instead so they keep identical data (JSON columns escape NUL and need no help).
@@ -53,6 +64,10 @@ def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+@overload
+def aware(value: datetime, what: str) -> datetime: ...
+@overload
+def aware(value: None, what: str) -> None: ...
 def aware(value: datetime | None, what: str) -> datetime | None:
     if value is not None and (value.tzinfo is None or value.utcoffset() is None):
         raise InvalidRecord(f"{what} is a naive datetime ({value.isoformat()}): the store needs timezone-aware ones")
@@ -81,7 +96,7 @@ def run_row(run: RunRecord) -> dict[str, Any]:
     }
 
 
-def run_record(row: Mapping[str, Any]) -> RunRecord:
+def run_record(row: Row) -> RunRecord:
     return RunRecord(
         id=row["id"], status=row["status"], protocol=row["protocol"], case_set_hash=row["case_set_hash"],
         code_version=row["code_version"], planned=row["planned"], created_at=row["created_at"],
@@ -189,7 +204,7 @@ ROLLOUT_KEYS = (
 )
 
 
-def rollout_export(row: Mapping[str, Any]) -> dict[str, Any]:
+def rollout_export(row: Row) -> dict[str, Any]:
     """A rollout row as the export's flat dict (children are added by the caller)."""
     out = {key: row[column] for column, key in ROLLOUT_KEYS}
     out["surfaces"] = row["surfaces"].split(",") if row["surfaces"] else []
@@ -200,19 +215,19 @@ def rollout_export(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def event_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+def event_dict(row: Row) -> dict[str, Any]:
     return {"idx": row["idx"], "role": row["role"], "text": row["text"], "tool_call": row["tool_call"],
             "original": row["original"], "observation": row["observation"], "receipts": row["receipts"],
             "tampered": bool(row["tampered"])}
 
 
-def receipt_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+def receipt_dict(row: Row) -> dict[str, Any]:
     return {"id": row["receipt_id"], "seq": row["seq"], "service": row["service"], "action": row["action"],
             "args": row["args"], "outcome": row["outcome"], "actor": row["actor"], "step": row["step"],
             "effect": row["effect"], "error": row["error"], "via": row["via"]}
 
 
-def diff_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+def diff_dict(row: Row) -> dict[str, Any]:
     return {"path": row["path"], "op": row["op"], "before": row["before"], "after": row["after"]}
 
 
@@ -221,3 +236,51 @@ def rollout_record(item: Mapping[str, Any]) -> RolloutRecord:
     fields = {key: item[key] for _, key in ROLLOUT_KEYS if key != "rollout_id"}
     return RolloutRecord(id=item["rollout_id"], **fields, events=item["events"], receipts=item["receipts"],
                          baseline=item["baseline"], final=item["final"], diff=item["diff"])
+
+
+# ---------------------------------------------------------------- reading back into the typed read model
+
+
+def stored_event(row: Row) -> StoredEvent:
+    """An event row (of the event table or the blind_event view, whose hidden columns may be absent) as a record."""
+    tampered = row.get("tampered")
+    return StoredEvent(idx=row["idx"], role=row["role"], text=row["text"] or "", tool_call=row["tool_call"],
+                       original=row.get("original"), observation=row["observation"],
+                       receipts=tuple(row["receipts"] or ()), tampered=None if tampered is None else bool(tampered))
+
+
+def stored_receipt(row: Row) -> StoredReceipt:
+    return StoredReceipt(id=row["receipt_id"], seq=row["seq"], service=row["service"], action=row["action"],
+                         args=row["args"] or {}, outcome=row["outcome"], actor=row["actor"], step=row["step"],
+                         effect=row["effect"] or {}, error=row["error"], via=row["via"])
+
+
+def stored_diff_entry(row: Row) -> StoredDiffEntry:
+    return StoredDiffEntry(path=row["path"], op=row["op"], before=row["before"], after=row["after"])
+
+
+def stored_label(row: Row) -> StoredLabel:
+    return StoredLabel(config_name=row["config_name"], config_hash=row["config_hash"], view=row["view"],
+                       backbone=row["backbone"], label=row["label"], status=row["status"],
+                       rationale=row["rationale"] or "", evidence=tuple(str(e) for e in row["evidence"] or ()))
+
+
+def stored_rollout(row: Row, *, events: list[StoredEvent], receipts: list[StoredReceipt],
+                   diff: list[StoredDiffEntry], event_count: int = -1, labels: list[StoredLabel] | None = None,
+                   baseline: Mapping[str, Any] | None = None,
+                   final: Mapping[str, Any] | None = None) -> StoredRollout:
+    """A rollout row and its children as the read model (SQLite hands booleans back as integers)."""
+    return StoredRollout(
+        events=tuple(events), receipts=tuple(receipts), diff=tuple(diff), event_count=event_count,
+        rollout_id=row["id"], run_id=row["run_id"], case_id=row["case_id"], case_version=row["case_version"],
+        case_hash=row["case_hash"], strategy=row["strategy"], vulnerability=row["vulnerability"],
+        constraint=row["constraint"], surfaces=tuple(row["surfaces"].split(",")) if row["surfaces"] else (),
+        channel=row["channel"], model=row["model"], harness=row["harness"], cue=row["cue"], defense=row["defense"],
+        attempt=row["attempt"], valid=bool(row["valid"]), invalid_reason=row["invalid_reason"],
+        invalid_detail=row["invalid_detail"], E=row["e"], U=row["utility"], benign=bool(row["benign"]),
+        reached=bool(row["reached"]), expected_E=row["expected_e"], verdict=VerdictEvidence.of(row["evidence"]),
+        final_text=row["final_text"] or "", started_at=row["started_at"], finished_at=row["finished_at"],
+        duration_ms=row["duration_ms"], prompt_tokens=row["prompt_tokens"],
+        completion_tokens=row["completion_tokens"], cost_usd=row["cost_usd"],
+        baseline_rollout_id=row["baseline_rollout_id"], labels=None if labels is None else tuple(labels),
+        baseline=baseline, final=final)

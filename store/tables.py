@@ -20,6 +20,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Table,
     Text,
     TypeDecorator,
     UniqueConstraint,
@@ -241,14 +242,21 @@ class DiffEntry(StoreModel, table=True):
     after: Any | None = Field(default=None, sa_type=JSONDocument, nullable=True)
 
 
+def table_of(model: type[SQLModel]) -> Table:
+    """A table model's Table: SQLModel sets `__table__` on every table=True class; its stubs do not declare it."""
+    table = model.__table__  # type: ignore[attr-defined]  # a sqlmodel typing gap, not a missing attribute
+    assert isinstance(table, Table)
+    return table
+
+
 metadata = StoreModel.metadata
-run = Run.__table__
-rollout = Rollout.__table__
-event = Event.__table__
-receipt = Receipt.__table__
-blob = Blob.__table__
-snapshot = Snapshot.__table__
-diff_entry = DiffEntry.__table__
+run = table_of(Run)
+rollout = table_of(Rollout)
+event = table_of(Event)
+receipt = table_of(Receipt)
+blob = table_of(Blob)
+snapshot = table_of(Snapshot)
+diff_entry = table_of(DiffEntry)
 
 # Judge labels, recognition labels and audits are defined in their own module on the same metadata;
 # importing it here registers them, so everything that reads `metadata` (migrations, schema checks)

@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field
 
-from redagent.store.tables import JSONDocument, StoreModel, UTCDateTime
+from redagent.store.tables import JSONDocument, StoreModel, UTCDateTime, table_of
 
 HUMAN_LABEL_CHECK = "label IN ('harmful', 'not_harmful', 'unsure')"
 # A first submission needs no reason; every later version (a correction) says why it was made.
@@ -194,10 +194,10 @@ class Adjudication(StoreModel, table=True):
     created_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
 
 
-judge_label = JudgeLabel.__table__
-recognition_label = RecognitionLabel.__table__
-audit = Audit.__table__
-audit_item = AuditItem.__table__
-audit_assignment = AuditAssignment.__table__
-audit_label = AuditLabel.__table__
-adjudication = Adjudication.__table__
+judge_label = table_of(JudgeLabel)
+recognition_label = table_of(RecognitionLabel)
+audit = table_of(Audit)
+audit_item = table_of(AuditItem)
+audit_assignment = table_of(AuditAssignment)
+audit_label = table_of(AuditLabel)
+adjudication = table_of(Adjudication)

@@ -22,7 +22,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field
 
-from redagent.store.tables import JSONDocument, StoreModel, UTCDateTime
+from redagent.store.tables import JSONDocument, StoreModel, UTCDateTime, table_of
 
 DECISION_CHECK = "decision IN ('accept', 'revise', 'exclude')"
 # A first submission needs no reason; every later version (a correction) says why it was made.
@@ -78,6 +78,6 @@ class CaseReview(StoreModel, table=True):
     created_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
 
 
-review_round = ReviewRound.__table__
-round_case = RoundCase.__table__
-case_review = CaseReview.__table__
+review_round = table_of(ReviewRound)
+round_case = table_of(RoundCase)
+case_review = table_of(CaseReview)

@@ -11,7 +11,7 @@ from datetime import datetime
 from sqlalchemy import Boolean, CheckConstraint, Column, Integer, MetaData, Table, Text
 from sqlmodel import Field
 
-from redagent.store.tables import JSONDocument, StoreModel, UTCDateTime
+from redagent.store.tables import JSONDocument, StoreModel, UTCDateTime, table_of
 
 TEAM_ROLES = ("researcher", "reviewer", "adjudicator", "expert")
 
@@ -30,7 +30,7 @@ class TeamMember(StoreModel, table=True):
     created_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
 
 
-team_member = TeamMember.__table__
+team_member = table_of(TeamMember)
 
 views = MetaData()
 blind_audit = Table("blind_audit", views, Column("id", Text), Column("n", Integer), Column("adjudicator", Text),

@@ -12,7 +12,7 @@ from datetime import datetime
 from sqlalchemy import CheckConstraint, Column, ForeignKey, Integer, Text
 from sqlmodel import Field
 
-from redagent.store.tables import StoreModel, UTCDateTime
+from redagent.store.tables import StoreModel, UTCDateTime, table_of
 
 SHARD_STATUSES = ("running", "done", "stopped", "failed")
 
@@ -37,4 +37,4 @@ class RunShard(StoreModel, table=True):
     finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
 
 
-run_shard = RunShard.__table__
+run_shard = table_of(RunShard)

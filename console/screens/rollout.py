@@ -8,7 +8,8 @@ mismatches are computed from all its events after the panes are already on scree
 
 from __future__ import annotations
 
-from functools import lru_cache
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -21,54 +22,33 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
-from redagent.cases.loader import CaseFileError, compiled_cases, find_cases, load_cases
+from redagent.cases.loader import CaseFileError
 from redagent.cases.schema import Case
 from redagent.cases.taxonomy import CHANNELS, CONSTRAINTS, STRATEGIES, VULNERABILITIES
 from redagent.console.widgets.evidence import EvidencePanes
-from redagent.judges.evidence import mismatches
+from redagent.judges.evidence import Mismatch, mismatches
+from redagent.judges.labelling import run_cases
+from redagent.store.readmodel import StoredLabel, StoredRollout
 
 FIRST_EVENTS = 400  # events read with the detail; the rest come in windows as the trajectory scrolls
 ATTACK_LINES = 3
 
 
-@lru_cache(maxsize=1)
-def library() -> dict[str, Case]:
-    """The built-in cases by id, loaded once per process (a rollout names its case by id)."""
-    try:
-        return {case.id: case for case in load_cases()}
-    except CaseFileError:
-        return {}
-
-
-@lru_cache(maxsize=1024)
-def case_named(case_id: str, own_file: str | None = None) -> Case | None:
-    """A rollout's case: from the file its run recorded (a researcher's own folder), else the starter
-    library, else the compiled benchmark (one file read, then cached)."""
-    try:
-        if own_file:
-            return find_cases([case_id], {case_id: own_file}).get(case_id)
-        if case_id in library():
-            return library()[case_id]
-        return compiled_cases([case_id]).get(case_id)
-    except CaseFileError:
-        return None
-
-
 class DetailLoaded(Message):
-    def __init__(self, rollout_id: str, detail: dict[str, Any] | None, case: Case | None,
-                 mismatch_lines: list[str] | None) -> None:
+    def __init__(self, rollout_id: str, detail: StoredRollout | None, case: Case | None,
+                 found: list[Mismatch] | None) -> None:
         super().__init__()
         self.rollout_id = rollout_id
         self.detail = detail
         self.case = case
-        self.mismatch_lines = mismatch_lines
+        self.mismatches = found
 
 
 class MismatchesFound(Message):
-    def __init__(self, rollout_id: str, lines: list[str]) -> None:
+    def __init__(self, rollout_id: str, found: list[Mismatch]) -> None:
         super().__init__()
         self.rollout_id = rollout_id
-        self.lines = lines
+        self.mismatches = found
 
 
 def _coded(code: str, table: dict[str, Any]) -> str:
@@ -76,62 +56,62 @@ def _coded(code: str, table: dict[str, Any]) -> str:
     return f"{code} {entry.name}" if entry is not None else code
 
 
-def case_header(detail: dict[str, Any], case: Case | None) -> Text:
+def case_header(detail: StoredRollout, case: Case | None) -> Text:
     """The case as a reviewer needs it: IVC path with names, the constraint, the channel and the attack."""
     text = Text()
     # E and U lead: they are what a researcher opens a rollout for, and the first line is always visible.
     text.append("E ")
-    if detail["valid"]:
-        text.append(str(detail["E"]), style="bold red" if detail["E"] == 1 else "bold green")
-        text.append(" (harmful)" if detail["E"] == 1 else " (no harm recorded)")
+    if detail.valid:
+        text.append(str(detail.E), style="bold red" if detail.E == 1 else "bold green")
+        text.append(" (harmful)" if detail.E == 1 else " (no harm recorded)")
     else:
-        text.append(f"invalid: {detail['invalid_reason']}", style="bold yellow")
-    utility = detail.get("U")
+        text.append(f"invalid: {detail.invalid_reason}", style="bold yellow")
+    utility = detail.U
     text.append("  U ")
     text.append("—" if utility is None else str(utility), style="bold")
     text.append("   ")
-    text.append(detail["case_id"], style="bold")
+    text.append(detail.case_id, style="bold")
     if case is not None:
         text.append(f"  {case.title}", style="italic")
-    text.append(f"   {detail['model']} · {detail['harness']} · cue {detail['cue']} · defense {detail['defense']}"
-                f" · attempt {detail['attempt']}\n", style="dim")
+    text.append(f"   {detail.model} · {detail.harness} · cue {detail.cue} · defense {detail.defense}"
+                f" · attempt {detail.attempt}\n", style="dim")
     text.append("IVC  ")
-    text.append(f"{_coded(detail['strategy'], STRATEGIES)} → {_coded(detail['vulnerability'], VULNERABILITIES)} → "
-                f"{_coded(detail['constraint'], CONSTRAINTS)}\n", style="bold cyan")
-    constraint = CONSTRAINTS.get(detail["constraint"])
+    text.append(f"{_coded(detail.strategy, STRATEGIES)} → {_coded(detail.vulnerability, VULNERABILITIES)} → "
+                f"{_coded(detail.constraint, CONSTRAINTS)}\n", style="bold cyan")
+    constraint = CONSTRAINTS.get(detail.constraint)
     if constraint is not None:
         text.append("constraint  ", style="dim")
         text.append(constraint.statement + "\n")
     text.append("channel  ", style="dim")
-    text.append(f"{detail['channel']} — {CHANNELS.get(detail['channel'], '')}\n")
+    text.append(f"{detail.channel} — {CHANNELS.get(detail.channel, '')}\n")
     if case is not None:
         text.append("attack  ", style="dim")
         lines = case.attack.content.strip().splitlines() or [""]
         shown = "\n        ".join(lines[:ATTACK_LINES])
         text.append(shown + (f" … (+{len(lines) - ATTACK_LINES} lines)" if len(lines) > ATTACK_LINES else ""),
                     style="yellow")
-        if case.content_hash != detail["case_hash"]:
+        if case.content_hash != detail.case_hash:
             text.append("\n(the case file changed since this rollout ran)", style="dim red")
     else:
         text.append("attack  (case not in the library)", style="dim")
     return text
 
 
-def labels_text(labels: list[dict[str, Any]]) -> Text:
+def labels_text(labels: Sequence[StoredLabel]) -> Text:
     text = Text()
     if not labels:
         return Text("no judge labels (run `redagent judge`)", style="dim")
     for label in labels:
-        text.append(f"{label['config_name']} [{label['backbone']}] ", style="bold")
-        if label["status"] != "ok":
+        text.append(f"{label.config_name} [{label.backbone}] ", style="bold")
+        if label.status != "ok":
             text.append("failed", style="yellow")
         else:
-            text.append("harmful" if label["label"] == 1 else "not harmful",
-                        style="red" if label["label"] == 1 else "green")
-        if label.get("rationale"):
-            text.append(f" — {label['rationale']}")
-        if label.get("evidence"):
-            text.append(f"  cites {', '.join(map(str, label['evidence']))}", style="yellow")
+            text.append("harmful" if label.label == 1 else "not harmful",
+                        style="red" if label.label == 1 else "green")
+        if label.rationale:
+            text.append(f" — {label.rationale}")
+        if label.evidence:
+            text.append(f"  cites {', '.join(label.evidence)}", style="yellow")
         text.append("\n")
     text.rstrip()
     return text
@@ -161,9 +141,13 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
                 tooltip="The previous rollout of the list"),
         Binding("escape", "back", "Back", id="rollout-back", tooltip="Back to the rollout list"),
     ]
+    # Below 32 rows the header and the labels give rows to the evidence (at 80×24 the panes kept 3 lines).
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
     DEFAULT_CSS = """
     RolloutScreen #case-header { height: 8; padding: 0 1; background: $boost; }
     RolloutScreen #labels-scroll { height: 5; border-top: solid $panel; }
+    RolloutScreen.-short #case-header { height: 5; }
+    RolloutScreen.-short #labels-scroll { height: 4; }
     /* One line per configuration, cut at the edge: every verdict shows in the pane's four lines (a wrapped
        rationale pushed the third label out of sight); the cited ids are marked in the panes (◆). */
     RolloutScreen #labels { padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
@@ -174,9 +158,9 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
         self.rollout_id = rollout_id
         self.blinded = blinded
         self.ids = list(ids or [rollout_id])
-        self.detail: dict[str, Any] | None = None
+        self.detail: StoredRollout | None = None
         self.loaded_id: str | None = None  # the rollout whose evidence is on screen
-        self._case_files: dict[str, dict[str, str]] = {}  # run id → its recorded own case files
+        self._cases: dict[tuple[str, str], Case | None] = {}  # (run id, case id) → its case, once resolved
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -203,14 +187,18 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
         self._load(rollout_id)
 
     def current_run_id(self) -> str | None:
-        return self.detail["run_id"] if self.detail is not None else None
+        return self.detail.run_id if self.detail is not None else None
 
-    def _own_files(self, run_id: str) -> dict[str, str]:
-        """The case files a run recorded for cases outside the installation (read once per run)."""
-        if run_id not in self._case_files:
-            run = self.app.store.get_run(run_id)
-            self._case_files[run_id] = (run.protocol.get("case_files") or {}) if run else {}
-        return self._case_files[run_id]
+    def _case_of(self, detail: StoredRollout) -> Case | None:
+        """The rollout's case, resolved as judging resolves it (`run_cases`: the run's own recorded files and
+        content hashes, then the library and the benchmarks); read once per run and case."""
+        key = (detail.run_id, detail.case_id)
+        if key not in self._cases:
+            try:
+                self._cases[key] = run_cases(self.app.store, detail.run_id, [detail.case_id]).get(detail.case_id)
+            except CaseFileError:
+                self._cases[key] = None
+        return self._cases[key]
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="rollout-detail")
     def _load(self, rollout_id: str) -> None:
@@ -218,13 +206,14 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
         if detail is None:
             self.post_message(DetailLoaded(rollout_id, None, None, None))
             return
-        case = case_named(detail["case_id"], self._own_files(detail["run_id"]).get(detail["case_id"]))
-        complete = detail["event_count"] <= len(detail["events"])
-        found = mismatches(detail) if complete else None
+        case = self._case_of(detail)
+        # Blinded, nothing computed by judges/ is even computed (see EvidencePanes).
+        found = mismatches(detail) if detail.complete and not self.blinded else None
         self.post_message(DetailLoaded(rollout_id, detail, case, found))
-        if not complete:
+        if not detail.complete and not self.blinded:
             # Mismatches need the whole trajectory (the final answer is at its end): read it after the panes show.
-            everything = {**detail, "events": self.app.store.events_window(rollout_id, 0, detail["event_count"])}
+            events = self.app.store.events_window(rollout_id, 0, detail.event_count)
+            everything = replace(detail, events=tuple(events), event_count=len(events))
             self.post_message(MismatchesFound(rollout_id, mismatches(everything)))
 
     @on(DetailLoaded)
@@ -236,14 +225,14 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
                                                                 style="bold red"))
             return
         detail = self.detail = message.detail
-        self.sub_title = detail["rollout_id"]
+        self.sub_title = detail.rollout_id
         # The header's height is fixed (8 lines, E and U on the first): the next rollout repaints it, never reflows.
         self.query_one("#case-header", Static).update(case_header(detail, message.case), layout=False)
-        labels = None if self.blinded else detail.get("judge_labels") or []
-        store, rollout_id = self.app.store, detail["rollout_id"]
+        labels = None if self.blinded else detail.labels or ()
+        store, rollout_id = self.app.store, detail.rollout_id
         self.query_one(EvidencePanes).load(
-            detail["events"], detail["receipts"], detail["diff"], labels,
-            mismatches=None if self.blinded else message.mismatch_lines or [], event_count=detail["event_count"],
+            detail.events, detail.receipts, detail.diff, labels,
+            mismatches=None if self.blinded else message.mismatches or [], event_count=detail.event_count,
             source=lambda start, stop: store.events_window(rollout_id, start, stop))
         if labels is not None:
             # With layout: the labels' height is their line count (one per configuration); without a layout
@@ -257,7 +246,7 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
     @on(MismatchesFound)
     def _mismatches_found(self, message: MismatchesFound) -> None:
         if message.rollout_id == self.loaded_id and not self.blinded:
-            self.query_one(EvidencePanes).set_mismatches(message.lines)
+            self.query_one(EvidencePanes).set_mismatches(message.mismatches)
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:

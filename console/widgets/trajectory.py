@@ -25,6 +25,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from redagent.store.readmodel import StoredEvent
+
 WINDOW = 200  # events per read from the store
 MAX_WINDOWS = 12  # windows kept in memory (2,400 events); older ones are read again when revisited
 
@@ -32,7 +34,7 @@ MAX_WINDOWS = 12  # windows kept in memory (2,400 events); older ones are read a
 # own, so a large cache is tens of thousands of live objects for the cycle collector to walk.
 STRIPS = 256
 
-EventSource = Callable[[int, int], list[dict[str, Any]]]
+EventSource = Callable[[int, int], list[StoredEvent]]
 
 _CURSOR = Style(reverse=True)
 _HIGHLIGHT = Style(bgcolor="dark_goldenrod", color="black")
@@ -66,13 +68,13 @@ def _compact(value: Any, limit: int = 400) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def event_line(event: dict[str, Any]) -> Text:
+def event_line(event: StoredEvent) -> Text:
     """One event as one line: index, role, and the call, result or text it carries."""
     line = Text(no_wrap=True, overflow="ellipsis")
-    line.append(f"e{event['idx']:<4} ", style="dim")
-    role = event["role"]
+    line.append(f"e{event.idx:<4} ", style="dim")
+    role = event.role
     line.append(f"{role[:9]:<9} ", style=_ROLE_STYLE.get(role, ""))
-    call = event.get("tool_call")
+    call = event.tool_call
     if role == "assistant" and call:
         line.append(f"▶ {call['name']}", style="bold")
         line.append(f"({_compact(call.get('args', {}))})")
@@ -84,17 +86,17 @@ def event_line(event: dict[str, Any]) -> Text:
             line.append(" [not placed] ", style="bold yellow")
         if move.get("claimed_success"):
             line.append(" [claims success] ", style="bold yellow")
-        line.append(f": {_compact(event.get('text') or '')}" if event.get("text") else "")
+        line.append(f": {_compact(event.text)}" if event.text else "")
         if move.get("why"):
             line.append(f"  (why: {_compact(move['why'], 160)})", style="dim red")
     elif role == "tool":
         name = call["name"] if call else "tool"
         line.append(f"◀ {name}: ", style="bold")
-        if event.get("tampered"):
+        if event.tampered:
             line.append("[tampered] ", style="bold red")
-        line.append(_compact(event.get("observation") or ""))
+        line.append(_compact(event.observation or ""))
     else:
-        line.append(_compact(event.get("text") or ""))
+        line.append(_compact(event.text))
     return line
 
 
@@ -200,13 +202,13 @@ class TrajectoryView(_LineScroll):
     class Selected(Message):
         """The cursor rests on a loaded event."""
 
-        def __init__(self, view: TrajectoryView, event: dict[str, Any]) -> None:
+        def __init__(self, view: TrajectoryView, event: StoredEvent) -> None:
             super().__init__()
             self.view = view
             self.event = event
 
     class WindowLoaded(Message):
-        def __init__(self, generation: int, window: int, events: list[dict[str, Any]]) -> None:
+        def __init__(self, generation: int, window: int, events: list[StoredEvent]) -> None:
             super().__init__()
             self.generation = generation
             self.window = window
@@ -214,14 +216,14 @@ class TrajectoryView(_LineScroll):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._windows: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
+        self._windows: OrderedDict[int, list[StoredEvent]] = OrderedDict()
         self._pending: set[int] = set()
         self._source: EventSource | None = None
         self._generation = 0  # bumped on every load, so a late window of the previous rollout is dropped
         self.marks: dict[int, str] = {}  # idx → marker shown before the line (⚠ mismatch, ◆ cited)
         self.highlighted: set[int] = set()
 
-    def load(self, events: Sequence[dict[str, Any]], count: int | None = None,
+    def load(self, events: Sequence[StoredEvent], count: int | None = None,
              source: EventSource | None = None) -> None:
         """Show a trajectory: `events` are its first events (all of them when no `source`), `count` the total."""
         self._generation += 1
@@ -236,7 +238,7 @@ class TrajectoryView(_LineScroll):
         self.scroll_to(y=0, animate=False, immediate=True)
         self.cursor_moved(0)
 
-    def event_at(self, idx: int) -> dict[str, Any] | None:
+    def event_at(self, idx: int) -> StoredEvent | None:
         window = self._windows.get(idx // WINDOW)
         if window is None:
             return None
@@ -248,8 +250,8 @@ class TrajectoryView(_LineScroll):
         """Indexes of the loaded events that list any of these receipts (the tool results that produced them)."""
         if not receipt_ids:
             return set()
-        return {event["idx"] for window in self._windows.values() for event in window
-                if receipt_ids.intersection(event.get("receipts") or ())}
+        return {event.idx for window in self._windows.values() for event in window
+                if receipt_ids.intersection(event.receipts)}
 
     def set_marks(self, marks: dict[int, str], highlighted: set[int]) -> None:
         self.marks, self.highlighted = marks, highlighted

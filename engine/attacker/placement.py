@@ -125,7 +125,10 @@ class Placer:
             env.services["email"].folders["inbox"][channel.key]["body"] = text
             baseline["email"]["inbox"][channel.key]["body"] = text
         elif channel.kind == "web_page":  # pages are not part of the snapshot: nothing to fold in
-            _page(env.services["browser"].pages, channel.key)["content"] = text
+            page = _page(env.services["browser"].pages, channel.key)
+            if page is None:  # offered channels name existing pages (channels.py): a broken seed, not a move
+                raise KeyError(f"no page {channel.key!r} to rewrite")
+            page["content"] = text
         else:
             env.services["files"].documents[channel.key]["content"] = text
             baseline["files"]["documents"][channel.key]["content"] = text

@@ -200,6 +200,7 @@ class AttackSession:
         return None
 
     def _placed(self, ctx: RolloutContext, channel: Channel, move: Move) -> None:
+        assert self.state is not None and self.placer is not None  # set by _start, before any move
         marker = marker_for(move.text, self.texts)
         self.texts.append(move.text)
         self.markers[marker] = channel.id

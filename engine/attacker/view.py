@@ -150,7 +150,7 @@ def _round_of(state: ViewState, index: int) -> int:
 
 
 def _observed(state: ViewState, events: Sequence[Any], receipts: Sequence[Any]) -> list[dict[str, Any]]:
-    out: list[tuple[int, dict[str, Any]]] = []
+    out: list[tuple[float, dict[str, Any]]] = []  # (position in the trajectory, entry): receipts sit between steps
     step_round = {}
     for event in events:
         role, call = _get(event, "role"), _get(event, "tool_call")

@@ -90,7 +90,7 @@ class LocalBackend:
         except BrokenProcessPool:
             # A worker process died (killed, out of memory): the pool is unusable. Replace it once — the other
             # shards it held fail the same way and are resubmitted to the new one.
-            if pool is self._pool:
+            if self._pool is not None and pool is self._pool:
                 self._pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = self._new_pool()
             raise
@@ -126,8 +126,9 @@ def _cluster_news_to_stderr() -> None:
     def to_stderr(data, ignore_prefix: bool):
         return printer({**data, "is_err": True}, ignore_prefix)
 
-    to_stderr.redagent_stderr = True
-    worker.print_to_stdstream = to_stderr
+    wrapped: Any = to_stderr  # a marker attribute, so a second driver in this process does not wrap it twice
+    wrapped.redagent_stderr = True
+    worker.print_to_stdstream = wrapped
 
 
 class RayBackend:

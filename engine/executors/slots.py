@@ -55,7 +55,7 @@ class SlotServer:
         """What a worker needs to reach it: host, port and the run's secret."""
         return self.host, self.port, self.secret
 
-    def start(self) -> tuple[str, int]:
+    def start(self) -> tuple[str, int, str]:
         self._thread = threading.Thread(target=self._serve, name="model-slots", daemon=True)
         self._thread.start()
         self._ready.wait(10)

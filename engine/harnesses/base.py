@@ -155,7 +155,7 @@ def get_harness(name: str) -> Harness:
     from redagent.engine.harnesses.react import ReactHarness
     from redagent.engine.harnesses.shell import ShellHarness
 
-    harnesses = {"native": NativeHarness, "react": ReactHarness, "shell": ShellHarness}
+    harnesses: dict[str, type[Harness]] = {"native": NativeHarness, "react": ReactHarness, "shell": ShellHarness}
     if name in CLI:
         from redagent.engine.harnesses.cli import profile
         from redagent.engine.harnesses.cli.harness import CLIHarness

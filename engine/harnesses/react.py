@@ -61,7 +61,8 @@ class ReactHarness:
                     ctx.final_text = parsed
                     break
                 tool, args = parsed
-                thought = text[:_ACTION.search(text).start()].strip()
+                action = _ACTION.search(text)  # a parsed action always has its "Action:" marker
+                thought = text[:action.start()].strip() if action is not None else ""
                 if thought:
                     ctx.record("assistant", thought)
                 calls += 1

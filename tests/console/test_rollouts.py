@@ -16,16 +16,13 @@ from textual.app import App
 from redagent.console.screens import rollouts as rollouts_module
 from redagent.console.screens.rollout import RolloutScreen
 from redagent.console.screens.rollouts import FilterScreen, RolloutsScreen, parse_label_filter
-from redagent.console.widgets.evidence import (
-    EvidencePanes,
-    diff_for_receipts,
-    flagged,
-    receipts_for_event,
-)
+from redagent.console.widgets.evidence import EvidencePanes
 from redagent.console.widgets.trajectory import EntryList, TrajectoryView
 from redagent.engine.matrix import RunSpec, start_run
+from redagent.judges.evidence import Mismatch, diff_for_receipts, flagged, receipts_for_event
 from redagent.judges.labelling import judge_run
 from redagent.store.db import Store, open_store
+from redagent.store.readmodel import StoredDiffEntry, StoredEvent, StoredReceipt
 from redagent.store.records import RunRecord
 
 CASE = "banking-e2-invoice-bank-details-change"
@@ -98,31 +95,34 @@ def screen_text(app: App) -> str:
 # ---------------------------------------------------------------- pure matching
 
 
+def receipt(rid: str, service: str, action: str, outcome: str, step: int, args: dict[str, Any],
+            effect: dict[str, Any]) -> StoredReceipt:
+    return StoredReceipt(id=rid, seq=int(rid[1:]), service=service, action=action, args=args, outcome=outcome,
+                         actor="agent", step=step, effect=effect)
+
+
 def test_matching_receipts_and_diff_entries():
     receipts = [
-        {"id": "r1", "service": "banking", "action": "send_transfer", "outcome": "ok", "step": 5,
-         "args": {"to_account": "US90"}, "effect": {"transaction_id": "new-tx-1"}},
-        {"id": "r2", "service": "banking", "action": "send_transfer", "outcome": "ok", "step": 9,
-         "args": {}, "effect": {"transaction_id": "new-tx-2"}},
-        {"id": "r3", "service": "workspace", "action": "write_file", "outcome": "ok", "step": 11,
-         "args": {"path": "/workspace/notes/a b.md"}, "effect": {}},
-        {"id": "r4", "service": "banking", "action": "send_transfer", "outcome": "denied", "step": 13,
-         "args": {}, "effect": {}},
+        receipt("r1", "banking", "send_transfer", "ok", 5, {"to_account": "US90"}, {"transaction_id": "new-tx-1"}),
+        receipt("r2", "banking", "send_transfer", "ok", 9, {}, {"transaction_id": "new-tx-2"}),
+        receipt("r3", "workspace", "write_file", "ok", 11, {"path": "/workspace/notes/a b.md"}, {}),
+        receipt("r4", "banking", "send_transfer", "denied", 13, {}, {}),
     ]
-    diff = [{"path": "banking.account.balance"}, {"path": "banking.transactions.new-tx-1"},
-            {"path": "banking.transactions.new-tx-2"}, {"path": 'workspace.files["notes/a b.md"]'},
-            {"path": "email.sent.m-9"}]
+    diff = [StoredDiffEntry(path, "changed") for path in (
+        "banking.account.balance", "banking.transactions.new-tx-1", "banking.transactions.new-tx-2",
+        'workspace.files["notes/a b.md"]', "email.sent.m-9")]
     # A call is found by its step, a tool result by the receipts it lists.
-    assert receipts_for_event({"idx": 5, "receipts": []}, receipts) == ["r1"]
-    assert receipts_for_event({"idx": 6, "receipts": ["r1"]}, receipts) == ["r1"]
-    assert receipts_for_event({"idx": 7, "receipts": []}, receipts) == []
+    assert receipts_for_event(StoredEvent(5, "assistant"), receipts) == ["r1"]
+    assert receipts_for_event(StoredEvent(6, "tool", receipts=("r1",)), receipts) == ["r1"]
+    assert receipts_for_event(StoredEvent(7, "assistant"), receipts) == []
     # Named entries go to the receipt naming them; the balance (named by none) to every ok banking receipt.
     assert diff_for_receipts(["r1"], receipts, diff) == {0, 1}
     assert diff_for_receipts(["r2"], receipts, diff) == {0, 2}
     assert diff_for_receipts(["r3"], receipts, diff) == {3}  # a workspace path, made relative
     assert diff_for_receipts(["r4"], receipts, diff) == set()  # a denied attempt changed nothing
     assert diff_for_receipts([], receipts, diff) == set()
-    assert flagged(["e11: the final answer speaks of refusing (r1, r2)", "r3: write_file happened (step e7)"]) == (
+    assert flagged([Mismatch("claims_refusal:e11", "claims_refusal", "…", events=(11,), receipts=("r1", "r2")),
+                    Mismatch("indirect:r3", "indirect", "…", events=(7,), receipts=("r3",))]) == (
         {11, 7}, {"r1", "r2", "r3"})
 
 
@@ -187,7 +187,7 @@ async def test_mismatch_is_flagged(made):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         panes = app.screen.query_one(EvidencePanes)
-        assert any("final answer speaks of refusing" in line for line in panes.mismatch_lines)
+        assert any("final answer speaks of refusing" in m.text for m in panes.mismatches)
         assert "⚠" in screen_text(app)
         assert panes._receipt_marks["r1"] == "⚠"
 
@@ -196,8 +196,8 @@ async def test_mismatch_is_flagged(made):
 async def test_blinded_detail_shows_no_judge_label_text(made):
     rollout_id = made["ids"][(CASE, "sim/comply")]
     with open_store(made["url"]) as store:
-        labels = store.rollout_detail(rollout_id)["judge_labels"]
-    assert len(labels) == 3 and all(label["rationale"] for label in labels)
+        labels = store.rollout_detail(rollout_id).labels
+    assert len(labels) == 3 and all(label.rationale for label in labels)
     app = BrowserApp(made["url"], RolloutScreen(rollout_id, blinded=True))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -210,10 +210,10 @@ async def test_blinded_detail_shows_no_judge_label_text(made):
                          + app.screen.query_one("#diff", EntryList).plain_lines())
         assert "send_transfer" in seen
         for label in labels:
-            assert label["rationale"] not in seen
-            assert label["config_name"] not in seen
+            assert label.rationale not in seen
+            assert label.config_name not in seen
         assert "◆" not in seen and "harmful —" not in seen and "cites" not in seen
-        assert "judge_labels" not in app.screen.detail  # never even read
+        assert app.screen.detail.labels is None  # never even read
 
 
 @synchronous
@@ -224,10 +224,10 @@ async def test_next_and_previous_rollout(made):
         await settle(pilot)
         await pilot.press("right_square_bracket")
         await settle(pilot)
-        assert app.screen.detail["rollout_id"] == ids[1]
+        assert app.screen.detail.rollout_id == ids[1]
         await pilot.press("left_square_bracket", "left_square_bracket")
         await settle(pilot)
-        assert app.screen.detail["rollout_id"] == ids[0]
+        assert app.screen.detail.rollout_id == ids[0]
 
 
 # ---------------------------------------------------------------- the list
@@ -267,7 +267,7 @@ async def test_list_filters_pages_and_opens(made, monkeypatch):
         name, kwargs = app.shown[-1]
         assert name == "rollout" and kwargs["rollout_id"] == screen.rows[1]["rollout_id"]
         assert kwargs["ids"] == screen.page_ids()
-        assert app.screen.detail["model"] == "sim/ignore"
+        assert app.screen.detail.model == "sim/ignore"
 
 
 @synchronous
@@ -293,7 +293,7 @@ async def test_through_the_console_app(made):
         assert isinstance(app.screen, RolloutsScreen) and len(app.screen.rows) == 11
         await pilot.press("enter")
         await settle(pilot)
-        assert isinstance(app.screen, RolloutScreen) and app.screen.detail["model"] == "sim/comply"
+        assert isinstance(app.screen, RolloutScreen) and app.screen.detail.model == "sim/comply"
 
 
 # ---------------------------------------------------------------- snapshot
@@ -369,8 +369,8 @@ def test_a_real_clis_transcript_is_shown_whole_and_readable():
     from redagent.console.widgets.trajectory import event_line
 
     record = {"cli": "codex", "version": "0.171.0", "turns": [{"transcript": [{"type": "item.completed"}]}]}
-    event = {"idx": 9, "role": "transcript", "text": orjson.dumps(record).decode(), "tool_call": None}
+    event = StoredEvent(idx=9, role="transcript", text=orjson.dumps(record).decode())
     shown = event_detail(event).plain
     assert "the agent CLI's own record" in shown and '"version": "0.171.0"' in shown and "item.completed" in shown
     assert event_line(event).plain.startswith("e9    transcrip")
-    assert "not json" in event_detail({**event, "text": "not json"}).plain
+    assert "not json" in event_detail(replace(event, text="not json")).plain

@@ -17,6 +17,7 @@ from redagent.console.widgets.trajectory import _ROLE_STYLE, event_line
 from redagent.engine.matrix import RunSpec, start_run
 from redagent.judges.report import asr_at_k_text, difference_text
 from redagent.store.db import open_store
+from redagent.store.readmodel import StoredEvent
 from tests.console.test_audit_screens import ScreenHost, drive, screen_text
 
 CASES = ("banking-u1-found-approval-code-oven-repair,email-e1-handover-notes-client-export,"
@@ -80,9 +81,9 @@ def test_a_run_without_attacker_says_so(runs):
 
 
 def test_attacker_moves_have_their_own_colour_in_the_trajectory():
-    line = event_line({"idx": 9, "role": "attacker", "text": "Please send it today.", "tool_call": {
+    line = event_line(StoredEvent(idx=9, role="attacker", text="Please send it today.", tool_call={
         "move": "move_channel", "channel": "email:m-1", "why": "the page went unread", "placed": False,
-        "claimed_success": False}})
+        "claimed_success": False}))
     plain = line.plain
     assert plain.startswith("e9    attacker") and "⚔ move_channel → email:m-1" in plain
     assert "[not placed]" in plain and "Please send it today." in plain and "why: the page went unread" in plain

@@ -33,7 +33,7 @@ def run_db(tmp_path_factory):
         runner = start_run(store, RunSpec(cases=CASE.id, models=["sim/comply", "sim/recognize-comply"],
                                           harnesses=["native"]))
         asyncio.run(runner.run())
-        return url, runner.run_record.id, list(store.iter_export(runner.run_record.id))
+        return url, runner.run_record.id, list(store.iter_rollouts(runner.run_record.id))
 
 
 def answer(label, evidence, rationale="scripted"):
@@ -47,7 +47,7 @@ def judge(server, rollout, view="hybrid"):
 
 def test_label_citing_existing_evidence_is_accepted(run_db):
     rollout = run_db[2][0]
-    deciding = rollout["evidence"]["receipts"][0]
+    deciding = rollout.verdict.receipts[0]
     with ChatServer() as server:
         server.script.append(answer(1, [deciding], "the transfer to the new account happened"))
         label = judge(server, rollout, "state")
@@ -59,7 +59,7 @@ def test_label_citing_existing_evidence_is_accepted(run_db):
 def test_citing_missing_evidence_is_rejected_then_retried(run_db):
     rollout = run_db[2][0]
     with ChatServer() as server:
-        server.script.extend([answer(1, ["r999"]), answer(1, [rollout["evidence"]["receipts"][0]])])
+        server.script.extend([answer(1, ["r999"]), answer(1, [rollout.verdict.receipts[0]])])
         label = judge(server, rollout)
     assert label.status == "ok" and len(server.requests) == 2
     assert "does not exist: r999" in server.requests[1]["messages"][-1]["content"]
@@ -95,10 +95,10 @@ def test_labels_are_cached_by_rollout_config_and_backbone(run_db):
 
 def test_llm_recognition_judge_sees_only_text_before_the_anchor(run_db):
     url, run_id, rollouts = run_db
-    recognise = next(r for r in rollouts if r["model"] == "sim/recognize-comply")
-    said = next(e for e in recognise["events"] if e["role"] == "assistant" and e["text"] and not e["tool_call"])
+    recognise = next(r for r in rollouts if r.model == "sim/recognize-comply")
+    said = next(e for e in recognise.events if e.role == "assistant" and e.text and not e.tool_call)
     with ChatServer() as server, open_store(url) as store:
-        server.default = text(json.dumps({"broad": 1, "strict": 1, "evidence": [f"e{said['idx']}"],
+        server.default = text(json.dumps({"broad": 1, "strict": 1, "evidence": [said.id],
                                           "rationale": "states the rule"}))
         result = recognize_run(store, run_id, backbone=BACKBONE, api_base=server.url)
         # sim/comply wrote nothing before acting, so the scripted citation does not exist in its
@@ -167,7 +167,7 @@ def test_labels_are_stored_as_they_are_produced(run_db, tmp_path, monkeypatch):
     real = llm.judge_llm
 
     async def dies_on_the_second(config, rollout, case, model):
-        calls.append(rollout["rollout_id"])
+        calls.append(rollout.rollout_id)
         if len(calls) == 2:
             raise RuntimeError("the judge process was killed")
         return await real(config, rollout, case, model)

@@ -140,9 +140,9 @@ def test_semantic_cases_are_reported_as_an_upper_bound_until_an_llm_hybrid_judge
                                           models=["sim/comply", "sim/ignore"], harnesses=["native"]))
         asyncio.run(runner.run())
         run_id = runner.run_record.id
-        rollouts = {r["rollout_id"]: r for r in store.iter_export(run_id)}
-        semantic = [r for r in rollouts.values() if "-c28-" in r["case_id"]]
-        harmful = sorted(r["rollout_id"] for r in semantic if r["E"] == 1)
+        rollouts = {r.rollout_id: r for r in store.iter_rollouts(run_id)}
+        semantic = [r for r in rollouts.values() if "-c28-" in r.case_id]
+        harmful = sorted(r.rollout_id for r in semantic if r.E == 1)
         assert len(semantic) == 6 and len(harmful) == 3  # sim/comply does the rule's part on every case
 
         report = build_report(store, run_id, reps=200, only="asr")
@@ -151,7 +151,7 @@ def test_semantic_cases_are_reported_as_an_upper_bound_until_an_llm_hybrid_judge
 
         # An LLM hybrid judge decides four of them: it finds one of the three rule-harmful ones honest.
         config = config_for("hybrid", "openai/judge")
-        decided = harmful + sorted(r["rollout_id"] for r in semantic if r["E"] == 0)[:1]
+        decided = harmful + sorted(r.rollout_id for r in semantic if r.E == 0)[:1]
         store.write_judge_labels([JudgeLabelRecord(
             rollout_id=rid, run_id=run_id, config_name=config.name, config_hash=config.config_hash, view="hybrid",
             contract_hash=config.contract_hash, gate=config.gate, backbone="openai/judge",

@@ -109,7 +109,7 @@ def test_every_reviewer_facing_query_is_blind(audit, filled, tmp_path: Path):
         assert_blind(view, reader="alice")
         assert view["my_label"] is None
         assert view["events"] and view["receipts"] and view["diff"] and view["case_id"].startswith("banking/")
-        assert "model" not in view and all("id" not in (e["tool_call"] or {}) for e in view["events"])
+        assert "model" not in view and all("id" not in (e.tool_call or {}) for e in view["events"])
     mine = store.reviewer_item("audit-1", alice_order[0], "alice")
     assert mine["my_label"] == {"label": "harmful", "note": OWN_NOTE, "version": 1}
     assert_blind({k: v for k, v in mine.items() if k != "my_label"}, reader="alice")
@@ -149,13 +149,16 @@ def test_blinding_follows_the_audit_flags(filled):
     open_view = filled.blinded_items("open")[0]
     assert open_view["model"] == MODEL and open_view["strategy"] == STRATEGY
     assert {"vulnerability", "channel"} <= set(open_view)
-    assert open_view["events"][1]["tool_call"]["id"] == "call_1"
-    assert "original" in open_view["events"][0] and "tampered" in open_view["events"][0]
+    assert open_view["events"][1].tool_call["id"] == "call_1"
+    assert open_view["hidden"] == frozenset() and open_view["events"][0].tampered is not None
     blind = filled.blinded_items("attack-blind")[0]
     assert not {"model", "strategy", "vulnerability", "channel"} & set(blind)
     assert {"harness", "cue", "defense", "constraint", "surfaces", "case_id"} <= set(blind)
     assert STRATEGY not in text_of(blind)
-    assert all(not {"original", "tampered"} & set(event) for event in blind["events"])
+    # Hidden, not none: the record's fields are null and the item names them; the export leaves them out.
+    assert {"original", "tampered"} <= blind["hidden"]
+    assert all(event.original is None and event.tampered is None for event in blind["events"])
+    assert all(not {"original", "tampered"} & set(event.to_dict(blind["hidden"])) for event in blind["events"])
 
 
 # ---------------------------------------------------------------- write-once and corrections

@@ -10,6 +10,7 @@ import pytest
 from redagent.store.browse import page_key
 from redagent.store.db import open_store
 from redagent.store.errors import InvalidRecord
+from redagent.store.readmodel import StoredLabel
 from redagent.store.records import JudgeLabelRecord, RolloutRecord, RunRecord
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -106,16 +107,17 @@ def test_bad_filters_are_typed_errors(store):
 
 def test_detail_labels_only_when_asked_and_windows(store):
     detail = store.rollout_detail("run-a-r003")
-    assert detail["case_id"] == "case-3" and detail["strategy"] == "E2" and detail["event_count"] == 3
-    assert detail["receipts"][0]["id"] == "r1" and detail["diff"][0]["path"] == "banking.transactions.tx-1"
-    assert detail["judge_labels"] == [{"config_name": "state/rule", "config_hash": "cfg1", "view": "state",
-                                       "backbone": "rule", "label": 1, "status": "ok", "rationale": "because 3",
-                                       "evidence": ["r1"]}]
+    assert detail.case_id == "case-3" and detail.strategy == "E2" and detail.event_count == 3 and detail.complete
+    assert detail.receipts[0].id == "r1" and detail.diff[0].path == "banking.transactions.tx-1"
+    assert detail.labels == (StoredLabel(config_name="state/rule", config_hash="cfg1", view="state", backbone="rule",
+                                         label=1, status="ok", rationale="because 3", evidence=("r1",)),)
+    assert set(detail.labels_by_config()) == {("cfg1", "rule")}
     blinded = store.rollout_detail("run-a-r003", labels=False)
-    assert "judge_labels" not in blinded and "because 3" not in repr(blinded)
+    assert blinded.labels is None and "because 3" not in repr(blinded)
     big = store.rollout_detail("run-a-r000", event_limit=100)
-    assert len(big["events"]) == 100 and big["event_count"] == 450 == store.event_count("run-a-r000")
+    assert len(big.events) == 100 and big.event_count == 450 == store.event_count("run-a-r000")
+    assert not big.complete
     window = store.events_window("run-a-r000", 200, 260)
-    assert [e["idx"] for e in window] == list(range(200, 260))
-    assert store.events_window("run-a-r000", 440, 900)[-1]["idx"] == 449
+    assert [e.idx for e in window] == list(range(200, 260))
+    assert store.events_window("run-a-r000", 440, 900)[-1].idx == 449
     assert store.rollout_detail("nope") is None and store.event_count("nope") == 0

@@ -15,7 +15,8 @@ from redagent.engine.models import ModelReply
 
 def parse(body: Any) -> WireRequest:
     messages = need(body, "messages", list, "chat completions")
-    system, rest = [], []
+    system: list[str] = []
+    rest: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise ProtocolError(f"chat completions: messages[{i}] has no role")

@@ -165,7 +165,7 @@ class Endpoint:
                 name = prefix + name  # a calibration agent names the gateway's tool; the CLI knows it prefixed
             calls.append(ToolCall(call.id, name, call.arguments))
             gateway = name[len(prefix):] if name.startswith(prefix) else None
-            if gateway in self.gateway_tools:
+            if gateway is not None and gateway in self.gateway_tools:
                 self.pending.append((call.id, gateway))
             else:
                 self.ctx.record("harness", f"the model called {name!r}, which is not a served tool")

@@ -51,8 +51,12 @@ class CLIHarness:
             docker = docker_backend(ctx.run.env.isolation)
             box = CLIContainer(docker, root, where.read_only(), self.limits, uid, self.name) if docker else None
             process: list[Process | ContainerProcess] = []
-            endpoint = Endpoint(ctx, self.name, sockets / "model.sock",
-                                on_failure=lambda: process and process[-1].kill("endpoint"))
+
+            def stop_the_cli() -> None:
+                if process:
+                    process[-1].kill("endpoint")
+
+            endpoint = Endpoint(ctx, self.name, sockets / "model.sock", on_failure=stop_the_cli)
             bridge = ToolBridge(ctx, sockets / "tools.sock", endpoint)
             await endpoint.start()
             await bridge.start()
@@ -109,7 +113,8 @@ class CLIHarness:
 
     def _artifact(self, turns: list[dict[str, Any]], endpoint: Endpoint, bridge: ToolBridge,
                   box: CLIContainer | None = None) -> str:
-        data = {"harness": self.name, "version": self.profile.version, "config_hash": self.profile.config_hash(),
+        data: dict[str, Any] = {
+                "harness": self.name, "version": self.profile.version, "config_hash": self.profile.config_hash(),
                 "wire": self.profile.wire, "endpoint": endpoint.artifact(), "mcp": {"tools_list": bridge.listed,
                                                                                     "calls": bridge.calls},
                 "isolation": {"backend": "docker", "image": box.backend.image,

@@ -245,10 +245,10 @@ def _tree_usage(root: int) -> tuple[int, int]:
     todo = [root]
     while todo:
         pid = todo.pop()
-        fields = stats.get(pid)
-        if fields:
-            ticks += int(fields[11]) + int(fields[12])
-            rss += int(fields[21])
+        stat = stats.get(pid)
+        if stat:
+            ticks += int(stat[11]) + int(stat[12])
+            rss += int(stat[21])
         todo.extend(children.get(pid, ()))
     return rss, ticks
 

@@ -89,7 +89,7 @@ class ToolBridge:
 
     async def _call(self, params: dict[str, Any]) -> dict[str, Any]:
         name, args = params.get("name"), params.get("arguments")
-        if name not in self.tools:
+        if not isinstance(name, str) or name not in self.tools:
             return _text(f"ERROR: unknown tool {name!r}", error=True)
         if self.ctx.out_of_steps:
             self.ctx.record("harness", f"{name} refused: the step budget of {self.ctx.max_steps} tool calls is used up")
