@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
@@ -33,6 +33,7 @@ from redagent.console.screens.audit import (
     label_text,
 )
 from redagent.console.widgets.evidence import EvidencePanes
+from redagent.console.widgets.footer import KeyFooter
 
 
 class AdjudicationProblem(Message):
@@ -122,6 +123,8 @@ typed while a pane has focus go into the note field.
     AdjudicationScreen #adj-confirm { height: 1; padding: 0 1; }
     AdjudicationScreen #adj-confirm.-staged { background: $warning 30%; }
     AdjudicationScreen #adj-note { margin: 0 1; }
+    AdjudicationScreen.-narrow #adj-queue { width: 24; }
+    AdjudicationScreen.-short #adj-note { height: 1; border: none; padding: 0 1; }
     """
 
     def __init__(self, audit_id: str | None = None, adjudicator: str | None = None, **kwargs: Any) -> None:
@@ -146,7 +149,7 @@ typed while a pane has focus go into the note field.
                 yield Static(Text(self.IDLE, style="dim"), id="adj-confirm")
                 yield Input(placeholder="note (optional) — kept with this item, saved with its decision",
                             id="adj-note", select_on_focus=False)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.adjudicator = self.adjudicator or getattr(self.app, "reviewer", None)

@@ -24,11 +24,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Footer, Input, Label, OptionList, ProgressBar, Select, Static
+from textual.widgets import Button, Input, Label, OptionList, ProgressBar, Select, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
 from redagent.console.widgets.evidence import EvidencePanes
+from redagent.console.widgets.footer import KeyFooter
 from redagent.store.errors import AuditError, StoreError
 
 LABEL_NAMES = {"harmful": "harmful", "not_harmful": "not harmful", "unsure": "unsure"}
@@ -186,6 +187,9 @@ class LabellingScreen(Screen):
     `select_on_focus=False`: tabbing into a note that holds text and typing must add to it, not erase it.
     """
 
+    # Narrow or short terminals: the queue and the note field give room to the evidence (see the screens' CSS).
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
     NOTE = "#note"
     PROMPT = "#confirm"
     WHAT = "label"  # what a key stages: a reviewer's label, an adjudicator's decision
@@ -453,6 +457,10 @@ typed while a pane has focus go into the note field, never to the label keys.
     AuditScreen #audit-confirm.-staged { background: $warning 30%; }
     AuditScreen #audit-note { margin: 0 1; }
     AuditScreen #audit-message { height: auto; padding: 0 1; color: $warning; }
+    AuditScreen.-narrow #audit-queue { width: 20; }
+    AuditScreen.-narrow #audit-progress { width: 24; }
+    AuditScreen.-narrow #audit-progress Bar { width: 16; }
+    AuditScreen.-short #audit-note { height: 1; border: none; padding: 0 1; }
     """
 
     def __init__(self, audit_id: str | None = None, reviewer: str | None = None, **kwargs: Any) -> None:
@@ -477,7 +485,7 @@ typed while a pane has focus go into the note field, never to the label keys.
                 yield Static(Text(self.IDLE, style="dim"), id="audit-confirm")
                 yield Input(placeholder="note (optional) — kept with this item, saved with its label",
                             id="audit-note", select_on_focus=False)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.reviewer = self.reviewer or getattr(self.app, "reviewer", None)

@@ -18,10 +18,10 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Footer, Input, Label, OptionList, Static
+from textual.widgets import Button, DataTable, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
@@ -29,6 +29,7 @@ from redagent.cases.loader import CaseFileError, load_cases
 from redagent.cases.schema import Case
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, VULNERABILITIES
 from redagent.console.screens.audit import help_for
+from redagent.console.widgets.footer import KeyFooter
 from redagent.judges.rounds import AGREEMENT_ITEMS, RoundError, agreement, pinned_case
 from redagent.store.errors import StoreError
 from redagent.store.reviews import DECISIONS, RUBRIC_ITEMS, RUBRIC_VALUES, ReviewError
@@ -209,14 +210,24 @@ item and on the decision is shown.
         Binding("question_mark", "help", "Help", id="help", tooltip="Keys and the rubric"),
     ]
 
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
     DEFAULT_CSS = """
     CaseReviewScreen #review-title { height: 1; padding: 0 1; }
     CaseReviewScreen #review-message { height: auto; padding: 0 1; color: $warning; }
     CaseReviewScreen #review-body { height: 1fr; }
-    /* Capped in share so the case text keeps the middle at 100 columns (two fixed 44s left it ~10 wide). */
-    CaseReviewScreen #review-queue { width: 44; max-width: 25%; }
+    /* Wide: queue | case text | rubric. The queue is capped in share so the case text keeps the middle. */
+    CaseReviewScreen #review-left { width: 1fr; layout: horizontal; }
+    CaseReviewScreen #review-queue { width: 44; max-width: 30%; }
     CaseReviewScreen #case-scroll { width: 1fr; border: round $panel; }
     CaseReviewScreen #review-side { width: 44; max-width: 30%; }
+    /* Narrow (under 120 columns): the queue becomes a short list over the case text, which takes its width
+       (at 80 columns a third column left the text 34 wide and each case id wrapped over three lines). */
+    CaseReviewScreen.-narrow #review-left { layout: vertical; }
+    CaseReviewScreen.-narrow #review-queue { width: 1fr; max-width: 100%; height: auto; max-height: 6; }
+    CaseReviewScreen.-narrow #review-side { width: 32; max-width: 40%; }
+    CaseReviewScreen.-short #review-queue { max-height: 5; }
+    CaseReviewScreen.-short #review-note { height: 1; border: none; padding: 0 1; }
     CaseReviewScreen #rubric { height: auto; padding: 0 1; border: round $panel; }
     CaseReviewScreen #agreement { height: auto; margin-top: 1; }
     CaseReviewScreen #agreement-title { height: auto; padding: 0 1; }
@@ -236,15 +247,16 @@ item and on the decision is shown.
         yield Static("Case review", id="review-title")
         yield Static("", id="review-message")
         with Horizontal(id="review-body"):
-            yield OptionList(id="review-queue")
-            with VerticalScroll(id="case-scroll"):
-                yield Static("", id="case-detail")
+            with Container(id="review-left"):  # horizontal when wide, stacked when narrow (CSS)
+                yield OptionList(id="review-queue")
+                with VerticalScroll(id="case-scroll"):
+                    yield Static("", id="case-detail")
             with Vertical(id="review-side"):
                 yield Static("", id="rubric")
                 yield Input(placeholder="note (optional)", id="review-note")
                 yield Static("", id="agreement-title")
                 yield DataTable(id="agreement", cursor_type="none", show_cursor=False)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.expert = self.expert or getattr(self.app, "reviewer", None)

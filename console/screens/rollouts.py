@@ -16,9 +16,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Static
+from textual.widgets import Button, DataTable, Header, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
+from redagent.console.widgets.footer import KeyFooter
 from redagent.store.browse import page_key
 
 PAGE = 100
@@ -214,7 +215,7 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
         for label, width in COLUMNS:
             table.add_column(label, width=width)
         yield table
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         remembered = getattr(self.app, "remembered", {}).get(self.SCREEN_NAME)

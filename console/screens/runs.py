@@ -20,11 +20,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.coordinate import Coordinate
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Log, ProgressBar, Static
+from textual.widgets import Button, DataTable, Header, Input, Label, Log, ProgressBar, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from redagent.console.messages import RunsPolled
 from redagent.console.throughput import Throughput, format_duration
+from redagent.console.widgets.footer import KeyFooter
 from redagent.console.workers_view import failure_lines, workers_table
 from redagent.engine.matrix import RunSpec
 from redagent.store.records import RunRecord
@@ -97,7 +98,7 @@ selection before anything is stored; a problem is shown as one line and no run i
             with Horizontal(id="new-run-buttons"):
                 yield Button("Start", variant="primary", id="new-run-start")
                 yield Button("Cancel", id="new-run-cancel")
-        yield Footer()  # its own keys (start, cancel): without it the runs screen's footer showed through
+        yield KeyFooter()  # its own keys (start, cancel): without it the runs screen's footer showed through
 
     def _value(self, field: str) -> str:
         return self.query_one(f"#run-{field}", Input).value.strip()
@@ -134,6 +135,9 @@ class RunsScreen(Screen):
     """Researcher home: the runs table on the left, the selected run's live monitor on the right."""
 
     SCREEN_NAME = "runs"
+    # Under 120 columns the runs list goes over the run's panel (styles.tcss): side by side at 100 the
+    # list cut its created column and the panel wrapped every line.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     HELP = """\
 # Runs
 
@@ -200,7 +204,7 @@ and a log line per stored rollout.
                 workers.display = False  # a run made by one process has none: the panel keeps its layout
                 yield workers
                 yield Log(id="run-log", max_lines=5000)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         if self.selected_run_id is None:  # back from another screen: the run highlighted when we left

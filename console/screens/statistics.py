@@ -23,10 +23,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, LoadingIndicator, Static
+from textual.widgets import DataTable, Input, LoadingIndicator, Static
 from textual.worker import Worker, WorkerState
 
 from redagent.console.screens.audit import help_for
+from redagent.console.widgets.footer import KeyFooter
 from redagent.judges.report import (
     ReportError,
     asr_at_k_text,
@@ -182,7 +183,7 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
             yield DataTable(id="views", cursor_type="row", zebra_stripes=True)
         with Horizontal(id="export-row"):
             yield Input(placeholder="directory to export the report into", id="export-path")
-        yield Footer()
+        yield KeyFooter()
 
     def current_run_id(self) -> str | None:
         return self.run_id

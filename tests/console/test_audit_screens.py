@@ -35,10 +35,11 @@ from redagent.console.widgets.trajectory import EntryList, TrajectoryView
 from redagent.engine.matrix import RunSpec, start_run
 from redagent.judges import audit
 from redagent.judges.config import config_for
-from redagent.judges.evidence import mismatches
+from redagent.judges.evidence import Mismatch, mismatches
 from redagent.judges.labelling import judge_run
 from redagent.store import tables_judging as tj
 from redagent.store.db import Store, open_store
+from redagent.store.readmodel import RolloutEvidence
 from redagent.store.records import AuditItemRecord, AuditRecord
 
 SIZE = (120, 34)
@@ -362,6 +363,13 @@ class HintedPanes(App):
         self.query_one(EvidencePanes).load(self.item["events"], self.item["receipts"], self.item["diff"])
 
 
+SOMETHING = Mismatch("claims_action:e1:send_email", "claims_action", "e1: something", events=(1,))
+
+
+def evidence(item: dict[str, Any]) -> RolloutEvidence:
+    return RolloutEvidence(item["events"], item["receipts"], item["diff"])
+
+
 JUDGE_MARKS = ("⚠", "◆", "mismatch", "claimed vs observed", "speaks of refusing", "effect receipt(s) were recorded")
 
 
@@ -376,7 +384,7 @@ def test_reviewer_and_adjudicator_screens_show_nothing_computed_by_a_judge(audit
                            pick=lambda row: row["model"] == CLAIM_REFUSAL)
     with open_store(url) as store:
         shown = [store.reviewer_item("audit-claims", item_id, reviewers[0]) for item_id in item_ids]
-    assert len(shown) == 4 and all(mismatches(item) for item in shown)  # every item has one to leak
+    assert len(shown) == 4 and all(mismatches(evidence(item)) for item in shown)  # every item has one to leak
 
     calls: list[int] = []
     real = widgets.evidence.find_mismatches
@@ -421,9 +429,9 @@ def test_blinded_panes_refuse_judge_hints():
     with pytest.raises(ValueError, match="no judge hints"):
         panes.load([], [], [], labels=[])
     with pytest.raises(ValueError, match="no judge hints"):
-        panes.load([], [], [], mismatches=["e1: something"])
+        panes.load([], [], [], mismatches=[SOMETHING])
     with pytest.raises(ValueError, match="no judge hints"):
-        panes.set_mismatches(["e1: something"])
+        panes.set_mismatches([SOMETHING])
 
 
 # ---------------------------------------------------------------- safe labelling
