@@ -9,7 +9,10 @@ Three settings, each run by the three executors against a fresh SQLite store:
   default, with commands the full default matrix (every case; native, react, shell): the agents' commands
                          run in the sandbox — python3 scripts, `make test` — each a process tree of its own
   200 ms endpoint        the native harness against a loopback OpenAI-compatible model answering after
-                         --delay, --concurrency rollouts in flight in total (split over the workers)
+                         --delay, --concurrency rollouts in flight in total (split over the workers): how
+                         far more cores carry the same load
+  200 ms, per worker     the same with --concurrency per worker, as `redagent run --workers 2
+                         --concurrency 128` means it: what a user gets from adding a worker
 For each: rollouts/s, model calls/s (the endpoint's own count; for calibration agents the stored assistant
 turns), CPU per model call in the engine (this process plus every worker's CPU on its shards), and how busy
 the whole machine was (/proc/stat: the engine, the sandboxed commands, the endpoint). The ratios of two
@@ -160,9 +163,12 @@ def main() -> None:
         f"{options.delay * 1000:.0f} ms endpoint": lambda n: (
             RunSpec(models=["openai/bench-model"], harnesses=["native"], attempts=options.attempts,
                     concurrency=options.concurrency // n, api_base=base, timeout=30, retries=0), calls),
+        f"{options.delay * 1000:.0f} ms, per worker": lambda n: (
+            RunSpec(models=["openai/bench-model"], harnesses=["native"], attempts=options.attempts,
+                    concurrency=options.concurrency, api_base=base, timeout=30, retries=0), calls),
     }
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} before; concurrency per worker 8 (default) "
-          f"for the calibration runs, {options.concurrency} in total for the endpoint; {len(quiet.split(','))} cases "
+          f"for the calibration runs, {options.concurrency} for the endpoint; {len(quiet.split(','))} cases "
           f"without commands")
     for name, make in settings.items():
         results: dict[str, Result] = {}

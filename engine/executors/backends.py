@@ -104,6 +104,16 @@ class LocalBackend:
             self._pool = None
 
 
+WARM_SECONDS = 120.0  # how long starting a Ray executor waits for its workers to import the engine
+
+
+def _warm_worker() -> int:
+    from redagent.engine.executors.shards import warm_up
+
+    warm_up()
+    return os.getpid()
+
+
 def import_ray():
     try:
         import ray
@@ -172,6 +182,18 @@ class RayBackend:
         # Ray's own task retries are off: the driver resubmits a failed shard itself, so it can record the
         # failure and give up on a shard that keeps failing.
         self._remote = ray.remote(max_retries=0)(run_shard)
+        self._warm_workers()
+
+    def _warm_workers(self) -> None:
+        """One warm-up task per CPU of the cluster, waited for: Ray keeps the worker processes that ran them for
+        this job's later tasks, so the shards find the engine and litellm already imported (about 2 s of CPU
+        per worker, which a shard would otherwise spend before its first rollout). A node that does not answer
+        in time is not an error here: its shards import for themselves."""
+        warm = self._ray.remote(num_cpus=1, max_retries=0)(_warm_worker)
+        if self._pin is not None:
+            warm = warm.options(scheduling_strategy=self._pin)
+        pending = [warm.remote() for _ in range(self.slots())]
+        self._ray.wait(pending, num_returns=len(pending), timeout=WARM_SECONDS, fetch_local=False)
 
     def nodes(self) -> list[Resources]:
         found = []
