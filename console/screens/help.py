@@ -41,12 +41,29 @@ does. Press `escape` or `?` to close.
         super().__init__()
         self.screen_name = screen_name
 
-    def _screen_type(self) -> type[Screen] | None:
-        from redagent.console.app import ScreenUnavailable, screen_class, screen_name
+    def _live_screen(self) -> Screen | None:
+        from redagent.console.app import screen_name
 
         for screen in reversed(self.app.screen_stack):
             if screen is not self and screen_name(screen) == self.screen_name:
-                return type(screen)
+                return screen
+        return None
+
+    def _widget_bindings(self) -> list[Binding]:
+        """The keys of the project's widgets on the live screen (the evidence panes' tab keys, a pane's
+        maximise): they work on that screen too, though the screen does not declare them."""
+        screen = self._live_screen()
+        if screen is None:
+            return []
+        classes = {type(w) for w in screen.walk_children() if type(w).__module__.startswith("redagent.")}
+        return [b for cls in sorted(classes, key=lambda c: c.__qualname__) for b in own_bindings(cls)]
+
+    def _screen_type(self) -> type[Screen] | None:
+        from redagent.console.app import ScreenUnavailable, screen_class
+
+        live = self._live_screen()
+        if live is not None:
+            return type(live)
         try:
             return screen_class(self.screen_name)
         except ScreenUnavailable:
@@ -66,6 +83,7 @@ does. Press `escape` or `?` to close.
         table.add_columns("key", "id", "what it does", "where")
         seen: set[str] = set()
         rows = [(b, "this screen") for b in own_bindings(self._screen_type() or Screen)]
+        rows += [(b, "on its panes") for b in self._widget_bindings()]
         rows += [(b, "everywhere") for b in own_bindings(type(self.app)) if self._app_binding_active(b)]
         for binding, where in rows:
             if binding.id in seen:

@@ -91,7 +91,8 @@ def test_the_reviewers_panes_collapse_too_and_the_footer_keeps_help(snapshot_sto
             await wait_until(pilot, lambda: panes.tabbed)
             assert shown_panes(panes) == ["trajectory"]
             assert app.screen.query_one("#audit-queue").size.width <= 20
-            assert "? Help" in footer(app)  # compact at 80 columns: the last key is not cut off
+            # compact at 80 columns: the last key is not cut off (waited for: the footer is drawn after the panes)
+            await wait_until(pilot, lambda: "? Help" in footer(app))
             app.screen.query_one("#trajectory").focus()
             await pilot.press("t")
             await wait_until(pilot, lambda: shown_panes(panes) == ["receipts"])
@@ -116,5 +117,29 @@ def test_the_runs_list_goes_over_its_panel_when_narrow(tmp_path):
             await pilot.resize_terminal(180, 50)
             await wait_until(pilot, lambda: detail.region.x > 0)
             assert detail.region.y == table.region.y  # side by side again
+
+    asyncio.run(scenario())
+
+
+def test_help_lists_the_panes_keys(fixed_store):  # noqa: F811
+    """`t`/`T` (tabs) and `m` (maximise) belong to the evidence panes, not the screen: help listed only the screen's
+    own keys, so the keys the narrow footer shows were missing from help."""
+    from textual.widgets import DataTable
+
+    from redagent.console.app import screen_name
+    from redagent.console.screens.help import HelpScreen
+    from tests.console.test_app import table_rows
+
+    async def scenario() -> None:
+        app = BrowserApp(fixed_store, RolloutScreen("rollout-fixed"))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await detail_ready(pilot, "rollout-fixed")
+            app.push_screen(HelpScreen(screen_name(app.screen)))  # what `?` does in the console
+            await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen.query("#help-keys")
+                             and app.screen.query_one("#help-keys", DataTable).row_count > 0)
+            rows = table_rows(app.screen.query_one("#help-keys", DataTable))
+            ids = {row[1]: row[3] for row in rows}
+            assert ids.get("evidence-next-tab") == "on its panes", rows
+            assert ids.get("evidence-previous-tab") == "on its panes" and ids.get("maximise") == "on its panes", rows
 
     asyncio.run(scenario())
