@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import struct
 import threading
@@ -41,6 +40,7 @@ from redagent.engine.harnesses.cli.isolation import (
     Finished,
     Launch,
     Limits,
+    turn_end,
 )
 
 TMP_MB = 256  # the container's /tmp (a tmpfs, so charged to its memory limit as well)
@@ -184,20 +184,7 @@ class ContainerProcess:
         code = -9 if self.killed_for else await asyncio.to_thread(self._exit_code, exec_id)
         if code != 0 and not self.killed_for and await asyncio.to_thread(self.box.oom_killed, since):
             self.killed_for = "memory"
-        cpu = self.cpu_ticks / os.sysconf("SC_CLK_TCK")
-        usage = self.launch.sockets / "usage.json"
-        with contextlib.suppress(OSError, ValueError, TypeError):
-            cpu = max(cpu, float(json.loads(usage.read_text()[:4096])["cpu_seconds"]))
-        with contextlib.suppress(OSError):
-            usage.unlink()
-        finished = Finished(code, stdout.decode(errors="replace"), stderr.decode(errors="replace"),
-                            time.perf_counter() - started, self.peak_rss / (1 << 20), cpu)
-        if self.killed_for == "timeout":
-            raise HarnessError("harness_timeout", f"{self.name} ran longer than {self.limits.wall_seconds:g} s; "
-                                                  f"its container was killed")
-        if self.killed_for == "memory":
-            raise HarnessError("harness_crash", f"{self.name} used more than {self.limits.memory_mb} MB of memory; "
-                                                f"its container was killed")
+        finished = turn_end(self, code, stdout, stderr, started, "its container was killed")
         if code == NO_PYTHON:
             raise HarnessError("sandbox_error", f"image {self.box.backend.image} has no /usr/bin/python3, which runs "
                                                 f"the CLI's relay inside the container; build one with `{BUILD_HINT}`")

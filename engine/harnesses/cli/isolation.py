@@ -22,6 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from redagent.engine.harnesses.base import HarnessError
 
@@ -177,22 +178,9 @@ class Process:
             await self.proc.wait()
         finally:
             watch.cancel()
-        cpu = self.cpu_ticks / os.sysconf("SC_CLK_TCK")
-        usage = self.launch.sockets / "usage.json"
-        with contextlib.suppress(OSError, ValueError, TypeError):
-            cpu = max(cpu, float(json.loads(usage.read_text()[:4096])["cpu_seconds"]))
-        with contextlib.suppress(OSError):
-            usage.unlink()
-        finished = Finished(self.proc.returncode if self.proc.returncode is not None else -9,
-                            stdout.decode(errors="replace"), stderr.decode(errors="replace"),
-                            time.perf_counter() - started, self.peak_rss / (1 << 20), cpu)
-        if self.killed_for == "timeout":
-            raise HarnessError("harness_timeout", f"{self.name} ran longer than {self.limits.wall_seconds:g} s; "
-                                                  f"its process group was killed")
-        if self.killed_for == "memory":
-            raise HarnessError("harness_crash", f"{self.name} used more than {self.limits.memory_mb} MB of memory; "
-                                                f"its process group was killed")
-        return finished
+        return turn_end(self, self.proc.returncode if self.proc.returncode is not None else -9, stdout, stderr,
+                        started, "its process group was killed")
+
 
     def kill(self, why: str) -> None:
         if self.proc is None or self.proc.returncode is not None:
@@ -213,6 +201,27 @@ class Process:
                 self.kill("memory")
                 return
             await asyncio.sleep(POLL_SECONDS)
+
+
+def turn_end(process: Any, code: int, stdout: bytes, stderr: bytes, started: float, killed: str) -> Finished:
+    """How one CLI turn ended, for both process kinds (this module's `Process`, container.py's): CPU from the
+    sampler or the relay's own count in `usage.json`, whichever is larger, and a kill for the wall clock or
+    memory as its typed failure (`killed` says what was killed)."""
+    cpu = process.cpu_ticks / os.sysconf("SC_CLK_TCK")
+    usage = process.launch.sockets / "usage.json"
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        cpu = max(cpu, float(json.loads(usage.read_text()[:4096])["cpu_seconds"]))
+    with contextlib.suppress(OSError):
+        usage.unlink()
+    finished = Finished(code, stdout.decode(errors="replace"), stderr.decode(errors="replace"),
+                        time.perf_counter() - started, process.peak_rss / (1 << 20), cpu)
+    if process.killed_for == "timeout":
+        raise HarnessError("harness_timeout", f"{process.name} ran longer than {process.limits.wall_seconds:g} s; "
+                                              f"{killed}")
+    if process.killed_for == "memory":
+        raise HarnessError("harness_crash", f"{process.name} used more than {process.limits.memory_mb} MB of memory; "
+                                            f"{killed}")
+    return finished
 
 
 async def _bounded(stream: asyncio.StreamReader | None) -> bytes:
