@@ -25,6 +25,13 @@ def _judge_errors() -> tuple[type[Exception], ...]:
     return (LabellingError, UnknownConfig, ModelConfigError, ReportError)
 
 
+# What judging and recognition both take for each judge call.
+TIMEOUT_OPTION = typer.Option(60.0, "--timeout", help="seconds per judge call")
+RETRIES_OPTION = typer.Option(3, "--retries", help="retries per judge call (408, 409, 429, 5xx, dropped connections, "
+                                                   "malformed replies)")
+MAX_TOKENS_OPTION = typer.Option(2048, "--max-tokens", help="most tokens per judge reply")
+
+
 @judge_app.command("judge", epilog=examples(
     "redagent judge run-3fa2",
     "redagent judge run-3fa2 --views state,hybrid --backbone openai/gpt-4o-mini --concurrency 4"))
@@ -34,10 +41,9 @@ def judge(
     backbone: str = typer.Option("rule", "--backbone", help="'rule' (deterministic) or a litellm model string"),
     api_base: str | None = typer.Option(None, "--api-base"),
     concurrency: int = typer.Option(8, "--concurrency"),
-    timeout: float = typer.Option(60.0, "--timeout", help="seconds per judge call"),
-    retries: int = typer.Option(3, "--retries", help="retries per judge call (408, 409, 429, 5xx, dropped "
-                                                     "connections, malformed replies)"),
-    max_tokens: int = typer.Option(2048, "--max-tokens", help="most tokens per judge reply"),
+    timeout: float = TIMEOUT_OPTION,
+    retries: int = RETRIES_OPTION,
+    max_tokens: int = MAX_TOKENS_OPTION,
     db: str | None = DB_OPTION,
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -65,10 +71,9 @@ def recognize(
     backbone: str | None = typer.Option(None, "--backbone", help="a litellm model; default: the lexical judge"),
     api_base: str | None = typer.Option(None, "--api-base"),
     concurrency: int = typer.Option(8, "--concurrency"),
-    timeout: float = typer.Option(60.0, "--timeout", help="seconds per judge call"),
-    retries: int = typer.Option(3, "--retries", help="retries per judge call (408, 409, 429, 5xx, dropped "
-                                                     "connections, malformed replies)"),
-    max_tokens: int = typer.Option(2048, "--max-tokens", help="most tokens per judge reply"),
+    timeout: float = TIMEOUT_OPTION,
+    retries: int = RETRIES_OPTION,
+    max_tokens: int = MAX_TOKENS_OPTION,
     db: str | None = DB_OPTION,
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
