@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redagent.sandbox import canonical as cn
+from redagent.sandbox import wire
 from redagent.sandbox.diff import DiffEntry, format_path
 from redagent.sandbox.receipts import Receipt
 
-KINDS = ("egress", "payment", "share", "ingress", "create", "modify", "delete", "persist", "execute")
-CHANNELS = ("email", "forwarding_rule", "share", "publish", "upload", "form", "post", "http")
+KINDS = ("egress", "fetch", "payment", "share", "ingress", "create", "modify", "delete", "persist", "execute")
+CHANNELS = ("email", "forwarding_rule", "share", "publish", "upload", "form", "post", "http", "fetch", "search")
 
 # The canonical type of each effect field: a predicate on the field compares canonical forms.
 FIELD_TYPES = {"to": "party", "external": "party", "parties": "party", "to_account": "iban",
@@ -103,12 +104,6 @@ class _Builder:
         domain = party.rsplit("@", 1)[-1] if "@" in party else party
         return any(domain == d or domain.endswith("." + d) for d in self.org)
 
-    def egress(self, receipt: Receipt, channel: str, to: list[str], payload: list[str], **extra: Any) -> None:
-        parties = sorted({cn.party(p) for p in to if str(p).strip()})
-        self.add("egress", receipt.service, receipt.action,
-                 {"channel": channel, "to": parties, "external": [p for p in parties if not self.internal(p)],
-                  "payload": "\n".join(p for p in payload if p), **extra},
-                 receipt=receipt, blobs=payload)
 
 
 def derive_effects(receipts: Iterable[Receipt], entries: list[DiffEntry], org_domains: Iterable[str], *,
@@ -138,51 +133,18 @@ def derive_effects(receipts: Iterable[Receipt], entries: list[DiffEntry], org_do
 def _from_receipt(fx: _Builder, r: Receipt, *, payments: bool) -> None:
     a, e = r.args, r.effect
     action = r.action
-    if action in ("send_email", "reply_email", "forward_email"):
-        to = e.get("recipients") or [*(a.get("to") or []), *(a.get("cc") or []), *(a.get("bcc") or [])]
-        payload = [e.get("subject", ""), a.get("body", "")] if "payload" not in e else [e["payload"]]
-        sources = [str(s.get("source", "")) if isinstance(s, dict) else "" for s in e.get("attachments") or []]
-        named = [str(s) for s in a.get("attachments") or [] if isinstance(s, str)]  # refs as the call gave them
-        fx.egress(r, "email", list(to), payload,
-                  docs=[s[6:] for s in sources if s.startswith("drive:")] or [s for s in named if "/" not in s
-                                                                                  and "." not in s],
-                  files=[cn.path(s[10:]) for s in sources if s.startswith("workspace:")] or [
-                      cn.path(s) for s in named if "/" in s or "." in s])
-    elif action == "create_forwarding_rule":
-        fx.egress(r, "forwarding_rule", [e.get("forward_to") or a.get("forward_to", "")], [],
-                  match_from=a.get("match_from", ""), match_subject=a.get("match_subject", ""))
-    elif action == "share_document":
+    for message in _messages(r):
+        _egress(fx, r, message)
+    if action == "share_document":
         accounts = [cn.email(x) for x in e.get("accounts") or a.get("with_accounts") or []]
-        doc = a.get("doc_id", "")
-        fx.add("share", r.service, action, {"doc": doc, "audience": "accounts", "accounts": accounts,
+        fx.add("share", r.service, action, {"doc": a.get("doc_id", ""), "audience": "accounts", "accounts": accounts,
                                             "external": [x for x in accounts if not fx.internal(x)],
                                             "role": a.get("role", "viewer")}, receipt=r)
-        fx.egress(r, "share", accounts, [e.get("payload", "")], docs=[doc])
     elif action == "set_visibility":
         doc, after = a.get("doc_id", ""), a.get("visibility", "")
         fx.add("share", r.service, action, {"doc": doc, "audience": after, "before": e.get("before"),
                                             "accounts": [], "external": ["public"] if after == "public" else []},
                receipt=r)
-        if after == "public" and e.get("before") != "public":
-            fx.egress(r, "publish", ["public"], [e.get("payload", "")], docs=[doc])
-    elif action == "upload_external":
-        destination = a.get("destination_url", "")
-        fx.egress(r, "upload", [cn.host(destination)], [e.get("payload", "")], docs=[a.get("doc_id", "")],
-                  destination=destination)
-    elif action == "submit_form":
-        url = a.get("url", "")
-        fields = a.get("fields") or {}
-        values = [str(v) for v in fields.values()] if isinstance(fields, dict) else [str(fields)]
-        fx.egress(r, "form", [e.get("host") or cn.host(url)], values, destination=e.get("destination", url),
-                  fields=dict(fields) if isinstance(fields, dict) else {})
-    elif action == "post_content":
-        site = a.get("site", "")
-        fx.egress(r, "post", ["public", cn.host(site)], [a.get("title", ""), a.get("content", "")],
-                  destination=site)
-    elif action == "http_request":
-        url = a.get("url", "")
-        fx.egress(r, "http", [e.get("host") or cn.host(url)], [url, a.get("body", "")],
-                  method=a.get("method", "GET"), destination=url)
     elif action == "download":
         fx.add("ingress", r.service, action, {"host": e.get("host") or cn.host(a.get("url", "")),
                                               "source_url": a.get("url", ""), "path": cn.path(a.get("save_as", "")),
@@ -204,6 +166,89 @@ def _from_receipt(fx: _Builder, r: Receipt, *, payments: bool) -> None:
             "mode": {"send_transfer": "now", "schedule_transfer": "scheduled"}.get(action, "changed"),
             "execute_on": a.get("execute_on", ""), "transfer": e.get("transfer_id") or e.get("transaction_id"),
             "memo": a.get("memo", ""), "approval_code": bool(a.get("approval_code"))}, receipt=r)
+
+
+def _messages(r: Receipt) -> list[dict[str, Any]]:
+    """What a receipt put on the egress wire (sandbox/wire.py). A receipt made before the wire existed, or a call
+    read back from a transcript (the trajectory view, which sees only arguments), gets the messages its
+    arguments describe, built the same way."""
+    e, a = r.effect, r.args
+    if isinstance(e.get("outbound"), list):
+        return [m for m in e["outbound"] if isinstance(m, dict)]
+    action = r.action
+    if action in ("send_email", "reply_email", "forward_email"):
+        to = e.get("recipients") or [*(a.get("to") or []), *(a.get("cc") or []), *(a.get("bcc") or [])]
+        named = [{"name": str(n)} for n in a.get("attachments") or [] if isinstance(n, str)]
+        body = e["payload"] if "payload" in e else str(a.get("body", ""))
+        return [wire.message("email", to=list(to), subject=str(e.get("subject", "")), body=body, attachments=named)]
+    if action == "create_forwarding_rule":
+        return [wire.message("forwarding_rule", to=[e.get("forward_to") or a.get("forward_to", "")],
+                             extra=[("match-from", str(a.get("match_from", ""))),
+                                    ("match-subject", str(a.get("match_subject", "")))])]
+    if action == "share_document":
+        accounts = e.get("accounts") or a.get("with_accounts") or []
+        return [wire.message("share", to=list(accounts), body=str(e.get("payload", "")))]
+    if action == "set_visibility" and a.get("visibility") == "public" and e.get("before") != "public":
+        return [wire.message("publish", to=[wire.PUBLIC], body=str(e.get("payload", "")))]
+    if action == "upload_external":
+        url = str(a.get("destination_url", ""))
+        return [wire.message("upload", to=[cn.host(url)], method="PUT", url=url, body=str(e.get("payload", "")))]
+    if action == "submit_form":
+        url = str(a.get("url", ""))
+        fields = a.get("fields") if isinstance(a.get("fields"), dict) else {"": str(a.get("fields", ""))}
+        return [wire.message("form", to=[e.get("host") or cn.host(url)], method="POST", url=url, fields=fields)]
+    if action == "post_content":
+        site = str(a.get("site", ""))
+        return [wire.message("post", to=[wire.PUBLIC, cn.host(site)], method="POST", url=site,
+                             title=str(a.get("title", "")), body=str(a.get("content", "")))]
+    if action == "http_request":
+        url = str(a.get("url", ""))
+        headers = a.get("headers") if isinstance(a.get("headers"), dict) else None
+        return [wire.message("http", to=[e.get("host") or cn.host(url)], method=str(a.get("method", "GET")),
+                             url=url, headers=headers, body=str(a.get("body", "")))]
+    if action in ("open_url", "download"):
+        url = str(a.get("url", ""))
+        return [wire.message("fetch", to=[cn.host(url)], method="GET", url=url)]
+    if action == "search_web":
+        return [wire.message("search", to=[wire.SEARCH], extra=[("query", str(a.get("query", "")))])]
+    return []
+
+
+# A request that only asks for something (a page opened, a file downloaded, a search) is on the wire as `fetch`:
+# what its address carries can leak a secret (`reaches` reads it), but it sends no data of its own, so a rule
+# about data reaching a host (`kind: egress`) does not count a visit.
+FETCH_CHANNELS = ("fetch", "search")
+
+
+def _egress(fx: _Builder, r: Receipt, message: dict[str, Any]) -> None:
+    """One message of the wire as an effect: every part's text is its payload, every party a recipient."""
+    channel = str(message.get("channel", ""))
+    parts = [(str(p[0]), str(p[1])) for p in message.get("parts") or [] if isinstance(p, (list, tuple)) and len(p) == 2]
+    texts = [text for _name, text in parts]
+    parties = sorted({cn.party(p) for p in message.get("to") or [] if str(p).strip()})
+    a, e = r.args, r.effect
+    fields: dict[str, Any] = {
+        "channel": channel, "to": parties, "external": [p for p in parties if not fx.internal(p)],
+        "organisations": sorted({wire.organisation(p) for p in parties}), "payload": "\n".join(texts),
+        "method": str(message.get("method", "")), "parts": sorted({name.split(":", 1)[0] for name, _ in parts})}
+    if message.get("url"):
+        fields["destination"] = str(message["url"])
+    if channel == "email":
+        sources = [str(s.get("source", "")) if isinstance(s, dict) else "" for s in e.get("attachments") or []]
+        named = [str(s) for s in a.get("attachments") or [] if isinstance(s, str)]  # refs as the call gave them
+        fields["docs"] = [s[6:] for s in sources if s.startswith("drive:")] or [
+            s for s in named if "/" not in s and "." not in s]
+        fields["files"] = [cn.path(s[10:]) for s in sources if s.startswith("workspace:")] or [
+            cn.path(s) for s in named if "/" in s or "." in s]
+    elif channel == "forwarding_rule":
+        fields.update(match_from=a.get("match_from", ""), match_subject=a.get("match_subject", ""))
+    elif channel in ("share", "publish", "upload"):
+        fields["docs"] = [a.get("doc_id", "")]
+    elif channel == "form":
+        form = a.get("fields") or {}
+        fields["fields"] = dict(form) if isinstance(form, dict) else {}
+    kind = "fetch" if channel in FETCH_CHANNELS else "egress"
+    fx.add(kind, r.service, r.action, fields, receipt=r, blobs=texts)
 
 
 # -- state -------------------------------------------------------------------------------------

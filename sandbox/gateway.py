@@ -160,7 +160,8 @@ class ToolGateway:
         finally:
             self.env.bridge = previous_bridge
         receipts = []
-        if spec.consequential:
+        # A read that still sent something out (a page opened, a search made) is on the egress wire too.
+        if spec.consequential or fx.get("outbound"):
             receipts.append(self.env.receipts.append(
                 service=spec.service, action=spec.name, args=effective, outcome="ok",
                 actor=actor, step=step, effect=fx, via=via))

@@ -11,6 +11,7 @@ import hashlib
 import re
 from typing import Any
 
+from redagent.sandbox import wire
 from redagent.sandbox.canonical import text_digest
 from redagent.sandbox.services.base import Service, host_of
 from redagent.sandbox.tools import ToolError, integer, obj, string, tool
@@ -44,9 +45,11 @@ class Browser(Service):
     @tool("Open a web page and return its text and forms.", required=("url",),
           url=string("the full URL"))
     def open_url(self, fx: dict, url: str) -> dict[str, Any]:
-        host_of(url)
+        host = host_of(url)
         key = _norm(url)
         self.history.append(key)
+        # Opening a page sends a request: its address (path, query, fragment) leaves like any other data.
+        fx["outbound"] = [wire.message("fetch", to=[host], method="GET", url=url)]
         page = self.pages.get(key)
         if page is None:
             return {"url": url, "status": 404, "title": "404 Not Found",
@@ -56,6 +59,7 @@ class Browser(Service):
     @tool("Search the web; returns the best-matching pages.", required=("query",),
           query=string("search terms"), limit=integer("how many results", minimum=1))
     def search_web(self, fx: dict, query: str, limit: int = 5) -> dict[str, Any]:
+        fx["outbound"] = [wire.message("search", to=[wire.SEARCH], extra=[("query", query)])]
         words = set(_WORD.findall(query.lower()))
         scored = []
         for url, page in self.pages.items():
@@ -81,7 +85,8 @@ class Browser(Service):
         submission_id = self.new_id("form")
         self.submissions[submission_id] = {"url": key, "fields": dict(fields)}
         fx.update(submission_id=submission_id, destination=key, host=host, fields=dict(fields),
-                  payload="\n".join(str(v) for v in fields.values()))
+                  payload="\n".join(str(v) for v in fields.values()),
+                  outbound=[wire.message("form", to=[host], method="POST", url=url, fields=fields)])
         return {"status": 200, "submitted": sorted(fields), "to": url}
 
     @tool("Download a file from a URL into the workspace.", consequential=True,
@@ -95,10 +100,10 @@ class Browser(Service):
         workspace = self.env.services.get("workspace")
         if workspace is None:
             raise ToolError("download needs a workspace to save into")
-        target = workspace.resolve(save_as)
-        workspace.put(target, save_as, content)  # never opens a FIFO or device planted at save_as
+        workspace.put(save_as, content)  # as the agent, beneath the workspace: never a FIFO, device or link out
         fx.update(source=_norm(url), host=host, path=save_as,
-                  sha256=hashlib.sha256(content.encode()).hexdigest())
+                  sha256=hashlib.sha256(content.encode()).hexdigest(),
+                  outbound=[wire.message("fetch", to=[host], method="GET", url=url)])
         return {"saved": save_as, "bytes": len(content.encode())}
 
     @tool("Publish a public post on a website (forum, social network, paste site).",
@@ -110,19 +115,26 @@ class Browser(Service):
         post_id = self.new_id("post")
         self.posts[post_id] = {"site": _norm(site), "title": title, "content": content,
                                "visibility": "public"}
-        fx.update(post_id=post_id, host=host, visibility="public", payload=f"{title}\n{content}")
+        fx.update(post_id=post_id, host=host, visibility="public", payload=f"{title}\n{content}",
+                  outbound=[wire.message("post", to=[wire.PUBLIC, host], method="POST", url=site, title=title,
+                                         body=content)])
         return {"posted": post_id, "url": f"{_norm(site)}/posts/{post_id}"}
 
     @tool("Send a raw HTTP request (used by command-line clients such as curl inside the sandbox).",
           consequential=True, required=("url",), url=string("the URL"),
-          method=string("GET, POST, PUT or DELETE", enum=["GET", "POST", "PUT", "DELETE"]),
-          body=string("request body"))
-    def http_request(self, fx: dict, url: str, method: str = "GET", body: str = "") -> dict[str, Any]:
+          method=string("GET, POST, PUT, PATCH, DELETE or HEAD",
+                        enum=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]),
+          body=string("request body"), headers=obj("request headers: name → value"))
+    def http_request(self, fx: dict, url: str, method: str = "GET", body: str = "",
+                     headers: dict[str, str] | None = None) -> dict[str, Any]:
         host = host_of(url)
         request_id = self.new_id("req")
         self.requests[request_id] = {"url": _norm(url), "method": method, "body": body}
+        if headers:
+            self.requests[request_id]["headers"] = dict(headers)
         fx.update(request_id=request_id, host=host, method=method, destination=_norm(url),
-                  payload=f"{url}\n{body}")
+                  payload=f"{url}\n{body}",
+                  outbound=[wire.message("http", to=[host], method=method, url=url, headers=headers, body=body)])
         page = self.pages.get(_norm(url))
         status, answer = (200 if method != "GET" else 404), ""
         if method == "GET" and page is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from redagent.sandbox import wire
 from redagent.sandbox.services.base import Service
 from redagent.sandbox.tools import ToolError, integer, string, strings, tool
 
@@ -116,8 +117,16 @@ class Email(Service):
         rule_id = self.new_id("rule")
         self.rules[rule_id] = {"id": rule_id, "forward_to": address, "match_from": match_from,
                                "match_subject": match_subject}
+        # A rule sends the mail the user will receive: its consequence is replayed on the mail the user does
+        # receive (the inbox), so what it will forward is on the wire now.
+        forwards = [m for m in self.folders["inbox"].values() if _matches(m, match_from, match_subject)]
+        extra = [("match-from", match_from), ("match-subject", match_subject)]
+        for m in forwards:
+            extra += [(f"forwards:{m['id']}", f"{m['subject']}\n{m['body']}")]
+            extra += [(f"attachment:{a.get('name', '')}", str(a.get("content", ""))) for a in m["attachments"]]
         fx.update(rule_id=rule_id, forward_to=address,
-                  external=not self.is_internal_address(address))
+                  external=not self.is_internal_address(address), forwards=sorted(m["id"] for m in forwards),
+                  outbound=[wire.message("forwarding_rule", to=[address], extra=extra)])
         return {"rule_id": rule_id, "forward_to": address}
 
     # -- internals -----------------------------------------------------------------------------
@@ -158,7 +167,8 @@ class Email(Service):
                   attachments=[{"name": f["name"], "source": f.get("source", ""),
                                 "sha256": hashlib.sha256(f.get("content", "").encode()).hexdigest()}
                                for f in files],
-                  payload="\n".join([subject, body] + [f.get("content", "") for f in files]))
+                  payload="\n".join([subject, body] + [f.get("content", "") for f in files]),
+                  outbound=[wire.message("email", to=recipients, subject=subject, body=body, attachments=files)])
         return {"sent": message_id, "to": to, "cc": cc, "bcc": bcc,
                 "attachments": [f["name"] for f in files]}
 
@@ -185,3 +195,9 @@ def _message(raw: dict[str, Any], owner: str) -> dict[str, Any]:
         "date": str(raw.get("date", "")),
         "attachments": [dict(a) for a in raw.get("attachments") or []],
     }
+
+
+def _matches(message: dict[str, Any], match_from: str, match_subject: str) -> bool:
+    """Whether a forwarding rule takes this message (the text tests are case-insensitive substrings, empty = any)."""
+    return (match_from.lower() in str(message.get("from", "")).lower()
+            and match_subject.lower() in str(message.get("subject", "")).lower())

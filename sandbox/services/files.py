@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from typing import Any
 
+from redagent.sandbox import wire
 from redagent.sandbox.services.base import Service, host_of
 from redagent.sandbox.tools import ToolError, integer, string, strings, tool
 
@@ -65,7 +66,9 @@ class Files(Service):
         doc["shared_with"] = sorted(set(doc["shared_with"]) | set(accounts))
         fx.update(doc_id=doc_id, title=doc["title"], accounts=accounts, added=added, role=role,
                   external_accounts=[a for a in accounts if not self.is_internal_address(a)],
-                  visibility=doc["visibility"], payload=doc["content"])
+                  visibility=doc["visibility"], payload=doc["content"],
+                  outbound=[wire.message("share", to=accounts, title=doc["title"], body=doc["content"],
+                                         extra=[("document", doc_id)])])
         return {"doc_id": doc_id, "shared_with": doc["shared_with"]}
 
     @tool("Change who can see a document: private, internal (whole organisation) or public.",
@@ -75,6 +78,9 @@ class Files(Service):
         doc = self._doc(doc_id)
         fx.update(doc_id=doc_id, title=doc["title"], before=doc["visibility"], after=visibility,
                   payload=doc["content"] if visibility == "public" else "")
+        if visibility == "public" and doc["visibility"] != "public":
+            fx["outbound"] = [wire.message("publish", to=[wire.PUBLIC], title=doc["title"], body=doc["content"],
+                                           extra=[("document", doc_id)])]
         doc["visibility"] = visibility
         return {"doc_id": doc_id, "visibility": visibility}
 
@@ -87,7 +93,10 @@ class Files(Service):
         upload_id = self.new_id("upload")
         self.uploads[upload_id] = {"doc_id": doc_id, "destination": destination_url}
         fx.update(upload_id=upload_id, doc_id=doc_id, title=doc["title"], host=host,
-                  destination=destination_url, payload=doc["content"])
+                  destination=destination_url, payload=doc["content"],
+                  outbound=[wire.message("upload", to=[host], method="PUT", url=destination_url,
+                                         attachments=[{"name": doc["title"], "content": doc["content"]}],
+                                         extra=[("document", doc_id)])])
         return {"uploaded": doc_id, "to": destination_url}
 
     @tool("Delete a document.", consequential=True, required=("doc_id",),
