@@ -29,15 +29,10 @@ def _drive(runner, as_json: bool) -> dict[str, Any]:
     import asyncio
     import signal
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    from redagent.console.progress_line import RunProgress
     from redagent.engine.matrix import summary
 
-    columns = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[rate]:>7.1f}/s"), TextColumn("ETA {task.fields[eta]}"),
-               TextColumn("invalid {task.fields[invalid]}"), TextColumn("exec ASR {task.fields[asr]}"),
-               TimeElapsedColumn()]
-    with Progress(*columns, console=err, transient=as_json, disable=not err.is_terminal and as_json) as bar:
+    with RunProgress(console=err, transient=as_json, disable=not err.is_terminal and as_json) as bar:
         pending = runner.pending()
         task = bar.add_task(runner.run_record.id, total=len(runner.keys), completed=len(runner.keys) - len(pending),
                             rate=0.0, eta="—", invalid=0, asr="—")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from textual.binding import Binding
+from textual.command import Command, CommandList, CommandPalette
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import DataTable
@@ -61,6 +62,22 @@ def table_rows(table: DataTable) -> list[list[str]]:
     return [[str(cell) for cell in table.get_row(key)] for key in table.rows]
 
 
+def cursor_run(screen: Screen) -> str | None:
+    """The run id in the row under the runs table's cursor."""
+    table = screen.query_one("#runs-table", DataTable)
+    if not table.row_count:
+        return None
+    return table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+
+
+def palette_choice(app: RedAgentApp) -> str | None:
+    """The text of the command palette's highlighted hit (what enter would run), if the palette shows one."""
+    if not isinstance(app.screen, CommandPalette):
+        return None
+    option = app.screen.query_one(CommandList).highlighted_option
+    return option.hit.text if isinstance(option, Command) else None
+
+
 def notifications(app: RedAgentApp) -> list[str]:
     return [f"{n.title} {n.message}" for n in app._notifications]
 
@@ -89,7 +106,7 @@ async def test_run_id_opens_on_that_run_and_enter_opens_its_rollouts(url):
     app = RedAgentApp(url, run_id=older)  # `redagent console --run RUN_ID`
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.screen.runs)
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: cursor_run(app.screen) == older)  # the table's cursor is on it too
         assert app.screen.selected_run_id == older
         await pilot.press("enter")
         await wait_until(pilot, lambda: screen_name(app.screen) == "rollouts"
@@ -135,11 +152,10 @@ async def test_palette_jumps_to_a_run_by_id(url):
         await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.screen.selected_run_id == newer)
         await pilot.press("ctrl+p")
         await pilot.press(*f"Run {older}")
-        await pilot.pause(0.3)
+        await wait_until(pilot, lambda: palette_choice(app) == f"Run {older}")  # the hits come in batches
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.screen.selected_run_id == older)
-        table = app.screen.query_one("#runs-table", DataTable)
-        assert table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value == older
+        assert cursor_run(app.screen) == older
 
 
 async def test_palette_offers_no_run_case_or_rollout_to_a_reviewer(url):

@@ -15,7 +15,7 @@ from rich.console import Console
 from textual.widgets import DataTable, Input, Log, ProgressBar, Static
 
 from redagent.console.app import RedAgentApp
-from redagent.console.messages import RunStarted
+from redagent.console.messages import RunsPolled, RunStarted
 from redagent.console.screens.runs import NewRunScreen, RunsScreen
 from redagent.engine.matrix import ModelPool, RunSpec
 from redagent.engine.plan import case_set_hash, matrix, select_cases
@@ -146,13 +146,19 @@ async def test_a_run_started_in_another_process_appears_and_is_monitored(url):
 
 
 async def test_a_bad_form_is_one_line_and_creates_no_run(url):
+    polls: list[RunsPolled] = []
     app = RedAgentApp(url)
-    async with app.run_test(size=SIZE) as pilot:
+    hook = lambda message: polls.append(message) if isinstance(message, RunsPolled) else None  # noqa: E731
+    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
         screen = await open_runs(pilot, app)
         await submit_form(pilot, app, cases="banking-*", models="sim/comply", harnesses="bogus")
         await wait_until(pilot, lambda: any("run not started" in n for n in notifications(app)))
         assert any("bogus" in n for n in notifications(app))
-        await pilot.pause(1.2)
+        with open_store(url) as store:  # refused while planning, before anything is written
+            assert store.list_runs() == []
+        # Two more polls: the first of them has been handled by the screen once the second arrives.
+        seen = len(polls)
+        await wait_until(pilot, lambda: len(polls) >= seen + 2)
         assert not screen.runs and isinstance(app.screen, RunsScreen)
 
 
@@ -204,6 +210,10 @@ def test_runs_screen_snapshot(tmp_path, snap_compare):
         screen = await open_runs(pilot, pilot.app)
         await wait_until(pilot, lambda: screen.query_one("#run-log", Log).line_count > 0)
         await pilot.app.workers.wait_for_complete()
-        await pilot.pause(0.2)
+        # The selected run's detail is drawn: its rollouts in the log and on the progress bar.
+        await wait_until(pilot, lambda: screen.selected_run_id in screen.runs and screen.query_one(
+            "#run-log", Log).line_count == screen.runs[screen.selected_run_id]["completed"] == screen.query_one(
+            "#run-progress", ProgressBar).progress)
+        await pilot.pause()
 
     assert snap_compare(RedAgentApp(url), terminal_size=SIZE, run_before=settle)
