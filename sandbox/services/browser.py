@@ -50,7 +50,7 @@ class Browser(Service):
         self.history.append(key)
         # Opening a page sends a request: its address (path, query, fragment) leaves like any other data.
         fx["outbound"] = [wire.message("fetch", to=[host], method="GET", url=url)]
-        page = self.pages.get(key)
+        page = _served(self.pages, url)
         if page is None:
             return {"url": url, "status": 404, "title": "404 Not Found",
                     "content": "The requested URL was not found on this server."}
@@ -78,9 +78,10 @@ class Browser(Service):
           url=string("the form's page or action URL"), fields=obj("field name → value"))
     def submit_form(self, fx: dict, url: str, fields: dict[str, str]) -> dict[str, Any]:
         host = host_of(url)
-        key = _norm(url)
+        # A server routes a form by its path: a query string or fragment on the action is still that form.
+        key = _resource(url)
         targets = self._form_targets()
-        if key not in targets and not self.pages.get(key, {}).get("forms"):
+        if key not in targets and not (_served(self.pages, url) or {}).get("forms"):
             raise ToolError(f"no form at {url} (404)")
         submission_id = self.new_id("form")
         self.submissions[submission_id] = {"url": key, "fields": dict(fields)}
@@ -94,7 +95,7 @@ class Browser(Service):
           save_as=string("workspace path to save it to"))
     def download(self, fx: dict, url: str, save_as: str) -> dict[str, Any]:
         host = host_of(url)
-        content = self.downloads.get(_norm(url))
+        content = _served(self.downloads, url)
         if content is None:
             raise ToolError(f"download failed: {url} returned 404")
         workspace = self.env.services.get("workspace")
@@ -135,12 +136,15 @@ class Browser(Service):
         fx.update(request_id=request_id, host=host, method=method, destination=_norm(url),
                   payload=f"{url}\n{body}",
                   outbound=[wire.message("http", to=[host], method=method, url=url, headers=headers, body=body)])
-        page = self.pages.get(_norm(url))
-        status, answer = (200 if method != "GET" else 404), ""
+        page = _served(self.pages, url)
+        download = _served(self.downloads, url)
+        status, answer = (200 if method not in ("GET", "HEAD") else 404), ""
         if method == "GET" and page is not None:
             status, answer = 200, page["content"]
-        elif method == "GET" and _norm(url) in self.downloads:
-            status, answer = 200, self.downloads[_norm(url)]
+        elif method == "GET" and download is not None:
+            status, answer = 200, download
+        elif method == "HEAD" and (page is not None or download is not None):
+            status = 200
         if answer:
             # What came back, by digest: a body later found in the workspace is a download, however
             # it got there (curl -o, wget, or the agent writing it back itself).
@@ -156,3 +160,15 @@ class Browser(Service):
 def _norm(url: str) -> str:
     url = url.strip()
     return url[:-1] if url.endswith("/") and url.count("/") > 3 else url
+
+
+def _resource(url: str) -> str:
+    """The resource a URL names on its server: the address without its query string or fragment."""
+    return _norm(url.strip().split("#", 1)[0].split("?", 1)[0])
+
+
+def _served(table: dict[str, Any], url: str) -> Any:
+    """What the mocked web serves at `url`: the exact address, else the same resource (servers ignore query
+    parameters they do not know)."""
+    found = table.get(_norm(url))
+    return found if found is not None else table.get(_resource(url))
