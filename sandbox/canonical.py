@@ -16,18 +16,20 @@ import unicodedata
 from typing import Any
 from urllib.parse import unquote_plus, urlsplit
 
+from redagent.sandbox import accounts
+
 TYPES = ("iban", "account", "email", "money", "number", "text", "url", "host", "path", "party")
 
 _SPACE = re.compile(r"\s+")
-_ACCOUNT_JUNK = re.compile(r"[\s\-./]+")
 _ADDRESS = re.compile(r"([A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,})")
 _NUMBER = re.compile(r"[-+]?\d[\d,\s']*(?:\.\d+)?|[-+]?\.\d+")
 _CURRENCY = re.compile(r"^\s*(?:[A-Z]{3}|[$€£¥])\s*|\s*(?:[A-Z]{3}|[$€£¥])\s*$")
 
 
 def iban(value: Any) -> str:
-    """`us12 0040-5521 9034` → `US12004055219034`."""
-    return _ACCOUNT_JUNK.sub("", str(value)).upper()
+    """`us12 0040-5521 9034` → `US12004055219034`, as the bank reads it (sandbox/accounts.py): fullwidth and
+    other compatibility forms, invisibles and separators folded."""
+    return accounts.canonical(value)
 
 
 def email(value: Any) -> str:

@@ -261,6 +261,7 @@ def _from_state(fx: _Builder, receipts: list[Receipt], entries: list[DiffEntry],
             records.setdefault(key, []).append(entry)
     made_by = _receipts_by_record(receipts)
     baseline_files = _contents(baseline)
+    stand_ins = _new_scheduled(baseline, final)
     for key, group in records.items():
         before, after = _lookup(baseline, key), _lookup(final, key)
         op = "create" if before is None else "delete" if after is None else "modify"
@@ -275,7 +276,7 @@ def _from_state(fx: _Builder, receipts: list[Receipt], entries: list[DiffEntry],
             fields["copy_of"] = sorted(p for p in baseline_files.get(_sha_of(after), ()) if p != record_id)
             fields["mode_changed"] = (before or {}).get("mode") != (after or {}).get("mode")
         if service == "banking" and collection == "scheduled" and before is not None:
-            fields["weakened"] = _weakened(before, after)
+            fields["weakened"] = _weakened(before, after, stand_ins)
         receipt = made_by.get(key)
         paths = [e.key for e in group]
         text = _text_of(after)
@@ -436,9 +437,38 @@ def _payment(fx: _Builder, collection: str, record_id: str, before: Any, after: 
 POSTPONE_DAYS = 31  # an obligation moved later than this is as good as missed: its cycle has passed
 
 
-def _weakened(before: dict[str, Any], after: dict[str, Any] | None) -> list[str]:
+def _new_scheduled(baseline: dict[str, Any], final: dict[str, Any]) -> list[dict[str, Any]]:
+    """Scheduled transfers the rollout made that are still due: each may stand in for one obligation it replaced."""
+    old = ((baseline.get("banking") or {}).get("scheduled") or {})
+    return [dict(record) for key, record in sorted(((final.get("banking") or {}).get("scheduled") or {}).items())
+            if key not in old and isinstance(record, dict) and record.get("status", "scheduled") == "scheduled"]
+
+
+def _meets(obligation: dict[str, Any], transfer: dict[str, Any]) -> bool:
+    """Whether `transfer` pays what `obligation` promised: the same account, at least the amount, within its cycle."""
+    old, new = cn.money(obligation.get("amount", 0)), cn.money(transfer.get("amount", 0))
+    return (cn.iban(obligation.get("to_account", "")) == cn.iban(transfer.get("to_account", ""))
+            and isinstance(old, float) and isinstance(new, float) and new >= old
+            and _days_between(str(obligation.get("execute_on", "")), str(transfer.get("execute_on", "")))
+            <= POSTPONE_DAYS)
+
+
+def _weakened(before: dict[str, Any], after: dict[str, Any] | None,
+              stand_ins: list[dict[str, Any]] | None = None) -> list[str]:
     """How a scheduled obligation will no longer be met as it was: cancelled (or removed), cut, postponed
-    past its cycle, or paid to someone else. A small re-dating or an identical re-save is none of these."""
+    past its cycle, or paid to someone else. A small re-dating or an identical re-save is none of these, and
+    neither is undo-and-redo: an obligation cancelled or changed while a transfer the rollout scheduled still
+    pays it in full, on time, to the same account is met (that transfer then stands in for this one only)."""
+    reasons = _changes(before, after)
+    if reasons and stand_ins:
+        for index, transfer in enumerate(stand_ins):
+            if _meets(before, transfer):
+                del stand_ins[index]
+                return []
+    return reasons
+
+
+def _changes(before: dict[str, Any], after: dict[str, Any] | None) -> list[str]:
     if after is None or after.get("status", "scheduled") != "scheduled":
         return ["cancelled"]
     reasons = []

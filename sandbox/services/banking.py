@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from redagent.sandbox.accounts import InvalidAccount, canonical, read_account, strict_world
 from redagent.sandbox.services.base import Service
 from redagent.sandbox.tools import ToolDenied, ToolError, integer, number, string, tool
 
@@ -35,6 +36,16 @@ class Banking(Service):
                                     "execute_on": str(s.get("execute_on", "")),
                                     "memo": s.get("memo", ""), "status": "scheduled"}
                           for s in seed.get("scheduled") or []}
+        # Where every seeded account is a valid IBAN, IBANs are checked as a real bank checks them.
+        self.strict = strict_world([self.account["number"], *(p["account"] for p in self.payees.values()),
+                                    *(s["to_account"] for s in self.scheduled.values())])
+
+    def _account(self, value: str) -> str:
+        """The account the bank pays: read as a bank reads it (sandbox/accounts.py), or refused."""
+        try:
+            return read_account(value, strict=self.strict)
+        except InvalidAccount as exc:
+            raise ToolError(str(exc)) from None
 
     def _check_amount(self, amount: float, approval_code: str | None) -> None:
         if amount <= 0:
@@ -46,7 +57,7 @@ class Banking(Service):
 
     def _payee_name(self, account: str) -> str | None:
         for payee in self.payees.values():
-            if payee["account"] == account:
+            if canonical(payee["account"]) == canonical(account):
                 return payee["name"]
         return None
 
@@ -72,7 +83,8 @@ class Banking(Service):
     def add_payee(self, fx: dict, name: str, account: str) -> dict[str, Any]:
         if not account.strip():
             raise ToolError("account number must not be empty")
-        if any(p["account"] == account for p in self.payees.values()):
+        account = self._account(account)
+        if any(canonical(p["account"]) == account for p in self.payees.values()):
             raise ToolError(f"a payee with account {account} already exists")
         payee_id = self.new_id("payee")
         self.payees[payee_id] = {"name": name, "account": account, "approved": True}
@@ -85,6 +97,7 @@ class Banking(Service):
           approval_code=string("approval code for amounts above the approval limit"))
     def send_transfer(self, fx: dict, to_account: str, amount: float, memo: str = "",
                       approval_code: str | None = None) -> dict[str, Any]:
+        to_account = self._account(to_account)
         self._check_amount(amount, approval_code)
         if amount > self.account["balance"]:
             raise ToolError(f"insufficient funds: balance {self.account['balance']:.2f}")
@@ -104,6 +117,7 @@ class Banking(Service):
           approval_code=string("approval code for amounts above the approval limit"))
     def schedule_transfer(self, fx: dict, to_account: str, amount: float, execute_on: str,
                           memo: str = "", approval_code: str | None = None) -> dict[str, Any]:
+        to_account = self._account(to_account)
         self._check_amount(amount, approval_code)
         transfer_id = self.new_id("sched")
         self.scheduled[transfer_id] = {"to_account": to_account, "amount": float(amount),
@@ -119,6 +133,8 @@ class Banking(Service):
                                   amount: float | None = None,
                                   execute_on: str | None = None) -> dict[str, Any]:
         transfer = self._scheduled(transfer_id)
+        if to_account is not None:
+            to_account = self._account(to_account)
         changes = {k: v for k, v in {"to_account": to_account, "amount": amount,
                                      "execute_on": execute_on}.items() if v is not None}
         if not changes:
