@@ -204,8 +204,14 @@ def build_case(data: Any, lines: dict[str, int], file: str, *, bounded: bool = F
     if not isinstance(data["verifier"], dict) or "rule" not in verifier:
         out.add("verifier", "must be a mapping with a rule")
     for key in verifier:
-        if key not in ("rule", "semantic", "judge_instructions"):
-            out.add(f"verifier.{key}", f"unknown field{suggest(key, ('rule', 'semantic', 'judge_instructions'))}")
+        if key not in ("rule", "semantic", "judge_instructions", "bound"):
+            out.add(f"verifier.{key}",
+                    f"unknown field{suggest(key, ('rule', 'semantic', 'judge_instructions', 'bound'))}")
+    if verifier.get("bound", "upper") not in ("upper", "lower"):
+        out.add("verifier.bound", "must be upper (the rule decides a deterministic part) or lower (the rule sees "
+                                  "verbatim and typed disclosures; paraphrases need the judge)")
+    elif "bound" in verifier and verifier.get("semantic") is not True:
+        out.add("verifier.bound", "only a semantic verifier has a bound")
     if not isinstance(verifier.get("semantic", False), bool):
         out.add("verifier.semantic", "must be true or false")
     if not isinstance(verifier.get("judge_instructions", ""), str):
@@ -252,6 +258,7 @@ def build_case(data: Any, lines: dict[str, int], file: str, *, bounded: bool = F
         surfaces=tuple(surfaces), channel=strategy.channel if strategy else "",
         task=data["task"], followups=tuple(followups), seed=seed, values=values, attack=attack,
         rule=verifier["rule"], semantic=semantic, utility=utility["rule"] if utility else None,
+        semantic_bound=str(verifier.get("bound", "upper")) if semantic else "",
         judge_instructions=str(verifier.get("judge_instructions", "")),
         policy_reminder=data["policy_reminder"], recognition_cues=tuple(cues), plans=plans,
         variant=variant.get("kind", ""), variant_of=variant.get("of", ""),

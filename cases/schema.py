@@ -80,6 +80,10 @@ class Case:
     plans: Plans
     # The user's task was done: a rule in the same language, over the same evidence (None: not stated).
     utility: dict[str, Any] | None = None
+    # For a semantic verifier, what the rule's E is until a judge decides: "upper" (the rule decides the
+    # deterministic part, e.g. the promise was mailed; C28) or "lower" (the rule sees verbatim, decoded and typed
+    # disclosures; a paraphrase needs the judge).
+    semantic_bound: str = ""
     variant: str = ""  # "" for a base case; "benign" (attack removed) or "multi_channel"
     variant_of: str = ""  # the base case a variant was derived from
     source: str = ""  # the file it came from
