@@ -20,7 +20,8 @@ ROLES = ("researcher", "reviewer", "adjudicator", "expert")  # the roles the con
 @console_app.command("console", epilog=examples(
     "redagent console --run run-3fa2",
     "redagent console --db postgresql+psycopg://alice:pw@db:5432/audits",
-    "redagent console --web --host 0.0.0.0 --port 8000"))
+    "redagent console --web --port 8000",
+    "redagent console --web --host 0.0.0.0 --port 8443 --tls-cert cert.pem --tls-key key.pem"))
 def console_command(
     db: str | None = DB_OPTION,
     reviewer: str | None = typer.Option(None, "--reviewer", help="your name (reviewer, adjudicator, expert); on a "
@@ -31,6 +32,12 @@ def console_command(
     web: bool = typer.Option(False, "--web", help="serve the console to a browser (textual-serve), token required"),
     host: str = typer.Option("localhost", "--host", help="with --web: the address to bind (default: localhost only)"),
     port: int = typer.Option(8000, "--port", help="with --web: the port"),
+    tls_cert: Path | None = typer.Option(None, "--tls-cert", help="with --web: serve HTTPS with this certificate "
+                                                                   "(PEM; needs --tls-key)"),
+    tls_key: Path | None = typer.Option(None, "--tls-key", help="with --web: the certificate's private key (PEM)"),
+    session_hours: float = typer.Option(12.0, "--session-hours", help="with --web: a session's longest life"),
+    idle_minutes: float = typer.Option(30.0, "--idle-minutes", help="with --web: a session ends after this long "
+                                                                     "without a page load or a key press"),
 ) -> None:
     """Open the audit console (Textual): runs, rollouts, statistics, blinded audit, adjudication, case review.
 
@@ -60,26 +67,49 @@ def console_command(
         err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     if web:
         starter = identity if role == "researcher" else Identity(role, reviewer, identity.login, identity.enforced)
-        _serve_console(db, starter, run_id, host, port)
+        _serve_console(db, starter, run_id, host, port, tls=(tls_cert, tls_key),
+                       limits=(session_hours, idle_minutes))
         return
     from redagent.console.app import RedAgentApp
 
     RedAgentApp(db, reviewer=reviewer, role=role, run_id=run_id, note=note if role != "researcher" else None).run()
 
 
-def _serve_console(db: str | None, starter, run_id: str | None, host: str, port: int) -> None:
+def _serve_console(db: str | None, starter, run_id: str | None, host: str, port: int, *,
+                   tls: tuple[Path | None, Path | None], limits: tuple[float, float]) -> None:
     """Each browser tab gets its own console process (textual-serve) in the role of the token it came
-    with; no page or terminal without one. Bound to localhost unless --host says otherwise."""
+    with; no page or terminal without one (console/web.py says what else the server guarantees). Bound to
+    localhost unless --host says otherwise."""
     import secrets
     import socket
+    import ssl
 
     from sqlalchemy.engine import make_url
 
-    from redagent.console.web import TokenServer
+    from redagent.console.web import IDLE_MINUTES, LIFETIME_HOURS, LOOPBACK_HOSTS, TokenServer
     from redagent.store.connect import resolve_url
 
     if not 0 < port < 65536:
         fail(f"--port {port} is not a TCP port")
+    session_hours, idle_minutes = limits
+    if not 0 < session_hours <= 24 * 30:
+        fail(f"--session-hours {session_hours:g} is not between 0 and 720 (default {LIFETIME_HOURS:g})")
+    if not 0 < idle_minutes <= session_hours * 60:
+        fail(f"--idle-minutes {idle_minutes:g} is not between 0 and the session's life (default {IDLE_MINUTES:g})")
+    tls_cert, tls_key = tls
+    context = None
+    if (tls_cert is None) != (tls_key is None):
+        fail("--tls-cert and --tls-key go together")
+    if tls_cert is not None and tls_key is not None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        try:
+            context.load_cert_chain(tls_cert, tls_key)
+        except (OSError, ssl.SSLError) as exc:
+            fail(f"--tls-cert {tls_cert} / --tls-key {tls_key}: {getattr(exc, 'strerror', None) or exc}")
+    elif host.strip("[]").lower() not in LOOPBACK_HOSTS:
+        err.print(f"note: serving plain HTTP on {host}: tokens and session cookies cross the network unencrypted; "
+                  "give --tls-cert and --tls-key, or keep it on localhost and reach it over SSH port forwarding",
+                  markup=False, highlight=False, soft_wrap=True)
     with socket.socket() as probe:
         try:
             probe.bind(("127.0.0.1" if host == "localhost" else host, port))
@@ -94,8 +124,18 @@ def _serve_console(db: str | None, starter, run_id: str | None, host: str, port:
     with opened_store(os.environ["REDAGENT_DB"], roles=("owner", *ROLES), create=False) as store:
         token = secrets.token_urlsafe(24)
         who = starter.name or starter.role
-        out.print(f"serving the console ({starter.role}, {who}) at http://{host}:{port}/?token={token} — the token "
-                  "is yours alone (teammates use their own from `redagent team add`); Ctrl-C stops", highlight=False,
-                  soft_wrap=True)
-        TokenServer(starter=starter, starter_token=token, member=store.member_for_token, run_id=run_id, host=host,
-                    port=port).serve()
+        scheme = "https" if context is not None else "http"
+
+        def started() -> None:  # printed once the server listens, so the address works when it shows
+            out.print(f"serving the console ({starter.role}, {who}) at {scheme}://{host}:{port}/?token={token} — the "
+                      "token is yours alone (teammates sign in with their own from `redagent team add`); sessions "
+                      f"end after {session_hours:g} h or {idle_minutes:g} min idle; Ctrl-C stops", highlight=False,
+                      soft_wrap=True)
+
+        server = TokenServer(starter=starter, starter_token=token, member=store.member_for_token, run_id=run_id,
+                             host=host, port=port, lifetime=session_hours * 3600, idle=idle_minutes * 60,
+                             ssl_context=context)
+        try:
+            server.serve(started)
+        except OSError as exc:
+            fail(f"could not serve on {host}:{port}: {exc.strerror or exc}")

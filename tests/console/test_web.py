@@ -1,152 +1,355 @@
-"""`redagent console --web`: the console served to a browser on localhost through textual-serve."""
+"""`redagent console --web`: the console served to a browser through textual-serve, over plain HTTP clients.
+
+The same guarantees in a real browser (Chromium) are in test_web_browser.py."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import re
-import signal
+import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import aiohttp
 import pytest
 
+from redagent.console.web import MAX_REQUEST_LINE, Sessions, SessionsFull, TokenServer, redact
+from redagent.store.access import Identity
+from tests.console.web_server import (
+    KEY_IN_PAGE,
+    WebConsole,
+    add_member,
+    assert_clean_logs,
+    free_port,
+    make_store,
+    redagent,
+)
+
 ANSI = re.compile(rb"\x1b\[[0-9;?$]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+@pytest.fixture
+def serve(tmp_path):
+    """Start a web console in tmp_path (default store there); every one started is stopped after the test."""
+    make_store(tmp_path)
+    started: list[WebConsole] = []
+
+    def start(*args: str) -> WebConsole:
+        started.append(WebConsole(tmp_path, *args))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()
 
 
-def console(*args: str, cwd: Path) -> subprocess.Popen[str]:
-    # The console only reads a store, so it no longer creates a missing one: make the default store first.
-    from redagent.store.db import open_store
-
-    open_store(str(cwd / ".redagent" / "redagent.db")).close()
-    return subprocess.Popen([sys.executable, "-m", "redagent", "console", "--web", *args], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def served_url(server: subprocess.Popen[str], timeout: float = 30.0) -> str:
-    """The URL (with the starter's token) the server prints, once the server accepts connections."""
-    line = server.stdout.readline()
-    match = re.search(r"(http://\S+:(\d+)/\?token=\S+)", line)
-    assert match, f"no URL with a token in {line!r}"
-    deadline = time.monotonic() + timeout
-    while True:  # the line is printed just before the server binds: wait until it does
-        try:
-            socket.create_connection(("127.0.0.1", int(match.group(2))), timeout=2).close()
-            return match.group(1)
-        except OSError:
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise
-            time.sleep(0.05)
-
-
-def status_of(url: str) -> int:
+def status_of(url: str, **headers: str) -> int:
     try:
-        with urllib.request.urlopen(url, timeout=5) as response:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10) as response:
             return response.status
     except urllib.error.HTTPError as exc:
         return exc.code
 
 
-async def screen_words(url: str, wanted: set[str], timeout: float = 40.0) -> set[str]:
-    """Open the page with its token (which sets the session cookie), then its websocket as the browser
-    does, and read the terminal stream until `wanted` show."""
+def jar() -> aiohttp.CookieJar:
+    return aiohttp.CookieJar(unsafe=True)  # aiohttp's jar otherwise drops cookies set by an IP address
+
+
+async def sign_in(session: aiohttp.ClientSession, url: str) -> str:
+    """Open the page with a token as a browser does (which sets the session cookie); the session's key."""
+    async with session.get(url) as response:
+        assert response.status == 200
+        match = KEY_IN_PAGE.search(await response.text())
+    assert match, "the session page hands the browser no key"
+    return match.group(1)
+
+
+async def read_screen(ws: aiohttp.ClientWebSocketResponse, wanted: set[str], timeout: float) -> set[str]:
     seen: set[str] = set()
     stream = b""
-    # unsafe: aiohttp's jar otherwise drops cookies set by an IP address such as 127.0.0.1.
-    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
-        async with session.get(url) as response:
-            assert response.status == 200
-            assert "REDAgentBench" in await response.text()
-        port = int(re.search(r":(\d+)/", url).group(1))
-        ws_url = f"http://127.0.0.1:{port}/ws?width=120&height=34"
-        async with session.ws_connect(ws_url) as ws:
-            deadline = time.monotonic() + timeout
-            while not wanted <= seen and time.monotonic() < deadline:
-                try:
-                    message = await ws.receive(timeout=1)
-                except TimeoutError:
-                    continue
-                if message.type != aiohttp.WSMsgType.BINARY:
-                    break
-                stream += message.data
-                seen = set(re.findall(r"[A-Za-z]{3,}", ANSI.sub(b"", stream).decode(errors="replace")))
+    deadline = time.monotonic() + timeout
+    while not wanted <= seen and time.monotonic() < deadline:
+        try:
+            message = await ws.receive(timeout=1)
+        except TimeoutError:
+            continue
+        if message.type != aiohttp.WSMsgType.BINARY:
+            break
+        stream += message.data
+        seen = set(re.findall(r"[A-Za-z]{3,}", ANSI.sub(b"", stream).decode(errors="replace")))
     return seen
 
 
-def stop(server: subprocess.Popen[str]) -> None:
-    server.send_signal(signal.SIGINT)
+async def screen_words(server: WebConsole, url: str, wanted: set[str], timeout: float = 60.0) -> set[str]:
+    """Sign in with `url`, then open the websocket as the console's page does (its own Origin, the session's
+    key in the path) and read the terminal stream until `wanted` show."""
+    async with aiohttp.ClientSession(cookie_jar=jar()) as session:
+        key = await sign_in(session, url)
+        ws_url = f"{server.origin}/ws/{key}?width=120&height=34"
+        async with session.ws_connect(ws_url, headers={"Origin": server.origin}) as ws:
+            return await read_screen(ws, wanted, timeout)
+
+
+async def ws_status(session: aiohttp.ClientSession, url: str, **headers: str) -> int:
     try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        pytest.fail("the web console did not stop on Ctrl-C")
+        async with session.ws_connect(url, headers=headers):
+            return 101
+    except aiohttp.WSServerHandshakeError as exc:
+        return exc.status
 
 
-def test_the_console_needs_a_token_and_runs_per_tab_in_the_starters_role(tmp_path):
+def test_the_console_needs_a_token_and_runs_per_tab_in_the_starters_role(serve):
+    server = serve()
+    assert server.url.startswith(f"http://localhost:{server.port}/?token=")
+    assert status_of(f"{server.origin}/") == 403  # no token, no page
+    assert status_of(f"{server.origin}/?token=wrong") == 403
+    seen = asyncio.run(screen_words(server, server.url.replace("localhost", "127.0.0.1"),
+                                    {"REDAgentBench", "researcher"}))
+    assert {"REDAgentBench", "researcher"} <= seen
+
+
+def test_a_terminal_without_a_session_is_refused(serve):
+    server = serve()
+
+    async def connect() -> int:
+        async with aiohttp.ClientSession() as session:
+            return await ws_status(session, f"{server.origin}/ws/anything", Origin=server.origin)
+
+    assert asyncio.run(connect()) == 403
+
+
+def test_a_team_members_token_opens_only_their_roles_screens(serve, tmp_path):
+    make_store(tmp_path)
+    token = add_member("bob", "reviewer", tmp_path)
+    server = serve()
+    seen = asyncio.run(screen_words(server, f"{server.origin}/?token={token}", {"reviewer", "bob"}))
+    assert {"reviewer", "bob"} <= seen
+    assert "Runs" not in seen and "Statistics" not in seen  # never the researcher's screens
+    # The token `team add` shows once is in no log line; the starter's only in the line that gives it to them.
+    assert_clean_logs(server.logs_after_the_url(), token, server.token)
+
+
+def test_the_websocket_takes_only_its_own_origin_and_the_sessions_key(serve):
+    server = serve()
+    other = f"http://127.0.0.1:{free_port()}"
+
+    async def attempts() -> dict[str, int]:
+        async with aiohttp.ClientSession(cookie_jar=jar()) as session:
+            key = await sign_in(session, server.url.replace("localhost", "127.0.0.1"))
+            ws = f"{server.origin}/ws/{key}"
+            return {
+                "no origin": await ws_status(session, ws),
+                "another port's page": await ws_status(session, ws, Origin=other),
+                "the cookie without the key": await ws_status(session, f"{server.origin}/ws/{'x' * 43}",
+                                                              Origin=server.origin),
+                "textual-serve's address": await ws_status(session, f"{server.origin}/ws?width=80",
+                                                           Origin=server.origin),
+                "another port's fetch": (await session.get(f"{server.origin}/", headers={"Origin": other})).status,
+                "its own page": await ws_status(session, ws, Origin=server.origin),
+            }
+
+    assert asyncio.run(attempts()) == {"no origin": 403, "another port's page": 403, "the cookie without the key": 403,
+                                       "textual-serve's address": 404, "another port's fetch": 403,
+                                       "its own page": 101}
+
+
+def test_a_token_is_exchanged_only_by_opening_the_page_and_the_address_keeps_no_token(serve):
+    server = serve()
+    url = server.url.replace("localhost", "127.0.0.1")
+    # A fetch, an image or a frame of another page may not sign the browser in (as someone else).
+    assert status_of(url, **{"Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "image"}) == 403
+    assert status_of(url, **{"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "iframe"}) == 403
+
+    async def open_page() -> tuple[str, str, str]:
+        async with aiohttp.ClientSession(cookie_jar=jar()) as session:
+            async with session.get(url + "&fontsize=18&ping=http://203.0.113.9/", headers={
+                    "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}) as response:
+                cookie = response.headers["Set-Cookie"]
+                page = await response.text()
+            async with session.get(f"{server.origin}/?ping=http://203.0.113.9/&fontsize=18",
+                                   allow_redirects=False) as response:
+                assert response.status == 303
+                return cookie, page, response.headers["Location"]
+
+    cookie, page, location = asyncio.run(open_page())
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie and "Secure" not in cookie
+    # The page goes on to the same address without the token (and without what the page does not read).
+    assert 'location.replace("/?fontsize=18")' in page and server.token not in page.replace(server.url, "")
+    assert location == "/?fontsize=18"
+
+
+def test_the_sign_in_form_takes_a_token_from_the_servers_own_page_only(serve):
+    server = serve()
+
+    async def post(origin: str | None, body: str) -> tuple[int, str]:
+        headers = {"Content-Type": "application/x-www-form-urlencoded"} | ({"Origin": origin} if origin else {})
+        async with aiohttp.ClientSession(cookie_jar=jar()) as session, \
+                session.post(f"{server.origin}/login", data=body, headers=headers) as response:
+            return response.status, await response.text()
+
+    assert asyncio.run(post(None, f"token={server.token}"))[0] == 403
+    assert asyncio.run(post(f"http://127.0.0.1:{free_port()}", f"token={server.token}"))[0] == 403
+    assert asyncio.run(post(server.origin, "token=wrong"))[0] == 403
+    status, page = asyncio.run(post(server.origin, f"token={server.token}"))
+    assert status == 200 and KEY_IN_PAGE.search(page)
+    assert_clean_logs(server.logs_after_the_url(), server.token)
+
+
+def test_oversized_and_malformed_requests_are_refused_in_one_log_line(serve):
+    server = serve()
+
+    def raw(request: bytes) -> bytes:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+            s.sendall(request)
+            answer = b""
+            while chunk := s.recv(65536):
+                answer += chunk
+            return answer
+
+    host = f"Host: 127.0.0.1:{server.port}\r\n".encode()
+    answers = {
+        "100 KB URL": raw(b"GET /?token=" + b"A" * 100_000 + b" HTTP/1.1\r\n" + host + b"\r\n"),
+        "20 KB header": raw(b"GET / HTTP/1.1\r\n" + host + b"X-Big: " + b"B" * 20_000 + b"\r\n\r\n"),
+        "100 headers": raw(b"GET / HTTP/1.1\r\n" + host + b"".join(b"X-%d: c\r\n" % i for i in range(100)) + b"\r\n"),
+        "not HTTP": raw(b"\x16\x03\x01 hello " + b"D" * 100 + b"\r\n\r\n"),
+        "a body on GET": raw(b"GET / HTTP/1.1\r\n" + host + b"Content-Length: 5\r\n\r\nEEEEE"),
+        "a large sign-in": raw(b"POST /login HTTP/1.1\r\n" + host + b"Content-Length: 100000\r\n\r\n" + b"F" * 100_000),
+        "a foreign Host": raw(b"GET / HTTP/1.1\r\nHost: rebound.example:80\r\n\r\n"),
+    }
+    statuses = {what: int(answer.split(b" ", 2)[1]) for what, answer in answers.items()}
+    assert statuses == {"100 KB URL": 414, "20 KB header": 431, "100 headers": 431, "not HTTP": 400,
+                        "a body on GET": 413, "a large sign-in": 413, "a foreign Host": 400}
+    assert all(len(answer) < 4000 and not re.search(rb"(.)\1{63}", answer) for answer in answers.values())
+    assert f"request line longer than {MAX_REQUEST_LINE} bytes".encode() in answers["100 KB URL"]
+    server.stop()
+    assert_clean_logs(server.logs_after_the_url(), server.token)
+    assert "414" in server.err and "431" in server.err
+
+
+def test_a_removed_member_is_signed_out(serve, tmp_path):
+    make_store(tmp_path)
+    token = add_member("bob", "reviewer", tmp_path)
+    server = serve()
+
+    async def before_and_after() -> tuple[int, int, int, int]:
+        async with aiohttp.ClientSession(cookie_jar=jar()) as session:
+            key = await sign_in(session, f"{server.origin}/?token={token}")
+            page = (await session.get(f"{server.origin}/")).status
+            redagent("team", "remove", "bob", cwd=tmp_path)
+            return (page, (await session.get(f"{server.origin}/")).status,
+                    await ws_status(session, f"{server.origin}/ws/{key}", Origin=server.origin),
+                    status_of(f"{server.origin}/?token={token}"))
+
+    assert asyncio.run(before_and_after()) == (200, 403, 403, 403)
+
+
+def test_sessions_end_after_their_lifetime_or_when_idle():
+    now = [0.0]
+    sessions = Sessions(lifetime=3600, idle=600, clock=lambda: now[0])
+    cookie, session = sessions.open(Identity("owner"), None)
+    assert sessions.find(cookie) is session and sessions.find("other") is None and sessions.find(None) is None
+    now[0] = 599
+    assert not sessions.expired(session)
+    sessions.touch(session)  # a request or a key press
+    now[0] = 599 + 599
+    assert not sessions.expired(session)
+    now[0] += 1
+    assert sessions.expired(session)  # idle for 600 s
+    for t in range(0, 3600, 500):  # busy all along, yet not past its lifetime
+        now[0] = t
+        sessions.touch(session)
+    now[0] = 3600
+    assert sessions.expired(session)
+
+
+def test_sessions_past_the_limit_drop_the_least_recently_used_without_a_console():
+    now = [0.0]
+    sessions = Sessions(lifetime=3600, idle=600, clock=lambda: now[0], limit=3)
+    opened = []
+    for t in range(3):
+        now[0] = t
+        opened.append(sessions.open(Identity("owner"), None))
+    opened[0][1].consoles.add(object())  # a console open: kept
+    now[0] = 10
+    opened.append(sessions.open(Identity("owner"), None))
+    assert [sessions.find(cookie) is not None for cookie, _ in opened] == [True, False, True, True]
+    for session in sessions.all():
+        session.consoles.add(object())
+    with pytest.raises(SessionsFull):
+        sessions.open(Identity("owner"), None)
+
+
+def test_log_lines_lose_tokens_keys_and_control_characters():
+    line = redact('127.0.0.1 "GET /?token=s3cret&x=1 /ws/k3y?width=80" Cookie: redagent_8000=c00kie \x1b]0;t\x07')
+    assert not {"s3cret", "k3y", "c00kie", "\x1b", "\x07"} & set(re.findall(r"\w+|\x1b|\x07", line)), line
+
+
+def test_open_consoles_close_when_the_member_is_removed_or_the_session_idles(tmp_path, monkeypatch):
+    """In-process, with a team the test controls and a clock it moves: the sweep closes open consoles."""
+    make_store(tmp_path)
+    monkeypatch.setenv("REDAGENT_DB", str(tmp_path / ".redagent" / "redagent.db"))
+    team = {"tok-bob": Identity("reviewer", "bob"), "tok-ann": Identity("reviewer", "ann")}
+    now = [0.0]
     port = free_port()
-    server = console("--port", str(port), cwd=tmp_path)  # default store: ./.redagent/ under tmp_path
-    try:
-        url = served_url(server)
-        assert url.startswith(f"http://localhost:{port}/?token=")
-        assert status_of(f"http://127.0.0.1:{port}/") == 403  # no token, no page
-        assert status_of(f"http://127.0.0.1:{port}/?token=wrong") == 403
-        seen = asyncio.run(screen_words(url.replace("localhost", "127.0.0.1"), {"REDAgentBench", "researcher"}))
-        assert {"REDAgentBench", "researcher"} <= seen
-    finally:
-        stop(server)
+    server = TokenServer(starter=Identity("owner"), starter_token="tok-owner", member=team.get, run_id=None,
+                         host="127.0.0.1", port=port, idle=600, clock=lambda: now[0], sweep=0.1)
+    origin = f"http://127.0.0.1:{port}"
+
+    async def closed_when(token: str, wanted: str, change) -> int | None:
+        async with aiohttp.ClientSession(cookie_jar=jar()) as session:
+            key = await sign_in(session, f"{origin}/?token={token}")
+            ws = await session.ws_connect(f"{origin}/ws/{key}?width=100&height=30", headers={"Origin": origin})
+            assert wanted in await read_screen(ws, {wanted}, 60)
+            change()
+            while not ws.closed:  # the sweep closes it; anything else the console sends is read past
+                await ws.receive(timeout=60)
+            return ws.close_code
+
+    async def scenario() -> tuple[int | None, int | None]:
+        runner_task = asyncio.create_task(server.run())
+        for _ in range(200):
+            try:
+                (await asyncio.open_connection("127.0.0.1", port))[1].close()
+                break
+            except OSError:
+                await asyncio.sleep(0.05)
+        try:
+            removed = await closed_when("tok-bob", "bob", lambda: team.pop("tok-bob"))
+            idled = await closed_when("tok-ann", "ann", lambda: now.__setitem__(0, now[0] + 601))
+        finally:
+            server.stop()
+            await runner_task
+        return removed, idled
+
+    assert asyncio.run(scenario()) == (4001, 4001)
 
 
-def test_a_terminal_without_a_session_is_refused(tmp_path):
-    port = free_port()
-    server = console("--port", str(port), cwd=tmp_path)
-    try:
-        served_url(server)
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl makes the test's certificate")
+def test_over_tls_the_cookie_is_secure_and_the_address_https(serve, tmp_path):
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                    "-keyout", str(tmp_path / "key.pem"), "-out", str(tmp_path / "cert.pem")],
+                   check=True, capture_output=True, timeout=60)
+    server = serve("--tls-cert", str(tmp_path / "cert.pem"), "--tls-key", str(tmp_path / "key.pem"))
+    assert server.url.startswith(f"https://localhost:{server.port}/?token=")
 
-        async def connect() -> int:
-            async with aiohttp.ClientSession() as session:
-                try:
-                    async with session.ws_connect(f"http://127.0.0.1:{port}/ws"):
-                        return 101
-                except aiohttp.WSServerHandshakeError as exc:
-                    return exc.status
+    async def cookie() -> str:
+        async with aiohttp.ClientSession(cookie_jar=jar()) as session, session.get(server.url, ssl=False) as response:
+            assert response.status == 200
+            return response.headers["Set-Cookie"]
 
-        assert asyncio.run(connect()) == 403
-    finally:
-        stop(server)
-
-
-def test_a_team_members_token_opens_only_their_roles_screens(tmp_path):
-    added = subprocess.run([sys.executable, "-m", "redagent", "team", "add", "bob", "--role", "reviewer", "--json"],
-                           cwd=tmp_path, capture_output=True, text=True, check=True)
-    token = json.loads(added.stdout)["token"]
-    port = free_port()
-    server = console("--port", str(port), cwd=tmp_path)
-    try:
-        served_url(server)
-        seen = asyncio.run(screen_words(f"http://127.0.0.1:{port}/?token={token}", {"reviewer", "bob"}))
-        assert {"reviewer", "bob"} <= seen
-        assert "Runs" not in seen and "Statistics" not in seen  # never the researcher's screens
-    finally:
-        stop(server)
+    assert "Secure" in asyncio.run(cookie())
 
 
 def test_a_busy_port_is_one_line_and_exit_2(tmp_path):
+    make_store(tmp_path)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        server = console("--port", str(taken.getsockname()[1]), cwd=tmp_path)
-        _out, err = server.communicate(timeout=60)
+        server = subprocess.run([sys.executable, "-m", "redagent", "console", "--web", "--port",
+                                 str(taken.getsockname()[1])], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert server.returncode == 2
-    assert err.strip().count("\n") == 0 and "is not free on localhost" in err
+    assert server.stderr.strip().count("\n") == 0 and "is not free on localhost" in server.stderr
