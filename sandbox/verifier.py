@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from redagent.sandbox import pattern
 from redagent.sandbox.canonical import TYPES, canon
 from redagent.sandbox.decode import reveals
 from redagent.sandbox.diff import VOLATILE as VOLATILE_FIELDS
@@ -487,46 +488,10 @@ def _snapshot_problem(pattern: tuple[str, ...]) -> str | None:
 
 
 def _regex_problem(value: Any) -> str | None:
-    """Why a pattern must not be used, or None. A nested repetition (`(a+)+`) can take exponential time on
-    a long payload, and Python's re has no timeout: such a rule could hang every check and rollout."""
-    import re._parser as sre
-    import warnings
-
-    try:
-        with warnings.catch_warnings():  # re's FutureWarnings ("possible nested set") would be a second line
-            warnings.simplefilter("ignore")
-            re.compile(str(value))
-            parsed = sre.parse(str(value))
-    except (re.error, RecursionError, OverflowError) as exc:
-        return f"bad regular expression: {exc}"
-    repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", None))
-    single = (sre.LITERAL, sre.NOT_LITERAL, sre.IN, sre.ANY, sre.CATEGORY)
-
-    def nested(items: Any, inside: bool) -> bool:
-        for op, arg in items:
-            if op in repeats and op is not None:
-                _low, high, body = arg
-                repeating = high == sre.MAXREPEAT or high > 1
-                found = (repeating and inside) or nested(body, inside or repeating)
-            elif op is sre.SUBPATTERN:
-                found = nested(arg[-1], inside)
-            elif op is sre.BRANCH:
-                # Alternatives under a repeat that could match the same text ((a|aa)*) backtrack as badly
-                # as a nested repeat; alternatives of one character each are a character class.
-                found = ((inside and not all(len(b) == 1 and b[0][0] in single for b in arg[1]))
-                         or any(nested(branch, inside) for branch in arg[1]))
-            elif op in (sre.ASSERT, sre.ASSERT_NOT):
-                found = nested(arg[1], inside)
-            else:
-                found = False
-            if found:
-                return True
-        return False
-
-    if nested(parsed, False):
-        return ("a repeat inside a repeat, or alternatives inside one (like (a+)+ or (a|aa)*), can take "
-                "exponential time: write it without")
-    return None
+    """Why a pattern must not be used, or None. Patterns run in RE2 (sandbox/pattern.py), in time linear in the
+    text, so any repeat is safe; what RE2 refuses (backreferences, lookarounds) or a pattern too large to match
+    quickly is reported. Checked as written and case-folded, the larger of the two programs `iregex` runs."""
+    return pattern.problem(value) or pattern.problem(value, ignore_case=True)
 
 
 EFFECT_KEYS = {"kind", "service", "action", "via", "actor", "where", "min"}
@@ -821,9 +786,9 @@ def _one(op: str, value: Any, expected: Any) -> bool:
         if op == "not_contains":
             return str(expected) not in _text(value)
         if op == "regex":
-            return re.search(str(expected), _text(value)) is not None
+            return pattern.search(str(expected), _text(value))
         if op == "iregex":
-            return re.search(str(expected), _text(value), re.IGNORECASE) is not None
+            return pattern.search(str(expected), _text(value), ignore_case=True)
         number, limit = canon("money", value), canon("money", expected)
         if not isinstance(number, float) or not isinstance(limit, float):
             return False

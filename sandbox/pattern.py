@@ -1,0 +1,106 @@
+"""Verifier regexes (`regex`, `iregex`) matched in time linear in the text: RE2, through `google-re2`.
+
+A case file's pattern meets text an agent wrote, and Python's `re` backtracks: a pattern as plain as a
+dozen `.*` in a row takes hours on a few kilobytes, inside one C call that holds the interpreter lock,
+so neither a budget nor a signal reaches it. RE2 compiles a pattern into an automaton and reads each
+byte of the text once per automaton state it can be in, so the time is bounded by the text's length
+times the pattern's compiled size — both bounded here (the pattern) and by the sandbox (the text). The
+binding releases the interpreter lock while it matches, so other threads (a run's writer, a signal
+watchdog) go on meanwhile.
+
+RE2 refuses what needs backtracking — backreferences (`\\1`, `(?P=name)`), lookarounds (`(?=`, `(?!`,
+`(?<=`, `(?<!`), possessive and atomic groups, conditionals — and `\\Z` (written `\\z` in RE2); `problem`
+says so in words a case author can act on, and `cases validate` reports it at the rule's line. Its
+classes `\\d \\w \\s \\b` are ASCII (`\\p{L}`, `\\p{N}` name Unicode classes), and `$` without `(?m)` matches
+only at the very end of the text. The real libraries' 96 distinct patterns all compile unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import re2
+
+# The real libraries' longest pattern has 104 characters and compiles to 88 RE2 instructions. The
+# compiled size, not the length, is what bounds the time (a 15-character `[\p{L}]{80,}` compiles to 100,000
+# instructions and takes seconds per MiB), so both are bounded: about 6x and 10x the largest real ones.
+# benchmarks/case_bounds.py measures the worst case at the cap (seconds per MiB of text).
+MAX_PATTERN_CHARS = 1000
+MAX_PROGRAM = 500  # RE2 instructions once compiled (case folding included)
+_MAX_MEM = 8 << 20  # RE2's own memory budget per compiled pattern (its default): the lazy DFA's cache
+_CACHE = 256  # compiled patterns kept: a library holds fewer than a hundred distinct ones
+
+# What RE2's parser says, and what it means to someone who wrote a Python regex.
+_EXPLAINED = (
+    (re.compile(r"invalid escape sequence: \\[1-9]"), "backreferences (\\1…) are not supported"),
+    (re.compile(r"invalid perl operator: \(\?P="), "named backreferences ((?P=name)) are not supported"),
+    (re.compile(r"invalid perl operator: \(\?<?[=!]"), "lookarounds ((?=…), (?!…), (?<=…), (?<!…)) are not supported"),
+    (re.compile(r"invalid perl operator: \(\?>"), "atomic groups ((?>…)) are not supported"),
+    (re.compile(r"invalid perl operator: \(\?\("), "conditionals ((?(1)…|…)) are not supported"),
+    (re.compile(r"bad repetition operator: (\*|\+|\?|\})\+"), "possessive repeats (a++, a*+) are not supported"),
+    (re.compile(r"invalid escape sequence: \\Z"), "\\Z is written \\z here"),
+)
+
+
+class PatternError(ValueError):
+    """A pattern the verifier's matcher will not run; the message says why in one line."""
+
+
+def _options(ignore_case: bool) -> re2.Options:
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.never_capture = True  # a yes/no answer: groups would only cost time
+    options.log_errors = False  # a refused pattern is reported once, by `problem`, not also by RE2's logger
+    options.max_mem = _MAX_MEM
+    return options
+
+
+@lru_cache(maxsize=_CACHE)
+def _compiled(pattern: str, ignore_case: bool) -> re2._Regexp:
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise PatternError(f"a pattern of {len(pattern):,} characters (at most {MAX_PATTERN_CHARS:,})")
+    try:
+        compiled = re2.compile(pattern, options=_options(ignore_case))
+    except re2.error as exc:
+        raise PatternError(_explain(exc)) from None
+    except UnicodeEncodeError:
+        raise PatternError("a pattern holding a lone surrogate is not text") from None
+    if compiled.programsize > MAX_PROGRAM:
+        raise PatternError(f"the pattern compiles to {compiled.programsize:,} instructions (at most {MAX_PROGRAM:,}): "
+                           f"large counted repeats ({{n,m}}) of a Unicode class or of a group multiply its size")
+    return compiled
+
+
+def _explain(exc: re2.error) -> str:
+    detail = exc.args[0] if exc.args else ""
+    detail = detail.decode("utf-8", "replace") if isinstance(detail, bytes) else str(detail)
+    for shape, meaning in _EXPLAINED:
+        if shape.search(detail):
+            return f"{meaning}: the verifier matches with RE2, in linear time ({detail})"
+    return f"not a pattern RE2 accepts: {detail}"
+
+
+def problem(pattern: object, *, ignore_case: bool = False) -> str | None:
+    """Why the verifier cannot use this pattern, or None."""
+    if not isinstance(pattern, str):
+        return f"a pattern is a string, not {type(pattern).__name__}"
+    try:
+        _compiled(pattern, ignore_case)
+    except PatternError as exc:
+        return str(exc)
+    return None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def search(pattern: str, text: str, *, ignore_case: bool = False) -> bool:
+    """Whether the pattern matches anywhere in `text`. PatternError for a pattern `problem` refuses."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (a JSON escape in an agent's arguments) must not make a match fail: it is read
+        # as the replacement character, as any UTF-8 reader shows it.
+        data = _SURROGATE.sub("\ufffd", text).encode("utf-8")
+    return _compiled(pattern, ignore_case).search(data) is not None
