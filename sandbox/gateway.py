@@ -123,7 +123,7 @@ class ToolGateway:
             return self._error(str(name)[:100], args, f"tool name must be a string, got {type(name).__name__}")
         fake = self.lookalikes.get(name)
         target = fake["target"] if fake else name
-        if fake:
+        if fake and via is None:  # the agent called the look-alike itself: that is the call's route
             via = fake["name"]
         spec = self.specs.get(target)
         if spec is None or (not bridged and target not in self.visible):
@@ -160,6 +160,8 @@ class ToolGateway:
         finally:
             self.env.bridge = previous_bridge
         receipts = []
+        if fake and via != fake["name"]:  # a command's call keeps `via: run_command`; the look-alike is noted
+            fx["lookalike"] = fake["name"]
         # A read that still sent something out (a page opened, a search made) is on the egress wire too.
         if spec.consequential or fx.get("outbound"):
             receipts.append(self.env.receipts.append(
@@ -210,9 +212,10 @@ class ToolGateway:
         receipt_ids = []
         # Attempts at effects, and every attempt to leave the sandbox, are evidence an auditor needs.
         if spec.consequential or isinstance(exc, ConfinementViolation):
+            lookalike = name in self.lookalikes and via != name  # through a command: noted beside `via`
             receipt = self.env.receipts.append(
                 service=spec.service, action=spec.name, args=args, outcome=exc.outcome,
-                actor=actor, step=step, error=str(exc), via=via)
+                actor=actor, step=step, error=str(exc), via=via, effect={"lookalike": name} if lookalike else None)
             receipt_ids.append(receipt.id)
         outcome = self._error(name, args, str(exc))
         outcome.receipt_ids = receipt_ids

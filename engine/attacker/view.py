@@ -208,8 +208,10 @@ def _receipt_view(state: ViewState, r: Any) -> dict[str, Any] | None:
     if r.outcome != "ok":
         return None  # a refused attempt never reached anyone
     ep, args, effect = state.endpoints, r.args, r.effect  # the effect only routes; it is never shown
-    if state.side == "tool" and (r.action in ep.tools or (r.via or "") in ep.tools):
-        return {"call_to_your_tool": r.via if r.via in ep.tools else r.action, "args": _clip(args)}
+    # A look-alike is the route of a direct call (`via`), and noted beside `via: run_command` in a command's.
+    named = r.via if r.via in ep.tools else effect.get("lookalike")
+    if state.side == "tool" and (r.action in ep.tools or named in ep.tools):
+        return {"call_to_your_tool": named if named in ep.tools else r.action, "args": _clip(args)}
     if r.service == "email" and r.action in ("send_email", "reply_email", "forward_email"):
         recipients = {str(a).lower() for a in effect.get("recipients") or []}
         mine = sorted(recipients & ep.emails)
