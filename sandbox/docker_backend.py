@@ -8,11 +8,13 @@ workspace is bind-mounted at /workspace (`put_archive` fails on a read-only root
 at /opt/redagent/bin, and a per-rollout socket directory at /run/redagent where each command's bridge
 socket appears — the same bridge, bounds and receipts as under bubblewrap (`isolation._BridgeServer`).
 
-Each command runs as a uid of its own, as under bubblewrap when root: the workspace is handed to it
-before the command (so nothing the command writes is root-owned on the host), and killing the command
-(time, output, a closing rollout) is `kill -9 -1` run as that uid, which reaches every process it
-started and nothing else. Output arrives on the exec's raw stream, read frame by frame (stdout and
-stderr kept apart, as `demux=True` does) into the same bounded head-and-tail buffers.
+Commands run as the rollout's own uid, as under bubblewrap when root (the workspace belongs to it, so
+nothing a command writes is root-owned on the host), and killing the command (time, output, a closing
+rollout) is `kill -9 -1` run as that uid, which reaches every process it started and nothing else. The
+socket directory belongs to that uid (0700, sockets 0600): neither the container's own process
+(nobody) nor any other local user can reach a bridge. Output arrives on the exec's raw stream, read
+frame by frame (stdout and stderr kept apart, as `demux=True` does) into the same bounded head-and-tail
+buffers.
 
 Containers carry labels: `redagent.run` (the run id, for `redagent sandbox prune`) and `redagent.owner`
 (host, pid and start time of the engine process): one process's first container removes those of
@@ -37,10 +39,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from redagent.sandbox.beneath import remove_tree
+from redagent.sandbox.identity import COMMAND_UIDS, LeaseUnavailable, UidLease, lease_uid
 from redagent.sandbox.isolation import (
     _ENV,
     DRAIN_SECONDS,
-    OUTPUT_READ_LIMIT,
     SHIM_DIR,
     SHIM_NAMES,
     TMP_INODES,
@@ -48,16 +51,16 @@ from redagent.sandbox.isolation import (
     WORKSPACE_INODES,
     WORKSPACE_MB,
     Bridge,
+    Budget,
     CommandResult,
     IsolationUnavailable,
     SandboxFailure,
     _BridgeServer,
-    _hand_over,
     _Kept,
-    _next_uid,
     _process_start,
     _shim_code,
     command_deadline,
+    hand_over,
 )
 
 # Raised whenever the image's contents change in a way the backend relies on (the shim's python3, sh,
@@ -161,10 +164,11 @@ def prune(run_id: str | None = None) -> list[str]:
 
 
 class _Box:
-    """One rollout's container and the host directory its bridge sockets appear in."""
+    """One rollout's container, the host directory its bridge sockets appear in, and the uid its
+    commands run as (the rollout's, or — outside a rollout — one the box leased for its life)."""
 
-    def __init__(self, container: str, sockets: Path) -> None:
-        self.container, self.sockets = container, sockets
+    def __init__(self, container: str, sockets: Path, uid: int | None, lease: UidLease | None) -> None:
+        self.container, self.sockets, self.uid, self.lease = container, sockets, uid, lease
         self.commands = 0
 
 
@@ -219,7 +223,7 @@ class Docker:
                 self._shims, self._api = shims, api
             return self._api
 
-    def _box(self, workspace: Path) -> _Box:
+    def _box(self, workspace: Path, uid: int | None) -> _Box:
         key = str(workspace)
         with self._lock:
             box = self._boxes.get(key)
@@ -234,16 +238,24 @@ class Docker:
             if box is not None:
                 return box
             try:
-                return self._make(workspace)
+                return self._make(workspace, uid)
             finally:
                 with self._lock:
                     self._making.pop(key, None)
 
-    def _make(self, workspace: Path) -> _Box:
+    def _make(self, workspace: Path, uid: int | None) -> _Box:
         key = str(workspace)
         api = self._setup()
-        sockets = Path(tempfile.mkdtemp(prefix="redagent-run-"))
-        os.chmod(sockets, 0o755)  # the command's uid must reach its socket (mkdtemp makes 0700)
+        lease = None
+        if os.geteuid() == 0 and uid is None:  # outside a rollout (a test, a benchmark): a uid for the box's life
+            try:
+                lease = lease_uid(COMMAND_UIDS)
+            except LeaseUnavailable as exc:
+                raise SandboxFailure(str(exc)) from None
+            uid = lease.uid
+        sockets = Path(tempfile.mkdtemp(prefix="redagent-run-"))  # 0700: the commands' uid alone may enter
+        if uid is not None:
+            os.chown(sockets, uid, uid)
         ram = f"{self.ram_budget_mb}m"
         host = api.create_host_config(
             binds={key: {"bind": "/workspace", "mode": "rw"}, str(sockets): {"bind": "/run/redagent", "mode": "rw"},
@@ -260,13 +272,15 @@ class Docker:
                 labels={LABEL_RUN: self.run_id, LABEL_OWNER: _owner()}, host_config=host,
                 environment=dict(_ENV), network_disabled=True)
             container = made["Id"]
-            box = _Box(container, sockets)
+            box = _Box(container, sockets, uid, lease)
             with self._lock:
                 self._boxes[key] = box  # before start: a failed start is still removed by release()
             api.start(container)
         except Exception as exc:
             self.release(workspace)
-            shutil.rmtree(sockets, ignore_errors=True)
+            remove_tree(sockets)
+            if lease is not None:
+                lease.release()
             raise SandboxFailure(f"docker could not start the rollout's container: {str(exc)[:200]}") from None
         return box
 
@@ -280,7 +294,9 @@ class Docker:
             with contextlib.suppress(Exception):  # already gone (pruned, the daemon restarted)
                 self._api.remove_container(box.container, force=True)
         finally:
-            shutil.rmtree(box.sockets, ignore_errors=True)
+            remove_tree(box.sockets)
+            if box.lease is not None:  # after the container: nothing runs as that uid any more
+                box.lease.release()
 
     def close(self) -> None:
         """Remove every container this backend still holds (the process is exiting)."""
@@ -348,26 +364,26 @@ class Docker:
 
     # -- one command ----------------------------------------------------------------------------
     def run(self, workspace: Path, command: str, *, timeout: int, bridge: Bridge | None = None,
-            stop: threading.Event | None = None) -> CommandResult:
+            stop: threading.Event | None = None, uid: int | None = None,
+            budget: Budget | None = None) -> CommandResult:
         deadline = command_deadline(command, timeout, stop)
-        box = self._box(workspace)
-        root = os.geteuid() == 0
-        uid = _next_uid() if root else os.geteuid()
-        if root:
-            _hand_over(workspace, uid)
+        budget = budget if budget is not None else Budget()
+        box = self._box(workspace, uid if os.geteuid() == 0 else None)
+        run_as = box.uid if box.uid is not None else os.geteuid()
+        if box.lease is not None:  # not a rollout's workspace: what the host wrote since goes to the uid
+            hand_over(workspace, run_as)
         with self._lock:
             box.commands += 1
             number = box.commands
         socket_path = box.sockets / f"svc-{number}.sock"
-        server = _BridgeServer(socket_path, bridge, deadline) if bridge else None
+        server = _BridgeServer(socket_path, bridge, deadline, budget=budget,
+                               owner=box.uid) if bridge else None
         try:
-            if server:
-                os.chmod(socket_path, 0o777)
-            out, err, exit_code, killed = self._exec(box, command, uid, number, deadline, stop)
+            out, err, exit_code, killed = self._exec(box, command, run_as, number, deadline, stop, budget)
         finally:
             if server:
                 server.close()
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # a final component is never followed by unlink
                 socket_path.unlink()
         answers = server.answers if server else []
         if killed is not None:
@@ -379,7 +395,7 @@ class Docker:
             bridged_calls=[r for a in answers for r in a.receipt_ids])
 
     def _exec(self, box: _Box, command: str, uid: int, number: int, deadline: float,
-              stop: threading.Event | None) -> tuple[_Kept, _Kept, int, str | None]:
+              stop: threading.Event | None, budget: Budget) -> tuple[_Kept, _Kept, int, str | None]:
         api = self._api
         cpu = max(1, int(deadline - time.monotonic()) + 2)
         # The CPU-time limit per command (the container's own limits are per rollout), set by the
@@ -399,7 +415,7 @@ class Docker:
             raise SandboxFailure(f"docker could not start the command: {str(exc)[:200]}") from None
         raw = getattr(stream, "_sock", stream)
         try:
-            out, err, killed = self._collect(raw, box, uid, deadline, stop)
+            out, err, killed = self._collect(raw, box, uid, deadline, stop, budget)
         finally:
             with contextlib.suppress(OSError):
                 raw.close()
@@ -432,9 +448,9 @@ class Docker:
                                                        user=f"{uid}:{uid}")["Id"])
 
     def _collect(self, raw: socket.socket, box: _Box, uid: int, deadline: float,
-                 stop: threading.Event | None) -> tuple[_Kept, _Kept, str | None]:
+                 stop: threading.Event | None, budget: Budget) -> tuple[_Kept, _Kept, str | None]:
         """Read the exec's multiplexed stream (8-byte header: stream, 0, 0, 0, big-endian length) until
-        it closes; kill the command at the deadline, past the output limit or when `stop` is set."""
+        it closes; kill the command at the deadline, past the rollout's output limit or when `stop` is set."""
         kept = {1: _Kept(), 2: _Kept()}
         killed: str | None = None
         drain_until = None
@@ -444,9 +460,8 @@ class Docker:
             while True:
                 now = time.monotonic()
                 if killed is None:
-                    total = kept[1].total + kept[2].total
                     reason = ("rollout closed" if stop is not None and stop.is_set() else "time limit"
-                              if now >= deadline else "output limit" if total > OUTPUT_READ_LIMIT else None)
+                              if now >= deadline else "output limit" if budget.output_spent else None)
                     if reason:
                         killed, drain_until = reason, now + DRAIN_SECONDS
                         self._kill(box, uid)
@@ -470,6 +485,7 @@ class Docker:
                         break
                     if kind in kept:
                         kept[kind].add(bytes(buffer[8:8 + size]))
+                        budget.read(size)
                     del buffer[:8 + size]
         return kept[1], kept[2], killed
 

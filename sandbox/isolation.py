@@ -11,8 +11,11 @@ attributed to the `run_command` step, and the answer goes back to the command. T
 script's side effects become receipts even though the agent never called the tool itself.
 
 Everything a command can send back is bounded: its output is read in chunks and only a head and a
-tail are kept, a command that writes more than OUTPUT_READ_LIMIT is killed, bridge requests are
-bounded in size, time and number, and any request the bridge cannot serve gets an error reply.
+tail are kept, the commands of a rollout that write more than OUTPUT_READ_LIMIT together are killed,
+bridge requests are bounded in size and time, and in number per rollout (`Budget`: nested commands
+draw on the same budget as the command that started them), and any request the bridge cannot serve
+gets an error reply. The bridge socket and its folder belong to the command's uid (0600 in 0700), and
+a connection from any other uid is refused unanswered (SO_PEERCRED).
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
-import itertools
 import json
 import os
 import re
@@ -29,16 +31,20 @@ import shutil
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
+
+from redagent.sandbox.beneath import Beneath, remove_tree
+from redagent.sandbox.identity import COMMAND_UIDS, LeaseUnavailable, lease_uid
 
 SHIM = Path(__file__).parent / "shims" / "rtool"
 SHIM_NAMES = ("rtool", "curl", "wget", "fs", "mail", "web", "bank", "drive")
@@ -46,14 +52,16 @@ SHIM_DIR = "/opt/redagent/bin"
 
 # Output: each stream keeps its first and last OUTPUT_LIMIT/2 bytes; the middle is counted, not kept.
 OUTPUT_LIMIT = 65536
-# A command writing more than this (stdout and stderr together) is killed: draining output costs the
-# host a core, and nothing an agent needs is 256 MiB of terminal text (200 MB of `yes` still finishes).
+# The commands of one rollout writing more than this together (stdout and stderr, nested commands
+# included) are killed: draining output costs the host a core, and nothing an agent needs is 256 MiB
+# of terminal text (200 MB of `yes` still finishes).
 OUTPUT_READ_LIMIT = 256 << 20
 # RAM-backed storage a sandbox may fill, on top of its processes' address space (`ram_budget_mb`).
 TMP_MB, TMP_INODES = 128, 16_384  # the sandbox /tmp, fresh per command
 WORKSPACE_MB, WORKSPACE_INODES = 256, 32_768  # the workspace, per rollout (a tmpfs inode costs ~1 KiB of kernel memory)
-# The bridge: one request is at most a line of 4 MiB (a 3 MiB file as base64), sent within 5 s; one
-# command may make at most 1000 service calls (each leaves a receipt that is stored with the rollout).
+# The bridge: one request is at most a line of 4 MiB (a 3 MiB file as base64), sent within 5 s; the
+# commands of one rollout may make at most 1000 service calls together, nested commands included (each
+# leaves a receipt that is stored with the rollout).
 BRIDGE_REQUEST_LIMIT = 4 << 20
 BRIDGE_REQUEST_SECONDS = 5.0
 BRIDGE_CALL_LIMIT = 1000
@@ -70,6 +78,35 @@ class BridgeAnswer:
     output: str
     hosts: list[str] = field(default_factory=list)
     receipt_ids: list[str] = field(default_factory=list)
+
+
+class Budget:
+    """What all the commands of one rollout may use together, nested commands included: service calls
+    through the bridge (each leaves a receipt) and output read (each byte costs the host CPU to drain).
+    The limits are read when checked (BRIDGE_CALL_LIMIT, OUTPUT_READ_LIMIT). A command run without one
+    gets a budget of its own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.output = 0
+
+    def call(self) -> bool:
+        """Count one service call; False once the rollout is past its limit."""
+        with self._lock:
+            self.calls += 1
+            return self.calls <= BRIDGE_CALL_LIMIT
+
+    def read(self, size: int) -> bool:
+        """Count `size` bytes of output read; False once the rollout is past its limit."""
+        with self._lock:
+            self.output += size
+            return self.output <= OUTPUT_READ_LIMIT
+
+    @property
+    def output_spent(self) -> bool:
+        with self._lock:
+            return self.output > OUTPUT_READ_LIMIT
 
 
 class IsolationUnavailable(Exception):
@@ -95,16 +132,20 @@ class Backend(Protocol):
     """What `run_command` needs of a sandbox backend, chosen once per run (`--sandbox`).
 
     `run` executes `sh -c command` in the rollout's workspace under the backend's limits, with the
-    service bridge served for its duration; `release` ends whatever the backend holds for that
-    workspace (Docker: the rollout's container), called when the rollout closes. Implementations:
-    `Bubblewrap` (the default), `docker_backend.Docker`, and `NoIsolation` (refuses every command)."""
+    service bridge served for its duration; `uid` is the rollout's own uid (when the engine is root:
+    the workspace already belongs to it; None: a uid is leased for this command and the workspace
+    handed to it), `budget` the rollout's (None: one for this command alone). `release` ends whatever
+    the backend holds for that workspace (Docker: the rollout's container), called when the rollout
+    closes. Implementations: `Bubblewrap` (the default), `docker_backend.Docker`, and `NoIsolation`
+    (refuses every command)."""
 
     name: str
     workspace_mb: int
     workspace_inodes: int
 
     def run(self, workspace: Path, command: str, *, timeout: int, bridge: Bridge | None = None,
-            stop: threading.Event | None = None) -> CommandResult: ...
+            stop: threading.Event | None = None, uid: int | None = None,
+            budget: Budget | None = None) -> CommandResult: ...
 
     def release(self, workspace: Path) -> None: ...
 
@@ -122,7 +163,8 @@ class NoIsolation:
         """Nothing is held per rollout."""
 
     def run(self, workspace: Path, command: str, *, timeout: int, bridge: Bridge | None = None,
-            stop: threading.Event | None = None) -> CommandResult:
+            stop: threading.Event | None = None, uid: int | None = None,
+            budget: Budget | None = None) -> CommandResult:
         raise IsolationUnavailable(self.reason)
 
 
@@ -153,27 +195,20 @@ class Bubblewrap:
         """Nothing outlives a command: each one is a sandbox of its own."""
 
     def run(self, workspace: Path, command: str, *, timeout: int, bridge: Bridge | None = None,
-            stop: threading.Event | None = None) -> CommandResult:
+            stop: threading.Event | None = None, uid: int | None = None,
+            budget: Budget | None = None) -> CommandResult:
         """Run `sh -c command` in the workspace; `stop`, once set, kills it (the rollout is closing)."""
         problem = bwrap_problem()
         if problem:
             raise IsolationUnavailable(problem)
         deadline = command_deadline(command, timeout, stop)
-        drop = os.geteuid() == 0
-        # Each command gets a uid of its own, so the per-user process limit applies per sandbox and
-        # concurrent rollouts cannot starve each other of processes.
-        uid = _next_uid() if drop else os.geteuid()
-        if drop:
-            _hand_over(workspace, uid)
-        with _Scratch(uid, self.tmp_mb, self.tmp_inodes) as scratch:
-            server = _BridgeServer(scratch.run / "svc.sock", bridge, deadline) if bridge else None
+        budget = budget if budget is not None else Budget()
+        with command_uid(workspace, uid) as run_as, _Scratch(run_as, self.tmp_mb, self.tmp_inodes) as scratch:
+            server = _BridgeServer(scratch.run / "svc.sock", bridge, deadline, budget=budget,
+                                   owner=run_as) if bridge else None
             try:
-                if drop:  # the sandbox's uid must reach the socket (mkdtemp makes 0700)
-                    os.chmod(scratch.root, 0o755)
-                    os.chmod(scratch.run, 0o755)
-                    if server:
-                        os.chmod(server.path, 0o777)
-                outcome = self._spawn(workspace, command, scratch, uid if drop else None, deadline, stop)
+                scratch.hand_over()  # the socket's folder and its root to the command's uid, 0700
+                outcome = self._spawn(workspace, command, scratch, run_as, deadline, stop, budget)
             finally:
                 if server:
                     server.close()
@@ -189,7 +224,7 @@ class Bubblewrap:
             bridged_calls=[r for a in answers for r in a.receipt_ids])
 
     def _spawn(self, workspace: Path, command: str, scratch: _Scratch, uid: int | None, deadline: float,
-               stop: threading.Event | None) -> tuple[_Kept, _Kept, int, str | None, bool]:
+               stop: threading.Event | None, budget: Budget) -> tuple[_Kept, _Kept, int, str | None, bool]:
         status_read, status_write = os.pipe()
         # The sandbox's set-up travels through a memfd (`bwrap --args`), so its PID 1 — bwrap — shows
         # `bwrap --args N sh -c …` in /proc/1/cmdline, not the host's paths; the shim is copied in.
@@ -216,7 +251,7 @@ class Bubblewrap:
             for fd in (status_write, args_fd, shim_fd):
                 os.close(fd)
         try:
-            out, err, killed = _collect(proc, deadline, stop)
+            out, err, killed = _collect(proc, deadline, stop, budget)
         finally:
             _kill(proc)
             with contextlib.suppress(subprocess.TimeoutExpired):  # only a kernel stall outlasts SIGKILL
@@ -297,38 +332,33 @@ def default_isolation() -> Bubblewrap | NoIsolation:
     return NoIsolation(problem) if problem else Bubblewrap()
 
 
-_uids = itertools.count()
-_uid_lock = threading.Lock()
-UID_BASE, UID_SPAN = 200_000, 65_536
+@contextlib.contextmanager
+def command_uid(workspace: Path, uid: int | None) -> Iterator[int | None]:
+    """The uid a command runs as: the rollout's (given), else — root, outside a rollout (a test, a
+    benchmark) — one leased for this command, with the workspace handed to it first; None when the
+    engine is not root (commands run as the engine's own uid)."""
+    if os.geteuid() != 0:
+        yield None
+        return
+    if uid is not None:
+        yield uid
+        return
+    try:
+        lease = lease_uid(COMMAND_UIDS)
+    except LeaseUnavailable as exc:
+        raise SandboxFailure(str(exc)) from None
+    with lease:
+        hand_over(workspace, lease.uid)
+        yield lease.uid
 
 
-def _next_uid() -> int:
-    with _uid_lock:
-        return UID_BASE + next(_uids) % UID_SPAN
-
-
-def _hand_over(workspace: Path, uid: int) -> None:
-    """Give the workspace to the unprivileged user the command runs as (root keeps full access).
-
-    Iterative, and blind to what it cannot reach: a directory tree deeper than the recursion limit or
-    longer than PATH_MAX is the agent's own making and must not stop the next command."""
-    os.chown(workspace, uid, uid)
-    # An earlier command may have locked the workspace itself (chmod 000 .): the next one must still
-    # be able to enter it, or every later command fails on bwrap's chdir.
-    os.chmod(workspace, stat.S_IMODE(os.stat(workspace).st_mode) | stat.S_IRWXU)
-    stack = [str(workspace)]
-    while stack:
-        try:
-            with os.scandir(stack.pop()) as entries:
-                for entry in entries:
-                    try:
-                        os.lchown(entry.path, uid, uid)
-                        if entry.is_dir(follow_symlinks=False):
-                            stack.append(entry.path)
-                    except OSError:
-                        continue
-        except OSError:
-            continue
+def hand_over(workspace: Path, uid: int) -> None:
+    """Give the workspace and everything in it to `uid`, on descriptors (links themselves, never their
+    targets), and make sure that uid may enter it (an earlier command may have locked it: chmod 000 .).
+    Blind to what it cannot reach: a tree the agent made unreachable must not stop the next command."""
+    with Beneath(workspace) as tree:
+        tree.fix_root(uid, uid, stat.S_IRWXU)
+        tree.chown_tree(uid, uid)
 
 
 # -- quotas: size-limited tmpfs mounts, where this process may mount ------------------------------
@@ -423,9 +453,10 @@ def quota_problem() -> str | None:
 class _Scratch:
     """A command's own directory on the host: `run/` (the bridge socket) and, where a quota can be
     mounted, `tmp/` (the sandbox /tmp) on a tmpfs of its own — so a full /tmp costs at most its size
-    and its inode count, and the sandbox's mount table names no host path."""
+    and its inode count, and the sandbox's mount table names no host path. Both the directory and
+    `run/` belong to the command's uid, mode 0700 (`hand_over`, once the socket is bound)."""
 
-    def __init__(self, uid: int, size_mb: int, inodes: int) -> None:
+    def __init__(self, uid: int | None, size_mb: int, inodes: int) -> None:
         self.uid, self.size_mb, self.inodes = uid, size_mb, inodes
 
     def __enter__(self) -> _Scratch:
@@ -434,15 +465,28 @@ class _Scratch:
         self.mounted = quota_problem() is None and mount_tmpfs(self.root, self.size_mb, self.inodes + 16)
         self.run, self.tmp = self.root / "run", self.root / "tmp"
         try:
+            os.chmod(self.root, 0o700)  # the tmpfs's own root is 0755
             self.run.mkdir(mode=0o700)
             if self.mounted:
                 self.tmp.mkdir()
-                os.chown(self.tmp, self.uid, self.uid)
+                if self.uid is not None:
+                    os.chown(self.tmp, self.uid, self.uid)
                 os.chmod(self.tmp, 0o1777)
         except BaseException:
             self.__exit__()
             raise
         return self
+
+    def hand_over(self) -> None:
+        """`run/` and the directory itself to the command's uid (it binds them as that uid): nobody else
+        may reach the socket. Done once the socket is bound, so nothing was ever open to another uid."""
+        if self.uid is not None:
+            for path in (self.run, self.root):
+                fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                try:
+                    os.fchown(fd, self.uid, self.uid)
+                finally:
+                    os.close(fd)
 
     def __exit__(self, *exc: object) -> None:
         try:
@@ -451,7 +495,7 @@ class _Scratch:
         except OSError as error:  # a mount left behind would hold its memory: the rollout cannot be trusted
             raise SandboxFailure(str(error)) from None
         finally:
-            shutil.rmtree(self.root, ignore_errors=True)
+            remove_tree(self.root)
 
 
 # -- output --------------------------------------------------------------------------------------
@@ -483,10 +527,10 @@ class _Kept:
         return f"{head}\n[... {omitted} bytes of output omitted ...]\n{tail}"
 
 
-def _collect(proc: subprocess.Popen, deadline: float, stop: threading.Event | None
+def _collect(proc: subprocess.Popen, deadline: float, stop: threading.Event | None, budget: Budget
              ) -> tuple[_Kept, _Kept, str | None]:
-    """Read both pipes in chunks until they close; kill the command at the deadline, past the output
-    limit or when `stop` is set. Returns the kept output and why the command was killed (or None)."""
+    """Read both pipes in chunks until they close; kill the command at the deadline, past the rollout's
+    output limit or when `stop` is set. Returns the kept output and why the command was killed (or None)."""
     out, err = _Kept(), _Kept()
     killed: str | None = None
     drain_until = None
@@ -497,7 +541,7 @@ def _collect(proc: subprocess.Popen, deadline: float, stop: threading.Event | No
             now = time.monotonic()
             if killed is None:
                 reason = ("rollout closed" if stop is not None and stop.is_set() else "time limit" if now >= deadline
-                          else "output limit" if out.total + err.total > OUTPUT_READ_LIMIT else None)
+                          else "output limit" if budget.output_spent else None)
                 if reason:
                     killed, drain_until = reason, now + DRAIN_SECONDS
                     _kill(proc)
@@ -510,6 +554,7 @@ def _collect(proc: subprocess.Popen, deadline: float, stop: threading.Event | No
                 data = os.read(key.fd, 1 << 16)
                 if data:
                     key.data.add(data)
+                    budget.read(len(data))
                 else:
                     selector.unregister(key.fileobj)
     proc.stdout.close()
@@ -548,16 +593,26 @@ class _BridgeServer:
     Whatever arrives — not JSON, not an object, too large, too slow, a request the gateway chokes on —
     the answer is an error reply and the thread serves the next connection. A command started through
     the bridge (a script's `rtool run_command`) inherits the serving command's deadline, so closing
-    the bridge never waits longer than the command it served was allowed to run."""
+    the bridge never waits longer than the command it served was allowed to run.
 
-    def __init__(self, path: Path, bridge: Bridge, deadline: float | None = None) -> None:
+    The socket is made 0600 (its mode set on the socket before bind, so it never exists more open)
+    and, with `owner`, given to that uid; a peer of any other uid (SO_PEERCRED) is dropped unanswered.
+    Calls count against `budget`, the rollout's (nested commands share it)."""
+
+    def __init__(self, path: Path, bridge: Bridge, deadline: float | None = None, *, budget: Budget | None = None,
+                 owner: int | None = None) -> None:
         self.path = path
         self.bridge = bridge
         self.deadline = deadline
+        self.budget = budget if budget is not None else Budget()
+        self.owner = owner
         self.answers: list[BridgeAnswer] = []
-        self.calls = 0
+        self.refused = 0  # connections from another uid
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        os.fchmod(self._sock.fileno(), 0o600)  # the mode the bound file gets (less the umask)
         self._sock.bind(str(path))
+        if owner is not None:
+            os.chown(path, owner, owner, follow_symlinks=False)
         self._sock.listen(16)
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -572,6 +627,10 @@ class _BridgeServer:
                 conn, _ = self._sock.accept()
             except OSError:  # shut down by close(): the command is over
                 return
+            if not self._peer_allowed(conn):
+                self.refused += 1
+                conn.close()
+                continue
             with self._lock:
                 if self._stop.is_set():
                     conn.close()
@@ -585,6 +644,16 @@ class _BridgeServer:
                 with self._lock:
                     self._conn = None
                 conn.close()
+
+    def _peer_allowed(self, conn: socket.socket) -> bool:
+        if self.owner is None:
+            return True
+        try:
+            _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                            struct.calcsize("3i")))
+        except OSError:
+            return False
+        return uid == self.owner
 
     def _answer(self, conn: socket.socket) -> tuple[bool, str]:
         deadline = time.monotonic() + BRIDGE_REQUEST_SECONDS
@@ -612,9 +681,8 @@ class _BridgeServer:
             or (isinstance(request.get("cli"), list) and all(isinstance(w, str) for w in request["cli"])))
         if not well_formed:
             return False, 'bad request: need {"tool": name, "args": {...}} or {"cli": [...]}'
-        self.calls += 1
-        if self.calls > BRIDGE_CALL_LIMIT:
-            return False, f"too many service calls from one command (at most {BRIDGE_CALL_LIMIT})"
+        if not self.budget.call():
+            return False, f"too many service calls from this rollout's commands (at most {BRIDGE_CALL_LIMIT})"
         try:
             answer = self.bridge(request)
         except Exception as exc:  # the gateway survives any request; a bug in it must not kill the bridge

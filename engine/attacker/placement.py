@@ -26,7 +26,6 @@ from typing import Any
 from redagent.cases.execution import CaseRun
 from redagent.cases.schema import PLACEHOLDER, Case, place_text
 from redagent.engine.attacker.channels import Channel
-from redagent.sandbox.tools import ToolError
 from redagent.sandbox.verifier import RefError, resolve_ref
 
 SEED_KINDS = ("workspace_file", "config_file", "email", "web_page", "drive_doc", "kb_passage")
@@ -62,14 +61,8 @@ class Placer:
         """The carrier's text in the sandbox now (None: it is gone)."""
         env = self.run.env
         if channel.kind in ("workspace_file", "config_file"):
-            workspace = env.services["workspace"]
-            try:
-                path = workspace.resolve(channel.key, must_exist=True)
-                if path.is_symlink() or not path.is_file():
-                    return None
-                return path.read_bytes().decode("utf-8", errors="replace")
-            except (OSError, ValueError, ToolError):  # outside the workspace or unreadable: gone for us
-                return None
+            # A regular file (not a link) beneath the workspace, read on descriptors; anything else is gone for us.
+            return env.services["workspace"].read_large(channel.key)
         if channel.kind == "email":
             message = env.services["email"].folders["inbox"].get(channel.key)
             return None if message is None else str(message.get("body", ""))
@@ -118,7 +111,7 @@ class Placer:
         env, baseline = self.run.env, self.run.baseline
         if channel.kind in ("workspace_file", "config_file"):
             workspace = env.services["workspace"]
-            workspace.put(workspace.resolve(channel.key), channel.key, text)
+            workspace.put(channel.key, text)  # as the rollout's uid, beneath the workspace
             # The file's record exactly as the snapshot takes it, so the diff sees no change of the attacker's.
             baseline["workspace"]["files"][channel.key] = workspace.snapshot()["files"][channel.key]
         elif channel.kind == "email":

@@ -99,12 +99,11 @@ class ShellHarness:
 
     @staticmethod
     def _instructions(ctx: RolloutContext) -> str:
-        root = ctx.run.env.workspace_dir
+        workspace = ctx.run.env.services["workspace"]
         for name in INSTRUCTION_FILES:
-            path = root / name
-            if path.is_file() and not path.is_symlink():
-                text = path.read_text(encoding="utf-8", errors="replace")[:OUTPUT_LIMIT]
-                return f"# Workspace instructions ({name})\n{text}"
+            text = workspace.read_large(name)  # a regular file beneath the workspace, never through a link
+            if text is not None:
+                return f"# Workspace instructions ({name})\n{text[:OUTPUT_LIMIT]}"
         return ""
 
 

@@ -1,8 +1,16 @@
 """The workspace surface: a real directory per rollout, file tools confined to it, and `run_command`.
 
-Confinement is checked on the resolved path: absolute paths, `..` that climbs out and symlinks that
-point out are all refused as `ConfinementViolation`, which the gateway records as a denied receipt.
-Commands run only under the isolation backend; when it is unavailable the tool refuses to run.
+The host touches the workspace only through `beneath.Beneath`: a directory fd held for the rollout,
+every path walked from it one component at a time without the kernel following a link, so an agent's
+command swapping entries while a tool call is served can never make the host reach outside.
+Absolute paths, `..` that climbs out and symlinks that point out are refused as
+`ConfinementViolation`, which the gateway records as a denied receipt. When the engine is root the
+rollout has a uid of its own (`identity.lease_uid`): the workspace and seed files belong to it, its
+commands run as it, and every file tool served for the agent (and the downloads and attachments done
+for it) runs with the thread's filesystem identity set to it (`identity.acting_as`), so root's rights
+are never used on the agent's behalf. The instrument's own observation (snapshot, index, digests,
+hand-over, removal) stays root, through the same descriptors. Commands run only under the isolation
+backend; when it is unavailable the tool refuses to run.
 
 The workspace is hostile ground: an agent's commands may leave FIFOs, sockets, symlink loops, names
 that are not UTF-8, trees deeper than any recursion limit. Only regular files are ever opened (a FIFO
@@ -21,22 +29,24 @@ import hashlib
 import os
 import re
 import shlex
-import shutil
 import stat
-import subprocess
 import tempfile
 import threading
 import weakref
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from redagent.sandbox.beneath import Beneath, Found, kind_of, remove_tree
 from redagent.sandbox.canonical import text_digest
 from redagent.sandbox.cli import SERVICE_OF_COMMAND
+from redagent.sandbox.identity import COMMAND_UIDS, LeaseUnavailable, acting_as, lease_uid
 from redagent.sandbox.isolation import (
     WORKSPACE_INODES,
     WORKSPACE_MB,
+    Budget,
     CommandResult,
     IsolationUnavailable,
+    SandboxFailure,
     mount_tmpfs,
     quota_problem,
     unmount,
@@ -73,49 +83,72 @@ class Workspace(Service):
         self.root = Path(self.env.workspace_dir)
         self.root.mkdir(parents=True, exist_ok=True)
         self._open_quota()
+        self.lease = None
+        self.uid: int | None = None  # the rollout's own uid when the engine is root
+        self.budget = Budget()  # what all the rollout's commands may use together
         try:
+            self.fs = Beneath(self.root)
+            self._finalizer = weakref.finalize(self, _release_quietly, self.fs, None)
+            if os.geteuid() == 0:
+                try:
+                    self.lease = lease_uid(COMMAND_UIDS)
+                except LeaseUnavailable as exc:
+                    raise SandboxFailure(str(exc)) from None
+                self.uid = self.lease.uid
+                self._finalizer.detach()
+                self._finalizer = weakref.finalize(self, _release_quietly, self.fs, self.lease)
+                if self._quota_due:  # a directory of our own making: only the root itself is there yet
+                    self.fs.fix_root(self.uid, self.uid, stat.S_IRWXU)
+                else:  # a caller's directory, with whatever it holds
+                    self.fs.chown_tree(self.uid, self.uid)
             for rel, spec in (seed.get("files") or {}).items():
                 self._plant(rel, {"content": spec} if isinstance(spec, str) else spec)
         except BaseException:
             self.close()  # not yet one of the environment's services: its quota mount is dropped here
             raise
 
+    def _agent(self) -> contextlib.AbstractContextManager[None]:
+        """The identity every file operation done for the agent runs under: the rollout's uid."""
+        return acting_as(self.uid)
+
     def _plant(self, rel: str, spec: dict[str, Any]) -> None:
-        """Write one seed file, never outside the workspace. The loader refuses escaping paths already;
-        this is the second line: each folder is opened relative to its parent with O_NOFOLLOW, so no
-        absolute path, `..` or symlink (one planted by an earlier seed entry) can redirect the write."""
+        """Write one seed file, never outside the workspace, as the rollout's uid. The loader refuses
+        escaping paths already; this is the second line: each folder is opened relative to its parent
+        with O_NOFOLLOW, so no absolute path, `..` or symlink (one planted by an earlier seed entry) can
+        redirect the write."""
         parts = rel.split("/") if isinstance(rel, str) else []
         if not parts or rel.startswith("/") or any(p in ("", ".", "..") or "\0" in p for p in parts):
             raise ConfinementViolation(f"seed file outside the workspace: {rel!r}")
         nofollow = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-        folder = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))  # the root is ours
-        try:
-            for part in parts[:-1]:
-                try:
-                    if not self._seed_entry_exists(part, folder):
-                        os.mkdir(part, 0o777, dir_fd=folder)
-                    inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=folder)
-                except OSError as exc:
-                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a symlink (or a file) where a folder goes
-                        raise ConfinementViolation(f"seed file {rel!r} goes through a symlink or file") from None
-                    raise
-                os.close(folder)
-                folder = inner
-            if "symlink" in spec:
-                os.symlink(spec["symlink"], parts[-1], dir_fd=folder)
-                return
+        with self._agent():
+            folder = self.fs.root_fd()
             try:
-                fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | nofollow, 0o666, dir_fd=folder)
-            except OSError as exc:
-                if exc.errno == errno.ELOOP:
-                    raise ConfinementViolation(f"seed file {rel!r} is a symlink") from None
-                raise
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                if spec.get("executable"):
-                    os.fchmod(fd, 0o755)
-                handle.write(spec.get("content", ""))
-        finally:
-            os.close(folder)
+                for part in parts[:-1]:
+                    try:
+                        if not self._seed_entry_exists(part, folder):
+                            os.mkdir(part, 0o777, dir_fd=folder)
+                        inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=folder)
+                    except OSError as exc:
+                        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a symlink (or a file) where a folder goes
+                            raise ConfinementViolation(f"seed file {rel!r} goes through a symlink or file") from None
+                        raise
+                    os.close(folder)
+                    folder = inner
+                if "symlink" in spec:
+                    os.symlink(spec["symlink"], parts[-1], dir_fd=folder)
+                    return
+                try:
+                    fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | nofollow, 0o666, dir_fd=folder)
+                except OSError as exc:
+                    if exc.errno == errno.ELOOP:
+                        raise ConfinementViolation(f"seed file {rel!r} is a symlink") from None
+                    raise
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    if spec.get("executable"):
+                        os.fchmod(fd, 0o755)
+                    handle.write(spec.get("content", ""))
+            finally:
+                os.close(folder)
 
     @staticmethod
     def _seed_entry_exists(name: str, folder: int) -> bool:
@@ -129,6 +162,7 @@ class Workspace(Service):
         self._stop = threading.Event()  # set when the rollout closes: a running command is killed
         self._busy = threading.Condition()
         self._running = 0
+        self._quota_lock = threading.Lock()  # two first commands at once (parallel tool calls) mount once
         self.quota = False  # whether the workspace is a quota'd tmpfs of its own (made before the first command)
         # Only a directory the environment made (and removes) gets a quota mount: a caller's own
         # directory must keep its files after the rollout.
@@ -139,35 +173,41 @@ class Workspace(Service):
         quota. Not at load: most rollouts never run a command, and until one runs only the host's own
         tools, bounded by what a model sends, have written here — so those never pay for a mount.
         Without mount rights, or if what is there already exceeds the quota, the workspace stays as it
-        is (see isolation.quota_problem)."""
+        is (see isolation.quota_problem). Entries move by rename and come back by copy, on descriptors,
+        given to the rollout's uid."""
         self._quota_due = False
         if quota_problem() is not None:
             return
         iso = self.env.isolation
-        staging = Path(tempfile.mkdtemp(prefix=".redagent-move-", dir=self.root.parent))
-        names = os.listdir(self.root)
-        for name in names:  # a rename within one filesystem: nothing is copied twice
-            os.rename(self.root / name, staging / name)
-        mounted = mount_tmpfs(self.root, getattr(iso, "workspace_mb", WORKSPACE_MB),
-                              getattr(iso, "workspace_inodes", WORKSPACE_INODES))
+        staging_path = Path(tempfile.mkdtemp(prefix=".redagent-move-", dir=self.root.parent))
         try:
-            if mounted:
-                shutil.copytree(staging, self.root, symlinks=True, dirs_exist_ok=True)
-                self.quota = True
-                # An environment dropped without close() must not leave its mount behind (a killed
-                # process's mounts are reaped by the next one: isolation.reap_stale_mounts).
-                self._unmount_later = weakref.finalize(self, _unmount_quietly, self.root)
-        except (OSError, RecursionError, shutil.Error):
-            unmount(self.root)
-            mounted = False
-        if not mounted:
-            for name in names:
-                os.rename(staging / name, self.root / name)
-        remove_tree(staging)
+            with Beneath(staging_path, label="staging folder") as staging:
+                mode = stat.S_IMODE(self.fs.stat(".").st_mode)
+                self.fs.move_all(staging)  # a rename within one filesystem: nothing is copied twice
+                mounted = mount_tmpfs(self.root, getattr(iso, "workspace_mb", WORKSPACE_MB),
+                                      getattr(iso, "workspace_inodes", WORKSPACE_INODES))
+                try:
+                    if mounted:
+                        self.fs.reopen()  # the tmpfs now at the root's path
+                        owner = (self.uid, self.uid) if self.uid is not None else None
+                        self.fs.fix_root(*(owner or (None, None)), mode)
+                        staging.copy_into(self.fs, owner=owner)
+                        self.quota = True
+                        # An environment dropped without close() must not leave its mount behind (a killed
+                        # process's mounts are reaped by the next one: isolation.reap_stale_mounts).
+                        self._unmount_later = weakref.finalize(self, _unmount_quietly, self.root)
+                except (OSError, ToolError):
+                    unmount(self.root)
+                    self.fs.reopen()
+                    mounted = False
+                if not mounted:
+                    staging.move_all(self.fs)
+        finally:
+            remove_tree(staging_path)
 
     def close(self) -> None:
-        """Kill a command still running, wait for its thread to come back, and drop the quota mount
-        (its memory with it). Called by Environment.close before the directory is removed."""
+        """Kill a command still running, wait for its thread to come back, drop the quota mount (its
+        memory with it) and the rollout's uid. Called by Environment.close before the directory is removed."""
         self._stop.set()
         with self._busy:
             self._busy.wait_for(lambda: self._running == 0, timeout=CLOSE_WAIT)
@@ -180,36 +220,33 @@ class Workspace(Service):
             self.quota = False
             self._unmount_later.detach()
             unmount(self.root)
+        finalizer = getattr(self, "_finalizer", None)
+        if finalizer is not None:
+            finalizer()  # the root descriptor, and the uid (nothing runs as it any more)
 
     # -- confinement ---------------------------------------------------------------------------
-    def resolve(self, rel: str, *, must_exist: bool = False) -> Path:
+    @staticmethod
+    def checked(rel: Any) -> str:
+        """A path as an agent may give it: a non-empty relative string without NUL."""
         if not isinstance(rel, str) or not rel.strip():
             raise ToolError("path must be a non-empty string")
         if "\0" in rel:
             raise ToolError("path contains a NUL byte")
         if rel.startswith(("/", "~")) or re.match(r"^[A-Za-z]:[\\/]", rel):
             raise ConfinementViolation(f"path outside the workspace: {rel!r} (use a relative path)")
-        candidate = self.root / rel
-        # realpath follows every symlink, including a dangling final one, so a link planted to
-        # point outside cannot be used to write through it either.
-        real = Path(os.path.realpath(candidate))
-        root = Path(os.path.realpath(self.root))
-        if real != root and root not in real.parents:
-            raise ConfinementViolation(f"path outside the workspace: {rel!r}")
-        if must_exist and not (candidate.exists() or candidate.is_symlink()):
-            raise ToolError(f"no such file or directory: {rel}")
-        return candidate
+        return rel
 
-    def relative(self, path: Path) -> str:
-        return path.relative_to(self.root).as_posix()
+    @staticmethod
+    def relative(rel: str) -> str:
+        """A path as receipts record it: the agent's own spelling, `.` and repeated slashes folded
+        (what `root / rel` relative to the root always gave)."""
+        return PurePosixPath(rel).as_posix()
 
     def read_payload(self, rel: str) -> str:
-        """A file as it would travel in a message: its text, or base64 of its bytes when it is not text
-        (an archive stays decodable, where replacing invalid bytes would destroy it)."""
-        path = self.resolve(rel, must_exist=True)
-        if path.is_dir():
-            raise ToolError(f"is a directory: {rel}")
-        data, size = _read_regular(path, rel, PAYLOAD_LIMIT)
+        """A file as it would travel in a message, read as the agent: its text, or base64 of its bytes
+        when it is not text (an archive stays decodable, where replacing invalid bytes would destroy it)."""
+        with self._agent():
+            data, size = self.fs.read(self.checked(rel), PAYLOAD_LIMIT)
         if size > PAYLOAD_LIMIT:
             raise ToolError(f"file too large to send: {rel} ({size} bytes; at most {PAYLOAD_LIMIT})")
         try:
@@ -219,46 +256,43 @@ class Workspace(Service):
 
     def read_large(self, rel: str) -> str | None:
         """The text of a file the snapshot was too small to keep (up to TEXT_DIGEST_LIMIT), for the
-        verifier while the sandbox still exists; None for anything else."""
+        verifier while the sandbox still exists; None for anything else (a final symlink included)."""
         try:
-            path = self.resolve(rel, must_exist=True)
-            if path.is_symlink():
-                return None
-            data, size = _read_regular(path, rel, TEXT_DIGEST_LIMIT)
+            fd = self.fs.open(self.checked(rel), follow=False)
         except (ToolError, OSError):
             return None
+        with os.fdopen(fd, "rb") as handle:
+            data, size = handle.read(TEXT_DIGEST_LIMIT), os.fstat(fd).st_size
         return data.decode("utf-8", errors="replace") if size <= TEXT_DIGEST_LIMIT else None
 
     def read_text(self, rel: str) -> str:
-        path = self.resolve(rel, must_exist=True)
-        if path.is_dir():
-            raise ToolError(f"is a directory: {rel}")
-        data, size = _read_regular(path, rel, READ_LIMIT)
+        with self._agent():
+            data, size = self.fs.read(self.checked(rel), READ_LIMIT)
         text = data.decode("utf-8", errors="replace")
         if size > READ_LIMIT:
             text += f"\n[truncated: the file has {size} bytes; shown are the first {READ_LIMIT}]"
         return text
 
-    def put(self, target: Path, rel: str, content: str) -> None:
-        """Write `content` to an already resolved path, opening nothing but a regular file."""
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with os.fdopen(_open_regular(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, rel), "wb") as handle:
+    def put(self, rel: str, content: str) -> None:
+        """Write `content` to the file `rel` names (made, with its folders, if missing), as the agent:
+        nothing but a regular file is ever opened."""
+        with self._agent(), os.fdopen(self.fs.open(self.checked(rel), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                                                   parents=True), "wb") as handle:
             handle.write(content.encode("utf-8"))
 
     # -- tools ---------------------------------------------------------------------------------
     @tool("List the files and folders in a workspace directory.",
           path=string("directory relative to the workspace root", default="."))
     def list_dir(self, fx: dict, path: str = ".") -> dict[str, Any]:
-        target = self.resolve(path, must_exist=True)
-        if not target.is_dir():
-            raise ToolError(f"not a directory: {path}")
-        with os.scandir(target) as found:
-            children = sorted(found, key=lambda e: e.name)
+        with self._agent():
+            children = sorted(self.fs.listdir(self.checked(path)), key=lambda e: e.name)
         entries = []
         for child in children[:LIST_LIMIT]:
-            st = child.stat(follow_symlinks=False)  # never opens the entry: a FIFO is listed, not read
-            kind = ("link" if stat.S_ISLNK(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode)
-                    else "file" if stat.S_ISREG(st.st_mode) else _special_kind(st.st_mode))
+            try:
+                st = child.stat(follow_symlinks=False)  # read while the folder was held; a FIFO is listed, not read
+            except OSError:  # gone meanwhile
+                continue
+            kind = "link" if stat.S_ISLNK(st.st_mode) else kind_of(st.st_mode)
             entry: dict[str, Any] = {"name": _name(child.name), "type": kind}
             if kind == "file":
                 entry["size"] = st.st_size
@@ -278,27 +312,29 @@ class Workspace(Service):
           path=string("file path relative to the workspace root"),
           content=string("the full new content"))
     def write_file(self, fx: dict, path: str, content: str) -> dict[str, Any]:
-        target = self.resolve(path)
-        if target.is_dir():
-            raise ToolError(f"is a directory: {path}")
-        fx["existed"] = target.exists()
-        fx["before_sha256"] = _file_sha(target, path) if target.exists() else None
-        self.put(target, path, content)
-        fx.update(path=self.relative(target), sha256=_sha(content.encode()), payload=content)
-        return {"path": path, "bytes": len(content.encode())}
+        data = content.encode()
+        with self._agent():
+            # One descriptor for what the file held and what it now holds: the file that is hashed is
+            # the file that is written, whatever a command swaps meanwhile.
+            fd, made = self.fs.open_made(self.checked(path), os.O_RDWR | os.O_CREAT, parents=True)
+            with os.fdopen(fd, "r+b") as handle:
+                fx["existed"] = not made
+                fx["before_sha256"] = None if made else _sha_of(handle)
+                handle.seek(0)
+                handle.truncate()
+                handle.write(data)
+        fx.update(path=self.relative(path), sha256=_sha(data), payload=content)
+        return {"path": path, "bytes": len(data)}
 
     @tool("Append text to a file in the workspace (created if missing).", consequential=True,
           required=("path", "content"),
           path=string("file path relative to the workspace root"),
           content=string("text to append"))
     def append_file(self, fx: dict, path: str, content: str) -> dict[str, Any]:
-        target = self.resolve(path)
-        if target.is_dir():
-            raise ToolError(f"is a directory: {path}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with os.fdopen(_open_regular(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, path), "wb") as handle:
+        with self._agent(), os.fdopen(self.fs.open(self.checked(path), os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                                                   parents=True), "wb") as handle:
             handle.write(content.encode("utf-8"))
-        fx.update(path=self.relative(target), payload=content)
+        fx.update(path=self.relative(path), payload=content)
         return {"path": path, "appended": len(content.encode())}
 
     @tool("Delete a file, or a directory with recursive=true.", consequential=True,
@@ -306,17 +342,10 @@ class Workspace(Service):
           path=string("path relative to the workspace root"),
           recursive=boolean("delete a directory and everything in it"))
     def delete_path(self, fx: dict, path: str, recursive: bool = False) -> dict[str, Any]:
-        target = self.resolve(path, must_exist=True)
-        if target == self.root:
-            raise ToolError("refusing to delete the workspace root")
-        if target.is_dir() and not target.is_symlink():
-            if not recursive:
-                raise ToolError(f"is a directory (pass recursive=true): {path}")
-            removed = sorted(_name(self.relative(Path(p))) for p in _files_under(str(target)))
-            remove_tree(target, strict=True)
-        else:
-            removed = [self.relative(target)]
-            target.unlink()
+        given = self.relative(self.checked(path))
+        with self._agent():
+            below = self.fs.remove(path, recursive=recursive)
+        removed = sorted(_name(f"{given}/{rel}" if rel else given) for rel in below)
         fx.update(path=path, removed=removed)
         return {"deleted": removed}
 
@@ -324,12 +353,8 @@ class Workspace(Service):
           required=("source", "destination"),
           source=string("existing path"), destination=string("new path"))
     def move_path(self, fx: dict, source: str, destination: str) -> dict[str, Any]:
-        src = self.resolve(source, must_exist=True)
-        dst = self.resolve(destination)
-        if dst.exists():
-            raise ToolError(f"destination exists: {destination}")
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        src.rename(dst)
+        with self._agent():
+            self.fs.rename(self.checked(source), self.checked(destination))
         fx.update(source=source, destination=destination)
         return {"moved": source, "to": destination}
 
@@ -357,11 +382,15 @@ class Workspace(Service):
             with self._busy:
                 self._running += 1
             try:
-                if self._quota_due:
-                    self._mount_quota()
+                with self._quota_lock:
+                    if self._quota_due:
+                        self._mount_quota()
+                # An earlier command may have locked the workspace (chmod 000 .): this one must enter it.
+                self.fs.fix_root(self.uid, self.uid, stat.S_IRWXU)
                 before = self.index()
                 result = self.env.isolation.run(
-                    self.root, command, timeout=min(timeout, 60), bridge=self.env.bridge, stop=self._stop)
+                    self.root, command, timeout=min(timeout, 60), bridge=self.env.bridge, stop=self._stop,
+                    uid=self.uid, budget=self.budget)
                 after = self.index()
             except IsolationUnavailable as exc:
                 raise ToolError(f"run_command is unavailable: {exc}") from None
@@ -385,47 +414,37 @@ class Workspace(Service):
 
     # -- snapshot ------------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
-        # os.scandir rather than pathlib, and a stack rather than recursion: this runs twice per rollout,
-        # the stat calls add up, and an agent can make a tree deeper than Python's recursion limit.
-        # Dot-files are state like any other file; only regular files are ever opened.
+        # Walked on descriptors, iteratively (an agent can make a tree deeper than Python's recursion
+        # limit), as root: the instrument's own observation. Dot-files are state like any other file;
+        # only regular files are ever opened.
         files: dict[str, Any] = {}
-        stack = [(str(self.root), "")]
-        while stack:
-            folder, prefix = stack.pop()
+        for found in self.fs.entries():
+            if found.kind == "dir":
+                continue
+            rel = _name(found.rel)
             try:
-                with os.scandir(folder) as entries:
-                    for entry in entries:
-                        rel = prefix + _name(entry.name)
-                        try:
-                            if entry.is_symlink():
-                                files[rel] = self._link(entry.path)
-                            elif entry.is_dir(follow_symlinks=False):
-                                stack.append((entry.path, rel + "/"))
-                            elif entry.is_file(follow_symlinks=False):
-                                files[rel] = _file_record(entry.path)
-                            else:
-                                files[rel] = {"special": _special_kind(entry.stat(follow_symlinks=False).st_mode)}
-                        except OSError as exc:  # gone, unreadable, a path past PATH_MAX: recorded, never fatal
-                            files[rel] = {"special": "unreadable", "error": exc.strerror or type(exc).__name__}
-            except OSError as exc:
-                files[prefix.rstrip("/") or "."] = {"special": "unreadable",
-                                                     "error": exc.strerror or type(exc).__name__}
+                if found.kind == "unreadable":
+                    files[rel] = {"special": "unreadable", "error": found.error}
+                elif found.kind == "link":
+                    files[rel] = self._link(found)
+                elif found.kind == "file":
+                    files[rel] = _file_record_at(found.dir_fd, found.name)
+                else:
+                    files[rel] = {"special": found.kind}
+            except OSError as exc:  # gone, unreadable, swapped meanwhile: recorded, never fatal
+                files[rel] = {"special": "unreadable", "error": exc.strerror or type(exc).__name__}
         return {"files": dict(sorted(files.items()))}
 
-    def _link(self, path: str) -> dict[str, Any]:
+    def _link(self, found: Found) -> dict[str, Any]:
         """A symlink with its target; when the target is a file inside the workspace, its digests too,
         so a link that exposes a key file is seen as a copy of it (targets outside are never read)."""
-        target = os.readlink(path)
+        target = os.readlink(found.name, dir_fd=found.dir_fd)
         item: dict[str, Any] = {"symlink": _name(target), "target": None}
-        root = Path(os.path.realpath(self.root))
-        if target == "/workspace" or target.startswith("/workspace/"):
-            # Inside the sandbox the workspace is /workspace: an absolute link there points into it.
-            real = Path(os.path.realpath(root / target[len("/workspace/"):]))
-        else:
-            real = Path(os.path.realpath(path))
-        if root in real.parents and real.is_file():
-            item["target"] = _name(real.relative_to(root).as_posix())
-            record = _file_record(str(real))
+        reached = self.fs.follow(target, found.chain, found.chain_names)
+        if reached is not None:
+            where, fd = reached
+            record = _file_record_fd(fd)
+            item["target"] = _name(where)
             item.update(sha256=record["sha256"], size=record["size"])
             if "text_sha256" in record:
                 item["text_sha256"] = record["text_sha256"]
@@ -434,13 +453,12 @@ class Workspace(Service):
     def _digests(self, paths: list[str]) -> dict[str, str]:
         found = {}
         for rel in paths:
-            path = self.root / rel
             try:
-                if path.is_symlink():
-                    continue
-                data, size = _read_regular(path, rel, TEXT_DIGEST_LIMIT)
+                fd = self.fs.open(rel, follow=False)
             except (ToolError, OSError):
                 continue
+            with os.fdopen(fd, "rb") as handle:
+                data, size = handle.read(TEXT_DIGEST_LIMIT), os.fstat(fd).st_size
             if size <= TEXT_DIGEST_LIMIT:
                 found[rel] = _sha(data)
         return found
@@ -449,37 +467,35 @@ class Workspace(Service):
         """A cheap fingerprint of every path (size, mtime, inode, mode, link target): what a command
         changed is the paths whose fingerprint differs before and after it."""
         found: dict[str, tuple[int, int, int, int, str]] = {}
-        stack = [(str(self.root), "")]
-        while stack and len(found) < INDEX_LIMIT:  # bounded: an agent may make a million files
-            folder, prefix = stack.pop()
+        for entry in self.fs.entries():
+            if len(found) >= INDEX_LIMIT:  # bounded: an agent may make a million files
+                break
+            if entry.kind in ("dir", "unreadable"):
+                continue
             try:
-                entries = list(os.scandir(folder))
+                st = entry.lstat()
+                link = _name(os.readlink(entry.name, dir_fd=entry.dir_fd)) if entry.kind == "link" else ""
             except OSError:
                 continue
-            for entry in entries:
-                rel = prefix + _name(entry.name)
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append((entry.path, rel + "/"))
-                        continue
-                    link = _name(os.readlink(entry.path)) if entry.is_symlink() else ""
-                except OSError:
-                    continue
-                # Not ctime: handing the workspace to the sandbox's uid (chown) touches every file's ctime.
-                found[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode, link)
+            # Not ctime: handing the workspace to the sandbox's uid (chown) touches every file's ctime.
+            found[_name(entry.rel)] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode, link)
         return found
 
 
-def _file_record(path: str) -> dict[str, Any]:
+def _file_record_at(dir_fd: int, name: str) -> dict[str, Any]:
+    """The record of a regular file in a held folder, opened without following a link or blocking."""
+    return _file_record_fd(os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC,
+                                   dir_fd=dir_fd))
+
+
+def _file_record_fd(fd: int) -> dict[str, Any]:
     # Content is hashed in chunks, so a large file costs no more memory than a small one; its text
     # is kept up to TEXT_LIMIT and its whitespace-normalised digest up to TEXT_DIGEST_LIMIT, so a
-    # change to a large file is a change, never a removal of a field a rule watches. The file is
-    # opened without following a link and without blocking, and must still be regular once open.
+    # change to a large file is a change, never a removal of a field a rule watches. The file must
+    # be regular once open (this closes `fd`).
     digest = hashlib.sha256()
     head = bytearray()
     size = 0
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     with os.fdopen(fd, "rb") as handle:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -536,85 +552,19 @@ def _name(name: str) -> str:
     return name
 
 
-def _open_regular(path: Path, flags: int, rel: str) -> int:
-    """A descriptor for `path` if it is (or, with O_CREAT, will be) a regular file; nothing else is ever
-    opened — a FIFO would block the opener forever and a device may act on being opened. The check
-    is repeated on the open descriptor, so a file swapped for a FIFO in between is refused too."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        if not flags & os.O_CREAT:
-            raise ToolError(f"no such file: {rel}") from None
-    else:
-        if not stat.S_ISREG(st.st_mode):
-            raise ToolError(f"not a regular file ({_special_kind(st.st_mode)}): {rel}")
-    try:
-        fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:  # a FIFO without a reader, or a socket, appeared meanwhile
-            raise ToolError(f"not a regular file: {rel}") from None
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise ToolError(f"not a regular file: {rel}")
-    return fd
-
-
-def _read_regular(path: Path, rel: str, limit: int) -> tuple[bytes, int]:
-    """Up to `limit` bytes of a regular file, and its size."""
-    with os.fdopen(_open_regular(path, os.O_RDONLY, rel), "rb") as handle:
-        return handle.read(limit), os.fstat(handle.fileno()).st_size
-
-
-def _file_sha(path: Path, rel: str) -> str:
+def _sha_of(handle: Any) -> str:
     digest = hashlib.sha256()
-    with os.fdopen(_open_regular(path, os.O_RDONLY, rel), "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
+    while chunk := handle.read(1 << 20):
+        digest.update(chunk)
     return digest.hexdigest()
 
 
-def _files_under(folder: str) -> list[str]:
-    """Every non-directory path below `folder`, without recursion (trees may be arbitrarily deep)."""
-    found, stack = [], [folder]
-    while stack:
-        current = stack.pop()
-        try:
-            with os.scandir(current) as entries:
-                for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                    else:
-                        found.append(entry.path)
-        except OSError:  # past PATH_MAX or unreadable: the directory stands for what it holds
-            found.append(current)
-    return found
-
-
-def remove_tree(path: Path, *, strict: bool = False) -> None:
-    """Remove a directory tree an agent may have made hostile: deeper than shutil.rmtree's recursion
-    (Python 3.11's is recursive), or with directories it made unreadable (chmod 000, as its own uid).
-    With `strict`, what cannot be removed raises OSError; otherwise it is left behind silently."""
-    try:
-        shutil.rmtree(path)
-        return
-    except FileNotFoundError:
-        return
-    except (OSError, RecursionError):
-        pass
-    # rm(1) walks any depth; chmod first gives back directories the agent locked (as root, moot).
-    subprocess.run(["chmod", "-R", "u+rwx", "--", str(path)], capture_output=True)
-    done = subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], capture_output=True, text=True)
-    if strict and os.path.lexists(path):
-        raise OSError(errno.EBUSY, f"cannot remove {path.name}: {done.stderr.strip()[:200]}")
-
-
-def _special_kind(st_mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "char-device"),
-                       (stat.S_ISBLK, "block-device")):
-        if test(st_mode):
-            return name
-    return "other"
+def _release_quietly(fs: Beneath, lease: Any) -> None:
+    """The root descriptor and the rollout's uid lease (at close, or when a dropped environment is collected)."""
+    with contextlib.suppress(OSError):
+        fs.close()
+    if lease is not None:
+        lease.release()
 
 
 _SPECIAL_UNQUOTED = set("|&;<>()$`\\*?[]{}~#!\n\r")

@@ -17,6 +17,7 @@ import pytest
 
 from redagent.sandbox.diff import diff
 from redagent.sandbox.environment import Environment, canonical
+from redagent.sandbox.identity import acting_as
 from redagent.sandbox.services.workspace import LIST_LIMIT, READ_LIMIT, remove_tree
 from tests.conftest import SEED
 
@@ -188,14 +189,19 @@ def _deep(root: Path, depth: int) -> None:
 
 def test_a_tree_deeper_than_the_recursion_limit_and_path_max(tmp_path):
     env = Environment(SEED, ["workspace"])  # owned: closing removes it
-    _deep(env.workspace_dir, 2500)  # 3 characters a level: 7500 characters, past PATH_MAX (4096)
+    agent = acting_as(env.services["workspace"].uid)  # the tree is the agent's, as a command would make it
+    with agent:
+        _deep(env.workspace_dir, 2500)  # 3 characters a level: 7500 characters, past PATH_MAX (4096)
     files = bounded(env.snapshot)["workspace"]["files"]
     deep_keys = [k for k in files if k.startswith("dd/")]
     assert deep_keys and all(files[k].get("special") == "unreadable" or "sha256" in files[k] for k in deep_keys)
     canonical(files)
     outcome = call(env, "delete_path", path="dd", recursive=True)
     assert outcome.ok, outcome.error
-    _deep(env.workspace_dir, 2500)
+    assert not (env.workspace_dir / "dd").exists() and sorted(os.listdir(env.workspace_dir)) == [".env", "notes",
+                                                                                                   "run.sh"]
+    with acting_as(env.services["workspace"].uid):
+        _deep(env.workspace_dir, 2500)
     bounded(env.close)
     assert not env.workspace_dir.exists()
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from redagent.engine.harnesses.cli.profile import Profile, Setup, clip, jsonl, newest
+from redagent.engine.harnesses.cli.profile import Profile, Setup, clip, jsonl, newest_text
 
 
 class ClaudeCode(Profile):
@@ -53,7 +53,7 @@ class ClaudeCode(Profile):
         return None
 
     def transcript(self, home: Path, stdout: str) -> Any:
-        found = newest(home / ".claude" / "projects", "*/*.jsonl")
+        found = newest_text(home, ".claude/projects/*/*.jsonl")  # beneath the home: links are never followed
         if found is not None:
-            return jsonl(clip(found.read_text(errors="replace")))
+            return jsonl(clip(found))
         return jsonl(clip(stdout))

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from redagent.engine.harnesses.cli.profile import Profile, Setup, clip, jsonl, newest
+from redagent.engine.harnesses.cli.profile import Profile, Setup, clip, jsonl, newest_text
 
 # Built-ins off, so the model sees the served tools only (and requests stay uncompressed JSON).
 DISABLED = ("shell_tool", "multi_agent", "image_generation", "apps", "plugins", "browser_use", "computer_use",
@@ -95,7 +95,7 @@ class Codex(Profile):
         return None
 
     def transcript(self, home: Path, stdout: str) -> Any:
-        found = newest(home / ".codex" / "sessions", "**/rollout-*.jsonl")
+        found = newest_text(home, ".codex/sessions/**/rollout-*.jsonl")  # beneath the home: links are never followed
         if found is not None:
-            return jsonl(clip(found.read_text(errors="replace")))
+            return jsonl(clip(found))
         return jsonl(clip(stdout))

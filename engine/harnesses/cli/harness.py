@@ -13,7 +13,6 @@ rollouts with typed reasons.
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +20,10 @@ from redagent.engine.harnesses.base import HarnessError, RolloutContext
 from redagent.engine.harnesses.cli.container import CLIContainer, ContainerProcess, docker_backend
 from redagent.engine.harnesses.cli.endpoint import Endpoint
 from redagent.engine.harnesses.cli.install import installation
-from redagent.engine.harnesses.cli.isolation import Launch, Limits, Process, hand_over, prepare
+from redagent.engine.harnesses.cli.isolation import Launch, Limits, Process, cli_uid, hand_over, prepare
 from redagent.engine.harnesses.cli.mcp_bridge import ToolBridge
 from redagent.engine.harnesses.cli.profile import Profile, Setup, clip
+from redagent.sandbox.beneath import private_directory
 
 ARTIFACT_CHARS = 600_000
 STDERR_TAIL = 4000
@@ -45,9 +45,10 @@ class CLIHarness:
             raise HarnessError("harness_missing", missing_message(self.name))
         setup = Setup()
         turns: list[dict[str, Any]] = []
-        with tempfile.TemporaryDirectory(prefix=f"redagent-{self.name}-") as tmp:
+        # Removed on descriptors whatever the CLI left (tempfile's removal recurses: a deep tree would raise).
+        with cli_uid() as uid, private_directory(prefix=f"redagent-{self.name}-") as tmp:
             root = Path(tmp)
-            home, workdir, sockets, uid = prepare(root)
+            home, workdir, sockets = prepare(root, uid)
             docker = docker_backend(ctx.run.env.isolation)
             box = CLIContainer(docker, root, where.read_only(), self.limits, uid, self.name) if docker else None
             process: list[Process | ContainerProcess] = []

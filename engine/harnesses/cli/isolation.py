@@ -3,7 +3,10 @@
 The sandbox has no network (its own loopback only), a read-only system (/usr and friends), the CLI's
 installation and the relay programs read-only, and writable only: its private home, its working
 directory, a private /tmp and the directory holding the two sockets (model endpoint, MCP bridge).
-As root, bubblewrap sets up the mounts and everything inside runs as a uid of the rollout's own.
+As root, bubblewrap sets up the mounts and everything inside runs as a uid of the rollout's own,
+leased for the rollout across the host (`sandbox.identity`). What the CLI leaves in those directories
+is read back by the host only beneath a held descriptor (`sandbox.beneath`): a CLI turned adversarial
+may plant links there.
 The process group is killed on the wall-clock limit, when the CLI's processes together use more
 resident memory than allowed, or when the engine asks (the endpoint saw a fatal failure). Output is kept up to a bound.
 """
@@ -12,19 +15,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import json
 import os
 import shutil
 import signal
 import sys
-import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from redagent.engine.harnesses.base import HarnessError
+from redagent.sandbox.beneath import Beneath, chmod_entry
+from redagent.sandbox.identity import CLI_UIDS, LeaseUnavailable, lease_uid
+from redagent.sandbox.tools import ToolError
 
 INSIDE = Path(__file__).parent / "inside"
 HOME, WORKDIR, SOCKETS, RELAY = "/home/agent", "/workdir", "/run/redagent", "/opt/redagent"
@@ -32,9 +37,6 @@ RELAY_PROGRAMS = ("entry.py", "mcp_stdio.py")
 PORT = 8765  # the endpoint on the sandbox's own loopback
 OUTPUT_LIMIT = 4 << 20
 POLL_SECONDS = 0.25
-UID_BASE, UID_SPAN = 300_000, 65_536  # apart from the command sandbox's uids (sandbox/isolation.py)
-_uids = itertools.count()
-_uid_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -112,9 +114,22 @@ def bwrap_argv(launch: Launch, uid: int | None) -> list[str]:
     return argv
 
 
-def prepare(root: Path) -> tuple[Path, Path, Path, int | None]:
+@contextlib.contextmanager
+def cli_uid() -> Iterator[int | None]:
+    """The CLI's own uid for the rollout, leased on this host until the block ends (None: not root)."""
+    if os.geteuid() != 0:
+        yield None
+        return
+    try:
+        lease = lease_uid(CLI_UIDS)
+    except LeaseUnavailable as exc:
+        raise HarnessError("sandbox_error", str(exc)) from None
+    with lease:
+        yield lease.uid
+
+
+def prepare(root: Path, uid: int | None) -> tuple[Path, Path, Path]:
     """The private home, working directory and socket directory under `root`, owned by the CLI's uid."""
-    uid = _next_uid() if os.geteuid() == 0 else None
     home, workdir, sockets, etc, relay = (root / "home", root / "workdir", root / "sockets", root / "etc",
                                           root / "relay")
     for path in (home, workdir, sockets, etc, relay):
@@ -128,19 +143,21 @@ def prepare(root: Path) -> tuple[Path, Path, Path, int | None]:
     if uid is not None:
         for path in (home, workdir, sockets):
             os.chown(path, uid, uid)
-    return home, workdir, sockets, uid
+    return home, workdir, sockets
 
 
 def hand_over(root: Path, uid: int | None) -> None:
-    """Give the CLI's uid everything written into its home before it starts (config files)."""
+    """Give the CLI's uid everything written into its home before it starts (config files), and its
+    sockets (the CLI's uid, and nobody else, may connect) — on descriptors, never following a link."""
     if uid is None:
         return
-    for current, dirs, files in os.walk(root / "home"):
-        for name in dirs + files:
-            os.lchown(os.path.join(current, name), uid, uid)
-    for sock in (root / "sockets").iterdir():  # the CLI's uid, and nobody else, may connect
-        os.chown(sock, uid, uid)
-        os.chmod(sock, 0o600)
+    with Beneath(root / "home", alias=None, label="CLI home") as home:
+        home.chown_tree(uid, uid)
+    with Beneath(root / "sockets", alias=None, label="CLI socket folder") as sockets:
+        for found in sockets.entries(max_depth=0):
+            if found.kind == "socket":
+                os.chown(found.name, uid, uid, dir_fd=found.dir_fd, follow_symlinks=False)
+                chmod_entry(found.dir_fd, found.name, 0o600)
 
 
 def check_bwrap() -> None:
@@ -208,11 +225,12 @@ def turn_end(process: Any, code: int, stdout: bytes, stderr: bytes, started: flo
     sampler or the relay's own count in `usage.json`, whichever is larger, and a kill for the wall clock or
     memory as its typed failure (`killed` says what was killed)."""
     cpu = process.cpu_ticks / os.sysconf("SC_CLK_TCK")
-    usage = process.launch.sockets / "usage.json"
-    with contextlib.suppress(OSError, ValueError, TypeError):
-        cpu = max(cpu, float(json.loads(usage.read_text()[:4096])["cpu_seconds"]))
-    with contextlib.suppress(OSError):
-        usage.unlink()
+    # The socket folder belongs to the CLI's uid: usage.json is read beneath it, a regular file or nothing.
+    with contextlib.suppress(OSError, ToolError), Beneath(process.launch.sockets, alias=None,
+                                                          label="CLI socket folder") as sockets:
+        with contextlib.suppress(OSError, ValueError, TypeError, ToolError):
+            cpu = max(cpu, float(json.loads(sockets.read("usage.json", 4096)[0])["cpu_seconds"]))
+        sockets.remove("usage.json", recursive=False)
     finished = Finished(code, stdout.decode(errors="replace"), stderr.decode(errors="replace"),
                         time.perf_counter() - started, process.peak_rss / (1 << 20), cpu)
     if process.killed_for == "timeout":
@@ -261,7 +279,3 @@ def _tree_usage(root: int) -> tuple[int, int]:
         todo.extend(children.get(pid, ()))
     return rss, ticks
 
-
-def _next_uid() -> int:
-    with _uid_lock:
-        return UID_BASE + next(_uids) % UID_SPAN

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from redagent.engine.harnesses.cli.isolation import HOME, PORT, RELAY, SOCKETS, WORKDIR
+from redagent.sandbox.beneath import Beneath, read_newest
 
 TRANSCRIPT_CHARS = 200_000  # of the CLI's own transcript kept per invocation
+READ_LIMIT = 16 << 20  # bytes of a session file read back from a CLI's home (head and tail beyond)
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,10 @@ def jsonl(text: str) -> list[Any]:
     return rows
 
 
-def newest(home: Path, pattern: str) -> Path | None:
-    found = sorted(home.glob(pattern), key=lambda p: p.stat().st_mtime)
-    return found[-1] if found else None
+def newest_text(home: Path, pattern: str) -> str | None:
+    """The text of the newest file in the CLI's home matching `pattern` (fnmatch per folder, `**` any
+    depth), None if there is none. The home belongs to the CLI's uid, and a CLI turned adversarial may
+    plant links in it: it is walked beneath a held descriptor, no link is followed, only a regular file
+    is read, and at most READ_LIMIT bytes of it (its head and tail when larger)."""
+    with Beneath(home, alias=None, label="CLI home") as tree:
+        return read_newest(tree, pattern, READ_LIMIT)
