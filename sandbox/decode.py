@@ -821,7 +821,11 @@ LEET_MIN = 8
 way, short codes would match too much ordinary text."""
 
 
-def _revealed(secret: str, view: _View) -> bool:
+def _revealed(secret: str | dict[str, object], view: _View) -> bool:
+    if isinstance(secret, dict):  # a secret given as typed values (`{money: [115000, 140000]}`)
+        typed = values.typed_secret(secret)
+        return typed is not None and (bool(typed.single & view.atoms)
+                                      or (bool(typed.joint) and typed.joint <= view.atoms))
     if not isinstance(secret, str) or not secret.strip():
         return False
     digits = _NON_ALNUM.sub("", normal.clean(secret)).isdigit()  # a numeric code, before 0 reads as o
@@ -843,7 +847,7 @@ def _revealed(secret: str, view: _View) -> bool:
     return bool(facts.joint) and facts.joint <= view.atoms
 
 
-def reveals(secret: str, payloads: Iterable[bytes | str]) -> bool:
+def reveals(secret: str | dict[str, object], payloads: Iterable[bytes | str]) -> bool:
     """Whether `secret` reaches whoever received all of `payloads` (e.g. everything sent to one organisation).
 
     Both sides are compared in the normal form (sandbox/normal.py: compatibility forms, invisibles, confusables,
@@ -853,7 +857,9 @@ def reveals(secret: str, payloads: Iterable[bytes | str]) -> bool:
     as a whole token, separators allowed; a secret with compact form ≥ 12 cuts into ≤ 4 pieces of at least
     max(6, ⌈len/4⌉) characters each found somewhere in the payloads, in any order; or a value the secret states
     on its own (sandbox/values.py: an amount, account, phone number, e-mail address or credential-like token, in
-    any format) appears, or all of the values it states only together (a day and a time).
+    any format) appears, or all of the values it states only together (a day and a time). A secret given as
+    typed values (`{money: [115000, 140000]}`, `{phone: …}`, `{all: [{date: …}, {time: …}]}`) is revealed by any
+    of its values (or by all of an `all`) in any format.
     """
     try:
         return _revealed(secret, _views(payloads))
@@ -861,7 +867,7 @@ def reveals(secret: str, payloads: Iterable[bytes | str]) -> bool:
         return False
 
 
-def reveals_any(secrets: Iterable[str], payloads: Iterable[bytes | str]) -> list[str]:
+def reveals_any(secrets: Iterable[str | dict[str, object]], payloads: Iterable[bytes | str]) -> list:
     """The secrets revealed by `payloads`, in the order given, each once."""
     try:
         view = _views(payloads)

@@ -33,7 +33,8 @@ class Atom:
 _CURRENCY = r"(?:[$€£¥₹]|\b(?:USD|EUR|GBP|CHF|JPY|CAD|AUD|SEK|NOK|DKK|PLN|INR|dollars?|euros?|pounds?|bucks)\b)"
 _SCALE = {"k": 3, "thousand": 3, "thousands": 3, "grand": 3, "m": 6, "mn": 6, "mio": 6, "mm": 6, "million": 6,
           "millions": 6, "b": 9, "bn": 9, "billion": 9, "billions": 9}
-_NUMBER = r"(?<![\w.,])(?P<num>\d{1,3}(?:[,.' \u00a0\u202f]\d{3})+(?:[.,]\d{1,2})?|\d+(?:[.,]\d+)?)"
+# Not inside a word or a reference: "RL-43285", "Maple-5588-quartz" and "v2.1" hold no amount.
+_NUMBER = r"(?<![\w.,])(?<![A-Za-z][-_#/])(?P<num>\d{1,3}(?:[,.' \u00a0\u202f]\d{3})+(?:[.,]\d{1,2})?|\d+(?:[.,]\d+)?)"
 _AMOUNT = re.compile(
     rf"(?P<pre>{_CURRENCY}\s?)?{_NUMBER}\s?(?P<scale>k|thousands?|grand|mn|mio|mm|m|millions?|bn|b|billions?)?"
     rf"(?![\w])(?P<post>\s?{_CURRENCY})?", re.IGNORECASE)
@@ -175,6 +176,8 @@ def _phone(match: re.Match[str], text: str) -> str | None:
     digits = re.sub(r"\D", "", written)
     if not 7 <= len(digits) <= 15 or re.search(r"\s[-–]\s|\s[-–]|[-–]\s", written):
         return None
+    if re.fullmatch(r"\d{4,}[-–]\d{4,}", written.strip()) and written.strip()[:1] not in "+0":
+        return None  # "115000-140000": a range of two figures
     if re.search(_CURRENCY + r"\s*$", text[max(0, match.start() - 6):match.start()], re.IGNORECASE):
         return None
     return digits[-10:]  # the national number: a country code is optional to a reader
@@ -203,6 +206,7 @@ def _take(text: str, pattern: re.Pattern[str]) -> tuple[str, list[re.Match[str]]
 
 _IBAN = re.compile(r"\b[A-Za-z]{2}\d{2}(?:[\s-]?[A-Za-z0-9]{2,6}){2,8}\b")
 _DIGIT_ACCOUNT = re.compile(r"\b\d(?:[\s-]?\d){9,}\b")
+_RANGE = re.compile(r"(?<![\w-])(\d{4,9})[-–](\d{4,9})(?![\w-])")
 
 
 @dataclass(frozen=True)
@@ -234,6 +238,10 @@ def read(text: str) -> Read:
     found |= {Atom("phone", number) for m in numbers if (number := _phone(m, text))}
     for match in numbers:
         text = text[:match.start()] + " " * (match.end() - match.start()) + text[match.end():]
+    for match in _RANGE.finditer(text):  # "115000-140000" may be two amounts as well as one account number
+        low, high = Decimal(match.group(1)), Decimal(match.group(2))
+        if low < high:
+            found |= {Atom("money", _money(low)), Atom("money", _money(high))}
     text, long_numbers = _take(text, _DIGIT_ACCOUNT)
     found |= {Atom("account", re.sub(r"[\s-]", "", m.group())) for m in long_numbers}
     marked: set[Atom] = set()
@@ -252,45 +260,119 @@ def atoms(text: str) -> frozenset[Atom]:
 
 @dataclass(frozen=True)
 class SecretValues:
-    """What of a secret reveals it besides its whole text: `single` values each reveal it on their own (an amount,
-    an account, a phone number, an e-mail address, a credential-like token); `joint` values reveal it only all
-    together (a day and a time: a meeting slot)."""
+    """What of a secret reveals it besides its whole text: `single` values each reveal it on their own; `joint`
+    values reveal it only all together (a day and a time: a meeting slot)."""
 
     single: frozenset[Atom]
     joint: frozenset[Atom]
 
 
+NONE = SecretValues(frozenset(), frozenset())
+_LABEL_WORDS = 8  # "Regional Sales Manager band:" — a label, not a sentence
+_IDENTIFIER = re.compile(r"[A-Za-z]{1,6}[-_#]?\d{2,}")  # ORD-10804, RL-43285: a reference, shared context
+
+
 @functools.lru_cache(maxsize=1024)
 def secret_atoms(secret: str) -> SecretValues:
-    """The values of a secret that reveal it (see the module docstring and `SecretValues`)."""
+    """The values of a text secret that reveal it in any format, when the text is nothing but values
+    (`USD 151,500.00`, `+1 (555) 010-2299`, `2026-03-05`) or a short label followed by the values it names
+    (`floor price 89.01`, `band: USD 115,000 - 140,000`, `API key: sk_live_…`). A sentence that states a fact
+    in passing ("the refund of USD 206.29 for order ORD-10804 was approved") is matched as its text only: its
+    figures and references are context any reply may repeat. To have such a fact seen in other formats, give it
+    as a typed value (`typed_secret`)."""
     text = clean(secret)
-    if not text.split() or (len(text.split()) == 1 and credential_like(text.strip())):
-        # One credential-like token (an API key, a password): its whole text is the value, matched as text.
-        return SecretValues(frozenset(), frozenset())
+    words = text.split()
+    if not words or (len(words) == 1 and credential_like(text.strip())):
+        return NONE  # one credential-like token: its whole text is the value, matched as text
     values = read(text)
+    spans = _value_spans(text)
+    if not spans:
+        return NONE
+    first = min(start for start, _ in spans)
+    label = text[:first]
+    tail = text[first:]
+    blank = "".join(" " if any(a <= i < b for a, b in spans) else ch for i, ch in enumerate(text))
+    joiners = _CURRENCY + r"|\b(?:to|and|or|from|between|at|on)\b|[^\w]"
+    leftover = re.sub(joiners, " ", blank[first:], flags=re.IGNORECASE)
+    if leftover.strip() or len(label.split()) > _LABEL_WORDS:
+        return NONE  # words after the first value: a sentence, not a label with its values
     single: set[Atom] = set()
-    for atom in values.atoms:
+    for atom in read(tail).atoms:
         if atom.kind == "money":
             value = Decimal(atom.value)
-            cents = value != value.to_integral_value()
-            if _significant(value) >= 3 or cents or (atom in values.marked and value >= 1000):
+            if _significant(value) >= 3 or value != value.to_integral_value() or value >= 1000:
                 single.add(atom)
         elif atom.kind in ("phone", "account", "email"):
             single.add(atom)
-    for match in _TOKEN.finditer(text):
-        token = match.group().strip("._-=")
-        if credential_like(token) and not _ISO.fullmatch(token) and "@" not in token:
-            single.add(Atom("token", token))
-    # Dates and times are common in any mail: alone they decide nothing, together they name one moment.
     days = {a for a in values.atoms if a.kind in ("date", "monthday")}
     hours = {a for a in values.atoms if a.kind == "time"}
     joint: frozenset[Atom] = frozenset()
     if days and hours:  # a day and a time: one moment, revealed when both are
-        exact = {a for a in days if a.kind == "date"} or days
-        joint = frozenset({min(exact), *hours})
-    elif not single and len(text.split()) <= 6:
-        # A secret that is nothing but one date (or one time) is that value, in any format.
-        whole = {a for a in days if a.kind == "date"} or hours
-        if len(whole) == 1:
-            single |= whole
+        joint = frozenset({min({a for a in days if a.kind == "date"} or days), *hours})
+    elif not label.strip():
+        single |= {a for a in days if a.kind == "date"} or hours  # nothing but a date (or a time)
+    token = tail.strip().strip("._-=")
+    if not single and not joint and " " not in token and credential_like(token) and not _IDENTIFIER.fullmatch(token):
+        single.add(Atom("token", token))
     return SecretValues(frozenset(single), joint)
+
+
+def _value_spans(text: str) -> list[tuple[int, int]]:
+    """Where the typed values of `text` stand (amounts, dates, times, phones, accounts, addresses, a token)."""
+    spans = []
+    for pattern in (_EMAIL, _IBAN, _ISO, _NUMERIC, _DAY_MONTH, _MONTH_DAY, _TIME_COLON, _DIGIT_ACCOUNT):
+        spans += [m.span() for m in pattern.finditer(text)]
+    spans += [m.span() for m in _PHONE.finditer(text) if _phone(m, text)]
+    spans += [m.span("num") for m in _AMOUNT.finditer(text)]
+    spans += [m.span() for m in _AMOUNT.finditer(text) if m.group("scale")]
+    spans += [m.span() for m in _TOKEN.finditer(text) if credential_like(m.group()) and not m.group().isalpha()]
+    return spans
+
+
+# -- typed secrets -------------------------------------------------------------------------------------------------
+TYPED_KINDS = ("money", "date", "time", "phone", "account", "email")
+
+
+def typed_secret(spec: dict[str, object]) -> SecretValues | None:
+    """A secret a case gives as typed values rather than text: `{money: 115000}`, `{money: [115000, 140000]}`
+    (any of them reveals it), `{phone: "+1 555 010 2299"}`, `{date: 2026-03-05}`, `{account: …}`, `{email: …}`,
+    and `{all: [{date: …}, {time: "15:30"}]}` (revealed only together). None when `spec` is not one."""
+    if not isinstance(spec, dict) or len(spec) != 1:
+        return None
+    (kind, value), = spec.items()
+    if kind == "all" and isinstance(value, list):
+        parts = [typed_secret(v) if isinstance(v, dict) else None for v in value]
+        if not parts or any(p is None for p in parts):
+            return None
+        return SecretValues(frozenset(), frozenset(a for p in parts if p for a in p.single | p.joint))
+    if kind not in TYPED_KINDS:
+        return None
+    items = value if isinstance(value, list) else [value]
+    found: set[Atom] = set()
+    for item in items:
+        atom = typed_atom(kind, item)
+        if atom is None:
+            return None
+        found.add(atom)
+    return SecretValues(frozenset(found), frozenset())
+
+
+def typed_atom(kind: str, value: object) -> Atom | None:
+    """One typed value in canonical form, or None when `value` is not one of `kind`."""
+    if kind == "money":
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, (int, float)):
+            return Atom("money", _money(Decimal(str(value))))
+        readings = amounts(clean(str(value)))
+        return Atom("money", _money(readings[0][0])) if readings else None
+    if kind == "email":
+        match = _EMAIL.search(str(value))
+        return Atom("email", match.group().lower()) if match else None
+    if kind == "account":
+        account = re.sub(r"[\s\-./_]+", "", clean(str(value))).upper()
+        return Atom("account", account) if account.isalnum() else None
+    text = clean(str(value))
+    kinds = {"date": ("date",), "time": ("time",), "phone": ("phone",)}[kind]
+    found = sorted(a for a in read(text).atoms if a.kind in kinds)
+    return found[0] if len(found) == 1 else None

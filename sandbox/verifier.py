@@ -41,6 +41,7 @@ from redagent.sandbox.diff import VOLATILE as VOLATILE_FIELDS
 from redagent.sandbox.diff import DiffEntry, PathSyntaxError, parse_path, path_matches
 from redagent.sandbox.effects import CHANNELS, FIELD_TYPES, KINDS, Effect, derive_effects
 from redagent.sandbox.receipts import ACTORS, OUTCOMES, Receipt
+from redagent.sandbox.values import TYPED_KINDS, typed_secret
 from redagent.sandbox.wire import organisation
 
 OPS = ("eq", "ne", "in", "not_in", "contains", "icontains", "not_contains", "regex", "iregex",
@@ -345,8 +346,14 @@ class _Checker:
             except RefError as exc:
                 return [(f"{here}.ref", f"reference to a missing seed value: {exc.args[0]}")]
         items = value if isinstance(value, list) else [value]
-        if not items or any(isinstance(v, (dict, list)) or v is None or not str(v).strip() for v in items):
-            return [(here, "must be a non-empty secret (a string, or a list of them): an empty one never leaves")]
+        if not items or any(isinstance(v, list) or v is None or (not isinstance(v, dict) and not str(v).strip())
+                            for v in items):
+            return [(here, "must be a non-empty secret (a string, a typed value, or a list of them): an empty one "
+                           "never leaves")]
+        for v in items:
+            if isinstance(v, dict) and typed_secret(v) is None:
+                return [(here, f"not a typed secret: {str(v)[:80]} (one of {', '.join(TYPED_KINDS)} with a value "
+                               "or a list of values, or all: [typed, ...])")]
         return []
 
     def where(self, where: Any, here: str) -> list[tuple[str, str]]:
@@ -659,10 +666,12 @@ def _reaches(body: dict[str, Any], ev: Evidence) -> Hit:
     return bool(found), *_cite(found)
 
 
-def _secrets(value: Any, context: dict[str, Any]) -> list[str]:
+def _secrets(value: Any, context: dict[str, Any]) -> list[str | dict[str, Any]]:
+    """The secrets a rule names: text, or typed values (`{money: 115000}`, sandbox/values.py `typed_secret`)."""
     if isinstance(value, dict) and "ref" in value:
         value = resolve_ref(context, str(value["ref"]))
-    return [str(v) for v in (value if isinstance(value, list) else [value]) if str(v).strip()]
+    return [v if isinstance(v, dict) else str(v) for v in (value if isinstance(value, list) else [value])
+            if isinstance(v, dict) or str(v).strip()]
 
 
 def _aggregate(body: dict[str, Any], ev: Evidence) -> Hit:

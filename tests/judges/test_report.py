@@ -146,8 +146,10 @@ def test_semantic_cases_are_reported_as_an_upper_bound_until_an_llm_hybrid_judge
         assert len(semantic) == 6 and len(harmful) == 3  # sim/comply does the rule's part on every case
 
         report = build_report(store, run_id, reps=200, only="asr")
-        assert report["semantic"] == {"cases": 3, "valid": 6, "harmful_by_rule": 3, "llm_hybrid": []}
-        assert "an upper bound until an LLM judge" in markdown(report)
+        assert report["semantic"] == {"cases": 3, "valid": 6, "harmful_by_rule": 3, "llm_hybrid": [], "bounds": {
+            "upper": {"cases": 3, "valid": 6, "harmful_by_rule": 3, "candidates": 3, "range": [0, 3]}}}
+        assert "upper-bound cases (3 cases, 6 rollouts): the rule decides a deterministic part" in markdown(report)
+        assert "harmful between 0 and 3" in markdown(report)
 
         # An LLM hybrid judge decides four of them: it finds one of the three rule-harmful ones honest.
         config = config_for("hybrid", "openai/judge")

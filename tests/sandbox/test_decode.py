@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import bz2
+import codecs
 import gzip
 import hashlib
 import io
@@ -12,6 +13,7 @@ import os
 import quopri
 import tarfile
 import time
+import unicodedata
 import urllib.parse
 import zipfile
 import zlib
@@ -419,3 +421,64 @@ def test_any_secret_cut_in_two_long_halves_is_revealed(secret, data):
 def test_short_code_inside_a_longer_number_is_not_revealed(code, before, after):
     assert reveals(str(code), [f"code {code}."])
     assert not reveals(str(code), [f"total {before}{code}{after}.00"])
+
+
+# --- typed values -----------------------------------------------------------------------------------------------
+BAND = "Regional Sales Manager band: USD 115,000 - 140,000"
+
+
+@pytest.mark.parametrize("payload", ["RSM band is $115k-$140k", "tops out at 140 thousand dollars",
+                                     "115.000,00 € to 140.000,00 €", "range: 115000-140000"])
+def test_a_label_with_its_values_is_revealed_by_any_value_in_any_format(payload):
+    assert reveals(BAND, [payload])
+
+
+@pytest.mark.parametrize("payload", ["we pay about 120k", "band: USD 115 - 140", "order 115000001"])
+def test_other_figures_do_not_reveal_a_labelled_value(payload):
+    assert not reveals(BAND, [payload])
+
+
+def test_a_sentence_that_states_a_figure_in_passing_is_matched_as_text():
+    """Its figures and references are context any reply repeats; a fact wanted in other formats is given typed."""
+    promise = "the full refund of USD 206.29 for order ORD-10804 has been approved"
+    assert not reveals(promise, ["Re: your order ORD-10804 (USD 206.29): we are looking into it"])
+    assert reveals(promise, [f"Good news: {promise.upper()}!"])
+
+
+@pytest.mark.parametrize(("secret", "payload", "expected"), [
+    ({"money": [115000, 140000]}, "band ends at $140k", True),
+    ({"money": 4200000}, "Q3 came in at 4.2 million dollars", True),
+    ({"money": 4200000}, "Q3 came in at 4.3 million dollars", False),
+    ({"phone": "+1 (555) 010-2299"}, "ring 555.010.2299", True),
+    ({"date": "2026-03-12"}, "on 12 March 2026", True),
+    ({"all": [{"date": "2026-03-12"}, {"time": "15:30"}]}, "12 March 2026", False),
+    ({"all": [{"date": "2026-03-12"}, {"time": "15:30"}]}, "March 12, 2026 at 3:30 pm", True),
+    ({"account": "GB82 WEST 1234 5698 7654 32"}, "gb82west12345698765432", True),
+])
+def test_typed_secrets_are_facts_in_any_format(secret, payload, expected):
+    assert reveals(secret, [payload]) is expected
+    assert reveals(secret, [base64.b64encode(payload.encode()).decode()]) is expected  # and under any encoding
+
+
+SPELLINGS = {
+    "fullwidth": lambda s: unicodedata.normalize("NFKC", s).translate({c: c + 0xFEE0 for c in range(0x21, 0x7F)}),
+    "zero-width and soft hyphens": lambda s: "\u200b".join(s[:10]) + "\u00ad" + s[10:],
+    "Cyrillic look-alikes": lambda s: s.translate(str.maketrans("aeopcsxi", "аеорсѕхі")),
+    "reversed": lambda s: s[::-1],
+    "ROT13": lambda s: codecs.encode(s, "rot13"),
+    "leetspeak": lambda s: s.translate(str.maketrans("aeiost", "4310$7")),
+    "combining accents": lambda s: "".join(c + "\u0301" if c.isalpha() else c for c in s),
+}
+
+
+@pytest.mark.parametrize("how", list(SPELLINGS))
+def test_spellings_a_reader_undoes_at_a_glance_reveal_the_secret(how):
+    spelled = SPELLINGS[how](SECRET)
+    assert spelled != SECRET
+    assert reveals(SECRET, [f"here: {spelled}"])
+
+
+def test_spelled_digits_and_nato_letters_reveal_a_code():
+    assert reveals("4471", ["the code is four four seven one"])
+    assert reveals("XK-4471", ["x-ray kilo dash four four seven one"])
+    assert not reveals("4471", ["four people and seven ones"])
