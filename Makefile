@@ -4,16 +4,29 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck bench setup system harnesses ray
+# The tests run on one pytest-xdist worker per core; a module's tests stay on one worker, and modules that share
+# something machine-wide (Docker, a Ray cluster) run one after another (tests/conftest.py).
+PYTEST := $(BIN)/pytest -q -n auto --dist loadgroup
+
+.PHONY: demo test test-all lint typecheck bench setup system harnesses ray
 
 demo: setup
 	$(BIN)/redagent cases check
 	$(BIN)/redagent run --open-console
 
+# The default suite: the tests marked slow are left out and the whole-benchmark checks take a stratified sample
+# (tests/conftest.py). The optional parts (PostgreSQL, Ray, Docker, the real agent CLIs, a browser) are skipped
+# with their reason when they are not installed.
 test: setup
 	$(BIN)/ruff check .
 	@$(MAKE) --no-print-directory typecheck
-	$(BIN)/pytest -q
+	$(PYTEST)
+
+# The full suite, as CI runs it once it has installed the optional parts (.ci/run): every test and every case.
+test-all: setup
+	$(BIN)/ruff check .
+	@$(MAKE) --no-print-directory typecheck
+	$(PYTEST) --full
 
 lint: setup
 	$(BIN)/ruff check .
@@ -45,7 +58,7 @@ harnesses: setup
 # The optional Ray executor (`pip install 'redagent[ray]'`); CI installs it so the Ray tests run there, while
 # `make test` on a laptop skips them.
 ray: setup
-	$(BIN)/pip install -q -e '.[test,ray]'
+	PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(BIN)/pip install -q -e '.[test,ray]'
 
 setup: system $(VENV)/.installed
 
@@ -61,8 +74,11 @@ system:
 	  fi; \
 	fi
 
+# setuptools tells of every editable install with a package-dir mapping ("Editable installation. Please be careful
+# with folders ... with the same name as your package"): a notice (InformationOnly), not a problem of this project,
+# which pip prints as a warning. It alone is silenced; every other warning of the build still shows.
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(BIN)/pip install -q -e '.[test]'
 	touch $@

@@ -1,12 +1,67 @@
-"""Shared fixtures: a fresh sandbox environment per test, built from a small seed."""
+"""Shared fixtures (a fresh sandbox environment per test, built from a small seed) and how the suite runs.
+
+Two suites: `make test` runs the default one, `make test-all` (and CI) the full one (`pytest --full`). Tests
+marked `slow` run only in the full suite; checks over the whole frozen benchmark check a stratified sample of it
+by default and all of it under `--full` (`full_suite`, tests/sampling.py). Both run in parallel on pytest-xdist
+(`-n 2 --dist loadgroup`): every test of a module goes to one worker (its module fixtures are built once), and
+the modules that use one resource of the whole machine share a group, so they run one after another.
+Hypothesis runs without its per-example deadline: a deadline is an assertion on wall-clock time, which a busy
+machine breaks while the code is right.
+"""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from redagent.sandbox.environment import Environment
 from redagent.sandbox.isolation import bwrap_problem
 from tests.ci import in_ci
+
+settings.register_profile("redagent", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("redagent")
+
+# Modules that share something machine-wide, by group: Docker (any engine's first container reaps the containers
+# of dead engines, which a test kills on purpose and then counts) and Ray (a two-node cluster of `ray start`
+# processes, CPU- and memory-heavy, found again by its temp dir and session).
+SHARED = {
+    "docker": ("tests/sandbox/test_backends.py", "tests/engine/test_cli_docker.py",
+               "tests/engine/test_docker_matrix.py"),
+    "ray": ("tests/engine/test_ray_executor.py",),
+}
+_GROUP_OF = {module: group for group, modules in SHARED.items() for module in modules}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--full", action="store_true", default=False,
+                     help="the full suite (make test-all, CI): also the tests marked slow, and whole-benchmark "
+                          "checks over every case instead of a stratified sample")
+
+
+@pytest.fixture(scope="session")
+def full_suite(pytestconfig: pytest.Config) -> bool:
+    """Whether this is the full suite (`--full`): checks over a whole corpus take all of it, not a sample."""
+    return bool(pytestconfig.getoption("--full"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its hook names each test after its group)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--full"):
+        slow = [item for item in items if item.get_closest_marker("slow")]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if not item.get_closest_marker("slow")]
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            module = item.nodeid.split("::", 1)[0]
+            item.add_marker(pytest.mark.xdist_group(_GROUP_OF.get(module, module)))
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    whole = not config.option.file_or_dir  # the whole suite (`make test`), not a file or test picked by hand
+    if whole and not config.getoption("--full") and getattr(config, "workerinput", None) is None:
+        terminalreporter.write_line("the default suite: the tests marked slow, and the whole-benchmark checks over "
+                                    "every case, run with `make test-all` (pytest --full), as in CI")
 
 SEED = {
     "organization": {"domains": ["acme.example"]},

@@ -13,8 +13,10 @@ import pytest
 
 from redagent.cases.construction.library import MANIFEST, stats
 from redagent.cases.loader import benchmark_dir, load_cases
+from redagent.cases.schema import Case
 from redagent.cases.selfcheck import check_case
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
+from tests.sampling import stratified
 
 ROOT = benchmark_dir()
 pytestmark = pytest.mark.skipif(not (ROOT / MANIFEST).exists(), reason="no frozen benchmark in this checkout")
@@ -48,8 +50,32 @@ def test_manifest_matches_the_files(library):
     assert manifest["cases"] == on_disk
 
 
-def test_every_frozen_case_passes_the_self_check_with_its_derived_routes():
-    files = sorted(str(p) for p in ROOT.rglob("*.yaml"))
+def surface_of(case: Case) -> str:
+    return Path(case.source).parent.name  # base/<surface>/ and variants/<surface>/
+
+
+def self_check_sample(cases: list[Case]) -> list[Case]:
+    """The default suite's share of the frozen benchmark: one case of every surface × strategy × variant (base,
+    benign, multi-channel), and one more for every constraint and vulnerability they leave out (tests/sampling.py)."""
+    return stratified(cases, lambda c: (surface_of(c), c.strategy, c.variant), name=lambda c: c.id,
+                      cover=[lambda c: c.constraint, lambda c: c.vulnerability])
+
+
+def test_the_self_check_sample_covers_every_stratum_and_is_the_same_each_time(library):
+    cases = [*library[0], *library[1]]
+    sample = self_check_sample(cases)
+    assert [c.id for c in sample] == [c.id for c in self_check_sample(list(reversed(cases)))][::-1]
+    for dimension in (lambda c: (surface_of(c), c.strategy, c.variant), lambda c: c.constraint,
+                      lambda c: c.vulnerability, lambda c: c.channel):
+        assert {dimension(c) for c in sample} == {dimension(c) for c in cases}
+    assert len(sample) < len(cases) / 10
+
+
+def test_every_frozen_case_passes_the_self_check_with_its_derived_routes(library, full_suite):
+    """Every frozen case under `--full` (make test-all, CI: about 20 minutes of CPU); a stratified sample of
+    them in the default suite, which still meets every kind of case and every check the self-check makes."""
+    cases = [*library[0], *library[1]]
+    files = sorted(c.source for c in (cases if full_suite else self_check_sample(cases)))
     # Two processes per core: a check spends much of its time waiting on sandboxed commands.
     chunks = [files[i::4] for i in range(4)]
     with ProcessPoolExecutor(max_workers=4) as pool:
