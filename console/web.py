@@ -285,7 +285,7 @@ def _secure_headers(response: web.StreamResponse) -> None:
     headers = response.headers
     headers.setdefault("Cache-Control", "no-store")
     headers["X-Content-Type-Options"] = "nosniff"
-    headers["Referrer-Policy"] = "no-referrer"
+    headers["Referrer-Policy"] = "same-origin"  # "no-referrer" would make the Origin of its own form "null"
     headers["X-Frame-Options"] = "DENY"
     headers["Cross-Origin-Resource-Policy"] = "same-origin"
     headers["Cross-Origin-Opener-Policy"] = "same-origin"

@@ -62,7 +62,7 @@ def _page(title: str, body: str, head: str = "") -> str:
 <html lang="en">
   <head>
     <meta charset="utf-8">
-    <meta name="referrer" content="no-referrer">
+    <meta name="referrer" content="same-origin">
     <link rel="icon" href="data:,">
     <title>{html.escape(title)}</title>
     <style>{_FONTS}{_STYLE}</style>{head}
