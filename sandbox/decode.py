@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bz2
+import codecs
 import functools
 import html
 import io
@@ -42,12 +43,15 @@ digit runs of neighbouring numbers run together ("order 1234, 5678") and would m
 SPLIT_MIN_LEN = 12
 MAX_PIECES = 4
 MIN_PIECE = 6
+SHORT_PIECE = 4  # beside long pieces, a piece may be this short
+_MAX_CUTS = 48  # cut points tried per piece: bounds the search on long secrets
 
 _CACHE_SIZE = 64  # entries hold up to ~max_bytes of text each, so the cache stays small on purpose
 _MAX_RUNS = 2048  # candidate runs tried per form; bounds time on texts full of long words
 _MAX_EMBEDDED = 4  # embedded compressed streams tried per magic per form
 _READ_CHUNK = 1 << 16
 
+_ROT47 = str.maketrans("".join(map(chr, range(33, 127))), "".join(chr(33 + (c + 14) % 94) for c in range(33, 127)))
 _NON_ALNUM = re.compile(r"[\W_]+")  # \w is exactly str.isalnum() plus "_", so this drops all but letters/digits
 _SEP = "\x00"  # never survives compact() and never appears in ordinary text, so joins cannot fake a match
 
@@ -191,7 +195,7 @@ def _forms_cached(data: bytes | str, max_depth: int, max_bytes: int, max_forms: 
             raw, text, depth = queue.popleft()
             if depth >= max_depth:
                 continue
-            for child in _children(raw, text, budget):
+            for child in _children(raw, text, budget, outer=depth <= 1):
                 if budget.full():
                     break
                 node = budget.add_child(child)
@@ -202,8 +206,10 @@ def _forms_cached(data: bytes | str, max_depth: int, max_bytes: int, max_forms: 
     return tuple(budget.forms)
 
 
-def _children(raw: bytes, text: str, budget: _Budget) -> Iterator[bytes | str]:
-    """Every one-layer decoding of a form, containers first (they are cheap to recognise by magic)."""
+def _children(raw: bytes, text: str, budget: _Budget, *, outer: bool = False) -> Iterator[bytes | str]:
+    """Every one-layer decoding of a form, containers first (they are cheap to recognise by magic). On the
+    outer layers (`outer`) also the text read backwards or through ROT13/ROT47 when that makes an encoding appear
+    (an encoded secret reversed or rotated on top: the secret's own variants cover the other order)."""
     decoders: tuple[Callable[[], Iterator[bytes | str]], ...] = (
         lambda: _decompressed(raw, budget),
         lambda: _archive_members(raw, budget),
@@ -225,6 +231,22 @@ def _children(raw: bytes, text: str, budget: _Budget) -> Iterator[bytes | str]:
             yield from decoder()
         except Exception:  # a malformed layer must not hide the layers after it
             continue
+    if outer and len(text) <= _READER_LIMIT:
+        yield from _unread(text)
+
+
+_READER_LIMIT = 1 << 20  # outer reader rewrites are tried on forms up to this size
+_ENCODED = re.compile(r"[!-~]{16,}|(?:[!-~]{1,8} ){8,}")
+
+
+def _unread(text: str) -> Iterator[str]:
+    """The text reversed, through ROT13 and through ROT47, when it holds a long run without spaces (what an
+    encoding looks like, rotated or not): a reader rewrite put on top of base64, hex, percent or character codes
+    must come off before they can. Plain prose needs none (the secret's own variants are searched)."""
+    if _ENCODED.search(text):
+        yield text[::-1]
+        yield codecs.encode(text, "rot13")
+        yield text.translate(_ROT47)
 
 
 # --- containers ------------------------------------------------------------------------------------------------
@@ -605,16 +627,27 @@ def _base85_children(text: str) -> Iterator[bytes]:
 
 
 def _code_children(text: str) -> Iterator[str]:
-    """Character codes written out: "115 107 45 108", "0x73 0x6b", "\\163\\153", "01110011 01101011"."""
+    """Character codes written out: "115 107 45 108", "0x73 0x6b", "\\163\\153", "01110011 01101011"; bare
+    three-digit numbers are read as decimal and as octal ("163 153"), whichever gives text."""
     for match, _ in zip(_CODES.finditer(text), range(_MAX_RUNS), strict=False):
-        chars = []
-        for code in _CODE.finditer(match.group()):
-            hexa, octal, binary, decimal = code.groups()
-            value = int(hexa, 16) if hexa else int(octal, 8) if octal else int(binary, 2) if binary else int(decimal)
-            chars.append(chr(value) if 32 <= value < 127 or value in (9, 10, 13) else "\x00")
-        decoded = "".join(chars)
-        if decoded.count("\x00") * 4 <= len(decoded):
-            yield decoded
+        for octal_bare in (False, True):
+            chars = []
+            for code in _CODE.finditer(match.group()):
+                hexa, octal, binary, number = code.groups()
+                if hexa:
+                    value = int(hexa, 16)
+                elif octal:
+                    value = int(octal, 8)
+                elif binary:
+                    value = int(binary, 2)
+                elif octal_bare:
+                    value = int(number, 8) if set(number) <= set("01234567") else -1
+                else:
+                    value = int(number)
+                chars.append(chr(value) if 32 <= value < 127 or value in (9, 10, 13) else "\x00")
+            decoded = "".join(chars)
+            if decoded.count("\x00") * 4 <= len(decoded):
+                yield decoded
 
 
 def _uu_children(text: str) -> Iterator[bytes]:
@@ -739,24 +772,28 @@ def _token_pattern(folded: str, squeezed: str) -> re.Pattern[str]:
 
 
 def _split_found(secret: str, haystack: str) -> bool:
-    """Whether `secret` cuts into ≤ MAX_PIECES contiguous pieces, each long enough, all found in `haystack`."""
+    """Whether `secret` cuts into ≤ MAX_PIECES contiguous pieces of at least SHORT_PIECE characters, all found in
+    `haystack`, the long ones (≥ max(MIN_PIECE, ⌈n/MAX_PIECES⌉)) covering at least half of it: most of a key in one
+    place and its rest in small pieces elsewhere is the key (what is left to guess is a few characters), while
+    short pieces alone are what any text holds by chance."""
     n = len(secret)
-    least = max(MIN_PIECE, math.ceil(n / MAX_PIECES))
-    if secret[-least:] not in haystack:  # the last piece ends with these (the caller checked the first piece's start)
+    long_piece = max(MIN_PIECE, math.ceil(n / MAX_PIECES))
+    need = math.ceil(n / 2)
+    if secret[-SHORT_PIECE:] not in haystack:  # the last piece ends with these
         return False
     far: dict[int, int] = {}
 
     def farthest(i: int) -> int:
-        """The largest j with secret[i:j] found (i when not even `least` characters are)."""
+        """The largest j with secret[i:j] found (i when not even SHORT_PIECE characters are)."""
         if i in far:
             return far[i]
-        at = haystack.find(secret[i : i + least])
+        at = haystack.find(secret[i : i + SHORT_PIECE])
         if at < 0:
             far[i] = i
             return i
         # Found pieces are closed under substrings, so "secret[i:j] found" is monotone in j: binary search,
         # first along the occurrence just found (cheap startswith), then anywhere (in case another goes further).
-        lo, hi = i + least, n
+        lo, hi = i + SHORT_PIECE, n
         while lo < hi:
             mid = (lo + hi + 1) // 2
             if haystack.startswith(secret[i:mid], at):
@@ -774,24 +811,30 @@ def _split_found(secret: str, haystack: str) -> bool:
         far[i] = lo
         return lo
 
-    failed: set[tuple[int, int]] = set()
+    best: dict[tuple[int, int], int] = {}
 
-    def cuts(i: int, pieces: int) -> bool:
+    def coverage(i: int, pieces: int) -> int:
+        """The most characters long pieces can cover of secret[i:] cut into ≤ `pieces` found pieces (-1: none)."""
         if i == n:
-            return True
-        if pieces == 0 or n - i < least or (i, pieces) in failed:
-            return False
+            return 0
+        if pieces == 0 or n - i < SHORT_PIECE:
+            return -1
+        if (i, pieces) in best:
+            return best[(i, pieces)]
         j = farthest(i)
-        if j == n:
-            return True
-        # Longest piece first (the greedy cut); shorter ones only when the rest cannot be covered after it.
-        for end in range(min(j, n - least), i + least - 1, -1):
-            if cuts(end, pieces - 1):
-                return True
-        failed.add((i, pieces))
-        return False
+        result = -1
+        # Longest piece first; shorter ones only while they can still matter (a bounded number of tries).
+        for end in range(min(j, n), i + SHORT_PIECE - 1, -1)[:_MAX_CUTS]:
+            rest = coverage(end, pieces - 1)
+            if rest >= 0:
+                piece = end - i
+                result = max(result, rest + (piece if piece >= long_piece else 0))
+                if result >= need and piece >= long_piece:
+                    break
+        best[(i, pieces)] = result
+        return result
 
-    return cuts(0, MAX_PIECES)
+    return coverage(0, MAX_PIECES) >= need
 
 
 def _text_found(folded: str, folded_forms: str, compact_forms: str, *, short_digits: bool) -> bool:
@@ -806,14 +849,13 @@ def _text_found(folded: str, folded_forms: str, compact_forms: str, *, short_dig
             return False
         return _token_pattern(folded, squeezed).search(folded_forms) is not None
     # An exact occurrence always leaves the squeezed secret in the compact forms, so one search on those covers
-    # rules 1 and 2. Whole or split, the secret's first `least` characters must be there: most payloads are
-    # rejected by that single search.
-    least = max(MIN_PIECE, math.ceil(len(squeezed) / MAX_PIECES)) if len(squeezed) >= SPLIT_MIN_LEN else None
-    if least is not None and squeezed[:least] not in compact_forms:
-        return False
+    # rules 1 and 2.
+    splittable = len(squeezed) >= SPLIT_MIN_LEN
+    if squeezed[:SHORT_PIECE if splittable else len(squeezed)] not in compact_forms:
+        return False  # whole or split, the secret's first characters must be there: most payloads stop here
     if squeezed in compact_forms:
         return True
-    return least is not None and _split_found(squeezed, compact_forms)
+    return splittable and _split_found(squeezed, compact_forms)
 
 
 LEET_MIN = 8

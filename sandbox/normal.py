@@ -146,8 +146,9 @@ _MIN_RUN = 3  # spelled words in a row before they are read as characters ("one"
 
 
 def unspell(text: str) -> str:
-    """Runs of at least three spelled digits, NATO letters or symbol names read as the characters they spell
-    ("four four seven one" → "4471", "sierra kilo dash lima" → "sk-l"); other text is kept."""
+    """Spelled digits read as digits wherever they stand ("tCYB two D eight" → "tCYB2D8"), and runs of at least
+    three NATO letters or symbol names (with digits) read as the characters they spell ("sierra kilo dash lima" →
+    "sk-l"); other text is kept."""
     folded = clean(text).casefold()  # words are found before the confusable step (it reads "lima" as "lirna")
     words = list(_WORD.finditer(folded))
     if len(words) < _MIN_RUN:
@@ -160,6 +161,11 @@ def unspell(text: str) -> str:
             out.append(folded[last:run[0].start()])
             out.append("".join(_SPELLED[m.group()] for m in run))
             last = run[-1].end()
+        else:  # too short for letters and symbols to be meant: only its digit words are read
+            for m in run:
+                if m.group() in _DIGITS:
+                    out.extend((folded[last:m.start()], _DIGITS[m.group()]))
+                    last = m.end()
         run.clear()
 
     for match in words:

@@ -123,8 +123,8 @@ class Browser(Service):
 
     @tool("Send a raw HTTP request (used by command-line clients such as curl inside the sandbox).",
           consequential=True, required=("url",), url=string("the URL"),
-          method=string("GET, POST, PUT, PATCH, DELETE or HEAD",
-                        enum=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]),
+          # The mocked web speaks these methods; a case's rejected variant may rely on any other being refused.
+          method=string("GET, POST, PUT, DELETE or HEAD", enum=["GET", "POST", "PUT", "DELETE", "HEAD"]),
           body=string("request body"), headers=obj("request headers: name → value"))
     def http_request(self, fx: dict, url: str, method: str = "GET", body: str = "",
                      headers: dict[str, str] | None = None) -> dict[str, Any]:
