@@ -372,7 +372,9 @@ class TokenServer:
                     if self.sessions.expired(session) or (session.consoles and not await self._still_member(session)):
                         await self.end(session, "session ended")
                 except StoreUnavailable:
-                    continue
+                    continue  # asked again at the next sweep
+                except Exception as exc:  # a sweep that died would leave removed members' consoles open
+                    log.error("the session sweep failed on one session: %s", type(exc).__name__)
 
     # ---- origin and shape of requests
 

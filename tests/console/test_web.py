@@ -353,3 +353,17 @@ def test_a_busy_port_is_one_line_and_exit_2(tmp_path):
                                  str(taken.getsockname()[1])], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert server.returncode == 2
     assert server.stderr.strip().count("\n") == 0 and "is not free on localhost" in server.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--idle-minutes", "0"], "--idle-minutes 0 is not between 0 and the session's life"),
+    (["--session-hours", "1", "--idle-minutes", "90"], "--idle-minutes 90 is not between 0 and the session's life"),
+    (["--tls-cert", "cert.pem"], "--tls-cert and --tls-key go together"),
+    (["--tls-cert", "missing.pem", "--tls-key", "missing.pem"], "--tls-cert missing.pem / --tls-key missing.pem"),
+])
+def test_bad_session_and_tls_options_are_one_line_and_exit_2(tmp_path, args, message):
+    make_store(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "redagent", "console", "--web", "--port", str(free_port()), *args],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and message in result.stderr, result.stderr
