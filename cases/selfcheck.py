@@ -309,11 +309,26 @@ def check_many(cases: list[Case], jobs: int = 1) -> list[CaseCheck]:
     sources = sorted({c.source for c in cases})
     if jobs <= 1 or len(cases) < 50 or not all(Path(s).is_file() for s in sources):
         return [check_case(c) for c in cases]
-    from concurrent.futures import ProcessPoolExecutor
+    import multiprocessing
 
     chunks = [sources[i::jobs] for i in range(jobs)]
     found: dict[str, tuple[list[tuple[str, str]], int, list[str]]] = {}
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for part in pool.map(_check_files, chunks):
+    # A Pool, whose exit terminates its workers: a check stopped by a signal ends them (each removes its sandboxes)
+    # instead of waiting for their chunks, as a ProcessPoolExecutor's shutdown did (minutes, past a SIGTERM).
+    with multiprocessing.Pool(jobs, initializer=_worker_signals) as pool:
+        for part in pool.imap_unordered(_check_files, chunks):
             found.update(part)
     return [CaseCheck(c, *found[c.id]) for c in cases]
+
+
+def _worker_signals() -> None:
+    """A check worker leaves stopping to the process that started it: Ctrl-C at a terminal reaches the whole
+    process group, and the parent decides; the parent's SIGTERM (Pool.terminate) ends the worker's check through
+    its cleanup, as a SystemExit, which the pool's worker loop lets through."""
+    import signal
+
+    def leave(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, leave)

@@ -9,13 +9,15 @@ from pathlib import Path
 
 import orjson
 import typer
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from redagent.cases.loader import CaseFileError, case_files, load_cases
+from redagent.cases.loader import CaseFileError, load_cases
 from redagent.cases.schema import Case
 from redagent.cases.selfcheck import CHECK_JOBS
 from redagent.cases.taxonomy import CHANNELS, CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
-from redagent.console.cli_common import DB_OPTION, err, examples, fail, opened_store, out, print_json, split
+from redagent.console.cli_common import DB_OPTION, err, examples, fail, opened_store, out, print_json, split, stoppable
 from redagent.console.rounds_cli import rounds_app
 
 cases_app = typer.Typer(no_args_is_help=True, help="Case library: list, show, validate, check, taxonomy.",
@@ -87,22 +89,27 @@ def cases_show(case_id: str = typer.Argument(..., help="case id"),
     if as_json:
         print_json({"hash": case.content_hash, "file": case.source, **case.raw})
         return
-    out.print(f"[bold]{case.id}[/] v{case.version} — {case.title}")
+    out.print(f"[bold]{escape(case.id)}[/] v{case.version} — {escape(case.title)}", markup=True)
     out.print(f"IVC: {case.strategy} {STRATEGIES[case.strategy].name} → {case.vulnerability} "
               f"{VULNERABILITIES[case.vulnerability].name} → {case.constraint} "
               f"{CONSTRAINTS[case.constraint].name}")
     out.print(f"surfaces: {', '.join(case.surfaces)}   channel: {case.channel}   hash: {case.content_hash[:16]}")
-    out.print(f"\n[bold]Task[/]\n{case.task}")
+    out.print("\nTask", style="bold")
+    out.print(case.task)
     for i, turn in enumerate(case.followups):
-        out.print(f"[bold]Follow-up {i}[/]\n{turn}")
-    out.print(f"\n[bold]Attack[/] ({case.attack.placement}{' → ' + case.attack.target if case.attack.target else ''})\n"
-              f"{case.attack.content}")
-    out.print(f"\n[bold]Verifier[/]\n{orjson.dumps(case.rule, option=orjson.OPT_INDENT_2).decode()}")
-    out.print(f"\n[bold]Policy reminder[/]\n{case.policy_reminder}")
+        out.print(f"Follow-up {i}", style="bold")
+        out.print(turn)
+    out.print("\nAttack", style="bold", end=" ")
+    out.print(f"({case.attack.placement}{' → ' + case.attack.target if case.attack.target else ''})")
+    out.print(case.attack.content)
+    out.print("\nVerifier", style="bold")
+    out.print(orjson.dumps(case.rule, option=orjson.OPT_INDENT_2).decode())
+    out.print("\nPolicy reminder", style="bold")
+    out.print(case.policy_reminder)
     for name, steps in (("benign", case.plans.benign), ("harmful", case.plans.harmful),
                         ("indirect", case.plans.indirect)):
         if steps:
-            out.print(f"\n[bold]{name} plan[/]")
+            out.print(f"\n{name} plan", style="bold")
             for s in steps:
                 out.print(f"  {s.tool}({orjson.dumps(s.args).decode()})")
 
@@ -110,14 +117,13 @@ def cases_show(case_id: str = typer.Argument(..., help="case id"),
 @cases_app.command("validate", epilog=examples("redagent cases validate my-cases/"))
 def cases_validate(paths: list[Path] = typer.Argument(..., help="case files or folders")) -> None:
     """Validate case files: one line per problem (file:line: field: what), exit 2 if any."""
-    files = case_files(paths)
     try:
-        load_cases(paths)
+        cases = load_cases(paths)  # one case a file, or a problem (a duplicate id too)
     except CaseFileError as exc:
         for problem in exc.problems:
             err.print(str(problem), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    out.print(f"{len(files)} case file(s) valid")
+    out.print(f"{len(cases)} case file(s) valid")
 
 
 @cases_app.command("check", epilog=examples("redagent cases check",
@@ -135,7 +141,8 @@ def cases_check(
 
     chosen = [*(path or []), *(also or [])] or None
     cases = _select(_library(chosen), surface, strategy)
-    checks = check_many(cases, jobs)
+    with stoppable("the check was interrupted; its sandboxes are removed and nothing is kept"):
+        checks = check_many(cases, jobs)
     summary = summarize(checks)
     if as_json:
         print_json(summary)
@@ -144,8 +151,8 @@ def cases_check(
         for column in ("id", "IVC", "surfaces", "routes", "result"):
             table.add_column(column)
         for c in checks:
-            verdict = "[green]pass[/]" if c.passed else "[red]" + "; ".join(
-                f"{k}: {w}" for k, w in c.failures) + "[/]"
+            verdict = Text("pass", style="green") if c.passed else Text("; ".join(
+                f"{k}: {w}" for k, w in c.failures), style="red")
             table.add_row(c.case.id, f"{c.case.strategy}/{c.case.vulnerability}/{c.case.constraint}",
                           ",".join(c.case.surfaces), f"{c.variants_tried - len(c.variants_failed)}/{c.variants_tried}",
                           verdict)
@@ -188,14 +195,15 @@ def cases_rollout(
     out.rule(f"{case_id} · {agent}{' · benign variant' if benign else ''}")
     for event in rollout.events:
         if event.role == "assistant" and event.tool_call:
-            out.print(f"[cyan]#{event.index} call[/] {event.tool_call['name']}"
-                      f"({orjson.dumps(event.tool_call['args']).decode()})", markup=True, highlight=False)
+            out.print(f"[cyan]#{event.index} call[/] {escape(event.tool_call['name'])}"
+                      f"({escape(orjson.dumps(event.tool_call['args']).decode())})", markup=True, highlight=False)
         elif event.role == "tool":
             flag = " [yellow](tampered)[/]" if event.tampered else ""
-            shown = (event.observation or "")[:300].replace("[", r"\[")
-            out.print(f"[dim]#{event.index} result{flag}[/] {shown}", highlight=False)
+            out.print(f"[dim]#{event.index} result{flag}[/] {escape((event.observation or '')[:300])}", markup=True,
+                      highlight=False)
         else:
-            out.print(f"[bold]#{event.index} {event.role}[/] {event.text}", markup=True, highlight=False)
+            out.print(f"[bold]#{event.index} {escape(event.role)}[/] {escape(event.text or '')}", markup=True,
+                      highlight=False)
     out.rule("receipts")
     for r in done.receipts:
         out.print(f"{r.id} step {r.step} {r.actor} {r.service}.{r.action} {r.outcome}"

@@ -1,24 +1,76 @@
 """What every `redagent` sub-command shares: its consoles, the --db option, JSON output, comma lists, the
 examples its --help ends with, and the one error path: a user-caused error ends as one line on stderr,
-`error: …`, with exit code 2 (`fail`, or `opened_store` for the errors of a command that opens the store)."""
+`error: …`, with exit code 2 (`fail`, or `opened_store` for the errors of a command that opens the store).
+
+Text from outside — case files, agents, model replies, stored runs — is printed as text: the two consoles
+pass every string and every rendered segment through `clean` (no control or bidi character reaches a
+terminal or a pipe), and read no Rich markup unless a printer asks for it with `markup=True` and escapes
+what it embeds. `--json` output (`print_json`) is written exactly as stored.
+"""
 
 from __future__ import annotations
 
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import orjson
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
 from rich.markup import escape
+from rich.segment import Segment
+from rich.text import Text
 
 if TYPE_CHECKING:
     from redagent.store.db import Store
 
-out = Console()
-err = Console(stderr=True, emoji=False)  # an error line is shown as written: "x.yaml:100:" is no emoji
+# What a terminal would act on rather than show: C0 controls but tab and newline (ESC starts every escape
+# sequence: colours, cursor moves, the window title, hyperlinks), DEL, the C1 controls (U+009B is a one-byte
+# CSI), line and paragraph separators, and the Unicode format characters (category Cf) — bidi embeddings,
+# overrides and isolates (U+202A-U+202E, U+2066-U+2069), marks (U+200E/F, U+061C), zero-width and invisible
+# characters, the tag block (U+E0000-U+E007F, invisible "ASCII"). Zero-width (non-)joiners stay: scripts and
+# emoji need them to render, and they reorder and hide nothing. Lone surrogates (no encoder takes them) are
+# shown as U+FFFD. tests/console/test_clean_output.py checks the list against unicodedata's Cf.
+_UNSHOWN = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+    "\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+    "\ud800-\udfff]")
+
+
+def _unshown(match: re.Match[str]) -> str:
+    return "\ufffd" if "\ud800" <= match.group() <= "\udfff" else ""
+
+
+def clean(text: object) -> str:
+    """`text` as it may be shown in a terminal or a log: control, bidi and other format characters removed
+    (tab and newline kept), lone surrogates replaced. Every string the CLI's consoles print passes here."""
+    shown = text if isinstance(text, str) else str(text)
+    return _UNSHOWN.sub(_unshown, shown) if _UNSHOWN.search(shown) else shown
+
+
+class _CleanConsole(Console):
+    """A Rich console that shows text from outside as text. Strings are cleaned before Rich lays them out
+    (so table columns keep their widths), and every segment once more as it is rendered, which also covers
+    `Text` objects built elsewhere; Rich's own control segments (a progress bar's cursor moves) pass."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(clean(text), **kwargs)
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control or not _UNSHOWN.search(segment.text):
+                yield segment
+            else:
+                yield Segment(clean(segment.text), segment.style, segment.control)
+
+
+# Markup off: a case title "[/bold]" is text, not a tag (it was an internal error) and "[link=…]" no link.
+# A printer that styles with markup passes markup=True and escapes (`escape`) every value it embeds.
+out = _CleanConsole(markup=False, emoji=False)
+err = _CleanConsole(stderr=True, markup=False, emoji=False)  # "x.yaml:100:" is no emoji
 
 DB_OPTION = typer.Option(None, "--db", help="store: a SQLite file path or a URL (sqlite:///…, postgresql+psycopg://…); "
                          "default $REDAGENT_DB or .redagent/redagent.db. Only commands that write create a "
@@ -38,6 +90,45 @@ def examples(*invocations: str) -> str:
 def fail(message: str) -> NoReturn:
     err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(2)
+
+
+class Stopped(BaseException):
+    """SIGINT or SIGTERM reached a command inside `stoppable`. A BaseException, like KeyboardInterrupt: no
+    `except Exception` swallows it, and every `finally` on the way out runs (sandboxes are removed)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def stoppable(what: str) -> Iterator[None]:
+    """SIGINT and SIGTERM end the block at the next Python instruction, through its cleanup, as one line
+    (`stopped by SIGTERM: …`) and exit code 128 + the signal. A second signal while that cleanup runs ends
+    the process at once: a command is always killable. SIGTERM's default (die with no cleanup) would leave
+    sandboxes behind, and Ctrl-C's KeyboardInterrupt ended in no line at all."""
+    import os
+    import signal
+
+    received: list[int] = []
+
+    def handler(signum: int, _frame: Any) -> None:
+        received.append(signum)
+        if len(received) > 1:
+            err.print(f"stopped by {signal.Signals(signum).name} again: ended at once", highlight=False)
+            os._exit(128 + signum)
+        raise Stopped(signum)
+
+    signums = (signal.SIGINT, signal.SIGTERM)
+    previous = {signum: signal.signal(signum, handler) for signum in signums}
+    try:
+        yield
+    except Stopped as exc:
+        err.print(f"stopped by {signal.Signals(exc.signum).name}: {what}", highlight=False, soft_wrap=True)
+        raise typer.Exit(128 + exc.signum) from None
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
 
 
 def print_json(data: Any) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import typer
 
-from redagent.console.cli_common import DB_OPTION, examples, fail, opened_store, out, print_json, split
+from redagent.console.cli_common import DB_OPTION, clean, examples, fail, opened_store, out, print_json, split
 
 # Mounted without a name (console/cli.py): its commands are top-level, `redagent judge`, `redagent stats`, …
 judge_app = typer.Typer()
@@ -116,7 +116,7 @@ def stats_command(
     if as_json:
         print_json({k: report.get(k) for k in shown})
     else:
-        sys.stdout.write(markdown({k: v for k, v in report.items() if k in shown}) + "\n")
+        sys.stdout.write(clean(markdown({k: v for k, v in report.items() if k in shown})) + "\n")
 
 
 @judge_app.command("report", epilog=examples("redagent report run-3fa2 --out reports/run-3fa2"))

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from redagent.cases.loader import CaseFileError
@@ -23,9 +24,15 @@ def _default_models() -> list[str]:
     return list(BEHAVIOURS)
 
 
+# After a stop (SIGINT, SIGTERM), how long rollouts in flight may go on to finish and be stored before they are
+# cancelled (not stored; a resume runs them again). Under a scheduler's usual 30 s between SIGTERM and SIGKILL.
+STOP_GRACE_S = 10.0
+
+
 def _drive(runner, as_json: bool) -> dict[str, Any]:
-    """Run a matrix with a live progress bar; Ctrl-C stops cleanly (in-flight rollouts finish). Returns the
-    run's summary with its exit code: 128 + the signal that stopped it, else 0."""
+    """Run a matrix with a live progress bar. SIGINT or SIGTERM stops it: nothing new starts, rollouts in flight
+    get STOP_GRACE_S to finish, then they are cancelled — at once on a second signal — and their sandboxes go.
+    Returns the run's summary with its exit code: 128 + the signal that stopped it, else 0."""
     import asyncio
     import signal
 
@@ -46,17 +53,33 @@ def _drive(runner, as_json: bool) -> dict[str, Any]:
         runner.on_progress = show
         received: list[int] = []
 
-        def stop(signum: int) -> None:
-            received.append(signum)
-            runner.request_stop()
-
         async def go():
             loop = asyncio.get_running_loop()
+            running = asyncio.ensure_future(runner.run())
+
+            def cancel() -> None:
+                if not running.done():
+                    running.cancel()
+
+            def stop(signum: int) -> None:
+                received.append(signum)
+                if len(received) > 1:
+                    cancel()
+                    return
+                runner.request_stop()
+                err.print(f"stopping ({signal.Signals(signum).name}): no new rollouts; those in flight have "
+                          f"{STOP_GRACE_S:g} s to finish (signal again to stop them now)", highlight=False)
+                loop.call_later(STOP_GRACE_S, cancel)
+
             # SIGTERM too: a scheduler or `kill` ends the run like Ctrl-C, with what was finished stored.
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(signum, stop, signum)
             try:
-                return await runner.run()
+                return await running
+            except asyncio.CancelledError:
+                if not received:
+                    raise
+                return None  # stopped by the signal: the run's row says stopped, the summary below says so
             finally:
                 for signum in (signal.SIGINT, signal.SIGTERM):
                     loop.remove_signal_handler(signum)
@@ -98,11 +121,11 @@ def _utility_cell(rate: dict[str, Any]) -> str:
 def print_summary(result: dict[str, Any]) -> None:
     from redagent.judges.report import utility_text
 
-    out.print(f"[bold]{result['run_id']}[/] {result['status']} · {result['completed']}/{result['planned']} rollouts "
-              f"· valid {result['valid']} · invalid {result['invalid']}", highlight=False)
+    out.print(f"[bold]{escape(result['run_id'])}[/] {result['status']} · {result['completed']}/{result['planned']} "
+              f"rollouts · valid {result['valid']} · invalid {result['invalid']}", markup=True, highlight=False)
     if result["status"] == "interrupted":
-        out.print(f"[yellow]the process driving this run died; resume with `redagent run --resume "
-                  f"{result['run_id']}`[/]", highlight=False)
+        out.print(f"the process driving this run died; resume with `redagent run --resume {result['run_id']}`",
+                  style="yellow", highlight=False)
     if result["invalid_reasons"]:
         out.print("invalid: " + ", ".join(f"{k} {v}" for k, v in sorted(result["invalid_reasons"].items())))
     table = Table(title="execution ASR (E=1 among valid attacked rollouts) · utility U (task done; done/n checked, "
