@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import itertools
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -51,7 +53,12 @@ class Problem:
         return f"{_shown(self.file)}:{self.line}: {_shown(self.field)}: {_shown(self.message, 400)}"
 
 
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+# Escaped in a problem line: C0 and C1 controls, line separators, bidi and other format characters (Cf),
+# lone surrogates. A hostile file's name or key then cannot reorder, hide or colour the line it is named in.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+                          "\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+                          "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e007f"
+                          "\ud800-\udfff]")
 
 
 def _shown(text: str, limit: int = 200) -> str:
@@ -79,6 +86,17 @@ def parse_file(path: Path) -> tuple[Any, dict[str, int]]:
 
 # -- validation --------------------------------------------------------------------------------
 MAX_PROBLEMS = 50  # reported per file
+
+# What the self-check runs. It runs a case's plans many times — once per dropped effect step, per mutation, per
+# generated route and near-miss — so its cost is about the number of runs times the steps in each; a 60-step plan
+# of 220 KB (within every YAML bound) kept `cases check` busy for minutes. The real libraries (62 starter cases,
+# both benchmarks: 11,348 files) peak at 12 benign, 2 harmful and 1 indirect step, 2 mutations on a step, no setup
+# action and 2,012 bytes of plans; benchmarks/case_bounds.py measures these maxima, and how long the check of a
+# case at every limit takes. docs/case-format.md ("Limits") gives the reasons.
+MAX_STEPS = {"benign": 48, "harmful": 8, "indirect": 8}
+MAX_MUTATIONS = 8  # on one harmful step
+MAX_SETUP_ACTIONS = 16  # run each time a sandbox is built
+MAX_PLAN_BYTES = 64 << 10  # the plans as JSON, and the setup actions as JSON
 
 
 class _Collector:
@@ -309,6 +327,13 @@ def _setup_actions(out: _Collector, raw: Any) -> None:
     if not isinstance(raw, list):
         out.add("seed.setup_actions", "must be a list of {tool, args}")
         return
+    if len(raw) > MAX_SETUP_ACTIONS:
+        out.add("seed.setup_actions", f"{len(raw):,} setup actions; a case may have at most {MAX_SETUP_ACTIONS} "
+                                      f"(they run each time a sandbox is built)")
+        raw = raw[:MAX_SETUP_ACTIONS]
+    size = len(orjson.dumps(raw))
+    if size > MAX_PLAN_BYTES:
+        out.add("seed.setup_actions", f"{size:,} bytes as JSON; setup actions may hold at most {MAX_PLAN_BYTES:,}")
     for i, action in enumerate(raw):
         where = f"seed.setup_actions[{i}]"
         if not isinstance(action, dict) or not isinstance(action.get("tool"), str):
@@ -495,6 +520,10 @@ def _plans(out: _Collector, raw: Any, tools: dict[str, ToolSpec], attack: Attack
     if not isinstance(raw, dict) or not isinstance(raw.get("benign"), list) or not isinstance(raw.get("harmful"), list):
         out.add("plans", "needs benign and harmful lists of steps")
         return Plans((), ())
+    size = len(orjson.dumps(raw))
+    if size > MAX_PLAN_BYTES:
+        out.add("plans", f"{size:,} bytes as JSON; plans may hold at most {MAX_PLAN_BYTES:,} (the self-check runs "
+                         f"them dozens of times)")
     tools = dict(tools)
     fake = attack.intervention if attack.intervention and attack.intervention.get("kind") == "lookalike" else None
     if fake and isinstance(fake.get("target"), str) and fake["target"] in tools:
@@ -507,6 +536,10 @@ def _plans(out: _Collector, raw: Any, tools: dict[str, ToolSpec], attack: Attack
             steps = []
         if kind != "indirect" and not steps:
             out.add(f"plans.{kind}", "must have at least one step")
+        if len(steps) > MAX_STEPS[kind]:
+            out.add(f"plans.{kind}", f"{len(steps):,} steps; a {kind} plan may have at most {MAX_STEPS[kind]} (the "
+                                     f"self-check runs the plans once per mutation and derived route)")
+            steps = steps[:MAX_STEPS[kind]]
         built[kind] = tuple(_step(out, f"plans.{kind}[{i}]", s, tools, kind == "harmful",
                                   len(raw.get("benign") or []))
                             for i, s in enumerate(steps))
@@ -546,6 +579,10 @@ def _step(out: _Collector, where: str, raw: Any, tools: dict[str, ToolSpec], har
     if not isinstance(mutate, list) or not all(isinstance(m, dict) and m for m in mutate):
         out.add(f"{where}.mutate", "must be a list of argument overrides")
         mutate = []
+    if len(mutate) > MAX_MUTATIONS:
+        out.add(f"{where}.mutate", f"{len(mutate):,} mutations; a step may have at most {MAX_MUTATIONS} (the "
+                                   f"self-check runs the plans once for each)")
+        mutate = mutate[:MAX_MUTATIONS]
     for i, override in enumerate(mutate):
         _check_args(out, f"{where}.mutate[{i}]", spec, {**args, **override})
     reject = raw.get("reject")
@@ -591,16 +628,78 @@ def benchmark_version(path: Path | str) -> int | None:
     return None
 
 
+CASE_SUFFIXES = (".yaml", ".yml", ".json")
+# A case folder's walk. The compiled benchmarks nest three folders deep (benchmark/base/<surface>/) and the whole
+# installed package holds 11,348 case files; these bounds leave wide margins and keep a hostile folder (3,000
+# levels, millions of entries) to one line. The walk is iterative: Path.rglob recursed, a RecursionError there.
+MAX_FOLDER_DEPTH = 32
+MAX_FOLDER_ENTRIES = 200_000
+
+
 def case_files(paths: Iterable[Path | str]) -> list[Path]:
+    """The case files under `paths` (a folder's files found by `walk_folder`, a file as given); CaseFileError
+    for a folder that cannot be walked within bounds or holds a case file linked from outside it."""
+    files, problems = _case_files(paths)
+    if problems:
+        raise CaseFileError(problems)
+    return files
+
+
+def _case_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[Problem]]:
     found: list[Path] = []
+    problems: list[Problem] = []
     for path in map(Path, paths):
         if path.is_dir():
-            # A frozen library's manifest.json sits beside its cases and is not one of them.
-            found += sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json")
-                            and p.name != "manifest.json")
+            found += walk_folder(path, problems)
         else:
-            found.append(path)
-    return found
+            found.append(path)  # a file named on the command line is read where it points
+    return found, problems
+
+
+def walk_folder(root: Path, problems: list[Problem]) -> list[Path]:
+    """The case files in a folder and below it, sorted; what cannot be taken is added to `problems`, one line
+    each. Iterative and bounded (depth, entries). Linked folders are not entered (as before); a linked case
+    file is read only if it resolves inside the folder: a link out of it (`x.yaml -> /etc/…`, `-> ../../secret`)
+    is refused by name. A frozen library's manifest.json sits beside its cases and is not one of them."""
+    base = os.path.realpath(root)
+    found: list[Path] = []
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    seen = 0
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(itertools.islice(listing, MAX_FOLDER_ENTRIES - seen + 1))
+        except OSError as exc:
+            problems.append(Problem(str(folder), 1, "(folder)", f"cannot read: {exc.strerror or exc}"))
+            continue
+        seen += len(entries)
+        if seen > MAX_FOLDER_ENTRIES:
+            problems.append(Problem(str(root), 1, "(folder)", f"more than {MAX_FOLDER_ENTRIES:,} files and folders: "
+                                                              f"not a case folder (name the folders of cases)"))
+            return sorted(found)
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                if entry.is_symlink():
+                    if path.suffix in CASE_SUFFIXES and path.name != "manifest.json":
+                        target = os.path.realpath(path)
+                        if os.path.commonpath([base, target]) != base:
+                            problems.append(Problem(str(path), 1, "(file)", f"a link to {target}, outside the case "
+                                                                            f"folder {root}: refused"))
+                        else:
+                            found.append(path)
+                elif entry.is_dir(follow_symlinks=False):
+                    if depth + 1 > MAX_FOLDER_DEPTH:
+                        problems.append(Problem(str(path), 1, "(folder)", f"nested deeper than {MAX_FOLDER_DEPTH} "
+                                                                          f"folders below {root}: not walked"))
+                    else:
+                        stack.append((path, depth + 1))
+                elif path.suffix in CASE_SUFFIXES and path.name != "manifest.json":
+                    found.append(path)
+            except OSError as exc:
+                problems.append(Problem(str(path), 1, "(file)", f"cannot read: {exc.strerror or exc}"))
+    return sorted(found)
 
 
 def starter_library() -> dict[str, Case]:
@@ -617,8 +716,9 @@ def _parsed_library(_signature: tuple[tuple[str, int, int], ...]) -> dict[str, C
 
 def load_cases(paths: Iterable[Path | str] | None = None) -> list[Case]:
     """Load every case under `paths` (default: the built-in library); all problems, or the cases."""
-    files = case_files(paths if paths is not None else [library_dir()])
-    cases, problems, seen = [], [], {}
+    files, problems = _case_files(paths if paths is not None else [library_dir()])
+    cases: list[Case] = []
+    seen: dict[str, str] = {}
     for file in files:
         if not file.exists():
             problems.append(Problem(str(file), 1, "(file)", "cannot read: no such file"))

@@ -12,6 +12,7 @@ import contextlib
 import os
 import re
 import sqlite3
+import stat
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -80,12 +81,20 @@ def _sqlite_engine(url: str, parsed: URL, create: bool) -> Engine:
     if database in ("", ":memory:") or parsed.query.get("mode") == "memory":
         raise StoreError(url, "an in-memory SQLite database would vanish with the process: give a file path")
     path = Path(database)
-    if path.is_dir():
-        raise StoreError(url, f"{path} is a directory, not a database file")
+    # Only regular files: SQLite (and the header read below) would block forever opening a FIFO, read a
+    # device, or fail on a folder with "disk I/O error". Its -wal, -shm and -journal files likewise.
+    for name in (path, *(path.with_name(path.name + suffix) for suffix in _SIDECARS)):
+        what = _file_kind(name)
+        if what not in (None, "a regular file"):
+            raise StoreError(url, f"{name} is {what}, not a database file")
     if path.exists():
         # Checked before SQLite touches the file, so a wrong path never gets a WAL file or a schema.
         try:
-            with path.open("rb") as handle:
+            # O_NONBLOCK: a FIFO put in the file's place since the check above must not block the open.
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    raise StoreError(url, f"{path} is not a regular file, not a database file")
                 header = handle.read(len(SQLITE_HEADER))
         except OSError as exc:
             raise StoreError(url, f"cannot read {path}: {exc.strerror}") from None
@@ -122,6 +131,22 @@ def _sqlite_engine(url: str, parsed: URL, create: bool) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.get_execution_options().get(WRITE) else "BEGIN")
 
     return engine
+
+
+_SIDECARS = ("-wal", "-shm", "-journal")
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISREG, "a regular file"))
+
+
+def _file_kind(path: Path) -> str | None:
+    """What is at `path` (links followed) in words, or None when nothing is."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+    return next((what for test, what in _KINDS if test(mode)), "not a file")
 
 
 def _refuse_foreign(url: str, path: Path) -> None:
