@@ -18,7 +18,8 @@ and the raw `setgroups` system call change only the calling thread; glibc's `set
 every thread). While the filesystem uid is not 0, the kernel clears CAP_CHOWN, CAP_DAC_OVERRIDE,
 CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID, CAP_LINUX_IMMUTABLE, CAP_MAC_OVERRIDE and CAP_MKNOD from
 the thread's effective set, so a file tool served for an agent has exactly the agent's rights to the
-files it reaches, never root's (`thread_identity()` reads them back from /proc/thread-self/status).
+files it reaches, never root's (`thread_identity()` reads them back from /proc/thread-self/status). A
+thread started inside the block would inherit that identity: nothing in it starts one.
 """
 
 from __future__ import annotations
@@ -93,9 +94,9 @@ def _lease_dir() -> int:
             return _dir_fd
         problems = []
         for path in LEASE_DIRS:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(path, 0o700)
             try:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(path, 0o700)
                 fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
             except OSError as exc:
                 problems.append(f"{path}: {exc.strerror}")
