@@ -1,0 +1,251 @@
+"""Runs INSIDE the sandbox (never imported on the host): replayed activities, one after the other, traced.
+
+The host sends this file's text as `python3 -I -S -c CODE SPEC` through `run_command`; SPEC is base64
+JSON: the replay's /etc, and the activities — each with the files to lay out under /tmp/rr, its
+environment, argv and time limit. Standard library only, Python 3.
+
+Where the sandbox lets an unprivileged user make namespaces (bubblewrap), each activity runs in a nested
+bubblewrap of its own: a private /tmp (the activity's files at /tmp/rr), the replay's /etc, /bin/sh (dash)
+replaced by bash — in POSIX mode when called as sh — so every shell line is traced, curl and wget replaced
+by the service shim, and a PID namespace of its own, so nothing the activity starts can see or signal this
+harness. Where `strace` works, every program executed is recorded too. Without either (a Docker sandbox)
+the activity runs as it is and the BEGIN record says what was missing.
+
+This harness reads the trace (bash's xtrace, written to fd TRACE_FD) and strace's output through pipes of
+its own, keeps each distinct record once (bounded), compares the workspace before and after the activity,
+and prints per activity, on stdout: `\\x1eACT\\x1f{status}` then `\\x1eZ\\x1f<base64 zlib JSON>` — the
+trace, the programs, the changed paths. It is not dumpable, so an activity cannot read its memory either.
+"""
+
+import base64
+import contextlib
+import ctypes
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import zlib
+
+ROOT = "/tmp/rh"
+MAX_RECORDS = 20_000
+MAX_BYTES = 8 << 20
+MAX_CHANGED = 500
+MAX_WALK = 20_000
+
+
+def main():
+    # PR_SET_DUMPABLE 0: no process of the same uid may ptrace this one or open its /proc files
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+    spec = json.loads(base64.b64decode(sys.argv[1]))
+    uid, gid = os.getuid(), os.getgid()
+    known = spec.get("caps") or {}
+    nested = known["nested"] if "nested" in known else _nested_works()
+    tracer = known["strace"] if "strace" in known else _strace_works(nested)
+    os.write(1, ("\x1eBEGIN\x1f" + json.dumps({"nested": nested, "strace": tracer, "uid": uid}) + "\n").encode())
+    for number, activity in enumerate(spec["activities"]):
+        status, found = _activity(spec, activity, number, nested, tracer and activity.get("exec_trace", True),
+                                  uid, gid)
+        payload = base64.b64encode(zlib.compress(json.dumps(found).encode(), 6)).decode()
+        os.write(1, ("\x1eACT\x1f" + json.dumps(status) + "\n\x1eZ\x1f" + payload + "\n").encode())
+    os.write(1, b"\x1eEND\x1f{}\n")
+
+
+def _fill(text, uid, gid):
+    return text.replace("@UID@", str(uid)).replace("@GID@", str(gid))
+
+
+def _activity(spec, activity, number, nested, tracer, uid, gid):
+    base = f"{ROOT}/{number}"
+    files_dir = base + "/rr" if nested else "/tmp/rr"
+    if not nested:
+        shutil.rmtree("/tmp/rr", ignore_errors=True)
+    os.makedirs(base + "/etc/alternatives", exist_ok=True)
+    os.makedirs(files_dir, exist_ok=True)
+    etc = spec["etc"] if not activity.get("etc") else activity["etc"]
+    for name, text in etc.items():
+        with open(f"{base}/etc/{name}", "w") as handle:
+            handle.write(_fill(text, uid, gid))
+    for name, target in spec.get("alternatives", {}).items():
+        if os.path.exists(target):
+            os.symlink(target, f"{base}/etc/alternatives/{name}")
+    for path, item in activity["files"].items():
+        if not path.startswith("/tmp/rr/"):
+            continue
+        local = files_dir + path[len("/tmp/rr"):]
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        with open(local, "w") as handle:
+            handle.write(_fill(item["text"], uid, gid))
+        os.chmod(local, int(item.get("mode", "0644"), 8))
+    fd = spec["trace_fd"]
+    argv = list(activity["argv"])
+    if tracer:
+        argv = ["strace", "-f", "-qq", "--seccomp-bpf", "-e", "trace=execve,execveat", "-e", "signal=none",
+                "-e", "status=successful", "-s", "200", "--", *argv]
+    if nested:
+        argv = _bwrap(spec, base, files_dir) + argv
+    env = dict(activity["env"])
+    env["REDAGENT_SOCKET"] = os.environ.get("REDAGENT_SOCKET", "/run/redagent/svc.sock")
+    before = _walk()
+    trace_read, trace_write = os.pipe()
+    errors_read, errors_write = os.pipe()
+    os.dup2(trace_write, fd)  # the activity's trace fd; bash and the tracers write there
+    os.close(trace_write)
+    unique = activity.get("dedupe", True)
+    trace, execs = _Collector(unique), _Collector(True, _EXEC_NOISE)
+    readers = [threading.Thread(target=trace.drain, args=(trace_read,), daemon=True),
+               threading.Thread(target=execs.drain, args=(errors_read,), daemon=True)]
+    for reader in readers:
+        reader.start()
+    status = {"name": activity["name"], "exit": None, "ended": "ok", "start": time.monotonic()}
+
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors_write,
+                                pass_fds=(fd,), env=env, cwd="/workspace", start_new_session=True)
+    except OSError as exc:
+        proc = None
+        status.update(ended="failed", detail=str(exc)[:200])
+    os.close(fd)
+    os.close(errors_write)
+    if proc is not None:
+        try:
+            status["exit"] = proc.wait(timeout=activity["timeout"])
+        except subprocess.TimeoutExpired:
+            status["ended"] = "timeout"
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    for reader in readers:  # outside the nested namespace a descendant may hold a pipe: bounded wait
+        reader.join(timeout=2)
+    status["end"] = time.monotonic()
+    after = _walk()
+    changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+    status["overflow"] = trace.overflow or execs.overflow or len(changed) > MAX_CHANGED
+    exec_lines = [line for line in execs.lines if "execve" in line]
+    return status, {"trace": trace.lines, "exec": exec_lines, "changed": changed[:MAX_CHANGED]}
+
+
+_EXEC_NOISE = re.compile(r"^\[pid\s+\d+\] |, 0x[0-9a-f]+ /\* \d+ vars \*/")
+
+
+class _Collector:
+    """Reads a pipe to its end, keeping each line (each distinct line once, when `unique`), within bounds."""
+
+    def __init__(self, unique, noise=None):
+        self.unique, self.noise = unique, noise
+        self.lines, self.seen, self.size, self.overflow = [], set(), 0, False
+
+    def drain(self, fd):
+        pending = b""
+        with os.fdopen(fd, "rb", buffering=0) as pipe:
+            while True:
+                chunk = pipe.read(1 << 16)
+                if not chunk:
+                    break
+                pending += chunk
+                *complete, pending = pending.split(b"\n")
+                for raw in complete:
+                    self._add(raw)
+                if len(pending) > (1 << 20):
+                    self._add(pending[:4096])
+                    pending = b""
+        if pending:
+            self._add(pending)
+
+    def _add(self, raw):
+        line = raw[:4096].decode("utf-8", "replace")
+        if self.noise is not None:
+            line = self.noise.sub("", line)
+        if self.unique and line in self.seen:
+            return
+        if len(self.lines) >= MAX_RECORDS or self.size > MAX_BYTES:
+            self.overflow = True
+            return
+        self.seen.add(line)
+        self.lines.append(line)
+        self.size += len(line)
+
+
+def _walk():
+    """Each workspace path's fingerprint (size, mtime, mode, link target), bounded."""
+    found, stack = {}, [("/workspace", "")]
+    while stack and len(found) < MAX_WALK:
+        folder, prefix = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            rel = prefix + entry.name
+            try:
+                st = entry.stat(follow_symlinks=False)
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((entry.path, rel + "/"))
+                    continue
+                link = os.readlink(entry.path) if entry.is_symlink() else ""
+            except OSError:
+                continue
+            found[rel] = (st.st_size, st.st_mtime_ns, st.st_mode, link)
+    return found
+
+
+def _system_dirs():
+    args = []
+    for name in ("bin", "lib", "lib64", "sbin"):
+        path = "/" + name
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    return args
+
+
+def _nested_works():
+    if shutil.which("bwrap") is None:
+        return False
+    probe = subprocess.run(["bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/usr", "/usr",
+                            *_system_dirs(), "true"], capture_output=True)
+    return probe.returncode == 0
+
+
+def _strace_works(nested):
+    if shutil.which("strace") is None:
+        return False
+    argv = ["strace", "-f", "-qq", "-e", "trace=none", "true"]
+    if nested:
+        argv = ["bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/usr", "/usr", *_system_dirs(), *argv]
+    return subprocess.run(argv, capture_output=True).returncode == 0
+
+
+def _bwrap(spec, base, files_dir):
+    args = ["bwrap", "--unshare-user", "--unshare-pid", "--die-with-parent", "--tmpfs", "/",
+            "--ro-bind", "/usr", "/usr", *_system_dirs(), "--proc", "/proc", "--dev", "/dev",
+            "--size", str(64 << 20), "--tmpfs", "/tmp", "--bind", files_dir, "/tmp/rr",
+            "--bind", "/workspace", "/workspace"]
+    for path in ("/run/redagent", "/opt/redagent"):
+        if os.path.isdir(path):
+            args += ["--bind" if path.startswith("/run") else "--ro-bind", path, path]
+    args += ["--ro-bind", base + "/etc", "/etc"]
+    bash = shutil.which("bash") or "/bin/bash"
+    for shell in ("/usr/bin/dash", "/bin/dash"):
+        if os.path.isfile(shell) and not os.path.islink(shell) and os.path.realpath(shell) != os.path.realpath(bash):
+            args += ["--ro-bind", bash, os.path.realpath(shell)]
+            break
+    if os.path.isfile("/usr/bin/sh") and not os.path.islink("/usr/bin/sh"):
+        args += ["--ro-bind", bash, "/usr/bin/sh"]
+    shim = "/opt/redagent/bin/rtool"
+    for name in spec.get("shimmed", ()):
+        for folder in ("/usr/bin", "/usr/local/bin"):
+            path = folder + "/" + name
+            if os.path.isfile(path) and os.path.isfile(shim):
+                args += ["--ro-bind", shim, os.path.realpath(path)]
+    return [*args, "--remount-ro", "/", "--chdir", "/workspace", "--"]
+
+
+if __name__ == "__main__":
+    main()
