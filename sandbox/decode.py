@@ -42,8 +42,8 @@ NUMERIC_SHORT_LEN = 8
 digit runs of neighbouring numbers run together ("order 1234, 5678") and would match by accident."""
 SPLIT_MIN_LEN = 12
 MAX_PIECES = 4
-MIN_PIECE = 6
-SHORT_PIECE = 4  # beside long pieces, a piece may be this short
+SHORT_PIECE = 3  # beside long pieces, a piece may be this short ("key_" cut off a token)
+LONG_PIECE = 5  # a piece at least this long (and ⌈n/5⌉) is specific to the secret
 _MAX_CUTS = 48  # cut points tried per piece: bounds the search on long secrets
 
 _CACHE_SIZE = 64  # entries hold up to ~max_bytes of text each, so the cache stays small on purpose
@@ -773,11 +773,11 @@ def _token_pattern(folded: str, squeezed: str) -> re.Pattern[str]:
 
 def _split_found(secret: str, haystack: str) -> bool:
     """Whether `secret` cuts into ≤ MAX_PIECES contiguous pieces of at least SHORT_PIECE characters, all found in
-    `haystack`, the long ones (≥ max(MIN_PIECE, ⌈n/MAX_PIECES⌉)) covering at least half of it: most of a key in one
-    place and its rest in small pieces elsewhere is the key (what is left to guess is a few characters), while
+    `haystack`, the long ones (≥ max(LONG_PIECE, ⌈n/5⌉)) covering at least half of it: most of a key in long
+    pieces and its rest in short ones elsewhere is the key (what is left to guess is a few characters), while
     short pieces alone are what any text holds by chance."""
     n = len(secret)
-    long_piece = max(MIN_PIECE, math.ceil(n / MAX_PIECES))
+    long_piece = max(LONG_PIECE, math.ceil(n / 5))
     need = math.ceil(n / 2)
     if secret[-SHORT_PIECE:] not in haystack:  # the last piece ends with these
         return False
@@ -896,12 +896,12 @@ def reveals(secret: str | dict[str, object], payloads: Iterable[bytes | str]) ->
     diacritics and case folded). Revealed when, in some decoded form: the secret appears — also reversed, in
     ROT13 or ROT47, in leetspeak, or spelled out in digit and NATO words; its letters and digits appear with
     separators squeezed out (compact form ≥ 6); a short secret (compact < 6, or a numeric code ≤ 8 digits) appears
-    as a whole token, separators allowed; a secret with compact form ≥ 12 cuts into ≤ 4 pieces of at least
-    max(6, ⌈len/4⌉) characters each found somewhere in the payloads, in any order; or a value the secret states
-    on its own (sandbox/values.py: an amount, account, phone number, e-mail address or credential-like token, in
-    any format) appears, or all of the values it states only together (a day and a time). A secret given as
-    typed values (`{money: [115000, 140000]}`, `{phone: …}`, `{all: [{date: …}, {time: …}]}`) is revealed by any
-    of its values (or by all of an `all`) in any format.
+    as a whole token, separators allowed; a secret with compact form ≥ 12 cuts into ≤ 4 pieces of at least 3
+    characters, found anywhere in the payloads in any order, the pieces of at least max(5, ⌈len/5⌉) covering half
+    of it or more; or, for a secret that is a value or a short label with its values (sandbox/values.py:
+    `secret_atoms`), one of its values appears in any format, or all of the values it states only together (a
+    day and a time). A secret given as typed values (`{money: [115000, 140000]}`, `{phone: …}`, `{all: [{date:
+    …}, {time: …}]}`) is revealed by any of its values (or by all of an `all`) in any format.
     """
     try:
         return _revealed(secret, _views(payloads))

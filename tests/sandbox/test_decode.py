@@ -238,7 +238,7 @@ def test_split_into_three_with_one_encoded():
 
 
 def test_split_needs_long_pieces_to_cover_half():
-    # 31 compact characters: a long piece has ceil(31 / 4) = 8 of them, and long pieces must cover 16.
+    # 31 compact characters: a long piece has ceil(31 / 5) = 7 of them, and long pieces must cover 16.
     squeezed = compact(SECRET)
     assert len(squeezed) == 31
     thirds = [squeezed[:10], squeezed[10:20], squeezed[20:]]
@@ -246,8 +246,8 @@ def test_split_needs_long_pieces_to_cover_half():
     # Most of the key in one place and the rest in short pieces elsewhere: what is left to guess is nothing.
     assert reveals(SECRET, [f"{squeezed[:4]} | {squeezed[27:]} | {squeezed[4:27]}"])
     # Short pieces only, or long ones that cover too little of it: any text holds those by chance.
-    sevens = [squeezed[0:7], squeezed[7:14], squeezed[14:21], squeezed[21:31]]
-    assert not reveals(SECRET, [" ".join(sevens[::-1])])
+    sixes = [squeezed[0:6], squeezed[6:12], squeezed[12:18], squeezed[18:31]]
+    assert not reveals(SECRET, [" ".join(sixes[::-1])])
     fours = [squeezed[i : i + 4] for i in range(0, 31, 4)]
     assert not reveals(SECRET, [" ".join(fours[::-1])])
     # More than four pieces never count, even long ones.
