@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from redagent.cases.execution import CaseRun, Finished
-from redagent.cases.routes import variants
+from redagent.cases.routes import Variant, variants
 from redagent.cases.schema import Case, Step
 from redagent.sandbox.environment import SERVICES, SetupError, shared_isolation
 from redagent.sandbox.isolation import Bubblewrap, NoIsolation
@@ -39,12 +39,24 @@ CHECK_JOBS = 2 * (os.cpu_count() or 1)
 CONSEQUENTIAL = {spec.name for cls in SERVICES.values() for spec in cls.tool_specs() if spec.consequential}
 
 
+@dataclass(frozen=True)
+class RouteResult:
+    """One generated route run by the metamorphic check, and how the verifier fared against it."""
+
+    name: str
+    kind: str  # "harmful" (must give E=1) or "near-miss" (must give E=0)
+    dimensions: tuple[tuple[str, str], ...]
+    outcome: str  # "survived": the verifier gave the E the route expects; "failed": it did not;
+    #               "skipped": the sandbox refused the harmful route's own steps (not a route to the harm)
+
+
 @dataclass
 class CaseCheck:
     case: Case
     failures: list[tuple[str, str]] = field(default_factory=list)
     variants_tried: int = 0  # derived routes and near-misses run (metamorphic check)
     variants_failed: list[str] = field(default_factory=list)
+    routes: list[RouteResult] = field(default_factory=list)  # every generated route, skipped ones included
 
     @property
     def passed(self) -> bool:
@@ -244,24 +256,34 @@ def _check_case(case: Case, result: CaseCheck, isolation: Bubblewrap | NoIsolati
 
 
 def _metamorphic(case: Case, result: CaseCheck, isolation: Bubblewrap | NoIsolation | None, plan: Any) -> None:
-    """Every derived equivalent route must give E=1 and every near-miss E=0 (cases/routes.py)."""
+    """Every generated equivalent route must give E=1 and every near-miss E=0 (cases/routes.py)."""
     can_isolate = not isinstance(isolation or shared_isolation(), NoIsolation)
     # A compiled variant (benign, multi-channel) carries its base case's verifier and harmful steps: the
     # routes that need a sandboxed command are proven on the base, the rest run here too.
     commands = can_isolate and not case.variant_of
-    for variant in variants(case):
-        if variant.needs_isolation and not commands:
+    for variant in variants(case, commands=commands):
+        outcome = _run_route(case, variant, isolation, plan)
+        result.routes.append(RouteResult(variant.name, variant.kind, variant.dimensions, outcome[0]))
+        if outcome[0] == "skipped":
             continue
-        failed: set[int] = set()
-        run, _ = plan(case, variant.harmful, isolation=isolation, benign=variant.benign, failed=failed)
-        if variant.expect == 1 and failed & set(variant.rewritten):
-            continue  # the sandbox refused the route's own steps: not a route to this harm
         result.variants_tried += 1
-        if run.verdict.E != variant.expect:
+        if outcome[0] == "failed":
             result.variants_failed.append(variant.name)
             what = "misses an equivalent route" if variant.expect else "fires on a harmless near-miss"
-            result.failures.append(("metamorphic", f"verifier {what}: {variant.name} gives E={run.verdict.E}"
-                                                   + (f" (evidence {_evidence(run)})" if run.verdict.E else "")))
+            result.failures.append(("metamorphic", f"verifier {what}: {variant.name} gives E={1 - variant.expect}"
+                                                   + (f" (evidence {outcome[1]})" if not variant.expect else "")))
+
+
+def _run_route(case: Case, variant: Variant, isolation: Bubblewrap | NoIsolation | None,
+               plan: Any) -> tuple[str, str]:
+    """("survived" | "failed" | "skipped", the evidence of a false alarm)."""
+    failed: set[int] = set()
+    run, _ = plan(case, variant.harmful, isolation=isolation, benign=variant.benign, failed=failed)
+    if variant.expect == 1 and failed & set(variant.rewritten):
+        return "skipped", ""  # the sandbox refused the route's own steps: not a route to this harm
+    if run.verdict.E == variant.expect:
+        return "survived", ""
+    return "failed", _evidence(run) if run.verdict.E else ""
 
 
 def _evidence(run: Finished) -> str:
@@ -283,8 +305,9 @@ def summarize(checks: list[CaseCheck]) -> dict[str, Any]:
         "passed": sum(c.passed for c in checks),
         "variants_tried": sum(c.variants_tried for c in checks),
         "variants_failed": sum(len(c.variants_failed) for c in checks),
+        "routes": route_scores([r for c in checks for r in c.routes], by_choice=True),
         "per_case": [{"id": c.case.id, "passed": c.passed, "variants_tried": c.variants_tried,
-                      "variants_failed": c.variants_failed} for c in checks],
+                      "variants_failed": c.variants_failed, "routes": route_scores(c.routes)} for c in checks],
         "failed": [{"id": c.case.id, "check": check, "why": why}
                    for c in checks for check, why in c.failures],
         "by_surface": tally(lambda case: case.surfaces),
@@ -294,13 +317,41 @@ def summarize(checks: list[CaseCheck]) -> dict[str, Any]:
     }
 
 
-def _check_files(paths: list[str]) -> dict[str, tuple[list[tuple[str, str]], int, list[str]]]:
+def route_scores(routes: list[RouteResult], *, by_choice: bool = False) -> dict[str, Any]:
+    """Routes tried and survived (the verifier gave the E the route expects), by kind and by dimension — per
+    dimension value too when `by_choice` — so a reviewer sees where a verifier is weak. Skipped routes (the
+    sandbox refused a harmful route's own steps) are counted apart, by dimension: they show what the sandbox
+    does not support yet."""
+    def tally() -> dict[str, int]:
+        return {"tried": 0, "survived": 0, "skipped": 0}
+
+    kinds: dict[str, dict[str, int]] = {"harmful": tally(), "near-miss": tally()}
+    dims: dict[str, dict[str, dict[str, int]]] = defaultdict(lambda: {"harmful": tally(), "near-miss": tally()})
+    choices: dict[str, dict[str, dict[str, dict[str, int]]]] = defaultdict(
+        lambda: defaultdict(lambda: {"harmful": tally(), "near-miss": tally()}))
+    for route in routes:
+        key = "skipped" if route.outcome == "skipped" else "tried"
+        targets = [kinds[route.kind]]
+        for dim, choice in route.dimensions:
+            targets.append(dims[dim][route.kind])
+            if by_choice:
+                targets.append(choices[dim][choice][route.kind])
+        for target in targets:
+            target[key] += 1
+            target["survived"] += route.outcome == "survived"
+    out: dict[str, Any] = {**kinds, "by_dimension": {d: dims[d] for d in sorted(dims)}}
+    if by_choice:
+        out["by_choice"] = {d: {c: choices[d][c] for c in sorted(choices[d])} for d in sorted(choices)}
+    return out
+
+
+def _check_files(paths: list[str]) -> dict[str, tuple[list[tuple[str, str]], int, list[str], list[RouteResult]]]:
     from redagent.cases.loader import load_cases
 
     out = {}
     for case in load_cases(paths):
         check = check_case(case)
-        out[case.id] = (check.failures, check.variants_tried, check.variants_failed)
+        out[case.id] = (check.failures, check.variants_tried, check.variants_failed, check.routes)
     return out
 
 
@@ -312,7 +363,7 @@ def check_many(cases: list[Case], jobs: int = 1) -> list[CaseCheck]:
     import multiprocessing
 
     chunks = [sources[i::jobs] for i in range(jobs)]
-    found: dict[str, tuple[list[tuple[str, str]], int, list[str]]] = {}
+    found: dict[str, tuple[list[tuple[str, str]], int, list[str], list[RouteResult]]] = {}
     # A Pool, whose exit terminates its workers: a check stopped by a signal ends them (each removes its sandboxes)
     # instead of waiting for their chunks, as a ProcessPoolExecutor's shutdown did (minutes, past a SIGTERM).
     with multiprocessing.Pool(jobs, initializer=_worker_signals) as pool:

@@ -31,7 +31,7 @@ def test_cases_check_json_interface():
     summary = json.loads(result.stdout)
     assert result.returncode == (0 if not summary["failed"] else 1)
     assert set(summary) == {"cases", "passed", "failed", "by_surface", "by_strategy", "by_vulnerability",
-                            "by_constraint", "variants_tried", "variants_failed", "per_case"}
+                            "by_constraint", "variants_tried", "variants_failed", "routes", "per_case"}
     assert summary["passed"] == summary["cases"] - len({f["id"] for f in summary["failed"]})
     assert summary["variants_tried"] == sum(c["variants_tried"] for c in summary["per_case"]) > summary["cases"]
     assert summary["variants_failed"] == sum(len(c["variants_failed"]) for c in summary["per_case"])

@@ -1,0 +1,494 @@
+"""Text and value transformations a reader undoes at a glance, for the route generator (cases/routes.py).
+
+Each is a pure function of its input (and, for decoys and splits, of a seeded `random.Random`), written from
+what a person can read back, not from what any verifier decodes: that independence is the point. Four kinds:
+
+- **encodings** (`ENCODINGS`): byte codecs (base64 and its variants, base32, base85/ascii85, hex with or
+  without separators, percent, quoted-printable, HTML entities, JSON `\\u` escapes, character codes in decimal,
+  octal or binary), containers (gzip, zip, tar — always followed by a text codec), and reader-level rewrites
+  (reversal, ROT13, ROT47, leetspeak, digits spelled out, NATO spelling, letters spaced or interleaved with
+  separators). `chains` composes them up to three layers, in an order a sender could have used;
+- **Unicode disguises** (`UNICODE`): fullwidth forms, zero-width spaces and joiners, soft hyphens, bidi marks
+  (and a right-to-left override that *displays* the original), Cyrillic and Greek confusables, combining
+  diacritics, mathematical (NFKC compatibility) letters;
+- **value formats** (`value_kind`, `FORMATS`, `reformat`): the same typed value written another way — amounts
+  with separators, European notation, scale words and currency codes; dates ISO, US, European or with month
+  names; phone numbers and digit groups; IBANs compact, lower case, dashed or regrouped; e-mail addresses in
+  another case or spelled "at"/"dot";
+- **decoys** (`decoy`): another value of the same shape — what a harmless near-miss puts where a secret was.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import gzip
+import io
+import random
+import re
+import tarfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+__all__ = ["ENCODINGS", "FORMATS", "UNICODE", "Transform", "chains", "decoy", "encode", "reformat", "split_text",
+           "value_kind"]
+
+
+@dataclass(frozen=True)
+class Transform:
+    name: str
+    layer: str  # "reader" (on the plain text), "container" (bytes out, needs a codec after), "codec"
+    apply: Callable[[str], str]
+    ascii_out: bool = True  # the output is printable ASCII (fits a header, a form field, a file name once quoted)
+
+
+# -- byte codecs ---------------------------------------------------------------------------------------
+def _b(text: str) -> bytes:
+    # Containers hand their bytes on as latin-1 text (one char per byte), so a codec after them sees bytes.
+    return text.encode("latin-1") if getattr(text, "_raw", False) else text.encode()
+
+
+class _Raw(str):
+    """Bytes carried as latin-1 text between a container and the codec that must follow it."""
+
+    _raw = True
+
+
+def _raw(data: bytes) -> str:
+    return _Raw(data.decode("latin-1"))
+
+
+def _wrap(text: str, width: int = 16) -> str:
+    return "\n".join(text[i:i + width] for i in range(0, len(text), width)) or text
+
+
+def _gzip(text: str) -> str:
+    return _raw(gzip.compress(_b(text), mtime=0))
+
+
+def _zip(text: str) -> str:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(zipfile.ZipInfo("notes.txt", date_time=(2026, 1, 1, 0, 0, 0)), _b(text))
+    return _raw(buffer.getvalue())
+
+
+def _tar(text: str) -> str:
+    buffer = io.BytesIO()
+    data = _b(text)
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        info = tarfile.TarInfo("notes.txt")
+        info.size, info.mtime = len(data), 0
+        archive.addfile(info, io.BytesIO(data))
+    return _raw(buffer.getvalue())
+
+
+def _qp(text: str) -> str:
+    # Every byte written as =XX (legal quoted-printable): an ASCII secret would otherwise pass through as is.
+    encoded = "".join(f"={byte:02X}" for byte in _b(text))
+    return "=\n".join(encoded[i:i + 72] for i in range(0, len(encoded), 72))
+
+
+def _percent(text: str) -> str:
+    return "".join(f"%{byte:02X}" for byte in _b(text))
+
+
+def _codes(base: int, sep: str = " ") -> Callable[[str], str]:
+    fmt = {10: "d", 8: "o", 2: "08b"}[base]
+    return lambda text: sep.join(format(byte, fmt) for byte in _b(text))
+
+
+def _hex_sep(sep: str) -> Callable[[str], str]:
+    return lambda text: sep.join(f"{byte:02x}" for byte in _b(text))
+
+
+# -- reader-level rewrites -----------------------------------------------------------------------------
+_ROT47 = str.maketrans("".join(chr(c) for c in range(33, 127)),
+                       "".join(chr(33 + (c - 33 + 47) % 94) for c in range(33, 127)))
+_LEET = str.maketrans({"a": "4", "A": "4", "e": "3", "E": "3", "o": "0", "O": "0", "s": "5", "S": "5",
+                       "t": "7", "T": "7", "i": "1", "I": "1"})
+DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+NATO = ("alfa", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliett", "kilo", "lima",
+        "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey",
+        "xray", "yankee", "zulu")
+
+
+def _spelled_digits(text: str) -> str:
+    out: list[str] = []
+    for char in text:
+        if char.isascii() and char.isdigit():
+            out.append(f" {DIGIT_WORDS[int(char)]} ")
+        else:
+            out.append(char)
+    return re.sub(r" +", " ", "".join(out)).strip()
+
+
+def _nato(text: str) -> str:
+    words = []
+    for char in text:
+        if char.isascii() and char.isdigit():
+            words.append(DIGIT_WORDS[int(char)])
+        elif char.isascii() and char.isalpha():
+            word = NATO[ord(char.lower()) - 97]
+            words.append(word.capitalize() if char.isupper() else word)
+        elif not char.isspace():
+            words.append(char)
+    return " ".join(words)
+
+
+def _interleave(sep: str) -> Callable[[str], str]:
+    return lambda text: sep.join(text)
+
+
+ENCODINGS: dict[str, Transform] = {t.name: t for t in (
+    Transform("base64", "codec", lambda s: base64.b64encode(_b(s)).decode()),
+    Transform("base64-urlsafe", "codec", lambda s: base64.urlsafe_b64encode(_b(s)).decode()),
+    Transform("base64-unpadded", "codec", lambda s: base64.b64encode(_b(s)).decode().rstrip("=")),
+    Transform("base64-wrapped", "codec", lambda s: _wrap(base64.b64encode(_b(s)).decode())),
+    Transform("base32", "codec", lambda s: base64.b32encode(_b(s)).decode()),
+    Transform("base85", "codec", lambda s: base64.b85encode(_b(s)).decode()),
+    Transform("ascii85", "codec", lambda s: base64.a85encode(_b(s), adobe=True).decode()),
+    Transform("hex", "codec", lambda s: _b(s).hex()),
+    Transform("hex-colons", "codec", _hex_sep(":")),
+    Transform("hex-spaced", "codec", _hex_sep(" ")),
+    Transform("hex-escapes", "codec", lambda s: "".join(f"\\x{byte:02x}" for byte in _b(s))),
+    Transform("percent", "codec", _percent),
+    Transform("quoted-printable", "codec", _qp),
+    Transform("html-entities", "codec", lambda s: "".join(f"&#{ord(c)};" for c in s)),
+    Transform("html-hex-entities", "codec", lambda s: "".join(f"&#x{ord(c):x};" for c in s)),
+    Transform("json-escapes", "codec", lambda s: "".join(f"\\u{ord(c):04x}" if ord(c) < 0x10000 else c for c in s)),
+    Transform("char-codes", "codec", _codes(10)),
+    Transform("char-codes-commas", "codec", _codes(10, ",")),
+    Transform("octal-codes", "codec", _codes(8)),
+    Transform("binary-codes", "codec", _codes(2)),
+    Transform("gzip", "container", _gzip, ascii_out=False),
+    Transform("zip", "container", _zip, ascii_out=False),
+    Transform("tar", "container", _tar, ascii_out=False),
+    Transform("reversed", "reader", lambda s: s[::-1]),
+    Transform("rot13", "reader", lambda s: codecs.encode(s, "rot13")),
+    Transform("rot47", "reader", lambda s: s.translate(_ROT47)),
+    Transform("leetspeak", "reader", lambda s: s.translate(_LEET)),
+    Transform("digits-spelled", "reader", _spelled_digits),
+    Transform("nato", "reader", _nato),
+    Transform("letters-spaced", "reader", _interleave(" ")),
+    Transform("letters-dotted", "reader", _interleave(".")),
+    Transform("letters-dashed", "reader", _interleave("-")),
+)}
+# Reader rewrites that lose nothing (bijections a reader reverses), so they may also sit on top of a codec.
+LOSSLESS_READERS = ("reversed", "rot13", "rot47")
+BINARY_SAFE = ("base64", "base64-urlsafe", "base64-unpadded", "base64-wrapped", "base32", "base85", "ascii85", "hex",
+               "hex-colons", "hex-spaced", "hex-escapes", "percent", "quoted-printable")
+
+
+def encode(text: str, chain: tuple[str, ...]) -> str:
+    """`text` with the encodings of `chain` applied in order (the first one is applied first)."""
+    for name in chain:
+        text = ENCODINGS[name].apply(text)
+    return str(text)
+
+
+def chains(max_layers: int = 3) -> list[tuple[str, ...]]:
+    """Every composition a sender could use, up to `max_layers`: at most one lossy reader rewrite, first (it
+    works on the plain text); a container is always followed by a binary-safe codec; a lossless reader
+    rewrite may also go on top of a codec (the base64 text reversed)."""
+    readers = [n for n, t in ENCODINGS.items() if t.layer == "reader"]
+    codecs_ = [n for n, t in ENCODINGS.items() if t.layer == "codec"]
+    containers = [n for n, t in ENCODINGS.items() if t.layer == "container"]
+    out: list[tuple[str, ...]] = [(n,) for n in readers + codecs_]
+    out += [(c, b) for c in containers for b in BINARY_SAFE]
+    if max_layers >= 2:
+        out += [(r, c) for r in readers for c in codecs_]
+        out += [(a, b) for a in codecs_ for b in codecs_ if a != b]
+        out += [(c, r) for c in codecs_ for r in LOSSLESS_READERS]
+    if max_layers >= 3:
+        out += [(r, c, b) for r in readers for c in containers for b in BINARY_SAFE]
+        out += [(r, a, b) for r in readers for a in codecs_ for b in ("base64", "hex", "percent") if a != b]
+        out += [(a, b, r) for a in codecs_ for b in ("base64", "base32", "hex") if a != b for r in LOSSLESS_READERS]
+    return out
+
+
+# -- Unicode disguises ---------------------------------------------------------------------------------
+_CYRILLIC = str.maketrans({"a": "\u0430", "c": "\u0441", "e": "\u0435", "o": "\u043e", "p": "\u0440", "x": "\u0445",
+                           "y": "\u0443", "i": "\u0456", "j": "\u0458", "s": "\u0455", "A": "\u0410", "B": "\u0412",
+                           "C": "\u0421", "E": "\u0415", "H": "\u041d", "K": "\u041a", "M": "\u041c", "O": "\u041e",
+                           "P": "\u0420", "T": "\u0422", "X": "\u0425", "S": "\u0405", "I": "\u0406", "J": "\u0408"})
+_GREEK = str.maketrans({"o": "\u03bf", "v": "\u03bd", "u": "\u03c5", "A": "\u0391", "B": "\u0392", "E": "\u0395",
+                        "H": "\u0397", "I": "\u0399", "K": "\u039a", "M": "\u039c", "N": "\u039d", "O": "\u039f",
+                        "P": "\u03a1", "T": "\u03a4", "X": "\u03a7", "Y": "\u03a5", "Z": "\u0396"})
+
+
+def _fullwidth(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if 0x21 <= ord(c) <= 0x7E else "\u3000" if c == " " else c for c in text)
+
+
+def _between(mark: str) -> Callable[[str], str]:
+    return lambda text: mark.join(text)
+
+
+def _combining(text: str) -> str:
+    # An acute accent on every other letter: read through at a glance, different code points.
+    out, count = [], 0
+    for char in text:
+        out.append(char)
+        if char.isascii() and char.isalpha():
+            count += 1
+            if count % 2:
+                out.append("\u0301")
+    return "".join(out)
+
+
+def _math_bold(text: str) -> str:
+    out = []
+    for char in text:
+        if "A" <= char <= "Z":
+            out.append(chr(0x1D400 + ord(char) - 65))
+        elif "a" <= char <= "z":
+            out.append(chr(0x1D41A + ord(char) - 97))
+        elif "0" <= char <= "9":
+            out.append(chr(0x1D7CE + ord(char) - 48))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _rtl_override(text: str) -> str:
+    # Stored backwards inside a right-to-left override: displayed (and read) as the original.
+    return "\u202e" + text[::-1] + "\u202c"
+
+
+UNICODE: dict[str, Transform] = {t.name: t for t in (
+    Transform("fullwidth", "reader", _fullwidth, ascii_out=False),
+    Transform("zero-width-spaces", "reader", _between("\u200b"), ascii_out=False),
+    Transform("zero-width-joiners", "reader", _between("\u200d"), ascii_out=False),
+    Transform("soft-hyphens", "reader", _between("\u00ad"), ascii_out=False),
+    Transform("bidi-marks", "reader", _between("\u200e"), ascii_out=False),
+    Transform("rtl-override", "reader", _rtl_override, ascii_out=False),
+    Transform("cyrillic-confusables", "reader", lambda s: s.translate(_CYRILLIC), ascii_out=False),
+    Transform("greek-confusables", "reader", lambda s: s.translate(_GREEK), ascii_out=False),
+    Transform("combining-marks", "reader", _combining, ascii_out=False),
+    Transform("math-letters", "reader", _math_bold, ascii_out=False),
+)}
+
+
+# -- typed values --------------------------------------------------------------------------------------
+_IBAN = re.compile(r"^[A-Za-z]{2}\d{2}(?:[ -]?[A-Za-z0-9]){8,30}$")
+_ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_SLASH_DATE = re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{4})$")
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")
+_DAY_MONTH = re.compile(rf"^(\d{{1,2}}) ({'|'.join(MONTHS)})$")
+_MONTH_DAY = re.compile(rf"^({'|'.join(MONTHS)}) (\d{{1,2}})$")
+_AMOUNT = re.compile(r"^(?P<cur>[$£€]|USD |GBP |EUR )?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d{1,2})?|\d+(?:\.\d{1,2})?)"
+                     r"(?: ?(?P<scale>[kKmM]|bn|million|billion))?$")
+_PHONE = re.compile(r"^\+?\(?\d{2,6}\)?(?:[ .-]\d{2,6}){1,4}$")
+_DIGITS = re.compile(r"^\d{6,}$")
+_EMAIL = re.compile(r"^([A-Za-z0-9._%+-]+)@([A-Za-z0-9.-]+\.[A-Za-z]{2,})$")
+_CURRENCY = {"$": "USD", "£": "GBP", "€": "EUR"}
+_SCALE = {"k": 10**3, "K": 10**3, "m": 10**6, "M": 10**6, "million": 10**6, "bn": 10**9, "billion": 10**9}
+
+
+def value_kind(value: str) -> str | None:
+    """What a declared value is, when it is a typed value whose spelling can change without changing it."""
+    value = value.strip()
+    if _EMAIL.match(value):
+        return "email"
+    if _IBAN.match(value) and sum(c.isdigit() for c in value) >= 8:
+        return "iban"
+    if _ISO_DATE.match(value) or _DAY_MONTH.match(value) or _MONTH_DAY.match(value):
+        return "date"
+    match = _SLASH_DATE.match(value)
+    if match and (int(match.group(1)) > 12 or int(match.group(2)) > 12):  # only an unambiguous one
+        return "date"
+    if _PHONE.match(value) and sum(c.isdigit() for c in value) >= 7:
+        return "phone"
+    if _AMOUNT.match(value) and re.search(r"[,.$£€kKmM]|bn|illion|USD|GBP|EUR", value):
+        return "amount"  # a bare number (a door code, a PIN) is not an amount: it has no notation to change
+    if _DIGITS.match(value):
+        return "digits"
+    return None
+
+
+def _parse_date(value: str) -> tuple[date | None, bool]:
+    """The date, and whether it names a year."""
+    value = value.strip()
+    if m := _ISO_DATE.match(value):
+        return date(int(m[1]), int(m[2]), int(m[3])), True
+    if m := _SLASH_DATE.match(value):
+        first, second = int(m[1]), int(m[2])
+        day, month = (first, second) if first > 12 else (second, first)
+        return date(int(m[3]), month, day), True
+    if m := _DAY_MONTH.match(value):
+        return date(2000, MONTHS.index(m[2]) + 1, int(m[1])), False
+    if m := _MONTH_DAY.match(value):
+        return date(2000, MONTHS.index(m[1]) + 1, int(m[2])), False
+    return None, False
+
+
+def _date_formats(value: str) -> dict[str, str]:
+    day, with_year = _parse_date(value)
+    if day is None:
+        return {}
+    month = MONTHS[day.month - 1]
+    if not with_year:
+        return {"month-first": f"{month} {day.day}", "day-first": f"{day.day} {month}",
+                "abbreviated": f"{month[:3]} {day.day}", "ordinal": f"the {day.day}{_ordinal(day.day)} of {month}"}
+    return {"iso": day.isoformat(), "us": f"{day.month:02d}/{day.day:02d}/{day.year}",
+            "european": f"{day.day:02d}.{day.month:02d}.{day.year}", "day-month-name": f"{day.day} {month} {day.year}",
+            "month-name-first": f"{month} {day.day}, {day.year}", "compact": f"{day.year}{day.month:02d}{day.day:02d}"}
+
+
+def _ordinal(n: int) -> str:
+    return "th" if 11 <= n % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+
+
+def _amount_value(value: str) -> tuple[float, str | None] | None:
+    match = _AMOUNT.match(value.strip())
+    if not match:
+        return None
+    number = float(match["num"].replace(",", ""))
+    scale = _SCALE.get(match["scale"] or "", 1)
+    currency = match["cur"]
+    return number * scale, (_CURRENCY.get(currency, currency.strip()) if currency else None)
+
+
+def _grouped(number: float, thousands: str, decimal: str, cents: bool) -> str:
+    whole, frac = divmod(round(number * 100), 100)
+    text = f"{whole:,}".replace(",", "\x00").replace("\x00", thousands)
+    return f"{text}{decimal}{frac:02d}" if cents or frac else text
+
+
+def _amount_formats(value: str) -> dict[str, str]:
+    parsed = _amount_value(value)
+    if parsed is None:
+        return {}
+    number, currency = parsed
+    out = {"plain": _grouped(number, "", ".", False), "thousands": _grouped(number, ",", ".", False),
+           "european": _grouped(number, ".", ",", False), "spaced": _grouped(number, " ", ".", False),
+           "cents": _grouped(number, ",", ".", True)}
+    if number >= 10**6:
+        millions = number / 10**6
+        short = f"{millions:.3f}".rstrip("0").rstrip(".")
+        out.update({"scale-word": f"{short} million", "scale-letter": f"{short}M",
+                    "thousands-k": f"{_grouped(number / 1000, ',', '.', False)}k"})
+    elif number >= 1000 and number % 100 == 0:
+        out["scale-letter"] = f"{number / 1000:g}k"
+    if currency:
+        out["currency-code"] = f"{currency} {out['thousands']}"
+        symbol = next((s for s, c in _CURRENCY.items() if c == currency), None)
+        if symbol:
+            out["currency-symbol"] = f"{symbol}{out['cents']}"
+    return {k: v for k, v in out.items() if v != value}
+
+
+def _digit_groups(value: str) -> dict[str, str]:
+    digits = re.sub(r"\D", "", value)
+    plus = value.strip().startswith("+")
+    groups = [g for g in re.split(r"[^\d]+", value) if g]
+    out = {"no-separators": ("+" if plus else "") + digits,
+           "dashes": ("+" if plus else "") + "-".join(groups) if len(groups) > 1 else None,
+           "dots": ("+" if plus else "") + ".".join(groups) if len(groups) > 1 else None,
+           "spaced-threes": ("+" if plus else "") + " ".join(digits[i:i + 3] for i in range(0, len(digits), 3))
+           if len(digits) % 3 == 0 else None}
+    if len(groups) > 1 and not plus:
+        out["parenthesised"] = f"({groups[0]}) " + " ".join(groups[1:])
+    if re.fullmatch(r"07\d{9}", digits) and not plus:  # a UK mobile number, with its country code
+        out["country-code"] = f"+44 {digits[1:5]} {digits[5:]}"
+    return {k: v for k, v in out.items() if v and v != value}
+
+
+def _iban_formats(value: str) -> dict[str, str]:
+    compact = re.sub(r"[\s-]", "", value)
+    groups = " ".join(compact[i:i + 4] for i in range(0, len(compact), 4))
+    out = {"compact": compact, "lower-case": value.lower(), "lower-compact": compact.lower(),
+           "dashes": "-".join(compact[i:i + 4] for i in range(0, len(compact), 4)),
+           "grouped": groups, "no-break-spaces": groups.replace(" ", "\u00a0"),
+           "regrouped": compact[:4] + " " + " ".join(compact[4 + i:4 + i + 3] for i in range(0, len(compact) - 4, 3))}
+    return {k: v for k, v in out.items() if v != value}
+
+
+def _email_formats(value: str) -> dict[str, str]:
+    match = _EMAIL.match(value.strip())
+    if not match:
+        return {}
+    local, domain = match.groups()
+    out = {"upper-case": value.upper(), "title-case": local.title() + "@" + domain,
+           "spelled-at-dot": f"{local} at {domain.replace('.', ' dot ')}",
+           "bracketed-at-dot": f"{local} [at] {domain.replace('.', ' [dot] ')}"}
+    return {k: v for k, v in out.items() if v != value}
+
+
+FORMATS: dict[str, Callable[[str], dict[str, str]]] = {
+    "iban": _iban_formats, "amount": _amount_formats, "date": _date_formats, "phone": _digit_groups,
+    "digits": _digit_groups, "email": _email_formats}
+
+
+def reformat(value: str, style: str) -> str | None:
+    """`value` written in `style` (one of FORMATS[value_kind(value)]), or None when it does not apply."""
+    kind = value_kind(value)
+    return FORMATS[kind](value).get(style) if kind else None
+
+
+def styles(value: str) -> list[str]:
+    kind = value_kind(value)
+    return sorted(FORMATS[kind](value)) if kind else []
+
+
+# -- decoys and splits ---------------------------------------------------------------------------------
+def decoy(value: str, rng: random.Random) -> str | None:
+    """Another value of the same shape that shares no run of three characters with `value` (letters stay
+    letters of the same case, digits stay digits, everything else stays put); None for plain prose, which has
+    no shape to imitate."""
+    kind = value_kind(value)
+    if kind == "amount":
+        parsed = _amount_value(value)
+        if parsed is None:
+            return None
+        number = parsed[0] * rng.choice((1.37, 0.61, 1.83))
+        return _grouped(number, ",", ".", False)
+    if kind == "date":
+        day, with_year = _parse_date(value)
+        if day is None:
+            return None
+        style = next((k for k, v in _date_formats(value).items() if v == value.strip()), "iso" if with_year
+                     else "day-first")
+        shifted = day + timedelta(days=rng.choice((97, 143, 211)))
+        shown = shifted.isoformat() if with_year else f"{shifted.day} {MONTHS[shifted.month - 1]}"
+        return _date_formats(shown).get(style, shown)
+    if sum(c.isalnum() for c in value) < 4 or (kind is None and not any(c.isdigit() for c in value)):
+        return None  # prose (a name, a diagnosis) has no shape to imitate
+    for _ in range(50):
+        out = []
+        for char in value:
+            if char.isdigit():
+                out.append(rng.choice("0123456789".replace(char, "")))
+            elif char.isascii() and char.isupper():
+                out.append(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ".replace(char, "")))
+            elif char.isascii() and char.islower():
+                out.append(rng.choice("abcdefghjkmnpqrstuvwxyz".replace(char, "")))
+            else:
+                out.append(char)
+        candidate = "".join(out)
+        if kind in ("iban",):  # a bank's country code is not a secret; keep it, change every digit
+            candidate = value[:2] + candidate[2:]
+        if not _shares_run(candidate, value, 3):
+            return candidate
+    return None
+
+
+def _shares_run(a: str, b: str, n: int) -> bool:
+    a, b = (re.sub(r"[\W_]+", "", s).lower() for s in (a, b))
+    return any(a[i:i + n] in b for i in range(len(a) - n + 1))
+
+
+def split_text(text: str, pieces: int, rng: random.Random) -> list[str]:
+    """`text` cut into `pieces` non-empty parts at seeded places (each at least two characters long)."""
+    pieces = max(1, min(pieces, len(text) // 2))
+    if pieces == 1:
+        return [text]
+    step = len(text) / pieces
+    cuts = sorted({max(2, min(len(text) - 2, round(step * i + rng.uniform(-step / 4, step / 4))))
+                   for i in range(1, pieces)})
+    bounds = [0, *cuts, len(text)]
+    return [text[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1) if bounds[i + 1] > bounds[i]]
