@@ -375,9 +375,9 @@ class Beneath:
                     raise ToolError(f"not a regular file: {rel}")
                 return fd, made
 
-    def read(self, rel: str, limit: int) -> tuple[bytes, int]:
+    def read(self, rel: str, limit: int, *, follow: bool = True) -> tuple[bytes, int]:
         """Up to `limit` bytes of a regular file, and its size."""
-        with os.fdopen(self.open(rel), "rb") as handle:
+        with os.fdopen(self.open(rel, follow=follow), "rb") as handle:
             return handle.read(limit), os.fstat(handle.fileno()).st_size
 
     def readlink(self, rel: str) -> str:

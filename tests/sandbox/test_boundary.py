@@ -5,6 +5,7 @@ called from a command. The races themselves are in test_boundary_races.py."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import shlex
@@ -41,8 +42,10 @@ def tree(tmp_path):
         yield walked, root, outside
 
 
-def fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
+def fds() -> set[str]:
+    """This process's open descriptors (after collecting what earlier tests dropped)."""
+    gc.collect()
+    return set(os.listdir("/proc/self/fd"))
 
 
 # -- the walk ---------------------------------------------------------------------------------------
@@ -128,7 +131,7 @@ def test_a_tree_past_max_depth_is_walked_to_the_cap_and_removed_whole(tmp_path):
     before = fds()
     with Beneath(tmp_path) as walked:
         found = list(walked.entries())
-    assert fds() == before
+    assert fds() <= before
     assert [f for f in found if f.kind == "unreadable"][0].error == f"deeper than {MAX_DEPTH} levels"
     remove_tree(tmp_path, strict=True)
     assert not tmp_path.exists()
@@ -157,7 +160,7 @@ def test_no_descriptor_is_left_open_by_any_outcome(tree):
                      lambda p: walked.remove(p + "-no", recursive=True)):
             with contextlib.suppress(ToolError, OSError):
                 call(path)
-    assert fds() == before
+    assert fds() <= before
 
 
 # -- the rollout's identity -------------------------------------------------------------------------
@@ -284,8 +287,8 @@ def test_a_peer_of_another_uid_is_dropped_unanswered(tmp_path):
         with socket.socket(socket.AF_UNIX) as client:
             client.settimeout(30)
             client.connect(str(tmp_path / "svc.sock"))
-            client.sendall(b'{"tool": "send_email", "args": {}}\n')
-            with contextlib.suppress(ConnectionResetError):  # reset: closed with the request unread
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # closed before or after the request
+                client.sendall(b'{"tool": "send_email", "args": {}}\n')
                 assert client.recv(100) == b""  # closed unanswered
     finally:
         bridge.close()
@@ -333,43 +336,6 @@ def test_a_lookalike_called_from_a_command_keeps_via_run_command():
         assert failed.via == "run_command" and failed.effect == {"lookalike": "send_email_secure"}
     finally:
         env.close()
-
-
-def test_the_cli_home_is_read_beneath_and_never_through_a_link(tmp_path):
-    from redagent.engine.harnesses.cli.profile import newest_text
-
-    home = tmp_path / "home"
-    sessions = home / ".codex" / "sessions" / "2026"
-    sessions.mkdir(parents=True)
-    (sessions / "rollout-1.jsonl").write_text('{"type": "mine"}\n')
-    secret = tmp_path / "secret.jsonl"
-    secret.write_text('{"type": "host secret"}\n')
-    os.symlink(str(secret), sessions / "rollout-2.jsonl")
-    os.mkfifo(sessions / "rollout-3.jsonl")
-    os.symlink(str(tmp_path), home / ".codex" / "sessions" / "up")  # a folder link: never walked into
-    text = newest_text(home, ".codex/sessions/**/rollout-*.jsonl")
-    assert text == '{"type": "mine"}\n'
-    os.utime(sessions / "rollout-1.jsonl", (1, 1))
-    (home / ".codex" / "sessions" / "rollout-9.jsonl").write_text("x" * (20 << 20))
-    clipped = newest_text(home, ".codex/sessions/**/rollout-*.jsonl")
-    assert clipped is not None and len(clipped) < 17 << 20 and "bytes not read" in clipped
-
-
-def test_usage_json_planted_as_a_link_is_not_read(tmp_path):
-    from redagent.engine.harnesses.cli.isolation import Launch, turn_end
-
-    sockets = tmp_path / "sockets"
-    sockets.mkdir()
-    os.symlink("/proc/self/environ", sockets / "usage.json")
-
-    class Ended:
-        cpu_ticks, peak_rss, killed_for, name = 0, 0, None, "cli"
-        launch = Launch([], {}, tmp_path, tmp_path, sockets)
-
-    finished = turn_end(Ended(), 0, b"", b"", 0.0, "")
-    assert finished.cpu_seconds == 0 and not os.path.lexists(sockets / "usage.json")
-    (sockets / "usage.json").write_text(json.dumps({"cpu_seconds": 2.5}))
-    assert turn_end(Ended(), 0, b"", b"", 0.0, "").cpu_seconds == 2.5
 
 
 def test_a_private_directory_is_removed_whatever_was_left_in_it():

@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from redagent.engine.harnesses.cli.profile import Profile, Setup, clip, jsonl
+from redagent.sandbox.beneath import Beneath, private_directory
+from redagent.sandbox.tools import ToolError
 
+STATE_LIMIT = 64 << 20  # bytes of Hermes' session database (and its log) copied out of the CLI's home
 SESSION = re.compile(r"^session_id:\s*([A-Za-z0-9_.:-]{6,})\s*$", re.MULTILINE)  # its last line, on stderr
 
 
@@ -58,10 +61,29 @@ class Hermes(Profile):
         return found[-1] if found else None
 
     def transcript(self, home: Path, stdout: str) -> Any:
-        state = home / ".hermes" / "state.db"
-        if state.exists():
-            return _sessions(state) or clip(stdout)
+        with private_directory("redagent-hermes-state-") as folder:
+            # The home is the CLI's: its database (and write-ahead log) is copied out beneath it, never
+            # through a link, and only the private copy is opened.
+            if _copy_state(home, Path(folder)):
+                return _sessions(Path(folder) / "state.db") or clip(stdout)
         return clip(stdout)
+
+
+def _copy_state(home: Path, into: Path) -> bool:
+    """Copy `.hermes/state.db` and its `-wal` out of the CLI's home (regular files only, each at most
+    STATE_LIMIT bytes); False when there is no database to read."""
+    with Beneath(home, alias=None, label="CLI home") as tree:
+        for name in ("state.db", "state.db-wal"):
+            try:
+                data, size = tree.read(f".hermes/{name}", STATE_LIMIT + 1, follow=False)
+            except (ToolError, OSError):
+                if name == "state.db":
+                    return False
+                continue
+            if size > STATE_LIMIT:
+                return False
+            (into / name).write_bytes(data)
+    return True
 
 
 def _sessions(path: Path) -> list[Any]:
