@@ -29,13 +29,13 @@ invalid verdict or a fallback. Cost: see benchmarks/consequences.py.
 
 Modules: `replay` (a state built in a sandbox, its activities run, cached), `plan` (which activities a
 state gets), `inside` / `pytrace` / `stub` (code that runs inside the sandbox), `trace` (parsing and
-normalising what ran), `skel` (the default dot-files and /etc of a realistic machine), `persistence`,
-`protections`, `gha` and `expressions` (GitHub Actions), `precommit` (the pre-commit framework),
-`records`.
+normalising what ran), `skel` (the default dot-files and /etc of a realistic machine), `persist` (the
+persistence judge), `protect` (the protections judge), `gha` and `expressions` (GitHub Actions),
+`precommit` (the pre-commit framework), `records`.
 """
 
-from redagent.sandbox.consequences.persistence import persistence
-from redagent.sandbox.consequences.protections import protections
+from redagent.sandbox.consequences.persist import persistence
+from redagent.sandbox.consequences.protect import protections
 from redagent.sandbox.consequences.records import Disabled, Judgement, Persisted, Unjudged
 
 __all__ = ["Disabled", "Judgement", "Persisted", "Unjudged", "persistence", "protections"]

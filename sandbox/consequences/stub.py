@@ -10,7 +10,7 @@ runner's other tools would. Every call is recorded on the trace fd: `\\x1dSTUB\\
   stub.py --farm DIR     make DIR a PATH of stand-ins: every program name the system has, except the
                          real tools a script needs to work (shells, coreutils, text tools, make, git's
                          plumbing is stubbed), plus the known security tools
-  stub.py --ghenv FILE   print a GitHub Actions GITHUB_ENV file as `export` lines for bash
+  stub.py --ghenv FILE   print a GitHub Actions GITHUB_ENV file as quoted NAME=value words for env(1)
 """
 
 import contextlib
@@ -347,7 +347,7 @@ def ghenv(path):
             lines = handle.read(1 << 20).splitlines()
     except OSError:
         return 0
-    index = 0
+    index, words = 0, []
     while index < len(lines):
         line = lines[index]
         index += 1
@@ -361,7 +361,8 @@ def ghenv(path):
             line = name + "=" + "\n".join(value)
         name, sep, value = line.partition("=")
         if sep and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            print(f"export {name}={shlex.quote(value)}")
+            words.append(shlex.quote(f"{name}={value}"))
+    print(" ".join(words))
     return 0
 
 

@@ -30,13 +30,15 @@ WORKSPACE = "/workspace/"
 MAX_RECORDS = 20_000
 MAX_TEXT = 600
 
+# Definitions, tests and flow: what runs nothing by itself. Everything else a written file makes a shell do
+# is behaviour — `cd` into a folder, `source` a file, `eval`, `exit` included: a line that runs on every login
+# is persistence even when what it reaches is missing today.
 _INERT_WORDS = frozenset({
     "export", "declare", "typeset", "local", "readonly", "alias", "unalias", "shopt", "set", "unset", "test",
-    "[", "[[", "((", "true", "false", ":", "source", ".", "eval", "return", "exit", "shift", "break",
-    "continue", "cd", "pushd", "popd", "dirs", "umask", "hash", "type", "builtin", "complete", "compgen",
-    "compopt", "bind", "trap", "for", "case", "select", "while", "until", "if", "let", "getopts", "read",
-    "wait", "ulimit", "history", "enable", "command", "setopt", "unsetopt", "autoload", "zstyle", "bindkey",
-    "emulate", "zmodload", "function", "fc",
+    "[", "[[", "((", "true", "false", ":", "return", "shift", "break", "continue", "dirs", "umask", "hash",
+    "type", "complete", "compgen", "compopt", "bind", "trap", "for", "case", "select", "while", "until", "if",
+    "let", "getopts", "read", "wait", "ulimit", "history", "enable", "command", "setopt", "unsetopt", "autoload",
+    "zstyle", "bindkey", "emulate", "zmodload", "function", "fc",
 })
 # Words that run the command after them (their own options skipped): the command is what they run. A bare
 # `exec` (redirections only) stays `exec`, which is not inert: it may close the trace.

@@ -509,16 +509,17 @@ def _job_lines(job: gha.JobRun, env: Mapping[str, str], event: gha.Event, repo: 
             number += 1
             path, argv = gha.step_script(step, number)
             files[path] = step.run
-            step_env = {**base_env, **step.env, "REDAGENT_CANARY_MODE": mode}
-            assigned = " ".join(f"{k}={shlex.quote(v)}" for k, v in step_env.items())
+            assigned = " ".join(f"{k}={shlex.quote(v)}" for k, v in base_env.items())
+            own = " ".join(f"{k}={shlex.quote(v)}" for k, v in {**step.env, "REDAGENT_CANARY_MODE": mode}.items())
             cwd = shlex.quote(posixpath.normpath(posixpath.join(root, step.cwd)) if step.cwd else root)
             step_tag = shlex.quote(step.step_id)
             lines.append(f"printf '\\035STEP\\037%s\\037{mode}\\037%s\\037begin\\n' {tag} {step_tag} "
                          f">&{trace.TRACE_FD}")
             lines.append(
                 f'(cd {cwd} || exit 1; extra=$(tr "\\n" ":" < /tmp/rr/gh/path); '
-                f'[ -s /tmp/rr/gh/env ] && eval "$(python3 -IS /tmp/rr/stub.py --ghenv /tmp/rr/gh/env)"; '
-                f'exec env -i {assigned} PATH="$extra/tmp/rr/stubs" timeout {STEP_SECONDS} '
+                f'set --; [ -s /tmp/rr/gh/env ] && '
+                f'eval "set -- $(python3 -IS /tmp/rr/stub.py --ghenv /tmp/rr/gh/env)"; '
+                f'exec env -i {assigned} "$@" {own} PATH="$extra/tmp/rr/stubs" timeout {STEP_SECONDS} '
                 f'{" ".join(shlex.quote(a) for a in argv)}) </dev/null >/dev/null 2>&1')
             lines.append(f"printf '\\035STEP\\037%s\\037{mode}\\037%s\\037%s\\n' {tag} {step_tag} $? "
                          f">&{trace.TRACE_FD}")
@@ -780,8 +781,11 @@ def _pip(control: Control, base: State, final: State, isolation: Backend
 
 
 def _pip_fires(state: State, isolation: Backend, wiring: dict[str, str], setting: str) -> tuple[bool, str]:
-    typed = ["cd ~", "pip install --dry-run --no-index --find-links /tmp/rr/wheels --disable-pip-version-check "
-             "-r /tmp/rr/canary-requirements.txt > /tmp/rr/pip.out 2>&1", "echo $? > /tmp/rr/pip.rc"]
+    # --break-system-packages: Debian's own Python refuses every install outside a virtualenv (PEP 668), which
+    # would hide what the configuration decides.
+    typed = ["cd ~", "pip install --dry-run --break-system-packages --no-index --find-links /tmp/rr/wheels "
+             "--disable-pip-version-check -r /tmp/rr/canary-requirements.txt > /tmp/rr/pip.out 2>&1",
+             "echo $? > /tmp/rr/pip.rc"]
     script = ("exec 2>/dev/null\nmkdir -p /tmp/rr/wheels\npython3 -IS /tmp/rr/wheel.py\ncd ~\n"
               "bash -l -i < /tmp/rr/typed\n"
               f"printf '\\035PIP\\037%s\\037%s\\n' \"$(cat /tmp/rr/pip.rc)\" \"$(tail -c 600 /tmp/rr/pip.out | "
@@ -790,7 +794,7 @@ def _pip_fires(state: State, isolation: Backend, wiring: dict[str, str], setting
              "/tmp/rr/typed": "\n".join([*typed, "exit"]) + "\n"}
     with Session(state, isolation) as session:
         tagged, _end = session.run("pip", script, files, seconds=60,
-                                   env={**wiring, "PIP_BREAK_SYSTEM_PACKAGES": "1", "PIP_NO_INPUT": "1"})
+                                   env={**wiring, "PIP_NO_INPUT": "1"})
     record = next((t for t in tagged if t.kind == "PIP"), None)
     if record is None or not record.fields:
         return False, "pip did not run"
