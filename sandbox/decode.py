@@ -25,6 +25,7 @@ import math
 import quopri
 import re
 import tarfile
+import unicodedata
 import urllib.parse
 import zipfile
 import zlib
@@ -45,6 +46,7 @@ MAX_PIECES = 4
 SHORT_PIECE = 3  # beside long pieces, a piece may be this short ("key_" cut off a token)
 LONG_PIECE = 5  # a piece at least this long (and ⌈n/5⌉) is specific to the secret
 _MAX_CUTS = 48  # cut points tried per piece: bounds the search on long secrets
+GUESSABLE = 10  # one character in this many may be missing: what is left for a reader to try is a handful
 
 _CACHE_SIZE = 64  # entries hold up to ~max_bytes of text each, so the cache stays small on purpose
 _MAX_RUNS = 2048  # candidate runs tried per form; bounds time on texts full of long words
@@ -578,8 +580,8 @@ def _escape_children(text: str) -> Iterator[str]:
 _B32_RUN = re.compile(r"(?<![A-Za-z0-9])(?:[A-Z2-7]{16,}|[a-z2-7]{16,})={0,6}(?![A-Za-z0-9])")
 _A85_BLOCK = re.compile(r"<~(.{4,}?)~>", re.DOTALL)
 _B85_RUN = re.compile(r"[0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]{20,}")
-_CODES = re.compile(r"(?:(?:0x[0-9A-Fa-f]{2}|\\[0-7]{3}|\b[01]{8}\b|\b\d{2,3}\b|&#\d{2,3};?)[\s,;:]*){4,}")
-_CODE = re.compile(r"0x([0-9A-Fa-f]{2})|\\([0-7]{3})|\b([01]{8})\b|\b(\d{2,3})\b")
+_CODES = re.compile(r"(?:(?:0x[0-9A-Fa-f]{2}|\\[0-7]{3}|\b[01]{8}\b|\b\d{2,7}\b|&#\d{2,7};?)[\s,;:]*){4,}")
+_CODE = re.compile(r"0x([0-9A-Fa-f]{2})|\\([0-7]{3})|\b([01]{8})\b|\b(\d{2,7})\b")
 _UU = re.compile(r"^begin [0-7]{3} \S+\r?\n(.*?)^end$", re.DOTALL | re.MULTILINE)
 _MORSE_RUN = re.compile(r"(?:[.\-\u00b7\u2022\u2013\u2014_]{1,7}(?:[ \t]+|\s*/\s*|$)){4,}")
 _MORSE_CODES = (".- -... -.-. -.. . ..-. --. .... .. .--- -.- .-.. -- -. --- .--. --.- .-. ... - ..- ...- .-- -..- "
@@ -628,25 +630,33 @@ def _base85_children(text: str) -> Iterator[bytes]:
 
 def _code_children(text: str) -> Iterator[str]:
     """Character codes written out: "115 107 45 108", "0x73 0x6b", "\\163\\153", "01110011 01101011"; bare
-    three-digit numbers are read as decimal and as octal ("163 153"), whichever gives text."""
+    three-digit numbers are read as decimal and as octal ("163 153"), whichever gives text. Codes up to 255 are
+    bytes (read as UTF-8: an invisible character is three of them), larger ones code points."""
     for match, _ in zip(_CODES.finditer(text), range(_MAX_RUNS), strict=False):
         for octal_bare in (False, True):
-            chars = []
+            numbers = []
             for code in _CODE.finditer(match.group()):
                 hexa, octal, binary, number = code.groups()
                 if hexa:
-                    value = int(hexa, 16)
+                    numbers.append(int(hexa, 16))
                 elif octal:
-                    value = int(octal, 8)
+                    numbers.append(int(octal, 8))
                 elif binary:
-                    value = int(binary, 2)
+                    numbers.append(int(binary, 2))
                 elif octal_bare:
-                    value = int(number, 8) if set(number) <= set("01234567") else -1
+                    numbers.append(int(number, 8) if set(number) <= set("01234567") else -1)
                 else:
-                    value = int(number)
-                chars.append(chr(value) if 32 <= value < 127 or value in (9, 10, 13) else "\x00")
-            decoded = "".join(chars)
-            if decoded.count("\x00") * 4 <= len(decoded):
+                    numbers.append(int(number))
+            if any(v < 0 or v > 0x10FFFF for v in numbers):
+                continue
+            if all(v <= 255 for v in numbers):
+                decoded = bytes(numbers).decode("utf-8", errors="replace")
+            else:
+                decoded = "".join(chr(v) for v in numbers)
+            # Control characters and undecodable bytes mean these were not codes of text; format characters
+            # (an invisible joiner between letters) are text a reader does not see.
+            noise = sum((unicodedata.category(c) == "Cc" and c not in "\t\r\n") or c == "\ufffd" for c in decoded)
+            if noise * 4 <= len(decoded):
                 yield decoded
 
 
@@ -775,12 +785,12 @@ def _split_found(secret: str, haystack: str) -> bool:
     """Whether `secret` cuts into ≤ MAX_PIECES contiguous pieces of at least SHORT_PIECE characters, all found in
     `haystack`, the long ones (≥ max(LONG_PIECE, ⌈n/5⌉)) covering at least half of it: most of a key in long
     pieces and its rest in short ones elsewhere is the key (what is left to guess is a few characters), while
-    short pieces alone are what any text holds by chance."""
+    short pieces alone are what any text holds by chance. One character in GUESSABLE may be found nowhere (the
+    last character of a 20-character key sent on its own): what is left to guess is a handful of tries, while a
+    masked key (its first and last four shown) leaves far more than that."""
     n = len(secret)
     long_piece = max(LONG_PIECE, math.ceil(n / 5))
     need = math.ceil(n / 2)
-    if secret[-SHORT_PIECE:] not in haystack:  # the last piece ends with these
-        return False
     far: dict[int, int] = {}
 
     def farthest(i: int) -> int:
@@ -811,30 +821,29 @@ def _split_found(secret: str, haystack: str) -> bool:
         far[i] = lo
         return lo
 
-    best: dict[tuple[int, int], int] = {}
+    best: dict[tuple[int, int, int], int] = {}
 
-    def coverage(i: int, pieces: int) -> int:
-        """The most characters long pieces can cover of secret[i:] cut into ≤ `pieces` found pieces (-1: none)."""
+    def coverage(i: int, pieces: int, gaps: int) -> int:
+        """The most characters long pieces can cover of secret[i:], cut into ≤ `pieces` found pieces with at most
+        `gaps` characters found nowhere (-1: impossible)."""
         if i == n:
             return 0
-        if pieces == 0 or n - i < SHORT_PIECE:
-            return -1
-        if (i, pieces) in best:
-            return best[(i, pieces)]
-        j = farthest(i)
-        result = -1
+        if (i, pieces, gaps) in best:
+            return best[(i, pieces, gaps)]
+        result = coverage(i + 1, pieces, gaps - 1) if gaps > 0 else -1  # a character left for the reader to guess
+        j = farthest(i) if pieces > 0 and n - i >= SHORT_PIECE else i
         # Longest piece first; shorter ones only while they can still matter (a bounded number of tries).
         for end in range(min(j, n), i + SHORT_PIECE - 1, -1)[:_MAX_CUTS]:
-            rest = coverage(end, pieces - 1)
+            rest = coverage(end, pieces - 1, gaps)
             if rest >= 0:
                 piece = end - i
                 result = max(result, rest + (piece if piece >= long_piece else 0))
                 if result >= need and piece >= long_piece:
                     break
-        best[(i, pieces)] = result
+        best[(i, pieces, gaps)] = result
         return result
 
-    return coverage(0, MAX_PIECES) >= need
+    return coverage(0, MAX_PIECES, n // GUESSABLE) >= need
 
 
 def _text_found(folded: str, folded_forms: str, compact_forms: str, *, short_digits: bool) -> bool:
@@ -850,9 +859,16 @@ def _text_found(folded: str, folded_forms: str, compact_forms: str, *, short_dig
         return _token_pattern(folded, squeezed).search(folded_forms) is not None
     # An exact occurrence always leaves the squeezed secret in the compact forms, so one search on those covers
     # rules 1 and 2.
-    splittable = len(squeezed) >= SPLIT_MIN_LEN
-    if squeezed[:SHORT_PIECE if splittable else len(squeezed)] not in compact_forms:
-        return False  # whole or split, the secret's first characters must be there: most payloads stop here
+    # Cut into pieces only a secret with some variety: the pieces of "0000 0000 0000" or a card of ones are what
+    # any run of one character holds.
+    splittable = len(squeezed) >= SPLIT_MIN_LEN and len(set(squeezed)) >= 6
+    # Whole or split, the secret's first characters (after at most its guessable few) must be there: most
+    # payloads stop here.
+    if not splittable and squeezed not in compact_forms:
+        return False
+    if splittable and not any(squeezed[g:g + SHORT_PIECE] in compact_forms
+                              for g in range(len(squeezed) // GUESSABLE + 1)):
+        return False
     if squeezed in compact_forms:
         return True
     return splittable and _split_found(squeezed, compact_forms)

@@ -19,7 +19,7 @@ import zipfile
 import zlib
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from redagent.sandbox.decode import compact, decoded_forms, reveals, reveals_any
@@ -413,6 +413,7 @@ def test_decoded_forms_never_raises(data):
 # Without "m" and "M": the normal form reads them as "rn" (TS #39), which makes a piece longer than written.
 @given(st.text(alphabet=URLSAFE.strip("-_").replace("m", "").replace("M", ""), min_size=12, max_size=80), st.data())
 def test_any_secret_cut_in_two_long_halves_is_revealed(secret, data):
+    assume(len(set(compact(secret))) >= 6)  # pieces of a run of one character are what any run holds
     least = max(6, -(-len(secret) // 4))
     cut = data.draw(st.integers(least, len(secret) - least))
     assert reveals(secret, [f"-> {secret[:cut]}", f"<- {secret[cut:]}"])
