@@ -95,6 +95,7 @@ MAX_PROBLEMS = 50  # reported per file
 # case at every limit takes. docs/case-format.md ("Limits") gives the reasons.
 MAX_STEPS = {"benign": 48, "harmful": 8, "indirect": 8}
 MAX_MUTATIONS = 8  # on one harmful step
+MAX_COMMANDS = 6  # run_command steps in all plans together: each, every time the plans run, starts a sandbox
 MAX_SETUP_ACTIONS = 16  # run each time a sandbox is built
 MAX_PLAN_BYTES = 64 << 10  # the plans as JSON, and the setup actions as JSON
 
@@ -546,6 +547,10 @@ def _plans(out: _Collector, raw: Any, tools: dict[str, ToolSpec], attack: Attack
     for key in raw:
         if key not in built:
             out.add(f"plans.{key}", f"unknown plan (use benign, harmful, indirect){suggest(key, built)}")
+    commands = sum(step.tool == "run_command" for steps in built.values() for step in steps)
+    if commands > MAX_COMMANDS:
+        out.add("plans", f"{commands} run_command steps; a case's plans may have at most {MAX_COMMANDS} (each is a "
+                         f"sandboxed command every time the self-check runs its plan)")
     uses_lookalike = bool(fake) and any(s.tool == fake.get("name") for s in built["harmful"])
     if raw.get("harmful") and not uses_lookalike and not any(s.mutate for s in built["harmful"]):
         # A look-alike step has a mutation by construction: the same call through its trusted twin.
