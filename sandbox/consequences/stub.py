@@ -47,6 +47,7 @@ MODULES = {"pip_audit": "pip-audit", "bandit": "bandit", "semgrep": "semgrep", "
            "twine": "twine", "sigstore": "sigstore", "detect_secrets": "detect-secrets"}
 RUNNERS = {"pipx": ("run",), "uvx": (), "uv": ("run", "tool"), "poetry": ("run",), "pdm": ("run",),
            "hatch": ("run",), "pipenv": ("run",), "npx": (), "pnpx": (), "bunx": ()}
+RUNNER_VALUED = {"--from", "--with", "--python", "-p", "--spec", "--index-url", "--directory", "-C", "-e", "--env"}
 PYTHONS = re.compile(r"^python(3(\.\d+)?)?$")
 SOFT = ("--exit-zero", "--no-fail", "--soft-fail", "--warn-only", "--dry-run", "--continue-on-error")
 
@@ -75,7 +76,9 @@ def resolve(argv):
             return None, args
         if name in RUNNERS:
             while args and (args[0] in RUNNERS[name] or args[0].startswith("-")):
-                args.pop(0)
+                option = args.pop(0)
+                if option in RUNNER_VALUED and args:  # `uvx --from PKG tool`: the option's value is not the tool
+                    args.pop(0)
             if not args:
                 return name, []
             name, args = posixpath.basename(args[0]), args[1:]
