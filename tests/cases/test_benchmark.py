@@ -83,6 +83,7 @@ def test_every_frozen_case_passes_the_self_check_with_its_derived_routes(library
     assert failures == []
 
 
+@pytest.mark.slow
 def test_stats_command_interface():
     result = subprocess.run([sys.executable, "-m", "redagent", "cases", "stats", "--json"], capture_output=True,
                             text=True, env={"PATH": "/usr/bin:/bin"}, timeout=600)

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 RUN = [sys.executable, "-m", "redagent", "run", "--cases", "banking-*,email-*,workspace-*",
        "--concurrency", "2", "--json"]
 ENV = {"PATH": "/usr/bin:/bin", "COLUMNS": "120"}
@@ -59,6 +61,7 @@ def run_id_of(db: Path) -> tuple[str, int]:
         return conn.execute("select id, planned from run").fetchone()
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_completes_without_duplicates(tmp_path):
     db = tmp_path / "killed.db"
     proc = start(db)

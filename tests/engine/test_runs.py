@@ -21,6 +21,7 @@ def redagent(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
                           cwd=cwd, env={"PATH": "/usr/bin:/bin", "COLUMNS": "200"})
 
 
+@pytest.mark.slow
 def test_default_matrix_end_to_end(store_url):  # noqa: F811
     """The default matrix of `redagent run`: every calibration agent on every case, with the benign arm."""
     with open_store(store_url) as store:
