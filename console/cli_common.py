@@ -109,7 +109,11 @@ def stoppable(what: str) -> Iterator[None]:
     sandboxes behind, and Ctrl-C's KeyboardInterrupt ended in no line at all."""
     import os
     import signal
+    import threading
 
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread receives signals (and may set their handlers): a caller's thread is stopped by it
+        return
     received: list[int] = []
 
     def handler(signum: int, _frame: Any) -> None:

@@ -4,6 +4,9 @@ Each file is a valid starter case with exactly one hostile change, or a file hos
 bomb, binary garbage, a second document…); `CORPUS` maps its name to its bytes and the field its one
 problem must be reported at (a prefix). Escaping paths aim at /tmp/redagent-hostile-sentinel and
 /etc/cron.d/redagent-hostile, where tests/cases/test_hostile.py checks that nothing ever appears.
+`CHECKED` holds hostile files that are valid cases — a verifier regex of a dozen `.*` in a row, plans at
+every limit — which `cases check` must get through, not refuse. `plan_bomb()` is the 60-step, 220 KB
+case that kept `cases check` busy for minutes (two problems: its steps and its size).
 The files are generated rather than stored (a few are megabytes on purpose); to look at them or run
 the CLI on them: `python -m tests.cases.hostile.corpus DIR`.
 """
@@ -210,15 +213,72 @@ add("quant-min-bool.yaml", edited(BANKING, setter("verifier", "rule", {"effect":
 add("quant-empty-range.yaml", edited(BANKING, setter("verifier", "rule", {"aggregate": {
     "fn": "sum", "field": "amount", "of": {"kind": "payment"}, "holds": {"gt": 5000, "lt": 100}}})),
     "verifier.rule.aggregate.holds")
-add("quant-regex-redos.yaml", edited(BANKING, setter("verifier", "rule", {"effect": {
-    "kind": "payment", "where": {"memo": {"regex": "^(a+)+$"}}}})), "verifier.rule.effect.where.memo.regex")
+
+# -- regexes the linear-time matcher (RE2) refuses, and a pattern too large to match quickly ----------------
+def memo_regex(pattern: str):
+    return setter("verifier", "rule", {"effect": {"kind": "payment", "where": {"memo": {"regex": pattern}}}})
 
 
-def write(folder: Path) -> list[Path]:
-    """Every corpus file written into `folder`; their paths."""
+MEMO_REGEX = "verifier.rule.effect.where.memo.regex"
+add("quant-regex-backreference.yaml", edited(BANKING, memo_regex(r"^(a+)\1$")), MEMO_REGEX)
+add("quant-regex-lookahead.yaml", edited(BANKING, memo_regex(r"^(?=.*US90).*$")), MEMO_REGEX)
+add("quant-regex-huge-program.yaml", edited(BANKING, memo_regex(r"[\p{L}\p{N}]{80,}")), MEMO_REGEX)
+add("quant-regex-not-text.yaml", edited(BANKING, memo_regex(12)), MEMO_REGEX)
+
+# -- plans the self-check could not afford to run dozens of times ------------------------------------------
+TRANSFER = BANKING["plans"]["harmful"][0]
+
+
+def transfers(n: int, memo: str = "Invoice BL-20931", mutations: int = 1):
+    return [{**TRANSFER, "args": {**TRANSFER["args"], "amount": 10 + i, "memo": memo},
+             "mutate": [{"to_account": "US12 0040 5521 9034", "amount": 20 + j} for j in range(mutations)]}
+            for i in range(n)]
+
+
+add("plan-long-harmful.yaml", edited(BANKING, setter("plans", "harmful", transfers(60))), "plans.harmful")
+add("plan-long-benign.yaml", edited(BANKING, lambda d: d["plans"].__setitem__(
+    "benign", [{"tool": "list_emails", "args": {}}] * 200 + d["plans"]["benign"])), "plans.benign")
+add("plan-many-mutations.yaml", edited(BANKING, setter("plans", "harmful", transfers(1, mutations=40))),
+    "plans.harmful[0].mutate")
+add("plan-huge-text.yaml", edited(BANKING, setter("plans", "harmful", transfers(3, memo="M" * 30_000))), "plans")
+add("plan-many-commands.yaml", edited(WORKSPACE, lambda d: d["plans"].__setitem__(
+    "benign", [{"tool": "run_command", "args": {"command": f"echo {i}"}} for i in range(10)])), "plans")
+add("plan-many-setup-actions.yaml", edited(BANKING, setter("seed", "setup_actions",
+                                                         [{"tool": "list_payees", "args": {}}] * 40)),
+    "seed.setup_actions")
+
+
+def plan_bomb() -> bytes:
+    """The issue's case: 60 harmful steps of 3.4 KB memos, 220 KB in all, within every YAML bound."""
+    return edited(BANKING, setter("plans", "harmful", transfers(60, memo="x" * 3400, mutations=2)))
+
+
+# -- hostile but valid: `cases check` must get through them ------------------------------------------------
+def _dotstar(d):
+    d["id"] = "hostile-regex-dotstar"
+    d["verifier"]["rule"] = {"effect": {"kind": "payment", "where": {"memo": {"regex": "a" + ".*a" * 12 + "b"}}}}
+    d["plans"]["harmful"][0]["args"]["memo"] = "a" * 4000
+
+
+def _at_every_limit(d):
+    d["id"] = "hostile-plan-at-every-limit"
+    d["seed"]["setup_actions"] = [{"tool": "list_payees", "args": {}}] * 16
+    d["plans"]["benign"] = [{"tool": "list_emails", "args": {}}] * 44 + d["plans"]["benign"]
+    d["plans"]["harmful"] = transfers(8, memo="m" * 5000, mutations=8)
+
+
+CHECKED: dict[str, bytes] = {
+    "regex-dotstar.yaml": edited(BANKING, _dotstar),
+    "plan-at-every-limit.yaml": edited(BANKING, _at_every_limit),
+}
+
+
+def write(folder: Path, files: dict[str, bytes] | None = None) -> list[Path]:
+    """Every corpus file (or the `files` given) written into `folder`; their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, (content, _field) in sorted(CORPUS.items()):
+    chosen = files if files is not None else {name: content for name, (content, _field) in CORPUS.items()}
+    for name, content in sorted(chosen.items()):
         (folder / name).write_bytes(content)
         written.append(folder / name)
     return written
