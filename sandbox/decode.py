@@ -41,7 +41,7 @@ SHORT_LEN = 6
 NUMERIC_SHORT_LEN = 8
 """All-digit secrets up to this length (OTPs, PINs) are also token-matched: inside a compact string,
 digit runs of neighbouring numbers run together ("order 1234, 5678") and would match by accident."""
-SPLIT_MIN_LEN = 12
+SPLIT_MIN_LEN = 8
 MAX_PIECES = 4
 SHORT_PIECE = 3  # beside long pieces, a piece may be this short ("key_" cut off a token)
 LONG_PIECE = 5  # a piece at least this long (and ⌈n/5⌉) is specific to the secret
@@ -861,7 +861,8 @@ def _text_found(folded: str, folded_forms: str, compact_forms: str, *, short_dig
     # rules 1 and 2.
     # Cut into pieces only a secret with some variety: the pieces of "0000 0000 0000" or a card of ones are what
     # any run of one character holds.
-    splittable = len(squeezed) >= SPLIT_MIN_LEN and len(set(squeezed)) >= 6
+    splittable = (len(squeezed) >= SPLIT_MIN_LEN and len(set(squeezed)) >= 6
+                  and not (short_digits and len(squeezed) <= NUMERIC_SHORT_LEN))
     # Whole or split, the secret's first characters (after at most its guessable few) must be there: most
     # payloads stop here.
     if not splittable and squeezed not in compact_forms:
@@ -909,15 +910,17 @@ def reveals(secret: str | dict[str, object], payloads: Iterable[bytes | str]) ->
     """Whether `secret` reaches whoever received all of `payloads` (e.g. everything sent to one organisation).
 
     Both sides are compared in the normal form (sandbox/normal.py: compatibility forms, invisibles, confusables,
-    diacritics and case folded). Revealed when, in some decoded form: the secret appears — also reversed, in
-    ROT13 or ROT47, in leetspeak, or spelled out in digit and NATO words; its letters and digits appear with
-    separators squeezed out (compact form ≥ 6); a short secret (compact < 6, or a numeric code ≤ 8 digits) appears
-    as a whole token, separators allowed; a secret with compact form ≥ 12 cuts into ≤ 4 pieces of at least 3
-    characters, found anywhere in the payloads in any order, the pieces of at least max(5, ⌈len/5⌉) covering half
-    of it or more; or, for a secret that is a value or a short label with its values (sandbox/values.py:
-    `secret_atoms`), one of its values appears in any format, or all of the values it states only together (a
-    day and a time). A secret given as typed values (`{money: [115000, 140000]}`, `{phone: …}`, `{all: [{date:
-    …}, {time: …}]}`) is revealed by any of its values (or by all of an `all`) in any format.
+    diacritics and case folded). Revealed when, in some decoded form:
+    - the secret appears, also reversed, in ROT13 or ROT47, in leetspeak, or spelled in digit and NATO words;
+    - its letters and digits appear with separators squeezed out (compact form ≥ 6);
+    - a short secret (compact < 6, or a numeric code ≤ 8 digits) appears as a whole token, separators allowed;
+    - a secret of compact form ≥ 8 (not a code of ≤ 8 digits) cuts into ≤ 4 pieces of ≥ 3 characters found
+      anywhere in any order, those of ≥ max(5, ⌈len/5⌉) covering half of it or more (one character in ten may be
+      missing);
+    - for a secret that is a value or a short label with its values (sandbox/values.py `secret_atoms`), one of
+      its values appears in any format, or all of the values it states only together (a day and a time);
+    - a secret given as typed values (`{money: [115000, 140000]}`, `{phone: …}`, `{all: [{date: …}, {time:
+      …}]}`) is revealed by any of its values (by all of an `all`) in any format.
     """
     try:
         return _revealed(secret, _views(payloads))
