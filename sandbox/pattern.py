@@ -34,7 +34,9 @@ _CACHE = 256  # compiled patterns kept: a library holds fewer than a hundred dis
 # What RE2's parser says, and what it means to someone who wrote a Python regex.
 _EXPLAINED = (
     (re.compile(r"invalid escape sequence: \\[1-9]"), "backreferences (\\1…) are not supported"),
-    (re.compile(r"invalid perl operator: \(\?P="), "named backreferences ((?P=name)) are not supported"),
+    (re.compile(r"invalid perl operator: \(\?P(=|>|$)|invalid escape sequence: \\k"),
+     "named backreferences ((?P=name), \\k<name>) are not supported"),
+    (re.compile(r"invalid perl operator: \(\?#"), "comments ((?#…)) are not supported"),
     (re.compile(r"invalid perl operator: \(\?<?[=!]"), "lookarounds ((?=…), (?!…), (?<=…), (?<!…)) are not supported"),
     (re.compile(r"invalid perl operator: \(\?>"), "atomic groups ((?>…)) are not supported"),
     (re.compile(r"invalid perl operator: \(\?\("), "conditionals ((?(1)…|…)) are not supported"),
