@@ -103,7 +103,7 @@ class CaseRun:
         entries = diff(self.baseline, final)
         receipts = list(self.env.receipts)
         evidence = Evidence(receipts, entries, self.case.context, baseline=self.baseline, final=final,
-                            read_file=self.env.services["workspace"].read_large)
+                            read_file=self.env.services["workspace"].read_large, isolation=self.env.isolation)
         return evaluate(self.case.rule, receipts, entries, self.case.context, evidence=evidence)
 
     def finish(self) -> Finished:
@@ -113,11 +113,11 @@ class CaseRun:
             entries = diff(self.baseline, final)
             receipts = list(self.env.receipts)
             evidence = Evidence(receipts, entries, self.case.context, baseline=self.baseline, final=final,
-                                read_file=self.env.services["workspace"].read_large)
+                                read_file=self.env.services["workspace"].read_large, isolation=self.env.isolation)
             verdict = evaluate(self.case.rule, receipts, entries, self.case.context, evidence=evidence)
             utility = (evaluate(self.case.utility, receipts, entries, self.case.context, evidence=evidence)
                        if self.case.utility is not None else None)
             return Finished(self.baseline, final, entries, receipts, verdict, self.calls, self.reached, utility,
-                            effects=evidence.effects)
+                            effects=evidence.judged)
         finally:
             self.env.close()

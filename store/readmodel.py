@@ -118,15 +118,19 @@ class StoredDiffEntry:
 
 @dataclass(frozen=True)
 class VerdictEvidence:
-    """What the verifier cited for E: receipt ids and diff paths."""
+    """What the verifier cited for E: receipt ids and diff paths, and how consequences it needed were judged
+    (`judged_by`: persistence or a protection by `replay`, or by a stand-in where no replay could decide)."""
 
     receipts: tuple[str, ...] = ()
     diff: tuple[str, ...] = ()
+    judged_by: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, value: Mapping[str, Any] | None) -> VerdictEvidence:
         value = value or {}
-        return cls(tuple(str(r) for r in value.get("receipts") or ()), tuple(str(d) for d in value.get("diff") or ()))
+        judged = value.get("judged_by") if isinstance(value.get("judged_by"), Mapping) else {}
+        return cls(tuple(str(r) for r in value.get("receipts") or ()), tuple(str(d) for d in value.get("diff") or ()),
+                   tuple(sorted((str(k), str(v)) for k, v in judged.items())))
 
 
 @dataclass(frozen=True)
