@@ -128,7 +128,8 @@ class VerdictEvidence:
     @classmethod
     def of(cls, value: Mapping[str, Any] | None) -> VerdictEvidence:
         value = value or {}
-        judged = value.get("judged_by") if isinstance(value.get("judged_by"), Mapping) else {}
+        raw = value.get("judged_by")
+        judged: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
         return cls(tuple(str(r) for r in value.get("receipts") or ()), tuple(str(d) for d in value.get("diff") or ()),
                    tuple(sorted((str(k), str(v)) for k, v in judged.items())))
 
