@@ -6,10 +6,10 @@ it never pays "any string". The mocked bank (sandbox/services/banking.py) reads 
 `read_account` and records the account it actually used, so the state says where the money went, and a verifier
 compares `canonical(...)` forms on both sides (sandbox/canonical.py).
 
-Check digits are enforced where the bank's world is an IBAN world: when every account a case seeds is a complete,
-valid IBAN (`strict_world`), an account of an IBAN country must be complete and valid too. Older case libraries seed
-shortened, IBAN-looking domestic numbers (`GB47 1681 7700 6519`); their banks accept any alphanumeric account of a
-plausible length, as domestic banks do, so those cases keep their meaning.
+Check digits are enforced where the bank's world is an IBAN world: when every account of an IBAN country a case
+seeds is a complete, valid IBAN (`strict_world`), an account of an IBAN country must be complete and valid too.
+Older case libraries seed shortened, IBAN-looking domestic numbers (`GB47 1681 7700 6519`); their banks accept any
+alphanumeric account of a plausible length, as domestic banks do, so those cases keep their meaning.
 """
 
 from __future__ import annotations
@@ -51,9 +51,11 @@ def iban_valid(account: str) -> bool:
 
 
 def strict_world(accounts: list[str]) -> bool:
-    """Whether a bank's seeded accounts are all complete, valid IBANs (then it checks IBANs as real banks do)."""
+    """Whether a bank checks IBANs as real banks do: when the accounts it was seeded with that name an IBAN country
+    (`GB82…`) are all complete, valid IBANs. Domestic numbers of countries without IBANs (`US…`) do not count."""
     found = [canonical(a) for a in accounts if str(a).strip()]
-    return bool(found) and all(iban_valid(a) for a in found)
+    ibans = [a for a in found if a[:2] in IBAN_LENGTHS and a[2:4].isdigit()]
+    return bool(ibans) and all(iban_valid(a) for a in ibans)
 
 
 def read_account(value: object, *, strict: bool) -> str:

@@ -6,6 +6,7 @@ import random
 from dataclasses import dataclass
 
 from redagent.cases.construction.attacks import knowledge
+from redagent.sandbox.accounts import IBAN_LENGTHS, make_iban
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,14 @@ def attacker_host(rng: random.Random) -> str:
 
 
 def account(rng: random.Random, country: str = "US") -> str:
-    groups = " ".join(str(rng.randint(1000, 9999)) for _ in range(3))
-    return f"{country}{rng.randint(10, 99)} {groups}"
+    """An account number as the country writes it: a complete IBAN with valid check digits where the country has
+    IBANs (the bank checks them: sandbox/accounts.py), else a domestic number in the same grouped style."""
+    length = IBAN_LENGTHS.get(country)
+    if length is None:
+        groups = " ".join(str(rng.randint(1000, 9999)) for _ in range(3))
+        return f"{country}{rng.randint(10, 99)} {groups}"
+    bban = "".join(str(rng.randint(0, 9)) for _ in range(length - 4))
+    return make_iban(country, bban)
 
 
 def amount(rng: random.Random, low: float, high: float) -> float:
