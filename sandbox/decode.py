@@ -617,14 +617,12 @@ def _base85_children(text: str) -> Iterator[bytes]:
         run = match.group()
         if run.isalnum():  # plain words and base64 runs: not base85 (it needs its punctuation)
             continue
-        for decode in (base64.b85decode, base64.a85decode):
-            try:
-                out = decode(run)
-            except (ValueError, binascii.Error):
-                continue
-            if _texty(out) or _magic(out):
-                texts.append(out)
-                break
+        try:  # bare runs are base85 (RFC 1924); ascii85 comes between its <~ ~> delimiters (above)
+            out = base64.b85decode(run)
+        except (ValueError, binascii.Error):
+            continue
+        if _texty(out) or _magic(out):
+            texts.append(out)
     yield from _gathered([t for t in texts if _texty(t) or _magic(t)])
 
 

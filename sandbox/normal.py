@@ -79,10 +79,18 @@ def clean(text: str) -> str:
     """Steps 1-2 only: compatibility forms and invisibles, digits of any script as ASCII. What typed values
     (amounts, dates, phone numbers) are read from: the confusable step would turn 0 into o."""
     text = unicodedata.normalize("NFKC", text).translate(_invisible_table())
-    if not text.isascii():
-        text = "".join(str(unicodedata.decimal(c)) if not c.isascii() and unicodedata.decimal(c, None) is not None
-                       else c for c in text)
-    return text
+    return text if text.isascii() else text.translate(_digit_table())
+
+
+@functools.cache
+def _digit_table() -> dict[int, str]:
+    """Every decimal digit of every script (Arabic-Indic, Devanagari, …) to its ASCII digit: one C pass."""
+    table: dict[int, str] = {}
+    for code in range(0x80, 0x20000):
+        value = unicodedata.decimal(chr(code), None)
+        if value is not None:
+            table[code] = str(value)
+    return table
 
 
 def skeleton(text: str) -> str:
@@ -99,11 +107,23 @@ def _fold_short(text: str) -> str:
 def _fold(text: str) -> str:
     text = clean(text)  # digits of every script as ASCII first: the skeleton would read ٧ as v
     if text.isascii():
-        # The common case: only the confusable step applies (0 → O, 1 → l, | → l, m → rn …).
-        mapped = text.translate(_skeleton_table())
-        if mapped.isascii():
-            return mapped.casefold()
+        # The common case: only the confusable step applies (0 → O, 1 → l, | → l, m → rn …): one-to-one
+        # replacements in one table pass (str.translate's fast path), the few longer prototypes by replace.
+        one_to_one, longer = _ascii_skeleton()
+        text = text.translate(one_to_one)
+        for char, prototype in longer:
+            if char in text:
+                text = text.replace(char, prototype)
+        return text.casefold()
     return skeleton(text).translate(_drop_table()).casefold()
+
+
+@functools.cache
+def _ascii_skeleton() -> tuple[dict[int, int], tuple[tuple[str, str], ...]]:
+    """The TS #39 prototypes of ASCII characters, split into one-to-one ASCII ones and the rest."""
+    table = {c: p for c, p in _skeleton_table().items() if c < 128}
+    one = {c: ord(p) for c, p in table.items() if len(p) == 1 and p.isascii()}
+    return one, tuple((chr(c), p) for c, p in table.items() if c not in one)
 
 
 def fold(text: str) -> str:
@@ -141,8 +161,11 @@ _NATO["x-ray"] = "x"
 _SYMBOLS = {"dash": "-", "hyphen": "-", "minus": "-", "underscore": "_", "dot": ".", "period": ".", "point": ".",
             "slash": "/", "colon": ":", "at": "@", "plus": "+", "space": " "}
 _SPELLED = {**_DIGITS, **_NATO, **_SYMBOLS}
-_WORD = re.compile(r"[a-z]+(?:-ray)?")
-_MIN_RUN = 3  # spelled words in a row before they are read as characters ("one" in prose stays a word)
+_MIN_RUN = 3  # spelled words in a row before letters and symbols are read ("delta" in prose stays a word)
+_ANY_SPELLED = "|".join(sorted((re.escape(w) for w in _SPELLED), key=len, reverse=True))
+_RUN = re.compile(rf"\b(?:{_ANY_SPELLED})\b(?:[\s,;/|-]+\b(?:{_ANY_SPELLED})\b){{{_MIN_RUN - 1},}}")
+_ONE = re.compile(rf"\b(?:{_ANY_SPELLED})\b")
+_DIGIT_WORD = re.compile(rf"\b(?:{'|'.join(_DIGITS)})\b")
 
 
 def unspell(text: str) -> str:
@@ -150,35 +173,8 @@ def unspell(text: str) -> str:
     three NATO letters or symbol names (with digits) read as the characters they spell ("sierra kilo dash lima" →
     "sk-l"); other text is kept."""
     folded = clean(text).casefold()  # words are found before the confusable step (it reads "lima" as "lirna")
-    words = list(_WORD.finditer(folded))
-    if len(words) < _MIN_RUN:
-        return fold(folded)
-    out, last, run = [], 0, []
-
-    def flush() -> None:
-        nonlocal last
-        if len(run) >= _MIN_RUN:
-            out.append(folded[last:run[0].start()])
-            out.append("".join(_SPELLED[m.group()] for m in run))
-            last = run[-1].end()
-        else:  # too short for letters and symbols to be meant: only its digit words are read
-            for m in run:
-                if m.group() in _DIGITS:
-                    out.extend((folded[last:m.start()], _DIGITS[m.group()]))
-                    last = m.end()
-        run.clear()
-
-    for match in words:
-        gap = folded[run[-1].end():match.start()] if run else ""
-        if match.group() in _SPELLED and (not run or re.fullmatch(r"[\s,;/|-]*", gap)):
-            run.append(match)
-        else:
-            flush()
-            if match.group() in _SPELLED:
-                run.append(match)
-    flush()
-    out.append(folded[last:])
-    return fold("".join(out))
+    folded = _RUN.sub(lambda run: "".join(_SPELLED[m.group()] for m in _ONE.finditer(run.group())), folded)
+    return fold(_DIGIT_WORD.sub(lambda m: _DIGITS[m.group()], folded))
 
 
 def _rot47(text: str) -> str:
