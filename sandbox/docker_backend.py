@@ -10,7 +10,10 @@ socket appears — the same bridge, bounds and receipts as under bubblewrap (`is
 
 Commands run as the rollout's own uid, as under bubblewrap when root (the workspace belongs to it, so
 nothing a command writes is root-owned on the host), and killing the command (time, output, a closing
-rollout) is `kill -9 -1` run as that uid, which reaches every process it started and nothing else. The
+rollout) is `kill -9 -1` run as that uid, which reaches every process it started and nothing else.
+Sharing one uid, a rollout's commands run one at a time here (parallel calls wait their turn: one's end
+would kill the other's processes), and a nested command (`rtool run_command` from a running one) leaves
+what it started running to end with its parent, whose end kills every process of the uid. The
 socket directory belongs to that uid (0700, sockets 0600): neither the container's own process
 (nobody) nor any other local user can reach a bridge. Output arrives on the exec's raw stream, read
 frame by frame (stdout and stderr kept apart, as `demux=True` does) into the same bounded head-and-tail
@@ -61,6 +64,7 @@ from redagent.sandbox.isolation import (
     _shim_code,
     command_deadline,
     hand_over,
+    serving_a_command,
 )
 
 # Raised whenever the image's contents change in a way the backend relies on (the shim's python3, sh,
@@ -170,6 +174,7 @@ class _Box:
     def __init__(self, container: str, sockets: Path, uid: int | None, lease: UidLease | None) -> None:
         self.container, self.sockets, self.uid, self.lease = container, sockets, uid, lease
         self.commands = 0
+        self.turn = threading.Lock()  # one top-level command at a time: they share the uid `kill -9 -1` reaches
 
 
 class Docker:
@@ -366,25 +371,29 @@ class Docker:
     def run(self, workspace: Path, command: str, *, timeout: int, bridge: Bridge | None = None,
             stop: threading.Event | None = None, uid: int | None = None,
             budget: Budget | None = None) -> CommandResult:
-        deadline = command_deadline(command, timeout, stop)
+        command_deadline(command, timeout, stop)  # refused before a container is made for it
         budget = budget if budget is not None else Budget()
         box = self._box(workspace, uid if os.geteuid() == 0 else None)
         run_as = box.uid if box.uid is not None else os.geteuid()
-        if box.lease is not None:  # not a rollout's workspace: what the host wrote since goes to the uid
-            hand_over(workspace, run_as)
-        with self._lock:
-            box.commands += 1
-            number = box.commands
-        socket_path = box.sockets / f"svc-{number}.sock"
-        server = _BridgeServer(socket_path, bridge, deadline, budget=budget,
-                               owner=box.uid) if bridge else None
-        try:
-            out, err, exit_code, killed = self._exec(box, command, run_as, number, deadline, stop, budget)
-        finally:
-            if server:
-                server.close()
-            with contextlib.suppress(OSError):  # a final component is never followed by unlink
-                socket_path.unlink()
+        nested = serving_a_command()  # its parent holds the rollout's turn and waits for it
+        with contextlib.nullcontext() if nested else box.turn:
+            deadline = command_deadline(command, timeout, stop)  # a wait for the turn is not this command's time
+            if box.lease is not None:  # not a rollout's workspace: what the host wrote since goes to the uid
+                hand_over(workspace, run_as)
+            with self._lock:
+                box.commands += 1
+                number = box.commands
+            socket_path = box.sockets / f"svc-{number}.sock"
+            server = _BridgeServer(socket_path, bridge, deadline, budget=budget,
+                                   owner=box.uid) if bridge else None
+            try:
+                out, err, exit_code, killed = self._exec(box, command, run_as, number, deadline, stop, budget,
+                                                         nested)
+            finally:
+                if server:
+                    server.close()
+                with contextlib.suppress(OSError):  # a final component is never followed by unlink
+                    socket_path.unlink()
         answers = server.answers if server else []
         if killed is not None:
             exit_code = 124 if killed == "time limit" else 137
@@ -395,7 +404,8 @@ class Docker:
             bridged_calls=[r for a in answers for r in a.receipt_ids])
 
     def _exec(self, box: _Box, command: str, uid: int, number: int, deadline: float,
-              stop: threading.Event | None, budget: Budget) -> tuple[_Kept, _Kept, int, str | None]:
+              stop: threading.Event | None, budget: Budget, nested: bool = False
+              ) -> tuple[_Kept, _Kept, int, str | None]:
         api = self._api
         cpu = max(1, int(deadline - time.monotonic()) + 2)
         # The CPU-time limit per command (the container's own limits are per rollout), set by the
@@ -403,9 +413,10 @@ class Docker:
         # When the command's shell ends, the wrapper kills whatever it left running (`kill -9 -1` as the
         # command's uid, a shell builtin, so it needs no new process even at the pids limit): under
         # bubblewrap the PID namespace ends with the command, and here too nothing outlives it to hold
-        # the container's pids or write to the workspace after the snapshot.
-        argv = ["sh", "-c", 'ulimit -t "$1" || exit 125; sh -c "$2"; code=$?; kill -9 -1 2>/dev/null; exit $code',
-                "sh", str(cpu), command]
+        # the container's pids or write to the workspace after the snapshot. A nested command shares its
+        # parent's uid, so what it leaves running ends with the parent instead.
+        ending = "exit $code" if nested else "kill -9 -1 2>/dev/null; exit $code"
+        argv = ["sh", "-c", f'ulimit -t "$1" || exit 125; sh -c "$2"; code=$?; {ending}', "sh", str(cpu), command]
         env = dict(_ENV, REDAGENT_SOCKET=f"/run/redagent/svc-{number}.sock")
         try:
             exec_id = api.exec_create(box.container, argv, stdout=True, stderr=True, stdin=False, tty=False,

@@ -573,6 +573,11 @@ def _kill(proc: subprocess.Popen) -> None:
 _serving = threading.local()  # on a bridge thread: the deadline of the command it serves
 
 
+def serving_a_command() -> bool:
+    """Whether this thread serves a running command's bridge: a command started here is nested in it."""
+    return getattr(_serving, "deadline", None) is not None
+
+
 def command_deadline(command: str, timeout: float, stop: threading.Event | None) -> float:
     """What every backend checks before a command starts, and when the command must end: no NUL byte,
     not on a closing rollout, and never later than the command that started it through the bridge."""

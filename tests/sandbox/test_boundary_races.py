@@ -302,7 +302,7 @@ def test_no_file_tool_crosses_the_workspace_boundary_under_races(backend, tmp_pa
     assert not forged, f"{len(forged)} receipts injected by another local user (seed {SEED})"
     assert result["foreign"].get("reached") == 0, f"another local user reached a bridge: {result['foreign']}"
     assert not problems, f"seed {SEED}: {problems}"
-    assert all(t["bridged"] >= SCALE["rollouts"] * 20 for t in per_tool.values()), per_tool  # the races really ran
+    assert all(t["bridged"] >= SCALE["rollouts"] * 10 for t in per_tool.values()), per_tool  # the races really ran
     assert result["foreign"].get("tried"), "the foreign user never found a bridge to try"
 
 
