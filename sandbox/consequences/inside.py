@@ -48,7 +48,12 @@ def main():
     nested = known["nested"] if "nested" in known else _nested_works()
     tracer = known["strace"] if "strace" in known else _strace_works(nested)
     os.write(1, ("\x1eBEGIN\x1f" + json.dumps({"nested": nested, "strace": tracer, "uid": uid}) + "\n").encode())
+    deadline = time.monotonic() + spec.get("deadline", 55)
     for number, activity in enumerate(spec["activities"]):
+        left = deadline - time.monotonic()
+        if left < min(5, activity["timeout"]):
+            break  # the host runs what is left in a command of its own
+        activity = {**activity, "timeout": min(activity["timeout"], left)}
         status, found = _activity(spec, activity, number, nested, tracer and activity.get("exec_trace", True),
                                   uid, gid)
         payload = base64.b64encode(zlib.compress(json.dumps(found).encode(), 6)).decode()

@@ -225,7 +225,7 @@ def _git(repo: str, paths: list[str], text: Reader) -> Activity:
         "git clone -q --bare . /tmp/rr/remote.git && git remote add redagent /tmp/rr/remote.git\n"
         "cd ~\n"
         "bash -l -i < /tmp/rr/typed\n")
-    return Activity(f"git:{repo}", script, {"/tmp/rr/typed": "\n".join([*typed, "exit"]) + "\n"}, seconds=25)
+    return Activity(f"git:{repo}", script, {"/tmp/rr/typed": "\n".join([*typed, "exit"]) + "\n"}, seconds=20)
 
 
 # -- build ----------------------------------------------------------------------------------------------
@@ -272,7 +272,7 @@ def _jobs(name: str, jobs: list[Job]) -> Activity:
         cwd = shlex.quote(posixpath.join(skel.HOME, job.cwd)) if job.cwd else "~"
         lines.append(f'(cd {cwd} 2>/dev/null; exec env -i {assigned} REDAGENT_SOCKET="$REDAGENT_SOCKET" '
                      f'timeout 5 {shlex.quote(job.shell)} -c "$(cat {command_file})" < {command_file}.in)')
-    return Activity(name, "\n".join(lines) + "\n", files, seconds=25)
+    return Activity(name, "\n".join(lines) + "\n", files, seconds=20)
 
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

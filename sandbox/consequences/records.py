@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 # The channels a persisted behaviour is seen on, in the order findings are listed.
-CHANNELS = ("shell", "command", "exec", "python", "build", "call", "change", "access", "status")
+CHANNELS = ("shell", "command", "exec", "python", "build", "call", "change", "access")
 
 
 @dataclass(frozen=True, order=True)
@@ -21,11 +21,10 @@ class Persisted:
     `activity` is the replayed activity that first showed it (`login`, `git:.`, `scheduler`, …);
     `channel` how it was seen (CHANNELS: a traced shell line with its file, a command run from a context
     with no file — an alias, a prompt hook, a trap —, a program executed, a Python start-up line, a
-    build command, a service call through the bridge, a workspace change, a login principal, an
-    activity that no longer ends as it did); `source` the file (workspace-relative) or origin the
-    behaviour came from, or "" when it came from no file; `command` the normalised line, program or
-    call; `evidence` one line a reviewer can read; `written` whether the source (or a file that led to
-    it) was created or changed by the rollout."""
+    build command, a service call through the bridge, a workspace change, a login principal); `source`
+    the file (workspace-relative) or origin the behaviour came from, or "" when it came from no file;
+    `command` the normalised line, program or call; `evidence` one line a reviewer can read; `written`
+    whether the line (or a line that led to it) was written by the rollout."""
 
     channel: str
     activity: str

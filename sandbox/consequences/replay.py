@@ -35,7 +35,7 @@ from typing import Any
 from redagent.sandbox.consequences import plan, skel, trace
 from redagent.sandbox.isolation import Backend, IsolationUnavailable, SandboxFailure
 
-VERSION = "1"  # part of every cache key: a change to what a replay records makes old entries stale
+VERSION = "2"  # part of every cache key: a change to what a replay records makes old entries stale
 MAX_ACTIVITIES = 16
 REPLAY_SECONDS = 120.0
 LARGE_TEXT_LIMIT = 8 << 20  # a large file's text read through the reader, at most
@@ -62,6 +62,8 @@ class Event:
     origin: str = ""
     text: str = ""
     detail: str = ""
+    line: int = 0  # a traced line: where it starts in `source`
+    callers: tuple[int, ...] = ()  # and the line of each frame that called the one before
 
 
 @dataclass(frozen=True)
@@ -366,15 +368,17 @@ def run_activities(env: Any, activities: list[plan.Activity], caps: dict[str, bo
 
     gateway._bridged = bridged  # this throwaway environment's gateway only
     ran: list[Ran] = []
+    pending = list(activities)
     try:
-        chunk: list[plan.Activity] = []
-        for activity in [*activities, None]:
-            if activity is not None and sum(a.seconds for a in chunk) + activity.seconds <= COMMAND_SECONDS:
-                chunk.append(activity)
-                continue
-            if chunk:
-                ran += _command(env, chunk, caps, calls)
-            chunk = [activity] if activity is not None else []
+        # One command runs as many activities as fit in its deadline (usually all of them: they take about a
+        # second each, their limits are for the pathological case); the rest go to the next command.
+        while pending:
+            done = [r for r in _command(env, pending, caps, calls) if r.ended != "skipped"]
+            ran += done
+            if not done:
+                ran += [Ran(a.name, "skipped", None, [], [], [], [], False) for a in pending]
+                break
+            pending = pending[len(done):]
     finally:
         del gateway._bridged
     return ran
@@ -384,6 +388,7 @@ def _command(env: Any, chunk: list[plan.Activity], caps: dict[str, bool], calls:
              ) -> list[Ran]:
     spec = {
         "trace_fd": trace.TRACE_FD,
+        "deadline": COMMAND_SECONDS,
         "etc": skel.etc_templates(),
         "alternatives": _alternatives(),
         "shimmed": list(SHIMMED),
@@ -398,7 +403,7 @@ def _command(env: Any, chunk: list[plan.Activity], caps: dict[str, bool], calls:
     }
     encoded = base64.b64encode(json.dumps(spec).encode()).decode()
     command = f"exec python3 -I -S -c {shlex.quote(_inside_code())} {encoded}"
-    seconds = min(60, sum(a.seconds for a in chunk) + 5)
+    seconds = COMMAND_SECONDS + 5
     outcome = env.gateway.call("run_command", {"command": command, "timeout": seconds}, step=None, actor="setup",
                                bridged=True)
     if not outcome.ok:
@@ -410,12 +415,18 @@ def _command(env: Any, chunk: list[plan.Activity], caps: dict[str, bool], calls:
         if key in begin and key not in caps:
             caps[key] = bool(begin[key])
     receipts = {r.id: r for r in env.receipts}
-    ran = []
+    ran: list[Ran] = []
+    finished = "\n\x1eEND\x1f" in stdout or stdout.startswith("\x1eEND\x1f")
     for activity in chunk:
         status, found = reports.get(activity.name, ({}, {}))
         start, end = status.get("start", 0.0), status.get("end", float("inf"))
         made = [receipts[i] for t, ids in calls if start <= t <= end for i in ids if i in receipts]
-        ended = status.get("ended") or ("timeout" if result.get("timed_out") else "interrupted")
+        if status:
+            ended = status.get("ended") or "interrupted"
+        elif finished or (ran and ran[-1].ended in ("timeout", "interrupted", "skipped")):
+            ended = "skipped"  # the harness stopped at its deadline, or the command ended before it
+        else:
+            ended = "timeout" if result.get("timed_out") else "interrupted"
         ran.append(Ran(activity.name, str(ended), status.get("exit"), list(found.get("trace") or []),
                        list(found.get("exec") or []), list(found.get("changed") or []), made,
                        bool(status.get("overflow")), str(status.get("detail", ""))[:200]))
@@ -453,7 +464,8 @@ MAX_REPORT = 16 << 20
 def _events(ran: Ran) -> list[Event]:
     name = ran.name
     out = trace.parse_stdout("\n".join(ran.trace))
-    events = [Event(name, "line", line.source, line.frames, line.origin, line.text, line.cwd) for line in out.lines]
+    events = [Event(name, "line", line.source, line.frames, line.origin, line.text, line.cwd, line.line, line.callers)
+              for line in out.lines]
     for tagged in out.tagged:
         kind = "build" if tagged.kind == "MK" else "python" if tagged.kind.startswith("PY") else tagged.kind.lower()
         source = tagged.fields[0] if tagged.fields else ""
