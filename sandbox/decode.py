@@ -588,7 +588,9 @@ _MORSE_CODES = (".- -... -.-. -.. . ..-. --. .... .. .--- -.- .-.. -- -. --- .--
                 "-.-- --.. ----- .---- ..--- ...-- ....- ..... -.... --... ---.. ----. -....- .-.-.- ..--.- -..-. "
                 ".--.-. ---...")
 _MORSE = dict(zip(_MORSE_CODES.split(), "abcdefghijklmnopqrstuvwxyz0123456789-._/@:", strict=True))
+_MORSE_MARKS = str.maketrans({"\u00b7": ".", "\u2022": ".", "\u2013": "-", "\u2014": "-", "_": "-"})
 _PUNY = re.compile(r"\bxn--[a-z0-9-]+\b", re.IGNORECASE)
+_OCTAL = set("01234567")
 
 
 def _base32_children(text: str) -> Iterator[bytes]:
@@ -631,7 +633,9 @@ def _code_children(text: str) -> Iterator[str]:
     three-digit numbers are read as decimal and as octal ("163 153"), whichever gives text. Codes up to 255 are
     bytes (read as UTF-8: an invisible character is three of them), larger ones code points."""
     for match, _ in zip(_CODES.finditer(text), range(_MAX_RUNS), strict=False):
-        for octal_bare in (False, True):
+        bare = re.findall(r"(?<![\\x\w])\d{2,7}\b", match.group())
+        octal_too = bool(bare) and all(len(n) <= 3 and set(n) <= _OCTAL for n in bare)
+        for octal_bare in (False, True) if octal_too else (False,):
             numbers = []
             for code in _CODE.finditer(match.group()):
                 hexa, octal, binary, number = code.groups()
@@ -653,6 +657,9 @@ def _code_children(text: str) -> Iterator[str]:
                 decoded = "".join(chr(v) for v in numbers)
             # Control characters and undecodable bytes mean these were not codes of text; format characters
             # (an invisible joiner between letters) are text a reader does not see.
+            if decoded.isprintable():
+                yield decoded
+                continue
             noise = sum((unicodedata.category(c) == "Cc" and c not in "\t\r\n") or c == "\ufffd" for c in decoded)
             if noise * 4 <= len(decoded):
                 yield decoded
@@ -674,9 +681,8 @@ def _uu_children(text: str) -> Iterator[bytes]:
 
 def _morse_children(text: str) -> Iterator[str]:
     for match, _ in zip(_MORSE_RUN.finditer(text), range(_MAX_RUNS), strict=False):
-        words = re.split(r"\s*/\s*|[ \t]{3,}", match.group().strip())
-        decoded = " ".join("".join(_MORSE.get(re.sub("[\u00b7\u2022]", ".", re.sub("[\u2013\u2014_]", "-", sym)), "")
-                                   for sym in word.split()) for word in words)
+        words = re.split(r"\s*/\s*|[ \t]{3,}", match.group().strip().translate(_MORSE_MARKS))
+        decoded = " ".join("".join(_MORSE.get(sym, "") for sym in word.split()) for word in words)
         if len(decoded.replace(" ", "")) >= 4:
             yield decoded
 
