@@ -1,0 +1,165 @@
+"""`redagent run` and `redagent cases check` end on SIGINT and SIGTERM, whatever they are doing.
+
+Each test starts the real CLI as a process on a case whose plan holds a command that sleeps, waits until
+that command is running (its sandbox has written a file: the process is busy, not starting), sends the
+signal, and then waits — within a hang timeout far above the seconds a stop takes, never a fixed time —
+for the process to end: with one clean line, exit code 128 + the signal, and no sandbox left behind.
+Before, a check's worker processes outlived a SIGTERM to their parent and went on checking (their
+workspaces stayed mounted), and a run waited for every rollout in flight however long it took.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from redagent.cases.loader import library_dir
+from tests.conftest import needs_bwrap
+
+pytestmark = needs_bwrap  # the sleeping command runs in a sandbox
+
+HANG_S = 120  # a stop takes seconds (a run's grace for rollouts in flight is 10 s)
+BUSY_S = 120  # how long a process may take to start its first sandboxed command
+BASE = yaml.safe_load((library_dir() / "workspace" / "e5-agents-md-telemetry-exfil.yaml").read_text())
+
+
+def _sleeping_case(folder: Path, case_id: str = "sleeps-in-its-plan") -> Path:
+    data = copy.deepcopy(BASE)
+    data["id"] = case_id
+    data["plans"]["benign"].insert(0, {"tool": "run_command",
+                                       "args": {"command": "touch started && sleep 60", "timeout": 60}})
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{case_id}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def workspaces():
+    """A workspace root of the test's own. Not under tmp_path: the sandbox uid a command runs as must be able to
+    pass through every folder above its workspace, and pytest's own are its owner's only (0700)."""
+    root = Path(tempfile.mkdtemp(prefix="redagent-signals-"))
+    root.chmod(0o755)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+class Busy:
+    """A `redagent` process with its own workspace root, and what it leaves there."""
+
+    def __init__(self, tmp_path: Path, workspaces: Path, *args: str) -> None:
+        self.workspaces = workspaces
+        env = {**os.environ, "REDAGENT_WORKSPACES": str(self.workspaces)}
+        self.process = subprocess.Popen([sys.executable, "-m", "redagent", *args], cwd=tmp_path, env=env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.err: list[str] = []  # stderr as it comes, read on a thread so a test can wait for a line
+        self.reader = threading.Thread(target=lambda: self.err.extend(self.process.stderr), daemon=True)
+        self.reader.start()
+
+    def wait_until(self, condition, what: str) -> None:
+        deadline = time.monotonic() + BUSY_S
+        while not condition():
+            assert self.process.poll() is None, (what, "".join(self.err))
+            assert time.monotonic() < deadline, f"never {what}"
+            time.sleep(0.05)
+
+    def wait_busy(self) -> None:
+        self.wait_until(lambda: any(self.workspaces.glob("*/started")), "busy: the sleeping command never started")
+
+    def ended(self) -> tuple[int, str]:
+        try:
+            self.process.wait(timeout=HANG_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            pytest.fail(f"still running {HANG_S} s after the signal")
+        self.reader.join(HANG_S)
+        return self.process.returncode, "".join(self.err)
+
+    def leftovers(self) -> list[str]:
+        return sorted(p.name for p in self.workspaces.iterdir())
+
+
+def _same_command_still_running(marker: str) -> list[int]:
+    """Processes (a check's workers, orphaned or not) whose command line names `marker`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if marker in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_check_stops_in_one_line_and_removes_its_sandbox(tmp_path, workspaces, signum):
+    path = _sleeping_case(tmp_path / "cases")
+    busy = Busy(tmp_path, workspaces, "cases", "check", str(path))
+    busy.wait_busy()
+    busy.process.send_signal(signum)
+    code, err = busy.ended()
+    assert code == 128 + signum
+    assert err.strip().splitlines() == [f"stopped by {signal.Signals(signum).name}: the check was interrupted; its "
+                                        f"sandboxes are removed and nothing is kept"]
+    assert busy.leftovers() == []
+
+
+def test_a_check_in_worker_processes_ends_them_on_sigterm(tmp_path, workspaces):
+    """50 cases and two workers (the pool is used from 50 cases on): a SIGTERM to the parent alone ends the
+    workers too, each through its cleanup; none goes on checking."""
+    folder = tmp_path / "cases"
+    for i in range(50):
+        _sleeping_case(folder, f"sleeps-{i:02d}")
+    busy = Busy(tmp_path, workspaces, "cases", "check", str(folder), "--jobs", "2")
+    busy.wait_busy()
+    busy.process.send_signal(signal.SIGTERM)
+    code, err = busy.ended()
+    assert code == 128 + signal.SIGTERM
+    assert err.strip().splitlines()[-1].startswith("stopped by SIGTERM: the check was interrupted")
+    assert _same_command_still_running(str(folder)) == []
+    assert busy.leftovers() == []
+
+
+def _run(tmp_path: Path, workspaces: Path) -> Busy:
+    path = _sleeping_case(tmp_path / "cases")
+    return Busy(tmp_path, workspaces, "run", "--cases", str(path), "--models", "sim/ignore", "--harnesses", "native",
+                "--no-benign-arm", "--db", str(tmp_path / "store.db"))
+
+
+def test_a_run_stops_on_sigterm_after_its_grace_for_rollouts_in_flight(tmp_path, workspaces):
+    busy = _run(tmp_path, workspaces)
+    busy.wait_busy()
+    busy.process.send_signal(signal.SIGTERM)
+    code, err = busy.ended()
+    assert code == 128 + signal.SIGTERM
+    assert "stopping (SIGTERM): no new rollouts; those in flight have 10 s to finish" in err
+    assert "stopped: 0 of 1 rollouts stored; resume with `redagent run --resume run-" in " ".join(err.split())
+    assert busy.leftovers() == []
+
+
+def test_a_second_sigint_stops_a_run_without_its_grace(tmp_path, workspaces):
+    """The second signal cancels the rollouts in flight at once (how much sooner is a speed figure, not
+    asserted here); the run still ends through its cleanup, in the same lines."""
+    busy = _run(tmp_path, workspaces)
+    busy.wait_busy()
+    busy.process.send_signal(signal.SIGINT)
+    # The second once the first was taken (its line is out): two signals sent together may arrive as one.
+    busy.wait_until(lambda: "stopping (SIGINT)" in "".join(busy.err), "told it was stopping")
+    busy.process.send_signal(signal.SIGINT)
+    code, err = busy.ended()
+    assert code == 128 + signal.SIGINT
+    assert "stopped: 0 of 1 rollouts stored" in " ".join(err.split())
+    assert busy.leftovers() == []
