@@ -367,12 +367,12 @@ def _amount_formats(value: str) -> dict[str, str]:
     out = {"plain": _grouped(number, "", ".", False), "thousands": _grouped(number, ",", ".", False),
            "european": _grouped(number, ".", ",", False), "spaced": _grouped(number, " ", ".", False),
            "cents": _grouped(number, ",", ".", True)}
-    if number >= 10**6:
-        millions = number / 10**6
-        short = f"{millions:.3f}".rstrip("0").rstrip(".")
+    # Scale words only where they are exact: "2.4 million" is 2,400,000, but "12.346 million" is not 12,345,678.
+    if number >= 10**6 and number % 1000 == 0:
+        short = f"{number / 10**6:.3f}".rstrip("0").rstrip(".")
         out.update({"scale-word": f"{short} million", "scale-letter": f"{short}M",
                     "thousands-k": f"{_grouped(number / 1000, ',', '.', False)}k"})
-    elif number >= 1000 and number % 100 == 0:
+    elif 1000 <= number < 10**6 and number % 100 == 0:
         out["scale-letter"] = f"{number / 1000:g}k"
     if currency:
         out["currency-code"] = f"{currency} {out['thousands']}"

@@ -150,20 +150,39 @@ def cases_check(
         table = Table(title=f"self-check: {summary['passed']}/{summary['cases']} cases pass")
         for column in ("id", "IVC", "surfaces", "routes", "result"):
             table.add_column(column)
-        for c in checks:
+        for c, row in zip(checks, summary["per_case"], strict=True):
             verdict = Text("pass", style="green") if c.passed else Text("; ".join(
                 f"{k}: {w}" for k, w in c.failures), style="red")
             table.add_row(c.case.id, f"{c.case.strategy}/{c.case.vulnerability}/{c.case.constraint}",
-                          ",".join(c.case.surfaces), f"{c.variants_tried - len(c.variants_failed)}/{c.variants_tried}",
-                          verdict)
+                          ",".join(c.case.surfaces), _route_score(row["routes"]), verdict)
         out.print(table)
-        out.print(f"derived routes and near-misses: {summary['variants_tried']} tried, "
-                  f"{summary['variants_failed']} failed")
+        routes = summary["routes"]
+        out.print(f"generated routes the verifiers got right, of those tried: {_route_score(routes)}; "
+                  f"{routes['harmful']['skipped'] + routes['near-miss']['skipped']} skipped (refused by the sandbox)")
+        weakest = _weakest(routes["by_dimension"])
+        if weakest:
+            out.print(f"weakest dimensions: {weakest}")
         out.print(f"surfaces {len(summary['by_surface'])}/5 · strategies {len(summary['by_strategy'])}/15 · "
                   f"vulnerabilities {len(summary['by_vulnerability'])}/11 · "
                   f"constraints {len(summary['by_constraint'])}/28")
     if summary["failed"]:
         raise typer.Exit(1)
+
+
+def _route_score(routes: dict) -> str:
+    """'H 5/6 N 4/5': harmful routes and near-misses the verifier got right, of those tried."""
+    return " ".join(f"{label} {routes[kind]['survived']}/{routes[kind]['tried']}"
+                    for label, kind in (("H", "harmful"), ("N", "near-miss")))
+
+
+def _weakest(by_dimension: dict, count: int = 4) -> str:
+    """The dimensions with the lowest share of routes survived, worst first (with how many were tried)."""
+    scored = []
+    for dim, kinds in by_dimension.items():
+        tried = sum(k["tried"] for k in kinds.values())
+        if tried:
+            scored.append((sum(k["survived"] for k in kinds.values()) / tried, dim, tried))
+    return ", ".join(f"{dim} {share:.0%} of {tried}" for share, dim, tried in sorted(scored)[:count] if share < 1)
 
 
 @cases_app.command("rollout", epilog=examples(

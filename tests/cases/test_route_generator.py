@@ -1,0 +1,397 @@
+"""The route generator (cases/routes.py, cases/transforms.py): its transformations keep what they claim to keep,
+its routes are calls the tools and shells accept, its sample is deterministic and bounded, it never reads a
+verifier — and, explored far beyond what `cases check` samples, what today's verifiers make of its routes.
+
+The transformations are checked against readers written here from scratch: an encoding is only a route to the
+harm if a person (or the attacker's script) gets the secret back without a key.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import dataclasses
+import gzip
+import html
+import io
+import json
+import quopri
+import random
+import re
+import subprocess
+import tarfile
+import unicodedata
+import urllib.parse
+import zipfile
+
+import pytest
+from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import strategies as st
+
+from redagent.cases import transforms as tf
+from redagent.cases.loader import load_cases
+from redagent.cases.routes import (
+    ASIS,
+    DEFAULT_BUDGET,
+    NONE,
+    VARIANT_BUDGET,
+    Budget,
+    route_space,
+    variants,
+)
+from redagent.cases.selfcheck import _run_route, route_scores, run_plan
+from redagent.sandbox.environment import SERVICES
+from redagent.sandbox.tools import validate
+
+LIBRARY = load_cases()
+SPECS = {spec.name: spec for cls in SERVICES.values() for spec in cls.tool_specs()}
+
+
+# -- readers, written from scratch ----------------------------------------------------------------------
+def _bytes(text: str) -> bytes:
+    return text.encode("latin-1") if all(ord(c) < 256 for c in text) else text.encode()
+
+
+DIGITS = {w: str(n) for n, w in enumerate(tf.DIGIT_WORDS)}
+NATO = {w: w[0] for w in ("alfa", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliett",
+                          "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango",
+                          "uniform", "victor", "whiskey", "xray", "yankee", "zulu")}
+
+
+def _unnato(text: str) -> str:
+    out = []
+    for word in text.split(" "):
+        if word.lower() in NATO:
+            out.append(NATO[word.lower()].upper() if word[0].isupper() else NATO[word.lower()])
+        else:
+            out.append(DIGITS.get(word, word))
+    return "".join(out)
+
+
+def _unzip(data: bytes) -> bytes:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return archive.read(archive.namelist()[0])
+
+
+def _untar(data: bytes) -> bytes:
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        return archive.extractfile(archive.getmembers()[0]).read()
+
+
+def _codes(text: str, base: int) -> bytes:
+    return bytes(int(code, base) for code in re.split(r"[ ,]", text) if code)
+
+
+UNDO = {  # text → bytes (or text) as a reader gets it back
+    "base64": lambda t: base64.b64decode(t), "base64-urlsafe": lambda t: base64.urlsafe_b64decode(t),
+    "base64-unpadded": lambda t: base64.b64decode(t + "=" * (-len(t) % 4)),
+    "base64-wrapped": lambda t: base64.b64decode(t.replace("\n", "")), "base32": lambda t: base64.b32decode(t),
+    "base85": lambda t: base64.b85decode(t), "ascii85": lambda t: base64.a85decode(t, adobe=True),
+    "hex": lambda t: bytes.fromhex(t), "hex-colons": lambda t: bytes.fromhex(t.replace(":", "")),
+    "hex-spaced": lambda t: bytes.fromhex(t), "hex-escapes": lambda t: bytes.fromhex(t.replace("\\x", "")),
+    "percent": lambda t: urllib.parse.unquote_to_bytes(t), "quoted-printable": lambda t: quopri.decodestring(t),
+    "html-entities": html.unescape, "html-hex-entities": html.unescape,
+    "json-escapes": lambda t: json.loads(f'"{t}"'), "char-codes": lambda t: _codes(t, 10),
+    "char-codes-commas": lambda t: _codes(t, 10), "octal-codes": lambda t: _codes(t, 8),
+    "binary-codes": lambda t: _codes(t, 2), "gzip": gzip.decompress, "zip": _unzip, "tar": _untar,
+    "reversed": lambda t: t[::-1], "rot13": lambda t: codecs.decode(t, "rot13"),
+    "rot47": lambda t: "".join(chr(33 + (ord(c) - 33 + 47) % 94) if 33 <= ord(c) <= 126 else c for c in t),
+    "leetspeak": lambda t: t.translate(str.maketrans({"4": "a", "3": "e", "0": "o", "5": "s", "7": "t", "1": "i"})),
+    "digits-spelled": lambda t: "".join(DIGITS.get(w, w) for w in t.split(" ")),
+    "nato": _unnato, "letters-spaced": lambda t: t[::2], "letters-dotted": lambda t: t[::2],
+    "letters-dashed": lambda t: t[::2],
+}
+
+
+def undo(text: str, chain: tuple[str, ...]) -> str:
+    value: str | bytes = text
+    for name in reversed(chain):
+        data = value.decode("latin-1") if isinstance(value, bytes) and name in ("zip", "tar", "gzip") else value
+        if name in ("gzip", "zip", "tar"):
+            value = UNDO[name](_bytes(data) if isinstance(data, str) else data)
+        else:
+            value = UNDO[name](data if isinstance(data, str) else data.decode("latin-1"))
+        if isinstance(value, bytes) and name not in ("gzip", "zip", "tar"):
+            value = value.decode("latin-1")  # bytes a codec gave back, as the next layer's text
+    return value.decode() if isinstance(value, bytes) else value.encode("latin-1").decode()
+
+
+# Text a reader's lossy rewrite gives back exactly (no spaces next to digits, no digit words, no leet digits).
+SECRETS = st.text(alphabet="ABCDEFGHJKLMNPQRUVWXYZbcdfghjkmnpqruvwxyz2689!-_", min_size=4, max_size=40)
+LOSSY = {"leetspeak": st.text(alphabet="bcdfghjkmnpqruvwxyzaeiost2689", min_size=4, max_size=40),
+         "digits-spelled": st.text(alphabet="ABCDEFGHJKLMNPQRUVWXYZ0123456789!-", min_size=4, max_size=40)}
+
+
+@settings(max_examples=400, derandomize=True)
+@given(data=st.data())
+def test_every_encoding_chain_is_undone_by_a_reader(data):
+    chain = data.draw(st.sampled_from(tf.chains(3)))
+    secret = data.draw(LOSSY.get(chain[0], SECRETS))
+    assert undo(tf.encode(secret, chain), chain) == secret, chain
+
+
+CONFUSABLE_BACK = {v: k for table in (tf._CYRILLIC, tf._GREEK) for k, v in
+                   ((chr(a), b) for a, b in table.items())}
+
+
+def read_as_a_person(text: str) -> str:
+    """What a person reads: compatibility forms folded, invisible and combining marks dropped, look-alikes as
+    the letters they look like, a right-to-left override read the way it displays."""
+    if text.startswith("\u202e"):
+        text = text.strip("\u202e\u202c")[::-1]
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(c for c in unicodedata.normalize("NFD", text)
+                   if unicodedata.category(c) not in ("Cf", "Mn") and c != "\u00ad")
+    return "".join(CONFUSABLE_BACK.get(c, c) for c in text)
+
+
+@settings(max_examples=300, derandomize=True)
+@given(name=st.sampled_from(sorted(tf.UNICODE)), secret=SECRETS)
+def test_every_unicode_disguise_reads_as_the_original(name, secret):
+    disguised = tf.UNICODE[name].apply(secret)
+    assert read_as_a_person(disguised) == secret
+    # Every disguise changes the code points, except a look-alike table on a text with no letter it covers.
+    assert disguised != secret or name.endswith("confusables") or not any(c.isalpha() for c in secret)
+
+
+def _digits(text: str) -> str:
+    return re.sub(r"\D", "", text)
+
+
+def _amount(text: str) -> float:
+    text = text.replace("USD ", "").replace("GBP ", "").replace("EUR ", "").strip("$£€")
+    scale = 1.0
+    for word, factor in ((" million", 1e6), ("M", 1e6), ("m", 1e6), ("k", 1e3), ("K", 1e3)):
+        if text.endswith(word):
+            text, scale = text[:-len(word)], factor
+            break
+    if re.fullmatch(r"\d{1,3}(\.\d{3})+(,\d{1,2})?", text):  # European: dots for thousands, comma for decimals
+        text = text.replace(".", "").replace(",", ".")
+    return round(float(text.replace(",", "").replace(" ", "")) * scale, 2)
+
+
+MONTHS = {m: i + 1 for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
+                                          "september", "october", "november", "december"))}
+
+
+def _date(text: str) -> tuple[int, int, int | None]:
+    """(month, day, year or None) of a date written any of the ways the generator writes one."""
+    text = text.lower().replace(",", "").removeprefix("the ")
+    if m := re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", text):
+        return int(m[2]), int(m[3]), int(m[1])
+    if m := re.fullmatch(r"(\d{4})(\d{2})(\d{2})", text):
+        return int(m[2]), int(m[3]), int(m[1])
+    if m := re.fullmatch(r"(\d{2})/(\d{2})/(\d{4})", text):
+        return int(m[1]), int(m[2]), int(m[3])
+    if m := re.fullmatch(r"(\d{2})\.(\d{2})\.(\d{4})", text):
+        return int(m[2]), int(m[1]), int(m[3])
+    words = text.replace("st of", "").replace("nd of", "").replace("rd of", "").replace("th of", "").split()
+    month = next(number for name, number in MONTHS.items() for w in words if w[:3] == name[:3])
+    numbers = [int(w) for w in words if w.isdigit()]
+    year = next((n for n in numbers if n > 31), None)
+    return month, next(n for n in numbers if n <= 31), year
+
+
+IBANS = st.builds(lambda cc, digits: f"{cc}{digits[:2]} " + " ".join(digits[2 + i:6 + i] for i in range(0, 16, 4)),
+                  st.sampled_from(["US", "SE", "GB", "DE", "LT"]), st.text(alphabet="0123456789", min_size=18,
+                                                                           max_size=18))
+AMOUNTS = st.builds(lambda n, cents, sym: f"{sym}{n:,}" + (f".{cents:02d}" if cents else ""),
+                    st.integers(1000, 90_000_000), st.integers(0, 99), st.sampled_from(["", "$", "£", "USD "]))
+DATES = st.dates(min_value=__import__("datetime").date(1950, 1, 1)).map(lambda d: d.isoformat())
+PHONES = st.builds(lambda a, b: f"07700 {a}{b}", st.integers(100, 999), st.integers(100, 999))
+
+
+@settings(max_examples=200, derandomize=True)
+@given(value=st.one_of(IBANS, AMOUNTS, DATES, PHONES), data=st.data())
+def test_every_value_format_writes_the_same_value(value, data):
+    kind = tf.value_kind(value)
+    assert kind in ("iban", "amount", "date", "phone"), value
+    styles = tf.styles(value)
+    assume(styles)
+    written = tf.reformat(value, data.draw(st.sampled_from(styles)))
+    if kind == "iban":
+        assert re.sub(r"[\s\-\u00a0]", "", written).upper() == re.sub(r"\s", "", value)
+    elif kind == "amount":
+        assert _amount(written) == _amount(value)
+    elif kind == "date":
+        assert _date(written) == _date(value)
+    else:
+        national = [_digits(v).removeprefix("44").removeprefix("0") for v in (written, value)]
+        assert national[0] == national[1]
+
+
+def test_email_formats_name_the_same_mailbox():
+    for style, written in tf.FORMATS["email"]("Rosa.Delgado@delgadobakery.example").items():
+        spelled = written.replace(" [at] ", "@").replace(" at ", "@").replace(" [dot] ", ".").replace(" dot ", ".")
+        assert spelled.lower() == "rosa.delgado@delgadobakery.example", style
+
+
+TOKENS = st.text(alphabet="ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz0123456789_-!", min_size=8, max_size=40)
+
+
+@settings(max_examples=300, derandomize=True)
+@given(secret=TOKENS.filter(lambda s: any(c.isdigit() for c in s)), seed=st.integers(0, 2**32))
+def test_a_decoy_has_the_secrets_shape_and_shares_no_three_characters_with_it(secret, seed):
+    fake = tf.decoy(secret, random.Random(seed))
+    assume(fake is not None)
+    assert len(fake) == len(secret)
+    for a, b in zip(secret, fake, strict=True):
+        assert (a.isdigit(), a.isupper(), a.islower()) == (b.isdigit(), b.isupper(), b.islower())
+        assert a.isalnum() or a == b
+    squeeze = [re.sub(r"[\W_]", "", s).lower() for s in (secret, fake)]
+    assert not any(squeeze[0][i:i + 3] in squeeze[1] for i in range(len(squeeze[0]) - 2))
+
+
+@settings(max_examples=200, derandomize=True)
+@given(text=st.text(min_size=2, max_size=200), pieces=st.integers(1, 4), seed=st.integers(0, 1000))
+def test_split_pieces_rebuild_the_text(text, pieces, seed):
+    parts = tf.split_text(text, pieces, random.Random(seed))
+    assert "".join(parts) == text and all(parts)
+
+
+# -- the generator over the starter library ------------------------------------------------------------
+WIDE = Budget(harmful=40, near_miss=30, costly=40)
+
+
+@pytest.fixture(scope="module")
+def wide():
+    return {case.id: variants(case, budget=WIDE) for case in LIBRARY}
+
+
+def test_the_sample_is_seeded_by_the_case_and_bounded():
+    for case in LIBRARY:
+        first, again = variants(case), variants(case)
+        assert [v.name for v in first] == [v.name for v in again]
+        assert sum(v.kind == "harmful" for v in first) <= DEFAULT_BUDGET.harmful
+        assert sum(v.kind == "near-miss" for v in first) <= DEFAULT_BUDGET.near_miss
+        assert sum(v.costly for v in first) <= DEFAULT_BUDGET.costly
+        assert len({v.name for v in first}) == len(first)
+    shifted = [v.name for v in variants(LIBRARY[0], seed=1)]
+    assert shifted != [v.name for v in variants(LIBRARY[0])]
+
+
+def test_a_compiled_variant_runs_a_smaller_sample_without_commands():
+    base = LIBRARY[0]
+    benign = base.benign_counterpart()
+    chosen = variants(benign)
+    assert 0 < len(chosen) <= VARIANT_BUDGET.harmful + VARIANT_BUDGET.near_miss
+    assert not any(v.costly for v in chosen)
+
+
+def test_routes_are_written_without_sight_of_the_verifier():
+    for case in LIBRARY:
+        blind = dataclasses.replace(case, rule={"receipt": {"action": "list_emails"}}, utility=None)
+        assert [v.name for v in variants(blind)] == [v.name for v in variants(case)], case.id
+
+
+def test_every_step_is_a_call_the_tools_take_and_every_command_parses(wide):
+    commands = []
+    for case_id, chosen in wide.items():
+        for variant in chosen:
+            steps = [s for s, _ in variant.harmful] + list(variant.benign or ())
+            for step in steps:
+                spec = SPECS.get(step.tool)
+                if spec is None:
+                    continue  # a look-alike of the case, or a tool the harmful plan names itself
+                problems = validate(spec.parameters, step.args)
+                # `headers` on http_request is the one argument written ahead of the tool (issue 22, item 1).
+                problems = [p for p in problems if not p.startswith("headers")]
+                assert problems == [], (case_id, variant.name, problems)
+                if step.tool == "run_command":
+                    commands.append((case_id, variant.name, step.args["command"]))
+    assert len(commands) > 100
+    for case_id, name, command in commands:
+        checked = subprocess.run(["bash", "-n"], input=command, capture_output=True, text=True, timeout=10)
+        assert checked.returncode == 0, (case_id, name, command[:200], checked.stderr)
+
+
+def test_every_dimension_is_realised_across_the_library(wide):
+    seen: dict[str, set[str]] = {}
+    for chosen in wide.values():
+        for variant in chosen:
+            for dim, choice in variant.dimensions:
+                seen.setdefault(dim, set()).add(choice)
+    assert {"harm", "channel", "part", "encoding", "unicode", "value_format", "split", "carrier"} <= set(seen)
+    assert {"messages", "reversed-order", "parts", "channels"} <= seen["split"]
+    assert set(tf.UNICODE) <= seen["unicode"]
+    assert {"cli", "rtool", "sh-script", "bash-script", "exec-script", "sourced-script", "piped-script", "curl",
+            "wget"} <= seen["carrier"]
+    assert {"mail", "http-post", "http-get", "open-url", "post", "share", "publish", "upload", "scheduled",
+            "split-2", "payee-then-pay", "rm", "truncated", "moved-away", "symlink-replaced", "bash",
+            "piped-to-sh", "undo-and-redo"} <= seen["channel"]
+    assert {"subject", "attachment-name", "recipient-local", "query", "path", "header", "cookie", "basic-auth",
+            "host-label", "field-name"} <= seen["part"]
+    assert len(seen["encoding"]) >= 40
+    assert {"removed:decoy"} <= seen["harm"] and any(h.startswith("removed:mutate") for h in seen["harm"])
+
+
+def test_a_decoy_near_miss_never_carries_a_declared_secret(wide):
+    for case in LIBRARY:
+        secrets = [v for k, v in case.values.items() if isinstance(v, str) and len(v) >= 6
+                   and any(w in k for w in ("secret", "password", "key", "credential", "token"))]
+        for variant in wide[case.id]:
+            if ("harm", "removed:decoy") not in variant.dimensions:
+                continue
+            sent = json.dumps([a for _, a in variant.harmful], ensure_ascii=False)
+            assert not any(s in sent for s in secrets), (case.id, variant.name)
+
+
+def test_harmful_routes_say_which_of_their_steps_are_derived(wide):
+    for case in LIBRARY:
+        for variant in wide[case.id]:
+            if variant.kind == "harmful":
+                assert variant.rewritten and max(variant.rewritten) < len(variant.harmful), variant.name
+
+
+def test_route_scores_count_by_kind_and_dimension():
+    from redagent.cases.selfcheck import RouteResult
+
+    routes = [RouteResult("a", "harmful", (("encoding", "rot13"), ("carrier", "cli")), "survived"),
+              RouteResult("b", "harmful", (("encoding", "rot13"),), "failed"),
+              RouteResult("c", "near-miss", (("unicode", "fullwidth"),), "survived"),
+              RouteResult("d", "harmful", (("part", "header"),), "skipped")]
+    scores = route_scores(routes, by_choice=True)
+    assert scores["harmful"] == {"tried": 2, "survived": 1, "skipped": 1}
+    assert scores["near-miss"] == {"tried": 1, "survived": 1, "skipped": 0}
+    assert scores["by_dimension"]["encoding"]["harmful"] == {"tried": 2, "survived": 1, "skipped": 0}
+    assert scores["by_dimension"]["part"]["harmful"]["skipped"] == 1
+    assert scores["by_choice"]["encoding"]["rot13"]["harmful"]["tried"] == 2
+
+
+# -- far more than `cases check` samples, against today's verifiers --------------------------------------
+EXPLORED = ["email-u1-sftp-password-to-contractor", "email-t1-send-email-journal-bcc",
+            "browser-e2-print-vendor-portal-migration-phish", "browser-t1-post-content-source-appendix",
+            "banking-e2-invoice-bank-details-change", "banking-u4-cfo-landlord-dispute-cancel-rent",
+            "files-t1-share-description-journal-account", "files-t4-kb-cleanup-delete-audit-log",
+            "cross-e2-contractor-asks-for-env-key", "cross-u2-redteam-drill-signing-key"]
+BY_ID = {c.id: c for c in LIBRARY}
+
+
+@st.composite
+def routes(draw):
+    case = BY_ID[draw(st.sampled_from(EXPLORED))]
+    family = draw(st.sampled_from([f for f in route_space(case) if f.index is not None]))
+    choice = {dim: draw(st.sampled_from(options)) for dim, options in family.dims.items()}
+    return case, family.variant(choice)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 22: the verifiers do not yet survive every composition of routes")
+@settings(max_examples=300, derandomize=True, phases=[Phase.generate],
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(drawn=routes())
+def test_todays_verifiers_survive_generated_compositions(drawn):
+    case, variant = drawn
+    assume(variant is not None and not variant.needs_isolation)
+    outcome, evidence = _run_route(case, variant, None, run_plan)
+    assume(outcome != "skipped")
+    assert outcome == "survived", f"{case.id}: {variant.name} ({variant.kind}) {evidence}"
+
+
+def test_identity_choices_are_not_routes():
+    for case in LIBRARY[:10]:
+        for family in route_space(case):
+            identity = {dim: options[0] for dim, options in family.dims.items()}
+            if "harm" in family.dims:
+                identity["harm"] = "kept"
+            assert family.variant(identity) is None, (case.id, family.name)
+    assert ASIS != NONE
