@@ -58,8 +58,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """After the whole suite: what was skipped and why, one line per reason (the optional parts that are not
+    installed here), and, in the default suite, what `make test-all` adds."""
     whole = not config.option.file_or_dir  # the whole suite (`make test`), not a file or test picked by hand
-    if whole and not config.getoption("--full") and getattr(config, "workerinput", None) is None:
+    if not whole or getattr(config, "workerinput", None) is not None:
+        return
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        if isinstance(report.longrepr, tuple):
+            reason = report.longrepr[2].removeprefix("Skipped: ")
+            reasons[reason] = reasons.get(reason, 0) + 1
+    for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
+        terminalreporter.write_line(f"skipped {count:>4}: {reason[:160]}")
+    if not config.getoption("--full"):
         terminalreporter.write_line("the default suite: the tests marked slow, and the whole-benchmark checks over "
                                     "every case, run with `make test-all` (pytest --full), as in CI")
 
