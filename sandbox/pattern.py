@@ -22,12 +22,13 @@ from functools import lru_cache
 
 import re2
 
-# The real libraries' longest pattern has 104 characters and compiles to 88 RE2 instructions. The
-# compiled size, not the length, is what bounds the time (a 15-character `[\p{L}]{80,}` compiles to 100,000
-# instructions and takes seconds per MiB), so both are bounded: about 6x and 10x the largest real ones.
-# benchmarks/case_bounds.py measures the worst case at the cap (seconds per MiB of text).
-MAX_PATTERN_CHARS = 1000
-MAX_PROGRAM = 500  # RE2 instructions once compiled (case folding included)
+# The real libraries' longest pattern has 104 characters and compiles to 88 RE2 instructions (102 case-folded).
+# The compiled size, not the length, is what bounds the time: RE2 reads the text once, but at each byte it may
+# follow every instruction (its NFA, when the DFA cannot cache its states), and a 15-character `[\p{L}]{80,}`
+# compiles to 100,000 of them. Both are bounded, about 3x and 5x the largest real ones; at the cap the worst shape
+# found takes a few seconds per MiB of text (benchmarks/case_bounds.py), the real patterns milliseconds.
+MAX_PATTERN_CHARS = 500
+MAX_PROGRAM = 300  # RE2 instructions once compiled (case folding included)
 _MAX_MEM = 8 << 20  # RE2's own memory budget per compiled pattern (its default): the lazy DFA's cache
 _CACHE = 256  # compiled patterns kept: a library holds fewer than a hundred distinct ones
 
