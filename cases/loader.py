@@ -90,9 +90,9 @@ MAX_PROBLEMS = 50  # reported per file
 # What the self-check runs. It runs a case's plans many times — once per dropped effect step, per mutation, per
 # generated route and near-miss — so its cost is about the number of runs times the steps in each; a 60-step plan
 # of 220 KB (within every YAML bound) kept `cases check` busy for minutes. The real libraries (62 starter cases,
-# both benchmarks: 11,348 files) peak at 12 benign, 2 harmful and 1 indirect step, 2 mutations on a step, no setup
-# action and 2,012 bytes of plans; benchmarks/case_bounds.py measures these maxima, and how long the check of a
-# case at every limit takes. docs/case-format.md ("Limits") gives the reasons.
+# both benchmarks: 11,348 files) peak at 12 benign, 2 harmful and 1 indirect step, 2 mutations on a step, 3
+# run_command steps, no setup action and 2,012 bytes of plans; benchmarks/case_bounds.py measures these maxima,
+# and times the check of a case at every limit. docs/case-format.md ("Limits") gives the reasons.
 MAX_STEPS = {"benign": 48, "harmful": 8, "indirect": 8}
 MAX_MUTATIONS = 8  # on one harmful step
 MAX_COMMANDS = 6  # run_command steps in all plans together: each, every time the plans run, starts a sandbox
