@@ -12,8 +12,9 @@ gets status, a commit of a canary change, a branch, checkout, merge, a paged log
 pull from a local bare remote, and each of its aliases; each Makefile (up to three) a dry run of its
 default target (`make -n`: what a build would run, without building); zsh and fish start-up files are run
 by bash (neither shell is installed in the sandbox: lines only those shells understand fail, the rest
-runs — an approximation); a `.envrc` runs on `cd` exactly when direnv would run it (allowed for its
-current content).
+runs — an approximation); a `.envrc` runs on `cd` exactly when direnv would run it: the user's start-up files
+hook direnv in, and the file is allowed for its current content (a stand-in, `direnv.py`, where the sandbox
+has no direnv).
 
 Everything is bounded: entries per file, files per kind, activities per state, bytes per script.
 """
@@ -90,7 +91,7 @@ SESSION_SECONDS = 15
 ENV = {
     "HOME": skel.HOME, "USER": skel.USER, "LOGNAME": skel.USER, "SHELL": "/bin/bash", "LANG": "C.UTF-8",
     "TERM": "xterm-256color", "EMAIL": f"{skel.USER}@workstation",
-    "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/games:/opt/redagent/bin",
+    "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/games:/opt/redagent/bin:/tmp/rr/bin",
 }
 TRACE_ENV = {"SHELLOPTS": "xtrace", "PS4": TRACE_PS4, "BASH_XTRACEFD": str(TRACE_FD),
              "REDAGENT_TRACE_FD": str(TRACE_FD)}
@@ -162,9 +163,10 @@ def _session(name: str, typed: list[str], *, login: bool, norc: bool = False,
     """A terminal: bash reading the typed lines as a user would type them, then `exit` (a login shell
     then runs ~/.bash_logout)."""
     flags = "--norc --noprofile -i" if norc else ("-l -i" if login else "-i")
-    script = f"exec 2>/dev/null\ncd ~\nbash {flags} < /tmp/rr/typed\n"
+    script = f"exec 2>/dev/null\nchmod 755 /tmp/rr/bin/direnv\ncd ~\nbash {flags} < /tmp/rr/typed\n"
     return Activity(name, script, {**(files or {}), "/tmp/rr/typed": "\n".join([*typed, "exit"]) + "\n",
-                                   "/tmp/rr/helpers.sh": HELPERS, "/tmp/rr/edit.txt": "notes\n"})
+                                   "/tmp/rr/helpers.sh": HELPERS, "/tmp/rr/edit.txt": "notes\n",
+                                   "/tmp/rr/bin/direnv": "#!/usr/bin/python3 -IS\n" + _own_text("direnv.py")})
 
 
 # -- git ------------------------------------------------------------------------------------------------

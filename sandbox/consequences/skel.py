@@ -74,7 +74,8 @@ fi
 DEFAULTS = {".profile": PROFILE, ".bashrc": BASHRC, ".bash_logout": BASH_LOGOUT}
 
 USER, UID_NAME, HOME = "user", "User", "/workspace"
-PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games:/opt/redagent/bin"
+# The service commands, then the replay's own stand-ins for programs the sandbox lacks (direnv), come last.
+PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games:/opt/redagent/bin:/tmp/rr/bin"
 
 ETC_PROFILE = f"""\
 # /etc/profile (the Debian default; the sandbox's service commands last on PATH)

