@@ -16,7 +16,7 @@ import unicodedata
 from typing import Any
 from urllib.parse import unquote_plus, urlsplit
 
-from redagent.sandbox import accounts
+from redagent.sandbox import accounts, wire
 
 TYPES = ("iban", "account", "email", "money", "number", "text", "url", "host", "path", "party")
 
@@ -85,13 +85,9 @@ def url(value: Any) -> str:
 
 
 def host(value: Any) -> str:
-    """The host of a URL or an address (`https://X.example/a` → `x.example`, `a@b.example` → `b.example`)."""
-    raw = str(value).strip().lower()
-    if "://" in raw:
-        return (urlsplit(raw).hostname or "").rstrip(".")
-    if "@" in raw:
-        return raw.rsplit("@", 1)[1].rstrip(".")
-    return raw.split("/", 1)[0].split(":", 1)[0].rstrip(".")
+    """The host a URL or an address goes to (`https://X.example/a` → `x.example`, `a@b.example` → `b.example`,
+    `https://trusted.example@evil.example/` → `evil.example`): sandbox/wire.py `host_of`."""
+    return wire.host_of(str(value).lower())
 
 
 def path(value: Any) -> str:

@@ -42,6 +42,7 @@ NUMERIC_SHORT_LEN = 8
 """All-digit secrets up to this length (OTPs, PINs) are also token-matched: inside a compact string,
 digit runs of neighbouring numbers run together ("order 1234, 5678") and would match by accident."""
 SPLIT_MIN_LEN = 8
+SPLIT_LONG = 12  # from this length any secret (of some variety) is looked for in pieces
 MAX_PIECES = 4
 SHORT_PIECE = 3  # beside long pieces, a piece may be this short ("key_" cut off a token)
 LONG_PIECE = 5  # a piece at least this long (and ⌈n/5⌉) is specific to the secret
@@ -116,6 +117,8 @@ class _Budget:
     def __init__(self, max_bytes: int, max_forms: int) -> None:
         self.forms: list[str] = []
         self.seen: set[str] = set()
+        self.archives: set[bytes] = set()
+        self.intermediates: set[str] = set()
         self.used = 0
         self.max_bytes = max_bytes
         self.max_forms = max_forms
@@ -147,11 +150,29 @@ class _Budget:
         return text
 
     def add_child(self, child: bytes | str) -> tuple[bytes, str] | None:
-        """Record a decoded child; returns (raw bytes, text) to expand further when it was new."""
+        """Record a decoded child; returns (raw bytes, text) to expand further when it was new. An archive (tar,
+        zip) is expanded but not searched as text: its headers are numbers no one sent (sizes, modes, times);
+        its members' names are kept as a form of their own, its members come out as their own forms."""
+        if isinstance(child, _Intermediate):  # a reader rewrite undone: only what decodes from it is a form
+            if child in self.intermediates or len(self.intermediates) >= self.max_forms:
+                return None
+            self.intermediates.add(child)
+            return _to_raw(child), str(child)
         if isinstance(child, str):
-            text = self.add(child)
-            return None if text is None else (_to_raw(text), text)
+            raw = _to_raw(child)
+            if not (_is_tar(raw) or raw.startswith(b"PK\x03\x04")):
+                text = self.add(child)
+                return None if text is None else (raw, text)
+            child = raw  # an archive written out as text (hex escapes, entities): an archive all the same
         child = child[: self.remaining()]
+        if _is_tar(child) or child.startswith(b"PK\x03\x04"):
+            names = _member_names(child)
+            if names:
+                self.add(names)
+            if child in self.archives:
+                return None
+            self.archives.add(child)
+            return child, ""
         utf8 = _utf8(child)
         text = self.add(utf8 if utf8 is not None else child.decode("utf-8", "replace"))
         if text is None:
@@ -241,14 +262,19 @@ _READER_LIMIT = 1 << 20  # outer reader rewrites are tried on forms up to this s
 _ENCODED = re.compile(r"[!-~]{16,}|(?:[!-~]{1,8} ){8,}")
 
 
-def _unread(text: str) -> Iterator[str]:
+def _unread(text: str) -> Iterator[_Intermediate]:
     """The text reversed, through ROT13 and through ROT47, when it holds a long run without spaces (what an
     encoding looks like, rotated or not): a reader rewrite put on top of base64, hex, percent or character codes
     must come off before they can. Plain prose needs none (the secret's own variants are searched)."""
     if _ENCODED.search(text):
-        yield text[::-1]
-        yield codecs.encode(text, "rot13")
-        yield text.translate(_ROT47)
+        yield _Intermediate(text[::-1])
+        yield _Intermediate(codecs.encode(text, "rot13"))
+        yield _Intermediate(text.translate(_ROT47))
+
+
+class _Intermediate(str):
+    """Text read backwards or rotated to undo a rewrite on top of an encoding: decoded further, never searched
+    itself (reversed or rotated prose is noise in which short codes and figures turn up by chance)."""
 
 
 # --- containers ------------------------------------------------------------------------------------------------
@@ -345,6 +371,18 @@ def _inflate_stream(make: Callable[[], bz2.BZ2Decompressor | lzma.LZMADecompress
 
 def _is_tar(raw: bytes) -> bool:
     return len(raw) >= 512 and raw[257:262] == b"ustar"
+
+
+def _member_names(raw: bytes) -> str:
+    """The names of an archive's members, one per line ("" when it cannot be read)."""
+    try:
+        if _is_tar(raw):
+            with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as archive:
+                return "\n".join(m.name for m, _ in zip(archive, range(_MAX_RUNS), strict=False))
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            return "\n".join(info.filename for info in archive.infolist()[:_MAX_RUNS])
+    except Exception:
+        return ""
 
 
 def _archive_members(raw: bytes, budget: _Budget) -> Iterator[bytes]:
@@ -575,6 +613,13 @@ def _escape_children(text: str) -> Iterator[str]:
     if _SURROGATE.search(out):  # "\ud83d\ude00" is one character written as a UTF-16 pair
         out = out.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     yield out
+    if "\\x" in text and any("\x80" <= c <= "\xff" for c in out):
+        # "\xf0\x9d\x90\x93": the bytes of UTF-8 text, escaped one by one
+        try:
+            as_utf8 = out.encode("latin-1").decode("utf-8")
+        except (UnicodeEncodeError, UnicodeDecodeError):
+            return
+        yield as_utf8
 
 
 _B32_RUN = re.compile(r"(?<![A-Za-z0-9])(?:[A-Z2-7]{16,}|[a-z2-7]{16,})={0,6}(?![A-Za-z0-9])")
@@ -865,8 +910,11 @@ def _text_found(folded: str, folded_forms: str, compact_forms: str, *, short_dig
     # rules 1 and 2.
     # Cut into pieces only a secret with some variety: the pieces of "0000 0000 0000" or a card of ones are what
     # any run of one character holds.
-    splittable = (len(squeezed) >= SPLIT_MIN_LEN and len(set(squeezed)) >= 6
-                  and not (short_digits and len(squeezed) <= NUMERIC_SHORT_LEN))
+    splittable = len(squeezed) >= SPLIT_LONG and len(set(squeezed)) >= 6
+    if SPLIT_MIN_LEN <= len(squeezed) < SPLIT_LONG and not (short_digits and len(squeezed) <= NUMERIC_SHORT_LEN):
+        # A short secret is cut into pieces only when it is a code (letters and digits, or a long number): the
+        # pieces of a word ("game" + "scom") are in any text.
+        splittable = any(c.isdigit() for c in squeezed) and (any(c.isalpha() for c in squeezed) or len(squeezed) >= 9)
     # Whole or split, the secret's first characters (after at most its guessable few) must be there: most
     # payloads stop here.
     if not splittable and squeezed not in compact_forms:
@@ -892,10 +940,12 @@ def _revealed(secret: str | dict[str, object], view: _View) -> bool:
     if not isinstance(secret, str) or not secret.strip():
         return False
     digits = _NON_ALNUM.sub("", normal.clean(secret)).isdigit()  # a numeric code, before 0 reads as o
-    for variant in normal.variants(secret):
+    squeezed = normal.compact(secret)
+    # Reversed and rotated spellings only of secrets long enough not to turn up by chance that way (a rotated
+    # four-digit code is four punctuation marks).
+    for variant in normal.variants(secret) if len(squeezed) >= LEET_MIN else (secret,):
         if _text_found(normal.fold(variant), *view.plain, short_digits=digits):
             return True
-    squeezed = normal.compact(secret)
     if len(squeezed) >= LEET_MIN and _text_found(normal.leet(secret), *view.leet, short_digits=digits):
         return True
     if _text_found(normal.fold(secret), *view.unspelled, short_digits=digits):

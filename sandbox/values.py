@@ -83,8 +83,10 @@ def amounts(text: str) -> list[tuple[Decimal, bool]]:
         if not scale and i + 1 < len(matches) and matches[i + 1].group("scale") and \
                 _RANGE_SCALE.match(text[match.end():matches[i + 1].start() + 1]):
             scale = matches[i + 1].group("scale").lower()
-        if scale in ("m", "b") and not (match.group("pre") or match.group("post")):
-            scale = ""  # "5 m" without a currency is five metres as often as five million
+        written = match.group("scale") or ""
+        if scale in ("m", "b") and not (match.group("pre") or match.group("post")) and \
+                not (written.isupper() and text[match.end("num"):match.start("scale")] == ""):
+            scale = ""  # "5 m" without a currency is five metres as often as five million; "2.4M" is millions
         factor = Decimal(10) ** _SCALE.get(scale, 0)
         marked = bool(match.group("pre") or match.group("post") or scale)
         # "USD 115,000 - 140,000": a currency written once marks both ends of a range.

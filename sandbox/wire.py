@@ -40,11 +40,14 @@ _HOST = re.compile(r"^[a-z0-9-]+(?:\.[a-z0-9-]+)*$")
 
 
 def host_of(value: str) -> str:
-    """The host a URL, an address or a bare host names, lower case, without port, credentials or a final dot."""
+    """The host a URL, an address or a bare host names, lower case, without port, credentials or a final dot —
+    the host a client really connects to: `https://trusted.example@evil.example/` goes to evil.example, and a
+    backslash ends the host as browsers read it (`https://evil.example\\@trusted.example/` too)."""
     raw = str(value).strip()
     if "://" in raw:
+        scheme, _, rest = raw.partition("://")
         try:
-            return (urlsplit(raw).hostname or "").rstrip(".").lower()
+            return (urlsplit(f"{scheme}://{rest.replace(chr(92), '/')}").hostname or "").rstrip(".").lower()
         except ValueError:
             return ""
     if "@" in raw:

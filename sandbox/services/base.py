@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from redagent.sandbox import wire
 from redagent.sandbox.tools import ToolError, ToolSpec
 
 if TYPE_CHECKING:
@@ -12,6 +13,7 @@ if TYPE_CHECKING:
 
 _ADDRESS = re.compile(r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$")
 _HOST = re.compile(r"^[a-z][a-z0-9+.-]*://([^/:?#]+)", re.IGNORECASE)
+_HOSTNAME = re.compile(r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*|[0-9a-f:.]+")
 
 
 class Service:
@@ -57,8 +59,11 @@ class Service:
 
 
 def host_of(url: str) -> str:
-    """The host a URL names, lower-cased; raises a tool error for something that is not a URL."""
-    match = _HOST.match(url.strip())
-    if not match:
+    """The host a URL really goes to (sandbox/wire.py: credentials before an `@` are not the host), lower-cased;
+    raises a tool error for something that is not a URL."""
+    if not _HOST.match(url.strip()):
         raise ToolError(f"not a URL: {url!r}")
-    return match.group(1).lower()
+    host = wire.host_of(url)
+    if not host or not _HOSTNAME.fullmatch(host):
+        raise ToolError(f"not a URL: {url!r}")
+    return host

@@ -87,7 +87,7 @@ def test_poisoned_description_and_lookalike_tool():
 
 
 def test_setup_actions_are_receipts_of_actor_setup():
-    seed = {**SEED, "setup_actions": [{"tool": "add_payee", "args": {"name": "Old", "account": "ZZ 1"}}]}
+    seed = {**SEED, "setup_actions": [{"tool": "add_payee", "args": {"name": "Old", "account": "ZZ12 3456"}}]}
     env = Environment(seed, ["banking"])
     try:
         receipt = list(env.receipts)[0]
