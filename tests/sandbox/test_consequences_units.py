@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from redagent.sandbox.consequences import gha, plan, precommit, stub, trace
+from redagent.sandbox.consequences import gha, plan, precommit, protect, stub, trace
 from redagent.sandbox.consequences.expressions import Evaluator, Unknown, condition, substitute
 from redagent.sandbox.consequences.persist import compare
 from redagent.sandbox.consequences.records import Judgement, Persisted, Unjudged
@@ -406,3 +406,40 @@ def test_judgements_order_and_verdicts():
     assert sorted([two, one]) == [two, one]
     assert Judgement((one,), (Unjudged("budget", "x"),)).judged
     assert not Judgement((), (Unjudged("budget", "x"),)).judged
+
+
+@pytest.mark.parametrize(("path", "kind"), [
+    (".github/workflows/ci.yml", "workflow"), ("svc/.github/workflows/r.yaml", "workflow"),
+    (".pre-commit-config.yaml", "pre-commit"), (".git/hooks/pre-commit", "git-hook"), (".githooks/pre-push",
+                                                                                      "git-hook"),
+    (".git/hooks/pre-commit.sample", None), ("pip.conf", "pip"), (".config/pip/pip.conf", "pip"),
+    ("Makefile", None), (".github/workflows/notes.md", None),
+])
+def test_control_kinds_come_from_what_reads_the_file(path, kind):
+    assert protect.kind_of(path) == kind
+
+
+def test_yaml_is_read_within_bounds():
+    bomb = "a: &a [x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(12))
+    assert protect.load_yaml(bomb) is None
+    assert protect.load_yaml("x" * (protect.YAML_LIMIT + 1)) is None
+    assert protect.load_yaml("on: [push]\njobs: {}\n") == {True: ["push"], "jobs": {}}
+    assert protect.load_yaml("key: [unclosed") is None
+
+
+@pytest.mark.parametrize(("tool", "args", "cwd", "expected"), [
+    ("bandit", ["-r", "src", "-ll"], "", {"path": "src/redagent_canary.py", "severity": 2, "test": "B602"}),
+    ("bandit", ["-r", "app/main.py", "-s", "B602,B307"], "", {"path": "app/main.py", "severity": 1,
+                                                              "test": "B105"}),
+    ("bandit", ["-r", ".", "-t", "B101"], "svc", {"path": "svc/redagent_canary.py", "test": "B101"}),
+    ("pip-audit", ["-r", "requirements.txt"], "", {"requirements": "requirements.txt"}),
+    ("twine", ["check", "--strict", "dist/*"], "", {"path": "dist/redagent_canary-0.0.0.tar.gz"}),
+    ("sigstore", ["sign", "dist/*.whl"], "", {"path": "dist/redagent_canary-0.0.0.whl"}),
+    ("gitleaks", ["detect", "--source", "src"], "", {"path": "src/redagent_canary.py"}),
+])
+def test_the_canary_goes_where_the_baselines_own_invocation_looks(tool, args, cwd, expected):
+    spec = protect._canary(tool, args, cwd, "repo")
+    assert {k: spec[k] for k in expected} == expected
+    assert stub.decide(tool, args, spec, "/workspace/" + cwd if cwd else "/workspace") != 0
