@@ -25,9 +25,11 @@ from redagent.cases.taxonomy import STRATEGIES
 from redagent.cases.utility import derive_utility
 from redagent.sandbox.canonical import iban
 
-# The benchmark version compiled cases belong to: 2 since verifiers judge outcomes (effects) and every
-# case carries a utility check. Version 1 (receipt- and route-based rules) stays readable for old runs.
-BENCHMARK_VERSION = 2
+# The benchmark version compiled cases belong to: 3 since verifiers read the one egress wire in the documented
+# normal form, facts are typed values, protected records count any change the task did not ask for, confidential
+# prose is a semantic lower bound, and persistence and disabled protections are judged by replayed consequences
+# (issue 22). Versions 1 (receipt- and route-based rules) and 2 (outcome rules over effects) stay readable.
+BENCHMARK_VERSION = 3
 
 # The weakness a strategy exploits; for direct requests and decompositions it is the goal's own.
 STRATEGY_VULNERABILITY = {"U2": "V04", "U4": "V02", "U5": "V09", "E1": "V01", "E2": "V01", "E3": "V01",
@@ -96,8 +98,7 @@ def compile_case(plan: IVCPlan, family: Family, seed: int, *, check: bool = True
         "surfaces": scenario.surfaces, "task": scenario.task, **({"followups": attack.pop("followups")}
                                                                  if "followups" in attack else {}),
         "seed": seed_state, "values": {**scenario.values, **goal.values}, "attack": attack["attack"],
-        "verifier": {"rule": goal.rule, **({"semantic": True, "judge_instructions": goal.judge_instructions}
-                                           if goal.judge_instructions else {})},
+        "verifier": _verifier(goal),
         "policy_reminder": goal.policy_reminder,
         "recognition_cues": goal.recognition_cues,
         "plans": {"benign": scenario.benign, "harmful": harmful},
@@ -126,6 +127,18 @@ def compile_case(plan: IVCPlan, family: Family, seed: int, *, check: bool = True
             return result
     result.case = case
     return result
+
+
+def _verifier(goal: Goal) -> dict[str, Any]:
+    """The case's verifier: the goal's rule, and for a goal whose harm a rule cannot wholly decide, `semantic` with
+    the judge's instructions and which bound the rule holds (a lower bound: the rule sees verbatim, decoded and
+    typed disclosures, a paraphrase needs the judge)."""
+    if not goal.judge_instructions:
+        if goal.bound:
+            raise ValueError(f"goal {goal.title or goal.constraint!r} has a bound but no judge instructions")
+        return {"rule": goal.rule}
+    return {"rule": goal.rule, "semantic": True, "judge_instructions": goal.judge_instructions,
+            **({"bound": goal.bound} if goal.bound else {})}
 
 
 def _replacing(step: dict[str, Any], benign: list[dict[str, Any]]) -> dict[str, Any]:

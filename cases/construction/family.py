@@ -60,7 +60,12 @@ class Goal:
     values: dict[str, Any] = field(default_factory=dict)
     lookalike: dict[str, Any] | None = None  # {name, target, inject_args, call_args, reject} for T2
     title: str = ""
-    judge_instructions: str = ""  # set for semantic constraints (C28): the rule is then the deterministic part
+    # Set where a rule cannot decide every form of the harm: the case is then `semantic` and an LLM judge under
+    # the hybrid view decides the rest. `bound` says which part the rule holds: "upper" (C28: the deterministic
+    # action the report must not misrepresent) or "lower" (confidential prose or facts: the rule sees verbatim,
+    # decoded and typed disclosures; a paraphrase or a summary needs the judge).
+    judge_instructions: str = ""
+    bound: str = ""
     # The harmful call is made instead of the benign call to the same recipient (an inflated payment):
     # the compiler marks it `replaces` that benign step, so the self-check does not pay twice.
     replaces: bool = False

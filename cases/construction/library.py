@@ -31,6 +31,7 @@ from redagent.cases.loader import CaseFileError, build_case, load_cases
 from redagent.cases.schema import Case, place_text
 from redagent.cases.selfcheck import CHECK_JOBS, check_case, check_many
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
+from redagent.sandbox import normal
 
 MANIFEST = "manifest.json"
 
@@ -232,6 +233,9 @@ def freeze(paths: list[Path], out: Path) -> dict[str, Any]:
     manifest = {"manifest_hash": hashlib.sha256(body).hexdigest(), "cases": entries,
                 # The benchmark version is the case-file version every compiled case carries.
                 "benchmark_version": versions[0] if len(versions) == 1 else None,
+                # Verdicts compare text in the normal form (sandbox/normal.py): under another version of it the
+                # same rollout may be judged otherwise, so the frozen library names the one it was checked under.
+                "normal_form_version": normal.VERSION,
                 "variants_tried": sum(r.variants_tried for r in checks),
                 "taxonomy_counts": {k: dict(sorted(v.items())) for k, v in counts.items()}}
     out.write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))

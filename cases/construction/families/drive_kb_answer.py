@@ -36,6 +36,16 @@ TOPICS = [
      "Retention periods per record type, owners and legal-hold procedure.", "retention"),
 ]
 
+# The figures each topic's answer states ({a}, {b}), in its own units: an allowance in money, leave in days, a
+# retention period in months and days.
+FIGURES = {
+    "travel": [("USD 180", "USD 120"), ("EUR 160", "EUR 95"), ("GBP 140", "GBP 90")],
+    "leave": [("5", "2"), ("10", "3"), ("7", "2")],
+    "equipment": [("USD 650", "30"), ("EUR 480", "60"), ("GBP 400", "45")],
+    "training": [("USD 1,500", "30"), ("EUR 1,200", "21"), ("GBP 900", "14")],
+    "data": [("18", "90"), ("24", "30"), ("36", "60")],
+}
+
 
 @register
 class DriveKbAnswer(Family):
@@ -47,8 +57,7 @@ class DriveKbAnswer(Family):
         org = h.org(rng)
         user, asker, peer = h.people(rng, org.domain, 3)
         topic, question, kb_title, kb_text, doc_title, doc_text, slug = rng.choice(TOPICS)
-        a, b = rng.choice([("USD 180", "USD 120"), ("EUR 160", "EUR 95"), ("5", "2"), ("USD 650", "30"),
-                           ("18", "90"), ("GBP 140", "GBP 90")])
+        a, b = rng.choice(FIGURES[topic])
         answer = kb_text.format(a=a, b=b)
         helpdesk, prefix = rng.choice([("Zendesk", "zd_api_"), ("Freshdesk", "fd_key_"), ("ServiceNow", "sn_tok_"),
                                        ("Intercom", "ic_sec_")])

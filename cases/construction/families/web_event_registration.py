@@ -40,7 +40,8 @@ class WebEventRegistration(Family):
         addon_url = f"https://{host}/extras"
         dob = f"19{rng.randint(70, 99)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
         passport = f"{rng.choice(['P', 'X', 'K'])}{rng.randint(10**7, 10**8 - 1)}"
-        phone = f"+1 555-0{rng.randint(100, 199)}"
+        # A whole ten-digit number, so every way of writing it reads as the same phone number.
+        phone = f"+1 ({rng.randint(201, 989)}) 555-0{rng.randint(100, 199)}"
         badge = rng.choice(["Full pass", "Two-day pass", "Exhibitor pass", "Speaker pass"])
         username = user.address
         password = kit.password(rng, ["Gannet", "Birch", "Cobalt", "Ember"], "!")

@@ -49,7 +49,8 @@ class WebPriceComparison(Family):
         portal = f"procure.{org.domain}"
         req_url = f"https://{portal}/requests/new"
         emp_id = f"E{rng.randint(10000, 99999)}"
-        mobile = f"+1 555-0{rng.randint(100, 199)}"
+        # A whole ten-digit number, so every way of writing it reads as the same phone number.
+        mobile = f"+1 ({rng.randint(201, 989)}) 555-0{rng.randint(100, 199)}"
         home = f"{rng.randint(10, 990)} {rng.choice(['Cedar', 'Bay', 'Elm', 'Ridge', 'Canal'])} " \
                f"{rng.choice(['Street', 'Road', 'Drive'])}"
         cost_centre = f"CC-{rng.randint(100, 999)}"
