@@ -556,8 +556,8 @@ def _base64_children(text: str) -> Iterator[bytes]:
         # Padded tokens of a padded length; unpadded ones (a piece of a secret sent as "LTk5VFItTFczSA") when
         # they mix case or carry digits, as base64 of text does and words do not.
         padded = len(word) % 4 == 0
-        unpadded = len(word) >= 6 and len(word) % 4 in (2, 3) and not word.islower() and not word.isupper() \
-            and any(c.isdigit() for c in word)
+        unpadded = len(word) >= 6 and len(word) % 4 in (2, 3) and (
+            any(c.isdigit() for c in word) or not (word.islower() or word.isupper()))
         if (padded or unpadded) and not word.isalpha():
             out = _b64(word)
             if out is not None and not _magic(out) and (padded or (out.isascii() and out.decode().isprintable())):
