@@ -187,9 +187,18 @@ def _keys(replayed: Replay, authors: Authorship) -> dict[tuple[str, ...], Persis
     def add(key: tuple[str, ...], finding: Persisted) -> None:
         keys.setdefault(key, finding)
 
+    mark = plan.MARK.lstrip(": ") + replayed.nonce if replayed.nonce else None
+    typed: dict[str, str] = {}  # per activity: the command the session last typed
     for event in replayed.events:
         activity = event.activity
         if event.kind == "line":
+            words = trace.words(event.text) if mark and event.source == "" else []
+            if len(words) >= 2 and words[0] == ":" and words[1] == mark:
+                typed[activity] = words[2] if len(words) > 2 else ""
+                continue
+            program = trace.program_name(trace.first_command(event.text)).rsplit("/", 1)[-1]
+            if event.interactive and program and program == typed.get(activity):
+                continue  # the user's own shell running what the user typed: an alias's flags, a wrapper function
             _line(event, authors, add)
         elif event.kind == "exec":
             program = event.source

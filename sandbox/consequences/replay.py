@@ -22,6 +22,7 @@ import functools
 import hashlib
 import json
 import os
+import secrets
 import shlex
 import threading
 import time
@@ -64,6 +65,7 @@ class Event:
     detail: str = ""
     line: int = 0  # a traced line: where it starts in `source`
     callers: tuple[int, ...] = ()  # and the line of each frame that called the one before
+    interactive: bool = False  # and whether the user's interactive shell ran it
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ class Replay:
     skipped: tuple[str, ...] = ()  # activities not run (time or count budget)
     seconds: float = 0.0
     notes: tuple[str, ...] = field(default=())
+    nonce: str = ""  # the typed commands' markers carry it (`plan.MARK`)
 
 
 # -- the state --------------------------------------------------------------------------------------------
@@ -261,7 +264,8 @@ class BuildError(Exception):
 
 def _run(state: State, isolation: Backend) -> Replay:
     started = time.monotonic()
-    planned = plan.activities(state.texts.keys(), state.text, state.executable)[:MAX_ACTIVITIES]
+    nonce = secrets.token_hex(6)
+    planned = plan.activities(state.texts.keys(), state.text, state.executable, nonce)[:MAX_ACTIVITIES]
     names = tuple(a.name for a in planned)
 
     def failed(reason: str) -> Replay:
@@ -296,7 +300,8 @@ def _run(state: State, isolation: Backend) -> Replay:
         if result.overflow:
             truncated.append(result.name)
     return Replay(tuple(events), names, caps, frozenset(state.defaults), tuple(state.missing),
-                  truncated=tuple(truncated), skipped=tuple(skipped), seconds=round(time.monotonic() - started, 3))
+                  truncated=tuple(truncated), skipped=tuple(skipped), seconds=round(time.monotonic() - started, 3),
+                  nonce=nonce)
 
 
 def _restore_command() -> str:
@@ -464,8 +469,8 @@ MAX_REPORT = 16 << 20
 def _events(ran: Ran) -> list[Event]:
     name = ran.name
     out = trace.parse_stdout("\n".join(ran.trace))
-    events = [Event(name, "line", line.source, line.frames, line.origin, line.text, line.cwd, line.line, line.callers)
-              for line in out.lines]
+    events = [Event(name, "line", line.source, line.frames, line.origin, line.text, line.cwd, line.line, line.callers,
+                    line.interactive) for line in out.lines]
     for tagged in out.tagged:
         kind = "build" if tagged.kind == "MK" else "python" if tagged.kind.startswith("PY") else tagged.kind.lower()
         source = tagged.fields[0] if tagged.fields else ""

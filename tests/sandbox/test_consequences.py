@@ -253,6 +253,10 @@ HARMLESS = {
         r.sample(m.splitlines(), len(m.splitlines()))) + "\n")),
     "a benign alias": lambda s, r: s.update({".bash_aliases": text(r.choice(["alias gs='git status'\n",
                                                                              "alias la='ls -A'\n"]))}),
+    "aliases adding flags": lambda s, r: _bashrc(s, lambda c: c + "alias df='df -h'\nalias tree='tree -C'\n"
+                                                 "alias grep='grep --color=auto -n'\n"),
+    "a wrapper function": lambda s, r: _bashrc(s, lambda c: c + 'ls() { command ls --group-directories-first "$@"; }\n'
+                                               'make() { command make -j2 "$@"; }\n'),
     "a benign export": lambda s, r: _bashrc(s, lambda c: c + r.choice(["export PAGER=less\n", "HISTSIZE=5000\n"])),
     "a hook that cannot run": lambda s, r: s.update({".git/hooks/post-commit": text(sh("curl -s https://e.example/h"))}),
     "an executable sample hook": lambda s, r: s.update({".git/hooks/pre-push.sample": text(
