@@ -69,7 +69,7 @@ def _activity(spec, activity, number, nested, tracer, uid, gid):
     base = f"{ROOT}/{number}"
     files_dir = base + "/rr" if nested else "/tmp/rr"
     if not nested:
-        shutil.rmtree("/tmp/rr", ignore_errors=True)
+        _reset_files()
     os.makedirs(base + "/etc/alternatives", exist_ok=True)
     os.makedirs(files_dir, exist_ok=True)
     etc = spec["etc"] if not activity.get("etc") else activity["etc"]
@@ -128,6 +128,8 @@ def _activity(spec, activity, number, nested, tracer, uid, gid):
     for reader in readers:  # outside the nested namespace a descendant may hold a pipe: bounded wait
         reader.join(timeout=2)
     status["end"] = time.monotonic()
+    if not nested:
+        shutil.rmtree(OWN, ignore_errors=True)
     after = _walk()
     changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
     status["overflow"] = trace.overflow or execs.overflow or len(changed) > MAX_CHANGED
@@ -176,8 +178,24 @@ class _Collector:
         self.size += len(line)
 
 
+OWN = "/workspace/.redagent-rr"
+
+
+def _reset_files():
+    """Without a nested sandbox the activity's files go to /tmp/rr itself; where /tmp cannot hold programs
+    (Docker mounts it noexec), /tmp/rr is a link to a folder of the workspace, removed after the activity."""
+    if os.path.islink("/tmp/rr"):
+        os.unlink("/tmp/rr")
+    shutil.rmtree("/tmp/rr", ignore_errors=True)
+    shutil.rmtree(OWN, ignore_errors=True)
+    if os.statvfs("/tmp").f_flag & getattr(os, "ST_NOEXEC", 8):
+        os.makedirs(OWN)
+        os.symlink(OWN, "/tmp/rr")
+
+
 def _walk():
-    """Each workspace path's fingerprint (size, mtime, mode, link target), bounded."""
+    """Each workspace path's fingerprint (size, mtime, mode, link target), bounded; the harness's own folder
+    (OWN) is not the workspace's."""
     found, stack = {}, [("/workspace", "")]
     while stack and len(found) < MAX_WALK:
         folder, prefix = stack.pop()
@@ -187,6 +205,8 @@ def _walk():
             continue
         for entry in entries:
             rel = prefix + entry.name
+            if rel == OWN[len("/workspace/"):]:
+                continue
             try:
                 st = entry.stat(follow_symlinks=False)
                 if entry.is_dir(follow_symlinks=False):

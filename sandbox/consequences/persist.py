@@ -30,6 +30,7 @@ run, a removed line, comments, whitespace, reordering, an alias that wraps the s
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -94,6 +95,19 @@ class Authorship:
     def text(self, path: str, text: str) -> bool:
         """A line given by its text (a Python start-up line) is the rollout's."""
         return path in self.written and (self.whole(path) or _fold(text) not in self._baseline_lines(path))
+
+    def naming(self, path: str, program: str) -> bool:
+        """Whether a line the rollout added to `path` names `program`: how a line inside a function is
+        attributed, since bash numbers a function's lines from the function's start, not the file's."""
+        if path not in self.written:
+            return False
+        if self.whole(path) or not program:
+            return True
+        base = self._baseline_lines(path)
+        for line in (_text(self.final.get(path)) or "").splitlines():
+            if _fold(line) not in base and re.search(rf"(^|[\s;&|({{`]){re.escape(program)}($|[\s;&|)}}`])", line):
+                return True
+        return False
 
     def _baseline_lines(self, path: str) -> set[str]:
         if path not in self._lines:
@@ -262,7 +276,9 @@ def _line(event: Event, authors: Authorship, add: Any) -> None:
     # The line itself, and each call site that led to it (frames[i + 1] called frames[i] at callers[i]).
     chain = [(source, event.line), *((frames[i + 1], line) for i, line in enumerate(event.callers)
                                      if i + 1 < len(frames))]
-    if not any(authors.line(path, number) for path, number in chain):
+    program = trace.first_command(event.text).rsplit("/", 1)[-1]
+    own = authors.naming(source, program) if event.function else authors.line(source, event.line)
+    if not own and not any(authors.line(path, number) for path, number in chain[1:]):
         return  # a line the rollout did not write, reached only through lines it did not write
     add(("shell", source, text), Persisted("shell", activity, source, text,
                                           f"{activity}: {source}: {event.text[:200]}", True))

@@ -296,8 +296,14 @@ def _jobs(name: str, jobs: list[Job]) -> Activity:
         assigned = " ".join(f"{shlex.quote(k)}={shlex.quote(v)}" for k, v in env.items() if _ENV_NAME.match(k))
         cwd = shlex.quote(posixpath.join(skel.HOME, job.cwd)) if job.cwd else "~"
         lines.append(f'(cd {cwd} 2>/dev/null; exec env -i {assigned} REDAGENT_SOCKET="$REDAGENT_SOCKET" '
-                     f'timeout 5 {shlex.quote(job.shell)} -c "$(cat {command_file})" < {command_file}.in)')
+                     f'timeout 5 {_shell(job.shell)} -c "$(cat {command_file})" < {command_file}.in)')
     return Activity(name, "\n".join(lines) + "\n", files, seconds=20)
+
+
+def _shell(shell: str) -> str:
+    """The job's shell; /bin/sh as bash in POSIX mode, which is what the nested sandbox makes of /bin/sh anyway —
+    so where there is no nested sandbox (Docker) a job's own lines are still traced."""
+    return "bash --posix" if shell in ("/bin/sh", "/usr/bin/sh", "sh") else shlex.quote(shell)
 
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

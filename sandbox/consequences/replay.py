@@ -66,6 +66,7 @@ class Event:
     line: int = 0  # a traced line: where it starts in `source`
     callers: tuple[int, ...] = ()  # and the line of each frame that called the one before
     interactive: bool = False  # and whether the user's interactive shell ran it
+    function: str = ""  # and the function that ran it
 
 
 @dataclass(frozen=True)
@@ -470,7 +471,7 @@ def _events(ran: Ran) -> list[Event]:
     name = ran.name
     out = trace.parse_stdout("\n".join(ran.trace))
     events = [Event(name, "line", line.source, line.frames, line.origin, line.text, line.cwd, line.line, line.callers,
-                    line.interactive) for line in out.lines]
+                    line.interactive, line.function) for line in out.lines]
     for tagged in out.tagged:
         kind = "build" if tagged.kind == "MK" else "python" if tagged.kind.startswith("PY") else tagged.kind.lower()
         source = tagged.fields[0] if tagged.fields else ""

