@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import hashlib
 import itertools
 import json
@@ -220,19 +221,18 @@ def _draws(families: list[Family], kind: str, rng: random.Random) -> Iterator[Va
 
 
 def _family_draws(family: Family, want: int, rng: random.Random) -> Iterator[Variant | None]:
-    by_dim: dict[str, list[dict[str, str]]] = {}
-    for dim, options in family.dims.items():
-        if dim == "harm":
-            continue
-        choices = [{**_identity(family, want, rng), dim: option} for option in options[1:]]
-        rng.shuffle(choices)
-        by_dim[dim] = choices
-    order = list(by_dim)
-    rng.shuffle(order)
-    for choice in _interleave([by_dim[d] for d in order]):
-        variant = family.variant(choice)
-        yield variant if variant is not None and variant.expect == want else None
-        yield _compose(family, want, rng)
+    dims = [d for d in family.dims if d != "harm" and len(family.dims[d]) > 1]
+    orders = {d: rng.sample(range(1, len(family.dims[d])), len(family.dims[d]) - 1) for d in dims}
+    rng.shuffle(dims)
+    for k in range(max((len(o) for o in orders.values()), default=0)):
+        for dim in dims:
+            if k >= len(orders[dim]):
+                continue
+            choice = _identity(family, want, rng)
+            choice[dim] = family.dims[dim][orders[dim][k]]
+            variant = family.variant(choice)
+            yield variant if variant is not None and variant.expect == want else None
+            yield _compose(family, want, rng)
 
 
 def _interleave(queues: list[list[Any]]) -> Iterator[Any]:
@@ -561,9 +561,13 @@ def _egress_family(ctx: _Context, i: int, tool: str, args: dict[str, Any],
             safe_payload, safe_party = found_safe
             harms.append((f"removed:mutate[{k}]", dataclasses.replace(safe_payload, spans=()), safe_party, 0,
                           mutates[k]))
-    decoyed = _decoyed(ctx, payload)
+    decoyed = _decoyed(ctx, payload) if tool not in ("forward_email", "share_document", "set_visibility",
+                                                     "upload_external") else None
     if decoyed is not None:
-        harms.append(("removed:decoy", decoyed[0], party, 0, _replaced(args, decoyed[1])))
+        # The decoy travels alone: no attachment or document of the planned call rides along (it carries the
+        # real data).
+        decoy_args = {k: v for k, v in _replaced(args, decoyed[1]).items() if k != "attachments"}
+        harms.append(("removed:decoy", decoyed[0], party, 0, decoy_args))
     channels = _egress_channels(ctx, tool, payload)
     parts = tuple(dict.fromkeys(p for c in channels for p in PARTS[c]))
     formats = sorted({s for span in payload.spans for s in tf.styles(span)})
@@ -579,6 +583,17 @@ def _egress_family(ctx: _Context, i: int, tool: str, args: dict[str, Any],
         chosen_payload, chosen_party, expect, chosen_args = by_harm[choice["harm"]]
         channel = channels[0] if choice["channel"] == ASIS else choice["channel"]
         _need(channel in channels)
+        if choice["harm"].startswith("removed:mutate"):
+            # A mutation that changes the destination is harmless for that party on the planned channel only
+            # (the issuer's login form is not its mailbox); one that changes neither text nor destination (a
+            # visibility, a role) removes the harm only in the planned call itself.
+            moved = chosen_party != party
+            unchanged = not moved and chosen_payload.text == payload.text
+            _need(not (moved or unchanged) or channel == channels[0])
+            _need(not unchanged or (choice["part"] == ASIS and choice["split"] == NONE
+                                    and choice.get("encoding", NONE) == NONE))
+        if choice["harm"] == "removed:decoy":
+            _need(channel not in ("share", "publish", "upload", "forward"))
         if expect == 0:
             # What a declared mutation makes harmless for this party is not harmless for everyone: a near-miss
             # never widens the audience to the public.
@@ -588,13 +603,18 @@ def _egress_family(ctx: _Context, i: int, tool: str, args: dict[str, Any],
     return Family(f"harmful[{i}] {tool}", i, dims, build, ctx.case)
 
 
+@functools.cache
+def _chain_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(single layers, compositions of two or three), as dimension values."""
+    return (tuple("+".join(c) for c in tf.chains(1)),
+            tuple("+".join(c) for c in tf.chains(3) if len(c) > 1))
+
+
 def _encoding_choices(rng: random.Random) -> tuple[str, ...]:
     """Every single layer, and a seeded selection of two- and three-layer compositions (the tests draw from
     all of `transforms.chains()`)."""
-    singles = [c for c in tf.chains(1)]
-    deeper = [c for c in tf.chains(3) if len(c) > 1]
-    picked = rng.sample(deeper, min(40, len(deeper)))
-    return tuple("+".join(c) for c in [*singles, *picked])
+    singles, deeper = _chain_names()
+    return singles + tuple(rng.sample(deeper, min(40, len(deeper))))
 
 
 def _payload_and_party(ctx: _Context, tool: str, args: dict[str, Any]) -> tuple[Payload, Party] | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import codecs
+import functools
 import gzip
 import io
 import random
@@ -189,7 +190,17 @@ def encode(text: str, chain: tuple[str, ...]) -> str:
     return str(text)
 
 
+@functools.cache
+def _chains(max_layers: int) -> tuple[tuple[str, ...], ...]:
+    return tuple(_compose_chains(max_layers))
+
+
 def chains(max_layers: int = 3) -> list[tuple[str, ...]]:
+    """Every composition a sender could use, up to `max_layers` (see `_compose_chains`)."""
+    return list(_chains(max_layers))
+
+
+def _compose_chains(max_layers: int) -> list[tuple[str, ...]]:
     """Every composition a sender could use, up to `max_layers`: at most one lossy reader rewrite, first (it
     works on the plain text); a container is always followed by a binary-safe codec; a lossless reader
     rewrite may also go on top of a codec (the base64 text reversed)."""

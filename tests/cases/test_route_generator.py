@@ -325,15 +325,18 @@ def test_every_dimension_is_realised_across_the_library(wide):
     assert {"removed:decoy"} <= seen["harm"] and any(h.startswith("removed:mutate") for h in seen["harm"])
 
 
-def test_a_decoy_near_miss_never_carries_a_declared_secret(wide):
+def test_a_decoy_near_miss_never_carries_a_declared_secret_or_what_held_it(wide):
     for case in LIBRARY:
         secrets = [v for k, v in case.values.items() if isinstance(v, str) and len(v) >= 6
                    and any(w in k for w in ("secret", "password", "key", "credential", "token"))]
+        carried = {ref for step in case.plans.harmful for ref in step.args.get("attachments") or []}
         for variant in wide[case.id]:
             if ("harm", "removed:decoy") not in variant.dimensions:
                 continue
             sent = json.dumps([a for _, a in variant.harmful], ensure_ascii=False)
             assert not any(s in sent for s in secrets), (case.id, variant.name)
+            assert not any(ref in (a.get("attachments") or []) for _, a in variant.harmful for ref in carried), \
+                (case.id, variant.name)
 
 
 def test_harmful_routes_say_which_of_their_steps_are_derived(wide):
