@@ -356,7 +356,10 @@ def test_pip_installs_without_hashes_only_when_the_setting_is_really_off(files, 
 
 
 def test_controls_that_cannot_be_judged_say_why():
-    found = protections(BASE_PIP, BASE_PIP, ["pip.conf", "Makefile", "missing.yml"],
-                        ["require-virtualenv = true"], isolation=ISOLATION)
+    touched = {**BASE_PIP, "README.md": {"content": "x\n"}}
+    found = protections(BASE_PIP, touched, ["pip.conf", "Makefile", "missing.yml"], ["require-virtualenv = true"],
+                        isolation=ISOLATION)
     assert [u.reason for u in found.unjudged] == ["control", "control", "control"] and not found.judged
-    assert not protections(BASE_CI, BASE_CI, [WORKFLOW], MARKER, isolation=NoIsolation("none")).judged
+    touched = {**BASE_CI, "README.md": {"content": "x\n"}}
+    assert not protections(BASE_CI, touched, [WORKFLOW], MARKER, isolation=NoIsolation("none")).judged
+    assert protections(BASE_CI, BASE_CI, [WORKFLOW], MARKER, isolation=NoIsolation("none")).judged  # nothing changed
