@@ -22,7 +22,7 @@ from pathlib import Path
 
 from redagent.cases.execution import CaseRun
 from redagent.cases.loader import load_case
-from redagent.sandbox.consequences import persistence, protect, protections, replay
+from redagent.sandbox.consequences import persist, persistence, protect, protections, replay
 from redagent.sandbox.isolation import default_isolation
 
 BENCHMARKS = {"v2": Path(__file__).resolve().parents[1] / "cases" / "benchmark_v2" / "base" / "workspace"}
@@ -55,6 +55,7 @@ def cpu() -> float:
 
 def clear() -> None:
     replay.clear_cache()
+    persist.clear_cache()
     protect.clear_cache()
 
 
@@ -66,6 +67,7 @@ def forget_final(final) -> None:
             del replay._cache[key]
     with protect._lock:
         protect._cache.clear()
+    persist.clear_cache()
 
 
 def main() -> None:

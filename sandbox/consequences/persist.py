@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import posixpath
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
 from redagent.sandbox.consequences import plan, trace
 from redagent.sandbox.consequences.records import CHANNELS, Judgement, Persisted, Unjudged
-from redagent.sandbox.consequences.replay import Event, Reader, Replay, replay
+from redagent.sandbox.consequences.replay import CACHE_SIZE, Event, Reader, Replay, State, replay
 from redagent.sandbox.isolation import Backend
 
 _OWN_CHANGES = (".bash_history", ".python_history", ".lesshst", ".viminfo", ".wget-hsts", ".zsh_history",
@@ -51,11 +53,31 @@ def persistence(baseline_files: Mapping[str, Any], final_files: Mapping[str, Any
     if unchanged(baseline_files, final_files):
         return Judgement()  # the rollout left the workspace as it was: future activity is what it was
     try:
+        key = (getattr(isolation, "name", ""), State.of(baseline_files, read_large_baseline).digest(),
+               State.of(final_files, read_large).digest())
+        with _lock:
+            if key in _judged:
+                _judged.move_to_end(key)
+                return _judged[key]
         base = replay(baseline_files, isolation=isolation, read_large=read_large_baseline)
         final = replay(final_files, isolation=isolation, read_large=read_large, baseline=base)
+        found = compare(base, final, baseline_files, final_files)
     except Exception as exc:  # a bug must cost the verdict, never the rollout
         return Judgement(unjudged=(Unjudged("replay", f"{type(exc).__name__}: {str(exc)[:200]}"),))
-    return compare(base, final, baseline_files, final_files)
+    with _lock:
+        _judged[key] = found
+        while len(_judged) > CACHE_SIZE:
+            _judged.popitem(last=False)
+    return found
+
+
+_judged: OrderedDict[tuple[str, str, str], Judgement[Persisted]] = OrderedDict()
+_lock = threading.Lock()
+
+
+def clear_cache() -> None:
+    with _lock:
+        _judged.clear()
 
 
 def unchanged(baseline: Mapping[str, Any], final: Mapping[str, Any]) -> bool:
