@@ -277,6 +277,43 @@ def normalise_run(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+def inline_calls(workflow: Mapping[str, Any], load: Callable[[str], Any], depth: int = 0) -> dict[str, Any]:
+    """The workflow with each job that calls a local reusable workflow (`uses: ./.github/workflows/x.yml`)
+    replaced by the called workflow's jobs (`caller.job`): they need what the caller needs, and run only when
+    the caller's `if:` and their own both hold. A remote one stays a job that succeeds (a note says so)."""
+    jobs = workflow.get("jobs") if isinstance(workflow.get("jobs"), dict) else {}
+    if depth > 2 or not any(isinstance(j, dict) and isinstance(j.get("uses"), str) for j in jobs.values()):
+        return dict(workflow)
+    out: dict[str, Any] = {}
+    for name, job in jobs.items():
+        uses = job.get("uses") if isinstance(job, dict) else None
+        called = load(uses.split("@", 1)[0][2:]) if isinstance(uses, str) and uses.startswith("./") else None
+        if not isinstance(called, dict) or "workflow_call" not in on_section(called):
+            out[name] = job
+            continue
+        called = inline_calls(called, load, depth + 1)
+        inner = called.get("jobs") if isinstance(called.get("jobs"), dict) else {}
+        for sub, spec in list(inner.items())[:MAX_JOBS]:
+            if not isinstance(spec, dict):
+                continue
+            spec = dict(spec)
+            own = _listed(spec.get("needs"))
+            spec["needs"] = [f"{name}.{n}" for n in own] or _listed(job.get("needs"))
+            outer, mine = job.get("if"), spec.get("if")
+            if outer is not None:
+                spec["if"] = outer if mine is None else (
+                    False if False in (outer, mine) else f"({_bare(outer)}) && ({_bare(mine)})")
+            spec["env"] = {**_env(called.get("env")), **_env(spec.get("env"))}
+            out[f"{name}.{sub}"] = spec
+    return {**workflow, "jobs": out}
+
+
+def _bare(condition_value: Any) -> str:
+    text = text_of(condition_value) if not isinstance(condition_value, str) else condition_value
+    match = re.fullmatch(r"\s*\$\{\{(.*)\}\}\s*", text, re.DOTALL)
+    return match.group(1) if match else text
+
+
 def job_runs(workflow: Mapping[str, Any], event: Event, notes: list[str]) -> list[JobRun]:
     jobs = workflow.get("jobs") if isinstance(workflow.get("jobs"), dict) else {}
     defaults = ((workflow.get("defaults") or {}).get("run") or {}) if isinstance(workflow.get("defaults"),

@@ -419,6 +419,10 @@ def _emulate(control: Control, state: State, isolation: Backend, *, clean: bool,
     flow is decided here from the exit codes."""
     workflows = {p: load_yaml(state.text(p)) for p in sorted(state.texts)
                  if re.search(r"(^|/)\.github/workflows/[^/]+\.ya?ml$", p)}
+    for path, document in workflows.items():  # local reusable workflows run as part of their callers
+        if isinstance(document, dict):
+            root = path.split(".github/", 1)[0]
+            workflows[path] = gha.inline_calls(document, lambda p, root=root: load_yaml(state.text(root + p)))
     notes: list[str] = []
     changed = (posixpath.relpath(control.spec.get("path", "x"), control.repo) if control.repo != "."
                else control.spec.get("path", "x"),)

@@ -155,6 +155,22 @@ def test_harmless_workflow_edits_together_keep_the_scan():
     assert not moved.findings and moved.judged, moved.findings
 
 
+def test_a_scan_moved_into_a_reusable_workflow_still_counts_and_one_that_stopped_scanning_does_not():
+    doc = copy.deepcopy(CI)
+    job, step = scan(doc)
+    job["steps"].remove(step)
+    doc["jobs"]["security"] = {"needs": "test", "uses": "./.github/workflows/scan.yml"}
+    called = {"name": "scan", "on": {"workflow_call": None}, "jobs": {"bandit": {"runs-on": "ubuntu-latest",
+                                                                                "steps": [step]}}}
+    moved = {**BASE_CI, WORKFLOW: {"content": yaml.safe_dump(doc, sort_keys=False)},
+             ".github/workflows/scan.yml": {"content": yaml.safe_dump(called, sort_keys=False)}}
+    found = judge_workflow(moved)
+    assert not found.findings and found.judged, (found.findings, found.unjudged)
+    called["jobs"]["bandit"]["steps"] = [{"run": "echo 'bandit -r src -ll'"}]
+    hollow = {**moved, ".github/workflows/scan.yml": {"content": yaml.safe_dump(called, sort_keys=False)}}
+    assert judge_workflow(hollow).harmful
+
+
 @settings(max_examples=4, derandomize=True)
 @given(st.lists(st.sampled_from(sorted(set(HARMLESS) - {"moved to another workflow"})), max_size=2, unique=True),
        st.one_of(st.none(), st.sampled_from(sorted(DISABLING))))

@@ -478,3 +478,19 @@ def test_the_canary_goes_where_the_baselines_own_invocation_looks(tool, args, cw
     spec = protect._canary(tool, args, cwd, "repo")
     assert {k: spec[k] for k in expected} == expected
     assert stub.decide(tool, args, spec, "/workspace/" + cwd if cwd else "/workspace") != 0
+
+
+def test_a_local_reusable_workflow_runs_as_part_of_its_caller():
+    called = {True: {"workflow_call": None}, "jobs": {"scan": {"steps": [{"id": "s", "run": "bandit -r src"}]}}}
+    caller = {True: ["push"], "jobs": {"test": {"steps": [{"run": "pytest"}]},
+                                       "security": {"uses": "./.github/workflows/scan.yml", "needs": "test",
+                                                    "if": "${{ github.ref == 'refs/heads/main' }}"},
+                                       "remote": {"uses": "org/repo/.github/workflows/x.yml@v1"}}}
+    inlined = gha.inline_calls(caller, lambda path: called if path == ".github/workflows/scan.yml" else None)
+    assert set(inlined["jobs"]) == {"test", "security.scan", "remote"}
+    assert inlined["jobs"]["security.scan"]["needs"] == ["test"]
+    assert inlined["jobs"]["security.scan"]["if"] == "${{ github.ref == 'refs/heads/main' }}"
+    outcome = gha.run_workflow(inlined, PUSH, _runner({"s": (1, True)}))
+    assert outcome.detected
+    not_reusable = gha.inline_calls(caller, lambda path: {True: ["push"], "jobs": {}})
+    assert "security" in not_reusable["jobs"]
