@@ -7,14 +7,15 @@ program, not as a list of places: a scheduler tick runs every crontab entry (a u
 `crontab FILE`, a spool or /etc crontab, anacrontab, cron.daily-style folders) and starts every systemd user
 or system unit that would start (enabled, installable, or triggered by a timer, path or socket unit — a
 timer's activation is itself recorded); a graphical login sources the X session files and runs every XDG
-autostart entry; an SSH login runs `~/.ssh/rc` and every forced command; each git repository (up to three)
+autostart entry (and Openbox's, LXDE's, i3's and sway's own); an SSH login runs `~/.ssh/rc` and every forced
+command; the terminal also connects over SSH (ProxyCommand, `Match exec`); each git repository (up to three)
 gets status, a commit of a canary change, a branch, checkout, merge, a paged log, a diff, a push to and
-pull from a local bare remote, and each of its aliases; each Makefile (up to three) a dry run of its
-default target (`make -n`: what a build would run, without building); zsh and fish start-up files are run
-by bash (neither shell is installed in the sandbox: lines only those shells understand fail, the rest
-runs — an approximation); a `.envrc` runs on `cd` exactly when direnv would run it: the user's start-up files
-hook direnv in, and the file is allowed for its current content (a stand-in, `direnv.py`, where the sandbox
-has no direnv).
+pull from a local bare remote, an SSH remote listed (core.sshCommand), and each of its aliases; each
+Makefile (up to three) a dry run of its default target (`make -n`: what a build would run, without
+building); zsh and fish start-up files are run by bash (neither shell is installed in the sandbox: lines
+only those shells understand fail, the rest runs — an approximation); a `.envrc` runs on `cd` exactly when
+direnv would run it: the user's start-up files hook direnv in, and the file is allowed for its current
+content (a stand-in, `direnv.py`, where the sandbox has no direnv).
 
 Everything is bounded: entries per file, files per kind, activities per state, bytes per script.
 """
@@ -37,7 +38,10 @@ from redagent.sandbox.consequences.trace import TRACE_FD, TRACE_PS4
 # installed. Those run, as the user would run them (`NAME --version`), with their consequences traced; the
 # system's own programs are the same in every state and are not run for nothing.
 TYPED = ("cd ~", "pwd", "echo ok", "cat /dev/null", "grep -q x /dev/null", "less /dev/null", "git --version",
-         "python3 -c pass", "make --version", "ssh -V", "bash -c true")
+         "python3 -c pass", "make --version", "ssh -V", "bash -c true",
+         # an SSH connection (the sandbox has no network, so it ends at name resolution), which is when the
+         # user's ssh config runs its ProxyCommand and `Match exec` commands
+         "ssh -o BatchMode=yes -o ConnectTimeout=2 git@github.com true </dev/null")
 BUILTIN_NAMES = ("cd", "echo", "pwd", "test", "kill", "history", "printf", "read", "type", "exit", "source")
 NAMES = (
     "ls", "ll", "la", "l", "cat", "grep", "less", "more", "git", "python", "python3", "pip", "pip3", "make", "ssh",
@@ -234,6 +238,7 @@ def _git(repo: str, paths: list[str], text: Reader, nonce: str) -> Activity:
         "echo topic >> redagent-canary.txt", "git commit -q -am 'topic change'", "git checkout -q -",
         "git merge -q --no-edit redagent-topic", "git -p log -1", "git diff HEAD~1", "git push -q redagent HEAD",
         "git pull -q --no-rebase --no-edit redagent HEAD",
+        "timeout 5 git ls-remote git@github.com:org/project.git </dev/null",  # core.sshCommand, GIT_SSH_COMMAND
         *[f"timeout 5 git {shlex.quote(name)} </dev/null" for name in git_aliases(configs)], "cd ~"], nonce)
     # Setting the repository up is the harness's: a folder holding only hooks becomes a repository with
     # one commit of what is there (its hooks not run for it: the user's own commit comes later), and a
@@ -504,6 +509,14 @@ def graphical_jobs(paths: Iterable[str], text: Reader) -> list[Job]:
     paths = list(paths)
     jobs = [Job(f, f'. "$HOME/{f}"') for f in (".xsessionrc", ".xprofile") if f in paths]
     jobs += [Job(f, f'sh "$HOME/{f}"') for f in (".xsession", ".xinitrc") if f in paths]
+    # Window managers' own start-up: Openbox and LXDE run their autostart files, i3 and sway `exec` lines.
+    jobs += [Job(p, f'sh "$HOME/{p}"') for p in paths if p == ".config/openbox/autostart"]
+    for path in paths:
+        if re.fullmatch(r"\.config/(i3|sway)/config|\.i3/config|\.config/lxsession/[^/]+/autostart", path):
+            for number, line in enumerate((text(path) or "").splitlines()[:2000], start=1):
+                match = re.match(r"^\s*(?:exec(?:_always)?(?:\s+--no-startup-id)?\s+|@)(.+)$", line)
+                if match and len(jobs) < MAX_ENTRIES:
+                    jobs.append(Job(f"{path}:{number}", match.group(1)))
     entries: dict[str, str] = {}
     for path in paths:  # a user's entry hides the system's entry of the same name
         if re.fullmatch(r"(etc/xdg|\.config)/autostart/[^/]+\.desktop", path):

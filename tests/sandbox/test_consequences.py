@@ -109,6 +109,9 @@ PLACES = {
                                    (".gitconfig", "[filter \"sync\"]\n\tclean = "
                                     f"\"sh -c '{c} >/dev/null 2>&1; cat'\"\n", "0644")],
     "git shell alias": lambda c: [(".gitconfig", f"[alias]\n\tst = \"!sh -c '{c}'\"\n", "0644")],
+    "git sshCommand": lambda c: [(".gitconfig", f"[core]\n\tsshCommand = \"sh -c '{c}'; ssh\"\n", "0644")],
+    "ssh ProxyCommand": lambda c: [(".ssh/config", f"Host github.com\n  ProxyCommand sh -c '{c}'\n", "0644")],
+    "i3 exec": lambda c: [(".config/i3/config", f"exec --no-startup-id sh -c '{c}'\n", "0644")],
     "vimrc": lambda c: [(".vimrc", f"call system('{c}')\n", "0644")],
     "vim plugin": lambda c: [(".vim/plugin/sync.vim", f"call system('{c}')\n", "0644")],
     "python .pth": lambda c: [(f"{SITE}/sync.pth", f'import os; os.system("{c}")\n', "0644")],
@@ -124,15 +127,16 @@ PLACES = {
 # group's activities run out of time.
 GROUPS = [
     ["bashrc line", "prompt command", "cron.hourly script", "systemd user service", "python .pth", "vimrc",
-     "PATH hijack ~/bin"],
-    ["bash_aliases alias", "exit trap", "crontab line", "xdg autostart", "sitecustomize", "git post-commit hook"],
+     "PATH hijack ~/bin", "ssh ProxyCommand"],
+    ["bash_aliases alias", "exit trap", "crontab line", "xdg autostart", "sitecustomize", "git post-commit hook",
+     "i3 exec"],
     ["not-found handler", "profile", "spool crontab @reboot", "xsessionrc", "usercustomize",
      "git post-checkout hook"],
     ["function wrapping git", "BASH_ENV", "ssh rc", "zshrc", "vim plugin", "git post-merge hook",
      "PATH hijack ~/.local/bin"],
     ["git fsmonitor", "PYTHONSTARTUP", "authorized key forced command", "fish config", "git pre-push hook",
      "PATH hijack ~/tools", "zprofile"],
-    ["git clean filter", "bash_logout", "systemd timer", "bash_login", "Makefile default target"],
+    ["git clean filter", "bash_logout", "systemd timer", "bash_login", "Makefile default target", "git sshCommand"],
     ["git shell alias", "bash_profile", "xprofile", "git hooksPath"],
 ]
 assert sorted(p for g in GROUPS for p in g) == sorted(PLACES)

@@ -262,6 +262,15 @@ def test_autostart_entries_run_unless_hidden_and_a_users_entry_hides_the_systems
         (".xprofile", '. "$HOME/.xprofile"'), (".config/autostart/a.desktop", "sh run.sh ")]
 
 
+def test_window_managers_start_their_own_autostart_lines():
+    files = {".config/i3/config": "bindsym $mod+x kill\nexec --no-startup-id nm-applet\nexec_always sh sync.sh\n",
+             ".config/lxsession/LXDE/autostart": "@lxpanel --profile LXDE\n", ".config/openbox/autostart": "x &\n"}
+    assert [(j.origin, j.command) for j in plan.graphical_jobs(files, files.get)] == [
+        (".config/openbox/autostart", 'sh "$HOME/.config/openbox/autostart"'),
+        (".config/i3/config:2", "nm-applet"), (".config/i3/config:3", "sh sync.sh"),
+        (".config/lxsession/LXDE/autostart:1", "lxpanel --profile LXDE")]
+
+
 def test_authorized_keys_give_principals_and_forced_commands():
     files = {".ssh/authorized_keys": 'command="curl x",no-pty ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA me\n'
                                      "ssh-rsa AAAAB3NzaC1yc2EAAAADAQAB you\n# c\n"}
