@@ -504,8 +504,11 @@ class Beneath:
         one that cannot be opened or listed, or lies deeper than `max_depth`, is yielded as kind
         "unreadable" with the error. A yielded `dir_fd` is valid until the iteration moves on."""
         own = start is None
-        top = self.root_fd() if own else start
-        assert top is not None
+        try:
+            top = self.root_fd() if start is None else start
+        except ToolError as exc:  # closed: the tree is gone for us
+            yield Found("", ".", "unreadable", -1, [], [], error=str(exc))
+            return
         chain_fds = [top]
         chain_names: list[str] = []
         try:
@@ -580,16 +583,17 @@ class Beneath:
             with contextlib.suppress(OSError):
                 os.chown(found.name, uid, gid, dir_fd=found.dir_fd, follow_symlinks=False)
 
-    def fix_root(self, uid: int | None, gid: int | None, add_mode: int) -> None:
+    def fix_root(self, uid: int | None, gid: int | None, add_mode: int, *, mode: int | None = None) -> None:
         """The root itself, as a sandbox needs it: owned by uid:gid (None: left) with at least `add_mode`
-        (an agent may have locked itself out with chmod 000 .)."""
+        (an agent may have locked itself out with chmod 000 .), or exactly `mode`."""
         fd = self.root_fd()
         try:
             if uid is not None and gid is not None:
                 os.fchown(fd, uid, gid)
-            mode = stat.S_IMODE(os.fstat(fd).st_mode)
-            if mode & add_mode != add_mode:
-                os.fchmod(fd, mode | add_mode)
+            now = stat.S_IMODE(os.fstat(fd).st_mode)
+            wanted = mode if mode is not None else now | add_mode
+            if wanted != now:
+                os.fchmod(fd, wanted)
         finally:
             os.close(fd)
 

@@ -190,7 +190,7 @@ class Workspace(Service):
                     if mounted:
                         self.fs.reopen()  # the tmpfs now at the root's path
                         owner = (self.uid, self.uid) if self.uid is not None else None
-                        self.fs.fix_root(*(owner or (None, None)), mode)
+                        self.fs.fix_root(*(owner or (None, None)), 0, mode=mode)  # the tmpfs's root as the old one
                         staging.copy_into(self.fs, owner=owner)
                         self.quota = True
                         # An environment dropped without close() must not leave its mount behind (a killed

@@ -48,7 +48,7 @@ SEED = int(os.environ.get("REDAGENT_RACE_SEED") or random.SystemRandom().randran
 # Per tool: rollouts, bridged calls per rollout (at most the rollout's budget of 1000), files per swapped folder.
 # Half the rollouts of a tool run with the workspace on its quota tmpfs (root's default), half without it
 # (no mount rights, or REDAGENT_WORKSPACES on a disk): there a rename can reach the host's folders too.
-SCALE = {"rollouts": 4, "bridged": 700, "files": 120, "nested": 250} if CI else \
+SCALE = {"rollouts": 4, "bridged": 500, "files": 64, "nested": 150} if CI else \
     {"rollouts": 2, "bridged": 100, "files": 32, "nested": 25}
 TOOLS = ("read_file", "write_file", "append_file", "delete_path", "delete_tree", "move_in", "move_out", "list_dir",
          "download", "send_email", "run_command")
