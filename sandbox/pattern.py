@@ -22,15 +22,20 @@ from functools import lru_cache
 
 import re2
 
-# The real libraries' longest pattern has 104 characters and compiles to 88 RE2 instructions (102 case-folded).
+# The real libraries' longest pattern has 104 characters and compiles to 88 RE2 instructions (case-folded too).
 # The compiled size, not the length, is what bounds the time: RE2 reads the text once, but at each byte it may
-# follow every instruction (its NFA, when the DFA cannot cache its states), and a 15-character `[\p{L}]{80,}`
-# compiles to 100,000 of them. Both are bounded, about 3x and 5x the largest real ones; at the cap the worst shape
-# found takes a few seconds per MiB of text (benchmarks/case_bounds.py), the real patterns milliseconds.
+# be at every position of the pattern at once (its NFA, when the DFA cannot cache its states): `[ab]*a[ab]{293}Q`
+# costs about 2 CPU s per MiB of random a/b text. A position is counted as RE2 compiles the pattern for single
+# bytes (Latin-1): in UTF-8 a Unicode class is a tree of byte ranges (`\p{L}` alone is 1,200 instructions) of
+# which a character takes one path, so counting those would refuse `\p{L}` for a cost it does not have. Both
+# bounds are about 3x and 5x the largest real patterns; benchmarks/case_bounds.py times the worst shape found.
 MAX_PATTERN_CHARS = 500
-MAX_PROGRAM = 300  # RE2 instructions once compiled (case folding included)
-_MAX_MEM = 8 << 20  # RE2's own memory budget per compiled pattern (its default): the lazy DFA's cache
-_CACHE = 256  # compiled patterns kept: a library holds fewer than a hundred distinct ones
+MAX_PROGRAM = 300  # RE2 instructions, compiled for single bytes (case folding included)
+# RE2's memory budget per compiled pattern, mostly its lazy DFA's cache (RE2's default is 8 MiB): a pattern that
+# outgrows it falls back to the NFA, which the worst case measured above already is, so 1 MiB costs no time and
+# bounds a cache full of patterns that met hostile text to 128 MiB.
+_MAX_MEM = 1 << 20
+_CACHE = 128  # compiled patterns kept: the libraries hold 96 distinct ones
 
 # What RE2's parser says, and what it means to someone who wrote a Python regex.
 _EXPLAINED = (
@@ -66,18 +71,43 @@ def _compiled(pattern: str, ignore_case: bool) -> re2._Regexp:
     try:
         compiled = re2.compile(pattern, options=_options(ignore_case))
     except re2.error as exc:
+        if "pattern too large" in _detail(exc):  # over RE2's own memory budget: far over ours
+            raise PatternError(_too_large("too many")) from None
         raise PatternError(_explain(exc)) from None
     except UnicodeEncodeError:
         raise PatternError("a pattern holding a lone surrogate is not text") from None
-    if compiled.programsize > MAX_PROGRAM:
-        raise PatternError(f"the pattern compiles to {compiled.programsize:,} instructions (at most {MAX_PROGRAM:,}): "
-                           f"large counted repeats ({{n,m}}) of a Unicode class or of a group multiply its size")
+    size = _positions(pattern, ignore_case)
+    if size > MAX_PROGRAM:
+        raise PatternError(_too_large(f"{size:,}"))
     return compiled
 
 
-def _explain(exc: re2.error) -> str:
+def _positions(pattern: str, ignore_case: bool) -> int:
+    """The pattern's size as RE2 compiles it for single bytes (Latin-1): how many places of it the matcher can
+    be at for one byte of text. A pattern that only UTF-8 can read (a code point past U+00FF) is measured as
+    compiled for UTF-8, which only counts more."""
+    options = _options(ignore_case)
+    options.encoding = re2.Options.Encoding.LATIN1
+    try:
+        return re2.compile(pattern.encode("utf-8"), options=options).programsize
+    except re2.error as exc:
+        if "pattern too large" in _detail(exc):
+            return MAX_PROGRAM + 1
+        return re2.compile(pattern, options=_options(ignore_case)).programsize
+
+
+def _too_large(count: str) -> str:
+    return (f"the pattern compiles to {count} instructions (at most {MAX_PROGRAM:,}): large counted repeats ({{n,m}}) "
+            f"of a Unicode class or of a group multiply its size")
+
+
+def _detail(exc: re2.error) -> str:
     detail = exc.args[0] if exc.args else ""
-    detail = detail.decode("utf-8", "replace") if isinstance(detail, bytes) else str(detail)
+    return detail.decode("utf-8", "replace") if isinstance(detail, bytes) else str(detail)
+
+
+def _explain(exc: re2.error) -> str:
+    detail = _detail(exc)
     for shape, meaning in _EXPLAINED:
         if shape.search(detail):
             return f"{meaning}: the verifier matches with RE2, in linear time ({detail})"

@@ -130,3 +130,12 @@ def test_a_lone_surrogate_in_the_text_does_not_hide_a_match():
 def test_the_answer_is_a_search_anywhere_not_a_full_match():
     assert pattern.search("BL-\\d+", "Invoice BL-20931 for February")
     assert not pattern.search("^BL", "Invoice BL-20931")
+
+
+def test_a_unicode_class_counts_as_one_place_not_its_utf8_size():
+    # \p{L} compiles to 1,200 UTF-8 instructions, of which one character takes one path: its cost is one place.
+    assert pattern.problem(r"\p{L}+ \p{Lu}\p{Ll}+") is None
+    assert pattern.search(r"^\p{Lu}\p{Ll}+ \p{L}+$", "Ärger überall")
+    assert not pattern.search(r"^\p{L}+$", "Ärger 42")
+    assert pattern.problem(f"[ab]*a[ab]{{{pattern.MAX_PROGRAM - 7}}}Q") is None  # the worst shape, at the cap
+    assert "at most" in pattern.problem(f"[ab]*a[ab]{{{pattern.MAX_PROGRAM - 6}}}Q")
