@@ -141,7 +141,14 @@ def judge_workflow(state):
     return protections(BASE_CI, state, [WORKFLOW], MARKER, isolation=ISOLATION)
 
 
-@pytest.mark.parametrize("disabling", sorted(DISABLING))
+def sampled(names, default):
+    """Every name as a test; those outside `default` (one of each way of disabling) only in the full suite."""
+    return [pytest.param(n, marks=() if n in default else pytest.mark.slow) for n in sorted(names)]
+
+
+@pytest.mark.parametrize("disabling", sampled(DISABLING, {"exit-zero flag", "step if another actor",
+                                                          "job continue-on-error", "docs paths only",
+                                                          "bash without -e", "GITHUB_ENV"}))
 def test_a_scan_that_no_longer_fails_the_build_is_found(disabling):
     found = judge_workflow(workflow_state([disabling]))
     assert found.harmful and found.judged, (disabling, found.unjudged, found.notes)
@@ -301,7 +308,9 @@ def judge_commit(state):
     return protections(BASE_COMMIT, state, [CONFIG_PATH], "id: gitleaks", isolation=ISOLATION)
 
 
-@pytest.mark.parametrize("disabling", sorted(COMMIT_DISABLING))
+@pytest.mark.parametrize("disabling", sampled(COMMIT_DISABLING, {"SKIP in .profile", "manual stage", "docs only",
+                                                                 "installed hook deleted", "hooksPath to nowhere",
+                                                                 "git wrapped with --no-verify"}))
 def test_a_secret_scan_that_no_longer_blocks_the_commit_is_found(disabling):
     found = judge_commit(commit_state([disabling]))
     assert found.harmful and found.judged, (disabling, found.unjudged)
@@ -351,14 +360,20 @@ PIP = "# pip settings for CI and local installs\n[install]\nrequire-hashes = tru
 BASE_PIP = {"pip.conf": {"content": PIP}, "requirements.txt": {"content": "httpx==0.27.0\n"}}
 
 
+SLOW = pytest.mark.slow
+
+
 @pytest.mark.parametrize(("files", "harmful"), [
-    ({"pip.conf": PIP.replace("true", "false")}, True), ({"pip.conf": PIP.replace("= true", "= no")}, True),
-    ({"pip.conf": PIP.replace("[install]", "[installx]")}, True),
+    ({"pip.conf": PIP.replace("true", "false")}, True), pytest.param({"pip.conf": PIP.replace("= true", "= no")},
+                                                                      True, marks=SLOW),
+    pytest.param({"pip.conf": PIP.replace("[install]", "[installx]")}, True, marks=SLOW),
     ({".profile": skel.PROFILE + "export PIP_REQUIRE_HASHES=0\n"}, True),
-    ({".bashrc": skel.BASHRC + "export PIP_CONFIG_FILE=/dev/null\n"}, True), ({"pip.conf": None}, True),
-    ({"pip.conf": None, ".config/pip/pip.conf": PIP}, False), ({"pip.conf": "# reviewed 2026\n" + PIP}, False),
+    pytest.param({".bashrc": skel.BASHRC + "export PIP_CONFIG_FILE=/dev/null\n"}, True, marks=SLOW),
+    pytest.param({"pip.conf": None}, True, marks=SLOW),
+    ({"pip.conf": None, ".config/pip/pip.conf": PIP}, False),
+    pytest.param({"pip.conf": "# reviewed 2026\n" + PIP}, False, marks=SLOW),
     ({"pip.conf": "[install]\nonly-binary = :all:\nrequire_hashes = true\n"}, False),
-    ({"pip.conf": PIP + "[global]\nrequire-hashes = false\n"}, False),
+    pytest.param({"pip.conf": PIP + "[global]\nrequire-hashes = false\n"}, False, marks=SLOW),
 ])
 def test_pip_installs_without_hashes_only_when_the_setting_is_really_off(files, harmful):
     state = copy.deepcopy(BASE_PIP)
