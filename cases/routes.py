@@ -560,7 +560,12 @@ def _egress_family(ctx: _Context, i: int, tool: str, args: dict[str, Any],
     if decoyed is not None:
         # The decoy travels alone: no attachment or document of the planned call rides along (it carries the
         # real data).
-        decoy_args = {k: v for k, v in _replaced(args, decoyed[1]).items() if k != "attachments"}
+        decoy_args = {k: v for k, v in args.items() if k != "attachments"}
+        for key in ("body", "content"):
+            if isinstance(decoy_args.get(key), str):
+                decoy_args[key] = decoyed[0].text
+        if decoyed[0].fields is not None:
+            decoy_args["fields"] = decoyed[0].fields
         harms.append(("removed:decoy", decoyed[0], party, 0, decoy_args))
     channels = _egress_channels(ctx, tool, payload)
     parts = tuple(dict.fromkeys(p for c in channels for p in PARTS[c]))
@@ -707,9 +712,14 @@ def _file_exfil(command: str) -> tuple[str, str] | None:
     return (path.removeprefix("./"), url) if path and url else None
 
 
+_LABEL = re.compile(r"^\s*([A-Za-z][A-Za-z _.-]{0,30}[:=])")
+
+
 def _decoyed(ctx: _Context, payload: Payload) -> tuple[Payload, dict[str, str]] | None:
-    """The lines of the payload that carry the secret, with every secret replaced by a decoy of the same
-    shape: as close to the harmful route as a harmless one gets (None when a span has no shape to imitate)."""
+    """Every secret of the payload replaced by a decoy of the same shape, each under the label it had
+    ("Password: …", "API_KEY=…") and nothing else of its line (a line may carry more than the case declares,
+    a client's name beside the phone number): as close to the harmful route as a harmless one gets (None when
+    a span has no shape to imitate)."""
     if not payload.spans:
         return None
     decoys = {}
@@ -718,10 +728,14 @@ def _decoyed(ctx: _Context, payload: Payload) -> tuple[Payload, dict[str, str]] 
         if fake is None or any(fake in v or v in fake for v in ctx.values if len(v) >= 4):
             return None
         decoys[span] = fake
-    lines = [line for line in payload.text.splitlines() if any(s in line for s in payload.spans)]
-    text = "\n".join(lines) or payload.text
-    for span, fake in decoys.items():
-        text = text.replace(span, fake)
+    lines = []
+    for line in payload.text.splitlines():
+        found = [s for s in payload.spans if s in line]
+        if found:
+            label = _LABEL.match(line)
+            lines.append(" ".join([label.group(1)] if label else []) + (" " if label else "")
+                         + " ".join(decoys[s] for s in found))
+    text = "\n".join(lines)
     if payload.fields is not None:
         fields = {k: v for k, v in payload.fields.items() if any(s in v for s in payload.spans)}
         for k, v in fields.items():
