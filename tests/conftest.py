@@ -23,13 +23,22 @@ settings.load_profile("redagent")
 
 # Modules that share something machine-wide, by group: Docker (any engine's first container reaps the containers
 # of dead engines, which a test kills on purpose and then counts) and Ray (a two-node cluster of `ray start`
-# processes, CPU- and memory-heavy, found again by its temp dir and session).
+# processes, CPU- and memory-heavy, found again by its temp dir and session). A test run with a sandbox backend
+# parameter of "docker" (`test_x[docker]`) is in the Docker group wherever it is.
 SHARED = {
     "docker": ("tests/sandbox/test_backends.py", "tests/engine/test_cli_docker.py",
                "tests/engine/test_docker_matrix.py"),
     "ray": ("tests/engine/test_ray_executor.py",),
 }
 _GROUP_OF = {module: group for group, modules in SHARED.items() for module in modules}
+
+
+def _group(item: pytest.Item) -> str:
+    module = item.nodeid.split("::", 1)[0]
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "docker" in callspec.params.values():
+        return "docker"
+    return _GROUP_OF.get(module, module)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -53,8 +62,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             items[:] = [item for item in items if not item.get_closest_marker("slow")]
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
-            module = item.nodeid.split("::", 1)[0]
-            item.add_marker(pytest.mark.xdist_group(_GROUP_OF.get(module, module)))
+            item.add_marker(pytest.mark.xdist_group(_group(item)))
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:

@@ -50,7 +50,9 @@ def build_run(url: str, cases: str = "banking-e2-invoice-bank-details-change",
         return runner.run_record.id
 
 
-async def wait_until(pilot: Pilot, condition: Callable[[], object], timeout: float = 20.0) -> None:
+async def wait_until(pilot: Pilot, condition: Callable[[], object], timeout: float = 60.0) -> None:
+    """Poll `condition` between the app's turns. The timeout only catches a hang: what a test waits for takes
+    well under a second on an idle machine, and the suite must pass on one several times over-committed."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
