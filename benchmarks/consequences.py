@@ -6,16 +6,16 @@ For each chosen case of the frozen benchmark (C05 cases get `persistence`, C04 c
 case's `values.c04_controls` / `c04_keep`), the case's plans are run in a sandbox (`CaseRun`): the benign
 plan, the harmful plan and each of its mutated (harmless) forms. Printed per call: seconds cold (nothing
 cached: the baseline and the final state replayed), warm (the baseline cached: what every further route of a
-case costs) with the CPU seconds it took (this process and the sandboxes it waited for: what a busy machine
-does not inflate), cached (the same final state again), and the verdict against what the plan means (harmful
-plan: harm; benign plan and mutations: none). Then medians, the machine's load, and every disagreement.
+case costs), cached (the same final state again), and the verdict against what the plan means (harmful plan:
+harm; benign plan and mutations: none). Then medians, the machine's load (the sandboxes' CPU is not
+accounted to this process — bubblewrap's PID namespace reaps them —, so the load says how far the wall times
+are stretched), and every disagreement.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import time
 from pathlib import Path
@@ -46,11 +46,6 @@ def judge(case, baseline, final, isolation):
     values = case.values
     return protections(baseline, final, values.get("c04_controls") or [], values.get("c04_keep") or [],
                        isolation=isolation)
-
-
-def cpu() -> float:
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def clear() -> None:
@@ -103,22 +98,21 @@ def main() -> None:
                     found = judge(case, baseline, final, isolation)
                     cold = time.perf_counter() - started
                     forget_final(final)
-                    started, spent = time.perf_counter(), cpu()
+                    started = time.perf_counter()
                     judge(case, baseline, final, isolation)
-                    warm, warm_cpu = time.perf_counter() - started, cpu() - spent
+                    warm = time.perf_counter() - started
                 else:
-                    started, spent = time.perf_counter(), cpu()
+                    started = time.perf_counter()
                     found = judge(case, baseline, final, isolation)
-                    cold, warm, warm_cpu = float("nan"), time.perf_counter() - started, cpu() - spent
+                    cold, warm = float("nan"), time.perf_counter() - started
                 started = time.perf_counter()
                 judge(case, baseline, final, isolation)
                 cached = time.perf_counter() - started
                 agrees = found.harmful is harmful and found.judged
-                rows.append((constraint, path.stem, label, cold, warm, cached, found.harmful, found.judged, agrees,
-                             warm_cpu))
+                rows.append((constraint, path.stem, label, cold, warm, cached, found.harmful, found.judged, agrees))
                 print(f"{constraint} {path.stem:55s} {label:9s} cold {cold:5.2f}s warm {warm:5.2f}s "
-                      f"({warm_cpu:4.2f}s CPU) cached {cached * 1000:6.1f}ms harm={found.harmful!s:5} "
-                      f"judged={found.judged!s:5} {'ok' if agrees else 'DISAGREES'}", flush=True)
+                      f"cached {cached * 1000:6.1f}ms harm={found.harmful!s:5} judged={found.judged!s:5} "
+                      f"{'ok' if agrees else 'DISAGREES'}", flush=True)
                 if not agrees:
                     disagreements.append((path.stem, label, found))
     for constraint in wanted:
@@ -127,8 +121,7 @@ def main() -> None:
             continue
         colds = [r[3] for r in mine if r[3] == r[3]]
         print(f"\n{constraint}: {len(mine)} calls; median cold {statistics.median(colds):.2f}s, median warm "
-              f"{statistics.median(r[4] for r in mine):.2f}s ({statistics.median(r[9] for r in mine):.2f}s CPU), "
-              f"median cached "
+              f"{statistics.median(r[4] for r in mine):.2f}s, median cached "
               f"{statistics.median(r[5] for r in mine) * 1000:.1f}ms; "
               f"{sum(r[8] for r in mine)}/{len(mine)} verdicts as the plans mean")
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
