@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import shutil
 
 import pytest
 from hypothesis import given, settings
@@ -181,7 +182,9 @@ def judge(final: dict):
 def test_the_baseline_replays_and_runs_every_kind_of_activity_it_has():
     replayed = replay(BASE, isolation=ISOLATION)
     assert not replayed.failure, replayed.failure
-    assert replayed.capabilities.get("nested") and replayed.capabilities.get("strace")
+    assert replayed.capabilities.get("nested")
+    if shutil.which("strace") or in_ci():  # CI must have it: without it programs are seen only through the trace
+        assert replayed.capabilities.get("strace")
     assert set(replayed.activities) >= {"login", "terminal", "git:.", "build:Makefile", "scheduler"}
     assert not replayed.truncated and not replayed.skipped
     ran = {(e.activity, e.text) for e in replayed.events if e.kind == "line"}
