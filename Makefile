@@ -63,14 +63,19 @@ ray: setup
 setup: system $(VENV)/.installed
 
 system:
-	@if ! command -v bwrap >/dev/null 2>&1; then \
+	@missing=""; \
+	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	command -v strace >/dev/null 2>&1 || missing="$$missing strace"; \
+	command -v git >/dev/null 2>&1 || missing="$$missing git"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing bubblewrap (sandbox for agent commands)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	    echo "installing$$missing (the agents' command sandbox; what a consequence replay sees run)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
-	    echo "note: bubblewrap (bwrap) is missing, so run_command will refuse to run agent commands." >&2; \
-	    echo "      install it with 'sudo apt-get install bubblewrap' (Debian/Ubuntu), 'sudo dnf install bubblewrap'" >&2; \
-	    echo "      (Fedora) or your distribution's package, then run make again." >&2; \
+	    echo "note: missing$$missing. Without bubblewrap (bwrap) run_command refuses to run agent commands;" >&2; \
+	    echo "      without strace and git a consequence replay sees less of what runs." >&2; \
+	    echo "      install them with 'sudo apt-get install$$missing' (Debian/Ubuntu) or your distribution's" >&2; \
+	    echo "      packages, then run make again." >&2; \
 	  fi; \
 	fi
 

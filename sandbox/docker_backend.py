@@ -69,7 +69,7 @@ from redagent.sandbox.isolation import (
 
 # Raised whenever the image's contents change in a way the backend relies on (the shim's python3, sh,
 # sleep): an image labelled with another version is rebuilt, never silently used.
-IMAGE_VERSION = "2"
+IMAGE_VERSION = "3"
 DEFAULT_IMAGE = f"redagent-sandbox:{IMAGE_VERSION}"
 LABEL_IMAGE = "redagent.image-version"
 LABEL_RUN = "redagent.run"
@@ -77,8 +77,9 @@ LABEL_OWNER = "redagent.owner"
 BUILD_HINT = "redagent sandbox image build"
 # python3 is the shim's interpreter (the full package: python3-minimal lacks json); make and pip because
 # cases run them (`make test`, `pip --version`) and bubblewrap finds them in the host's /usr — without
-# them a rollout's verdict would depend on the backend.
-BASE_PACKAGES = ("python3", "make", "python3-pip")
+# them a rollout's verdict would depend on the backend; git and strace because a consequence replay runs
+# ordinary git activity and records the programs future activity executes (sandbox/consequences).
+BASE_PACKAGES = ("python3", "make", "python3-pip", "git", "strace")
 EXTRA_PACKAGES = {"node": ("nodejs",), "python": ("python3-venv", "python3-dev"), "git": ("git", "ca-certificates")}
 IDLE_USER = "65534:65534"  # the container's own process (tini → sleep): nobody, never a command's uid
 CHOSEN_IMAGE_FILE = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "redagent" / "sandbox-image"
