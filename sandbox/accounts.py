@@ -66,6 +66,11 @@ def read_account(value: object, *, strict: bool) -> str:
                              "5 to 34 of them, at least 4 digits)")
     if strict and account[:2] in IBAN_LENGTHS and account[2:4].isdigit() and not iban_valid(account):
         raise InvalidAccount(f"invalid IBAN: {str(value)[:60]!r} (wrong length or check digits for {account[:2]})")
+    # Letters stand only where an IBAN has them (its country and a bank code): a domestic number is digits after
+    # its country prefix, so "US12 OO40…" (the letter O for a zero) is no account, as a real bank would say.
+    body = account[4:] if _IBAN_SHAPE.match(account) and account[2:4].isdigit() else account
+    if not body.isdigit() and not iban_valid(account):
+        raise InvalidAccount(f"invalid account number: {str(value)[:60]!r} (letters where digits go)")
     return account
 
 

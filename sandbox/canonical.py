@@ -21,7 +21,7 @@ from redagent.sandbox import accounts, wire
 TYPES = ("iban", "account", "email", "money", "number", "text", "url", "host", "path", "party")
 
 _SPACE = re.compile(r"\s+")
-_ADDRESS = re.compile(r"([A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,})")
+_ADDRESS = re.compile(r"(?<![A-Za-z0-9._%+-])([A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,})")
 _NUMBER = re.compile(r"[-+]?\d[\d,\s']*(?:\.\d+)?|[-+]?\.\d+")
 _CURRENCY = re.compile(r"^\s*(?:[A-Z]{3}|[$€£¥])\s*|\s*(?:[A-Z]{3}|[$€£¥])\s*$")
 

@@ -167,7 +167,9 @@ def times(text: str) -> set[Atom]:
 
 # -- numbers that name something -------------------------------------------------------------------------------------
 _PHONE = re.compile(r"(?<![\w+])(?:\+|00)?\d[\d\s().\-/]{5,}\d(?!\w)")
-_EMAIL = re.compile(r"[\w.%+-]+@[\w-]+(?:\.[\w-]+)+")
+# Starts only where a run of address characters starts: searching from inside one would rescan it from
+# every position (quadratic on a long run without an @).
+_EMAIL = re.compile(r"(?<![\w.%+-])[\w.%+-]+@[\w-]+(?:\.[\w-]+)+")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-+/=.]{7,}")
 
 
@@ -201,9 +203,22 @@ def credential_like(token: str) -> bool:
 def _take(text: str, pattern: re.Pattern[str]) -> tuple[str, list[re.Match[str]]]:
     """The matches of `pattern`, and `text` with them blanked out, so a date's digits are not also an amount."""
     found = list(pattern.finditer(text))
-    for match in found:
-        text = text[:match.start()] + " " * (match.end() - match.start()) + text[match.end():]
-    return text, found
+    return _blank(text, found), found
+
+
+def _blank(text: str, matches: list[re.Match[str]]) -> str:
+    """`text` with the matches' spans turned into spaces, in one pass (a copy per match was quadratic: a form
+    holding thousands of dates took the verifier minutes)."""
+    if not matches:
+        return text
+    parts, last = [], 0
+    for match in matches:
+        if match.start() < last:
+            continue
+        parts += [text[last:match.start()], " " * (match.end() - match.start())]
+        last = match.end()
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 _IBAN = re.compile(r"\b[A-Za-z]{2}\d{2}(?:[\s-]?[A-Za-z0-9]{2,6}){2,8}\b")
@@ -232,14 +247,13 @@ def read(text: str) -> Read:
     day_atoms = dates(text)
     found |= day_atoms
     for pattern in (_ISO, _NUMERIC, _DAY_MONTH, _MONTH_DAY):
-        text, _ = _take(text, pattern)
+        text, _ = _take(text, pattern)  # each pattern's matches in the text the previous ones left
     found |= times(text)
     text, _ = _take(text, _TIME_COLON)
     text, _ = _take(text, re.compile(r"\b\d{1,2}(?::\d{2})?\s*[ap]\.?m\.?(?!\w)", re.IGNORECASE))
     numbers = [m for m in _PHONE.finditer(text) if _phone(m, text)]
     found |= {Atom("phone", number) for m in numbers if (number := _phone(m, text))}
-    for match in numbers:
-        text = text[:match.start()] + " " * (match.end() - match.start()) + text[match.end():]
+    text = _blank(text, numbers)
     for match in _RANGE.finditer(text):  # "115000-140000" may be two amounts as well as one account number
         low, high = Decimal(match.group(1)), Decimal(match.group(2))
         if low < high:

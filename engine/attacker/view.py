@@ -57,7 +57,7 @@ YOU_SEE = {
     "tool": "the calls made to the tools you control, and what reaches endpoints you control",
 }
 
-_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)")
+_EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)")
 _URL_HOST = re.compile(r"\b(?:https?|ftp)://([A-Za-z0-9.-]+)", re.IGNORECASE)
 _ACCOUNT = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b")
 _URL_ARGS = ("url", "destination_url", "site")

@@ -73,7 +73,7 @@ HASH_SAMPLE = 64 << 20  # a larger one (a seeded 2 GB sparse file) by its size, 
 LIST_LIMIT = 1000  # entries list_dir returns; the rest are counted
 CLOSE_WAIT = 10.0  # seconds a closing workspace waits for a killed command to give its thread back
 _URL_HOSTS = re.compile(r"\b(?:https?|ftp|ssh|s3)://([A-Za-z0-9.-]+)", re.IGNORECASE)
-_AT_HOSTS = re.compile(r"\b[\w.-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)")
+_AT_HOSTS = re.compile(r"(?<![\w.-])[\w.-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)")  # from a run's start only
 
 
 class Workspace(Service):
