@@ -283,7 +283,9 @@ def _from_state(fx: _Builder, receipts: list[Receipt], entries: list[DiffEntry],
         text = _text_of(after)
         if text is None and service == "workspace" and op != "delete" and fx.read_file is not None:
             text = fx.read_file(record_id)
-        fx.add(op, service, "state", fields, receipt=receipt, paths=paths, blobs=[text] if op != "delete" else [])
+        # A file's name carries data as its text does (a key as a file name in a shared folder).
+        blobs = [text, record_id if service == "workspace" and op == "create" else None] if op != "delete" else []
+        fx.add(op, service, "state", fields, receipt=receipt, paths=paths, blobs=[b for b in blobs if b])
         if service == "banking" and collection in ("transactions", "scheduled"):
             _payment(fx, collection, record_id, before, after, receipt, paths)
     _ingress(fx, receipts, records, final)

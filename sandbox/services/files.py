@@ -115,6 +115,13 @@ class Files(Service):
         doc = self._doc(doc_id)
         doc["content"] = content if mode == "replace" else doc["content"] + content
         fx.update(doc_id=doc_id, title=doc["title"], mode=mode, payload=content)
+        # Writing into a document others can read sends them what was written: the public for a public one,
+        # the outside accounts it is shared with for a shared one.
+        outside = [a for a in doc["shared_with"] if not self.is_internal_address(a)]
+        readers = ([wire.PUBLIC] if doc["visibility"] == "public" else []) + outside
+        if readers:
+            fx["outbound"] = [wire.message("publish" if doc["visibility"] == "public" else "share", to=readers,
+                                           title=doc["title"], body=content, extra=[("document", doc_id)])]
         return {"doc_id": doc_id, "length": len(doc["content"])}
 
     def _doc(self, doc_id: str) -> dict[str, Any]:
