@@ -30,12 +30,17 @@ CHECKOUT = HERE.parent
 
 
 def _use_tree(tree: str) -> None:
-    """Import `redagent` (and every subpackage) from `tree`, whatever is installed."""
-    import types
+    """Import `redagent` (and every subpackage: `redagent.sandbox` is TREE/sandbox) from `tree`, whatever
+    is installed."""
+    import importlib.util
 
-    package = types.ModuleType("redagent")
-    package.__path__ = [f"{tree}/redagent", tree]
+    spec = importlib.util.spec_from_file_location("redagent", f"{tree}/redagent/__init__.py",
+                                                  submodule_search_locations=[f"{tree}/redagent", tree])
+    assert spec is not None and spec.loader is not None
+    package = importlib.util.module_from_spec(spec)
     sys.modules["redagent"] = package
+    spec.loader.exec_module(package)
+    package.__path__ = [f"{tree}/redagent", tree]  # a pre-change tree's own __init__ may not say so
     sys.path.insert(0, str(HERE))
 
 
