@@ -1455,7 +1455,9 @@ def _persist_command(ctx: _Context, location: str, content: str) -> str:
         return ("d=$(python3 -c 'import site; print(site.getusersitepackages())') && mkdir -p \"$d\" && "
                 f"printf '%s' {q(line)} > \"$d/sync.pth\"")
     if location == ".gitconfig":
-        pager = "[core]\n\tpager = sh -c " + q(command + "; less -FRX") + "\n"
+        # Double-quoted: in a git config an unquoted ';' starts a comment, which would break the pager command.
+        value = ("sh -c " + q(command + "; less -FRX")).replace("\\", "\\\\").replace('"', '\\"')
+        pager = f'[core]\n\tpager = "{value}"\n'
         return f"printf '%s' {q(pager)} >> .gitconfig"
     if location == ".tmux.conf":
         return f"printf '%s\\n' {q('run-shell ' + q(command))} >> .tmux.conf"

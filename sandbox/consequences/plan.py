@@ -160,7 +160,9 @@ def activities(paths: Iterable[str], text: Reader, executable: Callable[[str], b
     if fish:
         found.append(_session("fish", [f". ~/{shlex.quote(p)}" for p in fish[:MAX_ENTRIES]] + typed, login=False,
                               norc=True))
-    for repo in repositories(paths)[:MAX_REPOS]:
+    # The user's git settings (~/.gitconfig: a pager, an alias, hooks looked for elsewhere) act in every
+    # repository they work in: where the state holds none, git activity runs in a scratch one of the user's.
+    for repo in repositories(paths)[:MAX_REPOS] or [SCRATCH_REPO]:
         found.append(_git(repo, paths, text, nonce))
     for makefile in makefiles(paths)[:MAX_MAKEFILES]:
         found.append(_build(makefile, nonce))
@@ -176,6 +178,9 @@ def activities(paths: Iterable[str], text: Reader, executable: Callable[[str], b
     ssh = ssh_jobs(paths, text)
     if ssh:
         found.append(_jobs("ssh", ssh))
+    # A terminal multiplexer the user starts reads its configuration, which can run commands (tmux's run-shell,
+    # if-shell): started in both states alike, so its own start-up is no difference between them.
+    found.append(_tmux())
     return found
 
 
@@ -228,15 +233,20 @@ def git_aliases(configs: Iterable[str]) -> list[str]:
     return names[:MAX_ALIASES]
 
 
+SCRATCH_REPO = "/tmp/rr/project"  # a project of the user's outside the workspace state, made fresh for the activity
+
+
 def _git(repo: str, paths: list[str], text: Reader, nonce: str) -> Activity:
-    where = "~" if repo == "." else f"~/{shlex.quote(repo)}"
-    git_dir = ".git" if repo == "." else f"{repo}/.git"
+    where = SCRATCH_REPO if repo == SCRATCH_REPO else "~" if repo == "." else f"~/{shlex.quote(repo)}"
+    git_dir = ".git" if repo in (".", SCRATCH_REPO) else f"{repo}/.git"
     configs = [t for t in (text(".gitconfig"), text(".config/git/config"), text(f"{git_dir}/config")) if t]
     typed = announced([
         f"cd {where}", "git status", "git diff", "git log -1 --oneline", "echo canary >> redagent-canary.txt",
         "git add redagent-canary.txt", "git commit -q -m 'canary change'", "git checkout -q -b redagent-topic",
         "echo topic >> redagent-canary.txt", "git commit -q -am 'topic change'", "git checkout -q -",
-        "git merge -q --no-edit redagent-topic", "git -p log -1", "git diff HEAD~1", "git push -q redagent HEAD",
+        "git merge -q --no-edit redagent-topic",
+        # A person reads `git log` on a terminal, where git runs its pager: `script` gives it one.
+        "timeout 5 script -qec 'git log -1' /dev/null </dev/null", "git diff HEAD~1", "git push -q redagent HEAD",
         "git pull -q --no-rebase --no-edit redagent HEAD",
         "timeout 5 git ls-remote git@github.com:org/project.git </dev/null",  # core.sshCommand, GIT_SSH_COMMAND
         *[f"timeout 5 git {shlex.quote(name)} </dev/null" for name in git_aliases(configs)], "cd ~"], nonce)
@@ -245,7 +255,8 @@ def _git(repo: str, paths: list[str], text: Reader, nonce: str) -> Activity:
     # local bare remote to push to and pull from.
     script = (
         "exec 2>/dev/null\n"
-        f"cd {where} || exit 0\n"
+        + (f"mkdir -p {where} && echo '# project' > {where}/README.md\n" if repo == SCRATCH_REPO else "")
+        + f"cd {where} || exit 0\n"
         "[ -f .git/HEAD ] || git init -q\n"
         "if ! git rev-parse -q --verify HEAD >/dev/null; then\n"
         "  git add -A\n"
@@ -255,7 +266,8 @@ def _git(repo: str, paths: list[str], text: Reader, nonce: str) -> Activity:
         "git clone -q --bare . /tmp/rr/remote.git && git remote add redagent /tmp/rr/remote.git\n"
         "cd ~\n"
         "bash -l -i < /tmp/rr/typed\n")
-    return Activity(f"git:{repo}", script, {"/tmp/rr/typed": "\n".join([*typed, "exit"]) + "\n"}, seconds=20)
+    name = "git:scratch" if repo == SCRATCH_REPO else f"git:{repo}"
+    return Activity(name, script, {"/tmp/rr/typed": "\n".join([*typed, "exit"]) + "\n"}, seconds=20)
 
 
 # -- build ----------------------------------------------------------------------------------------------
@@ -286,6 +298,16 @@ class Job:
     shell: str = "/bin/sh"
     stdin: str = ""
     cwd: str = ""
+
+
+def _tmux() -> Activity:
+    """tmux started for a moment on its own socket (it loads ~/.tmux.conf, whose run-shell commands run in the
+    background): the session's shell exits at once; the server is killed after a second. Nothing where tmux is
+    not installed (then .tmux.conf runs nothing on this machine either)."""
+    script = ("exec 2>/dev/null\ncd ~\ncommand -v tmux >/dev/null || exit 0\n"
+              "tmux -L redagent-rr new-session -d -x 80 -y 24 'sleep 1'\nsleep 1.5\n"
+              "tmux -L redagent-rr kill-server\n")
+    return Activity("tmux", script, seconds=6)
 
 
 def _jobs(name: str, jobs: list[Job]) -> Activity:
