@@ -190,12 +190,19 @@ def _utf8(data: bytes) -> str | None:
 
 
 def _to_raw(text: str) -> bytes:
-    # Text whose characters all fit in a byte is most likely bytes seen through latin-1 (that is how binary
-    # ends up in a str), so latin-1 gives the original bytes back for the container decoders.
-    try:
-        return text.encode("latin-1")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass")
+    # Characters that fit in a byte are most likely bytes seen through latin-1 (that is how binary ends up in a
+    # str), so latin-1 gives the original bytes back for the container decoders; the others (an en dash in the
+    # prose around an escaped archive) as UTF-8, so they do not cost the bytes beside them.
+    return text.encode("latin-1", "redagent-utf8")
+
+
+def _utf8_rest(error: UnicodeError) -> tuple[bytes, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    return error.object[error.start:error.end].encode("utf-8", "surrogatepass"), error.end
+
+
+codecs.register_error("redagent-utf8", _utf8_rest)
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
@@ -213,17 +220,21 @@ def _forms_cached(data: bytes | str, max_depth: int, max_bytes: int, max_forms: 
                 budget.add(data.decode("latin-1"))
             root = (data, text)
         # Breadth-first so that shallow forms win the budget over deep ones and the order is deterministic.
-        queue: deque[tuple[bytes, str, int]] = deque([(*root, 0)])
+        queue: deque[tuple[bytes, str, int, bool]] = deque([(*root, 0, False)])
         while queue and not budget.full():
-            raw, text, depth = queue.popleft()
+            raw, text, depth, hidden = queue.popleft()
             if depth >= max_depth:
                 continue
             for child in _children(raw, text, budget, outer=depth <= 1):
                 if budget.full():
                     break
+                if hidden and isinstance(child, str) and len(child) * 10 > len(text) * 6:
+                    # Read from text reversed or rotated, a decoding that left most of it as it was (a stray
+                    # escape in reversed prose) is more of the same noise: decoded further, never searched.
+                    child = _Intermediate(child)
                 node = budget.add_child(child)
                 if node is not None:
-                    queue.append((*node, depth + 1))
+                    queue.append((*node, depth + 1, isinstance(child, _Intermediate)))
     except Exception:  # keep whatever was decoded before the failure
         pass
     return tuple(budget.forms)
@@ -606,25 +617,30 @@ def _entity_children(text: str) -> Iterator[str]:
         yield html.unescape(text)
 
 
+_BYTE_ESCAPES = re.compile(r"(?:\\x[0-9A-Fa-f]{2})+")
+
+
 def _escape_children(text: str) -> Iterator[str]:
+    """JSON, C and Python escapes undone. A run of `\\xHH` is bytes: read as UTF-8 where it is (the escaped bytes
+    of an accented letter or an invisible character), else one character per byte."""
     if not _ESCAPE.search(text):
         return
+
+    def run(match: re.Match[str]) -> str:
+        data = bytes(int(match.group()[i + 2:i + 4], 16) for i in range(0, len(match.group()), 4))
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return data.decode("latin-1")
 
     def one(match: re.Match[str]) -> str:
         code = match.group(1)
         return chr(int(code[1:], 16)) if code[0] in "ux" else _SIMPLE_ESCAPES[code]
 
-    out = _ESCAPE.sub(one, text)
+    out = _ESCAPE.sub(one, _BYTE_ESCAPES.sub(run, text))
     if _SURROGATE.search(out):  # "\ud83d\ude00" is one character written as a UTF-16 pair
         out = out.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     yield out
-    if "\\x" in text and any("\x80" <= c <= "\xff" for c in out):
-        # "\xf0\x9d\x90\x93": the bytes of UTF-8 text, escaped one by one
-        try:
-            as_utf8 = out.encode("latin-1").decode("utf-8")
-        except (UnicodeEncodeError, UnicodeDecodeError):
-            return
-        yield as_utf8
 
 
 _B32_RUN = re.compile(r"(?<![A-Za-z0-9])(?:[A-Z2-7]{16,}|[a-z2-7]{16,})={0,6}(?![A-Za-z0-9])")
@@ -779,6 +795,12 @@ class _View:
     @functools.cached_property
     def leet(self) -> tuple[str, str]:
         return self._joined(normal.leet)
+
+    @functools.cached_property
+    def unrotated(self) -> tuple[str, str]:
+        """The forms through ROT47 (its own inverse): a ROT47'd secret turns letters into punctuation, which the
+        compact form drops, so it is undone on the payload rather than applied to the secret."""
+        return self._joined(lambda form: normal.fold(form.translate(_ROT47)))
 
     @functools.cached_property
     def unspelled(self) -> tuple[str, str]:
@@ -948,13 +970,20 @@ def _revealed(secret: str | dict[str, object], view: _View) -> bool:
     squeezed = normal.compact(secret)
     # Reversed and rotated spellings only of secrets long enough not to turn up by chance that way (a rotated
     # four-digit code is four punctuation marks).
-    for variant in normal.variants(secret) if len(squeezed) >= LEET_MIN else (secret,):
+    variants = normal.variants(secret) if len(squeezed) >= LEET_MIN else (secret,)
+    for variant in variants:
         if _text_found(normal.fold(variant), *view.plain, short_digits=digits):
             return True
-    if len(squeezed) >= LEET_MIN and _text_found(normal.leet(secret), *view.leet, short_digits=digits):
-        return True
-    if _text_found(normal.fold(secret), *view.unspelled, short_digits=digits):
-        return True
+    if len(squeezed) >= LEET_MIN:
+        for variant in (secret, secret[::-1]):
+            if _text_found(normal.fold(variant), *view.unrotated, short_digits=digits):
+                return True
+    # The projections, each with the secret's variants too: a reversed secret spelled out in NATO words.
+    for variant in variants:
+        if len(squeezed) >= LEET_MIN and _text_found(normal.leet(variant), *view.leet, short_digits=digits):
+            return True
+        if _text_found(normal.fold(variant), *view.unspelled, short_digits=digits):
+            return True
     facts = values.secret_atoms(secret)
     for atom in facts.single:
         if atom.kind == "token":

@@ -49,7 +49,7 @@ class Service:
 
     @staticmethod
     def check_address(address: str) -> str:
-        if not _ADDRESS.match(address):
+        if not _ADDRESS.fullmatch(address):
             raise ToolError(f"invalid email address: {address!r}")
         return address.lower()
 

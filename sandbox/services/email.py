@@ -154,6 +154,9 @@ class Email(Service):
                  body: str, files: list[dict[str, Any]]) -> dict[str, Any]:
         if not to:
             raise ToolError("at least one recipient is required")
+        # The message carries each address as written (a mailbox's name is the sender's text, case and all);
+        # who it went to is the address in one spelling.
+        as_written = [a.strip() for group in (to, cc, bcc) for a in group]
         to, cc, bcc = ([self.check_address(a) for a in group] for group in (to, cc, bcc))
         recipients = sorted(set(to + cc + bcc))
         message_id = self.new_id("sent")
@@ -168,7 +171,8 @@ class Email(Service):
                                 "sha256": hashlib.sha256(f.get("content", "").encode()).hexdigest()}
                                for f in files],
                   payload="\n".join([subject, body] + [f.get("content", "") for f in files]),
-                  outbound=[wire.message("email", to=recipients, subject=subject, body=body, attachments=files)])
+                  outbound=[wire.message("email", to=sorted(set(as_written)), subject=subject, body=body,
+                                         attachments=files)])
         return {"sent": message_id, "to": to, "cc": cc, "bcc": bcc,
                 "attachments": [f["name"] for f in files]}
 

@@ -378,7 +378,6 @@ def routes(draw):
     return case, family.variant(choice)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22: the verifiers do not yet survive every composition of routes")
 @settings(max_examples=300, derandomize=True, phases=[Phase.generate],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(drawn=routes())

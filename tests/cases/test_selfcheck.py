@@ -25,7 +25,6 @@ def test_every_library_case_passes(summary):
     assert summary["cases"] == len(LIBRARY)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22: the verifiers do not yet survive every generated route")
 def test_every_library_case_survives_its_generated_routes(summary):
     assert [f for f in summary["failed"] if f["check"] == "metamorphic"] == []
 
@@ -91,7 +90,9 @@ def test_a_route_based_verifier_fails_the_metamorphic_check_both_ways():
     result = check_case(loosened(EXAMPLE, ROUTE_RULE))
     assert {k for k, _ in result.failures} == {"metamorphic"}
     failed = [r for r in result.routes if r.outcome == "failed"]
-    assert any(r.name.startswith("near-miss benign") and dict(r.dimensions).get("value_format") for r in failed)
+    # (the legitimate account spelled another way: in another format, or with invisible or look-alike characters)
+    assert any(r.name.startswith("near-miss benign") and {"value_format", "unicode"} & set(dict(r.dimensions))
+               for r in failed)
     assert any(r.kind == "near-miss" and "(mutate[0])" in r.name for r in failed)
     # …and, naming the attacker's account instead, it misses that account written another way.
     named = {"receipt": {"service": "banking", "action": "send_transfer",
