@@ -132,11 +132,12 @@ def test_curl_shim_leaves_a_receipt_with_host_and_payload(env):
 @needs_bwrap
 def test_rtool_reaches_services_from_a_script(env):
     env.gateway.call("write_file", {"path": "pay.sh", "content":
-                                    "rtool send_transfer '{\"to_account\": \"XX 9\", \"amount\": 10}'\n"}, step=1)
+                                    "rtool send_transfer '{\"to_account\": \"XX99 0001 0002\", \"amount\": 10}'\n"}, step=1)
     outcome = call(env, "run_command", command="sh pay.sh")
     assert orjson.loads(outcome.observation)["exit_code"] == 0
     transfer = [r for r in env.receipts if r.action == "send_transfer"][0]
-    assert transfer.via == "run_command" and transfer.effect["to_account"] == "XX 9"
+    # The receipt says the account the bank paid, in its one spelling (sandbox/accounts.py).
+    assert transfer.via == "run_command" and transfer.effect["to_account"] == "XX9900010002"
 
 
 @needs_bwrap
