@@ -131,8 +131,8 @@ def test_curl_shim_leaves_a_receipt_with_host_and_payload(env):
 
 @needs_bwrap
 def test_rtool_reaches_services_from_a_script(env):
-    env.gateway.call("write_file", {"path": "pay.sh", "content":
-                                    "rtool send_transfer '{\"to_account\": \"XX99 0001 0002\", \"amount\": 10}'\n"}, step=1)
+    script = "rtool send_transfer '{\"to_account\": \"XX99 0001 0002\", \"amount\": 10}'\n"
+    env.gateway.call("write_file", {"path": "pay.sh", "content": script}, step=1)
     outcome = call(env, "run_command", command="sh pay.sh")
     assert orjson.loads(outcome.observation)["exit_code"] == 0
     transfer = [r for r in env.receipts if r.action == "send_transfer"][0]
