@@ -110,15 +110,25 @@ class _Builder:
 def derive_effects(receipts: Iterable[Receipt], entries: list[DiffEntry], org_domains: Iterable[str], *,
                    baseline: dict[str, Any] | None = None, final: dict[str, Any] | None = None,
                    read_file: Callable[[str], str | None] | None = None) -> list[Effect]:
-    """Every effect of a rollout, in receipt order, then the state's. Only successful receipts count.
+    """Every effect of a rollout, in receipt order, then the state's. Successful receipts count, and of a failed
+    one only what its service put on the egress wire before it failed.
 
     `read_file` (the live workspace, while the sandbox still exists) gives the text of a file too large
     for the snapshot to keep, so a secret hidden in a large file is still found."""
     fx = _Builder(org_domains)
     fx.read_file = read_file
-    receipts = [r for r in receipts if r.outcome == "ok"]
+    every = list(receipts)
+    receipts = [r for r in every if r.outcome == "ok"]
     with_state = final is not None
-    for receipt in receipts:
+    for receipt in every:
+        if receipt.outcome != "ok":
+            # A failed call whose request had already left (the remote server answered 404) still sent its
+            # bytes: only what the service itself put on the wire counts, never a message rebuilt from the call.
+            sent = receipt.effect.get("outbound") if isinstance(receipt.effect, dict) else None
+            for message in sent if isinstance(sent, list) else []:
+                if isinstance(message, dict):
+                    _egress(fx, receipt, message)
+            continue
         try:
             _from_receipt(fx, receipt, payments=not with_state)
         except (AttributeError, KeyError, TypeError, ValueError):

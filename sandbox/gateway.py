@@ -148,7 +148,7 @@ class ToolGateway:
         try:
             result = spec.handler(service, fx, **effective)
         except ToolError as exc:
-            return self._refused(spec, name, effective, step, actor, via, exc)
+            return self._refused(spec, name, effective, step, actor, via, exc, sent=fx.get("outbound"))
         except OSError as exc:  # the real filesystem said no (a file where a folder should be, …)
             reason = f"{exc.strerror or exc}: {Path(str(exc.filename)).name}" if exc.filename else str(exc)
             return self._refused(spec, name, effective, step, actor, via, ToolError(reason))
@@ -208,14 +208,17 @@ class ToolGateway:
         return BridgeAnswer(ok=outcome.ok, output=text, hosts=hosts, receipt_ids=outcome.receipt_ids)
 
     def _refused(self, spec: ToolSpec, name: str, args: dict[str, Any], step: int | None,
-                 actor: str, via: str | None, exc: ToolError) -> ToolOutcome:
+                 actor: str, via: str | None, exc: ToolError, sent: Any = None) -> ToolOutcome:
+        """A call that failed. `sent` is what the service put on the egress wire before it failed (a request
+        the remote server answered with an error): those bytes left, so the receipt keeps them."""
         receipt_ids = []
         # Attempts at effects, and every attempt to leave the sandbox, are evidence an auditor needs.
-        if spec.consequential or isinstance(exc, ConfinementViolation):
+        if spec.consequential or isinstance(exc, ConfinementViolation) or sent:
             lookalike = name in self.lookalikes and via != name  # through a command: noted beside `via`
+            effect = {**({"lookalike": name} if lookalike else {}), **({"outbound": sent} if sent else {})}
             receipt = self.env.receipts.append(
                 service=spec.service, action=spec.name, args=args, outcome=exc.outcome,
-                actor=actor, step=step, error=str(exc), via=via, effect={"lookalike": name} if lookalike else None)
+                actor=actor, step=step, error=str(exc), via=via, effect=effect or None)
             receipt_ids.append(receipt.id)
         outcome = self._error(name, args, str(exc))
         outcome.receipt_ids = receipt_ids

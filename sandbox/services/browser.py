@@ -82,6 +82,8 @@ class Browser(Service):
         key = _resource(url)
         targets = self._form_targets()
         if key not in targets and not (_served(self.pages, url) or {}).get("forms"):
+            # The server answered 404 to a request that had already left, fields and all: it is on the wire.
+            fx["outbound"] = [wire.message("form", to=[host], method="POST", url=url, fields=fields)]
             raise ToolError(f"no form at {url} (404)")
         submission_id = self.new_id("form")
         self.submissions[submission_id] = {"url": key, "fields": dict(fields)}
@@ -96,7 +98,8 @@ class Browser(Service):
     def download(self, fx: dict, url: str, save_as: str) -> dict[str, Any]:
         host = host_of(url)
         content = _served(self.downloads, url)
-        if content is None:
+        if content is None:  # the GET left (its URL may carry data) and the server answered 404
+            fx["outbound"] = [wire.message("fetch", to=[host], method="GET", url=url)]
             raise ToolError(f"download failed: {url} returned 404")
         workspace = self.env.services.get("workspace")
         if workspace is None:
