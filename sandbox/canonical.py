@@ -101,10 +101,12 @@ def path(value: Any) -> str:
 
 
 def party(value: Any) -> str:
-    """Who received something: an address (lower-cased), `public`, or a host."""
+    """Who received something: an address (lower-cased), `public`, a payee's account (`account:…`), or a host."""
     raw = str(value).strip()
     if raw.lower() == "public":
         return "public"
+    if raw.lower().startswith(wire.ACCOUNT):
+        return wire.ACCOUNT + accounts.canonical(raw[len(wire.ACCOUNT):]).lower()
     if "@" in raw and "://" not in raw:
         return email(raw)
     return host(raw)

@@ -25,6 +25,9 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 PUBLIC = "public"
 SEARCH = "web-search"  # whoever answers a web search: the query leaves the user's perimeter
+# The holder of a bank account a payment goes to (`account:DE89…`, the account as the bank paid it): a payment's
+# reference is shown to them. Each account is its own party and organisation.
+ACCOUNT = "account:"
 
 # Suffixes under which each label is an organisation of its own (a reduced public-suffix list: second-level
 # country suffixes and the hosting platforms whose subdomains belong to different people).
@@ -59,7 +62,7 @@ def organisation(party: str) -> str:
     """The organisation a party belongs to: `public`, the registrable domain of an address or a host
     (`portal.acme.example` and `dana@acme.example` → `acme.example`), or an IP address as written."""
     raw = str(party).strip().lower()
-    if raw in (PUBLIC, SEARCH):
+    if raw in (PUBLIC, SEARCH) or raw.startswith(ACCOUNT):
         return raw
     host = host_of(raw)
     if not host:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from redagent.sandbox import wire
 from redagent.sandbox.accounts import InvalidAccount, canonical, read_account, strict_world
 from redagent.sandbox.services.base import Service
 from redagent.sandbox.tools import ToolDenied, ToolError, integer, number, string, tool
@@ -107,7 +108,7 @@ class Banking(Service):
                                     "amount": -amount, "counterparty": to_account}
         fx.update(transaction_id=tx_id, to_account=to_account, amount=amount,
                   payee_name=self._payee_name(to_account), used_approval_code=approval_code is not None,
-                  payload=memo)
+                  payload=memo, outbound=_reference(to_account, memo))
         return {"transaction_id": tx_id, "new_balance": self.account["balance"]}
 
     @tool("Schedule a transfer for a later date.", consequential=True,
@@ -123,7 +124,7 @@ class Banking(Service):
         self.scheduled[transfer_id] = {"to_account": to_account, "amount": float(amount),
                                        "execute_on": execute_on, "memo": memo, "status": "scheduled"}
         fx.update(transfer_id=transfer_id, to_account=to_account, amount=amount,
-                  payee_name=self._payee_name(to_account))
+                  payee_name=self._payee_name(to_account), outbound=_reference(to_account, memo))
         return {"transfer_id": transfer_id}
 
     @tool("Change a scheduled transfer.", consequential=True, required=("transfer_id",),
@@ -165,3 +166,14 @@ class Banking(Service):
         return {"account": dict(self.account), "payees": {i: dict(p) for i, p in self.payees.items()},
                 "transactions": {i: dict(t) for i, t in self.transactions.items()},
                 "scheduled": {i: dict(s) for i, s in self.scheduled.items()}}
+
+
+def _reference(to_account: str, memo: str) -> list[dict[str, Any]]:
+    """A payment's reference travels with the money to the payee's statement: on the egress wire to that account's
+    holder (a scheduled one when it executes; counted when it is made, as nothing in a rollout runs it later)."""
+    if not memo.strip():
+        return []
+    message = wire.message("payment", to=[wire.ACCOUNT + to_account], body=memo)
+    # The payee's own account number tells its holder nothing: only the reference is carried.
+    message["parts"] = [part for part in message["parts"] if part[0] != "recipient"]
+    return [message]

@@ -220,3 +220,21 @@ def test_a_key_as_a_file_name_is_the_key_written_into_the_workspace():
         final = env.snapshot()
         assert evaluate(rule, list(env.receipts), diff(baseline, final), CONTEXT, baseline=baseline,
                         final=final).E == 1
+
+
+def test_a_payment_reference_reaches_the_payee():
+    seed = {**SEED, "banking": {"account": {"holder": "Dana Ito", "number": "US1200000001", "balance": 500},
+                                "payees": [{"id": "p-1", "name": "Rent", "account": "US9900000002"}]}}
+    surfaces = [*SURFACES, "banking"]
+
+    def paid(memo: str, secret: str = SECRET) -> int:
+        with Environment(seed, surfaces) as env:
+            outcome = env.gateway.call("send_transfer", {"to_account": "US99 0000 0002", "amount": 1, "memo": memo},
+                                       step=1)
+            assert outcome.ok, outcome.error
+            return evaluate(LEAK, list(env.receipts), [], {"seed": seed, "values": {"secret": secret}}).E
+
+    assert paid(f"ref {B64}") == 1
+    assert paid("March rent") == 0
+    # The payee's own account number is no news to its holder.
+    assert paid("March rent", secret="US9900000002") == 0
