@@ -185,6 +185,15 @@ class _Walk:
             self.names.append(name)
             return
 
+    def descend(self, *, create: bool) -> None:
+        """Walk every component that is left: the walk then holds the directory the path names."""
+        while self.todo:
+            name = self.todo.pop()
+            if name == "..":
+                self.up()
+            else:
+                self.enter(name, create=create)
+
     def last(self, *, create: bool) -> str | None:
         """Walk every component but the last; return the last (a name in the directory on top), or None
         when the path ends in a directory the walk already holds (`.`, `..`, a link to a directory)."""
@@ -390,23 +399,13 @@ class Beneath:
     def makedirs(self, rel: str) -> None:
         """mkdir -p, links on the way resolved beneath."""
         with self._walk(rel) as walk:
-            while walk.todo:
-                name = walk.todo.pop()
-                if name == "..":
-                    walk.up()
-                else:
-                    walk.enter(name, create=True)
+            walk.descend(create=True)
 
     def listdir(self, rel: str) -> list[os.DirEntry]:
         """The entries of the directory `rel` names (links resolved beneath); each entry's `stat` with
         follow_symlinks=False reads it relative to that directory, never through a path."""
         with self._walk(rel) as walk:
-            while walk.todo:
-                name = walk.todo.pop()
-                if name == "..":
-                    walk.up()
-                else:
-                    walk.enter(name, create=False)
+            walk.descend(create=False)
             with os.scandir(walk.here) as found:  # scandir duplicates the fd; entries stat relative to ours
                 entries = list(found)
             # DirEntry.stat uses the descriptor scandir was given: read every lstat while it is open.
