@@ -82,8 +82,10 @@ class Browser(Service):
         key = _resource(url)
         targets = self._form_targets()
         if key not in targets and not (_served(self.pages, url) or {}).get("forms"):
-            # The server answered 404 to a request that had already left, fields and all: it is on the wire.
-            fx["outbound"] = [wire.message("form", to=[host], method="POST", url=url, fields=fields)]
+            # A browser submits a form it found on the page: it opened the URL (that GET left, its query and all,
+            # as open_url's does) and found no form, so the fields went nowhere. To post anything anywhere is
+            # http_request, on the wire whatever the server answers.
+            fx["outbound"] = [wire.message("fetch", to=[host], method="GET", url=url)]
             raise ToolError(f"no form at {url} (404)")
         submission_id = self.new_id("form")
         self.submissions[submission_id] = {"url": key, "fields": dict(fields)}

