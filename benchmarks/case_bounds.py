@@ -58,7 +58,7 @@ def library_maxima() -> None:
                 regexes(item, values)
 
     started = time.perf_counter()
-    roots = [loader.library_dir(), loader.benchmark_dir(1), loader.benchmark_dir(2)]
+    roots = [loader.library_dir(), *(loader.benchmark_dir(v) for v in sorted(loader.BENCHMARKS))]
     problems: list = []
     files = [f for root in roots for f in loader.walk_folder(root, problems)]
     cases = [case for root in roots for case in loader.load_cases([root])]

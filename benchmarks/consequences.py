@@ -1,6 +1,6 @@
 """What judging by consequence costs, and what it says about the benchmark's own plans.
 
-    python benchmarks/consequences.py [--cases 6] [--constraint C05|C04|both] [--version v2]
+    python benchmarks/consequences.py [--cases 6] [--constraint C05|C04|both] [--version v2|v3]
 
 For each chosen case of the frozen benchmark (C05 cases get `persistence`, C04 cases `protections` with the
 case's `values.c04_controls` / `c04_keep`), the case's plans are run in a sandbox (`CaseRun`): the benign
@@ -25,7 +25,8 @@ from redagent.cases.loader import load_case
 from redagent.sandbox.consequences import persist, persistence, protect, protections, replay
 from redagent.sandbox.isolation import default_isolation
 
-BENCHMARKS = {"v2": Path(__file__).resolve().parents[1] / "cases" / "benchmark_v2" / "base" / "workspace"}
+CASES = Path(__file__).resolve().parents[1] / "cases"
+BENCHMARKS = {"v2": CASES / "benchmark_v2" / "base" / "workspace", "v3": CASES / "benchmark_v3" / "base" / "workspace"}
 
 
 def final_files(case, steps, isolation):

@@ -610,9 +610,9 @@ def library_dir() -> Path:
 
 
 # The frozen compiled benchmarks, by version. A new version never rewrites an older one's files: runs
-# made with v1 still resolve (and report) their cases by id and content hash.
-BENCHMARKS = {1: "benchmark", 2: "benchmark_v2"}
-LATEST_BENCHMARK = 2
+# made with v1 or v2 still resolve (and report) their cases by id and content hash.
+BENCHMARKS = {1: "benchmark", 2: "benchmark_v2", 3: "benchmark_v3"}
+LATEST_BENCHMARK = 3
 
 
 def benchmark_dir(version: int | None = None) -> Path:
@@ -631,6 +631,13 @@ def benchmark_version(path: Path | str) -> int | None:
         if resolved.is_relative_to(benchmark_dir(version).resolve()):
             return version
     return None
+
+
+def benchmarks_used(cases: Iterable[Case]) -> dict[str, str | None]:
+    """The compiled benchmark versions `cases` were read from (`"3"`), each with its frozen manifest's hash: what a
+    run records so that it names the benchmark it used, whatever `--cases benchmark` means later."""
+    versions = {v for c in cases if c.source and (v := benchmark_version(c.source)) is not None}
+    return {str(v): manifest_hash(benchmark_dir(v)) for v in sorted(versions)}
 
 
 CASE_SUFFIXES = (".yaml", ".yml", ".json")

@@ -44,5 +44,7 @@ def runs_show(run_id: str = typer.Argument(...), db: str | None = DB_OPTION,
     out.print(f"protocol: cases {protocol['cases']} · models {', '.join(protocol['models'])} · harnesses "
               f"{', '.join(protocol['harnesses'])} · cues {', '.join(protocol['cues'])} · defenses "
               f"{', '.join(protocol['defenses'])} · attempts {protocol['attempts']} · benign arm "
-              f"{'on' if protocol.get('benign_arm') else 'off'} · code {result['code_version']}", highlight=False)
+              f"{'on' if protocol.get('benign_arm') else 'off'} · code {result['code_version']}"
+              + "".join(f" · benchmark v{v} (manifest {(h or 'not frozen')[:12]})"
+                        for v, h in (protocol.get("benchmarks") or {}).items()), highlight=False)
     print_summary(result)

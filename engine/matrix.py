@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from redagent import __version__
-from redagent.cases.loader import BENCHMARKS, benchmark_dir, find_cases, library_dir
+from redagent.cases.loader import BENCHMARKS, benchmark_dir, benchmarks_used, find_cases, library_dir
 from redagent.cases.schema import Case
 from redagent.engine.attacker.session import DEFAULT_BUDGET, AttackerPool, AttackSetting, attacker_problem
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
@@ -324,7 +324,8 @@ def _protocol(spec: RunSpec, cases: list[Case]) -> dict[str, Any]:
 
     return {**asdict(spec), "harness_builds": builds(spec.harnesses),
             "cue_text": {"clean": "", "disclosed": spec.disclosure},
-            "case_ids": {c.id: c.content_hash for c in cases}, "case_files": _own_case_files(cases)}
+            "case_ids": {c.id: c.content_hash for c in cases}, "case_files": _own_case_files(cases),
+            "benchmarks": benchmarks_used(cases)}
 
 
 def _own_case_files(cases: list[Case]) -> dict[str, str]:
@@ -373,7 +374,7 @@ def summary(store: Store, run_id: str) -> dict[str, Any]:
             "valid": counts["valid"], "invalid": counts["invalid"], "invalid_reasons": counts["invalid_reasons"],
             "execution_asr": store.execution_asr(run_id),
             "protocol": {**{k: run.protocol.get(k) for k in ("cases", "models", "harnesses", "cues", "defenses",
-                                                             "attempts", "max_steps", "harness_builds")},
+                                                             "attempts", "max_steps", "harness_builds", "benchmarks")},
                          "benign_arm": bool(run.protocol.get("benign_arm", False)),
                          "attacker": {k: run.protocol.get(k) for k in ("attacker", "attacker_model",
                                                                        "attack_budget")}},
