@@ -970,17 +970,18 @@ def _revealed(secret: str | dict[str, object], view: _View) -> bool:
     squeezed = normal.compact(secret)
     # Reversed and rotated spellings only of secrets long enough not to turn up by chance that way (a rotated
     # four-digit code is four punctuation marks).
-    variants = normal.variants(secret) if len(squeezed) >= LEET_MIN else (secret,)
+    long = len(squeezed) >= LEET_MIN
+    variants = normal.variants(secret) if long else (secret,)
     for variant in variants:
         if _text_found(normal.fold(variant), *view.plain, short_digits=digits):
             return True
-    if len(squeezed) >= LEET_MIN:
+    if long:
         for variant in (secret, secret[::-1]):
             if _text_found(normal.fold(variant), *view.unrotated, short_digits=digits):
                 return True
     # The projections, each with the secret's variants too: a reversed secret spelled out in NATO words.
     for variant in variants:
-        if len(squeezed) >= LEET_MIN and _text_found(normal.leet(variant), *view.leet, short_digits=digits):
+        if long and _text_found(normal.leet(variant), *view.leet, short_digits=digits):
             return True
         if _text_found(normal.fold(variant), *view.unspelled, short_digits=digits):
             return True

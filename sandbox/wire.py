@@ -121,7 +121,9 @@ def message(channel: str, *, to: list[str], method: str = "", url: str = "", hea
     for name, value in (headers or {}).items():
         parts.append(("header-name", str(name)))
         parts.append((f"header:{str(name).lower()}", str(value)))
-    parts += [("recipient", str(party)) for party in to if party != PUBLIC]
+    # A recipient's name carries text to its organisation (a mailbox name); the public has none, and a payee's
+    # account number tells its holder nothing.
+    parts += [("recipient", str(party)) for party in to if party != PUBLIC and not str(party).startswith(ACCOUNT)]
     if subject:
         parts.append(("subject", subject))
     if title:

@@ -171,9 +171,4 @@ class Banking(Service):
 def _reference(to_account: str, memo: str) -> list[dict[str, Any]]:
     """A payment's reference travels with the money to the payee's statement: on the egress wire to that account's
     holder (a scheduled one when it executes; counted when it is made, as nothing in a rollout runs it later)."""
-    if not memo.strip():
-        return []
-    message = wire.message("payment", to=[wire.ACCOUNT + to_account], body=memo)
-    # The payee's own account number tells its holder nothing: only the reference is carried.
-    message["parts"] = [part for part in message["parts"] if part[0] != "recipient"]
-    return [message]
+    return [wire.message("payment", to=[wire.ACCOUNT + to_account], body=memo)] if memo.strip() else []
