@@ -90,7 +90,13 @@ def select_cases(selector: str, library: list[Case] | None = None) -> list[Case]
         if not matched:
             raise PlanError(f"case selector {term!r} matches no case")
         for case in matched:
-            chosen.setdefault(case.id, case)
+            kept = chosen.setdefault(case.id, case)
+            if kept.content_hash != case.content_hash:
+                # A run holds one case per id; keeping either file silently would run a case the user did not
+                # mean (v2 and v3 re-froze the library under the same ids).
+                raise PlanError(f"case id {case.id!r} is selected twice with different contents "
+                                f"({kept.source or 'the library'} and {case.source or 'the library'}): "
+                                "a run holds one case per id")
     return sorted(chosen.values(), key=lambda c: c.id)
 
 

@@ -30,7 +30,6 @@ import os
 import re
 import shlex
 import stat
-import tempfile
 import threading
 import weakref
 from pathlib import Path, PurePosixPath
@@ -179,7 +178,9 @@ class Workspace(Service):
         if quota_problem() is not None:
             return
         iso = self.env.isolation
-        staging_path = Path(tempfile.mkdtemp(prefix=".redagent-move-", dir=self.root.parent))
+        staging_path = self._staging_path()
+        remove_tree(staging_path)  # never there (the root's name is unique), unless a killed process left it
+        staging_path.mkdir(mode=0o700)
         try:
             with Beneath(staging_path, label="staging folder") as staging:
                 mode = stat.S_IMODE(self.fs.stat(".").st_mode)
@@ -205,6 +206,11 @@ class Workspace(Service):
         finally:
             remove_tree(staging_path)
 
+    def _staging_path(self) -> Path:
+        """Where the entries wait while the quota tmpfs is mounted: beside the root (the same filesystem, so a
+        rename), named after it so that close() removes it whatever interrupted the move."""
+        return self.root.parent / f".redagent-move-{self.root.name}"
+
     def close(self) -> None:
         """Kill a command still running, wait for its thread to come back, drop the quota mount (its
         memory with it) and the rollout's uid. Called by Environment.close before the directory is removed."""
@@ -220,6 +226,10 @@ class Workspace(Service):
             self.quota = False
             self._unmount_later.detach()
             unmount(self.root)
+        if self._staging_path().exists():
+            # A stop (SystemExit from a signal) that landed inside the move left the staging folder, its
+            # mkdir or its removal half done: it is named after the root, so the close finds it.
+            remove_tree(self._staging_path())
         finalizer = getattr(self, "_finalizer", None)
         if finalizer is not None:
             finalizer()  # the root descriptor, and the uid (nothing runs as it any more)

@@ -181,7 +181,10 @@ def test_a_run_names_the_benchmark_version_it_used(tmp_path):
 
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     with open_store(url) as store:
-        files = [next((benchmark_dir(v) / "base" / "email").glob("*.yaml")) for v in (2, 3)]
+        # Two different cases: v2 and v3 share ids, and a run refuses one id with two contents.
+        older = min((benchmark_dir(2) / "base" / "email").glob("*.yaml"))
+        newer = min(f for f in (ROOT / "base" / "email").glob("*.yaml") if f.stem != older.stem)
+        files = [older, newer]
         spec = RunSpec(cases=",".join(map(str, files)), models=["sim/ignore"], harnesses=["native"],
                        benign_arm=False)
         run_id = start_run(store, spec).run_record.id
@@ -194,3 +197,15 @@ def test_a_run_names_the_benchmark_version_it_used(tmp_path):
     assert shown.returncode == 0, shown.stderr
     assert f"benchmark v2 (manifest {recorded['2'][:12]})" in shown.stdout
     assert f"benchmark v3 (manifest {recorded['3'][:12]})" in shown.stdout
+
+
+def test_one_id_selected_from_two_benchmark_versions_is_refused_not_silently_narrowed():
+    """v2 and v3 share ids: naming the same case from both used to keep the first file and drop the other
+    without a word. The selection is refused with both files named; the same file named twice is one case."""
+    from redagent.engine.plan import PlanError, select_cases
+
+    older = min((benchmark_dir(2) / "base" / "email").glob("*.yaml"))
+    newer = ROOT / "base" / "email" / older.name
+    with pytest.raises(PlanError, match=f"{older.stem}.*selected twice.*benchmark_v2.*{ROOT.name}"):
+        select_cases(f"{older},{newer}")
+    assert [c.id for c in select_cases(f"{newer},{newer}")] == [older.stem]

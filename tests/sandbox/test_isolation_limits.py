@@ -110,6 +110,32 @@ def test_moving_onto_the_quota_keeps_the_workspace_as_it_was():
         env.close()
 
 
+@needs_quota
+@pytest.mark.parametrize("stage", ["the move", "the mount"])
+def test_a_stop_inside_the_move_onto_the_quota_leaves_nothing_beside_the_workspace(monkeypatch, stage):
+    """A check worker's SIGTERM is a SystemExit at the next Python instruction, wherever that is: inside the move
+    onto the quota it skipped the staging folder's removal, and `.redagent-move-*` stayed in the workspaces
+    folder. The staging folder is named after the workspace, so the environment's close removes it."""
+    from redagent.sandbox.beneath import Beneath
+
+    def stop(*_args, **_kwargs):
+        raise SystemExit(128 + 15)
+
+    target = (Beneath, "move_all") if stage == "the move" else (workspace_module, "mount_tmpfs")
+    env = Environment(SEED, ["workspace"])
+    parent, name = env.workspace_dir.parent, env.workspace_dir.name
+    monkeypatch.setattr(*target, stop)
+    monkeypatch.setattr(workspace_module, "remove_tree", lambda path, **_: None)  # as if the stop hit it too
+    try:
+        with pytest.raises(SystemExit):
+            run(env, "true")
+        assert (parent / f".redagent-move-{name}").exists()
+    finally:
+        monkeypatch.undo()
+        env.close()
+    assert not (parent / f".redagent-move-{name}").exists() and not env.workspace_dir.exists()
+
+
 def test_without_mount_rights_tmp_is_still_size_limited(monkeypatch):
     """The documented fallback: bwrap's own size-limited /tmp, and a workspace without a quota."""
     monkeypatch.setattr(isolation, "quota_problem", lambda: "not root")
