@@ -19,6 +19,8 @@ reason to turn tracing off.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 import shlex
 from dataclasses import dataclass
@@ -178,10 +180,21 @@ def normalise(text: str) -> str:
 
 
 def words(text: str) -> list[str]:
+    """The first 64 shell words of `text` (whitespace words where its quoting is broken before them)."""
+    return list(_words(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _words(text: str) -> tuple[str, ...]:
+    # The same traced line is read by several judgments; and only the first 64 words are wanted, so the lexer
+    # stops there instead of parsing a long script to the end, character by character.
+    lexer = shlex.shlex(text, posix=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
     try:
-        return shlex.split(text, posix=True)[:64]
+        return tuple(itertools.islice(lexer, 64))
     except ValueError:
-        return text.split()[:64]
+        return tuple(text.split()[:64])
 
 
 def first_command(text: str) -> str:

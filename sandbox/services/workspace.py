@@ -577,6 +577,8 @@ def _release_quietly(fs: Beneath, lease: Any) -> None:
         lease.release()
 
 
+# A command's first word when it is plain (no quote in it) and ends at whitespace or the end: shlex's first word too.
+_FIRST_PLAIN_WORD = re.compile(r"\s*([^\s'\"]+)(?=\s|$)")
 _SPECIAL_UNQUOTED = set("|&;<>()$`\\*?[]{}~#!\n\r")
 _SPECIAL_IN_DOUBLE = set("$`\\!")
 
@@ -584,6 +586,11 @@ _SPECIAL_IN_DOUBLE = set("$`\\!")
 def builtin_words(command: str) -> list[str] | None:
     """The words of `command` when it is a single service command with nothing for a shell to do
     (no operators, expansions or globs outside single quotes); None otherwise."""
+    first = _FIRST_PLAIN_WORD.match(command)
+    if first is not None and first.group(1) not in SERVICE_OF_COMMAND:
+        # Most commands are not service commands: their first word says so without the scan and shlex's
+        # character-by-character parse of the rest (a script given inline is often many kilobytes).
+        return None
     quote = None
     for char in command:
         if quote == "'":
