@@ -45,6 +45,51 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--full", action="store_true", default=False,
                      help="the full suite (make test-all, CI): also the tests marked slow, and whole-benchmark "
                           "checks over every case instead of a stratified sample")
+    parser.addoption("--record-passed", metavar="FILE", default=None,
+                     help="write the ids of the tests that passed to FILE (CI's first phase, through PYTEST_ADDOPTS)")
+    parser.addoption("--rest-of", metavar="FILE", default=None,
+                     help="leave out the tests FILE names as passed (--record-passed), except those whose run "
+                          "differs under --full: CI's second phase runs what the first did not pass")
+
+
+def _recorded_id(nodeid: str) -> str:
+    """A report's test id without the `@group` that pytest-xdist's loadgroup appends (tests/…py, docker, ray):
+    the id as collection names it, which the second phase compares."""
+    base, at, group = nodeid.rpartition("@")
+    return base if at and (group.endswith(".py") or group in SHARED) else nodeid
+
+
+_PASSED: set[str] = set()  # on the controller: the ids of the tests that passed (--record-passed)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" and report.passed:
+        _PASSED.add(_recorded_id(report.nodeid))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    path = session.config.getoption("--record-passed")
+    if path and getattr(session.config, "workerinput", None) is None:  # the controller, which sees every report
+        with open(path, "w") as out:
+            out.writelines(f"{nodeid}\n" for nodeid in sorted(_PASSED))
+
+
+def _rest_of(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """CI's second phase (tests/ci.py): the first phase ran the default suite without the optional parts, and
+    every test it passed there is left out here, except the tests marked slow and those that take a sample by
+    default (`full_suite`), whose full run is a different run. What the first phase skipped (PostgreSQL, Docker,
+    Ray, the agent CLIs, a browser) or failed runs again."""
+    path = config.getoption("--rest-of")
+    if not path:
+        return
+    with open(path) as recorded:
+        passed = {line.strip() for line in recorded if line.strip()}
+    done = [item for item in items if item.nodeid in passed and not item.get_closest_marker("slow")
+            and "full_suite" not in getattr(item, "fixturenames", ())]
+    if done:
+        config.hook.pytest_deselected(items=done)
+        left = set(map(id, done))
+        items[:] = [item for item in items if id(item) not in left]
 
 
 @pytest.fixture(scope="session")
@@ -60,6 +105,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if slow:
             config.hook.pytest_deselected(items=slow)
             items[:] = [item for item in items if not item.get_closest_marker("slow")]
+    _rest_of(config, items)
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(_group(item)))

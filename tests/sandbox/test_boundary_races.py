@@ -17,7 +17,8 @@ name never appears in any observation, reply, receipt or snapshot), written, cre
 chmodded or deleted; the canary never appears; no forged receipt; every rollout finishes; no internal
 error. Two engine processes running rollouts at once never run commands as the same uid.
 
-Scale: CI (CI=1) runs thousands of calls per tool on each backend; `make test` runs a few hundred. Docker
+Scale: the full suite (`--full`: make test-all, CI) runs thousands of calls per tool on each backend; `make test` runs a
+few hundred. Docker
 runs when a daemon and the image are there, and must under CI. REDAGENT_RACE_REPORT=FILE writes the
 figures (calls and hits per tool) as JSON — how the suite was run against the commit before the change.
 """
@@ -48,8 +49,8 @@ SEED = int(os.environ.get("REDAGENT_RACE_SEED") or random.SystemRandom().randran
 # Per tool: rollouts, bridged calls per rollout (at most the rollout's budget of 1000), files per swapped folder.
 # Half the rollouts of a tool run with the workspace on its quota tmpfs (root's default), half without it
 # (no mount rights, or REDAGENT_WORKSPACES on a disk): there a rename can reach the host's folders too.
-SCALE = {"rollouts": 4, "bridged": 500, "files": 64, "nested": 150} if CI else \
-    {"rollouts": 2, "bridged": 100, "files": 32, "nested": 25}
+SCALES = {"full": {"rollouts": 4, "bridged": 500, "files": 64, "nested": 150},
+          "default": {"rollouts": 2, "bridged": 100, "files": 32, "nested": 25}}
 TOOLS = ("read_file", "write_file", "append_file", "delete_path", "delete_tree", "move_in", "move_out", "list_dir",
          "download", "send_email", "run_command")
 FOLDERS, FILES_SWAPPED = 3, 3
@@ -157,8 +158,8 @@ def _requests(rng: random.Random, tool: str, count: int, files: int, tag: str) -
     return calls
 
 
-def plan_rollout(rng: random.Random, tool: str, host: Path, files: int) -> dict[str, Any]:
-    bridged = SCALE["nested"] if tool == "run_command" else SCALE["bridged"]
+def plan_rollout(rng: random.Random, tool: str, host: Path, files: int, scale: dict[str, int]) -> dict[str, Any]:
+    bridged = scale["nested"] if tool == "run_command" else scale["bridged"]
     kinds = ["absolute", "climb", "proc"]
     rng.shuffle(kinds)  # every kind of target on some folder and some file, in a drawn order
     links = [[f"L{j}", _link_target(rng, kinds[j % 3], host / f"s{j}")] for j in range(FOLDERS)]
@@ -261,17 +262,18 @@ def report(name: str, figures: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_no_file_tool_crosses_the_workspace_boundary_under_races(backend, tmp_path, scratch, host_root):
+def test_no_file_tool_crosses_the_workspace_boundary_under_races(backend, tmp_path, scratch, host_root, full_suite):
+    scale = SCALES["full" if full_suite else "default"]
     rng = random.Random(f"{SEED}-{backend}")
     token = secrets.token_hex(8)
     canary = f"canary-{secrets.token_hex(12)}"
     hosts: list[Host] = []
     rollouts = []
     for tool in TOOLS:
-        for r in range(SCALE["rollouts"]):
-            host = Host(host_root / f"{tool}-{r}", SCALE["files"], token)
+        for r in range(scale["rollouts"]):
+            host = Host(host_root / f"{tool}-{r}", scale["files"], token)
             hosts.append(host)
-            rollouts.append(dict(plan_rollout(rng, tool, host.root, SCALE["files"]), quota=r % 2 == 0))
+            rollouts.append(dict(plan_rollout(rng, tool, host.root, scale["files"], scale), quota=r % 2 == 0))
     plan = {"backend": backend, "rollouts": rollouts, "foreign": {"uid": 65534, "token": token}}
     result = drive(plan, tmp_path, canary, scratch)
 
@@ -290,7 +292,7 @@ def test_no_file_tool_crosses_the_workspace_boundary_under_races(backend, tmp_pa
             problems.append(f"{outcome['tool']}: internal errors {figures['internal'][:3]}, hung {figures['hung']}")
     forged = [r for o in result["rollouts"] for r in o.get("receipts", [])
               if token in json.dumps(r.get("args", {})) and "FORGED" in json.dumps(r.get("args", {}))]
-    figures = {"seed": SEED, "ci": CI, "per_tool": per_tool, "forged_receipts": len(forged),
+    figures = {"seed": SEED, "full": full_suite, "per_tool": per_tool, "forged_receipts": len(forged),
                "foreign": result.get("foreign", {})}
     report(f"races-{backend}", figures)
     print(json.dumps(figures, indent=1))
@@ -302,7 +304,7 @@ def test_no_file_tool_crosses_the_workspace_boundary_under_races(backend, tmp_pa
     assert not forged, f"{len(forged)} receipts injected by another local user (seed {SEED})"
     assert result["foreign"].get("reached") == 0, f"another local user reached a bridge: {result['foreign']}"
     assert not problems, f"seed {SEED}: {problems}"
-    assert all(t["bridged"] >= SCALE["rollouts"] * 10 for t in per_tool.values()), per_tool  # the races really ran
+    assert all(t["bridged"] >= scale["rollouts"] * 10 for t in per_tool.values()), per_tool  # the races really ran
     assert result["foreign"].get("tried"), "the foreign user never found a bridge to try"
 
 
