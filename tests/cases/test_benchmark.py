@@ -3,6 +3,7 @@ the self-check, and the earlier versions (v2, v1) staying readable so the runs m
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -27,16 +28,23 @@ pytestmark = pytest.mark.skipif(not (ROOT / MANIFEST).exists(), reason="no froze
 LEAST_BASE = {2: 1661, 3: 1661}
 
 
+@functools.cache
+def _loaded(version: int) -> tuple[list[Case], list[Case]]:
+    """A frozen version's base cases and variants, parsed once for this module (5,566 files for v3: the latest
+    version is both `library` and a `versioned` parameter)."""
+    root = benchmark_dir(version)
+    return load_cases([root / "base"]), load_cases([root / "variants"])
+
+
 @pytest.fixture(scope="module")
 def library():
-    return load_cases([ROOT / "base"]), load_cases([ROOT / "variants"])
+    return _loaded(LATEST_BENCHMARK)
 
 
 @pytest.fixture(scope="module", params=sorted(LEAST_BASE))
 def versioned(request):
     """(version, base cases, variants) of every frozen version the scale and manifest tests cover."""
-    root = benchmark_dir(request.param)
-    return request.param, load_cases([root / "base"]), load_cases([root / "variants"])
+    return request.param, *_loaded(request.param)
 
 
 def test_the_latest_benchmark_is_the_one_the_compiler_builds():

@@ -50,7 +50,7 @@ def build_run(url: str, cases: str = "banking-e2-invoice-bank-details-change",
         return runner.run_record.id
 
 
-async def wait_until(pilot: Pilot, condition: Callable[[], object], timeout: float = 60.0) -> None:
+async def wait_until(pilot: Pilot, condition: Callable[[], object], timeout: float = 300.0) -> None:
     """Poll `condition` between the app's turns. The timeout only catches a hang: what a test waits for takes
     well under a second on an idle machine, and the suite must pass on one several times over-committed."""
     deadline = time.monotonic() + timeout
@@ -181,7 +181,10 @@ async def test_a_missing_screen_module_is_a_notification_not_a_crash(url, monkey
     build_run(url)
     app = RedAgentApp(url)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen))
+        # The store open and the run listed: before that, `s` only says "the store is not open" (a busy machine
+        # pressed it there, and the notification waited for never came).
+        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.store is not None
+                         and app.screen.query_one("#runs-table", DataTable).row_count == 1)
         await pilot.press("s")
         await wait_until(pilot, lambda: any("statistics screen is not available" in n for n in notifications(app)))
         assert isinstance(app.screen, RunsScreen)

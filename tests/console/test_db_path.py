@@ -16,7 +16,7 @@ import pytest
 
 from redagent.store.connect import create_store_engine
 
-HANG_S = 60
+HANG_S = 300
 
 
 def _runs_list(db: str, cwd) -> subprocess.CompletedProcess:

@@ -84,7 +84,7 @@ async def read_screen(ws: aiohttp.ClientWebSocketResponse, wanted: set[str], tim
     return seen
 
 
-async def screen_words(server: WebConsole, url: str, wanted: set[str], timeout: float = 60.0) -> set[str]:
+async def screen_words(server: WebConsole, url: str, wanted: set[str], timeout: float = 300.0) -> set[str]:
     """Sign in with `url`, then open the websocket as the console's page does (its own Origin, the session's
     key in the path) and read the terminal stream until `wanted` show."""
     async with aiohttp.ClientSession(cookie_jar=jar()) as session:

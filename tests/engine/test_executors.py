@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from redagent.engine.executors import Execution, ExecutorError, check_execution
 from redagent.engine.executors import slots as slots_module
 from redagent.engine.executors.resources import Resources, shard_resources, slots_that_fit
@@ -29,6 +31,7 @@ def run_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "redagent", "run", "--cases", CASES, *args, "--json"]
 
 
+@pytest.mark.slow  # about 2,000 rollouts, so that the kill lands mid-run: the full suite's (make test-all, CI)
 def test_two_local_workers_lose_one_and_still_store_exactly_the_plan(store_url):  # noqa: F811
     watch = Watch(store_url)
     # Three attempts per cell: long enough (about 2,000 rollouts) that the kill lands mid-run on two cores.
@@ -68,7 +71,9 @@ def test_two_local_workers_lose_one_and_still_store_exactly_the_plan(store_url):
 
 def test_runs_show_lists_the_workers(tmp_path: Path):
     db = f"sqlite:///{tmp_path / 's.db'}"
-    done = subprocess.run(run_cmd("--workers", "2", "--db", db), capture_output=True, text=True, env=ENV, timeout=600)
+    # A small matrix (two calibration agents, one harness) still cuts into several shards for the two workers.
+    done = subprocess.run(run_cmd("--workers", "2", "--models", "sim/ignore,sim/comply", "--harnesses", "native",
+                                  "--db", db), capture_output=True, text=True, env=ENV, timeout=600)
     assert done.returncode == 0, done.stderr
     shown = subprocess.run([sys.executable, "-m", "redagent", "runs", "show", json.loads(done.stdout)["run_id"],
                             "--db", db, "--json"], capture_output=True, text=True, env=ENV, timeout=120)
