@@ -9,3 +9,12 @@ import os
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+_FULL = False  # set by tests/conftest.py's pytest_configure from --full, before any test module is imported
+
+
+def full_suite_run() -> bool:
+    """Whether this is the full suite (`pytest --full`), for what is fixed when a module is imported (a property
+    test's number of examples); tests mark themselves `sampled` when it changes what they run."""
+    return _FULL

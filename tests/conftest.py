@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, settings
 
 from redagent.sandbox.environment import Environment
 from redagent.sandbox.isolation import bwrap_problem
+from tests import ci
 from tests.ci import in_ci
 
 settings.register_profile("redagent", deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -59,6 +60,10 @@ def _recorded_id(nodeid: str) -> str:
     return base if at and (group.endswith(".py") or group in SHARED) else nodeid
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    ci._FULL = bool(config.getoption("--full"))
+
+
 _PASSED: set[str] = set()  # on the controller: the ids of the tests that passed (--record-passed)
 
 
@@ -77,15 +82,15 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def _rest_of(config: pytest.Config, items: list[pytest.Item]) -> None:
     """CI's second phase (tests/ci.py): the first phase ran the default suite without the optional parts, and
     every test it passed there is left out here, except the tests marked slow and those that take a sample by
-    default (`full_suite`), whose full run is a different run. What the first phase skipped (PostgreSQL, Docker,
-    Ray, the agent CLIs, a browser) or failed runs again."""
+    default (the `full_suite` fixture, the `sampled` mark), whose full run is a different run. What the first
+    phase skipped (PostgreSQL, Docker, Ray, the agent CLIs, a browser) or failed runs again."""
     path = config.getoption("--rest-of")
     if not path:
         return
     with open(path) as recorded:
         passed = {line.strip() for line in recorded if line.strip()}
     done = [item for item in items if item.nodeid in passed and not item.get_closest_marker("slow")
-            and "full_suite" not in getattr(item, "fixturenames", ())]
+            and not item.get_closest_marker("sampled") and "full_suite" not in getattr(item, "fixturenames", ())]
     if done:
         config.hook.pytest_deselected(items=done)
         left = set(map(id, done))

@@ -26,6 +26,7 @@ from redagent.cases.loader import CaseFileError, case_files, library_dir, load_c
 from redagent.cases.schema import Case
 from redagent.cases.selfcheck import check_case
 from redagent.sandbox import environment
+from tests.ci import full_suite_run
 
 STARTERS = case_files([library_dir()])
 _DATA = {str(p): yaml.safe_load(p.read_text()) for p in STARTERS}
@@ -157,7 +158,8 @@ def test_a_mutated_case_loads_or_is_refused_cleanly(sandbox_dirs, text):
     _assert_nothing_escaped(sandbox_dirs)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, database=None,
+@pytest.mark.sampled  # 100 examples by default, 300 in the full suite
+@settings(max_examples=300 if full_suite_run() else 100, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large])
 @given(text=mutated(keep_types=True))
 def test_a_mutated_case_that_loads_is_self_checked_to_a_verdict(sandbox_dirs, text):

@@ -42,6 +42,7 @@ from redagent.cases.routes import (
 from redagent.cases.selfcheck import _run_route, route_scores, run_plan
 from redagent.sandbox.environment import SERVICES
 from redagent.sandbox.tools import validate
+from tests.ci import full_suite_run
 
 LIBRARY = load_cases()
 SPECS = {spec.name: spec for cls in SERVICES.values() for spec in cls.tool_specs()}
@@ -378,7 +379,8 @@ def routes(draw):
     return case, family.variant(choice)
 
 
-@settings(max_examples=300, derandomize=True, phases=[Phase.generate],
+@pytest.mark.sampled  # 100 examples by default, 300 in the full suite
+@settings(max_examples=300 if full_suite_run() else 100, derandomize=True, phases=[Phase.generate],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(drawn=routes())
 def test_todays_verifiers_survive_generated_compositions(drawn):
