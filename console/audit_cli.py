@@ -266,7 +266,7 @@ def adjudications_cmd(
         name = acting_as(store, adjudicator, "adjudicator", "--adjudicator")
         # The blinded adjudicator query: slot letters only, never the reviewers' names or notes, no judge label.
         queue = store.adjudication_queue(audit_id, name)
-    rows = [{"item_id": item["item_id"], "case_id": item["case_id"], "A": item["labels"].get("A"),
+    rows = [{"item_id": item["item_id"], "alias": item["alias"], "A": item["labels"].get("A"),
              "B": item["labels"].get("B"), "A_first": item["first_labels"].get("A"),
              "B_first": item["first_labels"].get("B"), "decision": item["adjudicated"]} for item in queue]
     if as_json:
@@ -274,12 +274,12 @@ def adjudications_cmd(
         return
     decided = sum(1 for row in rows if row["decision"] is not None)
     table = Table(title=f"{audit_id}: {len(rows)} disputed items, {decided} decided")
-    for column in ("item", "case", "A", "B", "decision"):
+    for column in ("item", "alias", "A", "B", "decision"):
         table.add_column(column)
     for row in rows:
         cells = []
         for slot in ("A", "B"):
             first = row[f"{slot}_first"]
             cells.append(str(row[slot]) + (f" (first {first})" if first != row[slot] else ""))
-        table.add_row(str(row["item_id"]), row["case_id"], *cells, row["decision"] or "—")
+        table.add_row(str(row["item_id"]), row["alias"], *cells, row["decision"] or "—")
     out.print(table)
