@@ -111,7 +111,7 @@ def allocate(sizes: dict[str, int], n: int, rng: random.Random, *, cover_all: bo
 
 
 MIN_CASES = 2  # per stratum: what a stratified cluster bootstrap needs to estimate a stratum's variance
-PLAN_DRAWS = 40  # simulated draws per sample size when the sampler predicts its intervals
+PLAN_DRAWS = 8  # simulated draws per sample size when the sampler predicts its intervals (~0.5 s each)
 PLAN_REPS = 200  # bootstrap replicates per simulated draw
 
 
@@ -131,12 +131,14 @@ def merged_key(keys: Sequence[str]) -> str:
     return "|".join(out)
 
 
-def design_strata(rows: Sequence[dict[str, Any]], fields: Sequence[str]) -> tuple[dict[str, list[dict[str, Any]]],
-                                                                                 list[dict[str, Any]]]:
+def design_strata(rows: Sequence[dict[str, Any]], fields: Sequence[str],
+                  n: int | None = None) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
     """The strata an audit is drawn from: the combinations of `fields`, where a stratum holding fewer than two
     cases (and more than two rollouts, too many to take whole) is merged with its nearest stratum
     (stats.nearest_stratum: the one equal on the most leading fields), repeatedly. Two cases per stratum is what
-    the case-clustered bootstrap needs to say anything about a stratum's variance.
+    the case-clustered bootstrap needs to say anything about a stratum's variance. With `n`, strata are also
+    merged until n gives each two cases: the smallest stratum into its nearest, repeatedly (a sample of n
+    cannot estimate more than n / 2 strata' variances).
 
     Returns the strata (key → rows, sorted by rollout id) and the merges made, [{strata, into, why}].
     """
@@ -160,6 +162,14 @@ def design_strata(rows: Sequence[dict[str, Any]], fields: Sequence[str]) -> tupl
         name = merged_key([key, into])
         merges.append({"strata": [key, into], "into": name,
                        "why": f"{key} holds {cases} case ({len(groups[key])} rollouts): two are needed"})
+        groups[name] = sorted(groups.pop(key) + groups.pop(into), key=lambda r: r["rollout_id"])
+    while n is not None and len(groups) > 1 and minimum_n(groups) > n:
+        key = min(groups, key=lambda k: (len(groups[k]), k))
+        into = nearest_stratum(key, [other for other in groups if other != key])
+        name = merged_key([key, into])
+        merges.append({"strata": [key, into], "into": name,
+                       "why": f"a sample of {n} gives {len(groups)} strata two cases each only if strata are "
+                              f"merged: {key} is the smallest ({len(groups[key])} rollouts)"})
         groups[name] = sorted(groups.pop(key) + groups.pop(into), key=lambda r: r["rollout_id"])
     return groups, merges
 
@@ -211,14 +221,14 @@ def plan(rows: Sequence[dict[str, Any]], fields: Sequence[str], sizes: Sequence[
 
     from redagent.judges.stats import AUDIT_METRICS, judge_audit
 
-    groups, _ = design_strata(rows, fields)
-    label_stratified = _label_stratified(groups)
-    positives = {key: sum(1 for row in group if row["label"] == 1) for key, group in groups.items()}
     rng = random.Random(seed)
-    widths: dict[int, dict[str, Any]] = {}
+    widths: dict[str, dict[str, Any]] = {}  # by size, as text: the plan is JSON
     for n in sizes:
-        if not minimum_n(groups) <= n <= sum(len(g) for g in groups.values()):
+        groups, merges = design_strata(rows, fields, n)
+        if not minimum_n(groups) <= n <= len(rows):
             continue
+        label_stratified = _label_stratified(groups)
+        positives = {key: sum(1 for row in group if row["label"] == 1) for key, group in groups.items()}
         found: dict[str, list[float]] = {name: [] for name in AUDIT_METRICS}
         for _ in range(draws):
             chosen = draw_items(groups, n, rng)
@@ -232,9 +242,11 @@ def plan(rows: Sequence[dict[str, Any]], fields: Sequence[str], sizes: Sequence[
                 entry = result[name]
                 if entry["ci_low"] is not None:
                     found[name].append(entry["ci_high"] - entry["ci_low"])
-        widths[n] = {name: {"width": sum(v) / len(v) if v else None, "draws_with_interval": len(v),
-                            "draws": draws} for name, v in found.items()}
-    return {"suggested_n": minimum_n(groups), "strata": len(groups), "widths": widths,
+        widths[str(n)] = {"strata": len(groups), "merges": len(merges),
+                     **{name: {"width": sum(v) / len(v) if v else None, "draws_with_interval": len(v),
+                               "draws": draws} for name, v in found.items()}}
+    unmerged, _ = design_strata(rows, fields)
+    return {"suggested_n": minimum_n(unmerged), "strata": len(unmerged), "widths": widths,
             "assumes": "reviewers' labels agree with the verifier's outcome E",
             "method": f"{draws} simulated draws per size, each estimated with {PLAN_REPS} bootstrap replicates"}
 
@@ -291,14 +303,12 @@ def sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int
     if n > len(population):
         raise AuditSetupError(f"sample of {n} is larger than the population of {len(population)} labelled rollouts")
 
-    groups, merges = design_strata(population, fields)
+    groups, merges = design_strata(population, fields, n)
     needed = minimum_n(groups)
     if n < needed:
-        # Refused rather than merged further: a stratum with one item has no variance to estimate, and a
-        # stratum left unsampled would silently borrow the others' precision and recall.
-        raise AuditSetupError(f"a sample of {n} cannot give each of the {len(groups)} strata of "
-                              f"{', '.join(fields) or 'nothing'} two cases, which intervals need: ask for at least "
-                              f"{needed}, or stratify on fewer fields")
+        # One stratum left and still short: a stratum with one item has no variance to estimate.
+        raise AuditSetupError(f"a sample of {n} cannot give two cases to even one stratum of {len(population)} "
+                              f"labelled rollouts: ask for at least {needed}")
     rng = random.Random(seed)
     chosen = draw_items(groups, n, rng)
     allocation = Counter(key for key, _, _ in chosen)

@@ -748,15 +748,30 @@ def judge_audit(df: pd.DataFrame, judged: str = "y", truth: str = "h", stratum: 
         pools: dict[str, list[str]] = {}
         for key, name in pool.items():
             pools.setdefault(name, []).append(key)
-        pool_fraction = {name: float(covered.loc[keys, "usable"].sum() / covered.loc[keys, "population"].sum())
+        pool_fraction: dict[Hashable, float] = {
+            name: float(covered.loc[keys, "usable"].sum() / covered.loc[keys, "population"].sum())
                          for name, keys in pools.items()}
         pool_clusters = {name: sum(int(cluster_counts.get(k, 0)) for k in keys) for name, keys in pools.items()}
         out["pooled_for_variance"] = pooled
         out["variance_strata"] = len(pools)
         out["two_cluster_strata"] = sum(1 for name, c in pool_clusters.items() if c == 2 and pool_fraction[name] < 1)
         try:
-            sums = _replicate_sums(parts, psu, reps, seed, np.array([pool[k] for k in strata_kept], dtype=object),
-                                   pool_fraction)
+            var_strata = np.array([pool[k] for k in strata_kept], dtype=object)
+            codes, names = pd.factorize(strata_kept, sort=True)
+            within = pd.Series(w).groupby(codes).agg(["min", "max"])
+            if (within["max"] > within["min"] * (1 + 1e-12)).any():
+                # Unequal design weights in a stratum: a replicate's weights no longer add up to the stratum's
+                # known N_h, so each replicate is calibrated back to it, as the point estimate is (stratum by
+                # stratum: four columns per stratum, then rescaled and added).
+                stacked = np.zeros((len(parts), 4 * len(names)))
+                for j in range(4):
+                    stacked[np.arange(len(parts)), 4 * codes + j] = parts[:, j]
+                per = _replicate_sums(stacked, psu, reps, seed, var_strata, pool_fraction).reshape(reps, -1, 4)
+                known = np.array([covered.loc[name, "population"] for name in names], dtype=np.float64)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    sums = (per * (known / per.sum(axis=2))[:, :, None]).sum(axis=1)
+            else:
+                sums = _replicate_sums(parts, psu, reps, seed, var_strata, pool_fraction)
             replicates = _audit_metrics(sums, judged_census)
         except BootstrapUndefined as exc:
             out["interval_undefined"] = f"{exc} (all {len(cluster_counts)} covered strata pooled)"

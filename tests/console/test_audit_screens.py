@@ -12,6 +12,7 @@ import io
 import json
 from collections.abc import Callable, Coroutine
 from typing import Any
+from unittest import mock
 
 import pytest
 from rich.console import Console
@@ -758,9 +759,13 @@ def snapshot_store(audited, tmp_path_factory) -> str:
         items = [AuditItemRecord(rollout_id=row["rollout_id"], stratum="all", population=len(rows), sampled=len(rows),
                                  weight=1.0, positions={"snap": n, "other": len(rows) + 1 - n})
                  for n, row in enumerate(rows, start=1)]
-        store.create_audit(AuditRecord(id="audit-snapshot", run_id=audited["run_id"], config_name=config.name,
-                                       config_hash=config.config_hash, backbone="rule", seed=0, n=len(items),
-                                       stratify=[], reviewers=["snap", "other"], adjudicator="judge-free"), items)
+        # Aliases are random; the snapshot needs fixed ones.
+        fixed = iter(f"case-5a1f0c{n:02x}" for n in range(len(items)))
+        with mock.patch("redagent.store.audit.new_alias", lambda taken: next(fixed)):
+            store.create_audit(AuditRecord(id="audit-snapshot", run_id=audited["run_id"], config_name=config.name,
+                                           config_hash=config.config_hash, backbone="rule", seed=0, n=len(items),
+                                           stratify=[], reviewers=["snap", "other"], adjudicator="judge-free"),
+                               items)
     return url
 
 
