@@ -371,13 +371,13 @@ def _agreement(first: dict[int, dict[str, str]], cases: dict[int, str] | None = 
         return {"n": 0, "agreement": None, "agreement_ci": [None, None], "agreement_method": None, "kappa": None,
                 "kappa_ci": [None, None],
                 "kappa_defined": False, "why_undefined": "no item labelled by both reviewers",
-                "why_no_interval": "no item labelled by both reviewers", "clusters": 0}
+                "why_no_interval": "no item labelled by both reviewers", "clusters": 0, "kappa_method": None}
     from redagent.judges.stats import cohen_kappa  # pandas and scipy load only when an audit is summarised
 
     result = cohen_kappa(a, b, clusters=None if cases is None else [cases[item_id] for item_id in both])
     return {key: result[key] for key in ("n", "agreement", "agreement_ci", "agreement_method", "kappa", "kappa_ci",
                                          "kappa_defined", "why_undefined", "why_no_interval", "clusters",
-                                         "kappa_reps")}
+                                         "kappa_reps", "kappa_method")}
 
 
 def agreement(store: Store, audit_id: str) -> dict[str, Any]:
@@ -478,6 +478,7 @@ def estimates(store: Store, audit_id: str, *, reps: int = 10_000, seed: int = 0)
             "labelled_both": agreed["n"], "agreement": agreed["agreement"], "agreement_ci": agreed["agreement_ci"],
             "agreement_method": agreed["agreement_method"],
             "kappa": agreed["kappa"], "kappa_ci": agreed["kappa_ci"], "kappa_defined": agreed["kappa_defined"],
+            "kappa_method": agreed["kappa_method"],
             "why_kappa_undefined": agreed["why_undefined"], "why_no_kappa_interval": agreed["why_no_interval"],
             "kappa_clusters": agreed["clusters"], "notes": notes,
             "design": audit.design or {"unit": "rollout", "merges": []}, **result}

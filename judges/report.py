@@ -715,7 +715,8 @@ def kappa_text(a: dict[str, Any]) -> str:
         return f"undefined ({a['why_kappa_undefined']})"
     if a["kappa_ci"][0] is None:
         return f"{a['kappa']:.3f} (no interval: {a['why_no_kappa_interval']})"
-    return f"{a['kappa']:.3f} ({_num3(a['kappa_ci'][0])} to {_num3(a['kappa_ci'][1])}, case-cluster bootstrap)"
+    how = a.get("kappa_method") or "case-cluster bootstrap"
+    return f"{a['kappa']:.3f} ({_num3(a['kappa_ci'][0])} to {_num3(a['kappa_ci'][1])}, {how})"
 
 
 def audit_state(a: dict[str, Any]) -> list[str]:

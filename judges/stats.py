@@ -435,8 +435,9 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *,
     cluster), with a fixed seed — the same labels always give the same interval, whoever asks —
     leaving out the replicates in which kappa is undefined; raw agreement falls back to Wilson's interval
     with one observation per cluster when the replicates cannot vary. No kappa interval (None, with
-    `why_no_interval`) with fewer than two clusters, or when every replicate gives the same kappa (perfect
-    agreement on a few items resamples to perfect agreement: a collapsed point, not an interval).
+    `why_no_interval`) with fewer than two clusters, or when every replicate gives the same kappa without
+    perfect agreement; with perfect agreement (which resamples to perfect agreement: a collapsed point, not an
+    interval) kappa's interval is [kappa at raw agreement's lower bound, 1], expected agreement as observed.
     """
     sa, sb = pd.Series(a, dtype=object), pd.Series(b, dtype=object)
     if len(sa) != len(sb):
@@ -449,7 +450,8 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *,
     out: dict[str, Any] = {"n": n, "clusters": n_clusters, "agreement": None, "agreement_ci": [None, None],
                            "agreement_method": None,
                            "kappa": None, "kappa_ci": [None, None], "kappa_defined": False, "why_undefined": None,
-                           "kappa_reps": KAPPA_REPS, "why_no_interval": None, "kappa_replicates_undefined": None}
+                           "kappa_reps": KAPPA_REPS, "why_no_interval": None, "kappa_replicates_undefined": None,
+                           "kappa_method": None}
     if n == 0:
         return {**out, "why_undefined": "no items", "why_no_interval": "no items"}
     codes, categories = pd.factorize(pd.concat([sa, sb], ignore_index=True))
@@ -486,6 +488,14 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *,
     out["kappa_replicates_undefined"] = int((~np.isfinite(replicates)).sum())
     if _no_spread(replicates):
         value = float(replicates[np.isfinite(replicates)][0])
+        if agrees == n and out["agreement_ci"][0] is not None:
+            # Perfect agreement resamples to perfect agreement. The data still bound kappa from below: kappa at
+            # raw agreement's lower bound (Wilson, one observation per case), expected agreement held as observed.
+            expected = float(np.dot(table.sum(axis=1), table.sum(axis=0))) / (n * n)
+            out["kappa_ci"] = [_num((out["agreement_ci"][0] - expected) / (1.0 - expected)), 1.0]
+            out["kappa_method"] = ("no disagreement: kappa at raw agreement's lower bound, expected agreement as "
+                                   "observed")
+            return out
         out["why_no_interval"] = (f"every bootstrap replicate gives {value:.3f}, so the bootstrap shows no "
                                   f"uncertainty ({n} items in {n_clusters} clusters)")
         return out

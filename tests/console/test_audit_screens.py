@@ -414,12 +414,13 @@ def test_reviewer_and_adjudicator_screens_show_nothing_computed_by_a_judge(audit
         return seen
 
     reviewer_seen = walk(AuditScreen, reviewers[0])
-    assert sum(f"#{n}  banking" in text for text in reviewer_seen for n in range(1, 5)) >= 4  # every item shown
+    assert sum(f"#{n}  case-" in text for text in reviewer_seen for n in range(1, 5)) >= 4  # every item shown
     dispute(url, "audit-claims", reviewers, item_ids)
     adjudicator_seen = walk(AdjudicationScreen, adjudicator)
-    assert all(any(f"#{item_id}  banking" in text for text in adjudicator_seen) for item_id in item_ids)
+    assert all(any(f"#{item_id}  case-" in text for text in adjudicator_seen) for item_id in item_ids)
     for text in reviewer_seen + adjudicator_seen:
         assert "Trajectory" in text and "Receipts" in text
+        assert "banking-" not in text and "-benign" not in text  # the alias, never the case id
         for mark in JUDGE_MARKS:
             assert mark not in text, mark
     assert calls == []  # the judges' mismatch rules never ran for these screens

@@ -493,8 +493,11 @@ def test_agreement_interval_resamples_cases_like_kappas():
 def test_kappa_interval_of_perfect_agreement_is_not_a_collapsed_point():
     # Six items, both reviewers agree on each, both labels used: kappa is 1, and every resample agrees too.
     out = cohen_kappa([1, 0, 1, 0, 1, 1], [1, 0, 1, 0, 1, 1])
-    assert out["kappa"] == 1.0 and out["kappa_ci"] == [None, None]
-    assert "every bootstrap replicate gives 1.000" in out["why_no_interval"]
+    assert out["kappa"] == 1.0 and out["kappa_ci"][1] == 1.0 and out["why_no_interval"] is None
+    # The lower end is kappa at raw agreement's Wilson lower bound, with the observed expected agreement 5/9.
+    expected = (4 * 4 + 2 * 2) / 36
+    assert out["kappa_ci"][0] == pytest.approx((wilson(6, 6)[0] - expected) / (1 - expected))
+    assert out["kappa_method"].startswith("no disagreement")
 
 
 # ---------------------------------------------------------------- judge audit
