@@ -66,33 +66,45 @@ def sample_cmd(
     blind_model: bool = typer.Option(True, "--blind-model/--no-blind-model", help="hide the model from reviewers"),
     blind_attack: bool = typer.Option(False, "--blind-attack/--no-blind-attack",
                                       help="hide strategy, vulnerability and channel from reviewers"),
+    plan_only: bool = typer.Option(False, "--plan-only", help="print the expected interval widths; draw nothing"),
     db: str | None = DB_OPTION,
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Draw a stratified, balanced sample of labelled rollouts for two blinded reviewers and an adjudicator."""
-    from redagent.judges.audit import resolve_config, sample, strata
+    """Draw a stratified sample of labelled rollouts — cases within strata, two or more per stratum — for two
+    blinded reviewers and an adjudicator, after printing the interval widths the design can be expected to give."""
+    from redagent.judges.audit import STRATA_FIELDS, plan, resolve_config, sample, strata
 
     with _store(db) as store:
         chosen = resolve_config(store, run_id, config, backbone)
+        population = store.labelled_rows(run_id, chosen["config_hash"], backbone)
+        fields = split(stratify)
+        # A request `sample` refuses is refused with its one line, not after a plan.
+        plannable = (1 <= n <= len(population) and set(fields) <= set(STRATA_FIELDS)
+                     and len(set(fields)) == len(fields))
+        sizes = sorted({n, _suggested(population, fields)}) if plannable else []
+        expected = plan(population, fields, sizes, seed=seed) if plannable else None
+        if expected is not None and not as_json:
+            _print_plan(expected, n)  # before drawing: a larger sample is still cheap
+        if plan_only:
+            if as_json:
+                print_json({"run_id": run_id, "n": n, "plan": expected})
+            return
         audit_id = sample(store, run_id, n, split(stratify), seed, chosen["config_hash"], backbone,
                           reviewers=split(reviewers), adjudicator=adjudicator, blind_model=blind_model,
                           blind_attack=blind_attack, config_name=chosen["config_name"])
         drawn = strata(store, audit_id)
+        design = store.get_audit(audit_id).design or {}
     summary = {"audit_id": audit_id, "run_id": run_id, "config_name": chosen["config_name"],
                "config_hash": chosen["config_hash"], "backbone": backbone, "n": n, "seed": seed,
                "reviewers": split(reviewers), "adjudicator": adjudicator, "blind_model": blind_model,
-               "blind_attack": blind_attack, "strata": drawn}
-    # A stratum with one sampled item (not taken whole) gives the bootstrap nothing to vary: every audit
-    # interval is then undefined. Said now, while a larger sample is still cheap.
-    single = [row["stratum"] for row in drawn if row["sampled"] == 1 and row["population"] > 1]
-    summary["warnings"] = ([f"{len(single)} of {len(drawn)} strata got one item: audit intervals will be undefined "
-                            f"(fewer than two units in a stratum); --n {2 * len(drawn)} or more gives every stratum "
-                            "two"] if single else [])
+               "blind_attack": blind_attack, "strata": drawn, "merges": design.get("merges", []), "plan": expected}
+    summary["warnings"] = [f"strata {' and '.join(m['strata'])} merged into {m['into']}: {m['why']}"
+                           for m in summary["merges"]]
     if as_json:
         print_json(summary)
         return
     for warning in summary["warnings"]:
-        err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
+        err.print(f"note: {warning}", highlight=False, soft_wrap=True)
     table = Table(title=f"{audit_id}: {n} items of run {run_id} under {chosen['config_name']} ({backbone}), "
                         f"seed {seed}")
     for column in ("stratum", "population", "sampled", "weight"):
@@ -104,6 +116,53 @@ def sample_cmd(
     out.print(f"reviewers {first} (A) and {second} (B), adjudicator {adjudicator}; "
               f"blind model {'on' if blind_model else 'off'}, blind attack {'on' if blind_attack else 'off'}",
               highlight=False)
+
+
+def _suggested(population: list[dict[str, Any]], fields: list[str]) -> int:
+    from redagent.judges.audit import AuditSetupError, design_strata, minimum_n
+
+    try:
+        return minimum_n(design_strata(population, fields)[0])
+    except AuditSetupError:
+        return 0
+
+
+PLANNED = (("precision", "precision"), ("recall", "recall"), ("human_asr", "human ASR"),
+           ("audited_asr", "audited ASR"), ("accuracy", "accuracy"))
+
+
+def _print_plan(expected: dict[str, Any], n: int) -> None:
+    """The expected 95 % interval widths at each planned size, on stderr (stdout keeps the drawn audit)."""
+    err.print(f"expected 95 % interval widths ({expected['method']}; assumes {expected['assumes']}); "
+              f"suggested n {expected['suggested_n']} (two cases in each of {expected['strata']} strata):",
+              highlight=False, soft_wrap=True)
+    for size, widths in sorted(expected["widths"].items(), key=lambda entry: int(entry[0])):
+        cells = ", ".join(f"{label} {widths[name]['width']:.3f}" if widths[name]["width"] is not None
+                          else f"{label} none" for name, label in PLANNED)
+        merged = f", {widths['merges']} merges" if widths["merges"] else ""
+        err.print(f"  n {size}{' (chosen)' if int(size) == n else ''}: {widths['strata']} strata{merged}; {cells}",
+                  highlight=False, soft_wrap=True)
+    if str(n) not in expected["widths"]:
+        err.print(f"  n {n}: outside what the population allows", highlight=False)
+
+
+@audit_app.command("stats", epilog=examples("redagent audit stats audit-1f2e",
+                                            "redagent audit stats audit-1f2e --json"))
+def stats_cmd(audit_id: str = typer.Argument(...), reps: int = typer.Option(10_000, "--reps"),
+              seed: int = typer.Option(0, "--seed"), db: str | None = DB_OPTION,
+              as_json: bool = typer.Option(False, "--json")) -> None:
+    """The audit's figures: agreement and kappa, the judge's precision, recall, specificity, F1 and accuracy, and
+    the judged, direct human and audited ASR, each with its 95 % interval (or why there is none) and what it
+    assumes — the same as `redagent stats RUN audit --audit AUDIT`."""
+    from redagent.judges.audit import estimates
+    from redagent.judges.report import audit_markdown
+
+    with _store(db, create=False) as store:
+        result = estimates(store, audit_id, reps=reps, seed=seed)
+    if as_json:
+        print_json(result)
+        return
+    out.print("\n".join(audit_markdown(result)), highlight=False, soft_wrap=True, markup=False)
 
 
 @audit_app.command("status", epilog=examples("redagent audit status audit-1f2e --json"))
@@ -266,7 +325,7 @@ def adjudications_cmd(
         name = acting_as(store, adjudicator, "adjudicator", "--adjudicator")
         # The blinded adjudicator query: slot letters only, never the reviewers' names or notes, no judge label.
         queue = store.adjudication_queue(audit_id, name)
-    rows = [{"item_id": item["item_id"], "case_id": item["case_id"], "A": item["labels"].get("A"),
+    rows = [{"item_id": item["item_id"], "alias": item["alias"], "A": item["labels"].get("A"),
              "B": item["labels"].get("B"), "A_first": item["first_labels"].get("A"),
              "B_first": item["first_labels"].get("B"), "decision": item["adjudicated"]} for item in queue]
     if as_json:
@@ -274,12 +333,12 @@ def adjudications_cmd(
         return
     decided = sum(1 for row in rows if row["decision"] is not None)
     table = Table(title=f"{audit_id}: {len(rows)} disputed items, {decided} decided")
-    for column in ("item", "case", "A", "B", "decision"):
+    for column in ("item", "alias", "A", "B", "decision"):
         table.add_column(column)
     for row in rows:
         cells = []
         for slot in ("A", "B"):
             first = row[f"{slot}_first"]
             cells.append(str(row[slot]) + (f" (first {first})" if first != row[slot] else ""))
-        table.add_row(str(row["item_id"]), row["case_id"], *cells, row["decision"] or "—")
+        table.add_row(str(row["item_id"]), row["alias"], *cells, row["decision"] or "—")
     out.print(table)

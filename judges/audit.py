@@ -30,7 +30,7 @@ ALL = "all"  # the one stratum of an unstratified sample
 _SEED_RANGE = (-(2**63), 2**63 - 1)
 _CSV_FIELD_LIMIT = 2**31 - 1  # what the store's BIGINT column holds
 # The evidence columns of a labelling file, in order; absent ones (blinded) are left out.
-_VIEW_COLUMNS = ("item_id", "position", "case_id", "constraint", "harness", "cue", "defense", "surfaces", "model",
+_VIEW_COLUMNS = ("item_id", "position", "alias", "constraint", "harness", "cue", "defense", "surfaces", "model",
                  "strategy", "vulnerability", "channel", "events", "receipts", "diff")
 
 
@@ -110,6 +110,158 @@ def allocate(sizes: dict[str, int], n: int, rng: random.Random, *, cover_all: bo
     return allocation
 
 
+MIN_CASES = 2  # per stratum: what a stratified cluster bootstrap needs to estimate a stratum's variance
+PLAN_DRAWS = 8  # simulated draws per sample size when the sampler predicts its intervals (~0.5 s each)
+PLAN_REPS = 200  # bootstrap replicates per simulated draw
+
+
+def merged_key(keys: Sequence[str]) -> str:
+    """The key of strata merged into one: each field with its values joined by "+" (harness=native|label=0+1)."""
+    from redagent.judges.stats import stratum_parts
+
+    parts = [stratum_parts(key) for key in keys]
+    out = []
+    for i, (field, _) in enumerate(parts[0]):
+        values: list[str] = []
+        for p in parts:
+            for value in p[i][1].split("+"):
+                if value not in values:
+                    values.append(value)
+        out.append(f"{field}={'+'.join(sorted(values))}" if values != [""] else field)
+    return "|".join(out)
+
+
+def design_strata(rows: Sequence[dict[str, Any]], fields: Sequence[str],
+                  n: int | None = None) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+    """The strata an audit is drawn from: the combinations of `fields`, where a stratum holding fewer than two
+    cases (and more than two rollouts, too many to take whole) is merged with its nearest stratum
+    (stats.nearest_stratum: the one equal on the most leading fields), repeatedly. Two cases per stratum is what
+    the case-clustered bootstrap needs to say anything about a stratum's variance. With `n`, strata are also
+    merged until n gives each two cases: the smallest stratum into its nearest, repeatedly (a sample of n
+    cannot estimate more than n / 2 strata' variances).
+
+    Returns the strata (key → rows, sorted by rollout id) and the merges made, [{strata, into, why}].
+    """
+    from redagent.judges.stats import nearest_stratum
+
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in sorted(rows, key=lambda r: r["rollout_id"]):
+        groups.setdefault(stratum_of(row, fields), []).append(row)
+    merges: list[dict[str, Any]] = []
+
+    def short(key: str) -> bool:
+        return len({row["case_id"] for row in groups[key]}) < MIN_CASES and len(groups[key]) > MIN_CASES
+
+    while len(groups) > 1:
+        lacking = sorted(key for key in groups if short(key))
+        if not lacking:
+            break
+        key = lacking[0]
+        into = nearest_stratum(key, [other for other in groups if other != key])
+        cases = len({row["case_id"] for row in groups[key]})
+        name = merged_key([key, into])
+        merges.append({"strata": [key, into], "into": name,
+                       "why": f"{key} holds {cases} case ({len(groups[key])} rollouts): two are needed"})
+        groups[name] = sorted(groups.pop(key) + groups.pop(into), key=lambda r: r["rollout_id"])
+    while n is not None and len(groups) > 1 and minimum_n(groups) > n:
+        key = min(groups, key=lambda k: (len(groups[k]), k))
+        into = nearest_stratum(key, [other for other in groups if other != key])
+        name = merged_key([key, into])
+        merges.append({"strata": [key, into], "into": name,
+                       "why": f"a sample of {n} gives {len(groups)} strata two cases each only if strata are "
+                              f"merged: {key} is the smallest ({len(groups[key])} rollouts)"})
+        groups[name] = sorted(groups.pop(key) + groups.pop(into), key=lambda r: r["rollout_id"])
+    return groups, merges
+
+
+def minimum_n(groups: dict[str, list[dict[str, Any]]]) -> int:
+    """The smallest sample giving every stratum two cases (or all it has): the sampler's suggested size."""
+    return sum(min(MIN_CASES, len(rows)) for rows in groups.values())
+
+
+def draw_items(groups: dict[str, list[dict[str, Any]]], n: int,
+               rng: random.Random) -> list[tuple[str, dict[str, Any], float]]:
+    """A stratified two-stage sample of n rollouts: (stratum, row, design weight) in stratum order.
+
+    Allocation over strata is balanced (allocate). Within a stratum of C cases and N rollouts given n_h items,
+    min(n_h, C) cases are drawn at random (without replacement), the n_h items spread over them as evenly as
+    their rollouts allow (allocate again), and each case's items drawn at random among its rollouts. An item's
+    design weight is the inverse of its inclusion probability: (C / cases drawn) × (case's rollouts in the
+    stratum / items drawn from it).
+    """
+    allocation = allocate({key: len(rows) for key, rows in groups.items()}, n, rng, cover_all=True)
+    chosen = []
+    for key in sorted(groups):
+        by_case: dict[str, list[dict[str, Any]]] = {}
+        for row in groups[key]:
+            by_case.setdefault(row["case_id"], []).append(row)
+        cases = sorted(by_case)
+        n_h = allocation[key]
+        picked = sorted(rng.sample(cases, min(n_h, len(cases))))
+        per_case = allocate({case: len(by_case[case]) for case in picked}, n_h, rng, cover_all=True)
+        for case in picked:
+            k = per_case[case]
+            weight = (len(cases) / len(picked)) * (len(by_case[case]) / k)
+            chosen += [(key, row, weight) for row in rng.sample(by_case[case], k)]
+    return chosen
+
+
+def plan(rows: Sequence[dict[str, Any]], fields: Sequence[str], sizes: Sequence[int], seed: int = 0,
+         draws: int = PLAN_DRAWS) -> dict[str, Any]:
+    """The 95 % interval widths the audit's figures can be expected to have at each sample size, from the design.
+
+    Simulated: `draws` samples of each size are drawn exactly as `sample` draws (draw_items), each labelled by a
+    planning truth — the verifier's outcome E, what a careful reviewer reading the receipts and the state
+    should find (the judge's label where E is missing) — and estimated as `stats` estimates (judge_audit,
+    PLAN_REPS replicates). The mean width of each figure's interval is reported, with how many draws gave
+    one. Real reviewers disagree with E more than E disagrees with itself, so real intervals are wider where
+    the judge errs more often than the plan assumes.
+    """
+    import pandas as pd
+
+    from redagent.judges.stats import AUDIT_METRICS, judge_audit
+
+    rng = random.Random(seed)
+    widths: dict[str, dict[str, Any]] = {}  # by size, as text: the plan is JSON
+    for n in sizes:
+        groups, merges = design_strata(rows, fields, n)
+        if not minimum_n(groups) <= n <= len(rows):
+            continue
+        label_stratified = _label_stratified(groups)
+        positives = {key: sum(1 for row in group if row["label"] == 1) for key, group in groups.items()}
+        found: dict[str, list[float]] = {name: [] for name in AUDIT_METRICS}
+        for _ in range(draws):
+            chosen = draw_items(groups, n, rng)
+            frame = pd.DataFrame([{"y": row["label"], "h": float(row["E"] if row.get("E") is not None
+                                                                else row["label"]),
+                                   "stratum": key, "population": len(groups[key]), "case_id": row["case_id"],
+                                   "weight": weight, "excluded": None} for key, row, weight in chosen])
+            result = judge_audit(frame, reps=PLAN_REPS, seed=rng.randrange(2**31), judged_positives=positives,
+                                 label_stratified=label_stratified)
+            for name in AUDIT_METRICS:
+                entry = result[name]
+                if entry["ci_low"] is not None:
+                    found[name].append(entry["ci_high"] - entry["ci_low"])
+        widths[str(n)] = {"strata": len(groups), "merges": len(merges),
+                     **{name: {"width": sum(v) / len(v) if v else None, "draws_with_interval": len(v),
+                               "draws": draws} for name, v in found.items()}}
+    unmerged, _ = design_strata(rows, fields)
+    return {"suggested_n": minimum_n(unmerged), "strata": len(unmerged), "widths": widths,
+            "assumes": "reviewers' labels agree with the verifier's outcome E",
+            "method": f"{draws} simulated draws per size, each estimated with {PLAN_REPS} bootstrap replicates"}
+
+
+def _label_stratified(groups: dict[str, Any]) -> bool:
+    """Whether the judge label is a stratum variable: every stratum names exactly one label value."""
+    from redagent.judges.stats import stratum_parts
+
+    for key in groups:
+        labels = [value for field, value in stratum_parts(key) if field == "label"]
+        if len(labels) != 1 or "+" in labels[0]:
+            return False
+    return True
+
+
 def sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int, config_hash: str,
            backbone: str = RULE, *, reviewers: Sequence[str], adjudicator: str, blind_model: bool = True,
            blind_attack: bool = False, config_name: str | None = None) -> str:
@@ -117,9 +269,12 @@ def sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int
 
     Population: the run's valid rollouts with an ok label under (config_hash, backbone). Strata: the
     combinations of the `stratify` fields (among STRATA_FIELDS; `label` is the judge label, `surface`
-    the first surface). Allocation: balanced (see allocate); within a stratum a simple random sample.
-    Everything is a function of the seed: the sample, the item order (shuffled, so item ids say
-    nothing about strata) and each reviewer's own order. The audit id itself is random.
+    the first surface), a stratum with fewer than two cases merged with its nearest (design_strata; the
+    merges are stored with the audit). Within a stratum cases are drawn, then rollouts of the drawn cases
+    (draw_items), so a stratum's items come from as many cases as it has items. n must give every
+    stratum two cases (minimum_n). Everything is a function of the seed: the sample, the item order
+    (shuffled, so item ids say nothing about strata), each reviewer's own order; the audit id and the
+    items' aliases (what reviewers see in place of the case id) are random.
     """
     fields = list(stratify)
     unknown = [f for f in fields if f not in STRATA_FIELDS]
@@ -148,19 +303,15 @@ def sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int
     if n > len(population):
         raise AuditSetupError(f"sample of {n} is larger than the population of {len(population)} labelled rollouts")
 
+    groups, merges = design_strata(population, fields, n)
+    needed = minimum_n(groups)
+    if n < needed:
+        # One stratum left and still short: a stratum with one item has no variance to estimate.
+        raise AuditSetupError(f"a sample of {n} cannot give two cases to even one stratum of {len(population)} "
+                              f"labelled rollouts: ask for at least {needed}")
     rng = random.Random(seed)
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for row in sorted(population, key=lambda r: r["rollout_id"]):
-        groups.setdefault(stratum_of(row, fields), []).append(row)
-    if n < len(groups):
-        # Refused rather than merged: merging would change what the strata mean after the fact, and a
-        # stratum left unsampled would silently borrow the others' precision and recall.
-        for_intervals = sum(min(2, len(rows)) for rows in groups.values())
-        raise AuditSetupError(f"a sample of {n} cannot cover the {len(groups)} non-empty strata of "
-                              f"{', '.join(fields)}: ask for at least {len(groups)} (two per stratum for intervals: "
-                              f"{for_intervals}), or stratify on fewer fields")
-    allocation = allocate({key: len(rows) for key, rows in groups.items()}, n, rng, cover_all=True)
-    chosen = [(key, row) for key in sorted(groups) for row in rng.sample(groups[key], allocation[key])]
+    chosen = draw_items(groups, n, rng)
+    allocation = Counter(key for key, _, _ in chosen)
     rng.shuffle(chosen)
     orders = {}
     for name in names:
@@ -168,15 +319,32 @@ def sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int
         rng.shuffle(order)
         orders[name] = order
     items = [AuditItemRecord(rollout_id=row["rollout_id"], stratum=key, population=len(groups[key]),
-                             sampled=allocation[key], weight=len(groups[key]) / allocation[key],
+                             sampled=allocation[key], weight=weight,
                              positions={name: orders[name][i] for name in names})
-             for i, (key, row) in enumerate(chosen)]
+             for i, (key, row, weight) in enumerate(chosen)]
     audit_id = f"audit-{secrets.token_hex(6)}"
+    design = {"unit": "case", "min_cases": MIN_CASES, "merges": merges,
+              "merged": {key: merge["into"] for merge in merges for key in merge["strata"]}}
     store.create_audit(AuditRecord(id=audit_id, run_id=run_id, config_name=config_name, config_hash=config_hash,
                                    backbone=backbone, seed=seed, n=n, stratify=fields, reviewers=names,
                                    adjudicator=adjudicator.strip(), blind_model=blind_model,
-                                   blind_attack=blind_attack), items)
+                                   blind_attack=blind_attack, design=_resolved(design)), items)
     return audit_id
+
+
+def _resolved(design: dict[str, Any]) -> dict[str, Any]:
+    """The design with each original stratum mapped to its final stratum (merges can chain)."""
+    merged = dict(design["merged"])
+    for key in merged:
+        while merged[key] in merged and merged[merged[key]] != merged[key]:
+            merged[key] = merged[merged[key]]
+    return {**design, "merged": merged}
+
+
+def stratum_in(audit: AuditRecord, row: dict[str, Any]) -> str:
+    """The audit's stratum of a population row: its field combination, or the merged stratum holding it."""
+    key = stratum_of(row, audit.stratify)
+    return str((audit.design or {}).get("merged", {}).get(key, key))
 
 
 def strata(store: Store, audit_id: str) -> list[dict[str, Any]]:
@@ -200,14 +368,16 @@ def _agreement(first: dict[int, dict[str, str]], cases: dict[int, str] | None = 
     both = sorted(item_id for item_id, item in first.items() if set(item) == set(AUDIT_SLOTS))
     a, b = [first[item_id]["A"] for item_id in both], [first[item_id]["B"] for item_id in both]
     if not both:
-        return {"n": 0, "agreement": None, "agreement_ci": [None, None], "kappa": None, "kappa_ci": [None, None],
+        return {"n": 0, "agreement": None, "agreement_ci": [None, None], "agreement_method": None, "kappa": None,
+                "kappa_ci": [None, None],
                 "kappa_defined": False, "why_undefined": "no item labelled by both reviewers",
-                "why_no_interval": "no item labelled by both reviewers", "clusters": 0}
+                "why_no_interval": "no item labelled by both reviewers", "clusters": 0, "kappa_method": None}
     from redagent.judges.stats import cohen_kappa  # pandas and scipy load only when an audit is summarised
 
     result = cohen_kappa(a, b, clusters=None if cases is None else [cases[item_id] for item_id in both])
-    return {key: result[key] for key in ("n", "agreement", "agreement_ci", "kappa", "kappa_ci", "kappa_defined",
-                                         "why_undefined", "why_no_interval", "clusters", "kappa_reps")}
+    return {key: result[key] for key in ("n", "agreement", "agreement_ci", "agreement_method", "kappa", "kappa_ci",
+                                         "kappa_defined", "why_undefined", "why_no_interval", "clusters",
+                                         "kappa_reps", "kappa_method")}
 
 
 def agreement(store: Store, audit_id: str) -> dict[str, Any]:
@@ -285,10 +455,10 @@ def estimates(store: Store, audit_id: str, *, reps: int = 10_000, seed: int = 0)
             excluded = None
         rows.append({"y": item["judge_label"], "h": float("nan") if item["human"] is None else item["human"],
                      "stratum": item["stratum"], "population": item["population"], "case_id": item["case_id"],
-                     "excluded": excluded})
+                     "weight": item["weight"], "excluded": excluded})
     population = store.labelled_rows(audit.run_id, audit.config_hash, audit.backbone)
-    now = Counter(stratum_of(row, audit.stratify) for row in population)
-    positives = Counter(stratum_of(row, audit.stratify) for row in population if row["label"] == 1)
+    now = Counter(stratum_in(audit, row) for row in population)
+    positives = Counter(stratum_in(audit, row) for row in population if row["label"] == 1)
     drawn = {item["stratum"]: item["population"] for item in final}
     notes = []
     changed = sorted(key for key, size in drawn.items() if now.get(key, 0) != size)
@@ -299,15 +469,19 @@ def estimates(store: Store, audit_id: str, *, reps: int = 10_000, seed: int = 0)
                      "weights use the population the sample was drawn from, the judged ASR is the sample's")
     result = stats.judge_audit(pd.DataFrame(rows), reps=reps, seed=seed,
                                judged_positives=None if changed else {key: positives[key] for key in drawn},
-                               unsampled_strata={key: size for key, size in now.items() if key not in drawn})
+                               unsampled_strata={key: size for key, size in now.items() if key not in drawn},
+                               label_stratified=_label_stratified(drawn))
     agreed = agreement(store, audit_id)
     return {"audit_id": audit.id, "run_id": audit.run_id, "config": audit.config_name,
             "config_hash": audit.config_hash, "backbone": audit.backbone, "stratify": list(audit.stratify),
             "items": len(final), "final_labels": sum(1 for item in final if item["final"] is not None),
             "labelled_both": agreed["n"], "agreement": agreed["agreement"], "agreement_ci": agreed["agreement_ci"],
+            "agreement_method": agreed["agreement_method"],
             "kappa": agreed["kappa"], "kappa_ci": agreed["kappa_ci"], "kappa_defined": agreed["kappa_defined"],
+            "kappa_method": agreed["kappa_method"],
             "why_kappa_undefined": agreed["why_undefined"], "why_no_kappa_interval": agreed["why_no_interval"],
-            "kappa_clusters": agreed["clusters"], "notes": notes, **result}
+            "kappa_clusters": agreed["clusters"], "notes": notes,
+            "design": audit.design or {"unit": "rollout", "merges": []}, **result}
 
 
 # ---------------------------------------------------------------- offline labelling files

@@ -699,7 +699,15 @@ def estimate_text(entry: dict[str, Any]) -> str:
     if entry.get("exact"):
         how = "the judge's labels counted" if entry.get("source") == "census" else "audited whole"
         return f"{_pct(entry['value'])} (exact: {how}, no sampling error)"
-    return f"{_pct(entry['value'])} ({_pct(entry['ci_low'])}–{_pct(entry['ci_high'])})"
+    marks = [mark for mark, on in (("provisional", entry.get("provisional")),
+                                   ("two-cluster strata", entry.get("two_clusters")),
+                                   ("Wilson at effective n" if entry.get("method") == "wilson-effective-n"
+                                    else "combined bounds", entry.get("method") in
+                                    ("wilson-effective-n", "combined"))) if on]
+    if entry.get("coincides_with"):
+        marks.append("= the direct human ASR")
+    tail = f"; {', '.join(marks)}" if marks else ""
+    return f"{_pct(entry['value'])} ({_pct(entry['ci_low'])}–{_pct(entry['ci_high'])}{tail})"
 
 
 def kappa_text(a: dict[str, Any]) -> str:
@@ -707,7 +715,8 @@ def kappa_text(a: dict[str, Any]) -> str:
         return f"undefined ({a['why_kappa_undefined']})"
     if a["kappa_ci"][0] is None:
         return f"{a['kappa']:.3f} (no interval: {a['why_no_kappa_interval']})"
-    return f"{a['kappa']:.3f} ({_num3(a['kappa_ci'][0])} to {_num3(a['kappa_ci'][1])}, case-cluster bootstrap)"
+    how = a.get("kappa_method") or "case-cluster bootstrap"
+    return f"{a['kappa']:.3f} ({_num3(a['kappa_ci'][0])} to {_num3(a['kappa_ci'][1])}, {how})"
 
 
 def audit_state(a: dict[str, Any]) -> list[str]:
@@ -731,6 +740,25 @@ def audit_state(a: dict[str, Any]) -> list[str]:
         lines.append("Every rollout was audited (a census): the figures have no sampling error.")
     if a["interval_undefined"]:
         lines.append(f"No intervals: {a['interval_undefined']} (audit it whole, or sample two or more cases in it).")
+    design = a.get("design") or {}
+    if design.get("unit") == "rollout":
+        lines.append("Drawn before audits sampled cases within strata: items were rollouts, so a stratum may hold "
+                     "two items of one case (pooled for the variance below).")
+    for merge in design.get("merges") or []:
+        lines.append(f"Strata {' and '.join(merge['strata'])} were merged into {merge['into']} when drawn: "
+                     f"{merge['why']}.")
+    if a.get("provisional") and not a["interval_undefined"] and not a.get("census"):
+        lines.append("Intervals are PROVISIONAL too: they assume " + "; ".join(a.get("interval_assumes") or [])
+                     + ".")
+    elif a.get("interval_assumes"):
+        lines.append("Intervals assume " + "; ".join(a["interval_assumes"]) + ".")
+    if a.get("two_cluster_strata"):
+        lines.append(f"FEW CLUSTERS: {a['two_cluster_strata']} of {a['variance_strata']} variance strata rest on two "
+                     "cases each, so the bootstrap intervals are rough: their ends move with the bootstrap seed "
+                     "(--seed); more cases per stratum steady them.")
+    if a.get("label_stratified") and (a.get("audited_asr") or {}).get("coincides_with"):
+        lines.append("The judge label is a stratum variable: the audited ASR (judged × precision / recall) equals "
+                     "the direct human ASR exactly, so it is shown once, with one interval.")
     lines += list(a.get("notes") or [])
     return lines
 
@@ -748,10 +776,14 @@ def audit_markdown(a: dict[str, Any]) -> list[str]:
     lines = ["## Human audit of the judge", ""]
     for sentence in audit_state(a):
         lines += [sentence, ""]
+    how = f", {a['agreement_method']}" if a.get("agreement_method") else ""
     lines += [f"- agreement on first labels {_pct(a['agreement'])} ({_pct(a['agreement_ci'][0])}–"
-              f"{_pct(a['agreement_ci'][1])}); kappa {kappa_text(a)}"]
+              f"{_pct(a['agreement_ci'][1])}{how}); kappa {kappa_text(a)}"]
     lines += [f"- {label}: {estimate_text(a[metric])}" for metric, label in AUDIT_LABELS.items()]
-    lines += ["", f"Weights: N_h / m_h over the m_h usable items of each stratum; intervals: {a['interval_method']}, "
+    notes = sorted({a[m]["note"] for m in AUDIT_LABELS if a.get(m) and a[m].get("note")})
+    lines += [f"  - {note}" for note in notes]
+    lines += ["", "Weights: each stratum's N_h shared by its usable items in proportion to their design weights "
+                  f"(cases drawn within strata, then rollouts of each drawn case); intervals: {a['interval_method']}, "
                   f"{a['reps']} replicates.", "",
               "| stratum | population | sampled | used | unsure | pending | weight |",
               "|---|---:|---:|---:|---:|---:|---:|"]

@@ -11,7 +11,8 @@ runs, rollouts, judge labels or the audit itself — so on a PostgreSQL team sto
 login is granted nothing else (store/access.py), the database refuses any other read. The views select
 only the columns a blinded reader may see. They never read the judge's label, rationale or evidence, the
 item's stratum or weight (a stratum names the judge label), the verifier's outcome E or its evidence,
-the rollout id (it would let a reader look the rollout up), the other reviewer's labels, notes or name;
+the rollout id (it would let a reader look the rollout up), the case id (it names the attack strategy and
+the benign arm: the item's random `alias` stands in for it, migration 0009), the other reviewer's labels, notes or name;
 the model is left out under blind_model (and with it the provider-specific tool-call ids), the strategy,
 vulnerability and channel (and the tampering marks on events) under blind_attack. The adjudicator sees
 the two reviewers' labels under their slot letters A and B, never their names or notes.
@@ -25,6 +26,7 @@ final labels use each person's latest version.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
@@ -57,6 +59,16 @@ UNSURE = "unsure"
 HUMAN_TO_BINARY = {"harmful": 1, "not_harmful": 0, "unsure": None}
 
 
+def new_alias(taken: set[str]) -> str:
+    """A random alias for an audit item, not in `taken` (which it joins): what blinded readers see in place of
+    the case id, whose name carries the attack strategy and the benign arm's `-benign` suffix."""
+    while True:
+        alias = f"case-{secrets.token_hex(4)}"
+        if alias not in taken:
+            taken.add(alias)
+            return alias
+
+
 def check_label(value: object) -> str:
     if not isinstance(value, str) or value not in HUMAN_LABELS:
         raise BadLabel(value, HUMAN_LABELS)
@@ -80,7 +92,7 @@ def _audit_record(row: Any) -> AuditRecord:
     return AuditRecord(id=row.id, run_id=row.run_id, config_name=row.config_name, config_hash=row.config_hash,
                        backbone=row.backbone, seed=row.seed, n=row.n, stratify=list(row.stratify),
                        reviewers=list(row.reviewers), adjudicator=row.adjudicator, blind_model=bool(row.blind_model),
-                       blind_attack=bool(row.blind_attack), created_at=row.created_at)
+                       blind_attack=bool(row.blind_attack), created_at=row.created_at, design=row.design)
 
 
 def _validate_audit(audit: AuditRecord, items: Sequence[AuditItemRecord]) -> None:
@@ -154,10 +166,11 @@ class AuditQueries:
                 "config_hash": audit.config_hash, "backbone": audit.backbone, "seed": audit.seed, "n": audit.n,
                 "stratify": list(audit.stratify), "reviewers": list(audit.reviewers),
                 "adjudicator": audit.adjudicator, "blind_model": bool(audit.blind_model),
-                "blind_attack": bool(audit.blind_attack), "created_at": created_at})
+                "blind_attack": bool(audit.blind_attack), "created_at": created_at, "design": audit.design})
+            taken: set[str] = set()
             rows = [{"audit_id": audit.id, "rollout_id": item.rollout_id, "stratum": item.stratum,
                      "population": item.population, "sampled": item.sampled, "weight": float(item.weight),
-                     "judge_label": labels[item.rollout_id]} for item in items]
+                     "judge_label": labels[item.rollout_id], "alias": new_alias(taken)} for item in items]
             inserted = conn.execute(tj.audit_item.insert().returning(tj.audit_item.c.id, tj.audit_item.c.rollout_id,
                                                                      sort_by_parameter_order=True), rows).all()
             item_ids = {rollout_id: item_id for item_id, rollout_id in inserted}
@@ -182,12 +195,12 @@ class AuditQueries:
 
     def audit_items(self, audit_id: str) -> list[dict[str, Any]]:
         """Analyst view of the items, by item id: item_id, rollout_id, case_id (the cluster for intervals),
-        stratum, population, sampled, weight, judge_label."""
+        stratum, population, sampled, weight (the design weight), judge_label, alias (what reviewers see)."""
         ai, r = tj.audit_item, t.rollout
         with self._reading() as conn:
             self._audit_row(conn, audit_id)
             query = (select(ai.c.id.label("item_id"), ai.c.rollout_id, r.c.case_id, ai.c.stratum, ai.c.population,
-                            ai.c.sampled, ai.c.weight, ai.c.judge_label)
+                            ai.c.sampled, ai.c.weight, ai.c.judge_label, ai.c.alias)
                      .join(r, r.c.id == ai.c.rollout_id).where(ai.c.audit_id == audit_id).order_by(ai.c.id))
             return [dict(row._mapping) for row in conn.execute(query)]
 
@@ -325,16 +338,17 @@ class AuditQueries:
                 for item_id in pending]
 
     def adjudicator_overview(self, audit_id: str, adjudicator: str) -> dict[str, Any]:
-        """What the adjudicator may know of an audit's progress: its size, each item's case (the cluster of
-        agreement's interval), first and latest labels by slot letter (never names or notes), and the
-        adjudicator's own decisions."""
+        """What the adjudicator may know of an audit's progress: its size, each item's alias under `cases` (the
+        cluster of agreement's interval: the adjudicator cannot see which items share a case, so each item is
+        its own), first and latest labels by slot letter (never names or notes), and the adjudicator's own
+        decisions."""
         with self._reading() as conn:
             audit = self._blind_audit_row(conn, audit_id)
             self._check_adjudicator(audit, adjudicator)
             state = self._label_state(conn, audit_id)
             decided = self._adjudicated(conn, audit_id)
             bi = tv.blind_item
-            cases = dict(conn.execute(select(bi.c.item_id, bi.c.case_id).where(bi.c.audit_id == audit_id)).all())
+            cases = dict(conn.execute(select(bi.c.item_id, bi.c.alias).where(bi.c.audit_id == audit_id)).all())
         return {"audit_id": audit_id, "items": int(audit.n), "adjudicator": adjudicator, "cases": cases,
                 "first": {item: dict(first) for item, (first, _) in state.items()},
                 "latest": {item: dict(latest) for item, (_, latest) in state.items()},
@@ -581,7 +595,7 @@ class AuditQueries:
         shown = frozenset(hidden)
         return {item_id: BlindedRollout(
             events=tuple(events[item_id]), receipts=tuple(receipts[item_id]), diff=tuple(diffs[item_id]),
-            item_id=item_id, case_id=row["case_id"], constraint=row["constraint"], harness=row["harness"],
+            item_id=item_id, alias=row["alias"], constraint=row["constraint"], harness=row["harness"],
             cue=row["cue"], defense=row["defense"], surfaces=tuple(row["surfaces"].split(",")) if row["surfaces"]
             else (), model=row.get("model"), strategy=row.get("strategy"), vulnerability=row.get("vulnerability"),
             channel=row.get("channel"), hidden=shown).fields() for item_id, row in items.items()}

@@ -248,7 +248,7 @@ class BlindedRollout(RolloutEvidence):
     """
 
     item_id: int
-    case_id: str
+    alias: str  # the item's random alias within its audit: the case id would name the attack and the benign arm
     constraint: str
     harness: str
     cue: str
@@ -263,7 +263,7 @@ class BlindedRollout(RolloutEvidence):
     def fields(self) -> dict[str, Any]:
         """The item as the reviewer's screens and files take it: every field the blinding leaves visible (hidden
         ones are absent, never none), the evidence as its typed records."""
-        out: dict[str, Any] = {"item_id": self.item_id, "case_id": self.case_id, "constraint": self.constraint,
+        out: dict[str, Any] = {"item_id": self.item_id, "alias": self.alias, "constraint": self.constraint,
                                "harness": self.harness, "cue": self.cue, "defense": self.defense,
                                "surfaces": list(self.surfaces), "model": self.model, "strategy": self.strategy,
                                "vulnerability": self.vulnerability, "channel": self.channel}

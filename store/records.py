@@ -170,6 +170,9 @@ class AuditRecord:
     blind_model: bool = True
     blind_attack: bool = False
     created_at: datetime | None = None
+    # How the sample was drawn: {"unit": "case", "min_cases", "merges": [{strata, into, why}], "merged":
+    # {stratum: merged stratum}}; None for audits drawn before cases were the unit (rollouts were).
+    design: dict[str, Any] | None = None
 
 
 @dataclass
@@ -184,5 +187,5 @@ class AuditItemRecord:
     stratum: str
     population: int  # rollouts of this stratum in the population
     sampled: int  # rollouts of this stratum in the sample
-    weight: float  # population / sampled
+    weight: float  # design weight: 1 / the item's inclusion probability (population / sampled for equal ones)
     positions: dict[str, int] = field(default_factory=dict)  # reviewer → position in that reviewer's queue

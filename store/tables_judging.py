@@ -115,14 +115,18 @@ class Audit(StoreModel, table=True):
     blind_model: bool = Field(sa_type=Boolean, nullable=False)
     blind_attack: bool = Field(sa_type=Boolean, nullable=False)
     created_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
+    # How the sample was drawn (cases within strata, merged strata); NULL for audits drawn before (migration 0008).
+    design: dict[str, Any] | None = Field(default=None, sa_type=JSONDocument, nullable=True)
 
 
 class AuditItem(StoreModel, table=True):
-    """One sampled rollout. stratum, weights and judge_label are for analysis: never shown to reviewers."""
+    """One sampled rollout. stratum, weights and judge_label are for analysis: never shown to reviewers.
+    `alias` is what blinded readers see in place of the case id: random, unique within the audit."""
 
     __tablename__ = "audit_item"
     # Also the index on audit_id.
-    __table_args__ = (UniqueConstraint("audit_id", "rollout_id", name="uq_audit_item_audit_rollout"),)
+    __table_args__ = (UniqueConstraint("audit_id", "rollout_id", name="uq_audit_item_audit_rollout"),
+                      Index("uq_audit_item_audit_alias", "audit_id", "alias", unique=True))
 
     id: int | None = Field(default=None, sa_column=_int_pk())
     audit_id: str = Field(sa_column=Column(Text, ForeignKey("audit.id"), nullable=False))
@@ -132,6 +136,9 @@ class AuditItem(StoreModel, table=True):
     sampled: int = Field(sa_type=Integer, nullable=False)
     weight: float = Field(sa_type=Float, nullable=False)
     judge_label: int = Field(sa_type=Integer, nullable=False)
+    # NULL only in the schema: migration 0008 added the column to a table SQLite cannot alter without a rebuild,
+    # and filled every existing row; the store writes one for every new item.
+    alias: str | None = Field(default=None, sa_type=Text, nullable=True)
 
 
 class AuditAssignment(StoreModel, table=True):

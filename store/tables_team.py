@@ -39,7 +39,7 @@ blind_audit = Table("blind_audit", views, Column("id", Text), Column("n", Intege
 blind_queue = Table("blind_queue", views, Column("audit_id", Text), Column("item_id", Integer),
                     Column("reviewer", Text), Column("position", Integer))
 blind_item = Table("blind_item", views, Column("audit_id", Text), Column("item_id", Integer),
-                   Column("blind_model", Boolean), Column("blind_attack", Boolean), Column("case_id", Text),
+                   Column("blind_model", Boolean), Column("blind_attack", Boolean), Column("alias", Text),
                    Column("constraint", Text), Column("surfaces", Text), Column("harness", Text), Column("cue", Text),
                    Column("defense", Text), Column("model", Text), Column("strategy", Text),
                    Column("vulnerability", Text), Column("channel", Text))

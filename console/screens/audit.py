@@ -50,7 +50,7 @@ def item_header(item: dict[str, Any]) -> Text:
     """The blinded case header: only fields the blinded query returned (model / attack only when not blinded)."""
     text = Text()
     text.append(f"#{item['position']}  ", style="bold")
-    text.append(f"{item['case_id']}  ", style="bold cyan")
+    text.append(f"{item['alias']}  ", style="bold cyan")
     parts = [f"constraint {item['constraint']}", f"harness {item['harness']}", f"cue {item['cue']}",
              f"defense {item['defense']}", f"surfaces {', '.join(item['surfaces'])}"]
     for field in ("model", "strategy", "vulnerability", "channel"):

@@ -12,6 +12,7 @@ import io
 import json
 from collections.abc import Callable, Coroutine
 from typing import Any
+from unittest import mock
 
 import pytest
 from rich.console import Console
@@ -413,12 +414,13 @@ def test_reviewer_and_adjudicator_screens_show_nothing_computed_by_a_judge(audit
         return seen
 
     reviewer_seen = walk(AuditScreen, reviewers[0])
-    assert sum(f"#{n}  banking" in text for text in reviewer_seen for n in range(1, 5)) >= 4  # every item shown
+    assert sum(f"#{n}  case-" in text for text in reviewer_seen for n in range(1, 5)) >= 4  # every item shown
     dispute(url, "audit-claims", reviewers, item_ids)
     adjudicator_seen = walk(AdjudicationScreen, adjudicator)
-    assert all(any(f"#{item_id}  banking" in text for text in adjudicator_seen) for item_id in item_ids)
+    assert all(any(f"#{item_id}  case-" in text for text in adjudicator_seen) for item_id in item_ids)
     for text in reviewer_seen + adjudicator_seen:
         assert "Trajectory" in text and "Receipts" in text
+        assert "banking-" not in text and "-benign" not in text  # the alias, never the case id
         for mark in JUDGE_MARKS:
             assert mark not in text, mark
     assert calls == []  # the judges' mismatch rules never ran for these screens
@@ -758,9 +760,13 @@ def snapshot_store(audited, tmp_path_factory) -> str:
         items = [AuditItemRecord(rollout_id=row["rollout_id"], stratum="all", population=len(rows), sampled=len(rows),
                                  weight=1.0, positions={"snap": n, "other": len(rows) + 1 - n})
                  for n, row in enumerate(rows, start=1)]
-        store.create_audit(AuditRecord(id="audit-snapshot", run_id=audited["run_id"], config_name=config.name,
-                                       config_hash=config.config_hash, backbone="rule", seed=0, n=len(items),
-                                       stratify=[], reviewers=["snap", "other"], adjudicator="judge-free"), items)
+        # Aliases are random; the snapshot needs fixed ones.
+        fixed = iter(f"case-5a1f0c{n:02x}" for n in range(len(items)))
+        with mock.patch("redagent.store.audit.new_alias", lambda taken: next(fixed)):
+            store.create_audit(AuditRecord(id="audit-snapshot", run_id=audited["run_id"], config_name=config.name,
+                                           config_hash=config.config_hash, backbone="rule", seed=0, n=len(items),
+                                           stratify=[], reviewers=["snap", "other"], adjudicator="judge-free"),
+                               items)
     return url
 
 

@@ -336,3 +336,94 @@ def test_an_ambiguous_configuration_name_is_refused(store_url, store, population
     assert result.exit_code == 2
     assert result.stderr.strip() == ("error: config state/rule is ambiguous in run run-1 (labels under 2 contract "
                                      "versions: h-state, h-state-v2): pass one hash to --config")
+
+
+# ---------------------------------------------------------------- the design: cases within strata
+
+
+@pytest.fixture
+def clustered(store) -> None:
+    """run-2: six cases run by four models on one harness (24 rollouts, four per case), and one case alone in its
+    own stratum with four rollouts (strategy D9), all judged harmful."""
+    store.create_run(make_run("run-2", planned=28))
+    rollouts = [make_rollout("run-2", f"banking/k{i}", f"sim/m{m}", n_events=1, strategy="E")
+                for i in range(6) for m in range(4)]
+    rollouts += [make_rollout("run-2", "banking/lonely", f"sim/m{m}", n_events=1, strategy="D9") for m in range(4)]
+    store.write_rollouts(rollouts)
+    store.write_judge_labels([label_record(r, 1) for r in rollouts])
+
+
+def draw2(store, n: int, stratify=("strategy",), seed: int = 3) -> str:
+    return sample(store, "run-2", n, list(stratify), seed, "h-state", "rule", reviewers=("alice", "bob"),
+                  adjudicator="carol")
+
+
+def test_the_sampler_draws_cases_within_strata_with_design_weights(store, clustered):
+    audit_id = draw2(store, 6, stratify=("harness",))  # one stratum: 28 rollouts of 7 cases
+    items = store.audit_items(audit_id)
+    assert len({i["case_id"] for i in items}) == 6  # six items, six cases: never two of one case while cases remain
+    for item in items:
+        assert item["weight"] == pytest.approx(7 / 6 * 4)  # (cases / drawn) × (case's rollouts / drawn of it)
+    assert sum(i["weight"] for i in items) == pytest.approx(28)
+    # More items than cases: every case drawn, the items spread over them as evenly as their rollouts allow.
+    items = store.audit_items(draw2(store, 14, stratify=("harness",)))
+    assert sorted(Counter(i["case_id"] for i in items).values()) == [2] * 7
+    assert sum(i["weight"] for i in items) == pytest.approx(28)
+    for seed in range(20):  # whatever the seed
+        drawn = store.audit_items(draw2(store, 7, stratify=("harness",), seed=seed))
+        assert len({i["case_id"] for i in drawn}) == 7
+
+
+def test_a_stratum_with_one_case_is_merged_into_its_nearest_and_the_merge_is_stored(store_url, store,  # noqa: F811
+                                                                                    clustered):
+    audit_id = draw2(store, 4)  # strategy E: 6 cases; strategy D9: one case of four rollouts
+    items = store.audit_items(audit_id)
+    assert {i["stratum"] for i in items} == {"strategy=D9+E"}
+    design = store.get_audit(audit_id).design
+    assert design["unit"] == "case" and design["merged"] == {"strategy=D9": "strategy=D9+E",
+                                                            "strategy=E": "strategy=D9+E"}
+    assert "strategy=D9 holds 1 case (4 rollouts): two are needed" in design["merges"][0]["why"]
+    result = CliRunner().invoke(audit_app, ["stats", audit_id, "--reps", "100", "--db", store_url])
+    assert result.exit_code == 0, result.output
+    assert "Strata strategy=D9 and strategy=E were merged into strategy=D9+E" in result.stdout
+
+
+def test_a_sample_too_small_for_two_cases_per_stratum_merges_strata_and_says_so(store, population):
+    audit_id = draw(store, n=8, stratify=("harness", "label"))  # 6 strata need 12: merged down to 4
+    design = store.get_audit(audit_id).design
+    strata = {i["stratum"] for i in store.audit_items(audit_id)}
+    assert len(strata) == 4 and len(design["merges"]) == 2
+    assert all("a sample of 8 gives" in m["why"] for m in design["merges"])
+    for stratum in strata:
+        assert len({i["case_id"] for i in store.audit_items(audit_id) if i["stratum"] == stratum}) >= 2
+    with pytest.raises(AuditSetupError, match="cannot give two cases to even one stratum"):
+        draw(store, n=1)
+
+
+def test_the_sampler_predicts_its_interval_widths_before_drawing(store_url, store, population):  # noqa: F811
+    result = CliRunner().invoke(audit_app, ["sample", "run-1", "--n", "12", "--stratify", "harness,label",
+                                            "--config", "state/rule", "--reviewers", "alice,bob",
+                                            "--adjudicator", "carol", "--plan-only", "--db", store_url])
+    assert result.exit_code == 0, result.output
+    assert "suggested n 12 (two cases in each of 6 strata)" in result.stderr
+    assert "n 12 (chosen): 6 strata; precision" in result.stderr
+    assert store.audits() == []  # --plan-only draws nothing
+
+
+def test_reviewer_paths_show_the_alias_never_the_case_id(store_url, store, clustered, tmp_path: Path):  # noqa: F811
+    audit_id = draw2(store, 6, stratify=("harness",))
+    items = store.audit_items(audit_id)
+    aliases = {i["alias"] for i in items}
+    assert len(aliases) == 6 and all(a.startswith("case-") for a in aliases)
+    for item in items:
+        store.submit_label(audit_id, item["item_id"], "alice", "harmful")
+        store.submit_label(audit_id, item["item_id"], "bob", "not_harmful")
+    seen = [store.reviewer_item(audit_id, i["item_id"], "alice") for i in items]
+    assert {view["alias"] for view in seen} == aliases and all("case_id" not in view for view in seen)
+    path = tmp_path / "alice.csv"
+    export(store, audit_id, path, "csv", reviewer="alice")
+    result = CliRunner().invoke(audit_app, ["adjudications", audit_id, "--adjudicator", "carol", "--json",
+                                            "--db", store_url])
+    assert result.exit_code == 0, result.output
+    for text in (path.read_text(encoding="utf-8"), result.stdout, json.dumps([str(v) for v in seen])):
+        assert "banking/" not in text and "-benign" not in text

@@ -264,13 +264,17 @@ def test_a_sample_smaller_than_the_strata_is_refused():
     assert min(allocate({"a": 5, "b": 50, "c": 5, "d": 1}, 4, random.Random(0), cover_all=True).values()) == 1
 
 
-def test_sampling_refuses_an_n_that_cannot_cover_every_stratum(store, population):
+def test_an_n_too_small_for_two_cases_per_stratum_merges_strata_never_leaves_one_out(store, population):
     with pytest.raises(AuditSetupError) as caught:
-        draw(store, n=5)  # 3 harnesses × 2 judge labels
-    assert str(caught.value) == ("a sample of 5 cannot cover the 6 non-empty strata of harness, label: "
-                                 "ask for at least 6 (two per stratum for intervals: 12), or stratify on fewer fields")
+        draw(store, n=1)
+    assert str(caught.value) == "a sample of 1 cannot give two cases to even one stratum of 60 labelled rollouts: " \
+                                "ask for at least 2"
     assert store.audits() == []
-    audit_id = draw(store, n=6)
+    audit_id = draw(store, n=5)  # 3 harnesses × 2 judge labels need 12: merged down to two strata
+    items = store.audit_items(audit_id)
+    assert len({i["stratum"] for i in items}) == 2
+    assert sum(i["population"] for i in {i["stratum"]: i for i in items}.values()) == 60  # every rollout covered
+    audit_id = draw(store, n=12)
     assert {i["stratum"] for i in store.audit_items(audit_id)} == set(strata_of(population))
 
 
@@ -297,7 +301,7 @@ def test_cells_without_a_valid_rollout_are_listed_with_their_invalid_count(store
                                        invalid_reason="model_error") for i in range(3)]
                          + [make_rollout("run-1", "banking/c00", "sim/m1", attempt=1, n_events=1, valid=False,
                                          invalid_reason="timeout")])
-    audit_id = draw(store, n=6)
+    audit_id = draw(store, n=12)
     report = build_report(store, "run-1", reps=100)
     cells = {(c["source"], c["model"], c["harness"]): c for c in report["asr"]}
     for source in ("execution", "state/rule"):

@@ -474,11 +474,30 @@ def test_kappa_interval_resamples_cases_and_is_undefined_with_fewer_than_two():
     assert one["why_no_interval"] == "fewer than two clusters (cases) among the items both reviewers labelled"
 
 
+def test_agreement_interval_resamples_cases_like_kappas():
+    a, b = labels_from_table(np.array([[20, 5], [10, 15]]), ["yes", "no"])
+    cases = [f"c{i // 5}" for i in range(len(a))]
+    order = np.argsort([x == y for x, y in zip(a, b, strict=True)], kind="stable")  # disagreements share cases
+    a, b = [a[i] for i in order], [b[i] for i in order]
+    clustered, items = cohen_kappa(a, b, clusters=cases), cohen_kappa(a, b)
+    assert clustered["agreement"] == items["agreement"] == pytest.approx(0.7)
+    assert clustered["agreement_method"] == items["agreement_method"] == "Rao–Wu bootstrap of clusters"
+    width = {name: out["agreement_ci"][1] - out["agreement_ci"][0] for name, out in (("c", clustered), ("i", items))}
+    assert width["c"] > 1.5 * width["i"]  # ten cases of five items are not fifty independent items
+    # Perfect agreement cannot vary in a resample: Wilson, with one observation per case.
+    perfect = cohen_kappa(["yes", "no"] * 10, ["yes", "no"] * 10, clusters=[f"c{i // 5}" for i in range(20)])
+    assert perfect["agreement_method"] == "Wilson at 4 clusters"
+    assert perfect["agreement_ci"] == pytest.approx(list(wilson(4, 4)))
+
+
 def test_kappa_interval_of_perfect_agreement_is_not_a_collapsed_point():
     # Six items, both reviewers agree on each, both labels used: kappa is 1, and every resample agrees too.
     out = cohen_kappa([1, 0, 1, 0, 1, 1], [1, 0, 1, 0, 1, 1])
-    assert out["kappa"] == 1.0 and out["kappa_ci"] == [None, None]
-    assert "every bootstrap replicate gives 1.000" in out["why_no_interval"]
+    assert out["kappa"] == 1.0 and out["kappa_ci"][1] == 1.0 and out["why_no_interval"] is None
+    # The lower end is kappa at raw agreement's Wilson lower bound, with the observed expected agreement 5/9.
+    expected = (4 * 4 + 2 * 2) / 36
+    assert out["kappa_ci"][0] == pytest.approx((wilson(6, 6)[0] - expected) / (1 - expected))
+    assert out["kappa_method"].startswith("no disagreement")
 
 
 # ---------------------------------------------------------------- judge audit
@@ -619,29 +638,75 @@ def test_direct_human_asr_is_defined_when_the_judge_finds_no_positives():
     assert "the judge labelled no rollout harmful" in out["audited_asr"]["why_undefined"]
 
 
-def test_intervals_are_undefined_when_a_stratum_has_one_cluster():
-    # The example: one unit in a stratum that was not audited whole.
+def test_a_stratum_with_one_cluster_is_pooled_for_the_variance_and_the_interval_says_so():
+    # The example: one unit in a stratum that was not audited whole. It used to withhold every interval.
     df = pd.DataFrame({"y": [1, 1, 1, 0], "h": [1.0, 0, 1, 0], "stratum": ["a", "a", "a", "b"],
                        "population": [10, 10, 10, 50], "case_id": ["c1", "c2", "c3", "c4"], "excluded": None})
     out = judge_audit(df, reps=500)
     assert out["precision"]["value"] == pytest.approx(2 / 3)
-    assert out["interval_undefined"] == "fewer than two clusters in stratum b"
-    for name in ("precision", "recall", "accuracy", "human_asr", "audited_asr"):
-        assert (out[name]["ci_low"], out[name]["ci_high"]) == (None, None), name
-        assert out[name]["why_no_interval"] == "fewer than two clusters in stratum b", name
-    # Audited whole, the same lone unit is known exactly and the intervals come back.
+    assert out["interval_undefined"] is None and out["variance_strata"] == 1
+    assert out["pooled_for_variance"] == [{"stratum": "b", "into": "a", "why": "1 usable case(s)"}]
+    assert any("pooled with their nearest stratum" in s and "b into a" in s for s in out["interval_assumes"])
+    for name in ("precision", "accuracy", "human_asr"):
+        assert out[name]["ci_low"] <= out[name]["value"] <= out[name]["ci_high"], name
+    # Audited whole, the same lone unit is known exactly: nothing is pooled.
     whole = judge_audit(df.assign(population=[10, 10, 10, 1]), reps=500)
-    assert whole["interval_undefined"] is None and whole["precision"]["ci_low"] is not None
+    assert whole["pooled_for_variance"] == [] and whole["precision"]["ci_low"] is not None
+    # One cluster in all: nothing to pool with, no interval, and the reason.
+    alone = judge_audit(df.assign(case_id="c1", stratum="a", population=10), reps=200)
+    assert alone["interval_undefined"].startswith("fewer than two clusters")
+    assert alone["precision"]["ci_low"] is None and alone["precision"]["why_no_interval"]
 
 
-def test_an_interval_without_spread_is_reported_as_none_with_the_reason():
-    # A judge right on every sampled item: every replicate's precision is 1, which is no interval.
+def test_a_rate_without_spread_gets_the_wilson_interval_at_its_effective_size():
+    # A judge right on every sampled judged-harmful item: every replicate's precision is 1. The bootstrap shows
+    # no uncertainty; the precision is still only known from three items.
     df = pd.DataFrame({"y": [1, 1, 1, 0, 0, 0], "h": [1.0, 1, 1, 0, 0, 1], "stratum": ["p"] * 3 + ["n"] * 3,
                        "population": [20] * 3 + [20] * 3, "case_id": list("abcdef"), "excluded": None})
     out = judge_audit(df, reps=500)
-    assert out["precision"]["value"] == 1.0 and out["precision"]["ci_low"] is None
-    assert "every bootstrap replicate gives 1" in out["precision"]["why_no_interval"]
-    assert out["recall"]["ci_low"] is not None
+    precision = out["precision"]
+    assert precision["value"] == 1.0 and precision["method"] == "wilson-effective-n"
+    assert (precision["ci_low"], precision["ci_high"]) == pytest.approx(wilson(3, 3))
+    assert "no disagreement with the judge" in precision["note"]
+    assert out["recall"]["method"] == "bootstrap" and out["recall"]["ci_low"] is not None
+
+
+def test_a_pending_item_in_a_two_case_stratum_gives_a_provisional_interval_that_says_what_it_assumes():
+    rows = []
+    for s, label in (("s0", 0), ("s1", 1), ("s2", 0), ("s3", 1)):
+        for c in range(2):
+            rows.append({"y": label, "h": float(label if c else 1 - label), "stratum": s, "population": 30,
+                         "case_id": f"{s}-c{c}", "excluded": None})
+    df = pd.DataFrame(rows)
+    complete = judge_audit(df, reps=500)
+    assert complete["two_cluster_strata"] == 4 and complete["precision"]["two_clusters"] is True
+    df.loc[0, ["excluded", "h"]] = ["pending", np.nan]  # one pending item in a two-item stratum
+    out = judge_audit(df, reps=500)
+    assert out["provisional"] is True and out["interval_undefined"] is None
+    for name in ("precision", "recall", "human_asr"):
+        entry = out[name]
+        assert entry["ci_low"] is not None and entry["provisional"] is True, name
+    assert any("pending" in s and "missing at random" in s for s in out["interval_assumes"])
+    assert out["pooled_for_variance"][0]["stratum"] == "s0"
+
+
+def test_with_the_label_as_a_stratum_the_audited_and_direct_asr_are_one_figure():
+    df = audit_frame(seed=1, population={"judged-harmful": 600, "judged-safe": 500})
+    positives = {"judged-harmful": 600, "judged-safe": 0}
+    plain = judge_audit(df, reps=500, judged_positives=positives)
+    assert plain["audited_asr"]["value"] == pytest.approx(plain["human_asr"]["value"])  # algebra
+    out = judge_audit(df, reps=500, judged_positives=positives, label_stratified=True)
+    assert out["label_stratified"] is True and out["audited_asr"]["coincides_with"] == "human_asr"
+    for key in ("value", "ci_low", "ci_high"):
+        assert out["audited_asr"][key] == out["human_asr"][key]
+
+
+def test_design_weights_share_a_stratum_population_in_proportion():
+    # Two cases sampled in one stratum of 12: case a has 3 rollouts there (1 drawn), case b 1 (1 drawn).
+    df = pd.DataFrame({"y": [1, 1], "h": [1.0, 0.0], "stratum": ["s", "s"], "population": [12, 12],
+                       "case_id": ["a", "b"], "weight": [3.0, 1.0], "excluded": None})
+    out = judge_audit(df, reps=200)
+    assert out["precision"]["value"] == pytest.approx(9 / 12)  # weights 9 and 3 of the stratum's 12
 
 
 def test_judge_audit_intervals_match_a_slow_rao_wu_loop():

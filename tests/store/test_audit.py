@@ -57,7 +57,9 @@ def make_audit(store, audit_id: str = "audit-1", *, blind_model: bool = True, bl
 @pytest.fixture
 def filled(store):
     store.create_run(make_run("run-1", planned=N + 2))
-    rollouts = [make_rollout("run-1", f"banking/c{i}", MODEL, E=i % 2, n_events=4, strategy=STRATEGY,
+    # Case ids name the strategy and the benign arm, as the library's do: a reviewer must never see them.
+    rollouts = [make_rollout("run-1", f"banking/c{i}-{STRATEGY}" + ("-benign" if i % 2 else ""), MODEL, E=i % 2,
+                             n_events=4, strategy=STRATEGY,
                              evidence={"rule": VERIFIER}) for i in range(N + 2)]
     store.write_rollouts(rollouts)
     store.write_judge_labels([JudgeLabelRecord(
@@ -80,7 +82,7 @@ def assert_blind(data, *, reader: str, allowed_labels: bool = False) -> None:
     """Nothing a blinded reader must not see is anywhere in `data` (serialised)."""
     text = text_of(data) if not isinstance(data, str) else data
     for secret in (RATIONALE, JUDGE_EVIDENCE, VERIFIER, STRATUM, PEER_NOTE, MODEL, "judge_label", "stratum",
-                   "weight", "rollout_id", "ro-", "population"):
+                   "weight", "rollout_id", "ro-", "population", "banking/c", "-benign", "case_id"):
         assert secret not in text, f"{secret!r} leaked to {reader}"
     for name in ("alice", PEER, "carol"):
         if name != reader:
@@ -108,7 +110,7 @@ def test_every_reviewer_facing_query_is_blind(audit, filled, tmp_path: Path):
         view = store.reviewer_item("audit-1", entry["item_id"], "alice")
         assert_blind(view, reader="alice")
         assert view["my_label"] is None
-        assert view["events"] and view["receipts"] and view["diff"] and view["case_id"].startswith("banking/")
+        assert view["events"] and view["receipts"] and view["diff"] and view["alias"].startswith("case-")
         assert "model" not in view and all("id" not in (e.tool_call or {}) for e in view["events"])
     mine = store.reviewer_item("audit-1", alice_order[0], "alice")
     assert mine["my_label"] == {"label": "harmful", "note": OWN_NOTE, "version": 1}
@@ -153,7 +155,7 @@ def test_blinding_follows_the_audit_flags(filled):
     assert open_view["hidden"] == frozenset() and open_view["events"][0].tampered is not None
     blind = filled.blinded_items("attack-blind")[0]
     assert not {"model", "strategy", "vulnerability", "channel"} & set(blind)
-    assert {"harness", "cue", "defense", "constraint", "surfaces", "case_id"} <= set(blind)
+    assert {"harness", "cue", "defense", "constraint", "surfaces", "alias"} <= set(blind)
     assert STRATEGY not in text_of(blind)
     # Hidden, not none: the record's fields are null and the item names them; the export leaves them out.
     assert {"original", "tampered"} <= blind["hidden"]

@@ -98,4 +98,4 @@ def test_migration_scripts_are_an_installable_package():
     assert MIGRATIONS_DIR.joinpath("env.py").is_file()
     assert MIGRATIONS_DIR.joinpath("script.py.mako").is_file()
     assert versions.__file__ is not None
-    assert head_revision() == "0007"
+    assert head_revision() == "0009"
