@@ -2,11 +2,14 @@
 
 A SQLite store is one file: whoever can read it can read everything, so its user is the *owner* and
 nothing is blinded against them (the file is kept 0600 in a 0700 folder so other local users
-cannot). A PostgreSQL store can hold a team: `add_member` creates one login per person and grants
-it only what its role needs — reviewers and adjudicators the blinded views of their own audits and
-inserting their own labels (row-level security, migration 0005), experts their own case reviews,
-researchers everything but the team itself. The database then enforces the blinding; the command
-line and the console take the role from the login (`identity`), never from a flag.
+cannot). A PostgreSQL store can hold a team: `add_member` creates one login per person (its name random, since
+every login can list every role) and grants it only what its role needs — reviewers, adjudicators and
+experts no table at all, only the views over the definer functions of migration 0008 that return their
+own rows and the functions that write as them; researchers every table but the team's, labels,
+decisions and reviews, and no changing an audit once written. The database then enforces the
+blinding; the command line and the console take the role from the login (`identity`), never from a
+flag. The member's password is handed out in a pg_service entry or a pgpass line (`NewMember`),
+never in a URL meant to be typed.
 
 Exposed as methods of `Store` (this module's `AccessQueries` is one of its mixins).
 """

@@ -6,9 +6,13 @@ Exposed as methods of `Store` (this module's `AuditQueries` is one of its mixins
 
 Blinding is enforced in SQL: the reviewer- and adjudicator-facing methods (`reviewer_queue`,
 `reviewer_item`, `blinded_items`, `adjudication_queue`, `adjudicator_overview`, the label writes) read
-only the blinded views of migration 0005 (`blind_*`) and the member's own label rows — never a table of
-runs, rollouts, judge labels or the audit itself — so on a PostgreSQL team store, where a reviewer's
-login is granted nothing else (store/access.py), the database refuses any other read. The views select
+only the blinded views of migration 0005 (`blind_*`) and the member's own rows (`own_label`,
+`own_adjudication`, migration 0008) — never a table of runs, rollouts, labels, judge labels or the audit
+itself — so on a PostgreSQL team store, where a reviewer's login is granted nothing else
+(store/access.py), the database refuses any other read. There the views run over definer functions that
+return only the login's rows, and labels and decisions are written through definer functions
+(`_pg_write`) that name the writer from the login and check the item is theirs (and, for a decision,
+disputed). The views select
 only the columns a blinded reader may see. They never read the judge's label, rationale or evidence, the
 item's stratum or weight (a stratum names the judge label), the verifier's outcome E or its evidence,
 the rollout id (it would let a reader look the rollout up), the other reviewer's labels, notes or name;

@@ -8,6 +8,9 @@ As with audit labels, a review is write-once: a second submission by the same ex
 (ReviewAlreadySubmitted) and a correction appends the next version with a reason. The expert-facing
 method (`expert_queue`) returns only the expert's own reviews, so one expert cannot read the other's
 while the round is open; agreement is measured on first submissions (`case_reviews(first_only=True)`).
+The expert-facing methods read the own-row views of migration 0008 (`my_round`, `my_round_case`,
+`own_review`); on a PostgreSQL team store those name no other expert and return no other expert's row,
+and reviews are written through `redagent_submit_review`, which names the expert from the login.
 """
 
 from __future__ import annotations
