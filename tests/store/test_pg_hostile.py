@@ -439,3 +439,42 @@ def test_what_only_a_superuser_can_close(world):
     assert inserted == len(PEER_LABELS) + len(ALICE_LABELS)
     assert len(logins) == len(MEMBERS)
     assert not any(login.endswith("_" + name.lower()) for login in logins for name in MEMBERS)
+
+
+def test_an_upgrade_takes_a_members_old_grants_away(pg_url):  # noqa: F811
+    """A reviewer added before migration 0008 held SELECT and INSERT on audit_label, the sequence, the plain
+    views and (through PUBLIC) TEMPORARY; opening the store after the upgrade leaves her only the new path."""
+    from alembic import command
+    from sqlalchemy.engine import make_url
+
+    from redagent.store.access import AccessQueries
+    from redagent.store.migrate import alembic_config
+
+    command.upgrade(alembic_config(url=pg_url), "0007")
+    database = make_url(pg_url).database or ""
+    login = AccessQueries.login_prefix(database) + "olga"
+    ident = pgsql.Identifier(login)
+    with connect(pg_url) as conn:  # what 0005's `team add` granted a reviewer
+        conn.execute(pgsql.SQL("CREATE ROLE {} LOGIN PASSWORD 'olga-pw'").format(ident))
+        for grant in ("CONNECT ON DATABASE " + pgsql.Identifier(database).as_string(conn), "USAGE ON SCHEMA public",
+                      "SELECT ON alembic_version", "EXECUTE ON FUNCTION redagent_me()",
+                      "EXECUTE ON FUNCTION redagent_role()", "SELECT ON blind_queue", "SELECT ON blind_item",
+                      "SELECT, INSERT ON audit_label", "USAGE ON SEQUENCE audit_label_id_seq"):
+            conn.execute(pgsql.SQL("GRANT " + grant + " TO {}").format(ident))
+        conn.execute("INSERT INTO team_member (name, role, login, created_at) VALUES ('olga', 'reviewer', %s, now())",
+                     (login,))
+    olga = make_url(pg_url).set(username=login, password="olga-pw").render_as_string(hide_password=False)
+    assert sql_rows(olga, "SELECT count(*) FROM audit_label") == [(0,)]  # the old path, before the upgrade
+    open_store(pg_url).close()  # the owner opens it: migration 0008, then every member's grants again
+    for refused in ("SELECT * FROM audit_label", "SELECT * FROM blind_queue_base", "CREATE TEMP TABLE t (a int)",
+                    "SELECT nextval('audit_label_id_seq')"):
+        with pytest.raises(pg_errors.InsufficientPrivilege):
+            sql_rows(olga, refused)
+    assert sql_rows(olga, "SELECT count(*) FROM blind_queue") == [(0,)]
+    with open_store(olga) as hers:
+        assert (hers.identity().name, hers.identity().role) == ("olga", REVIEWER)
+
+
+def sql_rows(url: str, statement: str) -> list[tuple[Any, ...]]:
+    with connect(url) as conn:
+        return conn.execute(statement).fetchall()
