@@ -72,7 +72,8 @@ class _CleanConsole(Console):
 out = _CleanConsole(markup=False, emoji=False)
 err = _CleanConsole(stderr=True, markup=False, emoji=False)  # "x.yaml:100:" is no emoji
 
-DB_OPTION = typer.Option(None, "--db", help="store: a SQLite file path or a URL (sqlite:///…, postgresql+psycopg://…); "
+DB_OPTION = typer.Option(None, "--db", help="store: a SQLite file path, pg:SERVICE (a pg_service entry) or a URL "
+                         "(sqlite:///…, postgresql+psycopg://user@host/db, password from ~/.pgpass); "
                          "default $REDAGENT_DB or .redagent/redagent.db. Only commands that write create a "
                          "missing store")
 

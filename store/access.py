@@ -2,11 +2,14 @@
 
 A SQLite store is one file: whoever can read it can read everything, so its user is the *owner* and
 nothing is blinded against them (the file is kept 0600 in a 0700 folder so other local users
-cannot). A PostgreSQL store can hold a team: `add_member` creates one login per person and grants
-it only what its role needs — reviewers and adjudicators the blinded views of their own audits and
-inserting their own labels (row-level security, migration 0005), experts their own case reviews,
-researchers everything but the team itself. The database then enforces the blinding; the command
-line and the console take the role from the login (`identity`), never from a flag.
+cannot). A PostgreSQL store can hold a team: `add_member` creates one login per person (its name random, since
+every login can list every role) and grants it only what its role needs — reviewers, adjudicators and
+experts no table at all, only the views over the definer functions of migration 0010 that return their
+own rows and the functions that write as them; researchers every table but the team's, labels,
+decisions and reviews, and no changing an audit once written. The database then enforces the
+blinding; the command line and the console take the role from the login (`identity`), never from a
+flag. The member's password is handed out in a pg_service entry or a pgpass line (`NewMember`),
+never in a URL meant to be typed.
 
 Exposed as methods of `Store` (this module's `AccessQueries` is one of its mixins).
 """
@@ -18,12 +21,12 @@ import re
 import secrets
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, select
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError
 
 from redagent.store import tables_team as tt
@@ -36,18 +39,36 @@ ANALYSTS = (OWNER, RESEARCHER)
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,39}")
 
 _BLIND_VIEWS = ("blind_audit", "blind_queue", "blind_item", "blind_event", "blind_receipt", "blind_diff")
-_FUNCTIONS = ("redagent_me()", "redagent_role()", "redagent_adjudicates(integer)")
-# What each role's login is granted (beyond connecting, the schema, the migration stamp, the functions).
+_IDENTITY = ("redagent_me()", "redagent_role()", "redagent_analyst()")
+
+
+def _reads(*views: str) -> list[str]:
+    """SELECT on the views and EXECUTE on the definer function each one reads a member's rows through (a
+    function's EXECUTE is checked for the querying login even when the view's gate never calls it)."""
+    return [grant for view in views for grant in (f"SELECT ON {view}", f"EXECUTE ON FUNCTION redagent_{view}()")]
+
+
+# What each role's login is granted (beyond connecting, the schema, the migration stamp, the identity functions).
+# Blinded members (reviewer, adjudicator, expert) get no privilege on any table or sequence: they read through
+# security_barrier views over definer functions that return only their own rows, and write through definer
+# functions that name them from their login (migration 0010).
 _GRANTS: dict[str, list[str]] = {
-    REVIEWER: [f"SELECT ON {view}" for view in _BLIND_VIEWS]
-    + ["SELECT, INSERT ON audit_label", "USAGE ON SEQUENCE audit_label_id_seq"],
-    ADJUDICATOR: [f"SELECT ON {view}" for view in (*_BLIND_VIEWS, "blind_slot_label")]
-    + ["SELECT, INSERT ON adjudication", "USAGE ON SEQUENCE adjudication_id_seq"],
-    EXPERT: ["SELECT ON review_round", "SELECT ON round_case", "SELECT, INSERT ON case_review",
-             "USAGE ON SEQUENCE case_review_id_seq"],
-    RESEARCHER: ["SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public",
-                 "USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public"],
+    REVIEWER: _reads(*_BLIND_VIEWS, "own_label")
+    + ["EXECUTE ON FUNCTION redagent_submit_label(text, integer, text, text, text, text)"],
+    ADJUDICATOR: _reads(*_BLIND_VIEWS, "blind_slot_label", "own_adjudication")
+    + ["EXECUTE ON FUNCTION redagent_adjudicate(text, integer, text, text, text, text)"],
+    EXPERT: _reads("my_round", "my_round_case", "own_review")
+    + ["EXECUTE ON FUNCTION redagent_submit_review(text, text, text, json, text, text, text)"],
+    RESEARCHER: ["SELECT ON ALL TABLES IN SCHEMA public",
+                 "INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public",
+                 "USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public"]
+    + _reads(*_BLIND_VIEWS, "blind_slot_label", "own_label", "own_adjudication", "own_review", "my_round",
+             "my_round_case"),
 }
+# A researcher creates audits and rounds (the owner's workflow, held to it by 0010's triggers) but never labels,
+# decides or reviews, and never changes or removes what an audit or round holds once written.
+_RESEARCHER_REVOKES = ["INSERT, UPDATE, DELETE ON audit_label, adjudication, case_review, team_member",
+                       "UPDATE, DELETE ON audit, audit_item, audit_assignment, review_round, round_case"]
 
 
 @dataclass(frozen=True)
@@ -70,13 +91,46 @@ class Identity:
 
 @dataclass(frozen=True)
 class NewMember:
-    """What `add_member` hands out once: the member's connection URL (PostgreSQL) and console token."""
+    """What `add_member` hands out once: the member's connection (PostgreSQL) and console token.
+
+    `url` carries no password: libpq takes it from a pg_service entry (`service_entry`, used as
+    `--db pg:SERVICE`) or a password file (`pgpass_line`). `secret_url` has it, for programs that connect
+    at once; the command line never prints it (a password on a command line is in every user's `ps`)."""
 
     name: str
     role: str
     login: str | None
     url: str | None
     token: str
+    password: str | None = field(default=None, repr=False)
+    host: str | None = None
+    port: int | None = None
+    database: str | None = None
+
+    @property
+    def service(self) -> str | None:
+        """The pg_service section name: the database and the member, so one file can hold several stores."""
+        return None if self.login is None else f"{self.database}-{self.name}"
+
+    @property
+    def secret_url(self) -> str | None:
+        if self.url is None:
+            return None
+        return make_url(self.url).set(password=self.password).render_as_string(hide_password=False)
+
+    def service_entry(self) -> str:
+        """The member's connection as a pg_service.conf section (password included: keep the file 0600)."""
+        if self.login is None:
+            raise InvalidRecord("a SQLite store has no logins: there is no connection to write")
+        return (f"[{self.service}]\nhost={self.host}\nport={self.port}\ndbname={self.database}\n"
+                f"user={self.login}\npassword={self.password}\n")
+
+    def pgpass_line(self) -> str:
+        """The member's password as a ~/.pgpass line (for `--db` URLs without a password)."""
+        def escape(value: object) -> str:
+            return str(value).replace("\\", "\\\\").replace(":", "\\:")
+
+        return ":".join(escape(part) for part in (self.host, self.port, self.database, self.login, self.password))
 
 
 def token_digest(token: str) -> str:
@@ -148,28 +202,36 @@ class AccessQueries:
         """Add a person to the team; on PostgreSQL also their login with their role's grants.
 
         The password and the console token are random and returned once (only the token's SHA-256
-        is stored; the password only by PostgreSQL). `host` replaces the server's host in the
-        returned URL (the owner may reach it at 127.0.0.1, the member by a name)."""
+        is stored; the password only by PostgreSQL). The login's name is random too (`ra_<store>_<hex>`):
+        every login can read the cluster's role names, so a name in them would give the roster away.
+        `host` replaces the server's host in the returned connection (the owner may reach it at
+        127.0.0.1, the member by a name)."""
         check_name(name)
         check_role(role)
         self._require_owner("add team members")
         token = secrets.token_urlsafe(24)
-        login = password = url = None
+        login = password = url = database = server = None
+        port = None
         tm = tt.team_member
         with self._writing() as conn:
             if conn.execute(select(tm.c.name).where(tm.c.name == name)).first() is not None:
                 raise InvalidRecord(f"{name} is already a member of this store's team")
             if self.dialect == "postgresql":
-                login = self._login_name(conn, name)
+                database = _database(conn)
+                login = self._login_name(conn, database)
                 password = secrets.token_urlsafe(24)
                 self._ddl(conn, "CREATE ROLE {} LOGIN PASSWORD {}", login, password)
                 self._grant(conn, login, role)
+                driver = conn.connection.driver_connection
+                assert driver is not None  # an open connection of a checked-out pool entry
+                server, port = host or driver.info.host, int(driver.info.port)
             conn.execute(tm.insert(), {"name": name, "role": role, "login": login,
                                        "token_sha256": token_digest(token), "created_at": datetime.now(UTC)})
         if login is not None:
-            parsed = make_url(self.url).set(username=login, password=password)
-            url = (parsed.set(host=host) if host else parsed).render_as_string(hide_password=False)
-        return NewMember(name=name, role=role, login=login, url=url, token=token)
+            url = URL.create("postgresql+psycopg", username=login, host=server, port=port,
+                             database=database).render_as_string(hide_password=False)
+        return NewMember(name=name, role=role, login=login, url=url, token=token, password=password, host=server,
+                         port=port, database=database)
 
     def remove_member(self, name: str) -> None:
         """Take a person off the team: their login loses every grant and is dropped; their labels stay."""
@@ -180,13 +242,8 @@ class AccessQueries:
             if row is None:
                 raise InvalidRecord(f"{name} is not a member of this store's team")
             if row.login is not None:
-                database = make_url(self.url).database
-                self._ddl(conn, "REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {}", row.login)
-                self._ddl(conn, "REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM {}", row.login)
-                self._ddl(conn, "REVOKE ALL ON SCHEMA public FROM {}", row.login)
-                for function in _FUNCTIONS:
-                    self._ddl(conn, f"REVOKE ALL ON FUNCTION {function} FROM {{}}", row.login)
-                self._ddl(conn, f"REVOKE ALL ON DATABASE {_quote(database)} FROM {{}}", row.login)
+                self._revoke_all(conn, row.login)
+                self._ddl(conn, f"REVOKE ALL ON DATABASE {_quote(_database(conn))} FROM {{}}", row.login)
                 self._ddl(conn, "DROP ROLE {}", row.login)
             conn.execute(tm.delete().where(tm.c.name == name))
 
@@ -222,28 +279,38 @@ class AccessQueries:
         """What every login of this database's team starts with."""
         return f"ra_{hashlib.sha256(database.encode()).hexdigest()[:8]}_"
 
-    def _login_name(self, conn: Connection, name: str) -> str:
-        # Logins are cluster-wide and a store is one database: the database's name is part of the
-        # login, hashed so two stores' alices never collide and the name stays under 63 bytes.
-        login = self.login_prefix(make_url(self.url).database or "") + name.lower()
-        taken = conn.exec_driver_sql("SELECT 1 FROM pg_roles WHERE rolname = %(login)s", {"login": login}).first()
-        if taken is not None:
-            raise InvalidRecord(f"the PostgreSQL login {login} already exists (a member removed by hand?); "
-                                "drop it or choose another name")
-        return login
+    def _login_name(self, conn: Connection, database: str) -> str:
+        # Logins are cluster-wide and a store is one database: the database's name is part of the login,
+        # hashed so two stores' teams never collide and the name stays under 63 bytes; the rest is random.
+        for _ in range(8):
+            login = self.login_prefix(database) + secrets.token_hex(5)
+            taken = conn.exec_driver_sql("SELECT 1 FROM pg_roles WHERE rolname = %(login)s", {"login": login}).first()
+            if taken is None:
+                return login
+        raise InvalidRecord("could not find a free PostgreSQL login name for this store")  # 2^40 names each try
+
+    def _revoke_all(self, conn: Connection, login: str) -> None:
+        for kind in ("TABLES", "SEQUENCES", "FUNCTIONS"):
+            self._ddl(conn, f"REVOKE ALL ON ALL {kind} IN SCHEMA public FROM {{}}", login)
+        self._ddl(conn, "REVOKE ALL ON SCHEMA public FROM {}", login)
 
     def _grant(self, conn: Connection, login: str, role: str) -> None:
-        database = make_url(self.url).database
+        """Exactly the role's grants: whatever the login held before (an older revision's grants, a role it
+        had) is revoked first, in the same transaction."""
+        database = _database(conn)
+        self._revoke_all(conn, login)
+        # TEMPORARY and CREATE come from PUBLIC, which migration 0010 revokes; never from the login itself.
+        self._ddl(conn, f"REVOKE TEMPORARY, CREATE ON DATABASE {_quote(database)} FROM {{}}", login)
         self._ddl(conn, f"GRANT CONNECT ON DATABASE {_quote(database)} TO {{}}", login)
         self._ddl(conn, "GRANT USAGE ON SCHEMA public TO {}", login)
         self._ddl(conn, "GRANT SELECT ON alembic_version TO {}", login)
-        for function in _FUNCTIONS:
+        for function in _IDENTITY:
             self._ddl(conn, f"GRANT EXECUTE ON FUNCTION {function} TO {{}}", login)
         for grant in _GRANTS[role]:
             self._ddl(conn, f"GRANT {grant} TO {{}}", login)
         if role == RESEARCHER:
-            # Researchers read the team, but only the owner changes who is in it (and with which login).
-            self._ddl(conn, "REVOKE INSERT, UPDATE, DELETE ON team_member FROM {}", login)
+            for revoke in _RESEARCHER_REVOKES:
+                self._ddl(conn, f"REVOKE {revoke} FROM {{}}", login)
 
     @staticmethod
     def _ddl(conn: Connection, template: str, login: str, password: str | None = None) -> None:
@@ -254,6 +321,11 @@ class AccessQueries:
         driver = conn.connection.driver_connection
         parts: list[Any] = [sql.Identifier(login)] + ([sql.Literal(password)] if password is not None else [])
         conn.exec_driver_sql(sql.SQL(template).format(*parts).as_string(driver))
+
+
+def _database(conn: Connection) -> str:
+    """The database the connection is in (a URL naming a pg_service entry names none itself)."""
+    return str(conn.exec_driver_sql("SELECT current_database()").scalar_one())
 
 
 def _quote(identifier: str | None) -> str:

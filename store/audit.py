@@ -6,9 +6,13 @@ Exposed as methods of `Store` (this module's `AuditQueries` is one of its mixins
 
 Blinding is enforced in SQL: the reviewer- and adjudicator-facing methods (`reviewer_queue`,
 `reviewer_item`, `blinded_items`, `adjudication_queue`, `adjudicator_overview`, the label writes) read
-only the blinded views of migration 0005 (`blind_*`) and the member's own label rows — never a table of
-runs, rollouts, judge labels or the audit itself — so on a PostgreSQL team store, where a reviewer's
-login is granted nothing else (store/access.py), the database refuses any other read. The views select
+only the blinded views of migration 0005 (`blind_*`) and the member's own rows (`own_label`,
+`own_adjudication`, migration 0010) — never a table of runs, rollouts, labels, judge labels or the audit
+itself — so on a PostgreSQL team store, where a reviewer's login is granted nothing else
+(store/access.py), the database refuses any other read. There the views run over definer functions that
+return only the login's rows, and labels and decisions are written through definer functions
+(`_pg_write`) that name the writer from the login and check the item is theirs (and, for a decision,
+disputed). The views select
 only the columns a blinded reader may see. They never read the judge's label, rationale or evidence, the
 item's stratum or weight (a stratum names the judge label), the verifier's outcome E or its evidence,
 the rollout id (it would let a reader look the rollout up), the case id (it names the attack strategy and
@@ -32,7 +36,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Table, func, select
+from sqlalchemy import Connection, Table, func, select, text
 
 from redagent.store import tables as t
 from redagent.store import tables_judging as tj
@@ -121,6 +125,16 @@ def _validate_audit(audit: AuditRecord, items: Sequence[AuditItemRecord]) -> Non
         if not (1 <= item.sampled <= item.population) or not item.weight > 0 or not item.stratum:
             raise InvalidRecord(f"{where}: item {item.rollout_id} has a bad stratum, population, sample size or "
                                 "weight")
+
+
+def _pg_write(conn: Connection, function: str, audit_id: str, row: dict[str, Any]) -> int | None:
+    """A label or decision written through its definer function (migration 0010): it names the writer from the
+    login, checks the item is theirs (and, for a decision, disputed) and takes the next version itself.
+    Returns the version written, or None when a concurrent writer took it."""
+    who = row.get("reviewer", row.get("adjudicator"))
+    return conn.execute(text(f"SELECT {function}(:audit_id, :item_id, :who, :label, :note, :reason)"),
+                        {"audit_id": audit_id, "item_id": row["item_id"], "who": who, "label": row["label"],
+                         "note": row["note"], "reason": row["reason"]}).scalar_one_or_none()
 
 
 class AuditQueries:
@@ -291,7 +305,12 @@ class AuditQueries:
                     raise LabelAlreadySubmitted(item_id, reviewer)
                 rows.append({"item_id": item_id, "reviewer": reviewer, "label": label, "note": note, "version": 1,
                              "reason": None, "created_at": now})
-            if rows:
+            if rows and conn.dialect.name == "postgresql":
+                # Through the definer function (no member may write the table), one row at a time.
+                lost = [row["item_id"] for row in rows if _pg_write(conn, "redagent_submit_label", audit_id, row) != 1]
+                if lost:  # a concurrent submission won the race: nothing of this batch is kept
+                    raise LabelAlreadySubmitted(lost[0], reviewer)
+            elif rows:
                 insert = (self._insert(conn, al)
                           .on_conflict_do_nothing(index_elements=["item_id", "reviewer", "version"])
                           .returning(al.c.item_id))
@@ -310,10 +329,10 @@ class AuditQueries:
         with self._writing() as conn:
             self._check_reviewer(conn, self._blind_audit_row(conn, audit_id), reviewer)
             self._position(conn, audit_id, item_id, reviewer)
-            al = tj.audit_label
+            al, own = tj.audit_label, tv.own_label
             self._append_version(conn, al, {"item_id": item_id, "reviewer": reviewer},
-                                 (al.c.item_id == item_id) & (al.c.reviewer == reviewer), label, note, reason,
-                                 reviewer)
+                                 (own.c.item_id == item_id) & (own.c.reviewer == reviewer), label, note, reason,
+                                 reviewer, audit_id=audit_id, mine_in=own)
         return self._own_latest_one(audit_id, item_id, reviewer)
 
     # ------------------------------------------------------------ adjudicator (blinded)
@@ -363,9 +382,15 @@ class AuditQueries:
             self._check_disputed(conn, audit_id, item_id, adjudicator)
             row = {"item_id": item_id, "adjudicator": adjudicator, "label": label,
                    "note": clean_text(note or "") or "", "version": 1, "reason": None, "created_at": datetime.now(UTC)}
-            insert = (self._insert(conn, ad).on_conflict_do_nothing(index_elements=["item_id", "version"])
-                      .returning(ad.c.id))
-            if conn.execute(insert, row).first() is None:
+            if conn.dialect.name == "postgresql":
+                own = tv.own_adjudication
+                written = conn.execute(select(own.c.version).where(own.c.item_id == item_id)).first() is None \
+                    and _pg_write(conn, "redagent_adjudicate", audit_id, row) == 1
+            else:
+                insert = (self._insert(conn, ad).on_conflict_do_nothing(index_elements=["item_id", "version"])
+                          .returning(ad.c.id))
+                written = conn.execute(insert, row).first() is not None
+            if not written:
                 raise LabelAlreadySubmitted(item_id, adjudicator)
         return self._adjudication_one(audit_id, item_id)
 
@@ -379,8 +404,9 @@ class AuditQueries:
         with self._writing() as conn:
             self._check_adjudicator(self._blind_audit_row(conn, audit_id), adjudicator)
             self._check_disputed(conn, audit_id, item_id, adjudicator)
-            self._append_version(conn, ad, {"item_id": item_id, "adjudicator": adjudicator}, ad.c.item_id == item_id,
-                                 label, note, reason, adjudicator)
+            own = tv.own_adjudication
+            self._append_version(conn, ad, {"item_id": item_id, "adjudicator": adjudicator}, own.c.item_id == item_id,
+                                 label, note, reason, adjudicator, audit_id=audit_id, mine_in=own)
         return self._adjudication_one(audit_id, item_id)
 
     # ------------------------------------------------------------ results (analysts)
@@ -484,7 +510,7 @@ class AuditQueries:
 
     @staticmethod
     def _own_first(conn: Connection, audit_id: str, reviewer: str) -> dict[int, tuple[str, str]]:
-        al, bq = tj.audit_label, tv.blind_queue
+        al, bq = tv.own_label, tv.blind_queue
         query = (select(al.c.item_id, al.c.label, al.c.note)
                  .join(bq, (bq.c.item_id == al.c.item_id) & (bq.c.reviewer == al.c.reviewer))
                  .where(bq.c.audit_id == audit_id, al.c.reviewer == reviewer, al.c.version == 1))
@@ -494,7 +520,7 @@ class AuditQueries:
     def _own_latest(conn: Connection, audit_id: str, reviewer: str,
                     item_id: int | None = None) -> dict[int, dict[str, Any]]:
         """The reviewer's own latest label per item: {label, note, version} (only their rows are read)."""
-        al, bq = tj.audit_label, tv.blind_queue
+        al, bq = tv.own_label, tv.blind_queue
         query = (select(al.c.item_id, al.c.label, al.c.note, al.c.version)
                  .join(bq, (bq.c.item_id == al.c.item_id) & (bq.c.reviewer == al.c.reviewer))
                  .where(bq.c.audit_id == audit_id, al.c.reviewer == reviewer).order_by(al.c.item_id, al.c.version))
@@ -528,7 +554,7 @@ class AuditQueries:
     @staticmethod
     def _adjudicated(conn: Connection, audit_id: str) -> dict[int, dict[str, Any]]:
         """The latest adjudication per item: {label, note, version}."""
-        ad, bi = tj.adjudication, tv.blind_item
+        ad, bi = tv.own_adjudication, tv.blind_item
         query = (select(ad.c.item_id, ad.c.label, ad.c.note, ad.c.version).join(bi, bi.c.item_id == ad.c.item_id)
                  .where(bi.c.audit_id == audit_id).order_by(ad.c.item_id, ad.c.version))
         return {item_id: {"label": label, "note": note, "version": version}
@@ -548,13 +574,20 @@ class AuditQueries:
             raise ItemNotInQueue(audit_id, item_id, adjudicator, queue="adjudication")
 
     def _append_version(self, conn: Connection, table: Table, who: dict[str, Any], mine: Any, label: str, note: str,
-                        reason: str, name: str) -> None:
+                        reason: str, name: str, *, audit_id: str, mine_in: Table) -> None:
+        """The next version of the writer's label or decision (`mine` selects their rows in `mine_in`, the view
+        of their own rows); on PostgreSQL through the definer function, which takes the version itself."""
         item_id = who["item_id"]
-        current = conn.execute(select(func.max(table.c.version)).where(mine)).scalar_one_or_none()
+        current = conn.execute(select(func.max(mine_in.c.version)).where(mine)).scalar_one_or_none()
         if current is None:
             raise NothingToCorrect(item_id, name)
         row = {**who, "label": label, "note": clean_text(note or "") or "", "version": int(current) + 1,
                "reason": clean_text(reason.strip()), "created_at": datetime.now(UTC)}
+        if conn.dialect.name == "postgresql":
+            function = "redagent_submit_label" if "reviewer" in who else "redagent_adjudicate"
+            if _pg_write(conn, function, audit_id, row) != row["version"]:
+                raise LabelConflict(item_id, name)
+            return
         key = ["item_id", "reviewer", "version"] if "reviewer" in who else ["item_id", "version"]
         if conn.execute(self._insert(conn, table).on_conflict_do_nothing(index_elements=key).returning(table.c.id),
                         row).first() is None:

@@ -29,7 +29,11 @@ from redagent.store.errors import StoreError
 DialectInsert = postgresql.Insert | sqlite.Insert
 
 DEFAULT_URL = "sqlite:///.redagent/redagent.db"
-EXPECTED = "a file path, sqlite:///path/to/file.db or postgresql+psycopg://user:password@host:port/database"
+EXPECTED = ("a file path, sqlite:///path/to/file.db, pg:SERVICE (a pg_service.conf entry) or "
+            "postgresql+psycopg://user@host:port/database (the password from ~/.pgpass or $PGPASSFILE)")
+# `pg:NAME`: a PostgreSQL connection described by a pg_service.conf section (libpq's ~/.pg_service.conf or
+# $PGSERVICEFILE), so no password need be typed on a command line.
+_SERVICE = re.compile(r"pg:([A-Za-z0-9][A-Za-z0-9_.-]{0,127})")
 CONNECT_TIMEOUT_S = 5
 BUSY_TIMEOUT_MS = 10_000
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -48,8 +52,16 @@ def resolve_url(url: str | None) -> str:
     """The URL given, else $REDAGENT_DB, else the default SQLite file under ./.redagent/.
 
     A value without a scheme (`store.db`, `~/stores/a.db`) is a SQLite file path: people type paths.
+    `pg:NAME` is the PostgreSQL connection of pg_service entry NAME (`postgresql+psycopg:///?service=NAME`).
+    A PostgreSQL URL need not carry a password: libpq then reads it from $PGPASSWORD, $PGPASSFILE or ~/.pgpass.
     """
     value = url or os.environ.get("REDAGENT_DB") or DEFAULT_URL
+    service = _SERVICE.fullmatch(value)
+    if service:
+        return f"postgresql+psycopg:///?service={service.group(1)}"
+    if value.startswith("pg:"):
+        raise StoreError(value, "a service name is 1-128 letters, digits, '.', '_' or '-' (pg:NAME); a SQLite "
+                                "file whose name starts with pg: is ./pg:…")
     if "://" not in value:
         return f"sqlite:///{Path(value).expanduser()}"
     return value
@@ -188,6 +200,11 @@ def _postgres_engine(parsed: URL) -> Engine:
                          connect_args={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "redagent"})
 
 
+def _quoted_user(message: str) -> str:
+    match = re.search(r'user "([^"]+)"', message)
+    return match.group(1) if match else ""
+
+
 def describe_db_error(exc: Exception, url: str) -> str:
     """The reason behind a driver error, as one short line (no SQL, no parameters, no hints block)."""
     orig = getattr(exc, "orig", None) or exc
@@ -199,13 +216,23 @@ def describe_db_error(exc: Exception, url: str) -> str:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
         parsed = None
-    where = f"{parsed.host or 'localhost'}:{parsed.port or 5432}" if parsed is not None else "the server"
+    service = parsed.query.get("service") if parsed is not None else None
+    if service:
+        where = f"service {service}"
+    else:
+        where = f"{parsed.host or 'localhost'}:{parsed.port or 5432}" if parsed is not None else "the server"
+    user = (parsed.username if parsed is not None else None) or _quoted_user(full)
     if "connection refused" in lowered:
         return f"connection refused by {where} (is PostgreSQL running there?)"
     if "timeout expired" in lowered or "timed out" in lowered:
         return f"no answer from {where} within {CONNECT_TIMEOUT_S} s"
     if "password authentication failed" in lowered:
-        return f"password authentication failed for user {parsed.username if parsed else ''!r}"
+        return f"password authentication failed for user {user!r}"
+    if "no password supplied" in lowered:
+        return (f"{where} asks a password for user {user!r} and none was found: put it in a pg_service entry "
+                "(--db pg:NAME) or a password file (~/.pgpass, $PGPASSFILE), not in the URL")
+    if re.search(r'definition of service "[^"]*" not found|service file "[^"]*" not found', full):
+        return (f"{where} is in no pg_service file (~/.pg_service.conf, or the file $PGSERVICEFILE names)")
     if "failed to resolve host" in lowered or "name or service not known" in lowered:
         return f"cannot resolve host {parsed.host if parsed else ''!r}"
     match = re.search(r'database "([^"]+)" does not exist', full)

@@ -8,17 +8,21 @@ As with audit labels, a review is write-once: a second submission by the same ex
 (ReviewAlreadySubmitted) and a correction appends the next version with a reason. The expert-facing
 method (`expert_queue`) returns only the expert's own reviews, so one expert cannot read the other's
 while the round is open; agreement is measured on first submissions (`case_reviews(first_only=True)`).
+The expert-facing methods read the own-row views of migration 0010 (`my_round`, `my_round_case`,
+`own_review`); on a PostgreSQL team store those name no other expert and return no other expert's row,
+and reviews are written through `redagent_submit_review`, which names the expert from the login.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Table, func, select
+from sqlalchemy import Connection, Table, func, select, text
 
 from redagent.store import tables_reviews as tr
 from redagent.store import tables_team as tv
@@ -141,6 +145,16 @@ def _validate_round(round_id: str, seed: int, experts: Sequence[str], cases: Seq
             raise InvalidRecord(f"{where}: case {c.case_id!r} needs an id, a positive version and a content hash")
 
 
+def _pg_write_review(conn: Connection, row: dict[str, Any]) -> int | None:
+    """A review written through `redagent_submit_review` (migration 0010), which names the expert from the
+    login and takes the next version; the version written, or None when a concurrent one took it."""
+    return conn.execute(
+        text("SELECT redagent_submit_review(:round_id, :case_id, :expert, CAST(:rubric AS json), :decision, :note, "
+             ":reason)"),
+        {**{key: row[key] for key in ("round_id", "case_id", "expert", "decision", "note", "reason")},
+         "rubric": json.dumps(row["rubric"])}).scalar_one_or_none()
+
+
 class ReviewQueries:
     """Store methods for case review rounds (mixed into `Store`, which provides the plumbing)."""
 
@@ -189,7 +203,7 @@ class ReviewQueries:
 
     def latest_round_for(self, expert: str) -> str | None:
         """The id of the newest round naming `expert`, or None."""
-        rr = tr.review_round
+        rr = tv.my_round  # an expert's login reads only their own rounds
         query = select(rr.c.id, rr.c.experts).order_by(rr.c.created_at.desc(), rr.c.id)
         with self._reading() as conn:
             for round_id, experts in conn.execute(query):
@@ -202,9 +216,9 @@ class ReviewQueries:
     def expert_queue(self, round_id: str, expert: str) -> list[dict[str, Any]]:
         """The round's cases for one expert, in order: position, case_id, case_version, case_hash, reviewed
         and review (their own latest {rubric, decision, note, version}, or None). Only their rows are read."""
-        rc, cr = tr.round_case, tr.case_review
+        rc, cr = tv.my_round_case, tv.own_review
         with self._reading() as conn:
-            self._check_expert(self._round_row(conn, round_id), expert)
+            self._check_expert(self._my_round_row(conn, round_id), expert)
             own = (select(cr.c.case_id, cr.c.rubric, cr.c.decision, cr.c.note, cr.c.version)
                    .where(cr.c.round_id == round_id, cr.c.expert == expert).order_by(cr.c.case_id, cr.c.version))
             mine = {case_id: {"rubric": dict(rubric), "decision": decision, "note": note, "version": version}
@@ -220,14 +234,20 @@ class ReviewQueries:
         clean = check_review(rubric, decision)
         cr = tr.case_review
         with self._writing() as conn:
-            self._check_expert(self._round_row(conn, round_id), expert)
+            self._check_expert(self._my_round_row(conn, round_id), expert)
             self._check_case(conn, round_id, case_id)
             row = {"round_id": round_id, "case_id": case_id, "expert": expert, "rubric": clean, "decision": decision,
                    "note": clean_text(note or "") or "", "version": 1, "reason": None, "created_at": datetime.now(UTC)}
-            insert = (self._insert(conn, cr)
-                      .on_conflict_do_nothing(index_elements=["round_id", "case_id", "expert", "version"])
-                      .returning(cr.c.id))
-            if conn.execute(insert, row).first() is None:
+            if conn.dialect.name == "postgresql":
+                # Through the definer function (no member may write the table): it takes the version itself.
+                written = self._current_review(conn, round_id, case_id, expert) is None \
+                    and _pg_write_review(conn, row) == 1
+            else:
+                insert = (self._insert(conn, cr)
+                          .on_conflict_do_nothing(index_elements=["round_id", "case_id", "expert", "version"])
+                          .returning(cr.c.id))
+                written = conn.execute(insert, row).first() is not None
+            if not written:
                 raise ReviewAlreadySubmitted(case_id, expert)
         return self._own_latest_review(round_id, case_id, expert)
 
@@ -239,19 +259,22 @@ class ReviewQueries:
             raise ReviewCorrectionWithoutReason(case_id)
         cr = tr.case_review
         with self._writing() as conn:
-            self._check_expert(self._round_row(conn, round_id), expert)
+            self._check_expert(self._my_round_row(conn, round_id), expert)
             self._check_case(conn, round_id, case_id)
-            current = conn.execute(select(func.max(cr.c.version)).where(
-                cr.c.round_id == round_id, cr.c.case_id == case_id, cr.c.expert == expert)).scalar_one_or_none()
+            current = self._current_review(conn, round_id, case_id, expert)
             if current is None:
                 raise NoReviewToCorrect(case_id, expert)
             row = {"round_id": round_id, "case_id": case_id, "expert": expert, "rubric": clean, "decision": decision,
                    "note": clean_text(note or "") or "", "version": int(current) + 1,
                    "reason": clean_text(reason.strip()), "created_at": datetime.now(UTC)}
-            insert = (self._insert(conn, cr)
-                      .on_conflict_do_nothing(index_elements=["round_id", "case_id", "expert", "version"])
-                      .returning(cr.c.id))
-            if conn.execute(insert, row).first() is None:
+            if conn.dialect.name == "postgresql":
+                written = _pg_write_review(conn, row) == row["version"]
+            else:
+                insert = (self._insert(conn, cr)
+                          .on_conflict_do_nothing(index_elements=["round_id", "case_id", "expert", "version"])
+                          .returning(cr.c.id))
+                written = conn.execute(insert, row).first() is not None
+            if not written:
                 raise ReviewConflict(case_id, expert)
         return self._own_latest_review(round_id, case_id, expert)
 
@@ -306,18 +329,33 @@ class ReviewQueries:
         return row
 
     @staticmethod
+    def _my_round_row(conn: Connection, round_id: str) -> Any:
+        """The round as an expert's login may read it (my_round: on a team store only their own rounds, naming
+        no other expert); the whole round for analysts."""
+        row = conn.execute(select(tv.my_round).where(tv.my_round.c.id == round_id)).first()
+        if row is None:
+            raise UnknownRound(round_id)
+        return row
+
+    @staticmethod
+    def _current_review(conn: Connection, round_id: str, case_id: str, expert: str) -> int | None:
+        cr = tv.own_review
+        return conn.execute(select(func.max(cr.c.version)).where(
+            cr.c.round_id == round_id, cr.c.case_id == case_id, cr.c.expert == expert)).scalar_one_or_none()
+
+    @staticmethod
     def _check_expert(round_row: Any, expert: str) -> None:
         if expert not in round_row.experts:
             raise UnknownExpert(round_row.id, expert)
 
     @staticmethod
     def _check_case(conn: Connection, round_id: str, case_id: str) -> None:
-        rc = tr.round_case
+        rc = tv.my_round_case
         if conn.execute(select(rc.c.case_id).where(rc.c.round_id == round_id, rc.c.case_id == case_id)).first() is None:
             raise CaseNotInRound(round_id, case_id)
 
     def _own_latest_review(self, round_id: str, case_id: str, expert: str) -> dict[str, Any]:
-        cr = tr.case_review
+        cr = tv.own_review
         with self._reading() as conn:
             row = conn.execute(select(cr.c.rubric, cr.c.decision, cr.c.note, cr.c.version, cr.c.reason)
                                .where(cr.c.round_id == round_id, cr.c.case_id == case_id, cr.c.expert == expert)

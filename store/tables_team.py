@@ -1,14 +1,14 @@
 """The team of a store: who may log in, in which role, and the blinded views reviewers read.
 
 `team_member` is on `StoreModel.metadata` like every other table (tables.py imports this module).
-The blinded views are created by migration 0005 with per-dialect SQL; they are described here as
-plain `Table` objects on a metadata of their own, so queries can name their columns while schema
-tools (create_all, autogenerate) never mistake them for tables.
+The blinded views are created by migration 0005 (on PostgreSQL, 0010 puts definer functions under
+them); they are described here as plain `Table` objects on a metadata of their own, so queries can
+name their columns while schema tools (create_all, autogenerate) never mistake them for tables.
 """
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, CheckConstraint, Column, Integer, MetaData, Table, Text
+from sqlalchemy import BigInteger, Boolean, CheckConstraint, Column, Integer, MetaData, Table, Text
 from sqlmodel import Field
 
 from redagent.store.tables import JSONDocument, StoreModel, UTCDateTime, table_of
@@ -57,3 +57,20 @@ blind_diff = Table("blind_diff", views, Column("audit_id", Text), Column("item_i
                    Column("before", JSONDocument), Column("after", JSONDocument))
 blind_slot_label = Table("blind_slot_label", views, Column("audit_id", Text), Column("item_id", Integer),
                          Column("slot", Text), Column("label", Text), Column("version", Integer))
+
+# Migration 0010: a member's own rows (their labels, decisions, case reviews, rounds). On PostgreSQL these are
+# security_barrier views over definer functions (members have no privilege on the tables under them); on
+# SQLite plain views over the tables.
+own_label = Table("own_label", views, Column("item_id", Integer), Column("reviewer", Text), Column("label", Text),
+                  Column("note", Text), Column("version", Integer), Column("reason", Text),
+                  Column("created_at", UTCDateTime))
+own_adjudication = Table("own_adjudication", views, Column("item_id", Integer), Column("adjudicator", Text),
+                         Column("label", Text), Column("note", Text), Column("version", Integer),
+                         Column("reason", Text), Column("created_at", UTCDateTime))
+own_review = Table("own_review", views, Column("round_id", Text), Column("case_id", Text), Column("expert", Text),
+                   Column("rubric", JSONDocument), Column("decision", Text), Column("note", Text),
+                   Column("version", Integer), Column("reason", Text), Column("created_at", UTCDateTime))
+my_round = Table("my_round", views, Column("id", Text), Column("seed", BigInteger), Column("n", Integer),
+                 Column("experts", JSONDocument), Column("created_at", UTCDateTime))
+my_round_case = Table("my_round_case", views, Column("round_id", Text), Column("case_id", Text),
+                      Column("case_version", Integer), Column("case_hash", Text), Column("position", Integer))

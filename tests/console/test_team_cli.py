@@ -4,6 +4,7 @@ may not run is one line and exit 2 — tried with each blinded member's own conn
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -29,18 +30,26 @@ RESEARCH_ONLY = [
 
 
 def redagent(*args: str, db: str) -> subprocess.CompletedProcess[str]:
+    # The members connect by pg_service entry (`--db pg:NAME`): the file `team add` wrote, found by libpq.
+    services = {"PGSERVICEFILE": os.environ["PGSERVICEFILE"]} if "PGSERVICEFILE" in os.environ else {}
     return subprocess.run([sys.executable, "-m", "redagent", *args, "--db", db], capture_output=True, text=True,
-                          timeout=300, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+                          timeout=300, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", **services})
 
 
 @pytest.fixture
-def team(filled):  # noqa: F811
+def team(filled, tmp_path, monkeypatch):  # noqa: F811
     make_audit(filled, "audit-1", reviewers=("alice", PEER))
-    urls = {}
+    urls, entries = {}, []
     for name, role in (("alice", "reviewer"), (PEER, "reviewer"), ("carol", "adjudicator")):
-        added = redagent("team", "add", name, "--role", role, "--json", db=filled.url)
+        written = tmp_path / f"{name}.conf"
+        added = redagent("team", "add", name, "--role", role, "--json", "--out", str(written), db=filled.url)
         assert added.returncode == 0, added.stderr
-        urls[name] = json.loads(added.stdout)["url"]
+        urls[name] = json.loads(added.stdout)["db"]
+        entries.append(written.read_text())
+    services = tmp_path / "pg_service.conf"
+    services.write_text("".join(entries))
+    services.chmod(0o600)
+    monkeypatch.setenv("PGSERVICEFILE", str(services))
     return filled, urls
 
 

@@ -22,8 +22,9 @@ def _refusal(url: str) -> str:
 def test_malformed_url():
     # Anything without "scheme://" is a path now (below); a URL that is broken is still refused as one.
     assert _refusal("://no-scheme") == (
-        "cannot open store ://no-scheme: malformed database URL (expected a file path, sqlite:///path/to/file.db "
-        "or postgresql+psycopg://user:password@host:port/database)")
+        "cannot open store ://no-scheme: malformed database URL (expected a file path, sqlite:///path/to/file.db, "
+        "pg:SERVICE (a pg_service.conf entry) or postgresql+psycopg://user@host:port/database (the password from "
+        "~/.pgpass or $PGPASSFILE))")
 
 
 def test_a_plain_path_is_a_sqlite_store(tmp_path):

@@ -80,8 +80,8 @@ def test_the_owner_is_unblinded_and_each_login_gets_its_own_role(team):
     store, members = team
     assert store.identity().role == OWNER and not store.identity().enforced
     for name, member in members.items():
-        assert member.login and member.url and member.token
-        with open_store(member.url) as theirs:
+        assert member.login and member.secret_url and member.token
+        with open_store(member.secret_url) as theirs:
             identity = theirs.identity()
             assert (identity.name, identity.role, identity.enforced) == (name, member.role, True)
     assert {m["name"]: m["role"] for m in store.team()}["carol"] == ADJUDICATOR
@@ -90,7 +90,7 @@ def test_the_owner_is_unblinded_and_each_login_gets_its_own_role(team):
 @pytest.mark.parametrize("who", ["alice", "carol", "erin"])
 def test_blinded_roles_are_refused_every_unblinded_table(team, who):
     _, members = team
-    url = members[who].url
+    url = members[who].secret_url
     for table in UNBLINDED:
         if who == "erin" and table in ("review_round", "round_case"):
             continue  # an expert reads the rounds they review
@@ -100,14 +100,16 @@ def test_blinded_roles_are_refused_every_unblinded_table(team, who):
 
 def test_a_reviewer_sees_only_their_own_queue_labels_and_audits(team):
     store, members = team
-    alice, peer = members["alice"].url, members[PEER].url
+    alice, peer = members["alice"].secret_url, members[PEER].secret_url
     with open_store(peer) as theirs:
         item = theirs.reviewer_queue("audit-1", PEER)[0]["item_id"]
         theirs.submit_label("audit-1", item, PEER, "harmful", "peer's note")
     assert {row[0] for row in sql(alice, "SELECT DISTINCT reviewer FROM blind_queue")} == {"alice"}
     assert {row[0] for row in sql(alice, "SELECT DISTINCT audit_id FROM blind_item")} == {"audit-1"}
     assert {row[0] for row in sql(alice, "SELECT id FROM blind_audit")} == {"audit-1"}
-    assert sql(alice, "SELECT * FROM audit_label") == []  # the peer's label is invisible to her
+    with pytest.raises(pg_errors.InsufficientPrivilege):  # no table of labels is hers to read (migration 0010)
+        sql(alice, "SELECT * FROM audit_label")
+    assert sql(alice, "SELECT * FROM own_label") == []  # the peer's label is invisible to her
     with pytest.raises(pg_errors.InsufficientPrivilege):
         sql(alice, "SELECT * FROM blind_slot_label")  # the two reviewers' labels are the adjudicator's
     # The model is blinded in the view itself, not only in Python.
@@ -117,7 +119,7 @@ def test_a_reviewer_sees_only_their_own_queue_labels_and_audits(team):
 
 def test_a_reviewer_cannot_write_as_someone_else_or_change_a_label(team):
     _, members = team
-    alice = members["alice"].url
+    alice = members["alice"].secret_url
     with open_store(alice) as mine:
         item = mine.reviewer_queue("audit-1", "alice")[0]["item_id"]
         mine.submit_label("audit-1", item, "alice", "not_harmful")
@@ -141,10 +143,10 @@ def test_a_reviewer_cannot_write_as_someone_else_or_change_a_label(team):
 def test_the_adjudicator_sees_slots_not_names_and_decides_only_their_audits(team):
     store, members = team
     for name in ("alice", PEER):
-        with open_store(members[name].url) as theirs:
+        with open_store(members[name].secret_url) as theirs:
             item = sorted(e["item_id"] for e in theirs.reviewer_queue("audit-1", name))[0]
             theirs.submit_label("audit-1", item, name, "harmful" if name == "alice" else "not_harmful")
-    carol = members["carol"].url
+    carol = members["carol"].secret_url
     rows = sql(carol, "SELECT audit_id, item_id, slot, label FROM blind_slot_label")
     assert {(row[0], row[2]) for row in rows} == {("audit-1", "A"), ("audit-1", "B")}
     assert "alice" not in str(rows) and PEER not in str(rows)
@@ -166,7 +168,7 @@ def test_the_adjudicator_sees_slots_not_names_and_decides_only_their_audits(team
 
 def test_a_researcher_reads_everything_but_cannot_label_or_change_the_team(team):
     _, members = team
-    dave = members["dave"].url
+    dave = members["dave"].secret_url
     assert sql(dave, "SELECT count(*) FROM rollout")[0][0] > 0
     assert sql(dave, "SELECT count(*) FROM judge_label")[0][0] > 0
     item = sql(dave, "SELECT item_id FROM audit_assignment WHERE reviewer = 'alice' LIMIT 1")[0][0]
@@ -183,5 +185,5 @@ def test_a_removed_member_cannot_log_in_and_a_stranger_is_refused(team):
     store, members = team
     store.remove_member("erin")
     with pytest.raises(StoreError):
-        open_store(members["erin"].url)
+        open_store(members["erin"].secret_url)
     assert "erin" not in {m["name"] for m in store.team()}

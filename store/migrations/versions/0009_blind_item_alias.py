@@ -4,11 +4,11 @@ Revision ID: 0009
 Revises: 0008
 Create Date: 2026-12-02
 
-`blind_item` gains the column `alias` (0008). On SQLite the view is rebuilt without `case_id`. On
-PostgreSQL it is replaced in place (CREATE OR REPLACE keeps the grants `redagent team add` gave each
-member's login, and can only add a column), so `case_id` stays in the view until the blinded views are
-rewritten as security-definer functions, which must return `alias` and not `case_id`; the store's
-blinded queries never select `case_id` from it either way.
+`blind_item` shows the column `alias` (0008) where it showed `case_id`, on both dialects. On PostgreSQL a
+view cannot lose a column in place: it and the blinded views built on it are dropped and made again (as
+0005 made them, the item's alias for its case id). Members' grants on them go with them; opening the
+store after the upgrade gives every login its role's grants again (store/db.py: sync_grants), and 0010
+puts these views behind definer functions anyway.
 """
 
 from collections.abc import Sequence
@@ -35,9 +35,30 @@ _PG = {"analyst": "(redagent_role() IS NULL OR redagent_role() = 'researcher')",
 _SQLITE = {"analyst": "1 = 1", "me": "NULL"}
 
 
+# The blinded views 0005 built on blind_item (PostgreSQL binds a view to the columns it reads).
+_DEPENDENT = ("blind_event", "blind_receipt", "blind_diff")
+
+
+def _r0005_views(names: Sequence[str]) -> list[str]:
+    """0005's CREATE VIEW statements (PostgreSQL) for the views `names`."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("_r0005", Path(__file__).with_name("0005_team_access.py"))
+    assert spec is not None and spec.loader is not None
+    r0005 = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(r0005)
+    return [statement for statement in r0005._views(True)
+            if any(f"CREATE VIEW {view} " in statement for view in names)]
+
+
 def upgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
-        op.execute(_VIEW.format(verb="CREATE OR REPLACE", case="r.case_id, ", alias=", ai.alias", **_PG))
+        for view in (*reversed(_DEPENDENT), "blind_item"):
+            op.execute(f"DROP VIEW {view}")
+        op.execute(_VIEW.format(verb="CREATE", case="ai.alias, ", alias="", **_PG))
+        for statement in _r0005_views(_DEPENDENT):
+            op.execute(statement)
     else:
         op.execute("DROP VIEW blind_item")
         op.execute(_VIEW.format(verb="CREATE", case="ai.alias, ", alias="", **_SQLITE))
@@ -48,18 +69,8 @@ def downgrade() -> None:
         op.execute("DROP VIEW blind_item")
         op.execute(_VIEW.format(verb="CREATE", case="r.case_id, ", alias="", **_SQLITE))
         return
-    # A view cannot lose a column in place: drop it and the views built on it, and rebuild them as 0005 made
-    # them. Members' grants on them go with them: `redagent team add` gives them again.
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location("_r0005", Path(__file__).with_name("0005_team_access.py"))
-    assert spec is not None and spec.loader is not None
-    r0005 = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(r0005)
-    for view in ("blind_diff", "blind_receipt", "blind_event", "blind_item"):
+    # Back to 0005's views (members' grants on them go with them: opening the store gives them again).
+    for view in (*reversed(_DEPENDENT), "blind_item"):
         op.execute(f"DROP VIEW {view}")
-    for statement in r0005._views(True):
-        if any(f"CREATE VIEW {view} " in statement for view in ("blind_item", "blind_event", "blind_receipt",
-                                                                 "blind_diff")):
-            op.execute(statement)
+    for statement in _r0005_views(("blind_item", *_DEPENDENT)):
+        op.execute(statement)
