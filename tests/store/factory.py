@@ -112,3 +112,14 @@ def write_as_of(engine: Any, rollouts: list[RolloutRecord]) -> None:
         for table, key in ((t.event, "events"), (t.receipt, "receipts"), (t.diff_entry, "diff"),
                            (t.snapshot, "snapshots")):
             insert(table, [row for p in prepared for row in getattr(p, key)])
+
+
+def insert_as_of(engine: Any, table: Any, rows: list[dict[str, Any]]) -> list[Any]:
+    """Insert `rows` into `table` of a database left at an older schema revision, naming only the columns it has
+    there (the current write paths name columns later revisions added); returns the new rows' primary keys."""
+    from sqlalchemy import inspect
+
+    with engine.begin() as conn:
+        have = {c["name"] for c in inspect(conn).get_columns(table.name)}
+        return [conn.execute(table.insert(), {k: v for k, v in row.items() if k in have}).inserted_primary_key[0]
+                for row in rows]

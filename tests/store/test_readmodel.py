@@ -105,13 +105,14 @@ def test_blinded_reads_carry_the_same_records_with_hidden_fields_none(store):
                                         positions={"ann": 1, "bob": 1})])
     item = store.reviewer_item("a1", store.reviewer_queue("a1", "ann")[0]["item_id"], "ann")
     assert item["hidden"] == {"model", "strategy", "vulnerability", "channel", "original", "tampered"}
-    assert not {"model", "strategy", "rollout_id", "E"} & set(item)
+    assert not {"model", "strategy", "rollout_id", "E", "case_id"} & set(item) and item["alias"].startswith("case-")
+    assert record.case_id not in repr(item)
     researcher = store.rollout_detail(record.id, labels=False)
     assert item["receipts"] == researcher.receipts and item["diff"] == researcher.diff
     assert all(isinstance(e, StoredEvent) and e.original is None and e.tampered is None for e in item["events"])
     # Under blind_model the provider's tool-call ids go too, and a CLI's own transcript (it names the model) is
     # not in the view at all (the view's SQL); everything else is the same record.
-    assert researcher.transcript is not None and BlindedRollout(events=item["events"], item_id=1, case_id="",
+    assert researcher.transcript is not None and BlindedRollout(events=item["events"], item_id=1, alias="",
                                                                 constraint="", harness="", cue="", defense="",
                                                                 surfaces=()).transcript is None
     assert all("id" not in (e.tool_call or {}) for e in item["events"])
@@ -124,11 +125,12 @@ def test_blinded_reads_carry_the_same_records_with_hidden_fields_none(store):
 
 
 def test_blinded_record_fields_leave_hidden_ones_out():
-    blinded = BlindedRollout(events=(StoredEvent(0, "user", "hi", tampered=None),), item_id=3, case_id="c",
+    blinded = BlindedRollout(events=(StoredEvent(0, "user", "hi", tampered=None),), item_id=3, alias="case-0a1b2c3d",
                              constraint="k", harness="native", cue="none", defense="none", surfaces=("email",),
                              strategy="E2", hidden=frozenset({"model"}))
     fields = blinded.fields()
     assert "model" not in fields and fields["strategy"] == "E2" and fields["surfaces"] == ["email"]
+    assert fields["alias"] == "case-0a1b2c3d" and "case_id" not in fields
     assert fields["events"][0].to_dict(fields["hidden"] | {"tampered"}).keys() == {
         "idx", "role", "text", "tool_call", "original", "observation", "receipts"}
 

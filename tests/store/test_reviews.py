@@ -5,6 +5,7 @@ stratified by surface; agreement per rubric item uses first submissions."""
 from __future__ import annotations
 
 from collections import Counter
+from datetime import UTC, datetime
 
 import pytest
 from alembic import command
@@ -13,11 +14,12 @@ from sqlalchemy.exc import IntegrityError
 
 from redagent.cases.loader import load_cases
 from redagent.judges.rounds import RoundError, agreement, new_round, pinned_case, surface_of
+from redagent.store import tables_judging as tj
 from redagent.store.connect import WRITE, create_store_engine
 from redagent.store.db import Store, open_store
 from redagent.store.errors import InvalidRecord, WriteRejected
 from redagent.store.migrate import alembic_config, current_revisions, head_revision
-from redagent.store.records import AuditItemRecord, AuditRecord, JudgeLabelRecord
+from redagent.store.records import JudgeLabelRecord
 from redagent.store.reviews import (
     BadReview,
     CaseNotInRound,
@@ -28,7 +30,7 @@ from redagent.store.reviews import (
     UnknownExpert,
     UnknownRound,
 )
-from tests.store.factory import make_rollout, make_run, write_as_of
+from tests.store.factory import insert_as_of, make_rollout, make_run, write_as_of
 
 PASS = dict.fromkeys(("ivc_consistency", "threat_model_compliance", "task_attack_coherence", "verifier_correctness"),
                      "pass")
@@ -158,12 +160,18 @@ def test_migration_0003_applies_on_top_of_0002_and_keeps_the_data(store_url):
     old.write_judge_labels([JudgeLabelRecord(rollout_id=rollout.id, run_id="run-1", config_name="state/rule",
                                              config_hash="h", view="state", contract_hash="c", gate="g",
                                              backbone="rule", label=1, status="ok", rationale="r")])
-    old.create_audit(AuditRecord(id="audit-1", run_id="run-1", config_name="state/rule", config_hash="h",
-                                 backbone="rule", seed=0, n=1, stratify=[], reviewers=["ann", "ben"],
-                                 adjudicator="cat"),
-                     [AuditItemRecord(rollout_id=rollout.id, stratum="all", population=1, sampled=1, weight=1.0,
-                                      positions={"ann": 1, "ben": 1})])
     old.close()
+    # The audit as 0002's release wrote it (today's create_audit names columns 0008 added).
+    insert_as_of(engine, tj.audit, [{
+        "id": "audit-1", "run_id": "run-1", "config_name": "state/rule", "config_hash": "h", "backbone": "rule",
+        "seed": 0, "n": 1, "stratify": [], "reviewers": ["ann", "ben"], "adjudicator": "cat", "blind_model": True,
+        "blind_attack": False, "created_at": datetime.now(UTC)}])
+    (item,) = insert_as_of(engine, tj.audit_item, [{
+        "audit_id": "audit-1", "rollout_id": rollout.id, "stratum": "all", "population": 1, "sampled": 1,
+        "weight": 1.0, "judge_label": 1}])
+    insert_as_of(engine, tj.audit_assignment, [
+        {"audit_id": "audit-1", "item_id": item, "reviewer": name, "slot": slot, "position": 1}
+        for name, slot in (("ann", "A"), ("ben", "B"))])
     store = open_store(store_url)
     try:
         with store.engine.connect() as conn:
