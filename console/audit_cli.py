@@ -72,7 +72,7 @@ def sample_cmd(
 ) -> None:
     """Draw a stratified sample of labelled rollouts — cases within strata, two or more per stratum — for two
     blinded reviewers and an adjudicator, after printing the interval widths the design can be expected to give."""
-    from redagent.judges.audit import STRATA_FIELDS, plan, resolve_config, sample, strata
+    from redagent.judges.audit import STRATA_FIELDS, check_sample, plan, resolve_config, sample, strata
 
     with _store(db) as store:
         chosen = resolve_config(store, run_id, config, backbone)
@@ -81,6 +81,9 @@ def sample_cmd(
         # A request `sample` refuses is refused with its one line, not after a plan.
         plannable = (1 <= n <= len(population) and set(fields) <= set(STRATA_FIELDS)
                      and len(set(fields)) == len(fields))
+        if plan_only:  # what a draw would refuse, refused with its one line (not an empty plan and exit 0)
+            check_sample(store, run_id, n, fields, seed, chosen["config_hash"], backbone,
+                         reviewers=split(reviewers), adjudicator=adjudicator, config_name=chosen["config_name"])
         sizes = sorted({n, _suggested(population, fields)}) if plannable else []
         expected = plan(population, fields, sizes, seed=seed) if plannable else None
         if expected is not None and not as_json:

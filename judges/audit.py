@@ -262,20 +262,13 @@ def _label_stratified(groups: dict[str, Any]) -> bool:
     return True
 
 
-def sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int, config_hash: str,
-           backbone: str = RULE, *, reviewers: Sequence[str], adjudicator: str, blind_model: bool = True,
-           blind_attack: bool = False, config_name: str | None = None) -> str:
-    """Draw an audit of n labelled rollouts of the run and store it; returns the audit id.
-
-    Population: the run's valid rollouts with an ok label under (config_hash, backbone). Strata: the
-    combinations of the `stratify` fields (among STRATA_FIELDS; `label` is the judge label, `surface`
-    the first surface), a stratum with fewer than two cases merged with its nearest (design_strata; the
-    merges are stored with the audit). Within a stratum cases are drawn, then rollouts of the drawn cases
-    (draw_items), so a stratum's items come from as many cases as it has items. n must give every
-    stratum two cases (minimum_n). Everything is a function of the seed: the sample, the item order
-    (shuffled, so item ids say nothing about strata), each reviewer's own order; the audit id and the
-    items' aliases (what reviewers see in place of the case id) are random.
-    """
+def check_sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int, config_hash: str,
+                 backbone: str = RULE, *, reviewers: Sequence[str], adjudicator: str, config_name: str | None = None
+                 ) -> tuple[list[str], list[str], str, list[dict[str, Any]], dict[str, list[dict[str, Any]]],
+                            list[dict[str, Any]]]:
+    """Everything `sample` checks before it draws (AuditSetupError or UnknownRun naming what is wrong), and what
+    it draws from: (fields, reviewers, config name, population, strata, merges). `audit sample --plan-only`
+    refuses what `sample` would refuse."""
     fields = list(stratify)
     unknown = [f for f in fields if f not in STRATA_FIELDS]
     if unknown:
@@ -309,6 +302,26 @@ def sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int
         # One stratum left and still short: a stratum with one item has no variance to estimate.
         raise AuditSetupError(f"a sample of {n} cannot give two cases to even one stratum of {len(population)} "
                               f"labelled rollouts: ask for at least {needed}")
+    return fields, names, config_name, population, groups, merges
+
+
+def sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int, config_hash: str,
+           backbone: str = RULE, *, reviewers: Sequence[str], adjudicator: str, blind_model: bool = True,
+           blind_attack: bool = False, config_name: str | None = None) -> str:
+    """Draw an audit of n labelled rollouts of the run and store it; returns the audit id.
+
+    Population: the run's valid rollouts with an ok label under (config_hash, backbone). Strata: the
+    combinations of the `stratify` fields (among STRATA_FIELDS; `label` is the judge label, `surface`
+    the first surface), a stratum with fewer than two cases merged with its nearest (design_strata; the
+    merges are stored with the audit). Within a stratum cases are drawn, then rollouts of the drawn cases
+    (draw_items), so a stratum's items come from as many cases as it has items. n must give every
+    stratum two cases (minimum_n). Everything is a function of the seed: the sample, the item order
+    (shuffled, so item ids say nothing about strata), each reviewer's own order; the audit id and the
+    items' aliases (what reviewers see in place of the case id) are random.
+    """
+    fields, names, config_name, population, groups, merges = check_sample(
+        store, run_id, n, stratify, seed, config_hash, backbone, reviewers=reviewers, adjudicator=adjudicator,
+        config_name=config_name)
     rng = random.Random(seed)
     chosen = draw_items(groups, n, rng)
     allocation = Counter(key for key, _, _ in chosen)

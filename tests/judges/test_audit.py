@@ -408,6 +408,13 @@ def test_the_sampler_predicts_its_interval_widths_before_drawing(store_url, stor
     assert "suggested n 12 (two cases in each of 6 strata)" in result.stderr
     assert "n 12 (chosen): 6 strata; precision" in result.stderr
     assert store.audits() == []  # --plan-only draws nothing
+    # What a draw refuses, the plan refuses too, in one line and non-zero (it printed nothing and exited 0).
+    for n, words in (("1", "cannot give two cases"), ("100000", "larger than the population")):
+        refused = CliRunner().invoke(audit_app, ["sample", "run-1", "--n", n, "--stratify", "harness,label",
+                                                 "--config", "state/rule", "--reviewers", "alice,bob",
+                                                 "--adjudicator", "carol", "--plan-only", "--db", store_url])
+        assert refused.exit_code != 0 and words in refused.output and "Traceback" not in refused.output
+        assert len(refused.output.strip().splitlines()) == 1, refused.output
 
 
 def test_reviewer_paths_show_the_alias_never_the_case_id(store_url, store, clustered, tmp_path: Path):  # noqa: F811
