@@ -11,6 +11,9 @@ machine breaks while the code is right.
 
 from __future__ import annotations
 
+import os
+import resource
+
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -62,6 +65,25 @@ def _recorded_id(nodeid: str) -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     ci._FULL = bool(config.getoption("--full"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """With REDAGENT_TEST_CPU=FILE, each test's CPU seconds (its process and the children it waited for: the CLI
+    processes and sandboxes it ran) are appended to FILE: where the suite's time goes, whatever the machine's load."""
+    path = os.environ.get("REDAGENT_TEST_CPU")
+    if not path:
+        yield
+        return
+    before = _cpu()
+    yield
+    with open(path, "a") as out:
+        out.write(f"{_cpu() - before:.2f}\t{item.nodeid}\n")
+
+
+def _cpu() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 _PASSED: set[str] = set()  # on the controller: the ids of the tests that passed (--record-passed)
