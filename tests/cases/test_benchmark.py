@@ -41,7 +41,9 @@ def library():
     return _loaded(LATEST_BENCHMARK)
 
 
-@pytest.fixture(scope="module", params=sorted(LEAST_BASE))
+# The latest version in every suite; earlier, frozen ones (their files never change) in the full suite only.
+@pytest.fixture(scope="module", params=[pytest.param(v, marks=() if v == LATEST_BENCHMARK else pytest.mark.slow)
+                                        for v in sorted(LEAST_BASE)])
 def versioned(request):
     """(version, base cases, variants) of every frozen version the scale and manifest tests cover."""
     return request.param, *_loaded(request.param)
