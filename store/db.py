@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
+import sys
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-import psycopg
 from sqlalchemy import Connection, Engine, RowMapping, Table, case, delete, exists, func, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -106,6 +106,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _postgres_errors() -> tuple[type[Exception], ...]:
+    """psycopg's base error when the driver is loaded: a PostgreSQL URL loads it; a SQLite store never pays the
+    0.2 s of importing it (every `redagent` command opens a store)."""
+    psycopg = sys.modules.get("psycopg")
+    return (psycopg.Error,) if psycopg is not None else ()
+
+
 def open_store(url: str | None = None, *, create: bool = True) -> Store:
     """Open the store at `url` (or $REDAGENT_DB, or ./.redagent/redagent.db) and bring its schema to head.
 
@@ -117,12 +124,13 @@ def open_store(url: str | None = None, *, create: bool = True) -> Store:
     """
     resolved = resolve_url(url)
     engine = create_store_engine(resolved, create=create)
+    driver_errors: tuple[type[Exception], ...] = (DBAPIError, sqlite3.Error, *_postgres_errors())  # engine loaded it
     try:
         migrated = upgrade_to_head(engine, resolved)
     except StoreError:
         engine.dispose()
         raise
-    except (DBAPIError, sqlite3.Error, psycopg.Error) as exc:
+    except driver_errors as exc:
         # SQLAlchemy wraps driver errors; the two raw types cover statements sent straight to the driver.
         engine.dispose()
         raise StoreError(resolved, describe_db_error(exc, resolved)) from exc
