@@ -232,21 +232,12 @@ class ReviewQueries:
                       note: str = "") -> dict[str, Any]:
         """The expert's first review of a case (write-once: a second one raises ReviewAlreadySubmitted)."""
         clean = check_review(rubric, decision)
-        cr = tr.case_review
         with self._writing() as conn:
             self._check_expert(self._my_round_row(conn, round_id), expert)
             self._check_case(conn, round_id, case_id)
             row = {"round_id": round_id, "case_id": case_id, "expert": expert, "rubric": clean, "decision": decision,
                    "note": clean_text(note or "") or "", "version": 1, "reason": None, "created_at": datetime.now(UTC)}
-            if conn.dialect.name == "postgresql":
-                # Through the definer function (no member may write the table): it takes the version itself.
-                written = self._current_review(conn, round_id, case_id, expert) is None \
-                    and _pg_write_review(conn, row) == 1
-            else:
-                insert = (self._insert(conn, cr)
-                          .on_conflict_do_nothing(index_elements=["round_id", "case_id", "expert", "version"])
-                          .returning(cr.c.id))
-                written = conn.execute(insert, row).first() is not None
+            written = self._current_review(conn, round_id, case_id, expert) is None and self._write_review(conn, row)
             if not written:
                 raise ReviewAlreadySubmitted(case_id, expert)
         return self._own_latest_review(round_id, case_id, expert)
@@ -257,7 +248,6 @@ class ReviewQueries:
         clean = check_review(rubric, decision)
         if not reason or not reason.strip():
             raise ReviewCorrectionWithoutReason(case_id)
-        cr = tr.case_review
         with self._writing() as conn:
             self._check_expert(self._my_round_row(conn, round_id), expert)
             self._check_case(conn, round_id, case_id)
@@ -267,16 +257,21 @@ class ReviewQueries:
             row = {"round_id": round_id, "case_id": case_id, "expert": expert, "rubric": clean, "decision": decision,
                    "note": clean_text(note or "") or "", "version": int(current) + 1,
                    "reason": clean_text(reason.strip()), "created_at": datetime.now(UTC)}
-            if conn.dialect.name == "postgresql":
-                written = _pg_write_review(conn, row) == row["version"]
-            else:
-                insert = (self._insert(conn, cr)
-                          .on_conflict_do_nothing(index_elements=["round_id", "case_id", "expert", "version"])
-                          .returning(cr.c.id))
-                written = conn.execute(insert, row).first() is not None
-            if not written:
+            if not self._write_review(conn, row):
                 raise ReviewConflict(case_id, expert)
         return self._own_latest_review(round_id, case_id, expert)
+
+    def _write_review(self, conn: Connection, row: dict[str, Any]) -> bool:
+        """Store version row["version"] of a review; False when that version exists already (a concurrent write).
+        On PostgreSQL through the definer function (no member may write the table), which takes the version
+        itself: written when it took the one expected."""
+        if conn.dialect.name == "postgresql":
+            return _pg_write_review(conn, row) == row["version"]
+        cr = tr.case_review
+        insert = (self._insert(conn, cr)
+                  .on_conflict_do_nothing(index_elements=["round_id", "case_id", "expert", "version"])
+                  .returning(cr.c.id))
+        return conn.execute(insert, row).first() is not None
 
     # ------------------------------------------------------------ results (analysts)
 
