@@ -35,6 +35,9 @@ SHARED = {
     "ray": ("tests/engine/test_ray_executor.py",),
 }
 _GROUP_OF = {module: group for group, modules in SHARED.items() for module in modules}
+# Modules whose tests are split into one group per value of a parameter: the real agent CLIs' tests take minutes
+# per CLI (OpenClaw's the longest), and kept in one group they ran one after another on one worker.
+SPLIT_BY = {"tests/engine/test_cli_real.py": "name"}
 
 
 def _group(item: pytest.Item) -> str:
@@ -42,6 +45,8 @@ def _group(item: pytest.Item) -> str:
     callspec = getattr(item, "callspec", None)
     if callspec is not None and "docker" in callspec.params.values():
         return "docker"
+    if callspec is not None and SPLIT_BY.get(module) in callspec.params:
+        return f"{module}[{callspec.params[SPLIT_BY[module]]}]"
     return _GROUP_OF.get(module, module)
 
 
@@ -60,7 +65,8 @@ def _recorded_id(nodeid: str) -> str:
     """A report's test id without the `@group` that pytest-xdist's loadgroup appends (tests/…py, docker, ray):
     the id as collection names it, which the second phase compares."""
     base, at, group = nodeid.rpartition("@")
-    return base if at and (group.endswith(".py") or group in SHARED) else nodeid
+    grouped = group.endswith(".py") or group in SHARED or group.split("[", 1)[0] in SPLIT_BY
+    return base if at and grouped else nodeid
 
 
 def pytest_configure(config: pytest.Config) -> None:
