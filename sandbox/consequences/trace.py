@@ -181,7 +181,9 @@ def normalise(text: str) -> str:
 
 def words(text: str) -> list[str]:
     """The first 64 shell words of `text` (whitespace words where its quoting is broken before them)."""
-    return list(_words(text))
+    # Traced lines are clipped to MAX_TEXT; a longer text (a protected file's line) is lexed without the cache,
+    # which then holds at most 4,096 short keys.
+    return list(_words(text) if len(text) <= 4 * MAX_TEXT else _words.__wrapped__(text))
 
 
 @functools.lru_cache(maxsize=4096)
