@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -114,10 +115,12 @@ def test_every_frozen_case_passes_the_self_check_with_its_derived_routes(library
     were frozen under the rules and routes of their day: they stay readable (below), not re-checked."""
     cases = [*library[0], *library[1]]
     files = sorted(c.source for c in (cases if full_suite else self_check_sample(cases)))
-    # Two processes per core: a check spends much of its time waiting on sandboxed commands.
-    chunks = [files[i::4] for i in range(4)]
-    with ProcessPoolExecutor(max_workers=4) as pool:
-        failures = [f for part in pool.map(_failures, chunks) for f in part]
+    # Four processes per core: a check mostly waits on sandboxed commands and replays (four processes of the full
+    # check used 20 % of a core each), and many small chunks, so no process is left with the slow ones.
+    workers = 4 * (os.cpu_count() or 2)
+    chunks = [files[i::workers * 4] for i in range(workers * 4)]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        failures = [f for part in pool.map(_failures, [c for c in chunks if c]) for f in part]
     assert failures == []
 
 
