@@ -76,14 +76,16 @@ def sample_cmd(
 
     with _store(db) as store:
         chosen = resolve_config(store, run_id, config, backbone)
-        population = store.labelled_rows(run_id, chosen["config_hash"], backbone)
         fields = split(stratify)
+        if plan_only:  # what a draw would refuse, refused with its one line (not an empty plan and exit 0)
+            population = check_sample(store, run_id, n, fields, seed, chosen["config_hash"], backbone,
+                                      reviewers=split(reviewers), adjudicator=adjudicator,
+                                      config_name=chosen["config_name"])[3]
+        else:
+            population = store.labelled_rows(run_id, chosen["config_hash"], backbone)
         # A request `sample` refuses is refused with its one line, not after a plan.
         plannable = (1 <= n <= len(population) and set(fields) <= set(STRATA_FIELDS)
                      and len(set(fields)) == len(fields))
-        if plan_only:  # what a draw would refuse, refused with its one line (not an empty plan and exit 0)
-            check_sample(store, run_id, n, fields, seed, chosen["config_hash"], backbone,
-                         reviewers=split(reviewers), adjudicator=adjudicator, config_name=chosen["config_name"])
         sizes = sorted({n, _suggested(population, fields)}) if plannable else []
         expected = plan(population, fields, sizes, seed=seed) if plannable else None
         if expected is not None and not as_json:
