@@ -46,7 +46,9 @@ def _group(item: pytest.Item) -> str:
     if callspec is not None and "docker" in callspec.params.values():
         return "docker"
     if callspec is not None and SPLIT_BY.get(module) in callspec.params:
-        return f"{module}[{callspec.params[SPLIT_BY[module]]}]"
+        # Not `module[value]`: pytest-xdist reads the group after the last `@` only when no `]` follows it, so a
+        # group ending in `]` was silently dropped and the module's tests spread over the workers.
+        return f"{module}:{callspec.params[SPLIT_BY[module]]}"
     return _GROUP_OF.get(module, module)
 
 
@@ -65,7 +67,7 @@ def _recorded_id(nodeid: str) -> str:
     """A report's test id without the `@group` that pytest-xdist's loadgroup appends (tests/…py, docker, ray):
     the id as collection names it, which the second phase compares."""
     base, at, group = nodeid.rpartition("@")
-    grouped = group.endswith(".py") or group in SHARED or group.split("[", 1)[0] in SPLIT_BY
+    grouped = group.endswith(".py") or group in SHARED or group.split(":", 1)[0] in SPLIT_BY
     return base if at and grouped else nodeid
 
 
