@@ -84,11 +84,26 @@ def cluster() -> Iterator[dict]:
             assert proc.poll() is None, "\n".join(p.read_text()[-2000:] for p in root.glob("*.log"))
         return len(nodes(address, env)) >= n
 
+    def joined(proc: subprocess.Popen) -> bool:
+        head = started[0][0]
+        assert head.poll() is None, (root / "head.log").read_text()[-2000:]
+        return proc.poll() is not None or len(nodes(address, env)) >= 2
+
     try:
         start("head", "--head", "--port", str(port), "--include-dashboard=false")
         wait_until(lambda: up(1), "the Ray head", lambda: None, seconds=120)
-        worker = start("worker", "--address", address)
-        wait_until(lambda: up(2), "the second Ray node", lambda: None, seconds=120)
+        # `ray start` gives a node 30 s to register with the head (a constant in Ray's node.py) and exits when that
+        # passes: on a machine busy with the rest of the suite it did. A node that gave up is cleared away and
+        # started again, up to three times; that a node registers at all is what this fixture needs.
+        for attempt in range(3):
+            worker = start(f"worker{attempt}", "--address", address)
+            wait_until(lambda proc=worker: joined(proc), "the second Ray node", lambda: None, seconds=300)
+            if worker.poll() is None:
+                break
+            kill_session(worker.pid)
+        else:
+            pytest.fail("the second Ray node never registered:\n" + "\n".join(
+                p.read_text()[-1500:] for p in sorted(root.glob("worker*.log"))))
         worker_node = next(n["id"] for n in nodes(address, env) if not n["head"])
         yield {"address": address, "worker": worker, "worker_node": worker_node, "env": env}
     finally:
