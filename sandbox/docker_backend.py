@@ -34,7 +34,6 @@ import os
 import selectors
 import shutil
 import socket
-import struct
 import subprocess
 import tempfile
 import threading
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from redagent.sandbox.beneath import remove_tree
+from redagent.sandbox.docker_stream import FrameDecoder
 from redagent.sandbox.identity import COMMAND_UIDS, LeaseUnavailable, UidLease, lease_uid
 from redagent.sandbox.isolation import (
     _ENV,
@@ -466,7 +466,7 @@ class Docker:
         kept = {1: _Kept(), 2: _Kept()}
         killed: str | None = None
         drain_until = None
-        buffer = bytearray()
+        frames = FrameDecoder()
         with selectors.DefaultSelector() as selector:
             selector.register(raw, selectors.EVENT_READ)
             while True:
@@ -490,15 +490,10 @@ class Docker:
                     break
                 if not data:
                     break
-                buffer += data
-                while len(buffer) >= 8:
-                    kind, size = buffer[0], struct.unpack(">I", buffer[4:8])[0]
-                    if len(buffer) < 8 + size:
-                        break
+                for kind, piece in frames.feed(data):
                     if kind in kept:
-                        kept[kind].add(bytes(buffer[8:8 + size]))
-                        budget.read(size)
-                    del buffer[:8 + size]
+                        kept[kind].add(piece)
+                        budget.read(len(piece))
         return kept[1], kept[2], killed
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import struct
 import threading
 import time
 from pathlib import Path
@@ -42,6 +41,7 @@ from redagent.engine.harnesses.cli.isolation import (
     Limits,
     turn_end,
 )
+from redagent.sandbox.docker_stream import STDERR, STDOUT, FrameDecoder
 
 TMP_MB = 256  # the container's /tmp (a tmpfs, so charged to its memory limit as well)
 # The container's memory limit is a backstop, twice the sampled limit plus /tmp, so that the sampler (as
@@ -273,8 +273,8 @@ async def _frames(raw: Any) -> tuple[bytes, bytes]:
     """The exec's multiplexed stream (8-byte header: stream, 0, 0, 0, big-endian length) until it closes:
     stdout and stderr apart, each kept up to OUTPUT_LIMIT bytes (the rest is read and dropped)."""
     loop = asyncio.get_running_loop()
-    kept = {1: bytearray(), 2: bytearray()}
-    buffer = bytearray()
+    kept = {STDOUT: bytearray(), STDERR: bytearray()}
+    frames = FrameDecoder()
     while True:
         try:
             data = await loop.sock_recv(raw, 1 << 16)
@@ -282,12 +282,7 @@ async def _frames(raw: Any) -> tuple[bytes, bytes]:
             break
         if not data:
             break
-        buffer += data
-        while len(buffer) >= 8:
-            kind, size = buffer[0], struct.unpack(">I", buffer[4:8])[0]
-            if len(buffer) < 8 + size:
-                break
+        for kind, piece in frames.feed(data):
             if kind in kept and len(kept[kind]) < OUTPUT_LIMIT:
-                kept[kind] += buffer[8:8 + min(size, OUTPUT_LIMIT - len(kept[kind]))]
-            del buffer[:8 + size]
-    return bytes(kept[1]), bytes(kept[2])
+                kept[kind] += piece[:OUTPUT_LIMIT - len(kept[kind])]
+    return bytes(kept[STDOUT]), bytes(kept[STDERR])
