@@ -253,7 +253,7 @@ def cases_plan(
         import asyncio
 
         from redagent.cases.construction.llm import GenerationFailed, propose_plans
-        from redagent.engine.models import LiteLLMModel, ModelConfigError, check_model
+        from redagent.llm.client import LiteLLMModel, ModelConfigError, check_model
 
         try:
             check_model(backbone, api_base)
@@ -314,7 +314,7 @@ def _build_with_llm(out_dir: Path, backbone: str, api_base: str | None, constrai
     import yaml
 
     from redagent.cases.construction.llm import GenerationFailed, compile_with_llm, propose_plans
-    from redagent.engine.models import LiteLLMModel, ModelConfigError, check_model
+    from redagent.llm.client import LiteLLMModel, ModelConfigError, check_model
 
     if constraint not in CONSTRAINTS:
         fail(f"--backbone compiles one constraint at a time: give --constraint (known: "

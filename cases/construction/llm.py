@@ -20,7 +20,7 @@ from redagent.cases.construction.plans import PLAN_FIELDS, IVCPlan, PlanError, v
 from redagent.cases.loader import CaseFileError, build_case, library_dir, parse_file
 from redagent.cases.selfcheck import check_case
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, VULNERABILITIES
-from redagent.engine.models import LiteLLMModel, ModelFailure, ModelRequest
+from redagent.llm.client import LiteLLMModel, ModelFailure, ModelRequest
 from redagent.sandbox.environment import SERVICES
 
 ATTEMPTS = 3

@@ -36,7 +36,7 @@ from redagent.engine.attacker.policy import (
 )
 from redagent.engine.attacker.view import Endpoints, ViewState, build_view
 from redagent.engine.harnesses.base import IN_HOUSE
-from redagent.engine.models import LiteLLMModel, Model
+from redagent.llm.client import LiteLLMModel, Model
 
 if TYPE_CHECKING:
     from redagent.engine.harnesses.base import RolloutContext

@@ -98,7 +98,7 @@ def start_worker(warm: Any = None) -> None:
 
 def warm_up() -> None:
     from redagent.engine import matrix, runner  # noqa: F401  (imported for their side effect: loaded modules)
-    from redagent.engine.models import _litellm
+    from redagent.llm.client import _litellm
 
     _litellm()
 
@@ -106,8 +106,8 @@ def warm_up() -> None:
 def run_shard(job: ShardJob) -> dict[str, Any]:
     """Run one attempt at a shard in this (worker) process; returns what it did and the CPU it took."""
     from redagent.engine.matrix import ModelPool, attacker_pool, use_sandbox
-    from redagent.engine.models import LiteLLMModel
     from redagent.engine.runner import MatrixRunner
+    from redagent.llm.client import LiteLLMModel
 
     cpu = time.process_time()
     store = _store(job.store_url)

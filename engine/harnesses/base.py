@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from redagent.cases.execution import CaseRun
 from redagent.cases.schema import Case
 from redagent.engine.direct import Event
-from redagent.engine.models import Model, ModelReply, ModelRequest, ToolCall
+from redagent.llm.client import Model, ModelReply, ModelRequest, ToolCall
 from redagent.sandbox.gateway import ToolOutcome
 
 if TYPE_CHECKING:
