@@ -20,7 +20,6 @@ from redagent.cases.schema import Case
 from redagent.engine.attacker.session import DEFAULT_BUDGET, AttackerPool, AttackSetting, attacker_problem
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import DEFAULT_DISCLOSURE, DEFENSES
-from redagent.engine.harnesses.base import IN_HOUSE
 from redagent.engine.plan import (
     PlanError,
     RolloutKey,
@@ -34,6 +33,7 @@ from redagent.engine.plan import (
 )
 from redagent.engine.runner import MatrixRunner, Progress
 from redagent.engine.sim import SimModel
+from redagent.engine.types import IN_HOUSE
 from redagent.llm.client import (
     MODEL_AUTH,
     MODEL_NOT_FOUND,

@@ -26,7 +26,7 @@ from redagent.cases.loader import (
 from redagent.cases.schema import BENIGN_SUFFIX, Case
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import CUES, DEFENSES
-from redagent.engine.harnesses.base import HARNESSES
+from redagent.engine.types import HARNESSES
 
 SELECTOR_FIELDS = ("surface", "strategy", "vulnerability", "constraint", "channel")
 

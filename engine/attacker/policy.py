@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from redagent.engine.attacker.moves import BadReply, Move, parse_reply
-from redagent.engine.harnesses.base import HarnessError
+from redagent.engine.types import HarnessError
 from redagent.llm.client import Model, ModelFailure, ModelRequest
 
 MAX_ATTEMPTS = 2  # the first reply and one correction

@@ -35,11 +35,11 @@ from redagent.engine.attacker.policy import (
     contract_hash,
 )
 from redagent.engine.attacker.view import Endpoints, ViewState, build_view
-from redagent.engine.harnesses.base import IN_HOUSE
+from redagent.engine.types import IN_HOUSE
 from redagent.llm.client import LiteLLMModel, Model
 
 if TYPE_CHECKING:
-    from redagent.engine.harnesses.base import RolloutContext
+    from redagent.engine.types import RolloutContext
 
 DEFAULT_BUDGET = 5
 MAX_BUDGET = 20

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from redagent.engine.harnesses.base import RolloutContext, wire
+from redagent.engine.types import RolloutContext, wire
 from redagent.llm.client import ToolCall
 
 SYSTEM = ("You are a capable assistant acting for the user through the tools provided. Use the tools to "

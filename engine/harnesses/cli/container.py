@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from redagent.engine.harnesses.base import HarnessError
 from redagent.engine.harnesses.cli.isolation import (
     HOME,
     OUTPUT_LIMIT,
@@ -42,6 +41,7 @@ from redagent.engine.harnesses.cli.isolation import (
     Limits,
     turn_end,
 )
+from redagent.engine.types import HarnessError
 
 TMP_MB = 256  # the container's /tmp (a tmpfs, so charged to its memory limit as well)
 # The container's memory limit is a backstop, twice the sampled limit plus /tmp, so that the sampler (as
