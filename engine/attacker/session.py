@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from redagent.cases.schema import Case
-from redagent.engine.attacker.channels import Channel, ChannelError, channels, side_of
+from redagent.engine.attacker.channels import ChannelError, channels, side_of
 from redagent.engine.attacker.moves import ATTACKERS, Move, marker_for, scripted_moves
-from redagent.engine.attacker.placement import Placer
+from redagent.engine.attacker.placement import Channel, Placer
 from redagent.engine.attacker.policy import (
     ATTACKER_SETUP,
     AttackerFailure,
