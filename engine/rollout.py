@@ -20,8 +20,8 @@ from redagent.cases.schema import Case
 from redagent.engine.calibration import expected_E, is_calibration
 from redagent.engine.conditions import DEFAULT_DISCLOSURE, cue_prefix, defense_text
 from redagent.engine.harnesses import get_harness
-from redagent.engine.plan import RolloutKey, rollout_id
-from redagent.engine.types import HarnessError, RolloutContext
+from redagent.engine.plan import rollout_id
+from redagent.engine.types import HarnessError, RolloutContext, RolloutKey
 from redagent.llm.client import Model, ModelFailure
 from redagent.sandbox.environment import SetupError
 from redagent.sandbox.isolation import SandboxFailure

@@ -27,8 +27,9 @@ from types import EllipsisType
 
 from redagent.cases.schema import Case
 from redagent.engine.conditions import DEFAULT_DISCLOSURE
-from redagent.engine.plan import RolloutKey, rollout_id
+from redagent.engine.plan import rollout_id
 from redagent.engine.rollout import AttackerFactory, ModelFactory, execute_rollout
+from redagent.engine.types import RolloutKey
 from redagent.store.db import HEARTBEAT_SECONDS, Store, this_host
 from redagent.store.records import RolloutRecord, RunRecord
 

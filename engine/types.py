@@ -1,5 +1,6 @@
-"""The engine's shared types: the trajectory `Event`, the rollout context every harness drives (trajectory
-recording, tool execution, the loop bounds), the `Harness` interface and the harnesses' names, `HarnessError`.
+"""The engine's shared types: a rollout's `RolloutKey`, the trajectory `Event`, the rollout context every harness
+drives (trajectory recording, tool execution, the loop bounds), the `Harness` interface and the harnesses' names,
+`HarnessError`.
 
 It imports nothing else of the engine, so every engine module can use these types without a cycle: the
 harnesses (engine/harnesses/), the attacker, the planner and the executors all build on this module, never it on
@@ -41,6 +42,18 @@ class Event:
                 "original": self.original, "observation": self.observation, "receipts": list(self.receipts),
                 "tampered": self.tampered}
 
+
+
+@dataclass(frozen=True)
+class RolloutKey:
+    """A rollout's cell of the matrix and its attempt (engine/plan.py `rollout_id` hashes it with the run)."""
+
+    case_id: str
+    model: str
+    harness: str
+    cue: str
+    defense: str
+    attempt: int
 
 class Attack(Protocol):
     """A rollout's adaptive attacker as the rollout context drives it (engine/attacker/session.py's

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redagent.cases.schema import Case
-from redagent.engine.plan import RolloutKey
+from redagent.engine.types import RolloutKey
 
 PROGRESS_SECONDS = 1.0  # how often a worker reports its shard's progress (and learns of a stop)
 # Shards per worker slot. Every shard drains at its end (its last rollouts run with ever fewer beside them), so

@@ -14,8 +14,8 @@ from email.utils import formatdate
 import pytest
 
 from redagent.cases.loader import load_cases
-from redagent.engine.plan import RolloutKey
 from redagent.engine.rollout import execute_rollout
+from redagent.engine.types import RolloutKey
 from redagent.llm.client import (
     MODEL_AUTH,
     MODEL_BAD_REQUEST,
