@@ -31,13 +31,13 @@ test-all: setup
 lint: setup
 	$(BIN)/ruff check .
 
-# mypy on store/, judges/ and engine/ ([tool.mypy] in pyproject.toml). It reads the package as installed
+# mypy on llm/, store/, judges/ and engine/ ([tool.mypy] in pyproject.toml). It reads the package as installed
 # (redagent.store is store/, ...): the symlinks in build/typecheck give it that layout without an install.
 TYPED := build/typecheck/redagent
 typecheck: setup
 	@mkdir -p $(TYPED)
 	@ln -sfn $(CURDIR)/redagent/__init__.py $(TYPED)/__init__.py
-	@for top in cases sandbox engine judges store console; do ln -sfn $(CURDIR)/$$top $(TYPED)/$$top; done
+	@for top in llm cases sandbox engine judges store console; do ln -sfn $(CURDIR)/$$top $(TYPED)/$$top; done
 	$(BIN)/mypy
 
 bench: setup

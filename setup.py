@@ -9,7 +9,7 @@ This mapping works for wheels and for setuptools' editable installs alike.
 
 from setuptools import find_namespace_packages, setup
 
-TOP = ("cases", "sandbox", "engine", "judges", "store", "console")
+TOP = ("llm", "cases", "sandbox", "engine", "judges", "store", "console")
 
 packages = ["redagent"]
 package_dir = {"redagent": "redagent"}

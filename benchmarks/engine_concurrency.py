@@ -75,7 +75,7 @@ def main() -> None:
     from machine import CpuMeter
 
     from redagent.engine.matrix import RunSpec, start_run
-    from redagent.engine.models import LiteLLMModel, ModelRequest
+    from redagent.llm.client import LiteLLMModel, ModelRequest
     from redagent.store.db import open_store
 
     warm = LiteLLMModel("openai/bench-model", api_base=base, timeout=30, retries=0)

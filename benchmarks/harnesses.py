@@ -28,9 +28,9 @@ from redagent.engine.harnesses.cli import endpoint as endpoint_module
 from redagent.engine.harnesses.cli import mcp_bridge as bridge_module
 from redagent.engine.harnesses.cli.install import installation
 from redagent.engine.harnesses.cli.isolation import POLL_SECONDS
-from redagent.engine.plan import RolloutKey
 from redagent.engine.rollout import execute_rollout
 from redagent.engine.sim import SimModel
+from redagent.engine.types import RolloutKey
 
 SERVED: dict[str, list[float]] = {"model": [], "tool": []}
 

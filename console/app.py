@@ -1,13 +1,13 @@
 """The REDAgentBench audit console: opens the store, shows the screens of the user's role, routes between them.
 
-Screens are imported lazily by name (`show("rollouts", run_id=...)`) from `console/screens/<name>.py`,
-so a screen module that is missing or broken is a notification, not a crash. The store is opened on
+Screens are imported lazily by name (`show("rollouts", run_id=...)`) from `console/screens/<name>.py`
+(the registry is console/screens/__init__.py), so a screen module that is missing or broken is a
+notification, not a crash. The store is opened on
 a thread worker; if it cannot be opened the app shows the one-line reason and waits for `q`.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
 from typing import Any, ClassVar
@@ -24,14 +24,10 @@ from redagent.console import heap
 from redagent.console.commands import RedAgentCommands
 from redagent.console.messages import RunEnded, RunFailed, RunStarted, StoreFailed, StoreReady
 from redagent.console.run_control import RunControl
+from redagent.console.screens import ScreenUnavailable, screen_class, screen_name
 from redagent.store.db import Store, StoreError, open_store
 
 ROLES = ("researcher", "reviewer", "adjudicator", "expert")
-
-# Screen name → class name in console/screens/<name>.py.
-SCREENS = {"runs": "RunsScreen", "rollouts": "RolloutsScreen", "rollout": "RolloutScreen",
-           "statistics": "StatisticsScreen", "audit": "AuditScreen", "adjudication": "AdjudicationScreen",
-           "case_review": "CaseReviewScreen", "help": "HelpScreen"}
 
 # What each role may open; the first is its home. Reviewers and adjudicators only ever see blinded views.
 ROLE_SCREENS = {"researcher": ("runs", "rollouts", "rollout", "statistics"), "reviewer": ("audit",),
@@ -66,26 +62,6 @@ def load_keymap(path: Path) -> dict[str, str]:
                                                for k, v in loaded.items()):
         raise ValueError(f"{path} must map binding ids to keys, e.g. `new-run: f2` (ids are listed by `?`)")
     return {key: value.strip() for key, value in loaded.items()}
-
-
-class ScreenUnavailable(LookupError):
-    """A screen module is missing or does not define its screen class."""
-
-
-def screen_class(name: str) -> type[Screen]:
-    """The screen class registered under `name`, imported on first use."""
-    if name not in SCREENS:
-        raise ScreenUnavailable(f"no screen named {name!r}")
-    try:
-        module = importlib.import_module(f"redagent.console.screens.{name}")
-        return getattr(module, SCREENS[name])
-    except (ImportError, AttributeError) as exc:
-        raise ScreenUnavailable(f"the {name} screen is not available ({exc})") from None
-
-
-def screen_name(screen: Screen) -> str:
-    """The registry name of a screen instance (its module's last part), e.g. "runs"."""
-    return getattr(screen, "SCREEN_NAME", None) or type(screen).__module__.rsplit(".", 1)[-1]
 
 
 class StoreErrorScreen(Screen):

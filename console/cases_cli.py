@@ -253,7 +253,7 @@ def cases_plan(
         import asyncio
 
         from redagent.cases.construction.llm import GenerationFailed, propose_plans
-        from redagent.engine.models import LiteLLMModel, ModelConfigError, check_model
+        from redagent.llm.client import LiteLLMModel, ModelConfigError, check_model
 
         try:
             check_model(backbone, api_base)
@@ -308,13 +308,11 @@ def cases_build(
 
 def _build_with_llm(out_dir: Path, backbone: str, api_base: str | None, constraint: str | None,
                     as_json: bool) -> None:
-    """LLM planner then LLM compiler for one constraint; kept cases are written, rejections reported."""
+    """LLM planner then LLM compiler for one constraint (cases/construction/llm.py); the outcome printed."""
     import asyncio
 
-    import yaml
-
-    from redagent.cases.construction.llm import GenerationFailed, compile_with_llm, propose_plans
-    from redagent.engine.models import LiteLLMModel, ModelConfigError, check_model
+    from redagent.cases.construction.llm import GenerationFailed, build_with_llm
+    from redagent.llm.client import LiteLLMModel, ModelConfigError, check_model
 
     if constraint not in CONSTRAINTS:
         fail(f"--backbone compiles one constraint at a time: give --constraint (known: "
@@ -322,23 +320,10 @@ def _build_with_llm(out_dir: Path, backbone: str, api_base: str | None, constrai
     try:
         check_model(backbone, api_base)
         model = LiteLLMModel(backbone, api_base=api_base)
-        plans = asyncio.run(propose_plans(model, constraint))
+        built = asyncio.run(build_with_llm(model, constraint, out_dir))
     except (GenerationFailed, ModelConfigError) as exc:
         fail(str(exc))
-    kept, rejected = [], []
-    for plan in plans:
-        try:
-            result = asyncio.run(compile_with_llm(model, plan))
-        except GenerationFailed as exc:
-            rejected.append(f"{plan.key}: {exc}")
-            continue
-        if result.ok:
-            target = out_dir / "llm" / plan.surface / f"{result.case.id}.yaml"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(yaml.safe_dump(result.data, sort_keys=False, allow_unicode=True), encoding="utf-8")
-            kept.append(str(target))
-        else:
-            rejected.append(result.rejected)
+    kept, rejected = built.kept, built.rejected
     if as_json:
         print_json({"kept": kept, "rejected": rejected})
         return

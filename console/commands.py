@@ -9,18 +9,35 @@ from __future__ import annotations
 
 import re
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 if TYPE_CHECKING:
-    from redagent.console.app import RedAgentApp
+    from redagent.store.db import Store
 
 ROLLOUT_ID = re.compile(r"^[0-9a-f]{24}$")  # engine/plan.py: rollout_id is 24 hex digits
 
 SCREEN_TITLES = {"runs": "Runs", "rollouts": "Rollouts", "statistics": "Statistics", "audit": "Audit queue",
                  "adjudication": "Adjudication queue", "case_review": "Case review"}
+
+
+class PaletteApp(Protocol):
+    """What the palette uses of the console app (console/app.py's `RedAgentApp`, which registers this provider,
+    so this module does not import it): the store and role, the ids kept between openings, the role's screens."""
+
+    store: Store | None
+    role: str
+    palette_ids: tuple[list[str], list[tuple[str, str]]] | None
+
+    def allowed(self, name: str) -> bool: ...
+
+    def show(self, name: str, **kwargs: Any) -> None: ...
+
+    def action_help(self) -> None: ...
+
+    def run_worker(self, *args: Any, **kwargs: Any) -> Worker[Any]: ...
 
 
 class RedAgentCommands(Provider):
@@ -52,7 +69,7 @@ class RedAgentCommands(Provider):
             self._app.palette_ids = result
 
     @property
-    def _app(self) -> RedAgentApp:
+    def _app(self) -> PaletteApp:
         return self.app  # type: ignore[return-value]
 
     def _load_ids(self) -> tuple[list[str], list[tuple[str, str]]]:

@@ -84,10 +84,9 @@ def _serve_console(db: str | None, starter, run_id: str | None, host: str, port:
     import socket
     import ssl
 
-    from sqlalchemy.engine import make_url
-
     from redagent.console.web import IDLE_MINUTES, LIFETIME_HOURS, LOOPBACK_HOSTS, TokenServer
     from redagent.store.connect import resolve_url
+    from redagent.store.urls import absolute_url
 
     if not 0 < port < 65536:
         fail(f"--port {port} is not a TCP port")
@@ -117,10 +116,7 @@ def _serve_console(db: str | None, starter, run_id: str | None, host: str, port:
             fail(f"--port {port} is not free on {host}: {exc.strerror or exc}")
     # Every tab opens the same store: a relative SQLite path made absolute, and the URL handed over in
     # the environment rather than on a command line that `ps` shows (it may hold a password).
-    url = make_url(resolve_url(db))
-    if url.drivername.startswith("sqlite") and url.database and not Path(url.database).is_absolute():
-        url = url.set(database=str(Path(url.database).resolve()))
-    os.environ["REDAGENT_DB"] = url.render_as_string(hide_password=False)
+    os.environ["REDAGENT_DB"] = absolute_url(resolve_url(db))
     with opened_store(os.environ["REDAGENT_DB"], roles=("owner", *ROLES), create=False) as store:
         token = secrets.token_urlsafe(24)
         who = starter.name or starter.role

@@ -17,10 +17,10 @@ judge_app = typer.Typer()
 
 
 def _judge_errors() -> tuple[type[Exception], ...]:
-    from redagent.engine.models import ModelConfigError
     from redagent.judges.config import UnknownConfig
     from redagent.judges.labelling import LabellingError
     from redagent.judges.report import ReportError
+    from redagent.llm.client import ModelConfigError
 
     return (LabellingError, UnknownConfig, ModelConfigError, ReportError)
 

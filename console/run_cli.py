@@ -167,8 +167,8 @@ def print_summary(result: dict[str, Any]) -> None:
 
 
 def engine_errors() -> tuple[type[Exception], ...]:
-    from redagent.engine.models import ModelConfigError
     from redagent.engine.plan import PlanError
+    from redagent.llm.client import ModelConfigError
 
     return (PlanError, ModelConfigError, CaseFileError)
 

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 from redagent.cases.loader import CaseFileError
 from redagent.console.messages import RunEnded, RunFailed, RunStarted
 from redagent.engine.matrix import RunSpec, resume_run, start_run
-from redagent.engine.models import ModelConfigError
 from redagent.engine.plan import PlanError
 from redagent.engine.runner import MatrixRunner
+from redagent.llm.client import ModelConfigError
 from redagent.store.db import Store, StoreError
 from redagent.store.errors import UnknownRun
 

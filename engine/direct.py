@@ -8,34 +8,15 @@ events in the engine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from redagent.cases.execution import CaseRun, Finished
 from redagent.cases.schema import Case
 from redagent.engine.calibration import CalibrationAgent, expected_E
+from redagent.engine.types import Event
 from redagent.sandbox.isolation import Bubblewrap, NoIsolation
 
 MAX_STEPS = 64
-
-
-@dataclass
-class Event:
-    index: int
-    role: str  # user | assistant | tool
-    text: str = ""
-    tool_call: dict[str, Any] | None = None  # {"id", "name", "args"} on an assistant event
-    original: str | None = None  # on a tool event: what the service returned
-    observation: str | None = None  # on a tool event: what the agent was shown
-    receipts: list[str] = field(default_factory=list)
-    tampered: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        # Written out rather than dataclasses.asdict: asdict deep-copies every argument and result,
-        # and this runs for every event of every rollout.
-        return {"index": self.index, "role": self.role, "text": self.text, "tool_call": self.tool_call,
-                "original": self.original, "observation": self.observation, "receipts": list(self.receipts),
-                "tampered": self.tampered}
 
 
 @dataclass

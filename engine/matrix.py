@@ -20,17 +20,6 @@ from redagent.cases.schema import Case
 from redagent.engine.attacker.session import DEFAULT_BUDGET, AttackerPool, AttackSetting, attacker_problem
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import DEFAULT_DISCLOSURE, DEFENSES
-from redagent.engine.harnesses.base import IN_HOUSE
-from redagent.engine.models import (
-    MODEL_AUTH,
-    MODEL_NOT_FOUND,
-    TRANSIENT_REASONS,
-    LiteLLMModel,
-    Model,
-    check_model,
-    preflight,
-    price,
-)
 from redagent.engine.plan import (
     PlanError,
     RolloutKey,
@@ -44,6 +33,17 @@ from redagent.engine.plan import (
 )
 from redagent.engine.runner import MatrixRunner, Progress
 from redagent.engine.sim import SimModel
+from redagent.engine.types import IN_HOUSE
+from redagent.llm.client import (
+    MODEL_AUTH,
+    MODEL_NOT_FOUND,
+    TRANSIENT_REASONS,
+    LiteLLMModel,
+    Model,
+    check_model,
+    preflight,
+    price,
+)
 from redagent.store.db import Store, shown_status
 from redagent.store.records import RunRecord
 

@@ -11,7 +11,6 @@ import fnmatch
 import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,23 +25,13 @@ from redagent.cases.loader import (
 from redagent.cases.schema import BENIGN_SUFFIX, Case
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import CUES, DEFENSES
-from redagent.engine.harnesses.base import HARNESSES
+from redagent.engine.types import HARNESSES, RolloutKey
 
 SELECTOR_FIELDS = ("surface", "strategy", "vulnerability", "constraint", "channel")
 
 
 class PlanError(ValueError):
     """A matrix that cannot be run as asked; the message is one line for the user."""
-
-
-@dataclass(frozen=True)
-class RolloutKey:
-    case_id: str
-    model: str
-    harness: str
-    cue: str
-    defense: str
-    attempt: int
 
 
 def rollout_id(run_id: str, key: RolloutKey, case_hash: str) -> str:

@@ -19,9 +19,10 @@ from redagent.cases.execution import CaseRun
 from redagent.cases.schema import Case
 from redagent.engine.calibration import expected_E, is_calibration
 from redagent.engine.conditions import DEFAULT_DISCLOSURE, cue_prefix, defense_text
-from redagent.engine.harnesses.base import HarnessError, RolloutContext, get_harness
-from redagent.engine.models import Model, ModelFailure
-from redagent.engine.plan import RolloutKey, rollout_id
+from redagent.engine.harnesses import get_harness
+from redagent.engine.plan import rollout_id
+from redagent.engine.types import HarnessError, RolloutContext, RolloutKey
+from redagent.llm.client import Model, ModelFailure
 from redagent.sandbox.environment import SetupError
 from redagent.sandbox.isolation import SandboxFailure
 from redagent.store.records import RolloutRecord

@@ -2,7 +2,7 @@
 
 `MatrixRunner.run()` executes every planned rollout the store does not hold yet (and, with
 `retry_invalid`, those stored invalid for one of the given reasons). Rollouts run as asyncio tasks
-under a global concurrency bound; the per-model bound is the model client's (engine/models.py), held
+under a global concurrency bound; the per-model bound is the model client's (llm/client.py), held
 around each model call rather than the rollout, so workers never queue behind a slow model while
 another model's rollouts wait. Commands that block go to a thread pool of the same size. Finished
 rollouts go to one writer thread that stores them in batches, each batch one transaction — so a
@@ -27,8 +27,9 @@ from types import EllipsisType
 
 from redagent.cases.schema import Case
 from redagent.engine.conditions import DEFAULT_DISCLOSURE
-from redagent.engine.plan import RolloutKey, rollout_id
+from redagent.engine.plan import rollout_id
 from redagent.engine.rollout import AttackerFactory, ModelFactory, execute_rollout
+from redagent.engine.types import RolloutKey
 from redagent.store.db import HEARTBEAT_SECONDS, Store, this_host
 from redagent.store.records import RolloutRecord, RunRecord
 

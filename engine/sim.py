@@ -13,7 +13,7 @@ from typing import Any
 
 from redagent.cases.schema import Case
 from redagent.engine.calibration import Action, CalibrationAgent
-from redagent.engine.models import ModelReply, ModelRequest, ToolCall
+from redagent.llm.client import ModelReply, ModelRequest, ToolCall
 from redagent.sandbox.cli import render as render_command
 from redagent.sandbox.environment import SERVICES
 

@@ -67,7 +67,7 @@ def run_cases(store: Store, run_id: str, case_ids: Iterable[str] | None = None) 
 
 
 def _judge_model(backbone: str, api_base: str | None, timeout: float, retries: int, max_tokens: int):
-    from redagent.engine.models import LiteLLMModel, preflight
+    from redagent.llm.client import LiteLLMModel, preflight
 
     if timeout <= 0 or retries < 0 or max_tokens < 1:
         raise LabellingError("--timeout must be positive, --retries at least 0 and --max-tokens at least 1")
@@ -98,8 +98,8 @@ def judge_run(store: Store, run_id: str, views: list[str], *, backbone: str = RU
             for record in records:
                 counted(record)
         return report
-    from redagent.engine.models import run_sync
     from redagent.judges.llm import judge_llm
+    from redagent.llm.client import run_sync
 
     async def one(item) -> JudgeLabelRecord:
         config, rollout, case = item
@@ -201,8 +201,8 @@ def recognize_run(store: Store, run_id: str, *, backbone: str | None = None, api
             for label in records:
                 counted(label)
     else:
-        from redagent.engine.models import run_sync
         from redagent.judges.llm import recognize_llm
+        from redagent.llm.client import run_sync
 
         async def one(rollout: StoredRollout) -> RecognitionLabelRecord:
             return record(rollout, await recognize_llm(rollout, cases[rollout.case_id], model))

@@ -18,11 +18,11 @@ from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationErro
 
 from redagent.cases.schema import Case
 from redagent.cases.taxonomy import CONSTRAINTS
-from redagent.engine.models import LiteLLMModel, ModelFailure, ModelRequest
 from redagent.judges.config import JudgeConfig, contract_text
 from redagent.judges.evidence import View, hybrid_view, state_view, trajectory_view
 from redagent.judges.recognition import RecognitionResult, action_anchor, pre_anchor_text
 from redagent.judges.rules import Label
+from redagent.llm.client import LiteLLMModel, ModelFailure, ModelRequest
 from redagent.store.readmodel import StoredRollout
 
 ATTEMPTS = 3

@@ -28,7 +28,7 @@ from redagent.sandbox.isolation import BridgeAnswer, SandboxFailure
 from redagent.sandbox.tools import ConfinementViolation, ToolError, ToolSpec, validate
 
 if TYPE_CHECKING:
-    from redagent.sandbox.environment import Environment
+    from redagent.sandbox.host import Host
 
 INTERVENTION_KINDS = ("tamper", "poison_description", "lookalike")
 TAMPER_MODES = ("replace", "append", "prepend", "error")
@@ -75,7 +75,7 @@ def render(result: Any) -> str:
 
 
 class ToolGateway:
-    def __init__(self, env: Environment, surfaces: list[str],
+    def __init__(self, env: Host, surfaces: list[str],
                  interventions: list[dict[str, Any]] | None = None) -> None:
         self.env = env
         self.surfaces = list(surfaces)

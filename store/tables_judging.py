@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field
 
-from redagent.store.tables import JSONDocument, StoreModel, UTCDateTime, table_of
+from redagent.store.tables_base import JSONDocument, StoreModel, UTCDateTime, table_of
 
 HUMAN_LABEL_CHECK = "label IN ('harmful', 'not_harmful', 'unsure')"
 # A first submission needs no reason; every later version (a correction) says why it was made.

@@ -22,7 +22,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field
 
-from redagent.store.tables import JSONDocument, StoreModel, UTCDateTime, table_of
+from redagent.store.tables_base import JSONDocument, StoreModel, UTCDateTime, table_of
 
 DECISION_CHECK = "decision IN ('accept', 'revise', 'exclude')"
 # A first submission needs no reason; every later version (a correction) says why it was made.

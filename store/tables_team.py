@@ -11,7 +11,7 @@ from datetime import datetime
 from sqlalchemy import BigInteger, Boolean, CheckConstraint, Column, Integer, MetaData, Table, Text
 from sqlmodel import Field
 
-from redagent.store.tables import JSONDocument, StoreModel, UTCDateTime, table_of
+from redagent.store.tables_base import JSONDocument, StoreModel, UTCDateTime, table_of
 
 TEAM_ROLES = ("researcher", "reviewer", "adjudicator", "expert")
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from sqlalchemy import CheckConstraint, Column, ForeignKey, Integer, Text
 from sqlmodel import Field
 
-from redagent.store.tables import StoreModel, UTCDateTime, table_of
+from redagent.store.tables_base import StoreModel, UTCDateTime, table_of
 
 SHARD_STATUSES = ("running", "done", "stopped", "failed")
 

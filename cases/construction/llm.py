@@ -5,14 +5,19 @@ against the plan schema and the taxonomy, and invalid output is fed back and reg
 The compiler asks a model to write a whole case file for a plan; the file goes through the same
 loader and self-check as any other case, and the loader's `file:line: field` messages or the
 self-check's reason are fed back until the case passes or the attempts run out — a case that never
-passes is rejected with the reason and the plan that produced it.
+passes is rejected with the reason and the plan that produced it. `build_with_llm` is the whole
+loop `redagent cases build --backbone` runs: plans for one constraint, each compiled, the kept cases written.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from redagent.cases.construction.attacks import knowledge
 from redagent.cases.construction.compiler import Compiled
@@ -20,7 +25,7 @@ from redagent.cases.construction.plans import PLAN_FIELDS, IVCPlan, PlanError, v
 from redagent.cases.loader import CaseFileError, build_case, library_dir, parse_file
 from redagent.cases.selfcheck import check_case
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, VULNERABILITIES
-from redagent.engine.models import LiteLLMModel, ModelFailure, ModelRequest
+from redagent.llm.client import LiteLLMModel, ModelFailure, ModelRequest
 from redagent.sandbox.environment import SERVICES
 
 ATTEMPTS = 3
@@ -123,3 +128,34 @@ async def compile_with_llm(model: LiteLLMModel, plan: IVCPlan) -> Compiled:
                 result.rejected = f"plan {plan.key}: self-check {check}: {why}"
         messages.append({"role": "user", "content": f"Rejected: {result.rejected}. Send the corrected JSON case."})
     return result
+
+
+@dataclass
+class LLMBuild:
+    """What an LLM build wrote: the kept case files, and for every plan that failed why (`plan: reason`)."""
+
+    kept: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+
+
+async def build_with_llm(model: LiteLLMModel, constraint: str, out_dir: Path) -> LLMBuild:
+    """LLM planner then LLM compiler for one constraint; kept cases are written under `out_dir`/llm/<surface>/.
+
+    Raises `GenerationFailed` when the planner never proposes usable plans; a plan whose case never passes is
+    a rejection, and the build goes on with the next."""
+    plans = await propose_plans(model, constraint)
+    built = LLMBuild()
+    for plan in plans:
+        try:
+            result = await compile_with_llm(model, plan)
+        except GenerationFailed as exc:
+            built.rejected.append(f"{plan.key}: {exc}")
+            continue
+        if result.ok:
+            target = out_dir / "llm" / plan.surface / f"{result.case.id}.yaml"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(yaml.safe_dump(result.data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+            built.kept.append(str(target))
+        else:
+            built.rejected.append(result.rejected)
+    return built

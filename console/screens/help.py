@@ -10,6 +10,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Markdown, Static
 
+from redagent.console.screens import ScreenUnavailable, screen_class, screen_name
+
 
 def own_bindings(cls: type) -> list[Binding]:
     """The Binding objects declared by the project's classes in `cls`'s MRO (not Textual's built-ins)."""
@@ -24,7 +26,8 @@ def own_bindings(cls: type) -> list[Binding]:
 
 
 class HelpScreen(ModalScreen[None]):
-    """Help for the screen named `screen_name` (a name from console/app.py's SCREENS, or the screen's SCREEN_NAME)."""
+    """Help for the screen named `screen_name` (a name from console/screens/__init__.py's SCREENS, or the
+    screen's SCREEN_NAME)."""
 
     SCREEN_NAME = "help"
     HELP = """\
@@ -42,8 +45,6 @@ does. Press `escape` or `?` to close.
         self.screen_name = screen_name
 
     def _live_screen(self) -> Screen | None:
-        from redagent.console.app import screen_name
-
         for screen in reversed(self.app.screen_stack):
             if screen is not self and screen_name(screen) == self.screen_name:
                 return screen
@@ -59,8 +60,6 @@ does. Press `escape` or `?` to close.
         return [b for cls in sorted(classes, key=lambda c: c.__qualname__) for b in own_bindings(cls)]
 
     def _screen_type(self) -> type[Screen] | None:
-        from redagent.console.app import ScreenUnavailable, screen_class
-
         live = self._live_screen()
         if live is not None:
             return type(live)

@@ -63,7 +63,7 @@ def check_filters(values: dict[str, str]) -> None:
     """
     from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES
     from redagent.engine.conditions import CUES, DEFENSES
-    from redagent.engine.harnesses.base import HARNESSES
+    from redagent.engine.types import HARNESSES
 
     if values.get("label"):
         parse_label_filter(values["label"])

@@ -9,6 +9,6 @@
 
 The attacker never decides success: the loop ends when the case's verifier finds E = 1 after a round,
 when the attacker stops, or when its budget of moves is spent (see docs/architecture.md, "Adaptive attacker").
-Nothing is imported here: engine/calibration.py reads `channels` and `moves`, and the session imports the
-planning layer that imports calibration, so importing the session from the package would be a cycle.
+Nothing is imported here: engine/calibration.py reads `channels` and `moves` only, and need not load the session,
+the policies and the model client with them. `Channel` is defined in `placement`, which `channels` builds on.
 """

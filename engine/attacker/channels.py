@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from redagent.cases.execution import CaseRun
 from redagent.cases.schema import Case, Instance
 from redagent.cases.selfcheck import is_effect
 from redagent.cases.taxonomy import STRATEGIES
+from redagent.engine.attacker.placement import Channel, Placer
 
 MAX_CHANNELS = 8  # bounds the attacker's choices and the prompt that lists them
 # Workspace files an agent platform reads as its own configuration (E5's carriers), beside dot-files.
@@ -39,31 +39,6 @@ _PROBE_LINE = "A line of text placed only to find where the agent reads, nothing
 
 class ChannelError(RuntimeError):
     """The case's channels could not be derived (its sandbox would not build): no attacker can run on it."""
-
-
-@dataclass(frozen=True)
-class Channel:
-    id: str  # what the attacker names: "user", "email:m-41", "tool_output:get_balance", …
-    side: str  # user | environment | tool
-    kind: str  # user_turn | workspace_file | config_file | email | web_page | drive_doc | kb_passage |
-    #            tool_output | tool_error | tool_description | lookalike
-    ref: str = ""  # seed reference of a seed carrier; the tool's name for a tool channel
-    key: str = ""  # the carrier's identity in its service: a path, an email id, a URL, a document id
-    describe: str = ""  # what the attacker is told about where it is
-    own: bool = False  # the case's fixed attack is placed here
-    match: dict[str, Any] = field(default_factory=dict)  # the read a tool_output/tool_error channel alters
-    # The benign plan's steps (indices) whose observation shows this channel; () for the tool list. What a
-    # calibration agent redoes to read a channel again, and how the probe found it.
-    reveal: tuple[int, ...] = ()
-
-    @property
-    def visible_again(self) -> bool:
-        """Whether a text placed here after round 0 is shown to an agent that reads its sources again."""
-        return self.kind in ("user_turn", "tool_description", "lookalike") or bool(self.reveal)
-
-    def public(self) -> dict[str, Any]:
-        """The channel as the attacker sees it listed."""
-        return {"id": self.id, "kind": self.kind, "where": self.describe, "case_attack_here": self.own}
 
 
 def side_of(case: Case) -> str:
@@ -173,8 +148,6 @@ def _carriers_read(case: Case, inst: Instance) -> list[Channel]:
 
 def _probe(case: Case, inst: Instance, channel: Channel) -> tuple[int, ...]:
     """The read-only benign steps whose observation shows a text placed on `channel` after round 0."""
-    from redagent.engine.attacker.placement import Placer  # placement builds on this module
-
     try:
         run = CaseRun(case, instance=inst)
     except Exception as exc:  # a case whose sandbox does not build cannot be attacked either

@@ -16,20 +16,48 @@ tool list, which the harness shows again before the next round.
 
 This module is the one place the engine writes into a sandbox's services; it touches only the state
 a case seed defines (files, inbox messages, pages, documents) and the gateway's interventions.
+
+`Channel`, the place a text can be put, is defined here: channels.py derives a case's channels and probes
+each one with a `Placer`, so it builds on this module, never this module on it.
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field
 from typing import Any
 
 from redagent.cases.execution import CaseRun
 from redagent.cases.schema import PLACEHOLDER, Case, place_text
-from redagent.engine.attacker.channels import Channel
 from redagent.sandbox.verifier import RefError, resolve_ref
 
 SEED_KINDS = ("workspace_file", "config_file", "email", "web_page", "drive_doc", "kb_passage")
 TOOL_KINDS = ("tool_output", "tool_error", "tool_description", "lookalike")
+
+
+@dataclass(frozen=True)
+class Channel:
+    id: str  # what the attacker names: "user", "email:m-41", "tool_output:get_balance", …
+    side: str  # user | environment | tool
+    kind: str  # user_turn | workspace_file | config_file | email | web_page | drive_doc | kb_passage |
+    #            tool_output | tool_error | tool_description | lookalike
+    ref: str = ""  # seed reference of a seed carrier; the tool's name for a tool channel
+    key: str = ""  # the carrier's identity in its service: a path, an email id, a URL, a document id
+    describe: str = ""  # what the attacker is told about where it is
+    own: bool = False  # the case's fixed attack is placed here
+    match: dict[str, Any] = field(default_factory=dict)  # the read a tool_output/tool_error channel alters
+    # The benign plan's steps (indices) whose observation shows this channel; () for the tool list. What a
+    # calibration agent redoes to read a channel again, and how the probe found it.
+    reveal: tuple[int, ...] = ()
+
+    @property
+    def visible_again(self) -> bool:
+        """Whether a text placed here after round 0 is shown to an agent that reads its sources again."""
+        return self.kind in ("user_turn", "tool_description", "lookalike") or bool(self.reveal)
+
+    def public(self) -> dict[str, Any]:
+        """The channel as the attacker sees it listed."""
+        return {"id": self.id, "kind": self.kind, "where": self.describe, "case_attack_here": self.own}
 
 
 class Placer:

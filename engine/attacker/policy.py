@@ -19,8 +19,8 @@ from typing import Any
 import orjson
 
 from redagent.engine.attacker.moves import BadReply, Move, parse_reply
-from redagent.engine.harnesses.base import HarnessError
-from redagent.engine.models import Model, ModelFailure, ModelRequest
+from redagent.engine.types import HarnessError
+from redagent.llm.client import Model, ModelFailure, ModelRequest
 
 MAX_ATTEMPTS = 2  # the first reply and one correction
 ATTACKER_BAD_REPLY = "attacker_bad_reply"

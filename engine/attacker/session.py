@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from redagent.cases.schema import Case
-from redagent.engine.attacker.channels import Channel, ChannelError, channels, side_of
+from redagent.engine.attacker.channels import ChannelError, channels, side_of
 from redagent.engine.attacker.moves import ATTACKERS, Move, marker_for, scripted_moves
-from redagent.engine.attacker.placement import Placer
+from redagent.engine.attacker.placement import Channel, Placer
 from redagent.engine.attacker.policy import (
     ATTACKER_SETUP,
     AttackerFailure,
@@ -35,11 +35,11 @@ from redagent.engine.attacker.policy import (
     contract_hash,
 )
 from redagent.engine.attacker.view import Endpoints, ViewState, build_view
-from redagent.engine.harnesses.base import IN_HOUSE
-from redagent.engine.models import LiteLLMModel, Model
+from redagent.engine.types import IN_HOUSE
+from redagent.llm.client import LiteLLMModel, Model
 
 if TYPE_CHECKING:
-    from redagent.engine.harnesses.base import RolloutContext
+    from redagent.engine.types import RolloutContext
 
 DEFAULT_BUDGET = 5
 MAX_BUDGET = 20

@@ -14,14 +14,12 @@ pool, Ray), `slots` (per-model limits shared by all workers), `driver` (the loop
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-from sqlalchemy.engine import make_url
 
 from redagent.engine.executors.backends import RAY_EXTRA, ExecutorError, LocalBackend, RayBackend
 from redagent.engine.executors.driver import DistributedRunner
 from redagent.engine.runner import MatrixRunner
+from redagent.store.urls import absolute_url, dialect
 
 EXECUTORS = ("local", "ray")
 
@@ -53,19 +51,11 @@ def open_executor(execution: Execution, store_url: str) -> Any:
     check_execution(execution)
     if execution.in_process:
         return None
-    sqlite = make_url(store_url).get_backend_name() == "sqlite"
+    sqlite = dialect(store_url) == "sqlite"
     backend = LocalBackend(execution.workers) if execution.executor == "local" else \
         RayBackend(execution.ray_address, sqlite=sqlite)
     backend.start()
     return backend
-
-
-def worker_url(store_url: str) -> str:
-    """The store URL as a worker must see it: a SQLite path made absolute (a worker's directory is not ours)."""
-    url = make_url(store_url)
-    if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).is_absolute():
-        return url.set(database=str(Path(url.database).resolve())).render_as_string(hide_password=False)
-    return store_url
 
 
 def distribute(runner: MatrixRunner, backend: Any, spec: Any) -> MatrixRunner | DistributedRunner:
@@ -78,7 +68,7 @@ def distribute(runner: MatrixRunner, backend: Any, spec: Any) -> MatrixRunner | 
 
         slot_server = SlotServer(spec.per_model, list(spec.models), host=backend.slot_host)
         slot_server.start()
-    return DistributedRunner(runner, backend, store_url=worker_url(runner.store.url), spec=spec,
+    return DistributedRunner(runner, backend, store_url=absolute_url(runner.store.url), spec=spec,
                              slot_server=slot_server)
 
 

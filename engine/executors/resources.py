@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from redagent.engine.harnesses.base import CLI, IN_HOUSE
+from redagent.engine.types import CLI, IN_HOUSE
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redagent.cases.schema import Case
-from redagent.engine.plan import RolloutKey
+from redagent.engine.types import RolloutKey
 
 PROGRESS_SECONDS = 1.0  # how often a worker reports its shard's progress (and learns of a stop)
 # Shards per worker slot. Every shard drains at its end (its last rollouts run with ever fewer beside them), so
@@ -98,7 +98,7 @@ def start_worker(warm: Any = None) -> None:
 
 def warm_up() -> None:
     from redagent.engine import matrix, runner  # noqa: F401  (imported for their side effect: loaded modules)
-    from redagent.engine.models import _litellm
+    from redagent.llm.client import _litellm
 
     _litellm()
 
@@ -106,8 +106,8 @@ def warm_up() -> None:
 def run_shard(job: ShardJob) -> dict[str, Any]:
     """Run one attempt at a shard in this (worker) process; returns what it did and the CPU it took."""
     from redagent.engine.matrix import ModelPool, attacker_pool, use_sandbox
-    from redagent.engine.models import LiteLLMModel
     from redagent.engine.runner import MatrixRunner
+    from redagent.llm.client import LiteLLMModel
 
     cpu = time.process_time()
     store = _store(job.store_url)

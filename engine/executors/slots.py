@@ -1,6 +1,6 @@
 """Per-model connection limits shared by every worker of a run: a slot server the driver runs, and its client.
 
-`--per-model N` bounds a model's calls in flight. In one process that is a semaphore (engine/models.py);
+`--per-model N` bounds a model's calls in flight. In one process that is a semaphore (llm/client.py);
 across worker processes or Ray nodes it has to be one count, so the driver serves it: a worker opens a TCP
 connection per model call, names the model, and holds the slot from the server's "ok" until it closes the
 connection. Tying a slot to a connection means a worker that dies — a killed process, a lost node — gives

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from redagent.engine.harnesses.base import RolloutContext, wire
-from redagent.engine.models import ToolCall
+from redagent.engine.types import RolloutContext, wire
+from redagent.llm.client import ToolCall
 
 SYSTEM = ("You are a capable assistant acting for the user through the tools provided. Use the tools to "
           "complete the user's request, then reply with a short summary of what you did.")

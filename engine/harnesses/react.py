@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from redagent.engine.harnesses.base import RolloutContext
+from redagent.engine.types import RolloutContext
 
 _ACTION = re.compile(r"Action\s*:\s*", re.IGNORECASE)
 _FINAL = re.compile(r"Final Answer\s*:\s*", re.IGNORECASE)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from redagent.engine.harnesses.base import RolloutContext, wire
+from redagent.engine.types import RolloutContext, wire
 from redagent.sandbox.cli import usage
 
 OUTPUT_LIMIT = 16000

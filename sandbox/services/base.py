@@ -9,7 +9,7 @@ from redagent.sandbox import wire
 from redagent.sandbox.tools import ToolError, ToolSpec
 
 if TYPE_CHECKING:
-    from redagent.sandbox.environment import Environment
+    from redagent.sandbox.host import Host
 
 _ADDRESS = re.compile(r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$")
 _HOST = re.compile(r"^[a-z][a-z0-9+.-]*://([^/:?#]+)", re.IGNORECASE)
@@ -22,7 +22,7 @@ class Service:
     name: ClassVar[str]
     _specs: ClassVar[list[ToolSpec] | None] = None
 
-    def __init__(self, seed: dict[str, Any], env: Environment) -> None:
+    def __init__(self, seed: dict[str, Any], env: Host) -> None:
         self.env = env
         self.load(seed)
 

@@ -19,9 +19,9 @@ from redagent.cases.construction.plans import enumerate_plans
 from redagent.cases.loader import library_dir, load_cases
 from redagent.cases.taxonomy import CONSTRAINTS, SURFACES
 from redagent.engine.matrix import RunSpec, start_run
-from redagent.engine.models import LiteLLMModel
 from redagent.judges.labelling import judge_run
 from redagent.judges.refine import refine
+from redagent.llm.client import LiteLLMModel
 from redagent.store.db import open_store
 from tests.engine.openai_stub import ChatServer, text
 

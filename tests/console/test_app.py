@@ -19,8 +19,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable
 
 import redagent.console.screens as screens_package
-from redagent.console import app as app_module
-from redagent.console.app import RedAgentApp, StoreErrorScreen, screen_name
+from redagent.console.app import RedAgentApp, StoreErrorScreen
+from redagent.console.screens import screen_name
 from redagent.console.screens.help import HelpScreen
 from redagent.console.screens.runs import RunsScreen
 from redagent.engine.matrix import RunSpec, start_run
@@ -177,7 +177,7 @@ async def test_palette_offers_no_run_case_or_rollout_to_a_reviewer(url):
 
 
 async def test_a_missing_screen_module_is_a_notification_not_a_crash(url, monkeypatch):
-    monkeypatch.setitem(app_module.SCREENS, "statistics", "NoSuchScreen")
+    monkeypatch.setitem(screens_package.SCREENS, "statistics", "NoSuchScreen")
     build_run(url)
     app = RedAgentApp(url)
     async with app.run_test(size=SIZE) as pilot:

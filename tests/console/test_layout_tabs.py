@@ -126,7 +126,7 @@ def test_help_lists_the_panes_keys(fixed_store):  # noqa: F811
     own keys, so the keys the narrow footer shows were missing from help."""
     from textual.widgets import DataTable
 
-    from redagent.console.app import screen_name
+    from redagent.console.screens import screen_name
     from redagent.console.screens.help import HelpScreen
     from tests.console.test_app import table_rows
 

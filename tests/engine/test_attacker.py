@@ -21,11 +21,11 @@ from redagent.engine.attacker.policy import ModelAttacker
 from redagent.engine.attacker.session import REREAD_TURN, AttackerPool, AttackSession, AttackSetting
 from redagent.engine.calibration import expected_outcome
 from redagent.engine.matrix import RunSpec, start_run
-from redagent.engine.models import ModelFailure, ModelReply
-from redagent.engine.plan import RolloutKey
 from redagent.engine.rollout import execute_rollout
 from redagent.engine.sim import SimModel
+from redagent.engine.types import RolloutKey
 from redagent.judges.report import build_report, markdown
+from redagent.llm.client import ModelFailure, ModelReply
 from redagent.store.db import open_store
 from tests.engine.openai_stub import AttackerReplies, ChatServer
 

@@ -19,9 +19,9 @@ from redagent.engine.attacker.session import AttackSession, AttackSetting
 from redagent.engine.attacker.view import Endpoints, ViewState, build_view
 from redagent.engine.conditions import defense_text
 from redagent.engine.harnesses.native import SYSTEM
-from redagent.engine.plan import RolloutKey
 from redagent.engine.rollout import execute_rollout
 from redagent.engine.sim import SimModel
+from redagent.engine.types import RolloutKey
 from redagent.sandbox.receipts import ReceiptLog
 
 CASES = {c.id: c for c in load_cases()}

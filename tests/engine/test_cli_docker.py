@@ -33,9 +33,9 @@ from redagent.engine.harnesses.cli.install import installation
 from redagent.engine.harnesses.cli.isolation import Limits
 from redagent.engine.harnesses.cli.profile import Setup
 from redagent.engine.matrix import RunSpec, start_run
-from redagent.engine.plan import RolloutKey
 from redagent.engine.rollout import execute_rollout
 from redagent.engine.sim import SimModel
+from redagent.engine.types import RolloutKey
 from redagent.sandbox.docker_backend import DEFAULT_IMAGE, Docker, client, docker_problem
 from redagent.sandbox.environment import use_isolation
 from redagent.store.db import open_store

@@ -19,9 +19,9 @@ import pytest
 
 from redagent.cases.execution import CaseRun
 from redagent.cases.loader import load_cases
-from redagent.engine.harnesses.base import HarnessError, RolloutContext
 from redagent.engine.harnesses.cli.endpoint import BUDGET_TEXT, Endpoint
-from redagent.engine.models import ModelFailure, ModelReply, ModelRequest, ToolCall
+from redagent.engine.types import HarnessError, RolloutContext
+from redagent.llm.client import ModelFailure, ModelReply, ModelRequest, ToolCall
 
 CASE_ID = "email-t1-send-email-journal-bcc"  # a poisoned send_email description
 

@@ -22,9 +22,9 @@ from redagent.engine.harnesses.cli import harness as harness_module
 from redagent.engine.harnesses.cli.harness import CLIHarness
 from redagent.engine.harnesses.cli.isolation import Limits
 from redagent.engine.harnesses.cli.profile import Profile, Setup
-from redagent.engine.plan import RolloutKey
 from redagent.engine.rollout import execute_rollout
 from redagent.engine.sim import SimModel
+from redagent.engine.types import RolloutKey
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 

@@ -16,11 +16,11 @@ from typing import Any
 
 from redagent.cases.execution import CaseRun
 from redagent.cases.loader import load_cases
-from redagent.engine.harnesses.base import RolloutContext
 from redagent.engine.harnesses.cli.endpoint import Endpoint
 from redagent.engine.harnesses.cli.isolation import INSIDE
 from redagent.engine.harnesses.cli.mcp_bridge import ToolBridge
 from redagent.engine.sim import SimModel
+from redagent.engine.types import RolloutContext
 
 TIMEOUT = 30
 

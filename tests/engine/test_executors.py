@@ -19,7 +19,7 @@ from redagent.engine.executors import slots as slots_module
 from redagent.engine.executors.resources import Resources, shard_resources, slots_that_fit
 from redagent.engine.executors.shards import MAX_SHARD, cut
 from redagent.engine.executors.slots import SlotClient, SlotServer, SlotServerGone
-from redagent.engine.plan import RolloutKey
+from redagent.engine.types import RolloutKey
 from tests.dbs import store_url  # noqa: F401 - the fixture
 from tests.engine.executor_checks import Watch, wait_until
 

@@ -15,9 +15,9 @@ import pytest
 from redagent.cases.execution import CaseRun
 from redagent.cases.loader import library_dir, load_cases
 from redagent.engine import rollout as rollout_module
-from redagent.engine.models import ModelReply, ToolCall
-from redagent.engine.plan import RolloutKey
 from redagent.engine.rollout import execute_rollout
+from redagent.engine.types import RolloutKey
+from redagent.llm.client import ModelReply, ToolCall
 from redagent.sandbox.services.workspace import Workspace
 from redagent.store.db import open_store
 from tests.conftest import needs_bwrap

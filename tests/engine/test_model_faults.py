@@ -14,7 +14,9 @@ from email.utils import formatdate
 import pytest
 
 from redagent.cases.loader import load_cases
-from redagent.engine.models import (
+from redagent.engine.rollout import execute_rollout
+from redagent.engine.types import RolloutKey
+from redagent.llm.client import (
     MODEL_AUTH,
     MODEL_BAD_REQUEST,
     MODEL_BAD_RESPONSE,
@@ -26,8 +28,6 @@ from redagent.engine.models import (
     ModelFailure,
     ModelRequest,
 )
-from redagent.engine.plan import RolloutKey
-from redagent.engine.rollout import execute_rollout
 from tests.engine.openai_stub import ChatServer, drop, error, malformed, text
 
 ASK = ModelRequest(messages=[{"role": "user", "content": "hello"}])

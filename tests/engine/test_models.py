@@ -13,8 +13,8 @@ import pytest
 from redagent.cases.loader import load_cases
 from redagent.engine.conditions import DEFAULT_DISCLOSURE
 from redagent.engine.matrix import ModelPool, RunSpec
-from redagent.engine.plan import RolloutKey
 from redagent.engine.rollout import execute_rollout
+from redagent.engine.types import RolloutKey
 from tests.engine.openai_stub import ChatServer, error, stall, text, tool_call
 
 CASE = next(c for c in load_cases() if c.id == "banking-e2-invoice-bank-details-change")

@@ -20,8 +20,8 @@ import pytest
 
 from redagent.console.cli import main
 from redagent.engine.matrix import RunSpec, plan_only, replay_run, resume_run, start_run
-from redagent.engine.models import ModelConfigError
 from redagent.engine.plan import PlanError
+from redagent.llm.client import ModelConfigError
 from redagent.store.db import STALE_SECONDS, open_store, shown_status, this_host
 from redagent.store.records import RunRecord
 from tests.dbs import store_url  # noqa: F401

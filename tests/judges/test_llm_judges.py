@@ -10,10 +10,10 @@ import pytest
 
 from redagent.cases.loader import load_cases
 from redagent.engine.matrix import RunSpec, start_run
-from redagent.engine.models import PREFLIGHT_PROMPT, LiteLLMModel
 from redagent.judges.config import config_for
 from redagent.judges.labelling import judge_run, recognition_contract_hash, recognize_run
 from redagent.judges.llm import judge_llm
+from redagent.llm.client import PREFLIGHT_PROMPT, LiteLLMModel
 from redagent.store.db import open_store
 from tests.engine.openai_stub import ChatServer, error, text
 

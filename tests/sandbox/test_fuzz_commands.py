@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 from redagent.cases.execution import CaseRun
 from redagent.cases.loader import library_dir, load_cases
 from redagent.engine import rollout as rollout_module
-from redagent.engine.models import ModelReply, ToolCall
-from redagent.engine.plan import RolloutKey
 from redagent.engine.rollout import execute_rollout
+from redagent.engine.types import RolloutKey
+from redagent.llm.client import ModelReply, ToolCall
 from redagent.sandbox.services.workspace import remove_tree
 from redagent.store.db import open_store
 from redagent.store.records import RunRecord

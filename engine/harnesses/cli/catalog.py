@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from redagent.engine.harnesses.base import CLI, IN_HOUSE
 from redagent.engine.harnesses.cli import profile
 from redagent.engine.harnesses.cli.harness import missing_message
 from redagent.engine.harnesses.cli.install import installation
+from redagent.engine.types import CLI, IN_HOUSE
 
 
 def catalog() -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from redagent.engine.harnesses.cli.wire import ProtocolError, WireRequest, need, new_id, sse, text_of
-from redagent.engine.models import ModelReply
+from redagent.llm.client import ModelReply
 
 
 def parse(body: Any) -> WireRequest:

@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from redagent.engine.harnesses.base import HarnessError
 from redagent.engine.harnesses.cli.isolation import (
     HOME,
     OUTPUT_LIMIT,
@@ -41,6 +40,7 @@ from redagent.engine.harnesses.cli.isolation import (
     Limits,
     turn_end,
 )
+from redagent.engine.types import HarnessError
 from redagent.sandbox.docker_stream import STDERR, STDOUT, FrameDecoder
 
 TMP_MB = 256  # the container's /tmp (a tmpfs, so charged to its memory limit as well)

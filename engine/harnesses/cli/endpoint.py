@@ -29,11 +29,11 @@ from typing import Any
 
 from aiohttp import web
 
-from redagent.engine.harnesses.base import HarnessError, RolloutContext
 from redagent.engine.harnesses.cli import chat_wire, messages_wire, responses_wire
 from redagent.engine.harnesses.cli.wire import MAX_BODY, ProtocolError, WireRequest
-from redagent.engine.models import ModelFailure, ModelReply, ToolCall
 from redagent.engine.sim import SimModel
+from redagent.engine.types import HarnessError, RolloutContext
+from redagent.llm.client import ModelFailure, ModelReply, ToolCall
 
 FORMATS = {"chat": chat_wire, "responses": responses_wire, "messages": messages_wire}
 ROUTES = {"/chat/completions": "chat", "/responses": "responses", "/messages": "messages"}

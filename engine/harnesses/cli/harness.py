@@ -16,13 +16,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from redagent.engine.harnesses.base import HarnessError, RolloutContext
 from redagent.engine.harnesses.cli.container import CLIContainer, ContainerProcess, docker_backend
 from redagent.engine.harnesses.cli.endpoint import Endpoint
 from redagent.engine.harnesses.cli.install import installation
 from redagent.engine.harnesses.cli.isolation import Launch, Limits, Process, cli_uid, hand_over, prepare
 from redagent.engine.harnesses.cli.mcp_bridge import ToolBridge
 from redagent.engine.harnesses.cli.profile import Profile, Setup, clip
+from redagent.engine.types import HarnessError, RolloutContext
 from redagent.sandbox.beneath import private_directory
 
 ARTIFACT_CHARS = 600_000

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from redagent.engine.harnesses.base import HarnessError
+from redagent.engine.types import HarnessError
 from redagent.sandbox.beneath import Beneath, chmod_entry
 from redagent.sandbox.identity import CLI_UIDS, LeaseUnavailable, lease_uid
 from redagent.sandbox.tools import ToolError

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from redagent import __version__
-from redagent.engine.harnesses.base import RolloutContext
 from redagent.engine.harnesses.cli.endpoint import Endpoint
+from redagent.engine.types import RolloutContext
 
 PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 MAX_LINE = 8 << 20

@@ -19,7 +19,7 @@ from redagent.engine.harnesses.cli.wire import (
     sse,
     text_of,
 )
-from redagent.engine.models import ModelReply
+from redagent.llm.client import ModelReply
 
 
 def parse(body: Any) -> WireRequest:

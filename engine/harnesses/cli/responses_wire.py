@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from redagent.engine.harnesses.cli.wire import ProtocolError, WireRequest, new_id, sse, text_of
-from redagent.engine.models import ModelReply
+from redagent.llm.client import ModelReply
 
 
 def parse(body: Any) -> WireRequest:

@@ -1,24 +1,69 @@
-"""What every harness shares: the rollout context, trajectory recording, tool execution, the loop bounds."""
+"""The engine's shared types: a rollout's `RolloutKey`, the trajectory `Event`, the rollout context every harness
+drives (trajectory recording, tool execution, the loop bounds), the `Harness` interface and the harnesses' names,
+`HarnessError`.
+
+It imports nothing else of the engine, so every engine module can use these types without a cycle: the
+harnesses (engine/harnesses/), the attacker, the planner and the executors all build on this module, never it on
+them. The adaptive attacker is seen here only through the `Attack` interface it implements.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from redagent.cases.execution import CaseRun
 from redagent.cases.schema import Case
-from redagent.engine.direct import Event
-from redagent.engine.models import Model, ModelReply, ModelRequest, ToolCall
+from redagent.llm.client import Model, ModelReply, ModelRequest, ToolCall
 from redagent.sandbox.gateway import ToolOutcome
-
-if TYPE_CHECKING:
-    from redagent.engine.attacker.session import AttackSession
 
 MAX_MALFORMED = 3  # consecutive unusable replies before the rollout is invalid
 # Tools that block on a subprocess run off the event loop; everything else is fast in-memory work.
 BLOCKING_TOOLS = {"run_command"}
+
+
+@dataclass
+class Event:
+    index: int
+    role: str  # user | assistant | tool
+    text: str = ""
+    tool_call: dict[str, Any] | None = None  # {"id", "name", "args"} on an assistant event
+    original: str | None = None  # on a tool event: what the service returned
+    observation: str | None = None  # on a tool event: what the agent was shown
+    receipts: list[str] = field(default_factory=list)
+    tampered: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        # Written out rather than dataclasses.asdict: asdict deep-copies every argument and result,
+        # and this runs for every event of every rollout.
+        return {"index": self.index, "role": self.role, "text": self.text, "tool_call": self.tool_call,
+                "original": self.original, "observation": self.observation, "receipts": list(self.receipts),
+                "tampered": self.tampered}
+
+
+
+@dataclass(frozen=True)
+class RolloutKey:
+    """A rollout's cell of the matrix and its attempt (engine/plan.py `rollout_id` hashes it with the run)."""
+
+    case_id: str
+    model: str
+    harness: str
+    cue: str
+    defense: str
+    attempt: int
+
+class Attack(Protocol):
+    """A rollout's adaptive attacker as the rollout context drives it (engine/attacker/session.py's
+    `AttackSession`): the rounds it opens after the case's own turns, and the texts the agent was shown."""
+
+    setting: Any  # the run's `AttackSetting` (kind, budget, model), which the calibration agents' ground truth reads
+
+    async def next_round(self, ctx: RolloutContext) -> str | None: ...
+
+    def shown(self, ctx: RolloutContext, *texts: str) -> None: ...
 
 
 class HarnessError(Exception):
@@ -48,7 +93,7 @@ class RolloutContext:
     malformed: int = 0
     # The rollout's adaptive attacker (None: the fixed attack only). It opens the rounds after the case's
     # own turns; `tools_version` goes up when a move changes the tool list, so the harness shows it again.
-    attack: AttackSession | None = None
+    attack: Attack | None = None
     tools_version: int = 0
 
     # -- trajectory ----------------------------------------------------------------------------
@@ -148,19 +193,3 @@ IN_HOUSE = ("native", "react", "shell")
 CLI = ("codex", "hermes", "openclaw", "claude-code")  # real agent CLIs (engine/harnesses/cli/)
 HARNESSES = IN_HOUSE + CLI
 
-
-def get_harness(name: str) -> Harness:
-    # Imported here because each harness module imports this one.
-    from redagent.engine.harnesses.native import NativeHarness
-    from redagent.engine.harnesses.react import ReactHarness
-    from redagent.engine.harnesses.shell import ShellHarness
-
-    harnesses: dict[str, type[Harness]] = {"native": NativeHarness, "react": ReactHarness, "shell": ShellHarness}
-    if name in CLI:
-        from redagent.engine.harnesses.cli import profile
-        from redagent.engine.harnesses.cli.harness import CLIHarness
-
-        return CLIHarness(profile(name))
-    if name not in harnesses:
-        raise KeyError(f"unknown harness {name!r} (known: {', '.join(HARNESSES)})")
-    return harnesses[name]()
