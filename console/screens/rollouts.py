@@ -20,6 +20,7 @@ from textual.widgets import Button, DataTable, Header, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
 from redagent.console.widgets.footer import KeyFooter
+from redagent.errors import UserError
 from redagent.store.browse import page_key
 
 PAGE = 100
@@ -42,8 +43,10 @@ FILTER_FIELDS = (
 )
 
 
-class FilterError(ValueError):
+class FilterError(UserError, ValueError):
     """A filter the user typed that cannot be applied; the message says which field and why."""
+
+    title = "Filter error"
 
 
 def parse_label_filter(text: str) -> dict[str, Any]:
