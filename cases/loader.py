@@ -73,8 +73,15 @@ class CaseFileError(UserError):
     title = "Case file error"
 
     def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(map(str, problems)))
+        super().__init__("\n".join(map(str, problems)), file=problems[0].file if problems else None,
+                         field=problems[0].field if problems else None)
         self.problems = problems
+
+    def line(self) -> str:
+        if not self.problems:
+            return "a problem in case files"
+        more = " (run `redagent cases validate` for all)" if len(self.problems) > 1 else ""
+        return f"{len(self.problems)} problem(s) in case files; first: {self.problems[0]}{more}"
 
 
 # -- YAML with line numbers --------------------------------------------------------------------
