@@ -18,10 +18,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker
 
 from redagent.console import heap
 from redagent.console.commands import RedAgentCommands
+from redagent.console.failures import ShowsFailures, describe, show_failure
 from redagent.console.messages import RunEnded, RunFailed, RunStarted, StoreFailed, StoreReady
 from redagent.console.run_control import RunControl
 from redagent.store.db import Store, StoreError, open_store
@@ -149,7 +150,7 @@ here: it labels "not harmful" on the audit screen, and one key means one thing a
         self.dismiss(quit_)
 
 
-class RedAgentApp(App):
+class RedAgentApp(ShowsFailures, App):
     """`redagent console`: runs, rollouts and statistics for researchers; the blinded audit for reviewers."""
 
     TITLE = "REDAgentBench"
@@ -245,18 +246,11 @@ first if that would stop a run started here or drop unsaved notes). Keys can be 
         self.store_error = message.reason
         self.push_screen(StoreErrorScreen(message.reason))
 
-    @on(Worker.StateChanged)
-    def _worker_failed(self, event: Worker.StateChanged) -> None:
-        # The one place app-level worker failures surface (screens handle their own workers).
-        if event.state != WorkerState.ERROR:
-            return
-        error = event.worker.error
-        line = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
-        if event.worker.group == "store":
-            self._store_failed(StoreFailed(f"cannot open store: {line}"))
+    def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
+        if worker.group == "store":  # no console without its store: the reason takes the screen
+            self._store_failed(StoreFailed(f"cannot open store: {describe(error, 'opening the store')[1]}"))
         else:
-            self.notify(line, title=f"{event.worker.name or 'background task'} failed", severity="error",
-                        timeout=10)
+            super().worker_failed(worker, error)
 
     def on_unmount(self) -> None:
         if self.store is not None:
@@ -372,5 +366,4 @@ first if that would stop a run started here or drop unsaved notes). Keys can be 
 
     @on(RunFailed)
     def _run_failed(self, message: RunFailed) -> None:
-        title = f"run {message.run_id} failed" if message.run_id else "run not started"
-        self.notify(message.reason, title=title, severity="error", timeout=15)
+        show_failure(self, message.error, f"run {message.run_id} failed" if message.run_id else "run not started")
