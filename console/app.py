@@ -25,6 +25,7 @@ from redagent.console.commands import RedAgentCommands
 from redagent.console.failures import ShowsFailures, describe, show_failure
 from redagent.console.messages import RunEnded, RunFailed, RunStarted, StoreFailed, StoreReady
 from redagent.console.run_control import RunControl
+from redagent.errors import UserError
 from redagent.store.db import Store, StoreError, open_store
 
 ROLES = ("researcher", "reviewer", "adjudicator", "expert")
@@ -50,9 +51,15 @@ def keymap_path() -> Path:
     return config / "redagent" / "keymap.yaml"
 
 
+class KeymapError(UserError, ValueError):
+    """A keymap file that cannot be read or is not a mapping of binding ids to keys; one line naming it."""
+
+    title = "Keymap not used"
+
+
 def load_keymap(path: Path) -> dict[str, str]:
     """Binding id → keys (`new-run: f2`, `show-runs: "r,f1"`) from a YAML file, as Posting's keymap; {} if
-    there is no file. ValueError (one line) for a file that is not such a mapping."""
+    there is no file. KeymapError (one line) for a file that is not such a mapping."""
     import yaml
 
     if not path.is_file():
@@ -60,12 +67,13 @@ def load_keymap(path: Path) -> dict[str, str]:
     try:
         loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+        raise KeymapError(f"cannot read {path}: {str(exc).splitlines()[0]}", file=path) from None
     if loaded is None:
         return {}
     if not isinstance(loaded, dict) or not all(isinstance(k, str) and isinstance(v, str) and v.strip()
                                                for k, v in loaded.items()):
-        raise ValueError(f"{path} must map binding ids to keys, e.g. `new-run: f2` (ids are listed by `?`)")
+        raise KeymapError(f"{path} must map binding ids to keys, e.g. `new-run: f2` (ids are listed by `?`)",
+                          file=path)
     return {key: value.strip() for key, value in loaded.items()}
 
 
@@ -205,8 +213,8 @@ first if that would stop a run started here or drop unsaved notes). Keys can be 
         self.sub_title = self.role + (f" · {self.reviewer}" if self.reviewer else "")
         try:
             keymap = load_keymap(keymap_path())
-        except ValueError as exc:  # a broken keymap must not keep the console from opening
-            self.notify(str(exc), title="keymap not used", severity="warning", timeout=15)
+        except KeymapError as exc:  # a broken keymap must not keep the console from opening
+            self.notify(exc.line(), title=exc.title, severity="warning", timeout=15)
         else:
             if keymap:
                 self.set_keymap(keymap)

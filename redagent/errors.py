@@ -33,7 +33,7 @@ class UserError(Exception):
     """An error the user caused and can fix; `line()` says what, in one line, and `title` what kind.
 
     `file` and `field` (attributes, None where there is none) say where; `line()` puts them in front of
-    the message unless the message already starts with them.
+    the message unless the message already names the file (or, without one, starts with the field).
     """
 
     title: ClassVar[str] = "Error"
@@ -51,8 +51,10 @@ class UserError(Exception):
         """The one line the user reads: `file: field: message` (first line of the message)."""
         text = str(self)
         text = text.splitlines()[0] if text.strip() else self.title.lower()
+        if (self.file and self.file in text) or (self.field and not self.file and text.startswith(self.field)):
+            return text
         where = ": ".join(part for part in (self.file, self.field) if part)
-        return f"{where}: {text}" if where and not text.startswith(where) else text
+        return f"{where}: {text}" if where else text
 
 
 def first_line(exc: BaseException) -> str:

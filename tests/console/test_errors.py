@@ -53,6 +53,9 @@ def test_a_user_error_names_its_file_and_field_once():
     assert BadThing("no such colour", file="a.yaml", field="colour").line() == "a.yaml: colour: no such colour"
     assert BadThing("a.yaml: colour: no such colour", file="a.yaml", field="colour").line() == \
         "a.yaml: colour: no such colour"
+    assert BadThing("cannot read a.yaml: denied", file="a.yaml").line() == "cannot read a.yaml: denied"
+    assert BadThing("not a word", field="colour").line() == "colour: not a word"
+    assert BadThing("colour: not a word", field="colour").line() == "colour: not a word"
     assert BadThing("first\nsecond").line() == "first" and BadThing().line() == "thing error"
     assert BadThing("x").file is None and BadThing("x", file=Path("b.yaml")).file == "b.yaml"
 
