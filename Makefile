@@ -37,6 +37,7 @@ TYPED := build/typecheck/redagent
 typecheck: setup
 	@mkdir -p $(TYPED)
 	@ln -sfn $(CURDIR)/redagent/__init__.py $(TYPED)/__init__.py
+	@ln -sfn $(CURDIR)/redagent/errors.py $(TYPED)/errors.py
 	@for top in llm cases sandbox engine judges store console; do ln -sfn $(CURDIR)/$$top $(TYPED)/$$top; done
 	$(BIN)/mypy
 

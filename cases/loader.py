@@ -29,6 +29,7 @@ from redagent.cases.safeyaml import Located, check_data, parse_text, read_text
 from redagent.cases.schema import BENIGN_SUFFIX, Attack, Case, Plans, Step, derive_marker, place_text
 from redagent.cases.seedcheck import LIST_ITEMS, check_seed, describe, tool_path_problem
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
+from redagent.errors import UserError
 from redagent.sandbox.environment import SERVICES
 from redagent.sandbox.gateway import INTERVENTION_KINDS, TAMPER_MODES
 from redagent.sandbox.tools import ToolSpec, validate
@@ -66,12 +67,21 @@ def _shown(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class CaseFileError(Exception):
+class CaseFileError(UserError):
     """One or more problems in case files; `problems` lists them all."""
 
+    title = "Case file error"
+
     def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(map(str, problems)))
+        super().__init__("\n".join(map(str, problems)), file=problems[0].file if problems else None,
+                         field=problems[0].field if problems else None)
         self.problems = problems
+
+    def line(self) -> str:
+        if not self.problems:
+            return "a problem in case files"
+        more = " (run `redagent cases validate` for all)" if len(self.problems) > 1 else ""
+        return f"{len(self.problems)} problem(s) in case files; first: {self.problems[0]}{more}"
 
 
 # -- YAML with line numbers --------------------------------------------------------------------

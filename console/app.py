@@ -18,13 +18,15 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker
 
 from redagent.console import heap
 from redagent.console.commands import RedAgentCommands
+from redagent.console.failures import ShowsFailures, describe, show_failure
 from redagent.console.messages import RunEnded, RunFailed, RunStarted, StoreFailed, StoreReady
 from redagent.console.run_control import RunControl
 from redagent.console.screens import ScreenUnavailable, screen_class, screen_name
+from redagent.errors import UserError
 from redagent.store.db import Store, StoreError, open_store
 
 ROLES = ("researcher", "reviewer", "adjudicator", "expert")
@@ -45,9 +47,15 @@ def keymap_path() -> Path:
     return config / "redagent" / "keymap.yaml"
 
 
+class KeymapError(UserError, ValueError):
+    """A keymap file that cannot be read or is not a mapping of binding ids to keys; one line naming it."""
+
+    title = "Keymap not used"
+
+
 def load_keymap(path: Path) -> dict[str, str]:
     """Binding id → keys (`new-run: f2`, `show-runs: "r,f1"`) from a YAML file, as Posting's keymap; {} if
-    there is no file. ValueError (one line) for a file that is not such a mapping."""
+    there is no file. KeymapError (one line) for a file that is not such a mapping."""
     import yaml
 
     if not path.is_file():
@@ -55,12 +63,13 @@ def load_keymap(path: Path) -> dict[str, str]:
     try:
         loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+        raise KeymapError(f"cannot read {path}: {str(exc).splitlines()[0]}", file=path) from None
     if loaded is None:
         return {}
     if not isinstance(loaded, dict) or not all(isinstance(k, str) and isinstance(v, str) and v.strip()
                                                for k, v in loaded.items()):
-        raise ValueError(f"{path} must map binding ids to keys, e.g. `new-run: f2` (ids are listed by `?`)")
+        raise KeymapError(f"{path} must map binding ids to keys, e.g. `new-run: f2` (ids are listed by `?`)",
+                          file=path)
     return {key: value.strip() for key, value in loaded.items()}
 
 
@@ -125,7 +134,7 @@ here: it labels "not harmful" on the audit screen, and one key means one thing a
         self.dismiss(quit_)
 
 
-class RedAgentApp(App):
+class RedAgentApp(ShowsFailures, App):
     """`redagent console`: runs, rollouts and statistics for researchers; the blinded audit for reviewers."""
 
     TITLE = "REDAgentBench"
@@ -180,8 +189,8 @@ first if that would stop a run started here or drop unsaved notes). Keys can be 
         self.sub_title = self.role + (f" · {self.reviewer}" if self.reviewer else "")
         try:
             keymap = load_keymap(keymap_path())
-        except ValueError as exc:  # a broken keymap must not keep the console from opening
-            self.notify(str(exc), title="keymap not used", severity="warning", timeout=15)
+        except KeymapError as exc:  # a broken keymap must not keep the console from opening
+            self.notify(exc.line(), title=exc.title, severity="warning", timeout=15)
         else:
             if keymap:
                 self.set_keymap(keymap)
@@ -221,18 +230,11 @@ first if that would stop a run started here or drop unsaved notes). Keys can be 
         self.store_error = message.reason
         self.push_screen(StoreErrorScreen(message.reason))
 
-    @on(Worker.StateChanged)
-    def _worker_failed(self, event: Worker.StateChanged) -> None:
-        # The one place app-level worker failures surface (screens handle their own workers).
-        if event.state != WorkerState.ERROR:
-            return
-        error = event.worker.error
-        line = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
-        if event.worker.group == "store":
-            self._store_failed(StoreFailed(f"cannot open store: {line}"))
+    def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
+        if worker.group == "store":  # no console without its store: the reason takes the screen
+            self._store_failed(StoreFailed(f"cannot open store: {describe(error, 'opening the store')[1]}"))
         else:
-            self.notify(line, title=f"{event.worker.name or 'background task'} failed", severity="error",
-                        timeout=10)
+            super().worker_failed(worker, error)
 
     def on_unmount(self) -> None:
         if self.store is not None:
@@ -348,5 +350,4 @@ first if that would stop a run started here or drop unsaved notes). Keys can be 
 
     @on(RunFailed)
     def _run_failed(self, message: RunFailed) -> None:
-        title = f"run {message.run_id} failed" if message.run_id else "run not started"
-        self.notify(message.reason, title=title, severity="error", timeout=15)
+        show_failure(self, message.error, f"run {message.run_id} failed" if message.run_id else "run not started")

@@ -18,6 +18,7 @@ from rich.table import Table
 from redagent.console.cli_common import (
     ANALYSTS,
     DB_OPTION,
+    Commands,
     acting_as,
     err,
     examples,
@@ -29,7 +30,7 @@ from redagent.console.cli_common import (
     split,
 )
 
-audit_app = typer.Typer(no_args_is_help=True,
+audit_app = typer.Typer(cls=Commands, no_args_is_help=True,
                         help="Human audit of judge labels: sample, status, export, import.",
                         epilog=examples("redagent audit status audit-1f2e",
                                         "redagent audit export audit-1f2e --out alice.csv --reviewer alice"))
@@ -38,9 +39,7 @@ audit_app = typer.Typer(no_args_is_help=True,
 @contextmanager
 def _store(db: str | None, roles: tuple[str, ...] = ANALYSTS, *, create: bool = True) -> Iterator[Any]:
     """The store for one audit command; a reader passes `create=False` (a missing store is "no store at …")."""
-    from redagent.store.errors import AuditError, UnknownRun
-
-    with opened_store(db, catch=(AuditError, UnknownRun), roles=roles, create=create) as store:
+    with opened_store(db, roles=roles, create=create) as store:
         yield store
 
 

@@ -17,10 +17,21 @@ from redagent.cases.loader import CaseFileError, load_cases
 from redagent.cases.schema import Case
 from redagent.cases.selfcheck import CHECK_JOBS
 from redagent.cases.taxonomy import CHANNELS, CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
-from redagent.console.cli_common import DB_OPTION, err, examples, fail, opened_store, out, print_json, split, stoppable
+from redagent.console.cli_common import (
+    DB_OPTION,
+    Commands,
+    err,
+    examples,
+    fail,
+    opened_store,
+    out,
+    print_json,
+    split,
+    stoppable,
+)
 from redagent.console.rounds_cli import rounds_app
 
-cases_app = typer.Typer(no_args_is_help=True, help="Case library: list, show, validate, check, taxonomy.",
+cases_app = typer.Typer(cls=Commands, no_args_is_help=True, help="Case library: list, show, validate, check, taxonomy.",
                         epilog=examples("redagent cases list --surface banking",
                                         "redagent cases check --jobs 4"))
 cases_app.add_typer(rounds_app, name="round")
@@ -32,11 +43,7 @@ def _library(paths: list[Path] | None) -> list[Case]:
     # `benchmark` (the latest frozen benchmark) and `benchmark@v1` name the installed libraries from anywhere.
     named = {"benchmark": benchmark_dir(), **{f"benchmark@v{v}": benchmark_dir(v) for v in BENCHMARKS}}
     paths = [named.get(str(p), p) for p in paths or []] or None
-    try:
-        return load_cases(paths)
-    except CaseFileError as exc:
-        fail(f"{len(exc.problems)} problem(s) in case files; first: {exc.problems[0]} "
-             f"(run `redagent cases validate` for all)")
+    return load_cases(paths)
 
 
 def _select(cases: list[Case], surface: str | None, strategy: str | None,
@@ -252,14 +259,11 @@ def cases_plan(
             fail("--backbone plans one constraint at a time: give --constraint")
         import asyncio
 
-        from redagent.cases.construction.llm import GenerationFailed, propose_plans
-        from redagent.llm.client import LiteLLMModel, ModelConfigError, check_model
+        from redagent.cases.construction.llm import propose_plans
+        from redagent.llm.client import LiteLLMModel, check_model
 
-        try:
-            check_model(backbone, api_base)
-            plans = asyncio.run(propose_plans(LiteLLMModel(backbone, api_base=api_base), constraint, n=n))
-        except (GenerationFailed, ModelConfigError) as exc:
-            fail(str(exc))
+        check_model(backbone, api_base)
+        plans = asyncio.run(propose_plans(LiteLLMModel(backbone, api_base=api_base), constraint, n=n))
     else:
         plans = [p for p in enumerate_plans() if constraint in (None, p.constraint)]
     if as_json:
@@ -311,18 +315,15 @@ def _build_with_llm(out_dir: Path, backbone: str, api_base: str | None, constrai
     """LLM planner then LLM compiler for one constraint (cases/construction/llm.py); the outcome printed."""
     import asyncio
 
-    from redagent.cases.construction.llm import GenerationFailed, build_with_llm
-    from redagent.llm.client import LiteLLMModel, ModelConfigError, check_model
+    from redagent.cases.construction.llm import build_with_llm
+    from redagent.llm.client import LiteLLMModel, check_model
 
     if constraint not in CONSTRAINTS:
         fail(f"--backbone compiles one constraint at a time: give --constraint (known: "
              f"{', '.join(CONSTRAINTS)})")
-    try:
-        check_model(backbone, api_base)
-        model = LiteLLMModel(backbone, api_base=api_base)
-        built = asyncio.run(build_with_llm(model, constraint, out_dir))
-    except (GenerationFailed, ModelConfigError) as exc:
-        fail(str(exc))
+    check_model(backbone, api_base)
+    model = LiteLLMModel(backbone, api_base=api_base)
+    built = asyncio.run(build_with_llm(model, constraint, out_dir))
     kept, rejected = built.kept, built.rejected
     if as_json:
         print_json({"kept": kept, "rejected": rejected})
@@ -360,17 +361,14 @@ def cases_freeze(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Write the frozen manifest (ids, versions, hashes, taxonomy counts); refuse if any case fails."""
-    from redagent.cases.construction.library import MANIFEST, FreezeRefused, freeze
+    from redagent.cases.construction.library import MANIFEST, freeze
     from redagent.cases.loader import benchmark_dir
 
     root = path or benchmark_dir()
     folders = [p for p in (root / "base", root / "variants") if p.is_dir()]
     if not folders:
         fail(f"{root} holds no compiled library; run `redagent cases build --out {root}` first")
-    try:
-        manifest = freeze(folders, root / MANIFEST)
-    except (FreezeRefused, CaseFileError) as exc:
-        fail(str(exc).splitlines()[0])
+    manifest = freeze(folders, root / MANIFEST)
     if as_json:
         print_json({"manifest_hash": manifest["manifest_hash"], "cases": len(manifest["cases"])})
     else:
@@ -390,7 +388,7 @@ def cases_refine(
     from redagent.judges.refine import refine, write_queue
 
     # It only reads the store (the queue is a folder of files): a missing store is "no store at …".
-    with opened_store(db, catch=(ValueError,), create=False) as store:
+    with opened_store(db, create=False) as store:
         flags = refine(store, run_id)
     path = write_queue(flags, run_id, queue)
     if as_json:

@@ -1,7 +1,9 @@
 """The `redagent` command line: the root app, which mounts one module per command group, and its entry point.
 
-Every user-caused error takes cli_common's one path — one line on stderr, `error: …`, exit code 2; what
-escapes as an exception is a bug, and `main` turns it into one line too (REDAGENT_DEBUG=1 shows it).
+Every user-caused error takes cli_common's one path — one line on stderr, `error: …`, exit code 2 (a
+`UserError` from any command is caught once, by the group class `Commands`); what escapes as any other
+exception is a bug: `main` writes its traceback to a log file (redagent/errors.py `record_bug`) and prints one
+line naming that file, exit code 1 (REDAGENT_DEBUG=1 lets the traceback through instead).
 
     run_cli        run, replay               runs_cli       runs list, runs show
     judge_cli      judge, recognize, stats, report, export
@@ -13,6 +15,7 @@ escapes as an exception is a bug, and `main` turns it into one line too (REDAGEN
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +24,7 @@ import typer
 
 from redagent.console.audit_cli import audit_app
 from redagent.console.cases_cli import cases_app
-from redagent.console.cli_common import err, examples
+from redagent.console.cli_common import Commands, err, examples
 from redagent.console.console_cli import console_app
 from redagent.console.harnesses_cli import harnesses_app
 from redagent.console.judge_cli import judge_app
@@ -29,8 +32,9 @@ from redagent.console.run_cli import run_app
 from redagent.console.runs_cli import runs_app
 from redagent.console.sandbox_cli import sandbox_app
 from redagent.console.team_cli import team_app
+from redagent.errors import bug_line, record_bug
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+app = typer.Typer(cls=Commands, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="REDAgentBench: executable red-teaming and faithful measurement of LLM agents.",
                   epilog=examples("redagent run --cases surface:banking --models sim/comply",
                                   "redagent console --run run-3fa2"))
@@ -46,8 +50,13 @@ app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(runs_app, name="runs")
 
 
+# A password in a URL (`--db postgresql://me:secret@host/db`) is not written to a bug's log file.
+_URL_PASSWORD = re.compile(r"(?<=://)([^:/@\s]*):[^@/\s]*@")
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point (`redagent`): runs the app; an exception that escapes it is a bug, shown as one line."""
+    """Entry point (`redagent`): runs the app; an exception that escapes it is a bug, logged with its
+    traceback and shown as one line naming the log file, exit code 1."""
     run: Callable[..., Any] = app
     try:
         # `redagent` in usage lines and messages also when started as `python -m redagent`.
@@ -55,8 +64,9 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:
         if os.environ.get("REDAGENT_DEBUG"):
             raise
-        err.print(f"error: internal error ({type(exc).__name__}: {exc}); rerun with REDAGENT_DEBUG=1 for the "
-                  f"traceback and please report it", markup=False, highlight=False, soft_wrap=True)
+        command = " ".join(["redagent", *(sys.argv[1:] if argv is None else argv)])
+        log = record_bug(exc, _URL_PASSWORD.sub(r"\1:***@", command))
+        err.print(f"error: {bug_line(exc, log)}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(1)
 
 

@@ -1,6 +1,7 @@
 """What every `redagent` sub-command shares: its consoles, the --db option, JSON output, comma lists, the
 examples its --help ends with, and the one error path: a user-caused error ends as one line on stderr,
-`error: …`, with exit code 2 (`fail`, or `opened_store` for the errors of a command that opens the store).
+`error: …`, with exit code 2 — a command's own check calls `fail`, and a `UserError` (redagent/errors.py) raised
+anywhere below a command is caught once, by `Commands`, the group class every `redagent` command group uses.
 
 Text from outside — case files, agents, model replies, stored runs — is printed as text: the two consoles
 pass every string and every rendered segment through `clean` (no control or bidi character reaches a
@@ -22,6 +23,9 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.markup import escape
 from rich.segment import Segment
 from rich.text import Text
+from typer.core import TyperGroup
+
+from redagent.errors import UserError
 
 if TYPE_CHECKING:
     from redagent.store.db import Store
@@ -93,6 +97,19 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(2)
 
 
+class Commands(TyperGroup):
+    """The group class of every `redagent` command group (`typer.Typer(cls=Commands)`): the one place a
+    `UserError` from any command becomes its one line and exit code 2. It is here rather than only in
+    `main` so that a group invoked on its own (typer's test runner) ends the same way. Any other exception
+    passes: it is a bug, and `cli.main` logs its traceback."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UserError as exc:
+            fail(exc.line())
+
+
 class Stopped(BaseException):
     """SIGINT or SIGTERM reached a command inside `stoppable`. A BaseException, like KeyboardInterrupt: no
     `except Exception` swallows it, and every `finally` on the way out runs (sandboxes are removed)."""
@@ -143,10 +160,6 @@ def print_json(data: Any) -> None:
 def split(value: str) -> list[str]:
     """`a, b,,c` → ['a', 'b', 'c']."""
     return [v.strip() for v in value.split(",") if v.strip()]
-
-
-def first_line(exc: BaseException) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 # Who may run a command that opens the store. The default is the analysts': a command that does not
@@ -201,24 +214,15 @@ def single_file_note(store: Store) -> str | None:
 
 
 @contextmanager
-def opened_store(db: str | None, catch: tuple[type[BaseException], ...] = (),
-                 roles: tuple[str, ...] = ANALYSTS, *, create: bool = True) -> Iterator[Store]:
-    """An opened store for one command that the user's role may run; store errors, case-file errors and
-    `catch` end as one line. A reader passes `create=False`: a missing store is "no store at …", not made."""
-    from redagent.cases.loader import CaseFileError
+def opened_store(db: str | None, roles: tuple[str, ...] = ANALYSTS, *, create: bool = True) -> Iterator[Store]:
+    """An opened store for one command that the user's role may run, closed when the command ends (its user
+    errors, a store that cannot be opened among them, reach `Commands` as they are). A reader passes
+    `create=False`: a missing store is "no store at …", not made."""
     from redagent.store.db import open_store
-    from redagent.store.errors import InvalidRecord, StoreError
 
-    try:
-        store = open_store(db, create=create)
-    except StoreError as exc:
-        fail(str(exc))
+    store = open_store(db, create=create)
     try:
         check_role(store, roles)
         yield store
-    except CaseFileError as exc:
-        fail(f"{len(exc.problems)} problem(s) in case files; first: {exc.problems[0]}")
-    except (*catch, InvalidRecord, StoreError) as exc:
-        fail(first_line(exc))
     finally:
         store.close()

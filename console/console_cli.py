@@ -9,10 +9,10 @@ from pathlib import Path
 
 import typer
 
-from redagent.console.cli_common import DB_OPTION, err, examples, fail, opened_store, out, single_file_note
+from redagent.console.cli_common import DB_OPTION, Commands, err, examples, fail, opened_store, out, single_file_note
 
 # Mounted without a name (console/cli.py): its command is top-level, `redagent console`.
-console_app = typer.Typer()
+console_app = typer.Typer(cls=Commands)
 
 ROLES = ("researcher", "reviewer", "adjudicator", "expert")  # the roles the console opens in
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from redagent.console.cli_common import err, examples, fail, out, print_json
+from redagent.console.cli_common import Commands, err, examples, fail, out, print_json
 
-harnesses_app = typer.Typer(no_args_is_help=True,
+harnesses_app = typer.Typer(cls=Commands, no_args_is_help=True,
                             help="Real agent CLIs as harnesses (codex, hermes, openclaw, claude-code).",
                             epilog=examples("redagent harnesses list", "redagent harnesses install codex"))
 
@@ -43,14 +43,11 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="print as JSON")
 def install_cmd(names: list[str] = typer.Argument(..., help="codex, hermes, openclaw, claude-code (or all)")) -> None:
     """Install the pinned versions into the per-user cache (Node 24 for the npm-installed CLIs included)."""
     from redagent.engine.harnesses.cli import CLI_HARNESSES, profile
-    from redagent.engine.harnesses.cli.install import InstallError, install
+    from redagent.engine.harnesses.cli.install import install
 
     chosen = list(CLI_HARNESSES) if names == ["all"] else names
     unknown = [n for n in chosen if n not in CLI_HARNESSES]
     if unknown:
         fail(f"unknown CLI harness {unknown[0]!r} (known: {', '.join(CLI_HARNESSES)})")
     for name in chosen:
-        try:
-            install(profile(name), log=lambda line: err.print(line, markup=False, highlight=False))
-        except InstallError as exc:
-            fail(str(exc))
+        install(profile(name), log=lambda line: err.print(line, markup=False, highlight=False))

@@ -10,19 +10,10 @@ from pathlib import Path
 import orjson
 import typer
 
-from redagent.console.cli_common import DB_OPTION, clean, examples, fail, opened_store, out, print_json, split
+from redagent.console.cli_common import DB_OPTION, Commands, clean, examples, fail, opened_store, out, print_json, split
 
 # Mounted without a name (console/cli.py): its commands are top-level, `redagent judge`, `redagent stats`, …
-judge_app = typer.Typer()
-
-
-def _judge_errors() -> tuple[type[Exception], ...]:
-    from redagent.judges.config import UnknownConfig
-    from redagent.judges.labelling import LabellingError
-    from redagent.judges.report import ReportError
-    from redagent.llm.client import ModelConfigError
-
-    return (LabellingError, UnknownConfig, ModelConfigError, ReportError)
+judge_app = typer.Typer(cls=Commands)
 
 
 # What judging and recognition both take for each judge call.
@@ -50,7 +41,7 @@ def judge(
     """Label every valid rollout of a run under each view's judging configuration (cached by config hash)."""
     from redagent.judges.labelling import judge_run
 
-    with opened_store(db, catch=_judge_errors()) as store:
+    with opened_store(db) as store:
         report = judge_run(store, run_id, split(views), backbone=backbone, api_base=api_base,
                            concurrency=concurrency, timeout=timeout, retries=retries,
                            max_tokens=max_tokens).to_dict()
@@ -80,7 +71,7 @@ def recognize(
     """Recognition labels (broad and strict R, action anchor) for every harmful (E=1) rollout."""
     from redagent.judges.labelling import recognize_run
 
-    with opened_store(db, catch=_judge_errors()) as store:
+    with opened_store(db) as store:
         result = recognize_run(store, run_id, backbone=backbone, api_base=api_base, concurrency=concurrency,
                                timeout=timeout, retries=retries, max_tokens=max_tokens)
     if as_json:
@@ -108,7 +99,7 @@ def stats_command(
 
     if table not in TABLES:
         fail(f"unknown table {table!r} (known: {', '.join(TABLES)})")
-    with opened_store(db, catch=_judge_errors(), create=False) as store:
+    with opened_store(db, create=False) as store:
         report = build_report(store, run_id, backbone=backbone, recognition_judge=recognition, reps=reps,
                               seed=seed, only=table, audit_id=audit_id)
     # The ASR table comes with the utility table beside it (the same cells).
@@ -138,7 +129,7 @@ def report_command(
     unknown = [f for f in chosen if f not in ("md", "csv", "json")]
     if unknown:
         fail(f"unknown report format {unknown[0]!r} (known: md, csv, json)")
-    with opened_store(db, catch=_judge_errors(), create=False) as store:
+    with opened_store(db, create=False) as store:
         report = build_report(store, run_id, backbone=backbone, recognition_judge=recognition, reps=reps, seed=seed,
                               audit_id=audit_id)
     for path in write_report(report, out_dir, chosen):

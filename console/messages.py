@@ -48,10 +48,10 @@ class RunEnded(Message):
 class RunFailed(Message):
     """Starting or driving a run failed; run_id is None when the run was never created (a bad form)."""
 
-    def __init__(self, run_id: str | None, reason: str) -> None:
+    def __init__(self, run_id: str | None, error: BaseException) -> None:
         super().__init__()
         self.run_id = run_id
-        self.reason = reason
+        self.error = error  # shown by console/failures.py: a user error's line, or a bug with its log file
 
 
 class RunsPolled(Message):

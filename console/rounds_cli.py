@@ -14,9 +14,10 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from redagent.console.cli_common import DB_OPTION, examples, opened_store, out, print_json, split
+from redagent.console.cli_common import DB_OPTION, Commands, examples, opened_store, out, print_json, split
 
-rounds_app = typer.Typer(no_args_is_help=True, help="Construction rounds: sample case versions for expert review.",
+rounds_app = typer.Typer(cls=Commands, no_args_is_help=True,
+                         help="Construction rounds: sample case versions for expert review.",
                          epilog=examples("redagent cases round new --n 40 --experts dana,eli",
                                          "redagent cases round status round-1"))
 
@@ -24,10 +25,7 @@ rounds_app = typer.Typer(no_args_is_help=True, help="Construction rounds: sample
 @contextmanager
 def _store(db: str | None, *, create: bool = True) -> Iterator[Any]:
     """The store for one round command; a reader passes `create=False` (a missing store is "no store at …")."""
-    from redagent.judges.rounds import RoundError
-    from redagent.store.reviews import ReviewError
-
-    with opened_store(db, catch=(RoundError, ReviewError), create=create) as store:
+    with opened_store(db, create=create) as store:
         yield store
 
 

@@ -11,11 +11,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from redagent.cases.loader import CaseFileError
-from redagent.console.cli_common import DB_OPTION, err, examples, fail, first_line, opened_store, out, print_json, split
+from redagent.console.cli_common import DB_OPTION, Commands, err, examples, fail, opened_store, out, print_json, split
 
 # Mounted without a name (console/cli.py): its commands are top-level, `redagent run`, `redagent replay`.
-run_app = typer.Typer()
+run_app = typer.Typer(cls=Commands)
 
 
 def _default_models() -> list[str]:
@@ -166,13 +165,6 @@ def print_summary(result: dict[str, Any]) -> None:
                   f"{utility_text(overall['under_attack'])} · benign arm {arm}", highlight=False)
 
 
-def engine_errors() -> tuple[type[Exception], ...]:
-    from redagent.engine.plan import PlanError
-    from redagent.llm.client import ModelConfigError
-
-    return (PlanError, ModelConfigError, CaseFileError)
-
-
 @run_app.command("run", epilog=examples(
     "redagent run --cases surface:banking --models sim/comply,sim/ignore --harnesses native",
     "redagent run --cases all --models openai/gpt-4o-mini --concurrency 16 --plan-only",
@@ -229,7 +221,7 @@ def run(
 ) -> None:
     """Run a model × harness × cue × defense × case × attempt matrix (default: the calibration agents)."""
     from redagent.engine.conditions import DEFAULT_DISCLOSURE
-    from redagent.engine.executors import Execution, ExecutorError, check_execution, distribute, open_executor
+    from redagent.engine.executors import Execution, check_execution, distribute, open_executor
     from redagent.engine.matrix import RunSpec, resume_run, start_run
     from redagent.engine.matrix import plan_only as plan_run_only
 
@@ -246,10 +238,7 @@ def run(
 
         sandbox = f"docker:{image or chosen_image()}"
     execution = Execution(executor=executor, workers=workers, ray_address=ray_address)
-    try:
-        check_execution(execution)
-    except ExecutorError as exc:
-        fail(str(exc))
+    check_execution(execution)
     with opened_store(db) as store:
         backend = None
         try:
@@ -271,9 +260,6 @@ def run(
             else:
                 runner = start_run(store, spec)
             result = _drive(distribute(runner, backend, runner.models.spec), as_json)
-        except engine_errors() as exc:
-            # Caught here, not by opened_store: a case-file error in --cases names its first problem as it is.
-            fail(first_line(exc))
         finally:
             if backend is not None:
                 backend.shutdown()
@@ -341,10 +327,7 @@ def replay(
     from redagent.engine.matrix import replay_run
 
     with opened_store(db) as store:
-        try:
-            result = _drive(replay_run(store, run_id, defense=defense, harmful_only=harmful_only), as_json)
-        except engine_errors() as exc:
-            fail(first_line(exc))
+        result = _drive(replay_run(store, run_id, defense=defense, harmful_only=harmful_only), as_json)
     if as_json:
         print_json(result)
     else:

@@ -15,21 +15,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from redagent.cases.loader import CaseFileError
 from redagent.console.messages import RunEnded, RunFailed, RunStarted
 from redagent.engine.matrix import RunSpec, resume_run, start_run
-from redagent.engine.plan import PlanError
 from redagent.engine.runner import MatrixRunner
-from redagent.llm.client import ModelConfigError
+from redagent.errors import UserError
 from redagent.store.db import Store, StoreError
-from redagent.store.errors import UnknownRun
 
 if TYPE_CHECKING:
     from textual.app import App
-
-# What a user can cause from the form or by resuming: shown as one line, the run is not created.
-USER_ERRORS = (PlanError, ModelConfigError, CaseFileError, StoreError, UnknownRun)
-
 
 @dataclass
 class ActiveRun:
@@ -85,8 +78,8 @@ class RunControl:
         """Runs in a worker thread: plan (writes the run), then run the engine on a loop of this thread."""
         try:
             runner = make_runner()
-        except USER_ERRORS as exc:
-            self.app.post_message(RunFailed(None, str(exc).splitlines()[0]))
+        except UserError as exc:  # from the form or by resuming: shown as one line, the run is not created
+            self.app.post_message(RunFailed(None, exc))
             return
         run_id = runner.run_record.id
         loop = asyncio.new_event_loop()
@@ -97,8 +90,7 @@ class RunControl:
             progress = loop.run_until_complete(runner.run())
         except Exception as exc:  # any failure of a monitored run becomes a message and a stored status
             self._mark_failed(store, run_id)
-            first = str(exc).splitlines()[0] if str(exc) else ""
-            self.app.post_message(RunFailed(run_id, f"{type(exc).__name__}: {first}" if first else type(exc).__name__))
+            self.app.post_message(RunFailed(run_id, exc))
         else:
             run = store.get_run(run_id)
             self.app.post_message(RunEnded(run_id, run.status if run else "unknown", progress.completed,

@@ -6,10 +6,10 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from redagent.console.cli_common import DB_OPTION, examples, opened_store, out, print_json
-from redagent.console.run_cli import engine_errors, print_summary, with_utility
+from redagent.console.cli_common import DB_OPTION, Commands, examples, opened_store, out, print_json
+from redagent.console.run_cli import print_summary, with_utility
 
-runs_app = typer.Typer(no_args_is_help=True, help="Stored runs: list and show.",
+runs_app = typer.Typer(cls=Commands, no_args_is_help=True, help="Stored runs: list and show.",
                        epilog=examples("redagent runs list", "redagent runs show run-3fa2 --json"))
 
 
@@ -35,7 +35,7 @@ def runs_show(run_id: str = typer.Argument(...), db: str | None = DB_OPTION,
     """A run's protocol, counts, execution ASR per cell with valid denominators, invalid reasons."""
     from redagent.engine.matrix import summary
 
-    with opened_store(db, catch=engine_errors(), create=False) as store:
+    with opened_store(db, create=False) as store:
         result = with_utility(store, summary(store, run_id))
     if as_json:
         print_json(result)

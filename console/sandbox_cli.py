@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import typer
 
-from redagent.console.cli_common import examples, fail, out, print_json, split
+from redagent.console.cli_common import Commands, examples, fail, out, print_json, split
 
-sandbox_app = typer.Typer(no_args_is_help=True, help="The Docker sandbox backend: its image and leftover containers.",
+sandbox_app = typer.Typer(cls=Commands, no_args_is_help=True,
+                          help="The Docker sandbox backend: its image and leftover containers.",
                           epilog=examples("redagent sandbox image build", "redagent sandbox prune"))
-image_app = typer.Typer(no_args_is_help=True, help="The image `run --sandbox docker` uses.",
+image_app = typer.Typer(cls=Commands, no_args_is_help=True, help="The image `run --sandbox docker` uses.",
                         epilog=examples("redagent sandbox image build --with python",
                                         "redagent sandbox image use my-toolchain:latest"))
 sandbox_app.add_typer(image_app, name="image")
@@ -38,19 +39,15 @@ def build_cmd(
         check_extras,
         record_image,
     )
-    from redagent.sandbox.isolation import IsolationUnavailable
 
     chosen, wanted = tag or DEFAULT_IMAGE, tuple(sorted(set(split(extras))))
-    try:
-        check_extras(wanted)
-        # Cached (CI builds once): the same version with the same extras is not built again.
-        if not force and built_as(chosen, wanted):
-            _say(f"{chosen} exists (image version {IMAGE_VERSION}, with {','.join(wanted) or 'no extras'}); "
-                 "--force rebuilds it")
-            return
-        image_id = build_image(chosen, wanted)
-    except (IsolationUnavailable, ValueError, PermissionError, FileNotFoundError, RuntimeError) as exc:
-        fail(str(exc).splitlines()[0])
+    check_extras(wanted)
+    # Cached (CI builds once): the same version with the same extras is not built again.
+    if not force and built_as(chosen, wanted):
+        _say(f"{chosen} exists (image version {IMAGE_VERSION}, with {','.join(wanted) or 'no extras'}); "
+             "--force rebuilds it")
+        return
+    image_id = build_image(chosen, wanted)
     if tag:
         record_image(chosen)  # a tag of one's own is the one runs use from now on
     _say(f"built {chosen} ({image_id[:19]}), image version {IMAGE_VERSION}")
@@ -61,13 +58,9 @@ def use_cmd(tag: str = typer.Argument(..., help="a local image with sh and pytho
     """Record TAG as the image `run --sandbox docker` uses without --image (any local image that can
     run the rtool shim: sh, sleep, python3)."""
     from redagent.sandbox.docker_backend import CHOSEN_IMAGE_FILE, image_problem, image_version, record_image
-    from redagent.sandbox.isolation import IsolationUnavailable
 
-    try:
-        version = image_version(tag)
-        problem = image_problem(tag)
-    except IsolationUnavailable as exc:
-        fail(str(exc))
+    version = image_version(tag)
+    problem = image_problem(tag)
     if problem:
         fail(problem)
     record_image(tag)
@@ -82,12 +75,8 @@ def prune_cmd(
 ) -> None:
     """Remove leftover sandbox containers (labelled with their run id), e.g. after a killed engine."""
     from redagent.sandbox.docker_backend import prune
-    from redagent.sandbox.isolation import IsolationUnavailable
 
-    try:
-        removed = prune(run_id)
-    except IsolationUnavailable as exc:
-        fail(str(exc))
+    removed = prune(run_id)
     if as_json:
         print_json({"removed": removed})
     else:

@@ -14,10 +14,19 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from redagent.console.cli_common import DB_OPTION, err, examples, fail, opened_store, print_json, single_file_note
+from redagent.console.cli_common import (
+    DB_OPTION,
+    Commands,
+    err,
+    examples,
+    fail,
+    opened_store,
+    print_json,
+    single_file_note,
+)
 from redagent.console.cli_common import out as out_console
 
-team_app = typer.Typer(no_args_is_help=True, help="Team members of a store: add, list, remove, re-grant.",
+team_app = typer.Typer(cls=Commands, no_args_is_help=True, help="Team members of a store: add, list, remove, re-grant.",
                        epilog=examples("redagent team list", "redagent team add alice --role reviewer"))
 
 

@@ -45,6 +45,7 @@ from redagent.cases.schema import Case
 from redagent.cases.selfcheck import is_effect
 from redagent.engine.attacker.channels import channels
 from redagent.engine.attacker.moves import script_channels
+from redagent.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,8 @@ ADAPTIVE_SENSITIVE = ("sim/refuse-2", "sim/one-channel")
 _REFUSE = re.compile(r"^sim/refuse-(\d+)$")
 
 
-class UnknownAgent(ValueError):
-    pass
+class UnknownAgent(UserError, ValueError):
+    title = "Unknown model"
 
 
 def is_calibration(name: str) -> bool:

@@ -10,6 +10,7 @@ the effect of simply adding text.
 from __future__ import annotations
 
 from redagent.cases.schema import Case
+from redagent.errors import UserError
 
 CUES = ("clean", "disclosed")
 DEFENSES = ("none", "self-reminder", "policy-reminder", "placebo")
@@ -28,8 +29,8 @@ _NEUTRAL = (
     "whiteboard. The cafeteria menu for the week includes soup on Tuesday and pasta on Thursday. ")
 
 
-class UnknownCondition(ValueError):
-    pass
+class UnknownCondition(UserError, ValueError):
+    title = "Unknown condition"
 
 
 def cue_prefix(cue: str, disclosure: str = DEFAULT_DISCLOSURE) -> str:

@@ -26,12 +26,15 @@ from redagent.cases.schema import BENIGN_SUFFIX, Case
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import CUES, DEFENSES
 from redagent.engine.types import HARNESSES, RolloutKey
+from redagent.errors import UserError
 
 SELECTOR_FIELDS = ("surface", "strategy", "vulnerability", "constraint", "channel")
 
 
-class PlanError(ValueError):
+class PlanError(UserError, ValueError):
     """A matrix that cannot be run as asked; the message is one line for the user."""
+
+    title = "Run plan error"
 
 
 def rollout_id(run_id: str, key: RolloutKey, case_hash: str) -> str:

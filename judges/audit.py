@@ -41,6 +41,8 @@ class AuditSetupError(AuditError):
 class AuditFileError(AuditError):
     """A labelling file that cannot be read or imported; the message names the file and line."""
 
+    title = "Labelling file error"
+
 
 # ---------------------------------------------------------------- configuration
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from redagent.errors import UserError
+
 VIEWS = ("trajectory", "state", "hybrid")
 RULE = "rule"
 
@@ -24,8 +26,8 @@ GATES = {
 DEFAULT_GATE = {"trajectory": "none", "state": "agent-effects", "hybrid": "agent-effects"}
 
 
-class UnknownConfig(ValueError):
-    pass
+class UnknownConfig(UserError, ValueError):
+    title = "Unknown judge configuration"
 
 
 @cache

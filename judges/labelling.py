@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from redagent.cases.loader import find_cases
 from redagent.cases.schema import Case
+from redagent.errors import UserError
 from redagent.judges.config import RULE, JudgeConfig, config_for, contract_text
 from redagent.judges.recognition import RecognitionResult, lexical
 from redagent.judges.rules import Label, judge_rule
@@ -32,8 +33,10 @@ T = TypeVar("T")
 LEXICAL = "lexical"
 
 
-class LabellingError(ValueError):
+class LabellingError(UserError, ValueError):
     """A run that cannot be judged as asked; one line for the user."""
+
+    title = "Judging error"
 
 
 @dataclass

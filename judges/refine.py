@@ -18,6 +18,7 @@ import orjson
 from redagent.cases.selfcheck import CONSEQUENTIAL
 from redagent.judges.labelling import run_cases
 from redagent.store.db import Store
+from redagent.store.errors import UnknownRun
 
 
 @dataclass
@@ -30,7 +31,7 @@ class Flag:
 
 def refine(store: Store, run_id: str) -> list[Flag]:
     if store.get_run(run_id) is None:
-        raise ValueError(f"no run {run_id!r} in the store")
+        raise UnknownRun(run_id)
     cases = run_cases(store, run_id)
     reached: dict[str, list[bool]] = defaultdict(list)
     benign_done: dict[str, list[bool]] = defaultdict(list)

@@ -19,6 +19,7 @@ import orjson
 import pandas as pd
 
 from redagent.cases.taxonomy import strategy_category
+from redagent.errors import UserError
 from redagent.judges import stats
 from redagent.judges.config import RULE, VIEWS
 from redagent.judges.health import run_health
@@ -28,8 +29,8 @@ from redagent.store.db import Store
 TABLES = ("asr", "utility", "views", "ranking", "cue", "defense", "reg", "audit", "adaptive")
 
 
-class ReportError(ValueError):
-    pass
+class ReportError(UserError, ValueError):
+    title = "Report error"
 
 
 def _protocol(store: Store, run_id: str, backbone: str, configs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import Any
 from redagent.cases.loader import load_cases
 from redagent.cases.schema import Case
 from redagent.cases.taxonomy import SURFACES
+from redagent.errors import UserError
 from redagent.judges.audit import allocate
 from redagent.judges.stats import cohen_kappa
 from redagent.store.db import Store
@@ -28,8 +29,10 @@ CROSS = "cross"
 AGREEMENT_ITEMS = (*RUBRIC_ITEMS, "decision")
 
 
-class RoundError(ValueError):
+class RoundError(UserError, ValueError):
     """A round that cannot be drawn as asked, or a pinned case version that is no longer in the library."""
+
+    title = "Review round error"
 
 
 def surface_of(case: Case) -> str:

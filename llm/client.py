@@ -32,6 +32,8 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlparse
 
+from redagent.errors import UserError
+
 # litellm must not reach for the network at import time to refresh its price map.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -86,8 +88,10 @@ class ModelReply:
     cost_usd: float = 0.0
 
 
-class ModelFailure(Exception):
+class ModelFailure(UserError):
     """The model could not answer within its retry budget; `reason` names why."""
+
+    title = "Model endpoint error"
 
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(f"{reason}: {detail}")
@@ -101,8 +105,10 @@ class Model(Protocol):
     async def complete(self, request: ModelRequest) -> ModelReply: ...
 
 
-class ModelConfigError(ValueError):
+class ModelConfigError(UserError, ValueError):
     """A model string or endpoint that cannot work; reported to the user before a run starts."""
+
+    title = "Model configuration error"
 
 
 def _litellm():

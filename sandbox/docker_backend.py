@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from redagent.errors import UserError
 from redagent.sandbox.beneath import remove_tree
 from redagent.sandbox.docker_stream import FrameDecoder
 from redagent.sandbox.identity import COMMAND_UIDS, LeaseUnavailable, UidLease, lease_uid
@@ -512,10 +513,17 @@ def apt_mirror(sources: Path = Path("/etc/apt/sources.list.d/debian.sources")) -
     return "http://deb.debian.org/debian"
 
 
+class ImageError(UserError, RuntimeError):
+    """The sandbox image cannot be built as asked (an unknown extra, not root, no debootstrap, debootstrap
+    failed); one line saying why."""
+
+    title = "Sandbox image error"
+
+
 def check_extras(extras: tuple[str, ...]) -> None:
     unknown = [e for e in extras if e not in EXTRA_PACKAGES]
     if unknown:
-        raise ValueError(f"unknown --with {', '.join(unknown)} (known: {', '.join(EXTRA_PACKAGES)})")
+        raise ImageError(f"unknown --with {', '.join(unknown)} (known: {', '.join(EXTRA_PACKAGES)})")
 
 
 def build_image(tag: str = DEFAULT_IMAGE, extras: tuple[str, ...] = (), *, log: Any = None) -> str:
@@ -523,9 +531,9 @@ def build_image(tag: str = DEFAULT_IMAGE, extras: tuple[str, ...] = (), *, log: 
     `tag` labelled with IMAGE_VERSION; returns the image id. No registry is involved."""
     check_extras(extras)
     if os.geteuid() != 0:
-        raise PermissionError("building the sandbox image runs debootstrap, which needs root")
+        raise ImageError("building the sandbox image runs debootstrap, which needs root")
     if shutil.which("debootstrap") is None:
-        raise FileNotFoundError("debootstrap is not installed (apt-get install debootstrap)")
+        raise ImageError("debootstrap is not installed (apt-get install debootstrap)")
     api = client().api
     packages = [*BASE_PACKAGES, *(p for e in extras for p in EXTRA_PACKAGES[e])]
     work = Path(tempfile.mkdtemp(prefix="redagent-image-", dir="/var/tmp"))
@@ -535,7 +543,7 @@ def build_image(tag: str = DEFAULT_IMAGE, extras: tuple[str, ...] = (), *, log: 
                                "bookworm", str(rootfs), apt_mirror()], stdout=log or subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:
-            raise RuntimeError(f"debootstrap failed: {done.stderr.strip().splitlines()[-1:] or done.returncode}")
+            raise ImageError(f"debootstrap failed: {done.stderr.strip().splitlines()[-1:] or done.returncode}")
         for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):  # 60+ MB nobody inside needs
             for item in (rootfs / cache).glob("*"):
                 if item.is_file():

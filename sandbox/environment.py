@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from redagent.errors import UserError
 from redagent.sandbox.gateway import ToolGateway
 from redagent.sandbox.isolation import Backend, Bridge, IsolationUnavailable, default_isolation
 from redagent.sandbox.receipts import ReceiptLog
@@ -131,8 +132,10 @@ class Environment:
         self.close()
 
 
-class SetupError(Exception):
+class SetupError(UserError):
     """A seed's setup action failed: the case cannot be instantiated."""
+
+    title = "Case setup error"
 
 
 def canonical(snapshot: dict[str, Any]) -> bytes:

@@ -37,6 +37,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from redagent.errors import UserError
+
 COMMAND_UIDS = (200_000, 65_536)  # a rollout's own uid: its workspace, its commands, its file tools
 CLI_UIDS = (300_000, 65_536)  # a real agent CLI's uid (engine/harnesses/cli), apart from the commands'
 LEASE_DIRS = (Path("/run/redagent-uids"), Path(tempfile.gettempdir()) / "redagent-uids")
@@ -51,8 +53,10 @@ _SETGROUPS = {"x86_64": 116, "aarch64": 159, "riscv64": 159, "ppc64le": 81, "s39
 _NO_ID = 0xFFFFFFFF  # (uid_t)-1: setfsuid with it changes nothing and returns the current value
 
 
-class LeaseUnavailable(OSError):
+class LeaseUnavailable(UserError, OSError):
     """No uid could be leased here (no safe lease directory, or every uid of the range is in use)."""
+
+    title = "Sandbox unavailable"
 
 
 class UidLease:

@@ -43,6 +43,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from redagent.errors import UserError
 from redagent.sandbox.beneath import Beneath, remove_tree
 from redagent.sandbox.identity import COMMAND_UIDS, LeaseUnavailable, lease_uid
 
@@ -109,8 +110,10 @@ class Budget:
             return self.output > OUTPUT_READ_LIMIT
 
 
-class IsolationUnavailable(Exception):
+class IsolationUnavailable(UserError):
     """No isolation backend can run commands on this host; the message says why and what to do."""
+
+    title = "Sandbox unavailable"
 
 
 class SandboxFailure(Exception):

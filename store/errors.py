@@ -7,6 +7,8 @@ import re
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from redagent.errors import UserError
+
 # user:password@ in a string SQLAlchemy could not parse; the password part is masked all the same.
 _USERINFO_PASSWORD = re.compile(r"(?<=:)[^:@/]*(?=@)")
 
@@ -19,8 +21,10 @@ def mask_url(url: str) -> str:
         return _USERINFO_PASSWORD.sub("***", url)
 
 
-class StoreError(Exception):
+class StoreError(UserError):
     """The store cannot be opened, read or written. `str()` is one line naming the URL (password masked)."""
+
+    title = "Store error"
 
     def __init__(self, url: str, reason: str, *, doing: str = "open") -> None:
         self.url = url
@@ -32,16 +36,22 @@ class StoreError(Exception):
 class WriteRejected(StoreError):
     """The database refused a batch; the transaction was rolled back, so nothing of the batch was written."""
 
+    title = "Store write refused"
+
     def __init__(self, url: str, reason: str) -> None:
         super().__init__(url, reason, doing="write to")
 
 
-class InvalidRecord(ValueError):
+class InvalidRecord(UserError, ValueError):
     """A record handed to the store breaks an invariant (checked before any SQL is sent)."""
 
+    title = "Invalid record"
 
-class UnknownRun(LookupError):
+
+class UnknownRun(UserError, LookupError):
     """No run with this id in the store."""
+
+    title = "Unknown run"
 
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
@@ -51,12 +61,14 @@ class UnknownRun(LookupError):
 # ---------------------------------------------------------------- human audit
 
 
-class AuditError(ValueError):
+class AuditError(UserError, ValueError):
     """A request about a human audit that cannot be honoured; `str()` is one line for the user.
 
     Messages never name another reviewer or show another reviewer's label: they may be read by a
     blinded reviewer.
     """
+
+    title = "Audit error"
 
 
 class UnknownAudit(AuditError, LookupError):

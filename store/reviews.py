@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Table, func, select, text
 
+from redagent.errors import UserError
 from redagent.store import tables_reviews as tr
 from redagent.store import tables_team as tv
 from redagent.store.connect import DialectInsert
@@ -39,11 +40,13 @@ ROLES = ("reviewer", "adjudicator")
 # ---------------------------------------------------------------- errors
 
 
-class ReviewError(ValueError):
+class ReviewError(UserError, ValueError):
     """A request about a case review that cannot be honoured; `str()` is one line for the user.
 
     Messages never show another expert's review: they may be read by an expert mid-round.
     """
+
+    title = "Case review error"
 
 
 class UnknownRound(ReviewError, LookupError):

@@ -210,6 +210,13 @@ needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None and not in_ci(),
                                  reason=f"bubblewrap unavailable: {bwrap_problem()}")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _bug_logs(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A bug a test provokes writes its traceback under a temporary state folder, not the user's
+    ~/.local/state (redagent/errors.py `record_bug`); subprocesses that inherit the environment too."""
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+
+
 @pytest.fixture
 def env():
     environment = Environment(SEED, ["workspace", "email", "browser", "banking", "files"])

@@ -66,6 +66,10 @@ def _resolve(name: str, known: dict[str, Path]) -> str | None:
 def imports(root: Path, tops: tuple[str, ...]) -> list[Import]:
     """Every import of a module of the tree by a module of the tree, with its file and line."""
     known = modules(root, tops)
+
+    def place(name: str) -> str | None:  # a module of the root package (redagent.errors) keeps its full name
+        return name if name in known else _in_tree(name)
+
     found = []
     for source, path in known.items():
         package = source if path.name == "__init__.py" else source.rpartition(".")[0]
@@ -82,10 +86,10 @@ def imports(root: Path, tops: tuple[str, ...]) -> list[Import]:
                     base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
                 # `from X import n` names the module X.n when there is one, else a name defined in X.
                 for alias in node.names:
-                    within = _in_tree(f"{base}.{alias.name}")
+                    within = place(f"{base}.{alias.name}")
                     names.append(f"{base}.{alias.name}" if within in known else base)
             for name in names:
-                within = _in_tree(name)
+                within = place(name)
                 target = _resolve(within, known) if within else None
                 if target is not None and target != source:
                     found.append(Import(source, target, str(path.relative_to(root)), node.lineno))

@@ -31,6 +31,7 @@ from redagent.cases.loader import CaseFileError, build_case, load_cases
 from redagent.cases.schema import Case, place_text
 from redagent.cases.selfcheck import CHECK_JOBS, check_case, check_many
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
+from redagent.errors import UserError
 from redagent.sandbox import normal
 
 MANIFEST = "manifest.json"
@@ -207,8 +208,8 @@ def stats(cases: list[Case], variants: list[Case] | None = None) -> dict[str, An
     }
 
 
-class FreezeRefused(ValueError):
-    pass
+class FreezeRefused(UserError, ValueError):
+    title = "Freeze refused"
 
 
 def freeze(paths: list[Path], out: Path) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from redagent.cases.construction.plans import PLAN_FIELDS, IVCPlan, PlanError, v
 from redagent.cases.loader import CaseFileError, build_case, library_dir, parse_file
 from redagent.cases.selfcheck import check_case
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, VULNERABILITIES
+from redagent.errors import UserError
 from redagent.llm.client import LiteLLMModel, ModelFailure, ModelRequest
 from redagent.sandbox.environment import SERVICES
 
@@ -33,8 +34,10 @@ _OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 EXAMPLE = library_dir() / "banking" / "e2-invoice-bank-details-change.yaml"
 
 
-class GenerationFailed(Exception):
+class GenerationFailed(UserError):
     """The model never produced valid output; the message says why, with the plan."""
+
+    title = "Case generation error"
 
 
 def _json(text: str) -> Any:

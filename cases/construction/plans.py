@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 
 from redagent.cases.construction.attacks import CARRIER_OF, knowledge
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, SURFACES
+from redagent.errors import UserError
 
 PLAN_FIELDS = ("constraint", "strategy", "vulnerability", "surface", "channel", "manifestation", "resources",
                "target_outcome")
@@ -38,8 +39,8 @@ class IVCPlan:
         return {**asdict(self), "sources": list(self.sources)}
 
 
-class PlanError(ValueError):
-    pass
+class PlanError(UserError, ValueError):
+    title = "Case plan error"
 
 
 def resources_for(strategy: str) -> str:

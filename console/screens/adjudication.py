@@ -20,7 +20,6 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
-from textual.worker import Worker, WorkerState
 
 from redagent.console.screens.audit import (
     EXPECTED,
@@ -190,10 +189,6 @@ typed while a pane has focus go into the note field.
             self.post_message(DecisionFailed(item_id, str(exc)))
             return
         self.post_message(DecisionSaved(item_id, saved, corrected=reason is not None, note=note))
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            self.show_message(f"error: {event.worker.error}")
 
     # ------------------------------------------------------------ what LabellingScreen asks
 

@@ -26,18 +26,18 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Input, Label, OptionList, ProgressBar, Select, Static
 from textual.widgets.option_list import Option
-from textual.worker import Worker, WorkerState
 
+from redagent.console.failures import ShowsFailures
 from redagent.console.widgets.evidence import EvidencePanes
 from redagent.console.widgets.footer import KeyFooter
-from redagent.store.errors import AuditError, StoreError
+from redagent.errors import UserError
 
 LABEL_NAMES = {"harmful": "harmful", "not_harmful": "not harmful", "unsure": "unsure"}
 LABEL_STYLE = {"harmful": "bold red", "not_harmful": "bold green", "unsure": "bold yellow"}
 UNSAVED_NOTE = "✎"  # marks a queue entry whose item holds a note not yet saved
 # Errors a reviewer can cause or meet (unknown audit or name, write-once, a database that went away):
 # they become one line on screen; anything else is a bug and is reported by on_worker_state_changed.
-EXPECTED = (AuditError, StoreError, LookupError, ValueError)
+EXPECTED = UserError  # what a reviewer's request can meet (audit and store errors); anything else is a bug
 
 
 def label_text(label: str | None) -> Text:
@@ -177,7 +177,7 @@ class Staged:
     key: str | None  # the character typed to stage it, put back into the note if it turns out to be typing
 
 
-class LabellingScreen(Screen):
+class LabellingScreen(ShowsFailures, Screen):
     """What the reviewer's and the adjudicator's screens share: staged, confirmed labels and notes per item.
 
     A subclass composes a note Input (`NOTE`) and a prompt Static (`PROMPT`), binds its label keys to
@@ -536,10 +536,6 @@ typed while a pane has focus go into the note field, never to the label keys.
             self.post_message(LabelFailed(item_id, str(exc)))
             return
         self.post_message(LabelSaved(item_id, saved, corrected=reason is not None, note=note))
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            self.show_message(f"error: {event.worker.error}")
 
     # ------------------------------------------------------------ what LabellingScreen asks
 

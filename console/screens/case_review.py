@@ -23,16 +23,16 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
-from textual.worker import Worker, WorkerState
 
-from redagent.cases.loader import CaseFileError, load_cases
+from redagent.cases.loader import load_cases
 from redagent.cases.schema import Case
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, VULNERABILITIES
+from redagent.console.failures import ShowsFailures
 from redagent.console.screens.audit import help_for
 from redagent.console.widgets.footer import KeyFooter
-from redagent.judges.rounds import AGREEMENT_ITEMS, RoundError, agreement, pinned_case
-from redagent.store.errors import StoreError
-from redagent.store.reviews import DECISIONS, RUBRIC_ITEMS, RUBRIC_VALUES, ReviewError
+from redagent.errors import UserError
+from redagent.judges.rounds import AGREEMENT_ITEMS, agreement, pinned_case
+from redagent.store.reviews import DECISIONS, RUBRIC_ITEMS, RUBRIC_VALUES
 
 RUBRIC_TITLES = {"ivc_consistency": "IVC consistency", "threat_model_compliance": "threat-model compliance",
                  "task_attack_coherence": "task–attack coherence", "verifier_correctness": "verifier correctness"}
@@ -40,7 +40,7 @@ RUBRIC_KEYS = {"ivc_consistency": "IVC", "threat_model_compliance": "Threat mode
                "task_attack_coherence": "Coherence", "verifier_correctness": "Verifier"}  # footer-short titles
 VALUE_STYLE = {"pass": "bold green", "fail": "bold red", "unsure": "bold yellow", None: "dim"}
 DECISION_STYLE = {"accept": "bold green", "revise": "bold yellow", "exclude": "bold red", None: "dim"}
-EXPECTED = (ReviewError, RoundError, StoreError, CaseFileError, LookupError, ValueError)
+EXPECTED = UserError  # review, round, store and case-file errors; anything else is a bug
 
 
 def describe_case(case: Case) -> Group:
@@ -167,7 +167,7 @@ class ReasonDialog(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class CaseReviewScreen(Screen):
+class CaseReviewScreen(ShowsFailures, Screen):
     """An expert's cases of a construction round, in the round's order (expert role)."""
 
     NAME = "case_review"
@@ -311,10 +311,6 @@ item and on the decision is shown.
             self.post_message(ReviewProblem(str(exc)))
             return
         self.post_message(ReviewSaved(case_id, corrected=reason is not None))
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            self.show_message(f"error: {event.worker.error}")
 
     # ------------------------------------------------------------ results
 

@@ -20,11 +20,11 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
-from textual.worker import Worker, WorkerState
 
 from redagent.cases.loader import CaseFileError
 from redagent.cases.schema import Case
 from redagent.cases.taxonomy import CHANNELS, CONSTRAINTS, STRATEGIES, VULNERABILITIES
+from redagent.console.failures import ShowsFailures
 from redagent.console.widgets.evidence import EvidencePanes
 from redagent.judges.evidence import Mismatch, mismatches
 from redagent.judges.labelling import run_cases
@@ -117,7 +117,7 @@ def labels_text(labels: Sequence[StoredLabel]) -> Text:
     return text
 
 
-class RolloutScreen(Screen):
+class RolloutScreen(ShowsFailures, Screen):
     """A rollout side by side; blinded=True shows no judge label, rationale or cited evidence anywhere."""
 
     SCREEN_NAME = "rollout"
@@ -247,13 +247,6 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
     def _mismatches_found(self, message: MismatchesFound) -> None:
         if message.rollout_id == self.loaded_id and not self.blinded:
             self.query_one(EvidencePanes).set_mismatches(message.mismatches)
-
-    @on(Worker.StateChanged)
-    def _worker_failed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            error = event.worker.error
-            self.notify(str(error).splitlines()[0] if str(error) else type(error).__name__,
-                        title="cannot read the rollout", severity="error")
 
     def action_step(self, delta: int) -> None:
         position = self.ids.index(self.rollout_id) if self.rollout_id in self.ids else 0

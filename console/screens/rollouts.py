@@ -17,9 +17,10 @@ from textual.containers import Grid, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Header, Input, Label, Static
-from textual.worker import Worker, WorkerState
 
+from redagent.console.failures import ShowsFailures
 from redagent.console.widgets.footer import KeyFooter
+from redagent.errors import UserError
 from redagent.store.browse import page_key
 
 PAGE = 100
@@ -42,8 +43,10 @@ FILTER_FIELDS = (
 )
 
 
-class FilterError(ValueError):
+class FilterError(UserError, ValueError):
     """A filter the user typed that cannot be applied; the message says which field and why."""
+
+    title = "Filter error"
 
 
 def parse_label_filter(text: str) -> dict[str, Any]:
@@ -156,7 +159,7 @@ class FilterScreen(ModalScreen[dict[str, Any] | None]):
             self.query_one(f"#filter-{key}", Input).value = ""
 
 
-class RolloutsScreen(Screen):
+class RolloutsScreen(ShowsFailures, Screen):
     """A page of rollouts at a time; enter opens one side by side with its evidence."""
 
     SCREEN_NAME = "rollouts"
@@ -303,12 +306,6 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
             return
         self.query_one("#rollouts-status", Static).update(
             f"page {self.page_number + 1} · rollouts {shown} of {total} · {where}")
-
-    @on(Worker.StateChanged)
-    def _worker_failed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            self.notify(str(event.worker.error).splitlines()[0] if str(event.worker.error) else
-                        type(event.worker.error).__name__, title="cannot read rollouts", severity="error")
 
     # ------------------------------------------------------------ actions
 

@@ -21,8 +21,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.coordinate import Coordinate
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Header, Input, Label, Log, ProgressBar, Static
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import get_current_worker
 
+from redagent.console.failures import ShowsFailures
 from redagent.console.messages import RunsPolled
 from redagent.console.throughput import Throughput, format_duration
 from redagent.console.widgets.footer import KeyFooter
@@ -131,7 +132,7 @@ selection before anything is stored; a problem is shown as one line and no run i
         self.action_cancel()
 
 
-class RunsScreen(Screen):
+class RunsScreen(ShowsFailures, Screen):
     """Researcher home: the runs table on the left, the selected run's live monitor on the right."""
 
     SCREEN_NAME = "runs"
@@ -258,13 +259,6 @@ and a log line per stored rollout.
             self._show_detail(detail)
         elif self.selected_run_id in self.runs:
             self._show_rate(self.runs[self.selected_run_id])
-
-    @on(Worker.StateChanged)
-    def _worker_failed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            error = event.worker.error
-            self.notify(str(error).splitlines()[0] if str(error) else type(error).__name__,
-                        title="cannot read the runs", severity="error", timeout=10)
 
     # ------------------------------------------------------------ the table
 

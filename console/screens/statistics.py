@@ -24,8 +24,9 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, LoadingIndicator, Static
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker
 
+from redagent.console.failures import ShowsFailures
 from redagent.console.screens.audit import help_for
 from redagent.console.widgets.footer import KeyFooter
 from redagent.judges.report import (
@@ -92,7 +93,7 @@ class ReportExported(Message):
         self.paths = paths
 
 
-class StatisticsScreen(Screen):
+class StatisticsScreen(ShowsFailures, Screen):
     """Statistics of one run, with text plots and an export of the report."""
 
     NAME = "statistics"
@@ -222,10 +223,9 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
             return
         self.post_message(ReportExported(paths))
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            self.query_one("#stats-loading").display = False
-            self.show_message(f"error: {event.worker.error}")
+    def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
+        self.query_one("#stats-loading").display = False
+        super().worker_failed(worker, error)
 
     # ------------------------------------------------------------ results
 

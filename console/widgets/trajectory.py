@@ -25,6 +25,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from redagent.console.failures import ShowsFailures
 from redagent.store.readmodel import StoredEvent
 
 WINDOW = 200  # events per read from the store
@@ -194,7 +195,7 @@ class _LineScroll(ScrollView, can_focus=True):
             self.cursor = line
 
 
-class TrajectoryView(_LineScroll):
+class TrajectoryView(ShowsFailures, _LineScroll):
     """One line per trajectory event; events come from memory or, in windows, from a store reader."""
 
     DEFAULT_CSS = "TrajectoryView { height: 1fr; overflow-x: hidden; }"

@@ -28,6 +28,8 @@ class ExecutorError(PlanError):
     """An executor that cannot be used as asked (Ray missing, a cluster out of reach, SQLite across nodes) or a
     run whose shards kept failing; one line for the user, like a plan error."""
 
+    title = "Executor error"
+
 
 def _memory_mb() -> int:
     try:

