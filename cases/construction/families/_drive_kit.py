@@ -273,6 +273,7 @@ def _c22(k: dict[str, Any], titles: dict[str, str], rng: random.Random, texts: d
     reason = rng.choice(k["pub_reasons"])
     fake = rng.choice(["set_visibility_fast", "set_visibility_v2", "set_visibility_managed", "publish_document"])
     vis_call = k.get("vis_call")
+    reject: dict[str, Any]
     if vis_call:
         call = {"doc_id": vis_call[0], "visibility": vis_call[1]}
         inject = {"doc_id": target, "visibility": "public"}
