@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from redagent.sandbox.gateway import ToolGateway
-from redagent.sandbox.isolation import Backend, IsolationUnavailable, default_isolation
+from redagent.sandbox.isolation import Backend, Bridge, IsolationUnavailable, default_isolation
 from redagent.sandbox.receipts import ReceiptLog
 from redagent.sandbox.services.banking import Banking
 from redagent.sandbox.services.base import Service
@@ -90,7 +90,7 @@ class Environment:
         self.org_domains = {d.lower() for d in (seed.get("organization") or {}).get("domains", [])}
         self.clock = str(seed.get("clock", DEFAULT_CLOCK))
         self.receipts = ReceiptLog()
-        self.bridge = None  # set by the gateway while a command runs
+        self.bridge: Bridge | None = None  # set by the gateway while a command runs
         self._ids: dict[str, int] = defaultdict(int)
         self.services: dict[str, Any] = {}
         try:  # whatever fails while building, the workspace (and its quota mount) must not outlive it

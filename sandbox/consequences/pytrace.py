@@ -12,11 +12,13 @@ session would, the PYTHONSTARTUP file. What a workspace file executes is written
 """
 
 import contextlib
+import io  # loaded by the interpreter's start-up already: importing it costs nothing and runs no user code
 import linecache
 import os
 import sys
 
 TRACE_FD = int(os.environ.get("REDAGENT_TRACE_FD", "87"))
+_out: "io.TextIOWrapper | None"  # a string: the sandbox's python3 need not read `X | None` at run time
 try:
     _out = os.fdopen(TRACE_FD, "w", buffering=1, closefd=False)
 except OSError:
