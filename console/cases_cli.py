@@ -332,7 +332,7 @@ def _build_with_llm(out_dir: Path, backbone: str, api_base: str | None, constrai
         except GenerationFailed as exc:
             rejected.append(f"{plan.key}: {exc}")
             continue
-        if result.ok:
+        if result.ok and result.case is not None:  # ok: compiled to a case
             target = out_dir / "llm" / plan.surface / f"{result.case.id}.yaml"
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(yaml.safe_dump(result.data, sort_keys=False, allow_unicode=True), encoding="utf-8")

@@ -218,7 +218,7 @@ def opened_store(db: str | None, catch: tuple[type[BaseException], ...] = (),
         yield store
     except CaseFileError as exc:
         fail(f"{len(exc.problems)} problem(s) in case files; first: {exc.problems[0]}")
-    except (*catch, InvalidRecord, StoreError) as exc:
+    except catch + (InvalidRecord, StoreError) as exc:
         fail(first_line(exc))
     finally:
         store.close()
