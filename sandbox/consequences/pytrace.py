@@ -35,7 +35,7 @@ def _emit(kind, *fields):
 
 
 def _pth_being_read():
-    frame = sys._getframe(2)
+    frame = sys._getframe(1).f_back  # the caller's caller (None, not ValueError, on a shallow stack)
     while frame is not None:
         if frame.f_code.co_name == "addpackage" and "fullname" in frame.f_locals:
             return frame.f_locals["fullname"]
