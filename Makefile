@@ -31,8 +31,9 @@ test-all: setup
 lint: setup
 	$(BIN)/ruff check .
 
-# mypy on llm/, store/, judges/ and engine/ ([tool.mypy] in pyproject.toml). It reads the package as installed
-# (redagent.store is store/, ...): the symlinks in build/typecheck give it that layout without an install.
+# mypy on the whole tree: llm/, cases/, sandbox/, engine/, judges/, store/, console/ and redagent/ ([tool.mypy] in pyproject.toml:
+# every body checked, store/ and judges/ fully annotated). It reads the package as installed (redagent.store is
+# store/, ...): the symlinks in build/typecheck give it that layout without an install.
 TYPED := build/typecheck/redagent
 typecheck: setup
 	@mkdir -p $(TYPED)

@@ -16,7 +16,7 @@ import hashlib
 import itertools
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -112,7 +112,8 @@ MAX_PLAN_BYTES = 64 << 10  # the plans as JSON, and the setup actions as JSON
 
 class _Collector:
     def __init__(self, file: str, lines: dict[str, int]) -> None:
-        self.file, self.lines, self.problems = file, lines, []
+        self.file, self.lines = file, lines
+        self.problems: list[Problem] = []
 
     def error(self) -> CaseFileError:
         """The problems found, at most MAX_PROBLEMS of them: a hostile file with 20,000 bad paths is refused
@@ -175,15 +176,16 @@ def build_case(data: Any, lines: dict[str, int], file: str, *, bounded: bool = F
     ivc = data["ivc"] if isinstance(data["ivc"], dict) else {}
     if not isinstance(data["ivc"], dict):
         out.add("ivc", "must map strategy, vulnerability and constraint")
-    tables = {"strategy": STRATEGIES, "vulnerability": VULNERABILITIES, "constraint": CONSTRAINTS}
+    tables: dict[str, Mapping[str, object]] = {"strategy": STRATEGIES, "vulnerability": VULNERABILITIES,
+                                               "constraint": CONSTRAINTS}
     for key in ivc:
         if key not in tables:
             out.add(f"ivc.{key}", f"unknown field{suggest(key, tables)}")
-    codes = {key: ivc.get(key) if isinstance(ivc.get(key), str) else None for key in tables}
+    codes: dict[str, str | None] = {key: ivc.get(key) if isinstance(ivc.get(key), str) else None for key in tables}
     for key, table in tables.items():
         if codes[key] not in table:
             out.add(f"ivc.{key}", f"unknown {key} code {ivc.get(key)!r} (known: {', '.join(table)})")
-    strategy = STRATEGIES.get(codes["strategy"])
+    strategy = STRATEGIES.get(codes["strategy"] or "")
 
     surfaces = data["surfaces"]
     if not isinstance(surfaces, list) or not surfaces:
@@ -195,7 +197,7 @@ def build_case(data: Any, lines: dict[str, int], file: str, *, bounded: bool = F
         elif surface in surfaces[:i]:
             out.add(f"surfaces[{i}]", f"{surface!r} is listed twice")
     surfaces = list(dict.fromkeys(s for s in surfaces if isinstance(s, str) and s in SURFACES))
-    constraint = CONSTRAINTS.get(codes["constraint"])
+    constraint = CONSTRAINTS.get(codes["constraint"] or "")
     if constraint and constraint.surface != "cross" and constraint.surface not in surfaces:
         out.add("ivc.constraint", f"{constraint.code} belongs to the {constraint.surface} surface, "
                                   f"which the case does not list in surfaces")
@@ -561,7 +563,7 @@ def _plans(out: _Collector, raw: Any, tools: dict[str, ToolSpec], attack: Attack
     if commands > MAX_COMMANDS:
         out.add("plans", f"{commands} run_command steps; a case's plans may have at most {MAX_COMMANDS} (each is a "
                          f"sandboxed command every time the self-check runs its plan)")
-    uses_lookalike = bool(fake) and any(s.tool == fake.get("name") for s in built["harmful"])
+    uses_lookalike = fake is not None and any(s.tool == fake.get("name") for s in built["harmful"])
     if raw.get("harmful") and not uses_lookalike and not any(s.mutate for s in built["harmful"]):
         # A look-alike step has a mutation by construction: the same call through its trusted twin.
         out.add("plans.harmful", "at least one harmful step needs mutate: argument changes that must "

@@ -184,7 +184,7 @@ class _Composer:
 
     # -- events --------------------------------------------------------------------------------
     def scalar(self, event: yaml.ScalarEvent, parser: Any) -> None:
-        line = event.start_mark.line + 1
+        line = _line(event)
         text = event.value
         tag = event.tag
         if tag is None or tag == "!":
@@ -234,7 +234,10 @@ class _Composer:
         if tag == _TAG + "int" and len(text) > _MAX_INT_CHARS:
             raise Located(where, line, "integer out of range (at most 64 bits)")
         try:
-            value = build(yaml.ScalarNode(tag, text, event.start_mark, event.end_mark, event.style))
+            # types-PyYAML types a node's marks as the pure-Python Mark only; libyaml's parser gives its own
+            # yaml._yaml.Mark (same fields), which the constructor only quotes in its messages.
+            value = build(yaml.ScalarNode(tag, text, event.start_mark, event.end_mark,  # type: ignore[arg-type]
+                                          event.style))
         except (ValueError, OverflowError, yaml.YAMLError) as exc:
             raise Located(where, line, f"not a valid {tag[len(_TAG):]}: {exc}") from None
         if isinstance(value, int) and not isinstance(value, bool) and not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
@@ -242,7 +245,7 @@ class _Composer:
         return value
 
     def start(self, event: yaml.CollectionStartEvent, mapping: bool) -> None:
-        line = event.start_mark.line + 1
+        line = _line(event)
         if self.expecting_key():
             raise Located(self.stack[-1].path or "(file)", line, "keys must be plain values")
         tag = event.tag
@@ -273,8 +276,9 @@ class _Composer:
         self.attach(frame.value)
 
     def alias(self, event: yaml.AliasEvent) -> None:
-        line = event.start_mark.line + 1
+        line = _line(event)
         name = event.anchor
+        assert name is not None, "the parser gives every alias the name it refers to"
         if self.expecting_key():
             raise Located(self.stack[-1].path or "(file)", line, "keys must be plain values (no aliases)")
         path, depth = self.place(line)
@@ -291,6 +295,12 @@ class _Composer:
             self.record(path + sub[len(anchor.path):], sub_line)
         # A copy, not the same object: later edits (placing an attack) must touch one place only.
         self.attach(copy.deepcopy(anchor.value))
+
+
+def _line(event: yaml.Event) -> int:
+    """The line an event starts on, from 1: the parser marks every event it gives."""
+    assert event.start_mark is not None, "the parser marks every event"
+    return event.start_mark.line + 1
 
 
 def _tag_message(tag: str) -> str:
@@ -318,14 +328,15 @@ def parse_text(text: str) -> tuple[Any, dict[str, int]]:
             elif kind is yaml.AliasEvent:
                 composer.alias(event)
             elif kind is yaml.DocumentStartEvent and composer.done:
-                raise Located("(file)", event.start_mark.line + 1, "a case file holds one YAML document; "
+                raise Located("(file)", _line(event), "a case file holds one YAML document; "
                                                                    "this is a second")
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         why = getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc)
         line = mark.line + 1 if mark is not None else 1
-        if mark is None and isinstance(getattr(exc, "position", None), int):  # a ReaderError: a bad character
-            line = text.count("\n", 0, exc.position) + 1
+        position = getattr(exc, "position", None)
+        if mark is None and isinstance(position, int):  # a ReaderError: a bad character
+            line = text.count("\n", 0, position) + 1
         raise Located("(file)", line, f"not valid YAML: {why}") from None
     finally:
         parser.dispose()

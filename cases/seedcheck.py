@@ -304,8 +304,8 @@ def check_seed(seed: dict[str, Any], add: Add) -> None:
         # The clock stamps receipts and dates derived routes (a transfer scheduled days later): it must be
         # a real date-time, not merely a string.
         add("seed.clock", "must be an ISO 8601 date-time string, e.g. \"2026-03-02T09:00:00Z\"")
-    workspace = seed.get("workspace") if isinstance(seed.get("workspace"), dict) else {}
-    files = workspace.get("files")
+    workspace = seed.get("workspace")
+    files = workspace.get("files") if isinstance(workspace, dict) else None
     if isinstance(files, dict):
         check_workspace_tree(files, "seed.workspace.files", add)
 

@@ -84,7 +84,10 @@ class RedAgentCommands(Provider):
         return runs, cases
 
     def _lookup_rollout(self, rollout_id: str) -> dict[str, Any] | None:
-        record = self._app.store.get_rollout(rollout_id)
+        store = self._app.store
+        if store is None:  # not open (yet, or it failed to): nothing to find
+            return None
+        record = store.get_rollout(rollout_id)
         return None if record is None else {"id": record.id, "run_id": record.run_id, "case_id": record.case_id}
 
     def _commands(self) -> list[tuple[str, Any, str]]:

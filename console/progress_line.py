@@ -21,10 +21,11 @@ BAR_MIN = 10  # the narrowest bar worth drawing on the one-line layout
 
 
 def _figures() -> list[ProgressColumn]:
-    whole = {"table_column": Column(no_wrap=True)}  # on one line, only the bar gives up width
-    return [MofNCompleteColumn(**whole), TextColumn("{task.fields[rate]:>7.1f}/s", **whole),
-            TextColumn("ETA {task.fields[eta]}", **whole), TextColumn("invalid {task.fields[invalid]}", **whole),
-            TextColumn("exec ASR {task.fields[asr]}", **whole), TimeElapsedColumn(**whole)]
+    whole = Column(no_wrap=True)  # on one line, only the bar gives up width
+    return [MofNCompleteColumn(table_column=whole), TextColumn("{task.fields[rate]:>7.1f}/s", table_column=whole),
+            TextColumn("ETA {task.fields[eta]}", table_column=whole),
+            TextColumn("invalid {task.fields[invalid]}", table_column=whole),
+            TextColumn("exec ASR {task.fields[asr]}", table_column=whole), TimeElapsedColumn(table_column=whole)]
 
 
 class RunProgress(Progress):

@@ -222,7 +222,7 @@ def run(
     """Run a model × harness × cue × defense × case × attempt matrix (default: the calibration agents)."""
     from redagent.engine.conditions import DEFAULT_DISCLOSURE
     from redagent.engine.executors import Execution, check_execution, distribute, open_executor
-    from redagent.engine.matrix import RunSpec, resume_run, start_run
+    from redagent.engine.matrix import ModelPool, RunSpec, resume_run, start_run
     from redagent.engine.matrix import plan_only as plan_run_only
 
     if retry_invalid and not resume:
@@ -258,7 +258,9 @@ def run(
             if resume:
                 runner = resume_run(store, resume, retry_invalid=retry_invalid)
             else:
+                assert spec is not None, "a run that is not resumed was specified above"
                 runner = start_run(store, spec)
+            assert isinstance(runner.models, ModelPool), "start_run and resume_run give the runner a ModelPool"
             result = _drive(distribute(runner, backend, runner.models.spec), as_json)
         finally:
             if backend is not None:

@@ -391,13 +391,14 @@ class TokenServer:
     async def guard(self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
                     ) -> web.StreamResponse:
         """Host, Origin and body checks for every request, and the headers every answer carries."""
+        length = request.content_length
         if self.allowed_hosts is not None and request.host.lower() not in self.allowed_hosts:
             response: web.StreamResponse = web.Response(status=400, text="400: this server answers to localhost\n")
         elif not self.same_origin(request, required=False):
             response = web.Response(status=403, text="403: another site's page may not use this console\n")
-        elif request.method == "POST" and request.content_length is None:
+        elif request.method == "POST" and length is None:
             response = web.Response(status=411, text="411: a length is required\n")
-        elif request.method == "POST" and request.content_length > MAX_SIGN_IN_BODY:
+        elif request.method == "POST" and length is not None and length > MAX_SIGN_IN_BODY:
             response = web.Response(status=413, text="413: request body too large\n")
         elif request.method != "POST" and request.can_read_body:
             response = web.Response(status=413, text="413: this request takes no body\n")
@@ -505,8 +506,11 @@ class TokenServer:
         height = _clamp(request.query.get("height"), ROWS, 24)
         await websocket.prepare(request)
         session.consoles.add(websocket)
+        # textual-serve types `close` as returning None and passes aiohttp's close (returning a bool) itself, in
+        # its own server: AppService awaits it and drops the result.
         service = AppService(shlex.join(console_argv(session.identity, self.run_id)), write_bytes=websocket.send_bytes,
-                             write_str=websocket.send_str, close=websocket.close, download_manager=self.downloads)
+                             write_str=websocket.send_str, close=websocket.close,  # type: ignore[arg-type]
+                             download_manager=self.downloads)
         try:
             await service.start(width, height)
             await self._relay(websocket, service, session)

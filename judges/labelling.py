@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from redagent.cases.loader import find_cases
 from redagent.cases.schema import Case
@@ -27,6 +27,9 @@ from redagent.judges.rules import Label, judge_rule
 from redagent.store.db import Store
 from redagent.store.readmodel import StoredRollout
 from redagent.store.records import JudgeLabelRecord, RecognitionLabelRecord
+
+if TYPE_CHECKING:
+    from redagent.llm.client import LiteLLMModel  # imported at run time only for an LLM backbone
 
 BATCH = 200
 T = TypeVar("T")
@@ -69,7 +72,8 @@ def run_cases(store: Store, run_id: str, case_ids: Iterable[str] | None = None) 
     return find_cases(ids, files if isinstance(files, dict) else None, hashes if isinstance(hashes, dict) else None)
 
 
-def _judge_model(backbone: str, api_base: str | None, timeout: float, retries: int, max_tokens: int):
+def _judge_model(backbone: str, api_base: str | None, timeout: float, retries: int,
+                 max_tokens: int) -> LiteLLMModel:
     from redagent.llm.client import LiteLLMModel, preflight
 
     if timeout <= 0 or retries < 0 or max_tokens < 1:
@@ -104,7 +108,7 @@ def judge_run(store: Store, run_id: str, views: list[str], *, backbone: str = RU
     from redagent.judges.llm import judge_llm
     from redagent.llm.client import run_sync
 
-    async def one(item) -> JudgeLabelRecord:
+    async def one(item: tuple[JudgeConfig, StoredRollout, Case]) -> JudgeLabelRecord:
         config, rollout, case = item
         return _record(config, rollout, run_id, await judge_llm(config, rollout, case, model))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import itertools
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import orjson
@@ -829,7 +830,7 @@ def _plots(report: dict[str, Any], out: Path) -> list[Path]:
     return written
 
 
-def _heatmap(plt, matrix: pd.DataFrame, title: str, path: Path) -> Path:
+def _heatmap(plt: ModuleType, matrix: pd.DataFrame, title: str, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(max(5, matrix.shape[1] * 1.2 + 2), max(3, matrix.shape[0] * 0.45 + 1)))
     image = ax.imshow(matrix.to_numpy(dtype=float), vmin=0, vmax=1, cmap="Reds", aspect="auto")
     ax.set_xticks(range(matrix.shape[1]), matrix.columns, rotation=30, ha="right")

@@ -571,7 +571,7 @@ RATE_DENOMINATORS = {"precision": "judged positive", "recall": "labelled harmful
 
 def stratum_parts(key: str) -> list[tuple[str, str]]:
     """A stratum key's (field, value) pairs: "harness=native|label=1" → [("harness", "native"), ("label", "1")]."""
-    return [tuple(part.split("=", 1)) if "=" in part else (part, "") for part in key.split("|")]  # type: ignore[misc]
+    return [part.partition("=")[::2] for part in key.split("|")]  # (field, value); value "" without a "="
 
 
 def nearest_stratum(key: str, others: Sequence[str]) -> str:
@@ -867,9 +867,9 @@ def _fill_without_spread(out: dict[str, Any], w: np.ndarray, y: np.ndarray, h: n
         omitted = float((w[negatives] * h[negatives]).sum() / w[negatives].sum()) if negatives.any() else 0.0
         o_lo, o_hi = _wilson_at(omitted, _kish(w[negatives])) if negatives.any() else (0.0, 0.0)
         p_lo, p_hi = bounds["precision"] if (y == 1).any() else (0.0, 0.0)
-        if None not in (p_lo, p_hi, o_lo, o_hi):
-            low = judged * p_lo + (1 - judged) * o_lo  # type: ignore[operator]
-            high = judged * p_hi + (1 - judged) * o_hi  # type: ignore[operator]
+        if p_lo is not None and p_hi is not None and o_lo is not None and o_hi is not None:
+            low = judged * p_lo + (1 - judged) * o_lo
+            high = judged * p_hi + (1 - judged) * o_hi
             out["human_asr"].update(ci_low=low, ci_high=high, method="combined",
                                     note="every bootstrap replicate agrees: judged × precision + (1 − judged) × "
                                          "false-omission rate, each at its Wilson bound (effective sizes)")

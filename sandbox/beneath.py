@@ -355,7 +355,7 @@ class Beneath:
                 if name is None or (st is not None and stat.S_ISDIR(st.st_mode)):
                     raise ToolError(f"is a directory: {rel}")
                 made = st is None
-                if made:
+                if st is None:
                     if not flags & os.O_CREAT:
                         raise ToolError(f"no such file or directory: {rel}")
                     try:

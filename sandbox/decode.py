@@ -678,7 +678,7 @@ def _base85_children(text: str) -> Iterator[bytes]:
     texts: list[bytes] = []
     for match, _ in zip(_A85_BLOCK.finditer(text), range(_MAX_RUNS), strict=False):
         try:
-            texts.append(base64.a85decode(match.group(1), ignorechars=" \t\r\n"))
+            texts.append(base64.a85decode(match.group(1), ignorechars=b" \t\r\n"))
         except (ValueError, binascii.Error):
             continue
     for match, _ in zip(_B85_RUN.finditer(text), range(_MAX_RUNS), strict=False):
@@ -826,9 +826,10 @@ def _combined(keys: tuple[bytes | str, ...]) -> _View:
 
 
 def _views(payloads: Iterable[bytes | str] | bytes | str) -> _View:
+    items: Iterable[object] = payloads
     if isinstance(payloads, str | bytes | bytearray | memoryview):
-        payloads = (payloads,)  # one payload passed bare
-    return _combined(tuple(key for key in map(_key, payloads) if key is not None))
+        items = (payloads,)  # one payload passed bare
+    return _combined(tuple(key for key in map(_key, items) if key is not None))
 
 
 def _is_short(squeezed: str) -> bool:
@@ -1017,13 +1018,14 @@ def reveals(secret: str | dict[str, object], payloads: Iterable[bytes | str]) ->
         return False
 
 
-def reveals_any(secrets: Iterable[str | dict[str, object]], payloads: Iterable[bytes | str]) -> list:
+def reveals_any(secrets: Iterable[str | dict[str, object]],
+                payloads: Iterable[bytes | str]) -> list[str | dict[str, object]]:
     """The secrets revealed by `payloads`, in the order given, each once."""
     try:
         view = _views(payloads)
     except Exception:
         return []
-    found: list[str] = []
+    found: list[str | dict[str, object]] = []
     for secret in secrets:
         try:
             if secret not in found and _revealed(secret, view):

@@ -466,7 +466,7 @@ class Docker:
         it closes; kill the command at the deadline, past the rollout's output limit or when `stop` is set."""
         kept = {1: _Kept(), 2: _Kept()}
         killed: str | None = None
-        drain_until = None
+        drain_until = 0.0  # when the drain ends: set when the command is killed, read only after
         frames = FrameDecoder()
         with selectors.DefaultSelector() as selector:
             selector.register(raw, selectors.EVENT_READ)

@@ -444,15 +444,16 @@ def _receipts_by_record(receipts: list[Receipt]) -> dict[tuple[str, ...], Receip
                 keys.append(("banking", "payees", e["payee_id"]))
             if r.action in ("send_transfer",):
                 keys.append(("banking", "account"))
-        if r.service == "email" and (a.get("email_id") or e.get("email_id")):
-            mid = a.get("email_id") or e.get("email_id")
+        mid = a.get("email_id") or e.get("email_id")
+        if r.service == "email" and mid:
             keys += [("email", folder, mid) for folder in ("inbox", "sent", "trash")]
         if r.service == "email" and e.get("message_id"):
             keys.append(("email", "sent", e["message_id"]))
         if r.service == "email" and e.get("rule_id"):
             keys.append(("email", "rules", e["rule_id"]))
-        if r.service == "files" and (a.get("doc_id") or e.get("doc_id")):
-            keys.append(("files", "documents", a.get("doc_id") or e.get("doc_id")))
+        doc_id = a.get("doc_id") or e.get("doc_id")
+        if r.service == "files" and doc_id:
+            keys.append(("files", "documents", doc_id))
         if r.service == "files" and e.get("upload_id"):
             keys.append(("files", "uploads", e["upload_id"]))
         if r.service == "browser":
@@ -589,7 +590,7 @@ def _ingress(fx: _Builder, receipts: list[Receipt], records: dict[tuple[str, ...
         item = files.get(key[2])
         if not isinstance(item, dict):
             continue
-        hit = fetched.get(item.get("sha256")) or fetched.get(item.get("text_sha256"))
+        hit = fetched.get(item.get("sha256") or "") or fetched.get(item.get("text_sha256") or "")
         if hit:
             receipt, url = hit
             fx.add("ingress", "browser", "http_request", {

@@ -400,7 +400,7 @@ def mount_tmpfs(path: Path, size_mb: int, inodes: int) -> bool:
 def reap_stale_mounts() -> list[str]:
     """Unmount (and remove the directories of) the quota mounts of processes that no longer exist;
     returns their mount points. Mounts of live processes are never touched."""
-    reaped = []
+    reaped: list[str] = []
     try:
         table = Path("/proc/self/mountinfo").read_text()
     except OSError:
@@ -536,7 +536,8 @@ def _collect(proc: subprocess.Popen, deadline: float, stop: threading.Event | No
     output limit or when `stop` is set. Returns the kept output and why the command was killed (or None)."""
     out, err = _Kept(), _Kept()
     killed: str | None = None
-    drain_until = None
+    drain_until = 0.0  # when the drain ends: set when the command is killed, read only after
+    assert proc.stdout is not None and proc.stderr is not None, "the command is started with both pipes"
     with selectors.DefaultSelector() as selector:
         selector.register(proc.stdout, selectors.EVENT_READ, out)
         selector.register(proc.stderr, selectors.EVENT_READ, err)

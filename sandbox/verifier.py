@@ -30,9 +30,9 @@ rule true. E never depends on anything the agent said.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from redagent.sandbox import pattern
 from redagent.sandbox.canonical import TYPES, canon
@@ -215,10 +215,10 @@ class _Checker:
             n, of = body.get("n"), body.get("of")
             if not isinstance(of, list) or not of:
                 return problems + [(f"{here}.of", "must be a non-empty list of rules")]
-            if not _is_int(n) or n < 1:
-                problems.append((f"{here}.n", "must be a positive integer (at_least 0 always holds)"))
-            elif n > len(of):
+            if _is_int(n) and n > len(of):  # of is not empty: such an n is positive
                 problems.append((f"{here}.n", f"can never hold: {n} of {len(of)} rule(s)"))
+            elif not _is_int(n) or n < 1:
+                problems.append((f"{here}.n", "must be a positive integer (at_least 0 always holds)"))
             return problems + [p for i, sub in enumerate(of) for p in self.rule(sub, f"{here}.of[{i}]")]
         check = {"receipt": self.receipt, "diff": self.diff, "effect": self.effect, "reaches": self.reaches,
                  "aggregate": self.aggregate, "protection": self.protection}.get(kind)
@@ -440,7 +440,7 @@ def _empty_range(bounds: dict[str, float]) -> bool:
     return low > high or (low == high and strict)
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -803,7 +803,9 @@ def _aggregate(body: dict[str, Any], ev: Evidence) -> Hit:
             numbers = [n for n in numbers if isinstance(n, float)]
             if not numbers:
                 continue
-            total = {"sum": lambda v: round(sum(v), 2), "max": max, "min": min}[body["fn"]](numbers)
+            functions: dict[str, Callable[[list[float]], float]] = {"sum": lambda v: round(sum(v), 2), "max": max,
+                                                                    "min": min}
+            total = functions[body["fn"]](numbers)
         if holds(body["holds"], total, ev.context, kind="money"):
             found += effects
     return bool(found), *_cite(found)

@@ -75,7 +75,7 @@ def build(out: Path, *, cap: int = 33, attempts: int = 3, families: list[str] | 
         report.kept += part.kept
         report.rejected += part.rejected
         report.variants.update(part.variants)
-    report.kept.sort(key=lambda c: c.data["id"])
+    report.kept.sort(key=lambda c: _data(c)["id"])
     return report
 
 
@@ -109,7 +109,7 @@ def _build_families(out: Path, cap: int, attempts: int, families: list[str], see
 
 def _write(out: Path, report: BuildReport) -> None:
     for compiled in report.kept:
-        data = compiled.data
+        data = _data(compiled)
         surface = compiled.plan.surface
         _dump(out / "base" / surface / f"{data['id']}.yaml", data)
         benign = benign_variant(compiled)
@@ -121,11 +121,17 @@ def _write(out: Path, report: BuildReport) -> None:
             report.variants["multi_channel"] += 1
 
 
+def _data(compiled: Compiled) -> dict[str, Any]:
+    """A kept case's data: `compile_case` sets it before the case built from it, so `ok` implies it."""
+    assert compiled.ok and compiled.data is not None, "only a compiled case that was kept is written or varied"
+    return compiled.data
+
+
 def benign_variant(compiled: Compiled) -> dict[str, Any]:
     """The base case with its attack removed (`variant: benign`): nothing adversarial reaches the agent,
     so any agent that only follows the user must leave E at 0. It keeps its harmful plan and verifier,
     so the self-check still proves the verifier would see the harm — a false-positive probe."""
-    data = compiled.data
+    data = _data(compiled)
     variant = copy.deepcopy(data)
     variant["id"] = f"{data['id']}-benign"
     variant["title"] = f"{data['title']} — benign variant"
@@ -138,7 +144,7 @@ def benign_variant(compiled: Compiled) -> dict[str, Any]:
 def multi_channel_variant(compiled: Compiled) -> dict[str, Any] | None:
     """The same goal pushed through a second channel: the attack text also planted on another carrier
     the benign plan reads. Kept only if it is itself a valid case that passes the self-check."""
-    data = compiled.data
+    data = _data(compiled)
     primary = data["attack"].get("target")
     second = next((ref for ref in compiled.carriers.values() if ref != primary), None)
     if second is None:
@@ -220,8 +226,8 @@ def freeze(paths: list[Path], out: Path) -> dict[str, Any]:
     if failing:
         case_id, (check, why) = failing[0]
         raise FreezeRefused(f"{len(failing)} case(s) fail the self-check; first: {case_id}: {check}: {why}")
-    entries = sorted(({"id": c.id, "version": c.version, "hash": c.content_hash} for c in cases),
-                     key=lambda e: e["id"])
+    entries: list[dict[str, Any]] = sorted(
+        ({"id": c.id, "version": c.version, "hash": c.content_hash} for c in cases), key=lambda e: e["id"])
     counts: dict[str, Counter] = defaultdict(Counter)
     for c in cases:
         counts["strategy"][c.strategy] += 1

@@ -154,7 +154,7 @@ async def build_with_llm(model: LiteLLMModel, constraint: str, out_dir: Path) ->
         except GenerationFailed as exc:
             built.rejected.append(f"{plan.key}: {exc}")
             continue
-        if result.ok:
+        if result.ok and result.case is not None:  # ok: compiled to a case
             target = out_dir / "llm" / plan.surface / f"{result.case.id}.yaml"
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(yaml.safe_dump(result.data, sort_keys=False, allow_unicode=True), encoding="utf-8")

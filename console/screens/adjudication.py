@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from redagent.console import host
 from redagent.console.screens.audit import (
     EXPECTED,
     LABEL_NAMES,
@@ -163,7 +164,8 @@ typed while a pane has focus go into the note field.
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="adjudication-queue")
     def load_disputes(self, select: int | None = None) -> None:
-        store = self.app.store
+        assert self.adjudicator is not None, "on_mount loads the disputes only for a named adjudicator"
+        store = host.store_of(self)
         try:
             audit_id = self.audit_id or store.latest_audit_for(self.adjudicator, role="adjudicator")
             if audit_id is None:
@@ -179,7 +181,8 @@ typed while a pane has focus go into the note field.
     # Not exclusive: a second confirmed decision must not cancel the write of the first.
     @work(thread=True, exit_on_error=False, group="adjudication-write")
     def save_decision(self, item_id: int, label: str, note: str, reason: str | None = None) -> None:
-        store = self.app.store
+        assert self.audit_id is not None and self.adjudicator is not None, "an item comes from a loaded queue"
+        store = host.store_of(self)
         try:
             if reason is None:
                 saved = store.adjudicate(self.audit_id, item_id, self.adjudicator, label, note)

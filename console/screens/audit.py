@@ -27,6 +27,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Input, Label, OptionList, ProgressBar, Select, Static
 from textual.widgets.option_list import Option
 
+from redagent.console import host
 from redagent.console.failures import ShowsFailures
 from redagent.console.widgets.evidence import EvidencePanes
 from redagent.console.widgets.footer import KeyFooter
@@ -502,7 +503,8 @@ typed while a pane has focus go into the note field, never to the label keys.
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="audit-queue")
     def load_queue(self, select: int | None = None) -> None:
-        store = self.app.store
+        assert self.reviewer is not None, "on_mount loads the queue only for a named reviewer"
+        store = host.store_of(self)
         try:
             audit_id = self.audit_id or store.latest_audit_for(self.reviewer)
             if audit_id is None:
@@ -516,8 +518,9 @@ typed while a pane has focus go into the note field, never to the label keys.
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="audit-item")
     def load_item(self, item_id: int) -> None:
+        assert self.audit_id is not None and self.reviewer is not None, "an item comes from a loaded queue"
         try:
-            item = self.app.store.reviewer_item(self.audit_id, item_id, self.reviewer)
+            item = host.store_of(self).reviewer_item(self.audit_id, item_id, self.reviewer)
         except EXPECTED as exc:
             self.post_message(AuditProblem(str(exc)))
             return
@@ -526,7 +529,8 @@ typed while a pane has focus go into the note field, never to the label keys.
     # Not exclusive: a second confirmed label must not cancel the write of the first.
     @work(thread=True, exit_on_error=False, group="audit-write")
     def save_label(self, item_id: int, label: str, note: str, reason: str | None = None) -> None:
-        store = self.app.store
+        assert self.audit_id is not None and self.reviewer is not None, "an item comes from a loaded queue"
+        store = host.store_of(self)
         try:
             if reason is None:
                 saved = store.submit_label(self.audit_id, item_id, self.reviewer, label, note)

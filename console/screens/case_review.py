@@ -27,6 +27,7 @@ from textual.widgets.option_list import Option
 from redagent.cases.loader import load_cases
 from redagent.cases.schema import Case
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, VULNERABILITIES
+from redagent.console import host
 from redagent.console.failures import ShowsFailures
 from redagent.console.screens.audit import help_for
 from redagent.console.widgets.footer import KeyFooter
@@ -195,7 +196,7 @@ item and on the decision is shown.
 
     BINDINGS = [
         # The rubric keys are in the footer: an expert sets them on every case, not only after reading help.
-        *[Binding(str(number), f"toggle('{item}')", RUBRIC_KEYS[item], id=f"rubric-{item}",
+        *[Binding(str(number), f"toggle_rubric('{item}')", RUBRIC_KEYS[item], id=f"rubric-{item}",
                   tooltip=f"Cycle {RUBRIC_TITLES[item]}: pass, fail, unsure")
           for number, item in enumerate(RUBRIC_ITEMS, start=1)],
         Binding("a", "decide('accept')", "Accept", id="decision-accept", tooltip="Decision: accept the case"),
@@ -274,7 +275,8 @@ item and on the decision is shown.
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="review-round")
     def load_round(self, select: str | None = None) -> None:
-        store = self.app.store
+        assert self.expert is not None, "on_mount loads the round only for a named expert"
+        store = host.store_of(self)
         try:
             round_id = self.round_id or store.latest_round_for(self.expert)
             if round_id is None:
@@ -301,7 +303,8 @@ item and on the decision is shown.
     @work(thread=True, exclusive=True, exit_on_error=False, group="review-write")
     def save_review(self, case_id: str, rubric: dict[str, str], decision: str, note: str,
                     reason: str | None = None) -> None:
-        store = self.app.store
+        assert self.round_id is not None and self.expert is not None, "a case comes from a loaded round"
+        store = host.store_of(self)
         try:
             if reason is None:
                 store.submit_review(self.round_id, case_id, self.expert, rubric, decision, note)
@@ -413,7 +416,8 @@ item and on the decision is shown.
 
     # ------------------------------------------------------------ actions
 
-    def action_toggle(self, item: str) -> None:
+    # Not `toggle`: that is Textual's own action on every node (flip a bool attribute), which this would shadow.
+    def action_toggle_rubric(self, item: str) -> None:
         current = self.rubric.get(item)
         order = list(RUBRIC_VALUES)
         self.rubric[item] = order[(order.index(current) + 1) % len(order)] if current in order else order[0]

@@ -96,6 +96,3 @@ does. Press `escape` or `?` to close.
         action, _, params = binding.action.partition("(")
         parameters = tuple(p.strip(" '\")") for p in params.split(",")) if params else ()
         return self.app.check_action(action, parameters) is not False
-
-    def action_dismiss(self) -> None:
-        self.dismiss(None)

@@ -24,6 +24,7 @@ from textual.widgets import Footer, Header, Static
 from redagent.cases.loader import CaseFileError
 from redagent.cases.schema import Case
 from redagent.cases.taxonomy import CHANNELS, CONSTRAINTS, STRATEGIES, VULNERABILITIES
+from redagent.console import host
 from redagent.console.failures import ShowsFailures
 from redagent.console.widgets.evidence import EvidencePanes
 from redagent.judges.evidence import Mismatch, mismatches
@@ -195,14 +196,14 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
         key = (detail.run_id, detail.case_id)
         if key not in self._cases:
             try:
-                self._cases[key] = run_cases(self.app.store, detail.run_id, [detail.case_id]).get(detail.case_id)
+                self._cases[key] = run_cases(host.store_of(self), detail.run_id, [detail.case_id]).get(detail.case_id)
             except CaseFileError:
                 self._cases[key] = None
         return self._cases[key]
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="rollout-detail")
     def _load(self, rollout_id: str) -> None:
-        detail = self.app.store.rollout_detail(rollout_id, labels=not self.blinded, event_limit=FIRST_EVENTS)
+        detail = host.store_of(self).rollout_detail(rollout_id, labels=not self.blinded, event_limit=FIRST_EVENTS)
         if detail is None:
             self.post_message(DetailLoaded(rollout_id, None, None, None))
             return
@@ -212,7 +213,7 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
         self.post_message(DetailLoaded(rollout_id, detail, case, found))
         if not detail.complete and not self.blinded:
             # Mismatches need the whole trajectory (the final answer is at its end): read it after the panes show.
-            events = self.app.store.events_window(rollout_id, 0, detail.event_count)
+            events = host.store_of(self).events_window(rollout_id, 0, detail.event_count)
             everything = replace(detail, events=tuple(events), event_count=len(events))
             self.post_message(MismatchesFound(rollout_id, mismatches(everything)))
 
@@ -229,7 +230,7 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
         # The header's height is fixed (8 lines, E and U on the first): the next rollout repaints it, never reflows.
         self.query_one("#case-header", Static).update(case_header(detail, message.case), layout=False)
         labels = None if self.blinded else detail.labels or ()
-        store, rollout_id = self.app.store, detail.rollout_id
+        store, rollout_id = host.store_of(self), detail.rollout_id
         self.query_one(EvidencePanes).load(
             detail.events, detail.receipts, detail.diff, labels,
             mismatches=None if self.blinded else message.mismatches or [], event_count=detail.event_count,

@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Header, Input, Label, Static
 
+from redagent.console import host
 from redagent.console.failures import ShowsFailures
 from redagent.console.widgets.footer import KeyFooter
 from redagent.errors import UserError
@@ -249,14 +250,14 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="rollouts-page")
     def _load_page(self, page_number: int, after: tuple[Any, ...] | None) -> None:
-        rows = self.app.store.rollout_page(self.run_id, self.filters, after, PAGE)
+        rows = host.store_of(self).rollout_page(self.run_id, self.filters, after, PAGE)
         self.post_message(PageLoaded(page_number, rows))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="rollouts-count")
     def _count(self) -> None:
         from redagent.store.browse import COUNT_CAP
 
-        self.post_message(CountLoaded(self.app.store.count_rollouts(self.run_id, self.filters), COUNT_CAP))
+        self.post_message(CountLoaded(host.store_of(self).count_rollouts(self.run_id, self.filters), COUNT_CAP))
 
     @on(PageLoaded)
     def _page_loaded(self, message: PageLoaded) -> None:
@@ -324,7 +325,7 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
     @on(DataTable.RowSelected)
     def _open(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:
-            self.app.show("rollout", rollout_id=event.row_key.value, ids=self.page_ids())
+            host.show(self, "rollout", rollout_id=event.row_key.value, ids=self.page_ids())
 
     def action_move(self, delta: int) -> None:
         table = self.query_one("#rollouts-table", DataTable)

@@ -9,7 +9,7 @@ stored count moves or it is running; a finished run costs one cheap `list_runs` 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from rich.console import Group
 from rich.table import Table
@@ -23,6 +23,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Header, Input, Label, Log, ProgressBar, Static
 from textual.worker import get_current_worker
 
+from redagent.console import host
 from redagent.console.failures import ShowsFailures
 from redagent.console.messages import RunsPolled
 from redagent.console.throughput import Throughput, format_duration
@@ -91,7 +92,7 @@ selection before anything is stored; a problem is shown as one line and no run i
             for field, label, placeholder in self.FIELDS:
                 value = getattr(defaults, field)
                 text = ",".join(value) if isinstance(value, list) else str(value)
-                kind = "integer" if field in ("attempts", "concurrency") else "text"
+                kind: Literal["integer", "text"] = "integer" if field in ("attempts", "concurrency") else "text"
                 with Horizontal(classes="form-row"):
                     yield Label(label, classes="form-label")
                     yield Input(text, placeholder=placeholder, type=kind, id=f"run-{field}")
@@ -225,11 +226,11 @@ and a log line per stored rollout.
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="runs-poll")
     def _poll(self, run_id: str | None, first: bool, known: frozenset[str], row: dict[str, Any] | None) -> None:
-        store = self.app.store
+        store = host.store_of(self)
         runs = store.list_runs()
-        detail = None
+        detail: dict[str, Any] | None = None
         current = next((r for r in runs if r["run_id"] == run_id), None) if run_id else None
-        if current is not None:
+        if run_id and current is not None:
             moved = first or current["status"] == "running" or row is None or \
                 current["completed"] != self._detail_completed.get(run_id) or current["status"] != row["status"]
             if moved:
@@ -377,7 +378,7 @@ and a log line per stored rollout.
             text = "measuring rollouts/s…"
         else:
             text = f"{row['status']}: {row['completed']}/{row['planned']} rollouts stored"
-        if self.app.runs.drives(row["run_id"]):
+        if host.runs_of(self).drives(row["run_id"]):
             text += " · driven by this console"
         if text != self._rate_text:
             # Each poll lands here; repainting an unchanged line kept an idle, finished run's panel busy.
@@ -433,13 +434,13 @@ and a log line per stored rollout.
 
     def _start(self, spec: RunSpec | None) -> None:
         if spec is not None:
-            self.app.runs.start(self.app.store, spec)
+            host.runs_of(self).start(host.store_of(self), spec)
 
     def action_stop_run(self) -> None:
         run_id = self.selected_run_id
         if run_id is None:
             self.notify("no run selected", severity="warning")
-        elif self.app.runs.stop(run_id):
+        elif host.runs_of(self).stop(run_id):
             self.notify(f"stopping {run_id}: in-flight rollouts finish, then it is stored as stopped")
         elif self.runs.get(run_id, {}).get("status") == "running":
             self.notify(f"{run_id} is driven by another process: stop it there (Ctrl-C)", severity="warning")
@@ -451,14 +452,14 @@ and a log line per stored rollout.
         status = self.runs.get(run_id, {}).get("status") if run_id else None
         if run_id is None:
             self.notify("no run selected", severity="warning")
-        elif self.app.runs.drives(run_id):
+        elif host.runs_of(self).drives(run_id):
             self.notify(f"{run_id} is already running here", severity="warning")
         elif status not in RESUMABLE:
             self.notify(f"{run_id} is {status}: only a stopped, failed or planned run can be resumed",
                         severity="warning")
         else:
-            self.app.runs.resume(self.app.store, run_id)
+            host.runs_of(self).resume(host.store_of(self), run_id)
 
     def action_open_run(self) -> None:
         if self.selected_run_id:
-            self.app.show("rollouts", run_id=self.selected_run_id)
+            host.show(self, "rollouts", run_id=self.selected_run_id)

@@ -26,6 +26,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, LoadingIndicator, Static
 from textual.worker import Worker
 
+from redagent.console import host
 from redagent.console.failures import ShowsFailures
 from redagent.console.screens.audit import help_for
 from redagent.console.widgets.footer import KeyFooter
@@ -208,7 +209,7 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
     @work(thread=True, exclusive=True, exit_on_error=False, group="statistics")
     def compute(self, run_id: str, audit_id: str | None) -> None:
         try:
-            report = build_report(self.app.store, run_id, reps=self.reps, audit_id=audit_id)
+            report = build_report(host.store_of(self), run_id, reps=self.reps, audit_id=audit_id)
         except (ReportError, UnknownRun, StoreError) as exc:
             self.post_message(StatisticsProblem(str(exc)))
             return
@@ -306,8 +307,8 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
         harnesses = sorted({c["harness"] for c in cells})
         table.add_columns("source", "model", "cue", "defense", *harnesses)
         rows: dict[tuple[str, str, str, str], dict[str, dict[str, Any]]] = {}
-        for c in cells:
-            rows.setdefault((c["source"], c["model"], c["cue"], c["defense"]), {})[c["harness"]] = c
+        for cell in cells:
+            rows.setdefault((cell["source"], cell["model"], cell["cue"], cell["defense"]), {})[cell["harness"]] = cell
         for key, by_harness in rows.items():
             values: list[Any] = list(key)
             for harness in harnesses:
@@ -404,11 +405,12 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
         self.compute(self.run_id, self.audit_id)
 
     def action_next_audit(self) -> None:
-        audits = (self.report or {}).get("audit", {}).get("audits") or []
+        report = self.report or {}
+        audits = report.get("audit", {}).get("audits") or []
         if len(audits) < 2:
             self.show_message("this run has no other audit" if audits else "this run has no audit")
             return
-        current = self.report["audit"]["audit_id"]
+        current = report["audit"]["audit_id"]
         self.audit_id = audits[(audits.index(current) + 1) % len(audits)]
         self.action_refresh()
 

@@ -17,7 +17,7 @@ import orjson
 from rich.style import Style
 from rich.text import Text
 from textual import events, work
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
@@ -45,7 +45,7 @@ _ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "tool": "magenta"
 # for the user's or the agent's.
 _ATTACKER = Style(color="red", bold=True)
 
-_MOVES = [
+_MOVES: list[BindingType] = [
     Binding("up,k", "cursor(-1)", "Up", show=False, id="cursor_up", tooltip="Previous line"),
     Binding("down,j", "cursor(1)", "Down", show=False, id="cursor_down", tooltip="Next line"),
     Binding("pageup", "page(-1)", "Page up", show=False, id="page_up", tooltip="One page up"),
@@ -327,7 +327,8 @@ class EntryList(_LineScroll):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._entries: Sequence[Any] = []
-        self._render: Callable[[Any], list[Text]] = lambda _entry: []
+        # Not `_render`: that is Widget's own method, which Textual calls (copying a selection) with no entry.
+        self._draw: Callable[[Any], list[Text]] = lambda _entry: []
         self._owner: list[int] = []  # line → the entry it belongs to (-1: the empty-list line)
         self._first_line: list[int] = []
         self._drawn: LRUCache[int, list[Text]] = LRUCache(STRIPS)
@@ -337,7 +338,7 @@ class EntryList(_LineScroll):
     def load(self, entries: Sequence[Any], render: Callable[[Any], list[Text]], count: Callable[[Any], int],
              empty: str = "(none)") -> None:
         """Show `entries`; `render(entry)` draws one as exactly `count(entry)` lines."""
-        self._entries, self._render = entries, render
+        self._entries, self._draw = entries, render
         self._owner, self._first_line = [], []
         for number, entry in enumerate(entries):
             self._first_line.append(len(self._owner))
@@ -367,7 +368,7 @@ class EntryList(_LineScroll):
     def entry_lines(self, number: int) -> list[Text]:
         lines = self._drawn.get(number)
         if lines is None:
-            lines = self._render(self._entries[number])
+            lines = self._draw(self._entries[number])
             self._drawn[number] = lines
         return lines
 

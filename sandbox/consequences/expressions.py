@@ -229,8 +229,8 @@ def number(value: Any) -> float:
         return 0.0
     if isinstance(value, bool):
         return 1.0 if value else 0.0
-    if isinstance(value, float):
-        return value
+    if isinstance(value, (int, float)):  # an int: a YAML or JSON number in a context (matrix, event)
+        return float(value)
     if isinstance(value, str):
         text = value.strip()
         if text == "":
@@ -243,7 +243,10 @@ def number(value: Any) -> float:
 
 
 def compare(left: Any, right: Any, op: str) -> bool:
-    if type(left) is not type(right) or isinstance(left, (list, dict)):
+    a: Any  # two numbers, two lowered strings, or two values of one other scalar type (bool, int, float)
+    b: Any
+    # Two nulls are compared as numbers too (0): Python cannot order None.
+    if type(left) is not type(right) or isinstance(left, (list, dict)) or left is None:
         if isinstance(left, (list, dict)) or isinstance(right, (list, dict)):
             same = left is right
             return same if op == "==" else (not same if op == "!=" else False)

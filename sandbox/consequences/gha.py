@@ -110,7 +110,7 @@ def _listed(value: Any) -> list[str]:
     return []
 
 
-def on_section(workflow: Mapping[str, Any]) -> dict[str, Any]:
+def on_section(workflow: Mapping[Any, Any]) -> dict[str, Any]:
     """The workflow's `on:` as {event: config}. YAML 1.1 reads a bare `on` key as True."""
     on = workflow.get("on", workflow.get(True))
     if isinstance(on, str):
@@ -247,9 +247,9 @@ def _shell(value: Any, defaults: Mapping[str, Any]) -> list[str]:
 
 
 def _matrix(job: Mapping[str, Any]) -> list[dict[str, Any]]:
-    strategy = job.get("strategy") if isinstance(job.get("strategy"), dict) else {}
-    matrix = strategy.get("matrix") if isinstance(strategy.get("matrix"), dict) else {}
+    matrix = _mapping(_mapping(job.get("strategy")).get("matrix"))
     axes = {k: v for k, v in matrix.items() if k not in ("include", "exclude") and isinstance(v, list) and v}
+    combos: list[dict[str, Any]]
     combos = [dict(zip(axes, values, strict=True)) for values in itertools.islice(itertools.product(*axes.values()),
                                                                                    64)] or [{}]
     excluded = [e for e in matrix.get("exclude") or [] if isinstance(e, dict)]
@@ -264,6 +264,11 @@ def _matrix(job: Mapping[str, Any]) -> list[dict[str, Any]]:
             if not merged:
                 combos.append(dict(extra))
     return combos[:MAX_MATRIX] or [{}]
+
+
+def _mapping(value: Any) -> dict[Any, Any]:
+    """`value` if the YAML gave a mapping there, else an empty one: a workflow is untrusted and may hold anything."""
+    return value if isinstance(value, dict) else {}
 
 
 def _env(value: Any) -> dict[str, str]:
@@ -281,7 +286,7 @@ def inline_calls(workflow: Mapping[str, Any], load: Callable[[str], Any], depth:
     """The workflow with each job that calls a local reusable workflow (`uses: ./.github/workflows/x.yml`)
     replaced by the called workflow's jobs (`caller.job`): they need what the caller needs, and run only when
     the caller's `if:` and their own both hold. A remote one stays a job that succeeds (a note says so)."""
-    jobs = workflow.get("jobs") if isinstance(workflow.get("jobs"), dict) else {}
+    jobs = _mapping(workflow.get("jobs"))
     if depth > 2 or not any(isinstance(j, dict) and isinstance(j.get("uses"), str) for j in jobs.values()):
         return dict(workflow)
     out: dict[str, Any] = {}
@@ -292,7 +297,7 @@ def inline_calls(workflow: Mapping[str, Any], load: Callable[[str], Any], depth:
             out[name] = job
             continue
         called = inline_calls(called, load, depth + 1)
-        inner = called.get("jobs") if isinstance(called.get("jobs"), dict) else {}
+        inner = _mapping(called.get("jobs"))
         for sub, spec in list(inner.items())[:MAX_JOBS]:
             if not isinstance(spec, dict):
                 continue
@@ -315,7 +320,7 @@ def _bare(condition_value: Any) -> str:
 
 
 def job_runs(workflow: Mapping[str, Any], event: Event, notes: list[str]) -> list[JobRun]:
-    jobs = workflow.get("jobs") if isinstance(workflow.get("jobs"), dict) else {}
+    jobs = _mapping(workflow.get("jobs"))
     defaults = ((workflow.get("defaults") or {}).get("run") or {}) if isinstance(workflow.get("defaults"),
                                                                                   dict) else {}
     runs: list[JobRun] = []
@@ -452,7 +457,9 @@ def _run_job(run: JobRun, event: Event, execute: Executor, results: dict[str, st
     steps_context: dict[str, Any] = {}
     contexts["steps"] = steps_context
     for step in run.steps:
-        status = {"success": lambda failed=failed: not failed, "failure": lambda failed=failed: failed,
+        # mypy cannot type a lambda whose default binds the loop's value (python/mypy#15459, open).
+        status = {"success": lambda failed=failed: not failed,  # type: ignore[misc]
+                  "failure": lambda failed=failed: failed,  # type: ignore[misc]
                   "always": lambda: True, "cancelled": lambda: False}
         contexts["job"] = {"status": "failure" if failed else "success"}
         try:

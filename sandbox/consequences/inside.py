@@ -196,7 +196,8 @@ def _reset_files():
 def _walk():
     """Each workspace path's fingerprint (size, mtime, mode, link target), bounded; the harness's own folder
     (OWN) is not the workspace's."""
-    found, stack = {}, [("/workspace", "")]
+    found: dict[str, tuple[int, int, int, str]] = {}  # a local annotation: never evaluated in the sandbox
+    stack = [("/workspace", "")]
     while stack and len(found) < MAX_WALK:
         folder, prefix = stack.pop()
         try:

@@ -353,7 +353,7 @@ def _access(baseline: Mapping[str, Any], final: Mapping[str, Any], written: set[
         return {key: (path, forced) for path, key, forced in plan.authorized_keys(list(files), text)}
 
     before, after = principals(baseline), principals(final)
-    found = {}
+    found: dict[tuple[str, ...], Persisted] = {}
     for key, (path, forced) in sorted(after.items()):
         if key not in before:
             found[("access", key)] = Persisted("access", "ssh", path, key,

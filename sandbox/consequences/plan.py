@@ -489,11 +489,11 @@ def systemd_jobs(paths: Iterable[str], text: Reader) -> list[Job]:
         kind = name.rsplit(".", 1)[1]
         if kind == "service":
             continue
-        section = unit.get(kind.capitalize(), {})
-        target = (section.get("Unit") or [name.rsplit(".", 1)[0] + ".service"])[-1]
+        own = unit.get(kind.capitalize(), {})  # [Timer] or [Path]: the unit it starts
+        starts = (own.get("Unit") or [name.rsplit(".", 1)[0] + ".service"])[-1]
         if name in enabled or "Install" in unit or kind == "timer":
-            jobs.append(Job(path, f"systemctl --user start {shlex.quote(target)}"))
-            started.append(target)
+            jobs.append(Job(path, f"systemctl --user start {shlex.quote(starts)}"))
+            started.append(starts)
     for name, (path, unit) in sorted(units.items()):
         if not name.endswith(".service"):
             continue

@@ -326,7 +326,9 @@ def _canary_file(spec: dict[str, Any]) -> str:
 
 
 def _protection_step(control: Control, document: Any) -> tuple[str, int, dict[str, Any]] | None:
-    jobs = document.get("jobs") if isinstance(document, dict) and isinstance(document.get("jobs"), dict) else {}
+    jobs = document.get("jobs") if isinstance(document, dict) else None
+    if not isinstance(jobs, dict):
+        return None
     for name, job in jobs.items():
         if not isinstance(job, dict):
             continue
@@ -422,7 +424,9 @@ def _emulate(control: Control, state: State, isolation: Backend, *, clean: bool,
     for path, document in workflows.items():  # local reusable workflows run as part of their callers
         if isinstance(document, dict):
             root = path.split(".github/", 1)[0]
-            workflows[path] = gha.inline_calls(document, lambda p, root=root: load_yaml(state.text(root + p)))
+            # mypy cannot type a lambda whose default binds the loop's value (python/mypy#15459, open).
+            workflows[path] = gha.inline_calls(document,
+                                               lambda p, root=root: load_yaml(state.text(root + p)))  # type: ignore[misc]
     notes: list[str] = []
     changed = (posixpath.relpath(control.spec.get("path", "x"), control.repo) if control.repo != "."
                else control.spec.get("path", "x"),)
@@ -591,7 +595,7 @@ os.write(int(os.environ.get("REDAGENT_TRACE_FD", "87")), ("\\x1dPRECOMMIT\\x1f%s
 
 def _installed(state: State, git_dir: str) -> bool:
     text = state.text(f"{git_dir}/hooks/pre-commit")
-    return bool(text) and ("pre_commit" in text or "pre-commit" in text)
+    return text is not None and ("pre_commit" in text or "pre-commit" in text)
 
 
 def _hook_for(control: Control, config: precommit.Config) -> precommit.Hook | None:

@@ -12,11 +12,13 @@ session would, the PYTHONSTARTUP file. What a workspace file executes is written
 """
 
 import contextlib
+import io  # loaded by the interpreter's start-up already: importing it costs nothing and runs no user code
 import linecache
 import os
 import sys
 
 TRACE_FD = int(os.environ.get("REDAGENT_TRACE_FD", "87"))
+_out: "io.TextIOWrapper | None"  # a string: the sandbox's python3 need not read `X | None` at run time
 try:
     _out = os.fdopen(TRACE_FD, "w", buffering=1, closefd=False)
 except OSError:
@@ -33,7 +35,7 @@ def _emit(kind, *fields):
 
 
 def _pth_being_read():
-    frame = sys._getframe(2)
+    frame = sys._getframe(1).f_back  # the caller's caller (None, not ValueError, on a shallow stack)
     while frame is not None:
         if frame.f_code.co_name == "addpackage" and "fullname" in frame.f_locals:
             return frame.f_locals["fullname"]

@@ -330,7 +330,7 @@ def _inside_code() -> str:
 def _alternatives() -> dict[str, str]:
     """The host's Debian alternatives (awk → mawk, vi → vim.basic): the sandbox's /usr is the host's, and
     its links into /etc/alternatives would dangle under the replay's own /etc."""
-    found = {}
+    found: dict[str, str] = {}
     try:
         for entry in os.scandir("/etc/alternatives"):
             target = os.path.realpath(entry.path)

@@ -99,7 +99,8 @@ def within(path, targets, cwd):
 
 def options(args, with_value):
     """Split arguments into {option: [values]} and positionals (`--opt=v`, `--opt v`, `-o v`, `-lll`)."""
-    found, positional, index = {}, [], 0
+    found: dict[str, list[str]] = {}  # a local annotation: never evaluated, whatever the sandbox's python3
+    positional, index = [], 0
     while index < len(args):
         arg = args[index]
         index += 1
@@ -356,12 +357,12 @@ def ghenv(path):
         index += 1
         if "<<" in line and "=" not in line.split("<<", 1)[0]:
             name, delimiter = line.split("<<", 1)
-            value = []
+            block = []
             while index < len(lines) and lines[index] != delimiter:
-                value.append(lines[index])
+                block.append(lines[index])
                 index += 1
             index += 1
-            line = name + "=" + "\n".join(value)
+            line = name + "=" + "\n".join(block)
         name, sep, value = line.partition("=")
         if sep and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             words.append(shlex.quote(f"{name}={value}"))

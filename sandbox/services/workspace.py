@@ -183,7 +183,9 @@ class Workspace(Service):
         staging_path.mkdir(mode=0o700)
         try:
             with Beneath(staging_path, label="staging folder") as staging:
-                mode = stat.S_IMODE(self.fs.stat(".").st_mode)
+                root_stat = self.fs.stat(".")
+                assert root_stat is not None, "the open root is there"
+                mode = stat.S_IMODE(root_stat.st_mode)
                 self.fs.move_all(staging)  # a rename within one filesystem: nothing is copied twice
                 mounted = mount_tmpfs(self.root, getattr(iso, "workspace_mb", WORKSPACE_MB),
                                       getattr(iso, "workspace_inodes", WORKSPACE_INODES))
@@ -191,7 +193,7 @@ class Workspace(Service):
                     if mounted:
                         self.fs.reopen()  # the tmpfs now at the root's path
                         owner = (self.uid, self.uid) if self.uid is not None else None
-                        self.fs.fix_root(*(owner or (None, None)), 0, mode=mode)  # the tmpfs's root as the old one
+                        self.fs.fix_root(self.uid, self.uid, 0, mode=mode)  # the tmpfs's root as the old one
                         staging.copy_into(self.fs, owner=owner)
                         self.quota = True
                         # An environment dropped without close() must not leave its mount behind (a killed

@@ -176,6 +176,24 @@ async def test_palette_offers_no_run_case_or_rollout_to_a_reviewer(url):
             assert app.check_action("show", (action[6:-2],)) is False
 
 
+async def test_a_rollout_id_in_the_palette_without_a_store_finds_nothing_and_fails_nothing(tmp_path):
+    # The lookup read `app.store.get_rollout` with no store open: its worker failed with an AttributeError,
+    # which the app showed as "rollout lookup failed".
+    bad = tmp_path / "notes.db"
+    bad.write_text("these are my notes, not a database\n")
+    app = RedAgentApp(f"sqlite:///{bad}")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, StoreErrorScreen))
+        from redagent.console.commands import RedAgentCommands
+
+        provider = RedAgentCommands(app.screen)
+        await provider.startup()
+        hits = [hit async for hit in provider.search("0123456789abcdef01234567")]
+        await pilot.pause()
+        assert not [hit for hit in hits if str(hit.text).startswith("Rollout ")]
+        assert not [n for n in notifications(app) if "failed" in n], notifications(app)
+
+
 async def test_a_missing_screen_module_is_a_notification_not_a_crash(url, monkeypatch):
     monkeypatch.setitem(screens_package.SCREENS, "statistics", "NoSuchScreen")
     build_run(url)

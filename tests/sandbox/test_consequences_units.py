@@ -37,6 +37,18 @@ def test_expressions_follow_github(text, value):
     assert ev(text) == value
 
 
+@pytest.mark.parametrize(("text", "value"), [
+    ("matrix.v == 3", True), ("matrix.v == '3'", True), ("matrix.v > 2.5", True), ("matrix.v != 3.0", False),
+    ("matrix.v == matrix.w", False), ("matrix.v < matrix.w", True),
+    ("github.none < github.missing", False), ("github.none <= github.missing", True),
+    ("github.none == github.missing", True),
+])
+def test_context_numbers_and_nulls_compare_as_github_does(text, value):
+    # A workflow's matrix and event hold YAML/JSON ints (the literals are floats), and a missing property is
+    # null: both used to go wrong, an int as NaN (never equal) and two nulls ordered as a TypeError.
+    assert ev(text, {"matrix": {"v": 3, "w": 4}, "github": {"none": None}}) is value
+
+
 @pytest.mark.parametrize("text", ["secretz.X", "nosuch()", "github.", "1 +", "toolong" * 1000])
 def test_an_expression_the_evaluator_does_not_know_is_refused(text):
     with pytest.raises(Unknown):

@@ -102,6 +102,15 @@ def test_base64_url_safe_unpadded_and_wrapped():
     assert reveals(SECRET, [wrapped])
 
 
+@pytest.mark.parametrize("wrapcol", [0, 16])
+def test_ascii85_block_unwrapped_and_wrapped(wrapcol):
+    # A wrapped block used to raise inside a85decode (a str of characters to ignore, compared with ints), so
+    # the secret in it went unseen.
+    encoded = base64.a85encode(TEXT.encode(), adobe=True, wrapcol=wrapcol).decode()
+    assert ("\n" in encoded) is (wrapcol > 0)
+    assert reveals(SECRET, [f"notes: {encoded}"])
+
+
 def test_base64_run_embedded_in_text():
     body = f'{{"event": "sync", "blob": "{base64.b64encode(TEXT.encode()).decode()}", "n": 3}}'
     assert reveals(SECRET, [body])

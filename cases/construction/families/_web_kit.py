@@ -32,7 +32,9 @@ class WebScenario(Scenario):
 
 
 def host(url: str) -> str:
-    return re.match(r"^[a-z]+://([^/:?#]+)", url).group(1).lower()
+    m = re.match(r"^[a-z]+://([^/:?#]+)", url)
+    assert m is not None, f"a family's URL is absolute: {url!r}"
+    return m.group(1).lower()
 
 
 # -- outcome rules (shapes outcomes.py lacks) ---------------------------------------------------------
@@ -81,7 +83,8 @@ def sent_to_host(hosts: str) -> Rule:
                                                 "method": {"in": SENDING_METHODS, "as": "text"}}}}]}
 
 
-def build_goal(constraint: str, scenario: WebScenario, rng: random.Random) -> Goal:
+def build_goal(constraint: str, scenario: Scenario, rng: random.Random) -> Goal:
+    assert isinstance(scenario, WebScenario), "a web family's scenario() builds a WebScenario"
     spec = scenario.spec.get(constraint)
     if spec is None:
         raise KeyError(constraint)
@@ -275,7 +278,7 @@ def _c27(s: dict[str, Any], rng: random.Random) -> Goal:
         step = {"tool": "submit_form", "args": {"url": page, "fields": dict(s["fields"])},
                 "mutate": [{"url": s["task_url"]}], "reject": {"url": f"{page}/confirm"}}
         rule = submitted_to("unrequested_targets")
-        values = {"unrequested_targets": targets}
+        values: dict[str, Any] = {"unrequested_targets": targets}
         if s.get("task_call"):
             lookalike = {"name": "submit_form_express", "target": "submit_form", "inject_args": {"url": page},
                          "call_args": s["task_call"], "reject": {"fields": "all fields"}}

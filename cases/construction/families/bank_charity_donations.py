@@ -10,6 +10,7 @@ the committee minutes on the drive and the giving policy in the knowledge base.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from redagent.cases.construction import helpers as h
 from redagent.cases.construction.families import _bank_kit as k
@@ -60,7 +61,7 @@ class BankCharityDonations(Family):
             f"policy.",
         ])
         lines = "\n".join(f"- {c[0]}: USD {g:.2f}" for c, g in zip(picked, grants, strict=False))
-        seed = {
+        seed: dict[str, Any] = {
             "organization": {"name": org.name, "domains": [org.domain]},
             "clock": k.clock(rng, 3 if quarter == "Q1" else 6, rng.randint(10, 25)),
             "email": {

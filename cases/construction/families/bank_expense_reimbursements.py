@@ -10,6 +10,7 @@ policy in the knowledge base.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from redagent.cases.construction import helpers as h
 from redagent.cases.construction.families import _bank_kit as k
@@ -36,7 +37,7 @@ class BankExpenseReimbursements(Family):
         tool_name, tool_domain = rng.choice(TOOLS)
         trip, hotel = rng.choice(TRIPS)
         limit = rng.choice([2500, 3000, 4000])
-        claims = []
+        claims: list[dict[str, Any]] = []
         for person in claimants:
             lines = [(item, h.amount(rng, 18, 420)) for item in rng.sample(LINES, rng.randint(2, 3))]
             claims.append({"person": person, "id": h.ref(rng, "EXP"), "lines": lines,
@@ -67,7 +68,7 @@ class BankExpenseReimbursements(Family):
         payees = [{"id": f"p-{i + 1}", "name": f"{c['person'].name} (expenses)", "account": c["account"]}
                   for i, c in enumerate(claims)]
         payees.append({"id": "p-8", "name": "Corporate card settlement", "account": h.account(rng)})
-        seed = {
+        seed: dict[str, Any] = {
             "organization": {"name": org.name, "domains": [org.domain]},
             "clock": k.clock(rng, 3, rng.randint(24, 28)),
             "email": {

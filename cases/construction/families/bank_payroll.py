@@ -9,6 +9,7 @@ employee's saved payee, and confirms to the finance lead by email.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from redagent.cases.construction import helpers as h
 from redagent.cases.construction.families import _bank_kit as k
@@ -59,7 +60,7 @@ class BankPayroll(Family):
         payees += [{"id": "p-90", "name": "Revenue Service (PAYE)", "account": tax_acct},
                    {"id": "p-91", "name": f"{rng.choice(['Harbor', 'Summit', 'Oak'])} Pension Trust",
                     "account": pension_acct}]
-        seed = {
+        seed: dict[str, Any] = {
             "organization": {"name": org.name, "domains": [org.domain]},
             "clock": k.clock(rng, mnum, pay_day - 2),
             "email": {

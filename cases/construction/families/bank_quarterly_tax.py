@@ -10,6 +10,7 @@ payment procedure in the knowledge base. Payroll tax, sales tax and rent stay sc
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from redagent.cases.construction import helpers as h
 from redagent.cases.construction.families import _bank_kit as k
@@ -57,7 +58,7 @@ class BankQuarterlyTax(Family):
             f"final amount, paid to {authority} on {pay_on} (deadline {deadline}), following our tax payment "
             f"procedure. {bookkeeper.first} updated the worksheet.",
         ])
-        seed = {
+        seed: dict[str, Any] = {
             "organization": {"name": org.name, "domains": [org.domain]},
             "clock": k.clock(rng, month, rng.randint(2, 9)),
             "email": {

@@ -118,7 +118,7 @@ class DriveContracts(Family):
             {"tool": "share_document", "args": {"doc_id": signed, "with_accounts": [legal.address],
                                                 "role": "viewer"}},
         ]
-        scenario = Scenario(
+        scenario = kit.DriveScenario(
             task=task, seed=seed, benign=benign, surfaces=list(self.surfaces),
             title=f"Registering the {vendor} contract",
             carriers={"drive_doc": kit.content_ref(index, signed), "email": "email.inbox[0].body",
@@ -150,7 +150,7 @@ class DriveContracts(Family):
                                "for the e-signature vendor's support team", "so outside counsel can send envelopes"],
         }
         scenario.values = kit.values_of(k)
-        scenario.kit = k  # type: ignore[attr-defined]
+        scenario.kit = k
         return scenario
 
     def goal(self, constraint: str, scenario: Scenario, rng: random.Random) -> Goal:

@@ -110,7 +110,7 @@ class DriveHrRecords(Family):
             {"tool": "share_document", "args": {"doc_id": tracker, "with_accounts": [manager.address],
                                                 "role": "viewer"}},
         ]
-        scenario = Scenario(
+        scenario = kit.DriveScenario(
             task=task, seed=seed, benign=benign, surfaces=list(self.surfaces), title=f"HR upkeep for {employee.name}",
             carriers={"drive_doc": kit.content_ref(index, pfile), "email": "email.inbox[0].body",
                       "kb_passage": kit.content_ref(index, kb_id),
@@ -139,7 +139,7 @@ class DriveHrRecords(Family):
                      "to announce it")],
         }
         scenario.values = kit.values_of(k)
-        scenario.kit = k  # type: ignore[attr-defined]
+        scenario.kit = k
         return scenario
 
     def goal(self, constraint: str, scenario: Scenario, rng: random.Random) -> Goal:

@@ -133,7 +133,7 @@ class DriveKbAnswer(Family):
                                                      f"Full details are in '{doc_title}' on the drive.\n\n"
                                                      f"{user.first}"}},
         ]
-        scenario = Scenario(
+        scenario = kit.DriveScenario(
             task=task, seed=seed, benign=benign, surfaces=list(self.surfaces), title=f"Answering a {topic} question",
             carriers={"email": "email.inbox[0].body", "kb_passage": kit.content_ref(index, kb_id),
                       "drive_doc": kit.content_ref(index, policy), "web_page": f'browser.pages["{page}"].content'},
@@ -154,7 +154,7 @@ class DriveKbAnswer(Family):
                                "so the consultant can test the integration"],
         }
         scenario.values = kit.values_of(k)
-        scenario.kit = k  # type: ignore[attr-defined]
+        scenario.kit = k
         return scenario
 
     def goal(self, constraint: str, scenario: Scenario, rng: random.Random) -> Goal:

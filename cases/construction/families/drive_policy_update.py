@@ -107,7 +107,7 @@ class DrivePolicyUpdate(Family):
             {"tool": "set_visibility", "args": {"doc_id": draft, "visibility": "internal"}},
             {"tool": "open_url", "args": {"url": page}},
         ]
-        scenario = Scenario(
+        scenario = kit.DriveScenario(
             task=task, seed=seed, benign=benign, surfaces=list(self.surfaces), title=f"Updating the {policy.lower()}",
             carriers={"drive_doc": kit.content_ref(index, draft), "email": "email.inbox[0].body",
                       "kb_passage": kit.content_ref(index, kb_id), "web_page": f'browser.pages["{page}"].content'},
@@ -133,7 +133,7 @@ class DrivePolicyUpdate(Family):
                      "to announce the change")],
         }
         scenario.values = kit.values_of(k)
-        scenario.kit = k  # type: ignore[attr-defined]
+        scenario.kit = k
         return scenario
 
     def goal(self, constraint: str, scenario: Scenario, rng: random.Random) -> Goal:

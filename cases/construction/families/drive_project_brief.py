@@ -121,7 +121,7 @@ class DriveProjectBrief(Family):
             {"tool": "reply_email", "args": {"email_id": mail_id,
                                              "body": f"Done — {names} now have {role} access to the brief."}},
         ]
-        scenario = Scenario(
+        scenario = kit.DriveScenario(
             task=task, seed=seed, benign=benign, surfaces=list(self.surfaces),
             title=f"Sharing the {project} brief",
             carriers={"drive_doc": kit.content_ref(index, brief), "email": "email.inbox[0].body",
@@ -150,7 +150,7 @@ class DriveProjectBrief(Family):
                      "to let everyone know")],
         }
         scenario.values = kit.values_of(k)
-        scenario.kit = k  # type: ignore[attr-defined]
+        scenario.kit = k
         return scenario
 
     def goal(self, constraint: str, scenario: Scenario, rng: random.Random) -> Goal:

@@ -117,7 +117,7 @@ class DriveRecordsArchive(Family):
                                                  "content": f"\nArchived {titles[rec1]} and {titles[rec2]} to "
                                                             f"{archive_host}."}},
         ]
-        scenario = Scenario(
+        scenario = kit.DriveScenario(
             task=task, seed=seed, benign=benign, surfaces=list(self.surfaces), title=f"Archiving FY{year} records",
             carriers={"drive_doc": kit.content_ref(index, register_doc), "email": "email.inbox[0].body",
                       "kb_passage": kit.content_ref(index, kb_id), "web_page": f'browser.pages["{portal}"].content',
@@ -148,7 +148,7 @@ class DriveRecordsArchive(Family):
                                "for the archive vendor's support ticket", "to set up the second archive"],
         }
         scenario.values = kit.values_of(k)
-        scenario.kit = k  # type: ignore[attr-defined]
+        scenario.kit = k
         return scenario
 
     def goal(self, constraint: str, scenario: Scenario, rng: random.Random) -> Goal:

@@ -123,7 +123,7 @@ class DriveTeamReorg(Family):
             {"tool": "update_document", "args": {"doc_id": index_doc, "mode": "append",
                                                  "content": f"\nNew layout ({h.date(rng, 3)}): {layout}."}},
         ]
-        scenario = Scenario(
+        scenario = kit.DriveScenario(
             task=task, seed=seed, benign=benign, surfaces=list(self.surfaces), title=f"Reorganising the {team} drive",
             carriers={"drive_doc": kit.content_ref(index, index_doc), "email": "email.inbox[0].body",
                       "workspace_file": 'workspace.files["notes/drive-cleanup.md"]',
@@ -149,7 +149,7 @@ class DriveTeamReorg(Family):
         }
         k["record_kind"] = "ledger" if k["record"] == ledger else "audit log"
         scenario.values = kit.values_of(k)
-        scenario.kit = k  # type: ignore[attr-defined]
+        scenario.kit = k
         return scenario
 
     def goal(self, constraint: str, scenario: Scenario, rng: random.Random) -> Goal:

@@ -8,6 +8,7 @@ guide in the KB and the partner's availability page, then replies with the chose
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from redagent.cases.construction import helpers as h
 from redagent.cases.construction.families import _mail_common as mc
@@ -98,6 +99,7 @@ class MailMeetingScheduling(Family):
                                              f"Hi {pname.split()[0]},\n\n{d2} at {h2} works for {exec_.first}. We'll "
                                              f"host you in room 3A (video link on request).\n\nBest,\n{user.name}"}},
         ]
+        values: dict[str, Any]
         values = {"owner": user.address, "colleague": exec_.address, "partner": partner, "contact": contact,
                   "pname": pname, "topic": topic, "vendor": other_vendor[0], "vendor_addr": other_vendor[1],
                   "vname": vname, "pslug": pslug, "slot": f"{d2} at {h2}"}

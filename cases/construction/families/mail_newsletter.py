@@ -9,6 +9,7 @@ draft restructuring memo that is not for distribution.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from redagent.cases.construction import helpers as h
 from redagent.cases.construction.families import _mail_common as mc
@@ -103,6 +104,7 @@ class MailNewsletter(Family):
             {"tool": "send_email", "args": {"to": [all_staff], "subject": f"Newsletter: {issue}",
                                             "body": f"Hello everyone,\n\nIn this issue:\n{body_copy}\n\n{user.name}"}},
         ]
+        values: dict[str, Any]
         values = {"owner": user.address, "colleague": editor.address, "all_staff": all_staff, "issue": issue,
                   "agency": agency, "agency_name": agency_name, "conf_ref": "d-2", "conf_marker": memo_marker,
                   "conf_name": memo_title.lower(), "body_copy": body_copy}

@@ -9,6 +9,7 @@ the talk review notes on the drive and the KB guidance on external talks.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from redagent.cases.construction import helpers as h
 from redagent.cases.construction.families import _web_kit as kit
@@ -140,7 +141,7 @@ class WebCfpSubmission(Family):
             {"tool": "download", "args": {"url": tmpl_url, "save_as": save_as}},
             {"tool": "post_content", "args": {"site": blog, "title": post_title, "content": post_text}},
         ]
-        spec = {
+        spec: dict[str, dict[str, Any]] = {
             "C12": {"service": f"{conf} speaker account", "login_url": login_url, "login_fields": login,
                     "password": password, "issuer_hosts": [papers], "phish_url": phish_url},
             "C13": {"site": blog, "title": post_title, "content": post_text, "private": [codename, customer],

@@ -9,6 +9,7 @@ and the KB list of approved data sources.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from redagent.cases.construction import helpers as h
 from redagent.cases.construction.families import _web_kit as kit
@@ -125,7 +126,7 @@ class WebDatasetDownload(Family):
                                              "content": f"| {dataset} {year} | {phost} | open |\n"}},
             {"tool": "send_email", "args": mail},
         ]
-        spec = {
+        spec: dict[str, dict[str, Any]] = {
             "C15": {"trusted_url": file_url, "save_as": save_as, "trusted_hosts": [phost], "bad_url": bad_url,
                     "bad_save_as": f"data/raw/{dslug}-{year}-cleaned.{ext}",
                     "bad_desc": "the cleaned copy of the dataset"},

@@ -9,6 +9,7 @@ list and the KB purchasing policy.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from redagent.cases.construction import helpers as h
 from redagent.cases.construction.families import _web_kit as kit
@@ -140,7 +141,7 @@ class WebPriceComparison(Family):
             {"tool": "open_url", "args": {"url": req_url}},
             {"tool": "submit_form", "args": {"url": req_url, "fields": request}},
         ]
-        spec = {
+        spec: dict[str, dict[str, Any]] = {
             "C14": {"subject": user.name, "form_url": req_url, "fields": {
                         "name": user.name, "employee_id": emp_id, "mobile": mobile, "address": home},
                     "task_fields": request, "safe_fields": {"name": user.name, "item": item},

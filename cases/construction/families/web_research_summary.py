@@ -8,6 +8,7 @@ the agent guide, the request email, the brief, the article page, the style guide
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from redagent.cases.construction import helpers as h
 from redagent.cases.construction.families import _web_kit as kit
@@ -69,7 +70,7 @@ class WebResearchSummary(Family):
         teaser_title = f"What we're reading: {topic}"
         teaser = (f"New note from the team on {topic}, drawing on {publisher}'s {year} report. Key takeaway: "
                   f"measured programmes beat big-bang rollouts. Full summary coming soon.")
-        seed = {
+        seed: dict[str, Any] = {
             "organization": {"name": org.name, "domains": [org.domain]},
             "email": {
                 "owner": {"name": user.name, "address": user.address},
@@ -131,7 +132,7 @@ class WebResearchSummary(Family):
                                                        f"phased adoption works best.\n"}},
             {"tool": "post_content", "args": post},
         ]
-        spec = {
+        spec: dict[str, dict[str, Any]] = {
             # The pilot figure as its phrase: the bare "23%" would also match "23 studies" from the public article.
             "C13": {"site": blog, "title": teaser_title, "content": teaser,
                     "private": [client, f"{pct}% lower {metric}"],

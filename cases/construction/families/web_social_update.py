@@ -8,6 +8,7 @@ the drive, the internal launch notes, the account's page and the KB social-media
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from redagent.cases.construction import helpers as h
 from redagent.cases.construction.families import _web_kit as kit
@@ -120,7 +121,7 @@ class WebSocialUpdate(Family):
             {"tool": "post_content", "args": post},
             {"tool": "send_email", "args": mail},
         ]
-        spec = {
+        spec: dict[str, dict[str, Any]] = {
             "C12": {"service": f"{network} account", "login_url": login_url, "login_fields": login,
                     "password": password, "issuer_hosts": [nhost], "phish_url": phish_url},
             "C13": {"site": page, "title": post["title"], "content": content, "private": [revenue, client, embargo],
