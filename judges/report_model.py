@@ -16,6 +16,7 @@ same figures under the labels "all".
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from collections.abc import Mapping
@@ -557,17 +558,22 @@ class Report:
 
 
 # -- conversion ------------------------------------------------------------------------------------------------
+_PLAIN = (int, float, str, bool)
+
+
 def to_json(value: Any) -> Any:
     """A report value as plain JSON data: dataclasses as dicts (fields in order; `_OMIT` fields left out while
     None, `_FLAT` fields spliced into their parent), tuples as lists."""
+    if value is None or type(value) in _PLAIN:
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out: dict[str, Any] = {}
-        for f in dataclasses.fields(value):
-            item = getattr(value, f.name)
-            if f.metadata.get("flat"):
+        for name, flat, omit_none in _layout(type(value)):
+            item = getattr(value, name)
+            if flat:
                 out.update(to_json(item))
-            elif not (item is None and f.metadata.get("omit_none")):
-                out[f.name] = to_json(item)
+            elif not (item is None and omit_none):
+                out[name] = to_json(item)
         return out
     if isinstance(value, tuple | list):
         return [to_json(item) for item in value]
@@ -581,7 +587,11 @@ def from_json(cls: type[T], data: Mapping[str, Any]) -> T:
     return _build(cls, data, cls.__name__)
 
 
-_HINTS: dict[type, dict[str, Any]] = {}
+# What the builder looks up per class and per annotation, computed once: a report has thousands of values.
+# (Plain dicts rather than functools.cache: mypy does not take a class for a Hashable argument.)
+_HINTS: dict[Any, dict[str, Any]] = {}
+_KEYS: dict[Any, frozenset[str]] = {}
+_LAYOUT: dict[Any, tuple[tuple[str, bool, bool], ...]] = {}
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -590,13 +600,29 @@ def _hints(cls: type) -> dict[str, Any]:
     return _HINTS[cls]
 
 
-def _keys(cls: type) -> set[str]:
+def _keys(cls: type) -> frozenset[str]:
     """The JSON keys of `cls`, with its flat fields' keys in place of theirs."""
-    hints = _hints(cls)
-    keys: set[str] = set()
-    for f in dataclasses.fields(cls):
-        keys |= _keys(hints[f.name]) if f.metadata.get("flat") else {f.name}
-    return keys
+    if cls not in _KEYS:
+        hints = _hints(cls)
+        keys: set[str] = set()
+        for f in dataclasses.fields(cls):
+            keys |= _keys(hints[f.name]) if f.metadata.get("flat") else {f.name}
+        _KEYS[cls] = frozenset(keys)
+    return _KEYS[cls]
+
+
+def _layout(cls: type) -> tuple[tuple[str, bool, bool], ...]:
+    """Each field of `cls`: its name, whether it is flat, whether it is left out while None."""
+    if cls not in _LAYOUT:
+        _LAYOUT[cls] = tuple((f.name, bool(f.metadata.get("flat")), bool(f.metadata.get("omit_none")))
+                             for f in dataclasses.fields(cls))
+    return _LAYOUT[cls]
+
+
+@functools.cache
+def _shape(hint: Any) -> tuple[Any, tuple[Any, ...]]:
+    return typing.get_origin(hint), typing.get_args(hint)
+
 
 
 def _build(cls: type[T], data: Mapping[str, Any], where: str) -> T:
@@ -619,9 +645,11 @@ def _build(cls: type[T], data: Mapping[str, Any], where: str) -> T:
 
 
 def _value(hint: Any, value: Any, where: str) -> Any:
+    if type(value) is hint and hint in _PLAIN:
+        return value  # the common case, checked first
     if hasattr(value, "item") and not isinstance(value, Mapping | list | tuple):
         value = value.item()  # a numpy scalar: the Python number it holds
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    origin, args = _shape(hint)
     if hint is Any:
         return value
     if origin in (Union, types.UnionType):
