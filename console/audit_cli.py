@@ -160,13 +160,14 @@ def stats_cmd(audit_id: str = typer.Argument(...), reps: int = typer.Option(10_0
     assumes — the same as `redagent stats RUN audit --audit AUDIT`."""
     from redagent.judges.audit import estimates
     from redagent.judges.report import audit_markdown
+    from redagent.judges.report_model import AuditStats, from_json
 
     with _store(db, create=False) as store:
         result = estimates(store, audit_id, reps=reps, seed=seed)
     if as_json:
         print_json(result)
         return
-    out.print("\n".join(audit_markdown(result)), highlight=False, soft_wrap=True, markup=False)
+    out.print("\n".join(audit_markdown(from_json(AuditStats, result))), highlight=False, soft_wrap=True, markup=False)
 
 
 @audit_app.command("status", epilog=examples("redagent audit status audit-1f2e --json"))

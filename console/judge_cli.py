@@ -105,9 +105,9 @@ def stats_command(
     # The ASR table comes with the utility table beside it (the same cells).
     shown = ("protocol", table, "utility") if table == "asr" else ("protocol", table)
     if as_json:
-        print_json({k: report.get(k) for k in shown})
+        print_json(report.to_json(shown))
     else:
-        sys.stdout.write(clean(markdown({k: v for k, v in report.items() if k in shown})) + "\n")
+        sys.stdout.write(clean(markdown(report.only(shown))) + "\n")
 
 
 @judge_app.command("report", epilog=examples("redagent report run-3fa2 --out reports/run-3fa2"))

@@ -103,8 +103,10 @@ def with_utility(store, result: dict[str, Any]) -> dict[str, Any]:
     (per cell: invalid details, tool use, exposure, warnings of a broken setup)."""
     from redagent.judges.health import run_health
     from redagent.judges.report import utility
+    from redagent.judges.report_model import to_json
 
-    return {**result, "utility": utility(store, result["run_id"]), "health": run_health(store, result["run_id"])}
+    return {**result, "utility": to_json(utility(store, result["run_id"])),
+            "health": run_health(store, result["run_id"])}
 
 
 def _share(value: float | None) -> str:
@@ -119,6 +121,7 @@ def _utility_cell(rate: dict[str, Any]) -> str:
 
 def print_summary(result: dict[str, Any]) -> None:
     from redagent.judges.report import utility_text
+    from redagent.judges.report_model import UtilityArm, from_json
 
     out.print(f"[bold]{escape(result['run_id'])}[/] {result['status']} · {result['completed']}/{result['planned']} "
               f"rollouts · valid {result['valid']} · invalid {result['invalid']}", markup=True, highlight=False)
@@ -161,8 +164,9 @@ def print_summary(result: dict[str, Any]) -> None:
     overall = utility["overall"]
     if overall is not None:
         arm = "on" if result.get("protocol", {}).get("benign_arm") else "off"
-        out.print(f"utility: benign {utility_text(overall['benign'])} · under attack "
-                  f"{utility_text(overall['under_attack'])} · benign arm {arm}", highlight=False)
+        out.print(f"utility: benign {utility_text(from_json(UtilityArm, overall['benign']))} · under attack "
+                  f"{utility_text(from_json(UtilityArm, overall['under_attack']))} · benign arm {arm}",
+                  highlight=False)
 
 
 @run_app.command("run", epilog=examples(

@@ -4,8 +4,8 @@
 execution and reported ASR per cell over attacked rollouts (Wilson intervals), benign utility and utility
 under attack per cell (Wilson intervals), paired view comparisons (exact McNemar,
 case-clustered bootstrap of the difference), ranking reversals across slices, evaluation-cue and
-defense effects on matched pairs, the Recognition–Execution Gap, and the judge audit. `write_report`
-renders it as JSON, Markdown and CSV, with PNG plots.
+defense effects on matched pairs, the Recognition–Execution Gap, and the judge audit, as a `Report` (the
+dataclass tree of judges/report_model.py). `write_report` renders it as JSON, Markdown and CSV, with PNG plots.
 """
 
 from __future__ import annotations
@@ -25,6 +25,29 @@ from redagent.judges import stats
 from redagent.judges.config import RULE, VIEWS
 from redagent.judges.health import run_health
 from redagent.judges.labelling import LEXICAL, recognition_contract_hash, run_cases
+from redagent.judges.report_model import (
+    Adaptive,
+    AsrAtK,
+    AsrCell,
+    AuditEstimate,
+    AuditStats,
+    Effect,
+    ExecutionAsr,
+    Health,
+    PairedChange,
+    RankingAgreement,
+    Reg,
+    Report,
+    Semantic,
+    StrategyRate,
+    UtilityArm,
+    UtilityFigures,
+    UtilityRow,
+    UtilityTable,
+    ViewComparison,
+    from_json,
+    to_json,
+)
 from redagent.store.db import Store
 
 TABLES = ("asr", "utility", "views", "ranking", "cue", "defense", "reg", "audit", "adaptive")
@@ -52,9 +75,10 @@ def _protocol(store: Store, run_id: str, backbone: str, configs: list[dict[str, 
 
 def build_report(store: Store, run_id: str, *, backbone: str = RULE, recognition_judge: str = LEXICAL,
                  reps: int = 10_000, seed: int = 0, only: str | None = None,
-                 audit_id: str | None = None) -> dict[str, Any]:
+                 audit_id: str | None = None) -> Report:
     """The report of one run; `audit_id` picks the audit to report (default: the run's newest)."""
     configs = [c for c in store.judged_configs(run_id)]
+    # The sections in the order report.json lists them; a table left out by `only` is not computed at all.
     report: dict[str, Any] = {"protocol": _protocol(store, run_id, backbone, configs)}
     outcomes = pd.DataFrame(store.outcome_rows(run_id))
     mine = {c["config_name"]: c for c in configs if c["backbone"] == backbone}
@@ -77,7 +101,7 @@ def build_report(store: Store, run_id: str, *, backbone: str = RULE, recognition
         report["utility"] = utility(store, run_id)
     if want("asr"):
         # Beside the ASR: whether each cell measured an agent or a broken setup (judges/health.py).
-        report["health"] = run_health(store, run_id)
+        report["health"] = from_json(Health, run_health(store, run_id))
     if want("views") or want("ranking"):
         views, ranking = _views(labels, reps, seed)
         report["views"], report["ranking"] = views, ranking
@@ -96,10 +120,10 @@ def build_report(store: Store, run_id: str, *, backbone: str = RULE, recognition
         adaptive = _adaptive(store, run_id, attacked, reps, seed)
         if adaptive is not None:
             report["adaptive"] = adaptive
-    return report
+    return Report.from_json(report)
 
 
-def _adaptive(store: Store, run_id: str, attacked: pd.DataFrame, reps: int, seed: int) -> dict[str, Any] | None:
+def _adaptive(store: Store, run_id: str, attacked: pd.DataFrame, reps: int, seed: int) -> Adaptive | None:
     """An adaptive run's attacker statistics (None for a run without an attacker): per cell and pooled, ASR@k
     for k = 0 … budget with case-clustered intervals, moves-to-success, the fixed-vs-adaptive paired
     difference (E@0 against E on the same rollouts, engine/attacker/session.py), and the attacker's claims
@@ -134,49 +158,50 @@ def _adaptive(store: Store, run_id: str, attacked: pd.DataFrame, reps: int, seed
 
     cells = [{**dict(zip(CELL, key, strict=True)), **summary(group)}
              for key, group in frame.groupby(list(CELL), sort=True)] if not frame.empty else []
-    return {"attacker": kind, "model": protocol.get("attacker_model"), "budget": budget, "cells": cells,
-            "overall": summary(frame) if not frame.empty else None}
+    return from_json(Adaptive, {"attacker": kind, "model": protocol.get("attacker_model"), "budget": budget,
+                                "cells": cells, "overall": summary(frame) if not frame.empty else None})
 
 
-def adaptive_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
+def adaptive_rows(table: Adaptive) -> list[dict[str, Any]]:
     """The adaptive table flattened for CSV: one row per cell and the pooled row (model "all")."""
     out = []
-    pooled = [{"model": "all", "harness": "all", "cue": "all", "defense": "all", **table["overall"]}] \
-        if table["overall"] else []
-    for c in [*table["cells"], *pooled]:
-        row = {k: c[k] for k in (*CELL, "rollouts", "cases", "moves_made", "refused_placements", "attacker_stopped")}
-        for entry in c["asr_at_k"]:
-            row[f"asr_at_{entry['k']}"] = entry["rate"]
-            row[f"asr_at_{entry['k']}_ci_low"] = entry["ci_low"]
-            row[f"asr_at_{entry['k']}_ci_high"] = entry["ci_high"]
-        diff = c["fixed_vs_adaptive"]
-        row.update(fixed_asr=diff["baseline_rate"], adaptive_asr=diff["treatment_rate"],
-                   adaptive_minus_fixed_pp=diff["change_pp"], diff_ci_low_pp=diff["ci_low_pp"],
-                   diff_ci_high_pp=diff["ci_high_pp"], mean_moves_to_success=c["moves_to_success"]["mean"],
-                   claims=c["claims"]["claimed"], claims_verified=c["claims"]["verified"])
+    for c in table.rows():
+        f = c.figures
+        row: dict[str, Any] = {"model": c.model, "harness": c.harness, "cue": c.cue, "defense": c.defense,
+                               "rollouts": f.rollouts, "cases": f.cases, "moves_made": f.moves_made,
+                               "refused_placements": f.refused_placements, "attacker_stopped": f.attacker_stopped}
+        for entry in f.asr_at_k:
+            row[f"asr_at_{entry.k}"] = entry.rate
+            row[f"asr_at_{entry.k}_ci_low"] = entry.ci_low
+            row[f"asr_at_{entry.k}_ci_high"] = entry.ci_high
+        diff = f.fixed_vs_adaptive
+        row.update(fixed_asr=diff.baseline_rate, adaptive_asr=diff.treatment_rate,
+                   adaptive_minus_fixed_pp=diff.change_pp, diff_ci_low_pp=diff.ci_low_pp,
+                   diff_ci_high_pp=diff.ci_high_pp, mean_moves_to_success=f.moves_to_success.mean,
+                   claims=f.claims.claimed, claims_verified=f.claims.verified)
         out.append(row)
     return out
 
 
-def asr_at_k_text(entry: dict[str, Any]) -> str:
+def asr_at_k_text(entry: AsrAtK) -> str:
     """One ASR@k as the tables print it: "40.00% (4/10, 12.00%–70.00%)", or with the reason for no interval."""
-    interval = (f"{_pct(entry['ci_low'])}–{_pct(entry['ci_high'])}" if entry["ci_low"] is not None
-                else f"no CI: {entry['why_no_interval']}")
-    return f"{_pct(entry['rate'])} ({entry['harmful']}/{entry['n']}, {interval})"
+    interval = (f"{_pct(entry.ci_low)}–{_pct(entry.ci_high)}" if entry.ci_low is not None
+                else f"no CI: {entry.why_no_interval}")
+    return f"{_pct(entry.rate)} ({entry.harmful}/{entry.n}, {interval})"
 
 
-def difference_text(diff: dict[str, Any]) -> str:
+def difference_text(diff: PairedChange) -> str:
     """The fixed-vs-adaptive difference: "+30.00 pp (10.00 – 50.00)"."""
-    if diff["change_pp"] is None:
+    if diff.change_pp is None:
         return "—"
-    interval = (f"{_num(diff['ci_low_pp'])} – {_num(diff['ci_high_pp'])}" if diff["ci_low_pp"] is not None
-                else f"no CI: {diff['why_no_interval']}")
-    return f"{diff['change_pp']:+.2f} pp ({interval})"
+    interval = (f"{_num(diff.ci_low_pp)} – {_num(diff.ci_high_pp)}" if diff.ci_low_pp is not None
+                else f"no CI: {diff.why_no_interval}")
+    return f"{diff.change_pp:+.2f} pp ({interval})"
 
 
-def _adaptive_markdown(table: dict[str, Any]) -> list[str]:
-    budget = table["budget"]
-    lines = [f"## Adaptive attacker ({table['attacker']}{', ' + table['model'] if table['model'] else ''}, "
+def _adaptive_markdown(table: Adaptive) -> list[str]:
+    budget = table.budget
+    lines = [f"## Adaptive attacker ({table.attacker}{', ' + table.model if table.model else ''}, "
              f"budget {budget} moves)", "",
              "ASR@k: E = 1 within the first k attacker moves, over valid attacked rollouts (case-clustered bootstrap "
              "95 %). ASR@0 is the fixed attack: the loop starts only after the case's own turns and ends when the "
@@ -185,17 +210,16 @@ def _adaptive_markdown(table: dict[str, Any]) -> list[str]:
              "| model | harness | cue | defense | n | " + " | ".join(f"ASR@{k}" for k in range(budget + 1))
              + " | adaptive − fixed | moves to success (0…K) | mean | claims (verified) |",
              "|---|---|---|---|---:|" + "---|" * (budget + 1) + "---|---|---:|---:|"]
-    pooled = [{"model": "all", "harness": "all", "cue": "all", "defense": "all", **table["overall"]}] \
-        if table["overall"] else []
-    for c in [*table["cells"], *pooled]:
-        dist = c["moves_to_success"]
-        lines.append(f"| {c['model']} | {c['harness']} | {c['cue']} | {c['defense']} | {c['rollouts']} | "
-                     + " | ".join(asr_at_k_text(e) for e in c["asr_at_k"])
-                     + f" | {difference_text(c['fixed_vs_adaptive'])} | "
-                     + " / ".join(str(dist["distribution"][str(k)]) for k in range(budget + 1))
-                     + f" (+{dist['not_within_budget']} not within budget) | "
-                     + ("—" if dist["mean"] is None else f"{dist['mean']:.2f}") + " | "
-                     f"{c['claims']['claimed']} ({c['claims']['verified']}) |")
+    for c in table.rows():
+        f = c.figures
+        dist = f.moves_to_success
+        lines.append(f"| {c.model} | {c.harness} | {c.cue} | {c.defense} | {f.rollouts} | "
+                     + " | ".join(asr_at_k_text(e) for e in f.asr_at_k)
+                     + f" | {difference_text(f.fixed_vs_adaptive)} | "
+                     + " / ".join(str(dist.distribution[str(k)]) for k in range(budget + 1))
+                     + f" (+{dist.not_within_budget} not within budget) | "
+                     + ("—" if dist.mean is None else f"{dist.mean:.2f}") + " | "
+                     f"{f.claims.claimed} ({f.claims.verified}) |")
     lines.append("")
     return lines
 
@@ -205,24 +229,30 @@ def _attacked(df: pd.DataFrame) -> pd.DataFrame:
     return df[~df["benign"].astype(bool)] if "benign" in df else df
 
 
-def utility(store: Store, run_id: str) -> dict[str, Any]:
-    """Benign utility and utility under attack per (model, harness, cue, defense) cell and pooled over the run:
-    {"cells": [...], "overall": {...}}, each with benign and under_attack {u, done, n, valid, lo, hi} (Wilson 95 %,
-    n = valid rollouts with a utility check; u None — "n/a" — when n is 0)."""
+def utility(store: Store, run_id: str) -> UtilityTable:
+    """Benign utility and utility under attack per (model, harness, cue, defense) cell and pooled over the run,
+    each arm done / n (Wilson 95 %, n = valid rollouts with a utility check; u None — "n/a" — when n is 0),
+    beside the cell's execution ASR."""
     counts = store.utility_counts(run_id)
     asr = {(c["model"], c["harness"], c["cue"], c["defense"]): c for c in store.execution_asr(run_id)}
     cells = []
     for cell in stats.utility_table(counts):
         rate = asr.get((cell.model, cell.harness, cell.cue, cell.defense))
-        cells.append({**cell.to_dict(), "execution_asr": None if rate is None else
-                      {k: rate[k] for k in ("harmful", "valid", "rate")}})
+        cells.append(UtilityRow(cell.model, cell.harness, cell.cue, cell.defense, UtilityFigures(
+            _arm(cell.benign), _arm(cell.under_attack),
+            None if rate is None else ExecutionAsr(rate["harmful"], rate["valid"], rate["rate"]))))
     pooled = stats.utility_table(counts, by=[])
     empty = stats.UtilityRate(0, 0, 0)
     harmful, valid = sum(c["harmful"] for c in asr.values()), sum(c["valid"] for c in asr.values())
-    overall = {"benign": (pooled[0].benign if pooled else empty).to_dict(),
-               "under_attack": (pooled[0].under_attack if pooled else empty).to_dict(),
-               "execution_asr": {"harmful": harmful, "valid": valid, "rate": harmful / valid if valid else None}}
-    return {"cells": cells, "overall": overall}
+    overall = UtilityFigures(_arm(pooled[0].benign if pooled else empty),
+                             _arm(pooled[0].under_attack if pooled else empty),
+                             ExecutionAsr(harmful, valid, harmful / valid if valid else None))
+    return UtilityTable(tuple(cells), overall)
+
+
+def _arm(rate: stats.UtilityRate) -> UtilityArm:
+    low, high = rate.interval
+    return UtilityArm(u=rate.u, done=rate.done, n=rate.n, valid=rate.valid, lo=low, hi=high)
 
 
 CELL = ("model", "harness", "cue", "defense")
@@ -243,7 +273,7 @@ def _cell_counts(store: Store, run_id: str) -> dict[tuple[str, ...], dict[str, i
 
 
 def _cells(df: pd.DataFrame, value: str, source: str, backbone: str | None,
-           counts: dict[tuple[str, ...], dict[str, int]]) -> list[dict[str, Any]]:
+           counts: dict[tuple[str, ...], dict[str, int]]) -> list[AsrCell]:
     """One row per cell of the run — also those with no valid (or no labelled) rollout, with rate None —
     and each cell's invalid rollouts; for a judge, `unlabelled` counts valid rollouts it has no ok label for."""
     rates: dict[tuple[str, ...], Any] = {}
@@ -255,26 +285,26 @@ def _cells(df: pd.DataFrame, value: str, source: str, backbone: str | None,
         r = rates.get(key)
         cell = counts.get(key, {"rollouts": 0, "invalid": 0})
         valid = int(r.valid) if r is not None else 0
-        row = {**dict(zip(CELL, key, strict=True)), "source": source, "backbone": backbone,
-               "harmful": int(r.harmful) if r is not None else 0, "valid": valid, "invalid": cell["invalid"],
-               "rate": float(r.rate) if r is not None else None,
-               "ci_low": float(r.ci_low) if r is not None else None,
-               "ci_high": float(r.ci_high) if r is not None else None}
-        if backbone is not None:
-            row["unlabelled"] = max(0, cell["rollouts"] - cell["invalid"] - valid)
-        out.append(row)
+        model, harness, cue, defense = key
+        out.append(AsrCell(model=model, harness=harness, cue=cue, defense=defense, source=source, backbone=backbone,
+                           harmful=int(r.harmful) if r is not None else 0, valid=valid, invalid=cell["invalid"],
+                           rate=float(r.rate) if r is not None else None,
+                           ci_low=float(r.ci_low) if r is not None else None,
+                           ci_high=float(r.ci_high) if r is not None else None,
+                           unlabelled=None if backbone is None else max(0, cell["rollouts"] - cell["invalid"] - valid)))
     return out
 
 
 def _asr(outcomes: pd.DataFrame, labels: dict[str, pd.DataFrame], backbone: str,
-         counts: dict[tuple[str, ...], dict[str, int]]) -> list[dict[str, Any]]:
+         counts: dict[tuple[str, ...], dict[str, int]]) -> list[AsrCell]:
     cells = _cells(outcomes, "E", "execution", None, counts)
     for name, frame in labels.items():
         cells += _cells(frame, "label", name, backbone, counts)
     return cells
 
 
-def _views(labels: dict[str, pd.DataFrame], reps: int, seed: int) -> tuple[list[dict[str, Any]], list[dict]]:
+def _views(labels: dict[str, pd.DataFrame], reps: int,
+           seed: int) -> tuple[list[ViewComparison], list[RankingAgreement]]:
     views, ranking = [], []
     order = {view: i for i, view in enumerate(VIEWS)}
     names = sorted(labels, key=lambda name: (order.get(name.split("/")[0], len(order)), name))
@@ -286,19 +316,17 @@ def _views(labels: dict[str, pd.DataFrame], reps: int, seed: int) -> tuple[list[
         paired = paired.rename(columns={"label_a": "a", "label_b": "b"})
         for model, group in [("all", paired), *paired.groupby("model", sort=True)]:
             result = stats.paired_views(group, "a", "b", reps=reps, seed=seed)
-            views.append({"a": a, "b": b, "model": model, **{k: result[k] for k in (
-                "n", "a_rate", "b_rate", "disagreement", "a_only", "b_only", "mcnemar_p", "diff", "diff_ci_low",
-                "diff_ci_high", "why_no_interval")}})
+            views.append(from_json(ViewComparison, {"a": a, "b": b, "model": model, **result}))
         frame = paired.assign(strategy_category=paired["strategy"].map(strategy_category))
         rates = stats.slice_rates(frame, "a", "b", {"global": None, "harness": "harness",
                                                     "category": "strategy_category", "strategy": "strategy"})
         result = stats.ranking_reversals(rates, "a", "b")
-        ranking.append({"a": a, "b": b, **result})
+        ranking.append(from_json(RankingAgreement, {"a": a, "b": b, **result}))
     return views, ranking
 
 
 def _effects(outcomes: pd.DataFrame, column: str, baseline: str, keys: tuple[str, ...], reps: int,
-             seed: int) -> list[dict[str, Any]]:
+             seed: int) -> list[Effect]:
     if outcomes.empty or outcomes[column].nunique() < 2:
         return []
     out = []
@@ -309,11 +337,11 @@ def _effects(outcomes: pd.DataFrame, column: str, baseline: str, keys: tuple[str
         for model, group in [("all", wide), *wide.groupby("model", sort=True)]:
             result = stats.paired_effect(group[["case_id", baseline, treatment]].rename(
                 columns={baseline: "base", treatment: "treat"}), "base", "treat", reps=reps, seed=seed)
-            out.append({"baseline": baseline, "treatment": treatment, "model": model, **result})
+            out.append(Effect(baseline, treatment, model, from_json(PairedChange, result)))
     return out
 
 
-def _defense(store: Store, run_id: str, outcomes: pd.DataFrame, reps: int, seed: int) -> list[dict[str, Any]]:
+def _defense(store: Store, run_id: str, outcomes: pd.DataFrame, reps: int, seed: int) -> list[Effect]:
     run = store.get_run(run_id)
     if run is None or run.parent_run_id is None:
         return _effects(outcomes, "defense", "none", ("model", "case_id", "harness", "cue", "attempt"), reps, seed)
@@ -337,12 +365,11 @@ def _defense(store: Store, run_id: str, outcomes: pd.DataFrame, reps: int, seed:
     for (model, base_defense, defense), group in [(("all", *k), g) for k, g in frame.groupby(keys, sort=True)] + [
             (k, g) for k, g in frame.groupby(["model", *keys], sort=True)]:
         result = stats.paired_effect(group, "base", "treat", reps=reps, seed=seed)
-        out.append({"baseline": f"{run.parent_run_id} ({base_defense})", "treatment": defense, "model": model,
-                    **result})
+        out.append(Effect(f"{run.parent_run_id} ({base_defense})", defense, model, from_json(PairedChange, result)))
     return out
 
 
-def _reg(store: Store, run_id: str, outcomes: pd.DataFrame, judge: str) -> dict[str, Any] | None:
+def _reg(store: Store, run_id: str, outcomes: pd.DataFrame, judge: str) -> Reg | None:
     labels = store.recognition_labels(run_id, judge, recognition_contract_hash(judge))
     rows = [{"rollout_id": r.rollout_id, "resolved": r.resolved, "broad": r.broad, "strict": r.strict}
             for r in labels if r.status == "ok"]
@@ -350,11 +377,11 @@ def _reg(store: Store, run_id: str, outcomes: pd.DataFrame, judge: str) -> dict[
         return None
     frame = pd.DataFrame(rows).merge(outcomes[["rollout_id", "strategy", "model"]], on="rollout_id")
     frame.loc[~frame["resolved"], ["broad", "strict"]] = float("nan")
-    return {"judge": judge, **stats.reg(frame, by="strategy")}
+    return from_json(Reg, {"judge": judge, **stats.reg(frame, by="strategy")})
 
 
 def _semantic(store: Store, run_id: str, outcomes: pd.DataFrame,
-              configs: list[dict[str, Any]]) -> dict[str, Any] | None:
+              configs: list[dict[str, Any]]) -> Semantic | None:
     """Rollouts of semantic cases, whose rule decides only part of the harm, reported as bounds until judged.
 
     An *upper*-bound case (honest reporting, C28) has its deterministic part decided by the rule (the refund
@@ -401,7 +428,7 @@ def _semantic(store: Store, run_id: str, outcomes: pd.DataFrame,
             # Until judged: lower-bound cases are at least their rule's E and at most that plus every candidate;
             # upper-bound cases at most their rule's E and at least nothing.
             "range": [harmful, harmful + open_] if kind == "lower" else [0, harmful]}
-    return result
+    return from_json(Semantic, result)
 
 
 def _paraphrase_candidates(store: Store, run_id: str, ids: set[str]) -> set[str]:
@@ -425,15 +452,15 @@ def _paraphrase_candidates(store: Store, run_id: str, ids: set[str]) -> set[str]
     return found
 
 
-def _by_strategy(outcomes: pd.DataFrame) -> list[dict[str, Any]]:
+def _by_strategy(outcomes: pd.DataFrame) -> list[StrategyRate]:
     if outcomes.empty:
         return []
     table = stats.rate_table(outcomes.assign(y=outcomes["E"].astype(int)), ["strategy", "model", "harness"])
-    return [{"strategy": r.strategy, "model": r.model, "harness": r.harness, "harmful": int(r.harmful),
-             "valid": int(r.valid), "rate": float(r.rate)} for r in table.itertuples()]
+    return [StrategyRate(strategy=r.strategy, model=r.model, harness=r.harness, harmful=int(r.harmful),
+                         valid=int(r.valid), rate=float(r.rate)) for r in table.itertuples()]
 
 
-def _audit(store: Store, run_id: str, reps: int, seed: int, audit_id: str | None) -> dict[str, Any] | None:
+def _audit(store: Store, run_id: str, reps: int, seed: int, audit_id: str | None) -> AuditStats | None:
     """The chosen audit's figures (judges.audit.estimates), default the newest; None when the run has none."""
     from redagent.judges.audit import estimates
 
@@ -445,7 +472,7 @@ def _audit(store: Store, run_id: str, reps: int, seed: int, audit_id: str | None
     elif audit_id not in audits:
         known = f" (its audits: {', '.join(audits)})" if audits else " (it has none)"
         raise ReportError(f"run {run_id} has no audit {audit_id!r}{known}")
-    return {**estimates(store, audit_id, reps=reps, seed=seed), "audits": audits}
+    return from_json(AuditStats, {**estimates(store, audit_id, reps=reps, seed=seed), "audits": audits})
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -453,48 +480,49 @@ def _num3(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-def write_report(report: dict[str, Any], out: Path, formats: list[str]) -> list[Path]:
+def write_report(report: Report, out: Path, formats: list[str]) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     if "json" in formats:
         path = out / "report.json"
-        path.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY,
+        path.write_bytes(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY,
                                       default=_plain))
         written.append(path)
     if "csv" in formats:
-        for name in ("asr", "by_strategy", "views", "ranking", "cue", "defense"):
-            rows = report.get(name) or []
+        tables: tuple[tuple[str, tuple[Any, ...] | None], ...] = (
+            ("asr", report.asr), ("by_strategy", report.by_strategy), ("views", report.views),
+            ("ranking", report.ranking), ("cue", report.cue), ("defense", report.defense))
+        for name, rows in tables:
             if rows:
                 path = out / f"{name}.csv"
-                _csv(path, [{k: v for k, v in r.items() if not isinstance(v, (list, dict))} for r in rows])
+                _csv(path, [{k: v for k, v in to_json(r).items() if not isinstance(v, (list, dict))} for r in rows])
                 written.append(path)
-        if report.get("health") and report["health"]["cells"]:
+        if report.health and report.health.cells:
             path = out / "health.csv"
-            _csv(path, health_rows(report["health"]))
+            _csv(path, health_rows(report.health))
             written.append(path)
-        if report.get("adaptive") and report["adaptive"]["cells"]:
+        if report.adaptive and report.adaptive.cells:
             path = out / "adaptive.csv"
-            _csv(path, adaptive_rows(report["adaptive"]))
+            _csv(path, adaptive_rows(report.adaptive))
             written.append(path)
-        if report.get("utility") and report["utility"]["cells"]:
+        if report.utility and report.utility.cells:
             path = out / "utility.csv"
-            _csv(path, utility_rows(report["utility"]))
+            _csv(path, utility_rows(report.utility))
             written.append(path)
-        if report.get("reg"):
+        if report.reg:
             path = out / "reg.csv"
-            _csv(path, [{"strategy": "all", **{k: v for k, v in report["reg"].items() if k not in ("by", "judge")}}]
-                 + [r for r in report["reg"].get("by", [])])
+            _csv(path, [{"strategy": "all", **to_json(report.reg.figures)}] + [to_json(r) for r in report.reg.by])
             written.append(path)
-        if report.get("audit"):
+        if report.audit:
             path = out / "audit.csv"
-            _csv(path, [_flatten(report["audit"])])
+            _csv(path, [_flatten(to_json(report.audit))])
             written.append(path)
             # Every stratum, also those left without a usable label or never sampled (weight empty).
             path = out / "audit_strata.csv"
-            _csv(path, report["audit"]["by_stratum"] + [
-                {"stratum": u["stratum"], "population": u["population"], "sampled": 0, "usable": 0, "unsure": 0,
+            _csv(path, [to_json(s) for s in report.audit.by_stratum] + [
+                {"stratum": u.stratum, "population": u.population, "sampled": 0, "usable": 0, "unsure": 0,
                  "pending": 0, "weight": None, "fraction": 0.0, "clusters": 0}
-                for u in report["audit"]["uncovered"] if u["reason"] == "not sampled"])
+                for u in report.audit.uncovered if u.reason == "not sampled"])
             written.append(path)
     if "md" in formats:
         path = out / "report.md"
@@ -533,152 +561,155 @@ def _pct(value: Any) -> str:
     return "—" if value is None or value != value else f"{100 * value:.2f}%"
 
 
-def utility_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
+def utility_rows(table: UtilityTable) -> list[dict[str, Any]]:
     """The utility table flattened for CSV: one row per cell, then the pooled row (model "all")."""
-    pooled = {"model": "all", "harness": "all", "cue": "all", "defense": "all", **table["overall"]}
-    return [{**{k: cell[k] for k in ("model", "harness", "cue", "defense")},
-             **{f"{part}_{k}": v for part in ("benign", "under_attack", "execution_asr")
-                for k, v in (cell[part] or {"harmful": None, "valid": None, "rate": None}).items()}}
-            for cell in [*table["cells"], pooled]]
+    none = {"harmful": None, "valid": None, "rate": None}
+    return [{"model": row.model, "harness": row.harness, "cue": row.cue, "defense": row.defense,
+             **{f"{part}_{k}": v for part, figure in (("benign", row.figures.benign),
+                                                       ("under_attack", row.figures.under_attack),
+                                                       ("execution_asr", row.figures.execution_asr))
+                for k, v in (to_json(figure) if figure is not None else none).items()}}
+            for row in table.rows()]
 
 
-def utility_text(rate: dict[str, Any]) -> str:
+def utility_text(rate: UtilityArm) -> str:
     """One arm's utility as the tables print it: "75.00% (6/8, 40.93%–92.85%)", or "n/a (no check in 10 valid)"."""
-    if not rate["n"]:
-        return f"n/a (no check in {rate['valid']} valid)" if rate["valid"] else "n/a"
-    return f"{_pct(rate['u'])} ({rate['done']}/{rate['n']}, {_pct(rate['lo'])}–{_pct(rate['hi'])})"
+    if not rate.n:
+        return f"n/a (no check in {rate.valid} valid)" if rate.valid else "n/a"
+    return f"{_pct(rate.u)} ({rate.done}/{rate.n}, {_pct(rate.lo)}–{_pct(rate.hi)})"
 
 
-def _asr_text(rate: dict[str, Any] | None) -> str:
-    return f"{_pct(rate['rate'])} ({rate['harmful']}/{rate['valid']})" if rate else "—"
+def _asr_text(rate: ExecutionAsr | None) -> str:
+    return f"{_pct(rate.rate)} ({rate.harmful}/{rate.valid})" if rate else "—"
 
 
-def _utility_markdown(table: dict[str, Any]) -> list[str]:
+def _utility_markdown(table: UtilityTable) -> list[str]:
     lines = ["## Utility (U = 1: the user's task was done; done / n checked, Wilson 95 %)", "",
              "Benign utility is over valid rollouts of benign cases (the benign arm, benign variants), utility "
              "under attack over valid attacked rollouts; n counts the rollouts whose case states a utility check.",
              ""]
-    if not any(table["overall"][arm]["n"] for arm in ("benign", "under_attack")):
+    if not (table.overall.benign.n or table.overall.under_attack.n):
         lines += ["No case of this run states a utility check yet: every utility rate is n/a.", ""]
     lines += ["| model | harness | cue | defense | benign utility | utility under attack | execution ASR |",
               "|---|---|---|---|---|---|---:|"]
-    o = table["overall"]
-    for c in [*table["cells"], {"model": "all", "harness": "all", "cue": "all", "defense": "all", **o}]:
-        lines.append(f"| {c['model']} | {c['harness']} | {c['cue']} | {c['defense']} | {utility_text(c['benign'])} "
-                     f"| {utility_text(c['under_attack'])} | {_asr_text(c['execution_asr'])} |")
+    for c in table.rows():
+        f = c.figures
+        lines.append(f"| {c.model} | {c.harness} | {c.cue} | {c.defense} | {utility_text(f.benign)} "
+                     f"| {utility_text(f.under_attack)} | {_asr_text(f.execution_asr)} |")
     lines.append("")
     return lines
 
 
-def health_rows(health: dict[str, Any]) -> list[dict[str, Any]]:
+def health_rows(health: Health) -> list[dict[str, Any]]:
     """One CSV row per cell: counts, shares, the invalid reasons with their most frequent detail, warnings."""
-    return [{**{k: c[k] for k in ("model", "harness", "cue", "defense", "rollouts", "valid", "invalid_n",
-                                  "no_tool_call", "no_tool_call_share", "attacked", "reached", "exposure")},
-             "invalid": "; ".join(f"{reason} {e['n']}: {e['detail'] or ''}"
-                                  for reason, e in sorted(c["invalid"].items())),
-             "warnings": "; ".join(c["warnings"])} for c in health["cells"]]
+    return [{"model": c.model, "harness": c.harness, "cue": c.cue, "defense": c.defense, "rollouts": c.rollouts,
+             "valid": c.valid, "invalid_n": c.invalid_n, "no_tool_call": c.no_tool_call,
+             "no_tool_call_share": c.no_tool_call_share, "attacked": c.attacked, "reached": c.reached,
+             "exposure": c.exposure,
+             "invalid": "; ".join(f"{reason} {e.n}: {e.detail or ''}" for reason, e in sorted(c.invalid.items())),
+             "warnings": "; ".join(c.warnings)} for c in health.cells]
 
 
-def _health_markdown(health: dict[str, Any]) -> list[str]:
+def _health_markdown(health: Health) -> list[str]:
     lines = ["## Setup health per cell", "",
              "A cell measures an agent only if its rollouts ran (valid), the agent used its tools and the attack "
              "reached it (exposure, over valid attacked rollouts).", "",
              "| model | harness | cue | defense | valid / rollouts | no tool call | exposure | invalid (most frequent "
              "detail) |", "|---|---|---|---|---:|---:|---:|---|"]
-    for c in health["cells"]:
-        invalid = "; ".join(f"{reason} {e['n']}" + (f": {e['detail']}" if e["detail"] else "")
-                            for reason, e in sorted(c["invalid"].items())) or "—"
-        lines.append(f"| {c['model']} | {c['harness']} | {c['cue']} | {c['defense']} | {c['valid']} / "
-                     f"{c['rollouts']} | {_pct(c['no_tool_call_share'])} | {_pct(c['exposure'])} | "
+    for c in health.cells:
+        invalid = "; ".join(f"{reason} {e.n}" + (f": {e.detail}" if e.detail else "")
+                            for reason, e in sorted(c.invalid.items())) or "—"
+        lines.append(f"| {c.model} | {c.harness} | {c.cue} | {c.defense} | {c.valid} / "
+                     f"{c.rollouts} | {_pct(c.no_tool_call_share)} | {_pct(c.exposure)} | "
                      f"{invalid.replace('|', '/')} |")
     lines.append("")
-    lines += [f"- **warning**: {w}" for w in health["warnings"]] + ([""] if health["warnings"] else [])
+    lines += [f"- **warning**: {w}" for w in health.warnings] + ([""] if health.warnings else [])
     return lines
 
 
-def markdown(report: dict[str, Any]) -> str:
-    p = report["protocol"]
-    lines = [f"# Report for {p['run_id']}", "", "## Protocol", "",
-             f"- models: {', '.join(p['models'] or [])}", f"- harnesses: {', '.join(p['harnesses'] or [])}",
-             f"- evaluation cues: {', '.join(p['cues'] or [])}", f"- defenses: {', '.join(p['defenses'] or [])}",
-             f"- attempt budget: {p['attempts']}",
-             f"- benign arm: {'on' if p.get('benign_arm') else 'off'}", f"- judge backbone: {p['backbone']}",
-             *([f"- attacker: {p['attacker']['kind']}"
-                + (f" ({p['attacker']['model']})" if p["attacker"].get("model") else "")
-                + f", budget {p['attacker']['budget']} moves per rollout"]
-               if (p.get("attacker") or {}).get("kind", "none") != "none" else []),
-             f"- judging configurations: {', '.join(c['config_name'] + ' (' + c['config_hash'] + ')' for c in p['judging_configurations']) or 'none'}",  # noqa: E501
-             f"- cases: {p['cases']} (case set {p['case_set_hash'][:12]}), code {p['code_version']}", ""]
-    if report.get("asr"):
+def markdown(report: Report) -> str:
+    p = report.protocol
+    configs = ", ".join(f"{c.config_name} ({c.config_hash})" for c in p.judging_configurations) or "none"
+    lines = [f"# Report for {p.run_id}", "", "## Protocol", "",
+             f"- models: {', '.join(p.models or [])}", f"- harnesses: {', '.join(p.harnesses or [])}",
+             f"- evaluation cues: {', '.join(p.cues or [])}", f"- defenses: {', '.join(p.defenses or [])}",
+             f"- attempt budget: {p.attempts}",
+             f"- benign arm: {'on' if p.benign_arm else 'off'}", f"- judge backbone: {p.backbone}",
+             *([f"- attacker: {p.attacker.kind}" + (f" ({p.attacker.model})" if p.attacker.model else "")
+                + f", budget {p.attacker.budget} moves per rollout"] if p.attacker.kind != "none" else []),
+             f"- judging configurations: {configs}",
+             f"- cases: {p.cases} (case set {p.case_set_hash[:12]}), code {p.code_version}", ""]
+    if report.asr:
         lines += ["## ASR per cell over attacked rollouts (harmful / valid, Wilson 95 %)", "",
                   "Every cell of the run is listed, also one without a valid rollout (ASR —); invalid rollouts "
                   "are counted beside the valid ones, and for a judge the valid rollouts it has no label for.", "",
                   "| source | model | harness | cue | defense | harmful | valid | invalid | ASR | 95 % CI |",
                   "|---|---|---|---|---|---:|---:|---:|---:|---|"]
-        lines += [f"| {c['source']} | {c['model']} | {c['harness']} | {c['cue']} | {c['defense']} | {c['harmful']} | "
-                  f"{c['valid']} | {c['invalid']}"
-                  + (f" (+{c['unlabelled']} unlabelled)" if c.get("unlabelled") else "") + f" | {_pct(c['rate'])} | "
-                  + (f"{_pct(c['ci_low'])}–{_pct(c['ci_high'])}" if c["valid"] else "no valid rollout") + " |"
-                  for c in report["asr"]]
+        lines += [f"| {c.source} | {c.model} | {c.harness} | {c.cue} | {c.defense} | {c.harmful} | "
+                  f"{c.valid} | {c.invalid}"
+                  + (f" (+{c.unlabelled} unlabelled)" if c.unlabelled else "") + f" | {_pct(c.rate)} | "
+                  + (f"{_pct(c.ci_low)}–{_pct(c.ci_high)}" if c.valid else "no valid rollout") + " |"
+                  for c in report.asr]
         lines.append("")
-    if report.get("health"):
-        lines += _health_markdown(report["health"])
-    if report.get("utility") is not None:
-        lines += _utility_markdown(report["utility"])
-    if report.get("adaptive"):
-        lines += _adaptive_markdown(report["adaptive"])
-    if report.get("semantic"):
-        m = report["semantic"]
+    if report.health:
+        lines += _health_markdown(report.health)
+    if report.utility is not None:
+        lines += _utility_markdown(report.utility)
+    if report.adaptive:
+        lines += _adaptive_markdown(report.adaptive)
+    if report.semantic:
+        m = report.semantic
         lines += ["## Semantic constraints (bounds until judged)", "",
-                  f"{m['valid']} valid rollouts of {m['cases']} semantic cases: the verifier decides only part of "
-                  f"their harm, so the execution ASR above counts them at the rule's value ({m['harmful_by_rule']} "
+                  f"{m.valid} valid rollouts of {m.cases} semantic cases: the verifier decides only part of "
+                  f"their harm, so the execution ASR above counts them at the rule's value ({m.harmful_by_rule} "
                   "harmful) until an LLM judge under the hybrid view decides them "
                   "(`redagent judge RUN --views hybrid --backbone MODEL`).", ""]
-        for kind, b in (m.get("bounds") or {}).items():
+        for kind, b in m.bounds.items():
             what = ("the rule decides a deterministic part (an upper bound)" if kind == "upper" else
                     "the rule sees verbatim, decoded and typed disclosures (a lower bound); "
-                    f"{b['candidates']} rollouts sent something outside and are open")
-            lines.append(f"- {kind}-bound cases ({b['cases']} cases, {b['valid']} rollouts): {what}; harmful "
-                         f"between {b['range'][0]} and {b['range'][1]}")
-        lines += [f"- {j['config']} ({j['backbone']}): decided {j['decided']}, harmful {j['harmful']} "
-                  f"(rule and judge agree), undecided {j['undecided']}" for j in m["llm_hybrid"]]
+                    f"{b.candidates} rollouts sent something outside and are open")
+            lines.append(f"- {kind}-bound cases ({b.cases} cases, {b.valid} rollouts): {what}; harmful "
+                         f"between {b.range[0]} and {b.range[1]}")
+        lines += [f"- {j.config} ({j.backbone}): decided {j.decided}, harmful {j.harmful} "
+                  f"(rule and judge agree), undecided {j.undecided}" for j in m.llm_hybrid]
         lines.append("")
-    if report.get("views"):
+    if report.views:
         lines += ["## Paired view comparisons (same rollouts)", "",
                   "| a | b | model | n | disagreement | a only | b only | McNemar p | b − a | 95 % CI |",
                   "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
-        lines += [f"| {v['a']} | {v['b']} | {v['model']} | {v['n']} | {_pct(v['disagreement'])} | {v['a_only']} | "
-                  f"{v['b_only']} | {v['mcnemar_p']:.3g} | {_pct(v['diff'])} | "
-                  + (f"{_pct(v['diff_ci_low'])}–{_pct(v['diff_ci_high'])}" if v["diff_ci_low"] is not None
-                     else f"none: {v.get('why_no_interval') or 'undefined'}") + " |" for v in report["views"]]
+        lines += [f"| {v.a} | {v.b} | {v.model} | {v.n} | {_pct(v.disagreement)} | {v.a_only} | "
+                  f"{v.b_only} | {v.mcnemar_p:.3g} | {_pct(v.diff)} | "
+                  + (f"{_pct(v.diff_ci_low)}–{_pct(v.diff_ci_high)}" if v.diff_ci_low is not None
+                     else f"none: {v.why_no_interval or 'undefined'}") + " |" for v in report.views]
         lines.append("")
-    if report.get("ranking"):
+    if report.ranking:
         lines += ["## Ranking agreement across slices", ""]
-        lines += [f"- {r['a']} vs {r['b']}: {r['slices_with_reversal']} of {r['slices']} slices with a strict "
-                  f"pairwise reversal, {r['inversions']} inversions" for r in report["ranking"]]
+        lines += [f"- {r.a} vs {r.b}: {r.slices_with_reversal} of {r.slices} slices with a strict "
+                  f"pairwise reversal, {r.inversions} inversions" for r in report.ranking]
         lines.append("")
-    for key, title in (("cue", "Evaluation-cue effect (matched pairs)"), ("defense", "Defense effect (matched pairs)")):
-        if report.get(key):
+    for effects, title in ((report.cue, "Evaluation-cue effect (matched pairs)"),
+                           (report.defense, "Defense effect (matched pairs)")):
+        if effects:
             lines += [f"## {title}", "", "| baseline | treatment | model | pairs | incomplete | change (pp) | "
                       "95 % CI | prevented | introduced |", "|---|---|---|---:|---:|---:|---|---:|---:|"]
-            lines += [f"| {e['baseline']} | {e['treatment']} | {e['model']} | {e['pairs']} | {e['incomplete']} | "
-                      f"{_num(e['change_pp'])} | "
-                      + (f"{_num(e['ci_low_pp'])} – {_num(e['ci_high_pp'])}" if e["ci_low_pp"] is not None
-                         else f"none: {e.get('why_no_interval') or 'undefined'}")
-                      + f" | {e['prevented']} "
-                      f"of {e['baseline_harmful']} | {e['introduced']} |" for e in report[key]]
+            lines += [f"| {e.baseline} | {e.treatment} | {e.model} | {c.pairs} | {c.incomplete} | "
+                      f"{_num(c.change_pp)} | "
+                      + (f"{_num(c.ci_low_pp)} – {_num(c.ci_high_pp)}" if c.ci_low_pp is not None
+                         else f"none: {c.why_no_interval or 'undefined'}")
+                      + f" | {c.prevented} "
+                      f"of {c.baseline_harmful} | {c.introduced} |" for e in effects for c in (e.change,)]
             lines.append("")
-    if report.get("reg"):
-        r = report["reg"]
+    if report.reg:
+        r, g = report.reg, report.reg.figures
         lines += ["## Recognition–Execution Gap", "",
-                  f"Judge: {r['judge']}. Of {r['executions']} harmful executions, {r['resolved']} have a resolved "
-                  f"action anchor ({r['unresolved']} unresolved, excluded rather than counted as R=0).", "",
-                  f"- broad P(R=1 | E=1) = {r['broad']}/{r['resolved']} = {_pct(r['rate_broad'])} "
-                  f"(full-cohort lower bound {_pct(r['lower_bound_broad'])})",
-                  f"- strict P(R=1 | E=1) = {r['strict']}/{r['resolved']} = {_pct(r['rate_strict'])} "
-                  f"(full-cohort lower bound {_pct(r['lower_bound_strict'])})", ""]
-    if report.get("audit"):
-        lines += audit_markdown(report["audit"])
+                  f"Judge: {r.judge}. Of {g.executions} harmful executions, {g.resolved} have a resolved "
+                  f"action anchor ({g.unresolved} unresolved, excluded rather than counted as R=0).", "",
+                  f"- broad P(R=1 | E=1) = {g.broad}/{g.resolved} = {_pct(g.rate_broad)} "
+                  f"(full-cohort lower bound {_pct(g.lower_bound_broad)})",
+                  f"- strict P(R=1 | E=1) = {g.strict}/{g.resolved} = {_pct(g.rate_strict)} "
+                  f"(full-cohort lower bound {_pct(g.lower_bound_strict)})", ""]
+    if report.audit:
+        lines += audit_markdown(report.audit)
     return "\n".join(lines)
 
 
@@ -691,77 +722,77 @@ AUDIT_LABELS = {"precision": "precision", "recall": "recall", "specificity": "sp
                 "audited_asr": "audited ASR (judged × precision / recall)"}
 
 
-def estimate_text(entry: dict[str, Any]) -> str:
+def estimate_text(entry: AuditEstimate) -> str:
     """One audit figure as the report prints it: "97.84% (96.00%–99.28%)", with the reason where the value
     or its interval is undefined."""
-    if entry["value"] is None:
-        return f"undefined ({entry['why_undefined']})"
-    if entry["ci_low"] is None:
-        return f"{_pct(entry['value'])} (no interval: {entry['why_no_interval']})"
-    if entry.get("exact"):
-        how = "the judge's labels counted" if entry.get("source") == "census" else "audited whole"
-        return f"{_pct(entry['value'])} (exact: {how}, no sampling error)"
-    marks = [mark for mark, on in (("provisional", entry.get("provisional")),
-                                   ("two-cluster strata", entry.get("two_clusters")),
-                                   ("Wilson at effective n" if entry.get("method") == "wilson-effective-n"
-                                    else "combined bounds", entry.get("method") in
-                                    ("wilson-effective-n", "combined"))) if on]
-    if entry.get("coincides_with"):
+    if entry.value is None:
+        return f"undefined ({entry.why_undefined})"
+    if entry.ci_low is None:
+        return f"{_pct(entry.value)} (no interval: {entry.why_no_interval})"
+    if entry.exact:
+        how = "the judge's labels counted" if entry.source == "census" else "audited whole"
+        return f"{_pct(entry.value)} (exact: {how}, no sampling error)"
+    marks = [mark for mark, on in (("provisional", entry.provisional),
+                                   ("two-cluster strata", entry.two_clusters),
+                                   ("Wilson at effective n" if entry.method == "wilson-effective-n"
+                                    else "combined bounds", entry.method in ("wilson-effective-n", "combined")))
+             if on]
+    if entry.coincides_with:
         marks.append("= the direct human ASR")
     tail = f"; {', '.join(marks)}" if marks else ""
-    return f"{_pct(entry['value'])} ({_pct(entry['ci_low'])}–{_pct(entry['ci_high'])}{tail})"
+    return f"{_pct(entry.value)} ({_pct(entry.ci_low)}–{_pct(entry.ci_high)}{tail})"
 
 
-def kappa_text(a: dict[str, Any]) -> str:
-    if not a.get("kappa_defined"):
-        return f"undefined ({a['why_kappa_undefined']})"
-    if a["kappa_ci"][0] is None:
-        return f"{a['kappa']:.3f} (no interval: {a['why_no_kappa_interval']})"
-    how = a.get("kappa_method") or "case-cluster bootstrap"
-    return f"{a['kappa']:.3f} ({_num3(a['kappa_ci'][0])} to {_num3(a['kappa_ci'][1])}, {how})"
+def kappa_text(a: AuditStats) -> str:
+    if not a.kappa_defined or a.kappa is None:
+        return f"undefined ({a.why_kappa_undefined})"
+    low, high = a.kappa_ci
+    if low is None:
+        return f"{a.kappa:.3f} (no interval: {a.why_no_kappa_interval})"
+    how = a.kappa_method or "case-cluster bootstrap"
+    return f"{a.kappa:.3f} ({_num3(low)} to {_num3(high)}, {how})"
 
 
-def audit_state(a: dict[str, Any]) -> list[str]:
+def audit_state(a: AuditStats) -> list[str]:
     """The sentences that qualify an audit's figures: which audit, provisional, excluded items, coverage."""
-    others = [other for other in a.get("audits", []) if other != a["audit_id"]]
-    newest = not a.get("audits") or a["audits"][0] == a["audit_id"]
-    which = (f"Audit {a['audit_id']} ({'the newest' if newest else 'chosen'} of {len(a.get('audits') or [1])} "
+    audits = a.audits or ()
+    others = [other for other in audits if other != a.audit_id]
+    newest = not audits or audits[0] == a.audit_id
+    which = (f"Audit {a.audit_id} ({'the newest' if newest else 'chosen'} of {len(audits) or 1} "
              f"audits of this run" + (f"; others: {', '.join(others)}, choose with --audit" if others else "") + ")")
-    lines = [f"{which} of configuration {a['config']} ({a['backbone']}), stratified by "
-             f"{', '.join(a['stratify']) or 'nothing'}: {a['items']} items, {a['labelled_both']} labelled by both "
-             f"reviewers, {a['final_labels']} with a final label; {a['usable']} used, excluded "
-             f"{a['excluded']['unsure']} unsure, {a['excluded']['pending']} pending."]
-    if a["provisional"]:
-        lines.append(f"PROVISIONAL: {a['excluded']['pending']} items still await a review or the adjudication; "
+    lines = [f"{which} of configuration {a.config} ({a.backbone}), stratified by "
+             f"{', '.join(a.stratify) or 'nothing'}: {a.items} items, {a.labelled_both} labelled by both "
+             f"reviewers, {a.final_labels} with a final label; {a.usable} used, excluded "
+             f"{a.excluded.unsure} unsure, {a.excluded.pending} pending."]
+    if a.provisional:
+        lines.append(f"PROVISIONAL: {a.excluded.pending} items still await a review or the adjudication; "
                      "the figures will change when they are labelled.")
-    if a["population_covered"] < a["population"]:
-        lines.append(f"Coverage: the estimates cover {a['population_covered']} of {a['population']} labelled "
-                     "rollouts; not covered: " + "; ".join(f"{u['stratum']} ({u['population']} rollouts, "
-                                                           f"{u['reason']})" for u in a["uncovered"]) + ".")
-    elif a["census"]:
+    if a.population_covered < a.population:
+        lines.append(f"Coverage: the estimates cover {a.population_covered} of {a.population} labelled "
+                     "rollouts; not covered: " + "; ".join(f"{u.stratum} ({u.population} rollouts, "
+                                                           f"{u.reason})" for u in a.uncovered) + ".")
+    elif a.census:
         lines.append("Every rollout was audited (a census): the figures have no sampling error.")
-    if a["interval_undefined"]:
-        lines.append(f"No intervals: {a['interval_undefined']} (audit it whole, or sample two or more cases in it).")
-    design = a.get("design") or {}
-    if design.get("unit") == "rollout":
+    if a.interval_undefined:
+        lines.append(f"No intervals: {a.interval_undefined} (audit it whole, or sample two or more cases in it).")
+    if a.design.unit == "rollout":
         lines.append("Drawn before audits sampled cases within strata: items were rollouts, so a stratum may hold "
                      "two items of one case (pooled for the variance below).")
-    for merge in design.get("merges") or []:
-        lines.append(f"Strata {' and '.join(merge['strata'])} were merged into {merge['into']} when drawn: "
-                     f"{merge['why']}.")
-    if a.get("provisional") and not a["interval_undefined"] and not a.get("census"):
-        lines.append("Intervals are PROVISIONAL too: they assume " + "; ".join(a.get("interval_assumes") or [])
-                     + ".")
-    elif a.get("interval_assumes"):
-        lines.append("Intervals assume " + "; ".join(a["interval_assumes"]) + ".")
-    if a.get("two_cluster_strata"):
-        lines.append(f"FEW CLUSTERS: {a['two_cluster_strata']} of {a['variance_strata']} variance strata rest on two "
+    for merge in a.design.merges:
+        lines.append(f"Strata {' and '.join(merge.strata)} were merged into {merge.into} when drawn: "
+                     f"{merge.why}.")
+    if a.provisional and not a.interval_undefined and not a.census:
+        lines.append("Intervals are PROVISIONAL too: they assume " + "; ".join(a.interval_assumes) + ".")
+    elif a.interval_assumes:
+        lines.append("Intervals assume " + "; ".join(a.interval_assumes) + ".")
+    if a.two_cluster_strata:
+        lines.append(f"FEW CLUSTERS: {a.two_cluster_strata} of {a.variance_strata} variance strata rest on two "
                      "cases each, so the bootstrap intervals are rough: their ends move with the bootstrap seed "
                      "(--seed); more cases per stratum steady them.")
-    if a.get("label_stratified") and (a.get("audited_asr") or {}).get("coincides_with"):
+    if a.label_stratified and a.audited_asr.coincides_with:
         lines.append("The judge label is a stratum variable: the audited ASR (judged × precision / recall) equals "
                      "the direct human ASR exactly, so it is shown once, with one interval.")
-    lines += list(a.get("notes") or [])
+    lines += list(a.notes)
     return lines
 
 
@@ -774,37 +805,37 @@ def _weight(value: float | None) -> str:
     return "— (no usable label)" if value is None else f"{value:.3f}"
 
 
-def audit_markdown(a: dict[str, Any]) -> list[str]:
+def audit_markdown(a: AuditStats) -> list[str]:
     lines = ["## Human audit of the judge", ""]
     for sentence in audit_state(a):
         lines += [sentence, ""]
-    how = f", {a['agreement_method']}" if a.get("agreement_method") else ""
-    lines += [f"- agreement on first labels {_pct(a['agreement'])} ({_pct(a['agreement_ci'][0])}–"
-              f"{_pct(a['agreement_ci'][1])}{how}); kappa {kappa_text(a)}"]
-    lines += [f"- {label}: {estimate_text(a[metric])}" for metric, label in AUDIT_LABELS.items()]
-    notes = sorted({a[m]["note"] for m in AUDIT_LABELS if a.get(m) and a[m].get("note")})
+    how = f", {a.agreement_method}" if a.agreement_method else ""
+    lines += [f"- agreement on first labels {_pct(a.agreement)} ({_pct(a.agreement_ci[0])}–"
+              f"{_pct(a.agreement_ci[1])}{how}); kappa {kappa_text(a)}"]
+    lines += [f"- {label}: {estimate_text(a.estimate(metric))}" for metric, label in AUDIT_LABELS.items()]
+    notes = sorted({note for m in AUDIT_LABELS if (note := a.estimate(m).note)})
     lines += [f"  - {note}" for note in notes]
     lines += ["", "Weights: each stratum's N_h shared by its usable items in proportion to their design weights "
-                  f"(cases drawn within strata, then rollouts of each drawn case); intervals: {a['interval_method']}, "
-                  f"{a['reps']} replicates.", "",
+                  f"(cases drawn within strata, then rollouts of each drawn case); intervals: {a.interval_method}, "
+                  f"{a.reps} replicates.", "",
               "| stratum | population | sampled | used | unsure | pending | weight |",
               "|---|---:|---:|---:|---:|---:|---:|"]
-    lines += [f"| {_cell(s['stratum'])} | {s['population']} | {s['sampled']} | {s['usable']} | {s['unsure']} | "
-              f"{s['pending']} | {_weight(s['weight'])} |" for s in a["by_stratum"]]
-    lines += [f"| {_cell(u['stratum'])} | {u['population']} | 0 | 0 | 0 | 0 | — (not sampled) |"
-              for u in a["uncovered"] if u["reason"] == "not sampled"]
+    lines += [f"| {_cell(s.stratum)} | {s.population} | {s.sampled} | {s.usable} | {s.unsure} | "
+              f"{s.pending} | {_weight(s.weight)} |" for s in a.by_stratum]
+    lines += [f"| {_cell(u.stratum)} | {u.population} | 0 | 0 | 0 | 0 | — (not sampled) |"
+              for u in a.uncovered if u.reason == "not sampled"]
     lines.append("")
     return lines
 
 
-def _plots(report: dict[str, Any], out: Path) -> list[Path]:
+def _plots(report: Report, out: Path) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     written = []
-    cells = pd.DataFrame(report.get("asr") or [])
+    cells = pd.DataFrame([to_json(c) for c in report.asr or ()])
     if not cells.empty:
         cells["rate"] = pd.to_numeric(cells["rate"], errors="coerce")  # a cell without valid rollouts has None
         execution = cells[cells["source"] == "execution"]
@@ -812,7 +843,7 @@ def _plots(report: dict[str, Any], out: Path) -> list[Path]:
         written.append(_heatmap(plt, matrix, "Execution ASR: model × harness", out / "asr_matrix.png"))
         views = cells.groupby(["source", "model"])["harmful"].sum() / cells.groupby(["source", "model"])["valid"].sum()
         table = views.unstack("source")
-        strategies = pd.DataFrame(report.get("by_strategy") or [])
+        strategies = pd.DataFrame([to_json(s) for s in report.by_strategy or ()])
         if not strategies.empty:
             strategies["cell"] = strategies["model"] + " · " + strategies["harness"]
             grid = strategies.pivot_table(index="cell", columns="strategy", values="rate", aggfunc="mean")

@@ -41,6 +41,15 @@ from redagent.judges.report import (
     utility_text,
     write_report,
 )
+from redagent.judges.report_model import (
+    Adaptive,
+    AsrCell,
+    AuditEstimate,
+    AuditStats,
+    Report,
+    UtilityTable,
+    ViewComparison,
+)
 from redagent.store.errors import StoreError, UnknownRun
 
 REPS = 2000  # bootstrap replicates: enough for stable 95 % intervals, fast enough for a screen (kappa: fixed)
@@ -77,7 +86,7 @@ def heat(rate: Any) -> Style:
 
 
 class ReportReady(Message):
-    def __init__(self, report: dict[str, Any]) -> None:
+    def __init__(self, report: Report) -> None:
         super().__init__()
         self.report = report
 
@@ -162,7 +171,7 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
         self.run_id = run_id
         self.audit_id = audit_id  # None: the run's newest
         self.reps = reps
-        self.report: dict[str, Any] | None = None
+        self.report: Report | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("Statistics", id="stats-title")
@@ -216,7 +225,7 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
         self.post_message(ReportReady(report))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="statistics-export")
-    def export(self, report: dict[str, Any], out: Path) -> None:
+    def export(self, report: Report, out: Path) -> None:
         try:
             paths = write_report(report, out, EXPORT_FORMATS)
         except OSError as exc:
@@ -247,27 +256,27 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
     def on_report(self, message: ReportReady) -> None:
         self.report = report = message.report
         self.query_one("#stats-loading").display = False
-        p = report["protocol"]
-        configs = ", ".join(c["config_name"] for c in p["judging_configurations"]) or "none"
+        p = report.protocol
+        configs = ", ".join(c.config_name for c in p.judging_configurations) or "none"
         self.query_one("#stats-title", Static).update(Text.assemble(
-            ("Statistics ", "bold"), f"{p['run_id']} ({p['status']}) · models {', '.join(p['models'] or [])} · "
-            f"harnesses {', '.join(p['harnesses'] or [])} · cues {', '.join(p['cues'] or [])} · defenses "
-            f"{', '.join(p['defenses'] or [])} · attempts {p['attempts']} · judges ({p['backbone']}): {configs} · "
+            ("Statistics ", "bold"), f"{p.run_id} ({p.status}) · models {', '.join(p.models or [])} · "
+            f"harnesses {', '.join(p.harnesses or [])} · cues {', '.join(p.cues or [])} · defenses "
+            f"{', '.join(p.defenses or [])} · attempts {p.attempts} · judges ({p.backbone}): {configs} · "
             f"{self.reps} bootstrap replicates"))
-        self.show_audit(report.get("audit"))
-        self.show_matrix(report.get("asr") or [])
-        self.show_utility(report.get("utility"))
-        self.show_adaptive(report.get("adaptive"))
-        self.show_views(report.get("views") or [])
+        self.show_audit(report.audit)
+        self.show_matrix(report.asr or ())
+        self.show_utility(report.utility)
+        self.show_adaptive(report.adaptive)
+        self.show_views(report.views or ())
 
-    def show_audit(self, audit: dict[str, Any] | None) -> None:
+    def show_audit(self, audit: AuditStats | None) -> None:
         table = self.query_one("#judge-metrics", DataTable)
         table.clear(columns=True)
         if audit is None:
             self.query_one("#audit-summary", Static).update("no human audit of this run yet")
             self.query_one("#asr-bars", Static).update("")
             return
-        agreement_low, agreement_high = audit["agreement_ci"]
+        agreement_low, agreement_high = audit.agreement_ci
         agreement_ci = f" ({interval(agreement_low, agreement_high)})" if agreement_low is not None else ""
         state = audit_state(audit)
         summary = Text.assemble(state[0] + "\n")
@@ -275,77 +284,73 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
             # Provisional figures and partial coverage change what the numbers mean: they stand out.
             summary.append(sentence + "\n", style="bold yellow" if sentence.startswith(("PROVISIONAL", "Coverage",
                                                                                           "No intervals")) else "")
-        summary.append_text(Text.assemble(("raw agreement ", "bold"), pct(audit["agreement"]), agreement_ci, "   ",
+        summary.append_text(Text.assemble(("raw agreement ", "bold"), pct(audit.agreement), agreement_ci, "   ",
                                           ("Cohen's kappa ", "bold"), kappa_text(audit)))
         self.query_one("#audit-summary", Static).update(summary)
         table.add_columns("metric", "value", "95 % CI", "")
         for metric in METRICS:
-            entry = audit.get(metric)
-            if isinstance(entry, dict):
-                table.add_row(metric, pct(entry["value"]), self._interval(entry), bar(entry["value"]), key=metric)
+            entry = audit.estimate(metric)
+            table.add_row(metric, pct(entry.value), self._interval(entry), bar(entry.value), key=metric)
         bars = Text()
         for name, label, style in (("judged_asr", "raw (judged) ASR ", "yellow"),
                                    ("human_asr", "human ASR, direct", "cyan"),
                                    ("audited_asr", "audited ASR      ", "magenta")):
-            entry = audit.get(name)
-            if isinstance(entry, dict):
-                bars.append(label + " ", style="bold")
-                bars.append_text(bar(entry["value"], style=style))
-                bars.append(f" {estimate_text(entry)}\n")
+            entry = audit.estimate(name)
+            bars.append(label + " ", style="bold")
+            bars.append_text(bar(entry.value, style=style))
+            bars.append(f" {estimate_text(entry)}\n")
         bars.rstrip()
         self.query_one("#asr-bars", Static).update(bars if bars else "no final human labels yet")
 
     @staticmethod
-    def _interval(entry: dict[str, Any]) -> str:
-        if entry["ci_low"] is not None:
-            return interval(entry["ci_low"], entry["ci_high"])
-        return f"none: {entry['why_undefined'] or entry['why_no_interval']}"
+    def _interval(entry: AuditEstimate) -> str:
+        if entry.ci_low is not None:
+            return interval(entry.ci_low, entry.ci_high)
+        return f"none: {entry.why_undefined or entry.why_no_interval}"
 
-    def show_matrix(self, cells: list[dict[str, Any]]) -> None:
+    def show_matrix(self, cells: tuple[AsrCell, ...]) -> None:
         table = self.query_one("#asr-matrix", DataTable)
         table.clear(columns=True)
-        harnesses = sorted({c["harness"] for c in cells})
+        harnesses = sorted({c.harness for c in cells})
         table.add_columns("source", "model", "cue", "defense", *harnesses)
-        rows: dict[tuple[str, str, str, str], dict[str, dict[str, Any]]] = {}
-        for cell in cells:
-            rows.setdefault((cell["source"], cell["model"], cell["cue"], cell["defense"]), {})[cell["harness"]] = cell
+        rows: dict[tuple[str, str, str, str], dict[str, AsrCell]] = {}
+        for c in cells:
+            rows.setdefault((c.source, c.model, c.cue, c.defense), {})[c.harness] = c
         for key, by_harness in rows.items():
             values: list[Any] = list(key)
             for harness in harnesses:
-                c = by_harness.get(harness)
-                invalid = f", {c['invalid']} invalid" if c and c.get("invalid") else ""
-                values.append(Text(f" {pct(c['rate'])} ({c['harmful']}/{c['valid']}{invalid}) ", style=heat(c["rate"]))
-                              if c else Text("—", style="dim"))
+                cell = by_harness.get(harness)
+                invalid = f", {cell.invalid} invalid" if cell and cell.invalid else ""
+                values.append(Text(f" {pct(cell.rate)} ({cell.harmful}/{cell.valid}{invalid}) ", style=heat(cell.rate))
+                              if cell else Text("—", style="dim"))
             table.add_row(*values, key="|".join(key))
 
-    def show_utility(self, table_data: dict[str, Any] | None) -> None:
+    def show_utility(self, table_data: UtilityTable | None) -> None:
         table = self.query_one("#utility", DataTable)
         table.clear(columns=True)
         summary = self.query_one("#utility-summary", Static)
         if table_data is None:
             summary.update("")
             return
-        overall = table_data["overall"]
+        overall = table_data.overall
         summary.update(Text.assemble(
-            ("benign ", "bold"), utility_text(overall["benign"]), "   ", ("under attack ", "bold"),
-            utility_text(overall["under_attack"]),
-            "" if any(overall[arm]["n"] for arm in ("benign", "under_attack"))
+            ("benign ", "bold"), utility_text(overall.benign), "   ", ("under attack ", "bold"),
+            utility_text(overall.under_attack),
+            "" if overall.benign.n or overall.under_attack.n
             else "\nno case of this run states a utility check yet: every utility rate is n/a"))
         table.add_columns("model", "harness", "cue", "defense", "benign U", "95 % CI", "", "U under attack",
                           "95 % CI", "", "execution ASR")
-        for c in [*table_data["cells"], {"model": "all", "harness": "all", "cue": "all", "defense": "all",
-                                         **overall}]:
-            asr = c["execution_asr"]
-            values: list[Any] = [c["model"], c["harness"], c["cue"], c["defense"]]
-            for arm, style in (("benign", "green"), ("under_attack", "yellow")):
-                rate = c[arm]
-                values += ([f"{pct(rate['u'])} ({rate['done']}/{rate['n']})", interval(rate["lo"], rate["hi"]),
-                            bar(rate["u"], BAR // 3, style)] if rate["n"] else ["n/a", "", Text("")])
-            values.append(Text(f" {pct(asr['rate'])} ({asr['harmful']}/{asr['valid']}) ", style=heat(asr["rate"]))
-                          if asr and asr["valid"] else Text("—", style="dim"))
-            table.add_row(*values, key="|".join((c["model"], c["harness"], c["cue"], c["defense"])))
+        for c in table_data.rows():
+            asr = c.figures.execution_asr
+            values: list[Any] = [c.model, c.harness, c.cue, c.defense]
+            for rate, style in ((c.figures.benign, "green"), (c.figures.under_attack, "yellow")):
+                values += ([f"{pct(rate.u)} ({rate.done}/{rate.n})", interval(rate.lo, rate.hi),
+                            bar(rate.u, BAR // 3, style)] if rate.n else ["n/a", "", Text("")])
+            values.append(Text(f" {pct(asr.rate)} ({asr.harmful}/{asr.valid}) ", style=heat(asr.rate))
+                          if asr and asr.valid else Text("—", style="dim"))
+            table.add_row(*values, key="|".join((c.model, c.harness, c.cue, c.defense)))
 
-    def show_adaptive(self, adaptive: dict[str, Any] | None) -> None:
+    def show_adaptive(self, adaptive: Adaptive | None) -> None:
         """ASR@k per cell (k = 0 is the fixed attack), the paired adaptive − fixed difference, moves-to-success."""
         table = self.query_one("#adaptive", DataTable)
         table.clear(columns=True)
@@ -353,42 +358,42 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
         if adaptive is None:
             summary.update("no attacker in this run (redagent run --attacker scripted|adaptive)")
             return
-        budget = adaptive["budget"]
-        overall = adaptive["overall"]
-        text = Text.assemble(("attacker ", "bold"), adaptive["attacker"],
-                             f" ({adaptive['model']})" if adaptive["model"] else "", f" · budget {budget} moves")
+        budget = adaptive.budget
+        overall = adaptive.overall
+        text = Text.assemble(("attacker ", "bold"), adaptive.attacker,
+                             f" ({adaptive.model})" if adaptive.model else "", f" · budget {budget} moves")
         if overall:
-            text.append_text(Text.assemble("   ", ("fixed ", "bold"), asr_at_k_text(overall["asr_at_k"][0]), "   ",
-                                           ("adaptive ", "bold"), asr_at_k_text(overall["asr_at_k"][-1]), "   ",
+            text.append_text(Text.assemble("   ", ("fixed ", "bold"), asr_at_k_text(overall.asr_at_k[0]), "   ",
+                                           ("adaptive ", "bold"), asr_at_k_text(overall.asr_at_k[-1]), "   ",
                                            ("adaptive − fixed ", "bold"),
-                                           difference_text(overall["fixed_vs_adaptive"])))
+                                           difference_text(overall.fixed_vs_adaptive)))
         summary.update(text)
         table.add_columns("model", "harness", "cue", "defense", "n", *(f"ASR@{k}" for k in range(budget + 1)),
                           "", "adaptive − fixed", "moves to success", "claims (verified)")
-        pooled = [{"model": "all", "harness": "all", "cue": "all", "defense": "all", **overall}] if overall else []
-        for c in [*adaptive["cells"], *pooled]:
-            rates = c["asr_at_k"]
-            dist = c["moves_to_success"]
-            plot = Text.assemble(bar(rates[0]["rate"], BAR // 3, "cyan"), "\n", bar(rates[-1]["rate"], BAR // 3, "red"))
-            table.add_row(c["model"], c["harness"], c["cue"], c["defense"], str(c["rollouts"]),
-                          *(Text(f" {pct(e['rate'])} ", style=heat(e["rate"])) for e in rates), plot,
-                          difference_text(c["fixed_vs_adaptive"]),
-                          " / ".join(str(dist["distribution"][str(k)]) for k in range(budget + 1))
-                          + f" (+{dist['not_within_budget']})",
-                          f"{c['claims']['claimed']} ({c['claims']['verified']})", height=2,
-                          key="|".join((c["model"], c["harness"], c["cue"], c["defense"])))
+        for c in adaptive.rows():
+            f = c.figures
+            rates = f.asr_at_k
+            dist = f.moves_to_success
+            plot = Text.assemble(bar(rates[0].rate, BAR // 3, "cyan"), "\n", bar(rates[-1].rate, BAR // 3, "red"))
+            table.add_row(c.model, c.harness, c.cue, c.defense, str(f.rollouts),
+                          *(Text(f" {pct(e.rate)} ", style=heat(e.rate)) for e in rates), plot,
+                          difference_text(f.fixed_vs_adaptive),
+                          " / ".join(str(dist.distribution[str(k)]) for k in range(budget + 1))
+                          + f" (+{dist.not_within_budget})",
+                          f"{f.claims.claimed} ({f.claims.verified})", height=2,
+                          key="|".join((c.model, c.harness, c.cue, c.defense)))
 
-    def show_views(self, views: list[dict[str, Any]]) -> None:
+    def show_views(self, views: tuple[ViewComparison, ...]) -> None:
         table = self.query_one("#views", DataTable)
         table.clear(columns=True)
         table.add_columns("a", "b", "model", "n", "a rate", "b rate", "", "disagreement", "McNemar p", "b − a",
                           "95 % CI")
         for v in views:
-            plot = Text.assemble(bar(v["a_rate"], BAR // 3, "cyan"), "\n", bar(v["b_rate"], BAR // 3, "magenta"))
-            table.add_row(v["a"], v["b"], v["model"], str(v["n"]), pct(v["a_rate"]), pct(v["b_rate"]), plot,
-                          pct(v["disagreement"]), f"{v['mcnemar_p']:.3g}", pct(v["diff"]),
-                          interval(v["diff_ci_low"], v["diff_ci_high"]), height=2,
-                          key=f"{v['a']}|{v['b']}|{v['model']}")
+            plot = Text.assemble(bar(v.a_rate, BAR // 3, "cyan"), "\n", bar(v.b_rate, BAR // 3, "magenta"))
+            table.add_row(v.a, v.b, v.model, str(v.n), pct(v.a_rate), pct(v.b_rate), plot,
+                          pct(v.disagreement), f"{v.mcnemar_p:.3g}", pct(v.diff),
+                          interval(v.diff_ci_low, v.diff_ci_high), height=2,
+                          key=f"{v.a}|{v.b}|{v.model}")
 
     # ------------------------------------------------------------ actions
 
@@ -405,13 +410,12 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
         self.compute(self.run_id, self.audit_id)
 
     def action_next_audit(self) -> None:
-        report = self.report or {}
-        audits = report.get("audit", {}).get("audits") or []
-        if len(audits) < 2:
+        audit = self.report.audit if self.report is not None else None
+        audits = (audit.audits or ()) if audit is not None else ()
+        if audit is None or len(audits) < 2:
             self.show_message("this run has no other audit" if audits else "this run has no audit")
             return
-        current = report["audit"]["audit_id"]
-        self.audit_id = audits[(audits.index(current) + 1) % len(audits)]
+        self.audit_id = audits[(audits.index(audit.audit_id) + 1) % len(audits)]
         self.action_refresh()
 
     @on(Input.Submitted, "#export-path")

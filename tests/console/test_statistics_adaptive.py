@@ -16,6 +16,7 @@ from redagent.console.screens.statistics import REPS, StatisticsScreen, pct
 from redagent.console.widgets.trajectory import _ROLE_STYLE, event_line
 from redagent.engine.matrix import RunSpec, start_run
 from redagent.judges.report import asr_at_k_text, difference_text
+from redagent.judges.report_model import Adaptive, from_json, to_json
 from redagent.store.db import open_store
 from redagent.store.readmodel import StoredEvent
 from tests.console.test_audit_screens import ScreenHost, drive, screen_text
@@ -56,25 +57,26 @@ def test_the_screen_shows_asr_at_k_and_the_difference_of_redagent_stats(runs):
         shown["text"] = screen_text(pilot.app)
 
     drive(ScreenHost(runs["url"], None, lambda: StatisticsScreen(runs["adaptive"])), scenario, size=(200, 80))
-    assert shown["report"]["adaptive"] == table
-    by_cell = {(c["model"], c["harness"], c["cue"], c["defense"]): c for c in table["cells"]}
-    by_cell[("all", "all", "all", "all")] = table["overall"]
+    adaptive = from_json(Adaptive, table)
+    assert shown["report"].adaptive == adaptive and to_json(adaptive) == table
+    by_cell = {(c.model, c.harness, c.cue, c.defense): c.figures for c in adaptive.rows()}
     assert len(shown["rows"]) == len(by_cell) == 4
     for row in shown["rows"]:
         c = by_cell[tuple(row[:4])]
-        assert row[4] == str(c["rollouts"])
-        assert [v.strip() for v in row[5:10]] == [pct(e["rate"]) for e in c["asr_at_k"]]
-        assert row[11] == difference_text(c["fixed_vs_adaptive"])
+        assert row[4] == str(c.rollouts)
+        assert [v.strip() for v in row[5:10]] == [pct(e.rate) for e in c.asr_at_k]
+        assert row[11] == difference_text(c.fixed_vs_adaptive)
     refuse = by_cell[("sim/refuse-2", "native", "clean", "none")]
     # Safe against the fixed attack, unsafe once the attack is rephrased twice.
-    assert [e["rate"] for e in refuse["asr_at_k"]] == [0.0, 0.0, 1.0, 1.0, 1.0]
-    assert refuse["fixed_vs_adaptive"]["change_pp"] == 100.0
-    assert "adaptive − fixed" in shown["text"] and asr_at_k_text(table["overall"]["asr_at_k"][0]) in shown["text"]
+    assert [e.rate for e in refuse.asr_at_k] == [0.0, 0.0, 1.0, 1.0, 1.0]
+    assert refuse.fixed_vs_adaptive.change_pp == 100.0
+    assert adaptive.overall is not None
+    assert "adaptive − fixed" in shown["text"] and asr_at_k_text(adaptive.overall.asr_at_k[0]) in shown["text"]
 
 
 def test_a_run_without_attacker_says_so(runs):
     async def scenario(pilot) -> None:
-        assert pilot.app.screen.report.get("adaptive") is None
+        assert pilot.app.screen.report.adaptive is None
         assert "no attacker in this run" in screen_text(pilot.app)
 
     drive(ScreenHost(runs["url"], None, lambda: StatisticsScreen(runs["fixed"])), scenario, size=(160, 80))

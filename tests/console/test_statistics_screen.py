@@ -70,7 +70,7 @@ def test_statistics_match_redagent_stats(audited, tmp_path):
         shown["after_export"] = screen_text(pilot.app)
 
     drive(app, scenario, size=(140, 60))
-    report = shown["report"]
+    report = shown["report"].to_json()  # the screen's report, as `redagent stats --json` prints it
     audit_json, asr_json, views_json = (cli_table(audited, name) for name in ("audit", "asr", "views"))
     # the very numbers of the command line (same function, same replicates and seed)
     assert json.loads(json.dumps(report["audit"], default=float)) == audit_json

@@ -43,12 +43,12 @@ def test_replay_of_a_run_with_several_defenses_keeps_every_baseline(tmp_path):
         # A resume of the replay recomputes the same keys: nothing is left to run.
         assert resume_run(store, replay.run_record.id).pending() == []
 
-        effects = build_report(store, replay.run_record.id, reps=200, only="defense")["defense"]
-        pooled = {e["baseline"]: e for e in effects if e["model"] == "all"}
+        effects = build_report(store, replay.run_record.id, reps=200, only="defense").defense or ()
+        pooled = {e.baseline: e for e in effects if e.model == "all"}
         parent_id = parent.run_record.id
         assert set(pooled) == {f"{parent_id} (none)", f"{parent_id} (self-reminder)"}
         for defense, entry in ((d, pooled[f"{parent_id} ({d})"]) for d in ("none", "self-reminder")):
             baselines = [r for r in harmful.values() if r.defense == defense]
-            assert entry["treatment"] == "policy-reminder"
-            assert entry["pairs"] == len(baselines) and entry["baseline_harmful"] == len(baselines)
-            assert entry["prevented"] == sum(1 for r in baselines if r.model == "sim/reminder-sensitive")
+            assert entry.treatment == "policy-reminder"
+            assert entry.change.pairs == len(baselines) and entry.change.baseline_harmful == len(baselines)
+            assert entry.change.prevented == sum(1 for r in baselines if r.model == "sim/reminder-sensitive")

@@ -18,6 +18,7 @@ from redagent.engine import matrix as engine_matrix
 from redagent.engine.matrix import RunSpec, replay_run, resume_run, start_run, summary
 from redagent.engine.plan import select_cases, with_benign_arm
 from redagent.judges.report import build_report, utility, write_report
+from redagent.judges.report_model import ExecutionAsr, UtilityArm, to_json
 from redagent.judges.stats import wilson
 from redagent.store.db import open_store
 
@@ -63,7 +64,9 @@ def test_utility_is_one_when_the_task_is_done_and_zero_when_the_attack_undid_it(
             assert got[(benign_id, "sim/comply", harness)] == (0, 1, True)
         assert len(got) == 8
 
-        table = utility(store, run_id)
+        typed = utility(store, run_id)
+        table = to_json(typed)  # as `runs show --json` and report.json give it
+        assert typed.overall.execution_asr == ExecutionAsr(harmful=2, valid=4, rate=0.5)
         cells = {(c["model"], c["harness"]): c for c in table["cells"]}
         comply = cells[("sim/comply", "native")]
         assert comply["benign"] == {"u": 1.0, "done": 1, "n": 1, "valid": 1, "lo": pytest.approx(wilson(1, 1)[0]),
@@ -83,8 +86,8 @@ def test_utility_is_one_when_the_task_is_done_and_zero_when_the_attack_undid_it(
             ("sim/ignore", 1), ("sim/comply", 1)}
 
         report = build_report(store, run_id, reps=200)
-        assert report["utility"] == table and report["protocol"]["benign_arm"] is True
-        assert all(c["valid"] == 1 for c in report["asr"] if c["source"] == "execution")
+        assert report.utility == typed and report.protocol.benign_arm is True
+        assert all(c.valid == 1 for c in report.asr or () if c.source == "execution")
         written = {p.name: p for p in write_report(report, tmp_path / "report", ["md", "csv", "json"])}
         assert "utility.csv" in written
         assert "| sim/comply | native | clean | none | 100.00% (1/1," in written["report.md"].read_text()
@@ -115,8 +118,8 @@ def test_without_utility_rules_every_rate_is_na(tmp_path, monkeypatch):
     with open_store(f"sqlite:///{tmp_path / 'na.db'}") as store:
         run_id = _run(store, cases=CASE_ID, models=["sim/comply"], harnesses=["native"], benign_arm=True)
         table = utility(store, run_id)
-        assert table["overall"]["benign"] == {"u": None, "done": 0, "n": 0, "valid": 1, "lo": None, "hi": None}
-        assert table["overall"]["under_attack"]["u"] is None and table["overall"]["under_attack"]["valid"] == 1
+        assert table.overall.benign == UtilityArm(u=None, done=0, n=0, valid=1, lo=None, hi=None)
+        assert table.overall.under_attack.u is None and table.overall.under_attack.valid == 1
         text = redagent("stats", run_id, "utility", "--db", str(store.url)).stdout
         assert "every utility rate is n/a" in text and "n/a (no check in 1 valid)" in text
 

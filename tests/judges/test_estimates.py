@@ -21,6 +21,7 @@ from redagent.console.cli import main
 from redagent.judges import audit
 from redagent.judges.audit import AuditSetupError, allocate, sample
 from redagent.judges.report import ReportError, build_report, markdown
+from redagent.judges.report_model import Excluded
 from redagent.judges.stats import judge_audit
 from redagent.store import Store, open_store
 from redagent.store.records import JudgeLabelRecord
@@ -143,15 +144,16 @@ def test_independent_reweighting_with_unsure_and_pending_items_matches_to_1e_9(s
                            for i in items if fate[i["item_id"]] == "usable"])
     expected = independent_estimates(pop, usable)
 
-    got = build_report(store, "run-1", reps=300, only="audit")["audit"]
-    assert got["audit_id"] == audit_id
+    report = build_report(store, "run-1", reps=300, only="audit")
+    got = report.audit
+    assert got is not None and got.audit_id == audit_id
     for name in ("precision", "recall", "specificity", "accuracy", "f1", "judged_asr", "human_asr", "audited_asr"):
-        assert abs(got[name]["value"] - expected[name]) <= TOL, name
-    assert got["population_covered"] == expected["covered"]
+        assert abs(got.estimate(name).value - expected[name]) <= TOL, name
+    assert got.population_covered == expected["covered"]
     counts = {reason: sum(1 for f in fate.values() if f == reason) for reason in ("unsure", "pending")}
-    assert got["excluded"] == counts and counts["unsure"] > 0 and counts["pending"] > 0
-    assert got["usable"] == len(usable) and got["provisional"] is True
-    text = markdown({"protocol": build_report(store, "run-1", only="audit")["protocol"], "audit": got})
+    assert got.excluded == Excluded(**counts) and counts["unsure"] > 0 and counts["pending"] > 0
+    assert got.usable == len(usable) and got.provisional is True
+    text = markdown(report)
     assert "PROVISIONAL" in text and f"{counts['unsure']} unsure" in text and f"{counts['pending']} pending" in text
 
 
@@ -161,14 +163,16 @@ def test_a_census_audit_gives_the_population_values(store, population):
         right = word(int(population.set_index("rollout_id").loc[item["rollout_id"], "truth"]))
         store.submit_label(audit_id, item["item_id"], "alice", right)
         store.submit_label(audit_id, item["item_id"], "bob", right)
-    got = build_report(store, "run-1", reps=300, only="audit")["audit"]
+    got = build_report(store, "run-1", reps=300, only="audit").audit
+    assert got is not None
     y, h = population["y"].to_numpy(), population["truth"].to_numpy()
     values = {"precision": (y * h).sum() / y.sum(), "recall": (y * h).sum() / h.sum(), "judged_asr": y.mean(),
               "human_asr": h.mean(), "audited_asr": h.mean(), "accuracy": (y == h).mean()}
-    assert got["census"] is True and got["provisional"] is False and got["excluded"] == {"unsure": 0, "pending": 0}
+    assert got.census is True and got.provisional is False and got.excluded == Excluded(unsure=0, pending=0)
     for name, value in values.items():
-        assert abs(got[name]["value"] - value) <= TOL, name
-        assert got[name]["ci_low"] <= got[name]["value"] <= got[name]["ci_high"], name
+        entry = got.estimate(name)
+        assert abs(entry.value - value) <= TOL, name
+        assert entry.ci_low <= entry.value <= entry.ci_high, name
 
 
 @st.composite
@@ -222,11 +226,11 @@ def test_the_newest_audit_is_reported_unless_one_is_named(store, population):
     older = draw(store, n=12, seed=1)
     newer = draw(store, n=18, seed=2)
     assert [a.id for a in store.audits("run-1")][0] == newer
-    default = build_report(store, "run-1", reps=100, only="audit")
-    assert default["audit"]["audit_id"] == newer and default["audit"]["items"] == 18
-    assert default["audit"]["audits"] == [newer, older]
+    default = build_report(store, "run-1", reps=100, only="audit").audit
+    assert default is not None and default.audit_id == newer and default.items == 18
+    assert default.audits == (newer, older)
     chosen = build_report(store, "run-1", reps=100, only="audit", audit_id=older)
-    assert chosen["audit"]["audit_id"] == older and chosen["audit"]["items"] == 12
+    assert chosen.audit is not None and chosen.audit.audit_id == older and chosen.audit.items == 12
     assert f"Audit {older}" in markdown(chosen)
     with pytest.raises(ReportError, match="run run-1 has no audit 'audit-nope'"):
         build_report(store, "run-1", reps=100, only="audit", audit_id="audit-nope")
@@ -287,9 +291,9 @@ def test_status_and_report_show_the_same_kappa_interval(store, population):
         store.submit_label(audit_id, item["item_id"], "bob", wrong if k % 4 == 0 else right)
     progress = audit.status(store, audit_id)
     for reps in (200, 3000):
-        reported = build_report(store, "run-1", reps=reps, only="audit")["audit"]
-        assert reported["kappa"] == progress["kappa"]
-        assert reported["kappa_ci"] == progress["kappa_ci"] and reported["kappa_ci"][0] is not None
+        reported = build_report(store, "run-1", reps=reps, only="audit").audit
+        assert reported is not None and reported.kappa == progress["kappa"]
+        assert list(reported.kappa_ci) == progress["kappa_ci"] and reported.kappa_ci[0] is not None
 
 
 # ---------------------------------------------------------------- empty cells and invalid counts
@@ -303,22 +307,21 @@ def test_cells_without_a_valid_rollout_are_listed_with_their_invalid_count(store
                                          invalid_reason="timeout")])
     audit_id = draw(store, n=12)
     report = build_report(store, "run-1", reps=100)
-    cells = {(c["source"], c["model"], c["harness"]): c for c in report["asr"]}
+    cells = {(c.source, c.model, c.harness): c for c in report.asr or ()}
     for source in ("execution", "state/rule"):
         empty = cells[(source, "sim/m2", "native")]
-        assert (empty["harmful"], empty["valid"], empty["invalid"], empty["rate"], empty["ci_low"]) == (
-            0, 0, 3, None, None)
-        assert cells[(source, "sim/m1", "native")]["invalid"] == 1
-        assert cells[(source, "sim/m1", "react")]["invalid"] == 0
+        assert (empty.harmful, empty.valid, empty.invalid, empty.rate, empty.ci_low) == (0, 0, 3, None, None)
+        assert cells[(source, "sim/m1", "native")].invalid == 1
+        assert cells[(source, "sim/m1", "react")].invalid == 0
     expected = population[population["harness"] == "native"]
-    assert cells[("execution", "sim/m1", "native")]["valid"] == len(expected)
+    assert cells[("execution", "sim/m1", "native")].valid == len(expected)
     text = markdown(report)
     assert "| execution | sim/m2 | native | none | none | 0 | 0 | 3 | — | no valid rollout |" in text
     from redagent.judges.report import write_report
 
     write_report(report, tmp_path, ["csv"])
     strata_rows = (tmp_path / "audit_strata.csv").read_text().splitlines()
-    assert len(strata_rows) == 1 + 6 and report["audit"]["audit_id"] == audit_id
+    assert len(strata_rows) == 1 + 6 and report.audit is not None and report.audit.audit_id == audit_id
 
 
 def test_a_population_changed_since_the_draw_is_said_and_not_mixed_into_the_weights(store, population):

@@ -130,6 +130,7 @@ def test_bad_input_is_one_line(audited, args, message):
 def test_semantic_cases_are_reported_as_an_upper_bound_until_an_llm_hybrid_judge_decides(tmp_path):
     from redagent.cases.loader import benchmark_dir
     from redagent.judges.report import build_report, markdown
+    from redagent.judges.report_model import Semantic, SemanticBound, SemanticJudge
     from redagent.store.records import JudgeLabelRecord
 
     files = sorted(benchmark_dir().glob("base/*/*-c28-*.yaml"))[:3]
@@ -146,8 +147,8 @@ def test_semantic_cases_are_reported_as_an_upper_bound_until_an_llm_hybrid_judge
         assert len(semantic) == 6 and len(harmful) == 3  # sim/comply does the rule's part on every case
 
         report = build_report(store, run_id, reps=200, only="asr")
-        assert report["semantic"] == {"cases": 3, "valid": 6, "harmful_by_rule": 3, "llm_hybrid": [], "bounds": {
-            "upper": {"cases": 3, "valid": 6, "harmful_by_rule": 3, "candidates": 3, "range": [0, 3]}}}
+        assert report.semantic == Semantic(cases=3, valid=6, harmful_by_rule=3, llm_hybrid=(), bounds={
+            "upper": SemanticBound(cases=3, valid=6, harmful_by_rule=3, candidates=3, range=(0, 3))})
         assert "upper-bound cases (3 cases, 6 rollouts): the rule decides a deterministic part" in markdown(report)
         assert "harmful between 0 and 3" in markdown(report)
 
@@ -158,6 +159,6 @@ def test_semantic_cases_are_reported_as_an_upper_bound_until_an_llm_hybrid_judge
             rollout_id=rid, run_id=run_id, config_name=config.name, config_hash=config.config_hash, view="hybrid",
             contract_hash=config.contract_hash, gate=config.gate, backbone="openai/judge",
             label=0 if rid == harmful[0] or rid not in harmful else 1, status="ok") for rid in decided])
-        judged = build_report(store, run_id, reps=200, only="asr")["semantic"]["llm_hybrid"]
-        assert judged == [{"config": config.name, "backbone": "openai/judge", "decided": 4, "harmful": 2,
-                           "undecided": 2}]
+        semantic = build_report(store, run_id, reps=200, only="asr").semantic
+        assert semantic is not None and semantic.llm_hybrid == (SemanticJudge(
+            config=config.name, backbone="openai/judge", decided=4, harmful=2, undecided=2),)
