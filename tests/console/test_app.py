@@ -201,8 +201,9 @@ async def test_a_missing_screen_module_is_a_notification_not_a_crash(url, monkey
     async with app.run_test(size=SIZE) as pilot:
         # The store open and the run listed: before that, `s` only says "the store is not open" (a busy machine
         # pressed it there, and the notification waited for never came).
+        # `query`, not `query_one`: the screen may be current before its table is mounted.
         await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.store is not None
-                         and app.screen.query_one("#runs-table", DataTable).row_count == 1)
+                         and any(t.row_count == 1 for t in app.screen.query("#runs-table").results(DataTable)))
         await pilot.press("s")
         await wait_until(pilot, lambda: any("statistics screen is not available" in n for n in notifications(app)))
         assert isinstance(app.screen, RunsScreen)
