@@ -15,12 +15,14 @@ import json
 import random
 import secrets
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from redagent.store.db import Store
 from redagent.store.errors import AuditError, LabelAlreadySubmitted, UnknownRun
+from redagent.store.interfaces import AdjudicationQueue, AuditQueue
+from redagent.store.readmodel import ReviewerItem
 from redagent.store.records import AUDIT_SLOTS, HUMAN_LABELS, AuditItemRecord, AuditRecord
 
 RULE = "rule"
@@ -372,7 +374,7 @@ def strata(store: Store, audit_id: str) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- progress
 
 
-def _agreement(first: dict[int, dict[str, str]], cases: dict[int, str] | None = None) -> dict[str, Any]:
+def _agreement(first: Mapping[int, Mapping[str, str]], cases: Mapping[int, str] | None = None) -> dict[str, Any]:
     """Agreement of the two reviewers' first labels over the items both labelled: raw and Cohen's kappa.
 
     `cases` (item id → case id) makes kappa's interval resample cases, as every audit figure does; status
@@ -513,13 +515,13 @@ def _format(path: Path, fmt: str | None) -> str:
     raise AuditFileError(f"cannot tell the format of {path}: name it .csv or .jsonl, or give the format")
 
 
-def export(store: Store, audit_id: str, path: str | Path, fmt: str = "csv", *, reviewer: str | None = None) -> int:
+def export(store: AuditQueue, audit_id: str, path: str | Path, fmt: str = "csv", *, reviewer: str | None = None) -> int:
     """Write the audit's items as reviewers see them (blinded) with empty label and note columns; returns
     the number of rows. With a reviewer, rows follow that reviewer's order and carry their position;
     without one, rows follow item ids. CSV cells holding events, receipts and diff are JSON."""
     path = Path(path)
     fmt = _format(path, fmt)
-    views = [_exported(view) for view in store.blinded_items(audit_id, reviewer)]
+    views = [_exported(item) for item in store.blinded_items(audit_id, reviewer)]
     columns = [c for c in _VIEW_COLUMNS if views and c in views[0]] + ["label", "note"]
     try:
         with path.open("w", encoding="utf-8", newline="") as handle:
@@ -537,11 +539,11 @@ def export(store: Store, audit_id: str, path: str | Path, fmt: str = "csv", *, r
     return len(views)
 
 
-def _exported(view: dict[str, Any]) -> dict[str, Any]:
-    """A blinded item with its evidence records as JSON-ready dicts (what the blinding hides left out)."""
-    hidden = view.get("hidden") or frozenset()
-    return {**view, "events": [e.to_dict(hidden) for e in view["events"]],
-            "receipts": [r.to_dict() for r in view["receipts"]], "diff": [d.to_dict() for d in view["diff"]]}
+def _exported(item: ReviewerItem) -> dict[str, Any]:
+    """A blinded item as a labelling file's row: JSON-ready, what the blinding hides left out, the reviewer's
+    position when the file is theirs."""
+    row = item.blinded.to_dict()
+    return row if item.position is None else {**row, "position": item.position}
 
 
 def _cell(column: str, value: Any) -> Any:
@@ -583,7 +585,7 @@ def _rows(path: Path, fmt: str) -> list[tuple[int, dict[str, Any]]]:
         raise AuditFileError(f"cannot read {path}: {exc}") from None
 
 
-def import_labels(store: Store, audit_id: str, path: str | Path, reviewer: str,
+def import_labels(store: AuditQueue, audit_id: str, path: str | Path, reviewer: str,
                   fmt: str | None = None) -> dict[str, Any]:
     """Submit a reviewer's labels from a CSV or JSONL file of {item_id, label, note} rows, all or nothing.
 
@@ -596,7 +598,7 @@ def import_labels(store: Store, audit_id: str, path: str | Path, reviewer: str,
     """
     path = Path(path)
     fmt = _format(path, fmt)
-    queue = {entry["item_id"] for entry in store.reviewer_queue(audit_id, reviewer)}  # checks audit and reviewer
+    queue = {entry.item_id for entry in store.reviewer_queue(audit_id, reviewer)}  # checks audit and reviewer
     entries: list[tuple[int, str, str]] = []
     lines: dict[int, int] = {}
     blank = 0
@@ -630,26 +632,26 @@ def import_labels(store: Store, audit_id: str, path: str | Path, reviewer: str,
 # ---------------------------------------------------------------- progress as a blinded role sees it
 
 
-def reviewer_progress(store: Store, audit_id: str, reviewer: str) -> dict[str, Any]:
+def reviewer_progress(store: AuditQueue, audit_id: str, reviewer: str) -> dict[str, Any]:
     """A reviewer's own progress, and nothing of anyone else's: items in their queue, how many they have
     labelled, how many remain. (Agreement would tell them the other reviewer's labels.)"""
     queue = store.reviewer_queue(audit_id, reviewer)
-    done = sum(1 for entry in queue if entry["labelled"])
+    done = sum(1 for entry in queue if entry.labelled)
     return {"audit_id": audit_id, "reviewer": reviewer, "items": len(queue), "labelled": done,
             "remaining": len(queue) - done}
 
 
-def adjudicator_progress(store: Store, audit_id: str, adjudicator: str) -> dict[str, Any]:
+def adjudicator_progress(store: AdjudicationQueue, audit_id: str, adjudicator: str) -> dict[str, Any]:
     """The adjudicator's view of progress, from the blinded views only: labels per slot (A, B — never the
     reviewers' names), agreement on first labels, disagreements, own decisions, what remains."""
     from redagent.store.audit import needs_adjudication
 
     seen = store.adjudicator_overview(audit_id, adjudicator)
-    first, latest = seen["first"], seen["latest"]
+    first, latest = seen.first, seen.latest
     disputed = [item for item in first if needs_adjudication(first[item], latest.get(item, {}))]
-    agreement = _agreement(first, seen["cases"])  # case clusters, as status and the report use
-    decided = sum(1 for item in disputed if item in seen["adjudicated"])
-    return {"audit_id": audit_id, "adjudicator": adjudicator, "items": seen["items"],
+    agreement = _agreement(first, seen.cases)  # case clusters, as status and the report use
+    decided = sum(1 for item in disputed if item in seen.adjudicated)
+    return {"audit_id": audit_id, "adjudicator": adjudicator, "items": seen.items,
             "labelled": {slot: sum(1 for labels in first.values() if slot in labels) for slot in AUDIT_SLOTS},
             "both_labelled": agreement["n"], "agreement": agreement["agreement"], "kappa": agreement["kappa"],
             "kappa_ci": agreement["kappa_ci"], "disagreements": len(disputed), "adjudicated": decided,

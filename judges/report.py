@@ -208,15 +208,15 @@ def utility(store: Store, run_id: str) -> dict[str, Any]:
     {"cells": [...], "overall": {...}}, each with benign and under_attack {u, done, n, valid, lo, hi} (Wilson 95 %,
     n = valid rollouts with a utility check; u None — "n/a" — when n is 0)."""
     counts = store.utility_counts(run_id)
-    asr = {(c["model"], c["harness"], c["cue"], c["defense"]): c for c in store.execution_asr(run_id)}
+    asr = {(c.model, c.harness, c.cue, c.defense): c for c in store.execution_asr(run_id)}
     cells = []
     for cell in stats.utility_table(counts):
         rate = asr.get((cell.model, cell.harness, cell.cue, cell.defense))
         cells.append({**cell.to_dict(), "execution_asr": None if rate is None else
-                      {k: rate[k] for k in ("harmful", "valid", "rate")}})
+                      {"harmful": rate.harmful, "valid": rate.valid, "rate": rate.rate}})
     pooled = stats.utility_table(counts, by=[])
     empty = stats.UtilityRate(0, 0, 0)
-    harmful, valid = sum(c["harmful"] for c in asr.values()), sum(c["valid"] for c in asr.values())
+    harmful, valid = sum(c.harmful for c in asr.values()), sum(c.valid for c in asr.values())
     overall = {"benign": (pooled[0].benign if pooled else empty).to_dict(),
                "under_attack": (pooled[0].under_attack if pooled else empty).to_dict(),
                "execution_asr": {"harmful": harmful, "valid": valid, "rate": harmful / valid if valid else None}}

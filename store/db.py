@@ -38,7 +38,16 @@ from redagent.store.errors import InvalidRecord, StoreError, UnknownRun, WriteRe
 from redagent.store.judging import JudgingQueries
 from redagent.store.migrate import upgrade_to_head
 from redagent.store.readmodel import StoredRollout
-from redagent.store.records import RUN_STATUSES, RolloutRecord, RolloutSummary, RunRecord, UtilityCount
+from redagent.store.records import (
+    RUN_STATUSES,
+    CellAsr,
+    RolloutRecord,
+    RolloutSummary,
+    RunCounts,
+    RunListing,
+    RunRecord,
+    UtilityCount,
+)
 from redagent.store.reviews import ReviewQueries
 from redagent.store.rows import (
     PreparedRollout,
@@ -235,8 +244,8 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
         with self._writing() as conn:
             conn.execute(update(t.run).where(t.run.c.id == run_id).values(heartbeat_at=datetime.now(UTC)))
 
-    def list_runs(self) -> list[dict[str, Any]]:
-        """Every run, newest first: run_id, status, planned, completed (rollouts stored), created_at.
+    def list_runs(self) -> list[RunListing]:
+        """Every run, newest first, with how many of its rollouts are stored.
 
         The status is as `shown_status` tells it: a "running" run whose process is gone is "interrupted".
         """
@@ -247,8 +256,8 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                  .outerjoin(done, done.c.run_id == t.run.c.id)
                  .order_by(t.run.c.created_at.desc(), t.run.c.id.desc()))
         with self._reading() as conn:
-            return [{"run_id": run_id, "status": shown_status(status, host, pid, heartbeat_at), "planned": planned,
-                     "completed": completed, "created_at": created_at}
+            return [RunListing(run_id=run_id, status=shown_status(status, host, pid, heartbeat_at), planned=planned,
+                               completed=int(completed), created_at=created_at)
                     for run_id, status, planned, completed, created_at, host, pid, heartbeat_at
                     in conn.execute(query)]
 
@@ -386,8 +395,8 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
             return list(conn.execute(select(t.rollout.c.case_id).where(t.rollout.c.run_id == run_id)
                                      .distinct().order_by(t.rollout.c.case_id)).scalars())
 
-    def counts(self, run_id: str) -> dict[str, Any]:
-        """planned, completed, valid, invalid and invalid_reasons {reason: n} for one run."""
+    def counts(self, run_id: str) -> RunCounts:
+        """planned, completed, valid, invalid and invalid_reasons {reason: n} for one run (UnknownRun if none)."""
         r = t.rollout
         with self._reading() as conn:
             planned = conn.execute(select(t.run.c.planned).where(t.run.c.id == run_id)).scalar_one_or_none()
@@ -399,10 +408,10 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
             reasons = conn.execute(
                 select(r.c.invalid_reason, func.count()).where(r.c.run_id == run_id, ~r.c.valid)
                 .group_by(r.c.invalid_reason).order_by(r.c.invalid_reason)).all()
-        return {"planned": planned, "completed": completed, "valid": valid, "invalid": completed - valid,
-                "invalid_reasons": {reason: n for reason, n in reasons}}
+        return RunCounts(planned=int(planned), completed=int(completed), valid=int(valid),
+                         invalid=int(completed) - int(valid), invalid_reasons={reason: int(n) for reason, n in reasons})
 
-    def execution_asr(self, run_id: str) -> list[dict[str, Any]]:
+    def execution_asr(self, run_id: str) -> list[CellAsr]:
         """Execution ASR per (model, harness, cue, defense) cell, over valid attacked rollouts only.
 
         harmful = valid rollouts with E == 1; rate = harmful / valid, None when no rollout of the
@@ -418,8 +427,8 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                  .group_by(*cell).order_by(*cell))
         with self._reading() as conn:
             rows = conn.execute(query).all()
-        return [{"model": model, "harness": harness, "cue": cue, "defense": defense, "harmful": int(n_harmful),
-                 "valid": int(n_valid), "rate": n_harmful / n_valid if n_valid else None}
+        return [CellAsr(model=model, harness=harness, cue=cue, defense=defense, harmful=int(n_harmful),
+                        valid=int(n_valid), rate=n_harmful / n_valid if n_valid else None)
                 for model, harness, cue, defense, n_harmful, n_valid in rows]
 
     def utility_counts(self, run_id: str) -> list[UtilityCount]:
@@ -464,8 +473,9 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
 
     def iter_export(self, run_id: str) -> Iterator[dict[str, Any]]:
         """Every rollout of the run with its events, receipts, diff and snapshots, in cell order, as the
-        export's JSON-ready dicts (`redagent export`). Readers that want the rollouts themselves use
-        iter_rollouts.
+        export's JSON-ready dicts (`redagent export`). Dicts on purpose: this is the export's serialisation
+        format (and what `rollout_record` reads back), not a read API; readers that want the rollouts
+        themselves use iter_rollouts.
 
         Pages of EXPORT_PAGE rollouts, keyed on the cell (keyset paging, not OFFSET), so memory
         stays flat and each page costs the same however deep into the run it is.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -89,6 +90,42 @@ class RolloutSummary:
     valid: bool
     U: int | None = None
     benign: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RunListing:
+    """One run as a listing shows it: `status` as `shown_status` tells it ("interrupted": its process is gone)."""
+
+    run_id: str
+    status: str
+    planned: int
+    completed: int  # rollouts stored
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RunCounts:
+    """How far one run is: rollouts planned, stored, valid and invalid, and the invalid ones by reason."""
+
+    planned: int
+    completed: int
+    valid: int
+    invalid: int
+    invalid_reasons: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CellAsr:
+    """Execution ASR of one (model, harness, cue, defense) cell over its valid attacked rollouts: harmful (E == 1)
+    of valid; `rate` is None when none is valid (an all-invalid cell has no rate, it is not "safe")."""
+
+    model: str
+    harness: str
+    cue: str
+    defense: str
+    harmful: int
+    valid: int
+    rate: float | None
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,34 @@ class RoundCaseRecord:
     case_hash: str
 
 
+@dataclass(frozen=True, slots=True)
+class OwnReview:
+    """An expert's own latest review of a case: rubric item → pass/fail/unsure, the decision, their note, its version
+    (1 for the first submission) and the reason given for it when it is a correction."""
+
+    case_id: str
+    rubric: Mapping[str, str]
+    decision: str  # accept | revise | exclude
+    note: str
+    version: int
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExpertQueueEntry:
+    """One case version of an expert's round, in review order, with their own latest review (None: not yet)."""
+
+    position: int
+    case_id: str
+    case_version: int
+    case_hash: str
+    review: OwnReview | None
+
+    @property
+    def reviewed(self) -> bool:
+        return self.review is not None
+
+
 def check_review(rubric: Mapping[str, Any], decision: object) -> dict[str, str]:
     """The rubric as a plain dict with exactly the four items, each pass/fail/unsure; BadReview otherwise."""
     if not isinstance(rubric, Mapping):
@@ -213,23 +241,25 @@ class ReviewQueries:
 
     # ------------------------------------------------------------ experts
 
-    def expert_queue(self, round_id: str, expert: str) -> list[dict[str, Any]]:
-        """The round's cases for one expert, in order: position, case_id, case_version, case_hash, reviewed
-        and review (their own latest {rubric, decision, note, version}, or None). Only their rows are read."""
+    def expert_queue(self, round_id: str, expert: str) -> list[ExpertQueueEntry]:
+        """The round's cases for one expert, in order, each with their own latest review (or None). Only their rows
+        are read."""
         rc, cr = tv.my_round_case, tv.own_review
         with self._reading() as conn:
             self._check_expert(self._my_round_row(conn, round_id), expert)
-            own = (select(cr.c.case_id, cr.c.rubric, cr.c.decision, cr.c.note, cr.c.version)
+            own = (select(cr.c.case_id, cr.c.rubric, cr.c.decision, cr.c.note, cr.c.version, cr.c.reason)
                    .where(cr.c.round_id == round_id, cr.c.expert == expert).order_by(cr.c.case_id, cr.c.version))
-            mine = {case_id: {"rubric": dict(rubric), "decision": decision, "note": note, "version": version}
-                    for case_id, rubric, decision, note, version in conn.execute(own)}  # later versions overwrite
+            mine = {case_id: OwnReview(case_id=case_id, rubric=dict(rubric), decision=decision, note=note,
+                                       version=version, reason=reason)
+                    for case_id, rubric, decision, note, version, reason in conn.execute(own)}  # later ones overwrite
             query = (select(rc.c.position, rc.c.case_id, rc.c.case_version, rc.c.case_hash)
                      .where(rc.c.round_id == round_id).order_by(rc.c.position))
-            return [{**dict(row._mapping), "reviewed": row.case_id in mine, "review": mine.get(row.case_id)}
+            return [ExpertQueueEntry(position=row.position, case_id=row.case_id, case_version=row.case_version,
+                                     case_hash=row.case_hash, review=mine.get(row.case_id))
                     for row in conn.execute(query)]
 
     def submit_review(self, round_id: str, case_id: str, expert: str, rubric: Mapping[str, Any], decision: str,
-                      note: str = "") -> dict[str, Any]:
+                      note: str = "") -> OwnReview:
         """The expert's first review of a case (write-once: a second one raises ReviewAlreadySubmitted)."""
         clean = check_review(rubric, decision)
         with self._writing() as conn:
@@ -243,7 +273,7 @@ class ReviewQueries:
         return self._own_latest_review(round_id, case_id, expert)
 
     def correct_review(self, round_id: str, case_id: str, expert: str, rubric: Mapping[str, Any], decision: str,
-                       reason: str, note: str = "") -> dict[str, Any]:
+                       reason: str, note: str = "") -> OwnReview:
         """Append the next version of the expert's review with the reason for the change; returns it."""
         clean = check_review(rubric, decision)
         if not reason or not reason.strip():
@@ -349,11 +379,11 @@ class ReviewQueries:
         if conn.execute(select(rc.c.case_id).where(rc.c.round_id == round_id, rc.c.case_id == case_id)).first() is None:
             raise CaseNotInRound(round_id, case_id)
 
-    def _own_latest_review(self, round_id: str, case_id: str, expert: str) -> dict[str, Any]:
+    def _own_latest_review(self, round_id: str, case_id: str, expert: str) -> OwnReview:
         cr = tv.own_review
         with self._reading() as conn:
             row = conn.execute(select(cr.c.rubric, cr.c.decision, cr.c.note, cr.c.version, cr.c.reason)
                                .where(cr.c.round_id == round_id, cr.c.case_id == case_id, cr.c.expert == expert)
                                .order_by(cr.c.version.desc()).limit(1)).one()
-        return {"case_id": case_id, "expert": expert, "rubric": dict(row.rubric), "decision": row.decision,
-                "note": row.note, "version": row.version, "reason": row.reason}
+        return OwnReview(case_id=case_id, rubric=dict(row.rubric), decision=row.decision, note=row.note,
+                         version=row.version, reason=row.reason)

@@ -40,7 +40,7 @@ from redagent.judges.evidence import Mismatch, mismatches
 from redagent.judges.labelling import judge_run
 from redagent.store import tables_judging as tj
 from redagent.store.db import Store, open_store
-from redagent.store.readmodel import RolloutEvidence
+from redagent.store.readmodel import ReviewerItem, RolloutEvidence
 from redagent.store.records import AuditItemRecord, AuditRecord
 
 SIZE = (120, 34)
@@ -142,7 +142,7 @@ def fresh_audit(url: str, run_id: str, audit_id: str, reviewers: tuple[str, str]
         store.create_audit(AuditRecord(id=audit_id, run_id=run_id, config_name=config.name,
                                        config_hash=config.config_hash, backbone="rule", seed=0, n=len(items),
                                        stratify=[], reviewers=list(reviewers), adjudicator=adjudicator), items)
-        return [entry["item_id"] for entry in store.reviewer_queue(audit_id, reviewers[0])]
+        return [entry.item_id for entry in store.reviewer_queue(audit_id, reviewers[0])]
 
 
 def dispute(url: str, audit_id: str, reviewers: tuple[str, str], item_ids: list[int]) -> None:
@@ -215,7 +215,7 @@ def test_reviewer_sees_no_judge_label_rationale_peer_or_model(audited):
     drive(app, scenario, message_hook=lambda message: posted.append(repr(vars(message))))
     text = "\n".join(seen)
     assert "constraint" in text and "Trajectory" in text and "Receipts" in text and "State diff" in text
-    assert any("'events'" in entry for entry in posted)  # the hook saw the evidence handed to the screen
+    assert any("events=(StoredEvent(" in entry for entry in posted)  # the hook saw the evidence handed to the screen
     everything = text + "\n".join(posted)
     for forbidden in (PEER_NOTE, RATIONALE, PEER, "state/rule", "judge_label", "rationale", "stratum", "sim/comply",
                       "sim/ignore", "label=1", "label=0"):
@@ -251,8 +251,8 @@ def test_labels_are_write_once_and_a_correction_records_its_reason(audited, tmp_
 
     async def scenario(pilot) -> None:
         screen = app.screen
-        first = screen.current["item_id"]
-        assert screen.current["position"] == 1 and screen.current["my_label"] is None
+        first = screen.current.item_id
+        assert screen.current.position == 1 and screen.current.my_label is None
         await pilot.click("#audit-note")
         await pilot.press(*"looks fine")
         await pilot.press("escape")
@@ -264,11 +264,11 @@ def test_labels_are_write_once_and_a_correction_records_its_reason(audited, tmp_
         await pilot.press("enter")
         await settle(pilot)
         assert "1/12 labelled" in screen_text(app)
-        assert screen.current["item_id"] != first and screen.current["position"] == 2
+        assert screen.current.item_id != first and screen.current.position == 2
         # back to the labelled item: a second label is refused on screen, and nothing is written
         await pilot.press("left_square_bracket")
         await settle(pilot)
-        assert screen.current["item_id"] == first
+        assert screen.current.item_id == first
         await pilot.press("h")
         await settle(pilot)
         assert "already labelled" in screen_text(app) and "write-once" in screen_text(app)
@@ -285,7 +285,7 @@ def test_labels_are_write_once_and_a_correction_records_its_reason(audited, tmp_
         await pilot.press("enter")
         await settle(pilot)
         assert app.screen is screen
-        assert screen.current["item_id"] == first and screen.current["my_label"]["version"] == 2
+        assert screen.current.item_id == first and screen.current.my_label.version == 2
         assert "corrected, version 2" in screen_text(app)
 
     drive(app, scenario)
@@ -300,8 +300,8 @@ def test_adjudicator_sees_slots_a_and_b_only_and_decides(audited):
     url, audit_id = audited["url"], audited["audit_id"]
     with open_store(url) as store:
         for entry in store.reviewer_queue(audit_id, REVIEWER):
-            if not entry["labelled"]:
-                store.submit_label(audit_id, entry["item_id"], REVIEWER, "harmful", "alice's own note")
+            if not entry.labelled:
+                store.submit_label(audit_id, entry.item_id, REVIEWER, "harmful", "alice's own note")
         disputed = store.adjudication_queue(audit_id, ADJUDICATOR)
     assert disputed
     app = ScreenHost(url, ADJUDICATOR, AdjudicationScreen)
@@ -312,7 +312,7 @@ def test_adjudicator_sees_slots_a_and_b_only_and_decides(audited):
         assert f"0/{len(disputed)} decided" in text and "reviewer A:" in text and "reviewer B:" in text
         for forbidden in (REVIEWER, PEER, PEER_NOTE, "alice's own note", RATIONALE, "sim/comply"):
             assert forbidden not in text, forbidden
-        first = screen.current["item_id"]
+        first = screen.current.item_id
         await pilot.click("#adj-note")
         await pilot.press(*"receipt r2 decides")
         screen.set_focus(None)
@@ -326,7 +326,7 @@ def test_adjudicator_sees_slots_a_and_b_only_and_decides(audited):
         # decisions are write-once too
         await pilot.press("left_square_bracket")
         await settle(pilot)
-        if screen.current["item_id"] == first:
+        if screen.current.item_id == first:
             await pilot.press("n")
             await settle(pilot)
             assert "already decided" in screen_text(app)
@@ -353,22 +353,22 @@ def test_someone_who_adjudicates_nothing_gets_a_message(audited):
 class HintedPanes(App):
     """The researcher's panes (judge hints on) showing one item's evidence: the control for the walk below."""
 
-    def __init__(self, item: dict[str, Any]) -> None:
+    def __init__(self, item: ReviewerItem) -> None:
         super().__init__()
-        self.item = item
+        self.item = item.blinded
 
     def compose(self) -> ComposeResult:
         yield EvidencePanes(judge_hints=True)
 
     def on_mount(self) -> None:
-        self.query_one(EvidencePanes).load(self.item["events"], self.item["receipts"], self.item["diff"])
+        self.query_one(EvidencePanes).load(self.item.events, self.item.receipts, self.item.diff)
 
 
 SOMETHING = Mismatch("claims_action:e1:send_email", "claims_action", "e1: something", events=(1,))
 
 
-def evidence(item: dict[str, Any]) -> RolloutEvidence:
-    return RolloutEvidence(item["events"], item["receipts"], item["diff"])
+def evidence(item: ReviewerItem) -> RolloutEvidence:
+    return RolloutEvidence(item.blinded.events, item.blinded.receipts, item.blinded.diff)
 
 
 JUDGE_MARKS = ("⚠", "◆", "mismatch", "claimed vs observed", "speaks of refusing", "effect receipt(s) were recorded")
@@ -450,7 +450,7 @@ def test_a_stray_key_never_writes_a_label(audited):
     async def scenario(pilot) -> None:
         screen = app.screen
         note = screen.query_one("#audit-note", Input)
-        assert screen.current["item_id"] == item_ids[0]
+        assert screen.current.item_id == item_ids[0]
         # h with focus on the trajectory pane: staged and named, not written
         screen.set_focus(screen.query_one("#trajectory"))
         await pilot.press("h")
@@ -484,7 +484,7 @@ def test_a_stray_key_never_writes_a_label(audited):
         assert all(key not in active or not active[key].enabled for key in ("h", "n", "u", "c", "right_square_bracket"))
         # off by the screen's own rule too, so a label key remapped to a non-printable key is off as well
         assert screen.check_action("stage", ("harmful",)) is None and screen.check_action("correct", ()) is None
-        assert note.value.endswith(" [h][n][u] c ?") and screen.current["item_id"] == item_ids[0]
+        assert note.value.endswith(" [h][n][u] c ?") and screen.current.item_id == item_ids[0]
         assert app.screen is screen and screen.staged is None
         await pilot.press("enter")
         await settle(pilot)
@@ -495,7 +495,7 @@ def test_a_stray_key_never_writes_a_label(audited):
         await settle(pilot)
         await pilot.press("left_square_bracket")
         await settle(pilot)
-        assert screen.current["item_id"] == item_ids[0]
+        assert screen.current.item_id == item_ids[0]
         await pilot.press("c")
         await settle(pilot)
         assert isinstance(app.screen, CorrectionDialog)
@@ -530,11 +530,11 @@ def test_the_confirm_key_writes_exactly_one_label(audited):
         await settle(pilot)
         assert labels_by(url, "audit-confirm", reviewers[0]) == [(item_ids[0], "not_harmful", "", 1, None)]
         assert "item #1 labelled: not harmful" in screen_text(app)
-        assert screen.current["item_id"] == item_ids[1]  # on to the next unlabelled item
+        assert screen.current.item_id == item_ids[1]  # on to the next unlabelled item
         # staged on #2, then moving away: the staging is dropped, Enter on #3 writes nothing
         await pilot.press("h", "right_square_bracket")
         await settle(pilot)
-        assert screen.current["item_id"] == item_ids[2] and screen.staged is None
+        assert screen.current.item_id == item_ids[2] and screen.staged is None
         assert "harmful for item #2 not saved" in screen_text(app)
         await pilot.press("enter")
         await settle(pilot)
@@ -579,35 +579,35 @@ def test_notes_stay_with_the_item_they_were_typed_on(audited):
         await type_on(pilot, "#audit-note", "note for one")
         await pilot.press("enter")
         await move(pilot, "right_square_bracket")
-        assert screen.current["position"] == 2 and note.value == ""
+        assert screen.current.position == 2 and note.value == ""
         assert "your unsaved note stays with item #1" in screen_text(app)
         assert "✎" in str(screen.query_one("#audit-queue", OptionList).get_option_at_index(0).prompt)
         await type_on(pilot, "#audit-note", "note for two")
         await pilot.press("enter")
         await move(pilot, "left_square_bracket")
-        assert screen.current["position"] == 1 and note.value == "note for one"
+        assert screen.current.position == 1 and note.value == "note for one"
         await move(pilot, "right_square_bracket")
-        assert screen.current["position"] == 2 and note.value == "note for two"
+        assert screen.current.position == 2 and note.value == "note for two"
         await move(pilot, "right_square_bracket")
         await type_on(pilot, "#audit-note", "note for three")  # typed on #3
         await pilot.press("enter")
         await move(pilot, "right_square_bracket")
-        assert screen.current["position"] == 4 and note.value == ""
+        assert screen.current.position == 4 and note.value == ""
         await move(pilot, "left_square_bracket")
         assert note.value == "note for three"
         # label #3 and move on at once: the write carries #3's note; #4 keeps its own (empty) field
         await pilot.press("h", "enter", "right_square_bracket")
         await settle(pilot)
-        assert screen.current["position"] == 4 and note.value == ""
+        assert screen.current.position == 4 and note.value == ""
         await move(pilot, "left_square_bracket")
         await move(pilot, "left_square_bracket")
-        assert screen.current["position"] == 2 and note.value == "note for two"
+        assert screen.current.position == 2 and note.value == "note for two"
         await pilot.press("n", "enter")
         await settle(pilot)
-        assert screen.current["position"] == 4  # on to the next unlabelled item (#3 is labelled)
+        assert screen.current.position == 4  # on to the next unlabelled item (#3 is labelled)
         for _ in range(3):
             await move(pilot, "left_square_bracket")
-        assert screen.current["position"] == 1 and note.value == "note for one"
+        assert screen.current.position == 1 and note.value == "note for one"
         await pilot.press("u", "enter")
         await settle(pilot)
 
@@ -628,7 +628,7 @@ def test_the_adjudicator_decides_with_a_confirm_key_and_corrects_with_a_reason(a
 
     async def scenario(pilot) -> None:
         screen = app.screen
-        first = screen.current["item_id"]
+        first = screen.current.item_id
         assert first == item_ids[0]
         await pilot.press("c")  # nothing decided yet: nothing to correct
         await settle(pilot)
@@ -642,7 +642,7 @@ def test_the_adjudicator_decides_with_a_confirm_key_and_corrects_with_a_reason(a
         assert f"item {first} decided: harmful" in screen_text(app)
         await pilot.press("left_square_bracket")
         await settle(pilot)
-        assert screen.current["item_id"] == first
+        assert screen.current.item_id == first
         await pilot.press("n")
         await settle(pilot)
         assert "already decided" in screen_text(app) and "press c to correct" in screen_text(app)
@@ -654,7 +654,7 @@ def test_the_adjudicator_decides_with_a_confirm_key_and_corrects_with_a_reason(a
         dialog.query_one("#correction-reason", Input).value = "r1 was the refund, not the transfer"
         await pilot.press("enter")
         await settle(pilot)
-        assert app.screen is screen and screen.current["item_id"] == first
+        assert app.screen is screen and screen.current.item_id == first
         assert "corrected (version 2): not harmful" in screen_text(app)
         assert "decision: not harmful (corrected, version 2)" in rendered_text(screen)  # (wrapped on screen)
 

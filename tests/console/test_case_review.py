@@ -38,7 +38,7 @@ def test_an_expert_reviews_the_round_and_then_sees_agreement(round_store):
     async def scenario(pilot) -> None:
         screen = app.screen
         text = screen_text(app)
-        assert screen.current["case_id"] == cases[0] and "0/3 reviewed" in text
+        assert screen.current.case_id == cases[0] and "0/3 reviewed" in text
         assert "IVC path" in text and "Task" in text and "BEN-NOTE-SENTINEL" not in text
         assert "Agreement is shown when both" in text
         # incomplete rubric: refused with a message
@@ -48,7 +48,7 @@ def test_an_expert_reviews_the_round_and_then_sees_agreement(round_store):
         # 1 → pass, 2 → pass, 3 → fail (two presses), 4 → pass; accept; submit
         await pilot.press("2", "3", "3", "4", "a", "ctrl+s")
         await settle(pilot)
-        assert "1/3 reviewed" in screen_text(app) and screen.current["case_id"] == cases[1]
+        assert "1/3 reviewed" in screen_text(app) and screen.current.case_id == cases[1]
         for _ in cases[1:]:
             await pilot.press("1", "2", "3", "4", "v", "ctrl+s")
             await settle(pilot)

@@ -62,7 +62,7 @@ def made(tmp_path_factory) -> dict[str, Any]:
                                                                       "sim/comply-claim-refusal"],
                                           harnesses=["native"]))
         asyncio.run(runner.run())
-        run_id = store.list_runs()[0]["run_id"]
+        run_id = store.list_runs()[0].run_id
         judge_run(store, run_id, ["trajectory", "state", "hybrid"])
         ids = {(r.case_id, r.model): r.id for r in store.rollouts(run_id)}
     return {"url": url, "run_id": run_id, "ids": ids}

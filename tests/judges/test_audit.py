@@ -67,7 +67,7 @@ def draw(store, n: int = 24, seed: int = 11, stratify=("harness", "strategy", "l
 
 def snapshot(store, audit_id: str) -> list[tuple]:
     """Everything the seed decides: items in id order with stratum, weight and both reviewers' positions."""
-    positions = {name: {e["item_id"]: e["position"] for e in store.reviewer_queue(audit_id, name)}
+    positions = {name: {e.item_id: e.position for e in store.reviewer_queue(audit_id, name)}
                  for name in ("alice", "bob")}
     return [(i["rollout_id"], i["stratum"], i["weight"], positions["alice"][i["item_id"]],
              positions["bob"][i["item_id"]]) for i in store.audit_items(audit_id)]
@@ -126,10 +126,10 @@ def test_sample_is_balanced_across_strata_with_correct_weights(store, population
 
 def test_each_reviewer_has_an_own_order_of_all_items(store, population):
     audit_id = draw(store)
-    alice = [e["item_id"] for e in store.reviewer_queue(audit_id, "alice")]
-    bob = [e["item_id"] for e in store.reviewer_queue(audit_id, "bob")]
+    alice = [e.item_id for e in store.reviewer_queue(audit_id, "alice")]
+    bob = [e.item_id for e in store.reviewer_queue(audit_id, "bob")]
     assert sorted(alice) == sorted(bob) and len(alice) == 24 and alice != bob
-    assert [e["position"] for e in store.reviewer_queue(audit_id, "bob")] == list(range(1, 25))
+    assert [e.position for e in store.reviewer_queue(audit_id, "bob")] == list(range(1, 25))
     record = store.get_audit(audit_id)
     assert (record.reviewers, record.adjudicator, record.seed, record.stratify, record.config_name) == (
         ["alice", "bob"], "carol", 11, ["harness", "strategy", "label"], "state/rule")
@@ -173,7 +173,7 @@ def test_sampling_refusals_are_one_line(store, population):
 
 def test_status_follows_labels_disagreements_and_adjudication(store, population):
     audit_id = draw(store, n=6, stratify=("harness",))
-    queue = [e["item_id"] for e in store.reviewer_queue(audit_id, "alice")]
+    queue = [e.item_id for e in store.reviewer_queue(audit_id, "alice")]
     assert status(store, audit_id)["remaining"] == 12
     for item in queue:
         store.submit_label(audit_id, item, "alice", "harmful")
@@ -210,28 +210,28 @@ def test_export_then_import_round_trip(store, population, tmp_path: Path):
     assert export(store, audit_id, exported, "csv", reviewer="alice") == 6
     rows = list(csv.DictReader(exported.open(encoding="utf-8")))
     queue = store.reviewer_queue(audit_id, "alice")
-    assert [int(r["item_id"]) for r in rows] == [e["item_id"] for e in queue]
+    assert [int(r["item_id"]) for r in rows] == [e.item_id for e in queue]
     assert [int(r["position"]) for r in rows] == list(range(1, 7))
     assert {r["label"] for r in rows} == {""} and {r["note"] for r in rows} == {""}
     assert json.loads(rows[0]["events"])[0]["role"] == "user" and rows[0]["surfaces"] == "banking,email"
     assert "model" not in rows[0] and rows[0]["strategy"] in ("E", "D2")
 
     filled = tmp_path / "alice-filled.csv"
-    picks = {queue[0]["item_id"]: ("harmful", "saw r1"), queue[1]["item_id"]: (" Not_Harmful ", ""),
-             queue[2]["item_id"]: ("unsure", "multi\nline, \"quoted\"")}
+    picks = {queue[0].item_id: ("harmful", "saw r1"), queue[1].item_id: (" Not_Harmful ", ""),
+             queue[2].item_id: ("unsure", "multi\nline, \"quoted\"")}
     _fill_csv(exported, filled, picks)
     assert import_labels(store, audit_id, filled, "alice") == {
         "audit_id": audit_id, "reviewer": "alice", "submitted": 3, "unchanged": 0, "blank": 3}
     stored = {lab["item_id"]: (lab["label"], lab["note"]) for lab in store.labels(audit_id)}
-    assert stored == {queue[0]["item_id"]: ("harmful", "saw r1"), queue[1]["item_id"]: ("not_harmful", ""),
-                      queue[2]["item_id"]: ("unsure", "multi\nline, \"quoted\"")}
+    assert stored == {queue[0].item_id: ("harmful", "saw r1"), queue[1].item_id: ("not_harmful", ""),
+                      queue[2].item_id: ("unsure", "multi\nline, \"quoted\"")}
     # Importing the same file again changes nothing.
     assert import_labels(store, audit_id, filled, "alice")["submitted"] == 0
 
     jsonl = tmp_path / "bob.jsonl"
     assert export(store, audit_id, jsonl, "jsonl") == 6
     lines = [json.loads(line) for line in jsonl.read_text(encoding="utf-8").splitlines()]
-    assert [line["item_id"] for line in lines] == sorted(e["item_id"] for e in queue)
+    assert [line["item_id"] for line in lines] == sorted(e.item_id for e in queue)
     lines[0]["label"] = "harmful"
     jsonl.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
     assert import_labels(store, audit_id, jsonl, "bob")["submitted"] == 1
@@ -246,7 +246,7 @@ def test_export_then_import_round_trip(store, population, tmp_path: Path):
 ])
 def test_a_bad_row_in_an_import_writes_nothing(store, population, tmp_path: Path, bad_row, message):
     audit_id = draw(store, n=6, stratify=("harness",))
-    queue = [e["item_id"] for e in store.reviewer_queue(audit_id, "alice")]
+    queue = [e.item_id for e in store.reviewer_queue(audit_id, "alice")]
     bad_row = {k: str(queue[0]) if v == "FIRST" else v for k, v in bad_row.items()}
     path = tmp_path / "labels.jsonl"
     path.write_text(json.dumps({"item_id": queue[0], "label": "harmful"}) + "\n"
@@ -261,7 +261,7 @@ def test_a_bad_row_in_an_import_writes_nothing(store, population, tmp_path: Path
 
 def test_import_refuses_an_unknown_reviewer_or_a_changed_label(store, population, tmp_path: Path):
     audit_id = draw(store, n=6, stratify=("harness",))
-    queue = [e["item_id"] for e in store.reviewer_queue(audit_id, "alice")]
+    queue = [e.item_id for e in store.reviewer_queue(audit_id, "alice")]
     path = tmp_path / "labels.csv"
     path.write_text(f"item_id,label,note\n{queue[0]},harmful,\n{queue[1]},not_harmful,\n", encoding="utf-8")
     with pytest.raises(UnknownReviewer):
@@ -426,7 +426,8 @@ def test_reviewer_paths_show_the_alias_never_the_case_id(store_url, store, clust
         store.submit_label(audit_id, item["item_id"], "alice", "harmful")
         store.submit_label(audit_id, item["item_id"], "bob", "not_harmful")
     seen = [store.reviewer_item(audit_id, i["item_id"], "alice") for i in items]
-    assert {view["alias"] for view in seen} == aliases and all("case_id" not in view for view in seen)
+    assert {view.blinded.alias for view in seen} == aliases and all("case_id" not in view.blinded.to_dict()
+                                                                      for view in seen)
     path = tmp_path / "alice.csv"
     export(store, audit_id, path, "csv", reviewer="alice")
     result = CliRunner().invoke(audit_app, ["adjudications", audit_id, "--adjudicator", "carol", "--json",

@@ -48,9 +48,9 @@ def audited(tmp_path_factory):
             wrong = {"harmful": "not_harmful", "not_harmful": "harmful"}[right]
             store.submit_label(audit_id, item["item_id"], "bob", wrong if n % 5 == 0 else right)
         for item in store.adjudication_queue(audit_id, "carol"):
-            store.adjudicate(audit_id, item["item_id"], "carol",
+            store.adjudicate(audit_id, item.item_id, "carol",
                              "harmful" if truth[next(i["rollout_id"] for i in items
-                                                     if i["item_id"] == item["item_id"])] else "not_harmful")
+                                                     if i["item_id"] == item.item_id)] else "not_harmful")
     out = folder / "out"
     result = redagent("report", run_id, "--out", str(out), "--db", url, "--reps", "2000")
     assert result.returncode == 0, result.stderr

@@ -24,6 +24,7 @@ from redagent.store.reviews import (
     BadReview,
     CaseNotInRound,
     NoReviewToCorrect,
+    OwnReview,
     ReviewAlreadySubmitted,
     ReviewCorrectionWithoutReason,
     RoundCaseRecord,
@@ -60,22 +61,23 @@ def test_a_round_pins_its_case_versions_in_order(store, round_id):
 
 def test_reviews_are_write_once_with_reasoned_versions_and_private_to_their_expert(store, round_id):
     first = store.submit_review(round_id, "banking-c0", "ann", PASS, "accept", "clean case")
-    assert (first["version"], first["decision"], first["reason"]) == (1, "accept", None)
+    assert (first.version, first.decision, first.reason) == (1, "accept", None)
     with pytest.raises(ReviewAlreadySubmitted):
         store.submit_review(round_id, "banking-c0", "ann", PASS, "revise")
     with pytest.raises(ReviewCorrectionWithoutReason):
         store.correct_review(round_id, "banking-c0", "ann", PASS, "revise", "  ")
     changed = {**PASS, "verifier_correctness": "fail"}
     second = store.correct_review(round_id, "banking-c0", "ann", changed, "revise", "the rule misses schedule_transfer")
-    assert (second["version"], second["rubric"]["verifier_correctness"], second["reason"]) == (
+    assert (second.version, second.rubric["verifier_correctness"], second.reason) == (
         2, "fail", "the rule misses schedule_transfer")
     with pytest.raises(NoReviewToCorrect):
         store.correct_review(round_id, "banking-c1", "ann", PASS, "accept", "why")
     store.submit_review(round_id, "banking-c0", "ben", PASS, "exclude", "BEN-PRIVATE")
     # the expert's queue holds their own latest review only
     queue = store.expert_queue(round_id, "ann")
-    assert [e["reviewed"] for e in queue] == [True, False, False, False]
-    assert queue[0]["review"] == {"rubric": changed, "decision": "revise", "note": "", "version": 2}
+    assert [e.reviewed for e in queue] == [True, False, False, False]
+    assert queue[0].review == OwnReview(case_id="banking-c0", rubric=changed, decision="revise", note="", version=2,
+                                        reason="the rule misses schedule_transfer")
     assert "BEN-PRIVATE" not in repr(queue)
     assert store.review_progress(round_id) == {"ann": 1, "ben": 1}
     firsts = [(r["expert"], r["decision"]) for r in store.case_reviews(round_id)]
@@ -181,6 +183,6 @@ def test_migration_0003_applies_on_top_of_0002_and_keeps_the_data(store_url):
         assert store.latest_audit_for("ben") == "audit-1" and store.latest_audit_for("cat", "adjudicator") == "audit-1"
         assert store.latest_audit_for("cat") is None
         store.create_round("round-1", 1, ["ann", "ben"], CASES)
-        assert store.submit_review("round-1", "banking-c0", "ann", PASS, "accept")["version"] == 1
+        assert store.submit_review("round-1", "banking-c0", "ann", PASS, "accept").version == 1
     finally:
         store.close()

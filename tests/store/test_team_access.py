@@ -102,7 +102,7 @@ def test_a_reviewer_sees_only_their_own_queue_labels_and_audits(team):
     store, members = team
     alice, peer = members["alice"].secret_url, members[PEER].secret_url
     with open_store(peer) as theirs:
-        item = theirs.reviewer_queue("audit-1", PEER)[0]["item_id"]
+        item = theirs.reviewer_queue("audit-1", PEER)[0].item_id
         theirs.submit_label("audit-1", item, PEER, "harmful", "peer's note")
     assert {row[0] for row in sql(alice, "SELECT DISTINCT reviewer FROM blind_queue")} == {"alice"}
     assert {row[0] for row in sql(alice, "SELECT DISTINCT audit_id FROM blind_item")} == {"audit-1"}
@@ -121,7 +121,7 @@ def test_a_reviewer_cannot_write_as_someone_else_or_change_a_label(team):
     _, members = team
     alice = members["alice"].secret_url
     with open_store(alice) as mine:
-        item = mine.reviewer_queue("audit-1", "alice")[0]["item_id"]
+        item = mine.reviewer_queue("audit-1", "alice")[0].item_id
         mine.submit_label("audit-1", item, "alice", "not_harmful")
         with pytest.raises(UnknownReviewer):  # the peer's queue does not exist for her login
             mine.submit_label("audit-1", item, PEER, "harmful")
@@ -144,7 +144,7 @@ def test_the_adjudicator_sees_slots_not_names_and_decides_only_their_audits(team
     store, members = team
     for name in ("alice", PEER):
         with open_store(members[name].secret_url) as theirs:
-            item = sorted(e["item_id"] for e in theirs.reviewer_queue("audit-1", name))[0]
+            item = sorted(e.item_id for e in theirs.reviewer_queue("audit-1", name))[0]
             theirs.submit_label("audit-1", item, name, "harmful" if name == "alice" else "not_harmful")
     carol = members["carol"].secret_url
     rows = sql(carol, "SELECT audit_id, item_id, slot, label FROM blind_slot_label")
@@ -152,7 +152,7 @@ def test_the_adjudicator_sees_slots_not_names_and_decides_only_their_audits(team
     assert "alice" not in str(rows) and PEER not in str(rows)
     with open_store(carol) as theirs:
         queue = theirs.adjudication_queue("audit-1", "carol")
-        assert [entry["item_id"] for entry in queue] == [item]
+        assert [entry.item_id for entry in queue] == [item]
         theirs.adjudicate("audit-1", item, "carol", "harmful", "decided")
     with pytest.raises(pg_errors.InsufficientPrivilege):
         sql(carol, "SELECT * FROM audit_label")
