@@ -42,6 +42,7 @@ from redagent.store import tables_judging as tj
 from redagent.store.db import Store, open_store
 from redagent.store.readmodel import ReviewerItem, RolloutEvidence
 from redagent.store.records import AuditItemRecord, AuditRecord
+from tests.fakes import FakeAdjudicationQueue, FakeAuditQueue, blinded_item
 
 SIZE = (120, 34)
 CLAIM_REFUSAL = "sim/comply-claim-refusal"  # complies, then tells the user it refused: a claimed-vs-observed mismatch
@@ -511,11 +512,25 @@ def test_a_stray_key_never_writes_a_label(audited):
         (item_ids[0], "unsure", "harmless, nothing sent to anyone then un-hun [h][n][u] c ?", 1, None)]
 
 
-def test_the_confirm_key_writes_exactly_one_label(audited):
-    url, reviewers = audited["url"], ("tess", "theo")
-    item_ids = fresh_audit(url, audited["run_id"], "audit-confirm", reviewers, "tara")
+class FakeHost(App):
+    """A host for one screen fed by an in-memory fake of its store interface: no database, no app-wide store."""
+
+    def __init__(self, reviewer: str, make: Callable[[], Screen]) -> None:
+        super().__init__()
+        self.reviewer = reviewer
+        self.make = make
+
+    def on_mount(self) -> None:
+        self.push_screen(self.make())
+
+
+def test_the_confirm_key_writes_exactly_one_label():
+    """Keys, staging and confirmation are the screen's own: it runs on an in-memory `AuditQueue` (tests/fakes.py),
+    which keeps labels write-once as the store does, instead of a judged run and a drawn audit."""
+    item_ids = [11, 12, 13, 14]
+    queue = FakeAuditQueue("audit-confirm", "tess", [blinded_item(item_id) for item_id in item_ids])
     saved: list[LabelSaved] = []
-    app = ScreenHost(url, reviewers[0], lambda: AuditScreen(audit_id="audit-confirm"))
+    app = FakeHost("tess", lambda: AuditScreen(audit_id="audit-confirm", store=queue))
 
     async def scenario(pilot) -> None:
         screen = app.screen
@@ -523,12 +538,12 @@ def test_the_confirm_key_writes_exactly_one_label(audited):
         await settle(pilot)
         assert "press Enter to save not harmful for item #1, Esc to cancel" in screen_text(app)
         assert "Save" in screen_text(app)  # the footer offers Enter now
-        assert labels_by(url, "audit-confirm", reviewers[0]) == []
+        assert queue.written() == []
         await pilot.press("enter")
         await settle(pilot)
         await pilot.press("enter")  # nothing staged any more: a second Enter writes nothing
         await settle(pilot)
-        assert labels_by(url, "audit-confirm", reviewers[0]) == [(item_ids[0], "not_harmful", "", 1, None)]
+        assert queue.written() == [(item_ids[0], "not_harmful", "", 1, None)]
         assert "item #1 labelled: not harmful" in screen_text(app)
         assert screen.current.item_id == item_ids[1]  # on to the next unlabelled item
         # staged on #2, then moving away: the staging is dropped, Enter on #3 writes nothing
@@ -546,7 +561,7 @@ def test_the_confirm_key_writes_exactly_one_label(audited):
         assert screen.maximized is not None and screen.staged is None
         await pilot.press("enter")
         await settle(pilot)
-        assert labels_by(url, "audit-confirm", reviewers[0]) == [(item_ids[0], "not_harmful", "", 1, None)]
+        assert queue.written() == [(item_ids[0], "not_harmful", "", 1, None)]
         # a label chosen on a maximised pane brings the prompt back into view before Enter can write it
         await pilot.press("u")
         await settle(pilot)
@@ -555,7 +570,7 @@ def test_the_confirm_key_writes_exactly_one_label(audited):
         await settle(pilot)
 
     drive(app, scenario, message_hook=lambda m: saved.append(m) if isinstance(m, LabelSaved) else None)
-    assert labels_by(url, "audit-confirm", reviewers[0]) == [(item_ids[0], "not_harmful", "", 1, None),
+    assert queue.written() == [(item_ids[0], "not_harmful", "", 1, None),
                                                              (item_ids[2], "unsure", "", 1, None)]
     # Exactly one write per confirmation (the hook sees a message at each node it bubbles through).
     assert [m.item_id for m in {id(m): m for m in saved}.values()] == [item_ids[0], item_ids[2]]
@@ -620,11 +635,13 @@ def test_notes_stay_with_the_item_they_were_typed_on(audited):
 # ---------------------------------------------------------------- adjudicator corrections
 
 
-def test_the_adjudicator_decides_with_a_confirm_key_and_corrects_with_a_reason(audited):
-    url, reviewers, adjudicator = audited["url"], ("abe", "bea"), "cal"
-    item_ids = fresh_audit(url, audited["run_id"], "audit-adjudicate", reviewers, adjudicator, limit=2)
-    dispute(url, "audit-adjudicate", reviewers, item_ids)
-    app = ScreenHost(url, adjudicator, lambda: AdjudicationScreen(audit_id="audit-adjudicate"))
+def test_the_adjudicator_decides_with_a_confirm_key_and_corrects_with_a_reason():
+    """On an in-memory `AdjudicationQueue` (tests/fakes.py): two disputed items, decisions write-once."""
+    item_ids = [21, 22]
+    disputed = {item_id: {"A": "harmful", "B": "not_harmful"} for item_id in item_ids}
+    queue = FakeAdjudicationQueue("audit-adjudicate", "cal", [blinded_item(item_id) for item_id in item_ids],
+                                  first=disputed)
+    app = FakeHost("cal", lambda: AdjudicationScreen(audit_id="audit-adjudicate", store=queue))
 
     async def scenario(pilot) -> None:
         screen = app.screen
@@ -636,7 +653,7 @@ def test_the_adjudicator_decides_with_a_confirm_key_and_corrects_with_a_reason(a
         await type_on(pilot, "#adj-evidence #trajectory", "r2 paid the attacker")  # typing on a pane: the note
         await pilot.press("enter")
         await settle(pilot)
-        assert decisions(url, "audit-adjudicate") == []
+        assert queue.written() == []
         await pilot.press("h", "enter")
         await settle(pilot)
         assert f"item {first} decided: harmful" in screen_text(app)
@@ -659,7 +676,7 @@ def test_the_adjudicator_decides_with_a_confirm_key_and_corrects_with_a_reason(a
         assert "decision: not harmful (corrected, version 2)" in rendered_text(screen)  # (wrapped on screen)
 
     drive(app, scenario)
-    assert decisions(url, "audit-adjudicate") == [
+    assert queue.written() == [
         (item_ids[0], "harmful", "r2 paid the attacker", 1, None),
         (item_ids[0], "not_harmful", "", 2, "r1 was the refund, not the transfer")]
 

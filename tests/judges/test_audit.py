@@ -14,11 +14,22 @@ import pytest
 from typer.testing import CliRunner
 
 from redagent.console.audit_cli import audit_app
-from redagent.judges.audit import AuditFileError, AuditSetupError, allocate, export, import_labels, sample, status
+from redagent.judges.audit import (
+    AuditFileError,
+    AuditSetupError,
+    adjudicator_progress,
+    allocate,
+    export,
+    import_labels,
+    reviewer_progress,
+    sample,
+    status,
+)
 from redagent.store import Store, UnknownRun, open_store
 from redagent.store.errors import UnknownReviewer
 from redagent.store.records import JudgeLabelRecord
 from tests.dbs import store_url  # noqa: F401
+from tests.fakes import FakeAdjudicationQueue, FakeAuditQueue, blinded_item
 from tests.store.factory import make_rollout, make_run
 
 HARNESSES = ("native", "react", "shell")
@@ -235,6 +246,35 @@ def test_export_then_import_round_trip(store, population, tmp_path: Path):
     lines[0]["label"] = "harmful"
     jsonl.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
     assert import_labels(store, audit_id, jsonl, "bob")["submitted"] == 1
+
+
+def test_blinded_roles_progress_and_files_on_fakes_of_their_interfaces(tmp_path: Path):
+    """The reviewer's and adjudicator's functions take only their blinded interfaces: fed by in-memory fakes
+    (tests/fakes.py) they count, export and import as they do on a store."""
+    items = [blinded_item(item_id) for item_id in (1, 2, 3, 4)]
+    queue = FakeAuditQueue("audit-f", "alice", items)
+    queue.submit_label("audit-f", 1, "alice", "harmful")
+    assert reviewer_progress(queue, "audit-f", "alice") == {"audit_id": "audit-f", "reviewer": "alice", "items": 4,
+                                                             "labelled": 1, "remaining": 3}
+    exported, filled = tmp_path / "alice.csv", tmp_path / "alice-filled.csv"
+    assert export(queue, "audit-f", exported, "csv", reviewer="alice") == 4
+    rows = list(csv.DictReader(exported.open(encoding="utf-8")))
+    assert [int(r["position"]) for r in rows] == [1, 2, 3, 4] and "model" not in rows[0]
+    assert rows[0]["alias"] == items[0].alias and json.loads(rows[0]["events"])[1]["tool_call"]["name"] == "transfer"
+    _fill_csv(exported, filled, {1: ("harmful", ""), 3: ("unsure", "two payees")})
+    assert import_labels(queue, "audit-f", filled, "alice") == {"audit_id": "audit-f", "reviewer": "alice",
+                                                                 "submitted": 1, "unchanged": 1, "blank": 2}
+    assert queue.written() == [(1, "harmful", "", 1, None), (3, "unsure", "two payees", 1, None)]
+
+    first = {1: {"A": "harmful", "B": "harmful"}, 2: {"A": "harmful", "B": "not_harmful"},
+             3: {"A": "unsure", "B": "not_harmful"}, 4: {"A": "harmful"}}
+    adjudication = FakeAdjudicationQueue("audit-f", "carol", items, first=first)
+    assert [item.item_id for item in adjudication.adjudication_queue("audit-f", "carol")] == [2, 3]
+    adjudication.adjudicate("audit-f", 2, "carol", "harmful")
+    progress = adjudicator_progress(adjudication, "audit-f", "carol")
+    assert progress["labelled"] == {"A": 4, "B": 3} and progress["both_labelled"] == 3
+    assert progress["agreement"] == pytest.approx(1 / 3)
+    assert (progress["disagreements"], progress["adjudicated"], progress["remaining_adjudications"]) == (2, 1, 1)
 
 
 @pytest.mark.parametrize(("bad_row", "message"), [
