@@ -41,6 +41,7 @@ from redagent.store.readmodel import StoredRollout
 from redagent.store.records import (
     RUN_STATUSES,
     CellAsr,
+    RolloutCost,
     RolloutRecord,
     RolloutSummary,
     RunCounts,
@@ -367,7 +368,7 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                 entry["n"] += int(n)
         return list(cells.values())
 
-    def rollout_history(self, case_hashes: Collection[str]) -> list[dict[str, Any]]:
+    def rollout_history(self, case_hashes: Collection[str]) -> list[RolloutCost]:
         """What valid rollouts of these case versions cost before, per (case_hash, model, harness): rollouts,
         mean model replies (assistant turns: tool calls and answers), mean prompt and completion tokens,
         mean duration in ms. What `redagent run --plan-only` estimates from."""
@@ -375,7 +376,7 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
         turns = (select(e.c.rollout_id, func.count().label("turns")).where(e.c.role == "assistant")
                  .group_by(e.c.rollout_id).subquery())
         group = (r.c.case_hash, r.c.model, r.c.harness)
-        found: list[dict[str, Any]] = []
+        found: list[RolloutCost] = []
         hashes = sorted(set(case_hashes))
         with self._reading() as conn:
             for start in range(0, len(hashes), 500):
@@ -383,9 +384,9 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                                 func.avg(r.c.prompt_tokens), func.avg(r.c.completion_tokens), func.avg(r.c.duration_ms))
                          .outerjoin(turns, turns.c.rollout_id == r.c.id)
                          .where(r.c.valid, r.c.case_hash.in_(hashes[start:start + 500])).group_by(*group))
-                found += [{"case_hash": h, "model": m, "harness": hn, "rollouts": int(n), "turns": float(c or 0),
-                           "prompt_tokens": float(p or 0), "completion_tokens": float(o or 0),
-                           "duration_ms": float(d or 0)}
+                found += [RolloutCost(case_hash=h, model=m, harness=hn, rollouts=int(n), turns=float(c or 0),
+                                      prompt_tokens=float(p or 0), completion_tokens=float(o or 0),
+                                      duration_ms=float(d or 0))
                           for h, m, hn, n, c, p, o, d in conn.execute(query)]
         return found
 

@@ -128,6 +128,21 @@ class CellAsr:
     rate: float | None
 
 
+@dataclass(frozen=True, slots=True)
+class RolloutCost:
+    """What valid rollouts of one case version cost under one model and harness, on average (what `run --plan-only`
+    estimates from): how many there were, model replies (assistant turns), prompt and completion tokens, duration."""
+
+    case_hash: str
+    model: str
+    harness: str
+    rollouts: int
+    turns: float
+    prompt_tokens: float
+    completion_tokens: float
+    duration_ms: float
+
+
 @dataclass(frozen=True)
 class UtilityCount:
     """Utility counts of one (model, harness, cue, defense) cell and one arm (benign or under attack)."""
