@@ -84,7 +84,7 @@ def test_the_owner_is_unblinded_and_each_login_gets_its_own_role(team):
         with open_store(member.secret_url) as theirs:
             identity = theirs.identity()
             assert (identity.name, identity.role, identity.enforced) == (name, member.role, True)
-    assert {m["name"]: m["role"] for m in store.team()}["carol"] == ADJUDICATOR
+    assert {m.name: m.role for m in store.team()}["carol"] == ADJUDICATOR
 
 
 @pytest.mark.parametrize("who", ["alice", "carol", "erin"])
@@ -186,4 +186,4 @@ def test_a_removed_member_cannot_log_in_and_a_stranger_is_refused(team):
     store.remove_member("erin")
     with pytest.raises(StoreError):
         open_store(members["erin"].secret_url)
-    assert "erin" not in {m["name"] for m in store.team()}
+    assert "erin" not in {m.name for m in store.team()}
