@@ -366,8 +366,8 @@ def strata(store: Store, audit_id: str) -> list[dict[str, Any]]:
     """The audit's strata: stratum, population, sampled, weight (analyst view: strata name judge labels)."""
     seen: dict[str, dict[str, Any]] = {}
     for item in store.audit_items(audit_id):
-        seen.setdefault(item["stratum"], {"stratum": item["stratum"], "population": item["population"],
-                                          "sampled": item["sampled"], "weight": item["weight"]})
+        seen.setdefault(item.stratum, {"stratum": item.stratum, "population": item.population,
+                                       "sampled": item.sampled, "weight": item.weight})
     return [seen[key] for key in sorted(seen)]
 
 
@@ -399,8 +399,8 @@ def agreement(store: Store, audit_id: str) -> dict[str, Any]:
     """The reviewers' agreement on first labels (analyst view), with kappa's interval over case clusters."""
     by_item: dict[int, dict[str, str]] = {}
     for label in store.labels(audit_id, first_only=True):
-        by_item.setdefault(label["item_id"], {})[label["slot"]] = label["label"]
-    return _agreement(by_item, {item["item_id"]: item["case_id"] for item in store.audit_items(audit_id)})
+        by_item.setdefault(label.item_id, {})[label.slot] = label.label
+    return _agreement(by_item, {item.item_id: item.case_id for item in store.audit_items(audit_id)})
 
 
 def status(store: Store, audit_id: str) -> dict[str, Any]:
@@ -410,16 +410,16 @@ def status(store: Store, audit_id: str) -> dict[str, Any]:
     audit = store.get_audit(audit_id)
     final = store.final_labels(audit_id)
     first_labels = store.labels(audit_id, first_only=True)
-    done = Counter(label["reviewer"] for label in first_labels)
+    done = Counter(label.reviewer for label in first_labels)
     by_item: dict[int, dict[str, str]] = {}
     for label in first_labels:
-        by_item.setdefault(label["item_id"], {})[label["slot"]] = label["label"]
-    sources = Counter(item["source"] for item in final)
+        by_item.setdefault(label.item_id, {})[label.slot] = label.label
+    sources = Counter(item.source for item in final)
     disagreements = sources["awaiting_adjudication"] + sum(
-        1 for item in final if item["source"] == "adjudicated")
+        1 for item in final if item.source == "adjudicated")
     adjudicated = sources["adjudicated"]
     missing_labels = 2 * len(final) - sum(done.values())
-    agreement = _agreement(by_item, {item["item_id"]: item["case_id"] for item in final})
+    agreement = _agreement(by_item, {f.item.item_id: f.item.case_id for f in final})
     return {
         "audit_id": audit.id, "run_id": audit.run_id, "config_name": audit.config_name,
         "config_hash": audit.config_hash, "backbone": audit.backbone, "items": len(final),
@@ -428,7 +428,7 @@ def status(store: Store, audit_id: str) -> dict[str, Any]:
         "adjudicator": audit.adjudicator, "both_labelled": agreement["n"], "agreement": agreement["agreement"],
         "kappa": agreement["kappa"], "kappa_ci": agreement["kappa_ci"], "disagreements": disagreements,
         "adjudicated": adjudicated,
-        "final": sum(1 for item in final if item["final"] is not None),
+        "final": sum(1 for item in final if item.final is not None),
         "remaining": missing_labels + disagreements - adjudicated, "remaining_labels": missing_labels,
         "remaining_adjudications": disagreements - adjudicated,
         "blind_model": audit.blind_model, "blind_attack": audit.blind_attack,
@@ -461,20 +461,21 @@ def estimates(store: Store, audit_id: str, *, reps: int = 10_000, seed: int = 0)
     audit = store.get_audit(audit_id)
     final = store.final_labels(audit_id)
     rows = []
-    for item in final:
-        if item["source"] in PENDING_SOURCES:
+    for labelled in final:
+        item = labelled.item
+        if labelled.source in PENDING_SOURCES:
             excluded = "pending"
-        elif item["human"] is None:
+        elif labelled.human is None:
             excluded = "unsure"
         else:
             excluded = None
-        rows.append({"y": item["judge_label"], "h": float("nan") if item["human"] is None else item["human"],
-                     "stratum": item["stratum"], "population": item["population"], "case_id": item["case_id"],
-                     "weight": item["weight"], "excluded": excluded})
+        rows.append({"y": item.judge_label, "h": float("nan") if labelled.human is None else labelled.human,
+                     "stratum": item.stratum, "population": item.population, "case_id": item.case_id,
+                     "weight": item.weight, "excluded": excluded})
     population = store.labelled_rows(audit.run_id, audit.config_hash, audit.backbone)
     now = Counter(stratum_in(audit, row) for row in population)
     positives = Counter(stratum_in(audit, row) for row in population if row["label"] == 1)
-    drawn = {item["stratum"]: item["population"] for item in final}
+    drawn = {f.item.stratum: f.item.population for f in final}
     notes = []
     changed = sorted(key for key, size in drawn.items() if now.get(key, 0) != size)
     if changed:
@@ -489,7 +490,7 @@ def estimates(store: Store, audit_id: str, *, reps: int = 10_000, seed: int = 0)
     agreed = agreement(store, audit_id)
     return {"audit_id": audit.id, "run_id": audit.run_id, "config": audit.config_name,
             "config_hash": audit.config_hash, "backbone": audit.backbone, "stratify": list(audit.stratify),
-            "items": len(final), "final_labels": sum(1 for item in final if item["final"] is not None),
+            "items": len(final), "final_labels": sum(1 for f in final if f.final is not None),
             "labelled_both": agreed["n"], "agreement": agreed["agreement"], "agreement_ci": agreed["agreement_ci"],
             "agreement_method": agreed["agreement_method"],
             "kappa": agreed["kappa"], "kappa_ci": agreed["kappa_ci"], "kappa_defined": agreed["kappa_defined"],

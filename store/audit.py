@@ -66,7 +66,16 @@ from redagent.store.readmodel import (
     StoredEvent,
     StoredReceipt,
 )
-from redagent.store.records import AUDIT_SLOTS, HUMAN_LABELS, AuditItemRecord, AuditRecord
+from redagent.store.records import (
+    AUDIT_SLOTS,
+    HUMAN_LABELS,
+    Adjudication,
+    AuditItem,
+    AuditItemRecord,
+    AuditRecord,
+    FinalLabel,
+    ReviewerLabel,
+)
 from redagent.store.rows import aware, clean_text, stored_diff_entry, stored_event, stored_receipt
 
 UNSURE = "unsure"
@@ -217,16 +226,17 @@ class AuditQueries:
         with self._reading() as conn:
             return [_audit_record(row) for row in conn.execute(query)]
 
-    def audit_items(self, audit_id: str) -> list[dict[str, Any]]:
-        """Analyst view of the items, by item id: item_id, rollout_id, case_id (the cluster for intervals),
-        stratum, population, sampled, weight (the design weight), judge_label, alias (what reviewers see)."""
+    def audit_items(self, audit_id: str) -> list[AuditItem]:
+        """Analyst view of the items, by item id (never for reviewers: see AuditItem)."""
         ai, r = tj.audit_item, t.rollout
         with self._reading() as conn:
             self._audit_row(conn, audit_id)
             query = (select(ai.c.id.label("item_id"), ai.c.rollout_id, r.c.case_id, ai.c.stratum, ai.c.population,
                             ai.c.sampled, ai.c.weight, ai.c.judge_label, ai.c.alias)
                      .join(r, r.c.id == ai.c.rollout_id).where(ai.c.audit_id == audit_id).order_by(ai.c.id))
-            return [dict(row._mapping) for row in conn.execute(query)]
+            return [AuditItem(item_id=row.item_id, rollout_id=row.rollout_id, case_id=row.case_id, stratum=row.stratum,
+                              population=row.population, sampled=row.sampled, weight=row.weight,
+                              judge_label=row.judge_label, alias=row.alias) for row in conn.execute(query)]
 
     # ------------------------------------------------------------ reviewers (blinded)
 
@@ -414,9 +424,9 @@ class AuditQueries:
 
     # ------------------------------------------------------------ results (analysts)
 
-    def labels(self, audit_id: str, first_only: bool = True) -> list[dict[str, Any]]:
-        """Reviewer labels by item, slot and version: item_id, reviewer, slot, label, note, version, reason,
-        created_at. first_only keeps first submissions (what agreement is measured on); else every version."""
+    def labels(self, audit_id: str, first_only: bool = True) -> list[ReviewerLabel]:
+        """Reviewer labels by item, slot and version. first_only keeps first submissions (what agreement is
+        measured on); else every version."""
         al, aa, ai = tj.audit_label, tj.audit_assignment, tj.audit_item
         query = (select(al.c.item_id, al.c.reviewer, aa.c.slot, al.c.label, al.c.note, al.c.version, al.c.reason,
                         al.c.created_at)
@@ -427,10 +437,12 @@ class AuditQueries:
             query = query.where(al.c.version == 1)
         with self._reading() as conn:
             self._audit_row(conn, audit_id)
-            return [dict(row._mapping) for row in conn.execute(query)]
+            return [ReviewerLabel(item_id=row.item_id, reviewer=row.reviewer, slot=row.slot, label=row.label,
+                                  note=row.note, version=row.version, reason=row.reason, created_at=row.created_at)
+                    for row in conn.execute(query)]
 
-    def adjudications(self, audit_id: str) -> list[dict[str, Any]]:
-        """Every adjudication version: item_id, adjudicator, label, note, version, reason, created_at."""
+    def adjudications(self, audit_id: str) -> list[Adjudication]:
+        """Every adjudication version, by item and version."""
         ad, ai = tj.adjudication, tj.audit_item
         query = (select(ad.c.item_id, ad.c.adjudicator, ad.c.label, ad.c.note, ad.c.version, ad.c.reason,
                         ad.c.created_at)
@@ -438,21 +450,22 @@ class AuditQueries:
                  .order_by(ad.c.item_id, ad.c.version))
         with self._reading() as conn:
             self._audit_row(conn, audit_id)
-            return [dict(row._mapping) for row in conn.execute(query)]
+            return [Adjudication(item_id=row.item_id, adjudicator=row.adjudicator, label=row.label, note=row.note,
+                                 version=row.version, reason=row.reason, created_at=row.created_at)
+                    for row in conn.execute(query)]
 
-    def final_labels(self, audit_id: str) -> list[dict[str, Any]]:
-        """Per item, by item id: the analyst columns of audit_items, the reviewers' first and latest labels
-        by slot (A, B, A_first, B_first), adjudication (the adjudicator's latest label or None), final and
-        source: the adjudicated label if any ("adjudicated"), else the reviewers' label when they agree
-        ("agreed"), else None ("awaiting_review" / "awaiting_adjudication"); human is final as 1/0/None."""
+    def final_labels(self, audit_id: str) -> list[FinalLabel]:
+        """Per item, by item id: the item (as audit_items), the reviewers' first and latest labels by slot, the
+        adjudicator's latest label, and the final label: the adjudicated one if any ("adjudicated"), else the
+        reviewers' label when they agree ("agreed"), else None ("awaiting_review" / "awaiting_adjudication")."""
         items = self.audit_items(audit_id)
         with self._reading() as conn:
             state = self._label_state(conn, audit_id)
             decided = self._adjudicated(conn, audit_id)
         out = []
         for item in items:
-            first, latest = state.get(item["item_id"], ({}, {}))
-            decision = decided.get(item["item_id"])
+            first, latest = state.get(item.item_id, ({}, {}))
+            decision = decided.get(item.item_id)
             adjudicated = decision.label if decision is not None else None
             if adjudicated is not None:
                 final, source = adjudicated, "adjudicated"
@@ -462,9 +475,9 @@ class AuditQueries:
                 final, source = None, "awaiting_adjudication"
             else:
                 final, source = latest["A"], "agreed"
-            out.append({**item, "A": latest.get("A"), "B": latest.get("B"), "A_first": first.get("A"),
-                        "B_first": first.get("B"), "adjudication": adjudicated, "final": final, "source": source,
-                        "human": HUMAN_TO_BINARY[final] if final is not None else None})
+            out.append(FinalLabel(item=item, A=latest.get("A"), B=latest.get("B"), A_first=first.get("A"),
+                                  B_first=first.get("B"), adjudication=adjudicated, final=final, source=source,
+                                  human=HUMAN_TO_BINARY[final] if final is not None else None))
         return out
 
     # ------------------------------------------------------------ helpers

@@ -227,6 +227,66 @@ class AuditRecord:
     design: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class AuditItem:
+    """An audit item as analysts read it back. Never for a reviewer's eyes: it names the rollout, the case, the
+    stratum (which names the judge label) and the judge label; `alias` is what reviewers see instead of the case."""
+
+    item_id: int
+    rollout_id: str
+    case_id: str  # the cluster for intervals
+    stratum: str
+    population: int
+    sampled: int
+    weight: float  # the design weight
+    judge_label: int
+    alias: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewerLabel:
+    """One version of a reviewer's label of an item, with who wrote it, their slot and the reason for a correction."""
+
+    item_id: int
+    reviewer: str
+    slot: str  # A | B
+    label: str
+    note: str
+    version: int
+    reason: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Adjudication:
+    """One version of the adjudicator's decision on an item."""
+
+    item_id: int
+    adjudicator: str
+    label: str
+    note: str
+    version: int
+    reason: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class FinalLabel:
+    """An item's labels by slot (first and latest), the adjudication, and the final label with where it came from:
+    "adjudicated", "agreed" (the reviewers' label), or None while "awaiting_review" / "awaiting_adjudication";
+    `human` is the final label as 1 / 0, None for unsure or none."""
+
+    item: AuditItem
+    A: str | None
+    B: str | None
+    A_first: str | None
+    B_first: str | None
+    adjudication: str | None
+    final: str | None
+    source: str
+    human: int | None
+
+
 @dataclass
 class AuditItemRecord:
     """One sampled rollout of an audit, with its stratum bookkeeping and each reviewer's position (1-based).

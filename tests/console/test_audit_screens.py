@@ -157,13 +157,13 @@ def dispute(url: str, audit_id: str, reviewers: tuple[str, str], item_ids: list[
 def labels_by(url: str, audit_id: str, reviewer: str) -> list[tuple[int, str, str, int, str | None]]:
     """Every version the reviewer wrote: (item_id, label, note, version, reason)."""
     with open_store(url) as store:
-        return [(row["item_id"], row["label"], row["note"], row["version"], row["reason"])
-                for row in store.labels(audit_id, first_only=False) if row["reviewer"] == reviewer]
+        return [(row.item_id, row.label, row.note, row.version, row.reason)
+                for row in store.labels(audit_id, first_only=False) if row.reviewer == reviewer]
 
 
 def decisions(url: str, audit_id: str) -> list[tuple[int, str, str, int, str | None]]:
     with open_store(url) as store:
-        return [(row["item_id"], row["label"], row["note"], row["version"], row["reason"])
+        return [(row.item_id, row.label, row.note, row.version, row.reason)
                 for row in store.adjudications(audit_id)]
 
 
@@ -188,9 +188,9 @@ def audited(tmp_path_factory) -> dict[str, Any]:
         truth = {r["rollout_id"]: r["E"] for r in store.outcome_rows(run_id)}
         items = store.audit_items(audit_id)
         for n, item in enumerate(items):
-            right = "harmful" if truth[item["rollout_id"]] else "not_harmful"
+            right = "harmful" if truth[item.rollout_id] else "not_harmful"
             wrong = {"harmful": "not_harmful", "not_harmful": "harmful"}[right]
-            store.submit_label(audit_id, item["item_id"], PEER, wrong if n % 3 == 0 else right, PEER_NOTE)
+            store.submit_label(audit_id, item.item_id, PEER, wrong if n % 3 == 0 else right, PEER_NOTE)
     return {"url": url, "run_id": run_id, "audit_id": audit_id, "truth": truth, "items": items}
 
 
@@ -291,10 +291,10 @@ def test_labels_are_write_once_and_a_correction_records_its_reason(audited, tmp_
 
     drive(app, scenario)
     with open_store(url) as store:
-        mine = [row for row in store.labels(audit_id, first_only=False) if row["reviewer"] == REVIEWER]
-    assert [(row["label"], row["version"], row["reason"]) for row in mine] == [
+        mine = [row for row in store.labels(audit_id, first_only=False) if row.reviewer == REVIEWER]
+    assert [(row.label, row.version, row.reason) for row in mine] == [
         ("not_harmful", 1, None), ("unsure", 2, "misread the receipt")]
-    assert mine[0]["note"] == "looks fine"
+    assert mine[0].note == "looks fine"
 
 
 def test_adjudicator_sees_slots_a_and_b_only_and_decides(audited):
@@ -335,8 +335,7 @@ def test_adjudicator_sees_slots_a_and_b_only_and_decides(audited):
     drive(app, scenario)
     with open_store(url) as store:
         decided = store.adjudications(audit_id)
-    assert [(d["label"], d["note"], d["adjudicator"]) for d in decided] == [("harmful", "receipt r2 decides",
-                                                                             ADJUDICATOR)]
+    assert [(d.label, d.note, d.adjudicator) for d in decided] == [("harmful", "receipt r2 decides", ADJUDICATOR)]
 
 
 def test_someone_who_adjudicates_nothing_gets_a_message(audited):

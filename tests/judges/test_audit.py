@@ -80,8 +80,8 @@ def snapshot(store, audit_id: str) -> list[tuple]:
     """Everything the seed decides: items in id order with stratum, weight and both reviewers' positions."""
     positions = {name: {e.item_id: e.position for e in store.reviewer_queue(audit_id, name)}
                  for name in ("alice", "bob")}
-    return [(i["rollout_id"], i["stratum"], i["weight"], positions["alice"][i["item_id"]],
-             positions["bob"][i["item_id"]]) for i in store.audit_items(audit_id)]
+    return [(i.rollout_id, i.stratum, i.weight, positions["alice"][i.item_id],
+             positions["bob"][i.item_id]) for i in store.audit_items(audit_id)]
 
 
 # ---------------------------------------------------------------- allocation
@@ -120,19 +120,19 @@ def test_sample_is_balanced_across_strata_with_correct_weights(store, population
     items = store.audit_items(audit_id)
     sizes = Counter(f"harness={r['harness']}|strategy={r['strategy']}|label={r['label']}"
                     for r in population.values())
-    taken = Counter(i["stratum"] for i in items)
+    taken = Counter(i.stratum for i in items)
     assert len(items) == 24 and set(taken) <= set(sizes)
     uncapped = [taken[s] for s in sizes if taken[s] < sizes[s]]
     assert max(uncapped) - min(uncapped) <= 1  # as equal as possible
     assert all(taken[s] == sizes[s] for s in sizes if taken[s] < max(taken.values()) - 1)  # small strata whole
     for item in items:
-        row = population[item["rollout_id"]]
-        assert item["stratum"] == f"harness={row['harness']}|strategy={row['strategy']}|label={row['label']}"
-        assert item["judge_label"] == row["label"]
-        assert (item["population"], item["sampled"]) == (sizes[item["stratum"]], taken[item["stratum"]])
-        assert item["weight"] == pytest.approx(sizes[item["stratum"]] / taken[item["stratum"]])
+        row = population[item.rollout_id]
+        assert item.stratum == f"harness={row['harness']}|strategy={row['strategy']}|label={row['label']}"
+        assert item.judge_label == row["label"]
+        assert (item.population, item.sampled) == (sizes[item.stratum], taken[item.stratum])
+        assert item.weight == pytest.approx(sizes[item.stratum] / taken[item.stratum])
     # Weights map the sample back to the labelled population.
-    assert sum(i["weight"] for i in items) == pytest.approx(len(population))
+    assert sum(i.weight for i in items) == pytest.approx(len(population))
 
 
 def test_each_reviewer_has_an_own_order_of_all_items(store, population):
@@ -149,13 +149,13 @@ def test_each_reviewer_has_an_own_order_of_all_items(store, population):
 
 def test_the_population_is_valid_rollouts_with_an_ok_label_of_the_configuration(store, population):
     audit_id = draw(store, n=len(population), stratify=["label"])
-    assert {i["rollout_id"] for i in store.audit_items(audit_id)} == set(population)
+    assert {i.rollout_id for i in store.audit_items(audit_id)} == set(population)
     assert len(population) == 60
 
 
 def test_an_unstratified_sample_is_one_stratum(store, population):
     items = store.audit_items(draw(store, n=10, stratify=[]))
-    assert {(i["stratum"], i["population"], i["sampled"]) for i in items} == {("all", 60, 10)}
+    assert {(i.stratum, i.population, i.sampled) for i in items} == {("all", 60, 10)}
 
 
 def test_sampling_refusals_are_one_line(store, population):
@@ -233,7 +233,7 @@ def test_export_then_import_round_trip(store, population, tmp_path: Path):
     _fill_csv(exported, filled, picks)
     assert import_labels(store, audit_id, filled, "alice") == {
         "audit_id": audit_id, "reviewer": "alice", "submitted": 3, "unchanged": 0, "blank": 3}
-    stored = {lab["item_id"]: (lab["label"], lab["note"]) for lab in store.labels(audit_id)}
+    stored = {lab.item_id: (lab.label, lab.note) for lab in store.labels(audit_id)}
     assert stored == {queue[0].item_id: ("harmful", "saw r1"), queue[1].item_id: ("not_harmful", ""),
                       queue[2].item_id: ("unsure", "multi\nline, \"quoted\"")}
     # Importing the same file again changes nothing.
@@ -311,7 +311,7 @@ def test_import_refuses_an_unknown_reviewer_or_a_changed_label(store, population
         import_labels(store, audit_id, path, "alice")
     assert str(caught.value) == (f"{path}:3: item {queue[1]}: alice already submitted a label (labels are "
                                  "write-once: correct it with a reason)")
-    assert [lab["item_id"] for lab in store.labels(audit_id)] == [queue[1]]
+    assert [lab.item_id for lab in store.labels(audit_id)] == [queue[1]]
     with pytest.raises(AuditFileError, match="name it .csv or .jsonl"):
         import_labels(store, audit_id, tmp_path / "labels.txt", "alice")
     with pytest.raises(AuditFileError, match="cannot read"):
@@ -401,24 +401,24 @@ def draw2(store, n: int, stratify=("strategy",), seed: int = 3) -> str:
 def test_the_sampler_draws_cases_within_strata_with_design_weights(store, clustered):
     audit_id = draw2(store, 6, stratify=("harness",))  # one stratum: 28 rollouts of 7 cases
     items = store.audit_items(audit_id)
-    assert len({i["case_id"] for i in items}) == 6  # six items, six cases: never two of one case while cases remain
+    assert len({i.case_id for i in items}) == 6  # six items, six cases: never two of one case while cases remain
     for item in items:
-        assert item["weight"] == pytest.approx(7 / 6 * 4)  # (cases / drawn) × (case's rollouts / drawn of it)
-    assert sum(i["weight"] for i in items) == pytest.approx(28)
+        assert item.weight == pytest.approx(7 / 6 * 4)  # (cases / drawn) × (case's rollouts / drawn of it)
+    assert sum(i.weight for i in items) == pytest.approx(28)
     # More items than cases: every case drawn, the items spread over them as evenly as their rollouts allow.
     items = store.audit_items(draw2(store, 14, stratify=("harness",)))
-    assert sorted(Counter(i["case_id"] for i in items).values()) == [2] * 7
-    assert sum(i["weight"] for i in items) == pytest.approx(28)
+    assert sorted(Counter(i.case_id for i in items).values()) == [2] * 7
+    assert sum(i.weight for i in items) == pytest.approx(28)
     for seed in range(20):  # whatever the seed
         drawn = store.audit_items(draw2(store, 7, stratify=("harness",), seed=seed))
-        assert len({i["case_id"] for i in drawn}) == 7
+        assert len({i.case_id for i in drawn}) == 7
 
 
 def test_a_stratum_with_one_case_is_merged_into_its_nearest_and_the_merge_is_stored(store_url, store,  # noqa: F811
                                                                                     clustered):
     audit_id = draw2(store, 4)  # strategy E: 6 cases; strategy D9: one case of four rollouts
     items = store.audit_items(audit_id)
-    assert {i["stratum"] for i in items} == {"strategy=D9+E"}
+    assert {i.stratum for i in items} == {"strategy=D9+E"}
     design = store.get_audit(audit_id).design
     assert design["unit"] == "case" and design["merged"] == {"strategy=D9": "strategy=D9+E",
                                                             "strategy=E": "strategy=D9+E"}
@@ -431,11 +431,11 @@ def test_a_stratum_with_one_case_is_merged_into_its_nearest_and_the_merge_is_sto
 def test_a_sample_too_small_for_two_cases_per_stratum_merges_strata_and_says_so(store, population):
     audit_id = draw(store, n=8, stratify=("harness", "label"))  # 6 strata need 12: merged down to 4
     design = store.get_audit(audit_id).design
-    strata = {i["stratum"] for i in store.audit_items(audit_id)}
+    strata = {i.stratum for i in store.audit_items(audit_id)}
     assert len(strata) == 4 and len(design["merges"]) == 2
     assert all("a sample of 8 gives" in m["why"] for m in design["merges"])
     for stratum in strata:
-        assert len({i["case_id"] for i in store.audit_items(audit_id) if i["stratum"] == stratum}) >= 2
+        assert len({i.case_id for i in store.audit_items(audit_id) if i.stratum == stratum}) >= 2
     with pytest.raises(AuditSetupError, match="cannot give two cases to even one stratum"):
         draw(store, n=1)
 
@@ -460,12 +460,12 @@ def test_the_sampler_predicts_its_interval_widths_before_drawing(store_url, stor
 def test_reviewer_paths_show_the_alias_never_the_case_id(store_url, store, clustered, tmp_path: Path):  # noqa: F811
     audit_id = draw2(store, 6, stratify=("harness",))
     items = store.audit_items(audit_id)
-    aliases = {i["alias"] for i in items}
+    aliases = {i.alias for i in items}
     assert len(aliases) == 6 and all(a.startswith("case-") for a in aliases)
     for item in items:
-        store.submit_label(audit_id, item["item_id"], "alice", "harmful")
-        store.submit_label(audit_id, item["item_id"], "bob", "not_harmful")
-    seen = [store.reviewer_item(audit_id, i["item_id"], "alice") for i in items]
+        store.submit_label(audit_id, item.item_id, "alice", "harmful")
+        store.submit_label(audit_id, item.item_id, "bob", "not_harmful")
+    seen = [store.reviewer_item(audit_id, i.item_id, "alice") for i in items]
     assert {view.blinded.alias for view in seen} == aliases and all("case_id" not in view.blinded.to_dict()
                                                                       for view in seen)
     path = tmp_path / "alice.csv"

@@ -42,15 +42,15 @@ def audited(tmp_path_factory):
         items = store.audit_items(audit_id)
         truth = {r["rollout_id"]: r["E"] for r in store.outcome_rows(run_id)}
         for n, item in enumerate(items):
-            right = "harmful" if truth[item["rollout_id"]] else "not_harmful"
-            store.submit_label(audit_id, item["item_id"], "alice", right)
+            right = "harmful" if truth[item.rollout_id] else "not_harmful"
+            store.submit_label(audit_id, item.item_id, "alice", right)
             # bob errs on every fifth item, so there is something to adjudicate
             wrong = {"harmful": "not_harmful", "not_harmful": "harmful"}[right]
-            store.submit_label(audit_id, item["item_id"], "bob", wrong if n % 5 == 0 else right)
+            store.submit_label(audit_id, item.item_id, "bob", wrong if n % 5 == 0 else right)
         for item in store.adjudication_queue(audit_id, "carol"):
             store.adjudicate(audit_id, item.item_id, "carol",
-                             "harmful" if truth[next(i["rollout_id"] for i in items
-                                                     if i["item_id"] == item.item_id)] else "not_harmful")
+                             "harmful" if truth[next(i.rollout_id for i in items
+                                                     if i.item_id == item.item_id)] else "not_harmful")
     out = folder / "out"
     result = redagent("report", run_id, "--out", str(out), "--db", url, "--reps", "2000")
     assert result.returncode == 0, result.stderr

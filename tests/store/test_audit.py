@@ -181,7 +181,7 @@ def test_a_label_is_write_once(audit, filled):
             filled.submit_label("audit-1", item, "alice", label)
         assert str(caught.value) == (f"item {item}: alice already submitted a label (labels are write-once: "
                                      "correct it with a reason)")
-    assert [(lab["label"], lab["version"]) for lab in filled.labels("audit-1")] == [("harmful", 1)]
+    assert [(lab.label, lab.version) for lab in filled.labels("audit-1")] == [("harmful", 1)]
 
 
 def test_corrections_append_versions_with_who_and_why(audit, filled):
@@ -197,11 +197,11 @@ def test_corrections_append_versions_with_who_and_why(audit, filled):
     assert second == OwnLabel(item_id=item, label="not_harmful", note="r2 was denied", version=2)
     filled.correct_label("audit-1", item, "alice", "unsure", "  second thoughts  ")
     history = filled.labels("audit-1", first_only=False)
-    assert [(h["reviewer"], h["slot"], h["label"], h["version"], h["reason"]) for h in history] == [
+    assert [(h.reviewer, h.slot, h.label, h.version, h.reason) for h in history] == [
         ("alice", "A", "harmful", 1, None), ("alice", "A", "not_harmful", 2, "misread the receipt"),
         ("alice", "A", "unsure", 3, "second thoughts")]
-    assert all(h["created_at"].tzinfo is not None for h in history)
-    assert [(h["label"], h["version"]) for h in filled.labels("audit-1")] == [("harmful", 1)]
+    assert all(h.created_at.tzinfo is not None for h in history)
+    assert [(h.label, h.version) for h in filled.labels("audit-1")] == [("harmful", 1)]
     assert filled.reviewer_queue("audit-1", "alice")[0].label == "unsure"
 
 
@@ -215,7 +215,7 @@ def test_agreement_is_measured_on_first_submissions_even_after_a_correction(audi
     # alice comes round to the peer's view on the disputed item; the peer changes an agreed one.
     filled.correct_label("audit-1", disputed, "alice", "not_harmful", "re-read the diff")
     filled.correct_label("audit-1", corrected_apart, PEER, "not_harmful", "missed the approval code")
-    first = {(lab["item_id"], lab["slot"]): lab["label"] for lab in filled.labels("audit-1", first_only=True)}
+    first = {(lab.item_id, lab.slot): lab.label for lab in filled.labels("audit-1", first_only=True)}
     assert first == {(agreed, "A"): "harmful", (agreed, "B"): "harmful", (disputed, "A"): "harmful",
                      (disputed, "B"): "not_harmful", (corrected_apart, "A"): "harmful",
                      (corrected_apart, "B"): "harmful"}
@@ -260,25 +260,26 @@ def test_adjudication_queue_shows_only_disagreements_under_slot_letters(audit, f
     with pytest.raises(NothingToCorrect):
         filled.correct_adjudication("audit-1", audit[2], "carol", "unsure", "why not")
     filled.correct_adjudication("audit-1", audit[1], "carol", "not_harmful", "the payee was on the allowlist")
-    assert [(a["label"], a["version"], a["reason"]) for a in filled.adjudications("audit-1")] == [
+    assert [(a.label, a.version, a.reason) for a in filled.adjudications("audit-1")] == [
         ("harmful", 1, None), ("not_harmful", 2, "the payee was on the allowlist")]
     assert {e.item_id: e.adjudicated for e in filled.adjudication_queue("audit-1", "carol")}[audit[1]] \
         == "not_harmful"
 
-    final = {f["item_id"]: f for f in filled.final_labels("audit-1")}
-    assert [(final[i]["final"], final[i]["source"], final[i]["human"]) for i in audit[:5]] == [
+    final = {f.item.item_id: f for f in filled.final_labels("audit-1")}
+    assert [(final[i].final, final[i].source, final[i].human) for i in audit[:5]] == [
         ("harmful", "agreed", 1), ("not_harmful", "adjudicated", 0), (None, "awaiting_adjudication", None),
         (None, "awaiting_adjudication", None), (None, "awaiting_review", None)]
-    item = final[audit[0]]
-    assert item["weight"] == pytest.approx(10 / 3) and item["stratum"].startswith(STRATUM)
-    assert item["judge_label"] in (0, 1) and item["case_id"].startswith("banking/")
-    assert (item["A"], item["B"], item["A_first"], item["B_first"]) == ("harmful",) * 4
+    agreed = final[audit[0]]
+    item = agreed.item
+    assert item.weight == pytest.approx(10 / 3) and item.stratum.startswith(STRATUM)
+    assert item.judge_label in (0, 1) and item.case_id.startswith("banking/")
+    assert (agreed.A, agreed.B, agreed.A_first, agreed.B_first) == ("harmful",) * 4
 
 
 def test_items_copy_the_judge_label_of_the_audited_configuration(audit, filled):
     labels = {r.rollout_id: r.label for r in filled.judge_labels("run-1", "h-state", "rule")}
     items = filled.audit_items("audit-1")
-    assert len(items) == N and all(i["judge_label"] == labels[i["rollout_id"]] for i in items)
+    assert len(items) == N and all(i.judge_label == labels[i.rollout_id] for i in items)
 
 
 # ---------------------------------------------------------------- typed errors
@@ -321,7 +322,7 @@ def test_a_batch_submission_is_all_or_nothing(audit, filled):
     filled.submit_label("audit-1", audit[2], "alice", "unsure", "hmm")
     with pytest.raises(LabelAlreadySubmitted):
         filled.submit_labels("audit-1", "alice", [(audit[0], "harmful", ""), (audit[2], "harmful", "")])
-    assert [lab["item_id"] for lab in filled.labels("audit-1")] == [audit[2]]
+    assert [lab.item_id for lab in filled.labels("audit-1")] == [audit[2]]
     # Re-sending what is stored is skipped when asked (re-importing a file).
     assert filled.submit_labels("audit-1", "alice", [(audit[0], "harmful", ""), (audit[2], "unsure", "hmm")],
                                 skip_identical=True) == 1

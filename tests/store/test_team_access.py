@@ -160,7 +160,7 @@ def test_the_adjudicator_sees_slots_not_names_and_decides_only_their_audits(team
         sql(carol, f"INSERT INTO adjudication (item_id, adjudicator, label, note, version, created_at) "
                    f"VALUES ({item}, 'oscar', 'harmful', '', 2, now())")
     # Another audit's adjudicator is not carol: the policy refuses her decision there.
-    other_item = store.audit_items("audit-other")[0]["item_id"]
+    other_item = store.audit_items("audit-other")[0].item_id
     with pytest.raises(pg_errors.InsufficientPrivilege):
         sql(carol, f"INSERT INTO adjudication (item_id, adjudicator, label, note, version, created_at) "
                    f"VALUES ({other_item}, 'carol', 'harmful', '', 1, now())")
