@@ -3,8 +3,10 @@
 A rollout read back is a `StoredRollout` (its cell, outcome E and utility U, the verifier's cited evidence, the
 trajectory events, the receipts, the state diff and — for researchers — its judge labels per configuration); a
 blinded reviewer's item is a `BlindedRollout` carrying the same evidence records, with what the blinded views
-hide set to None and named in `hidden`. Values the agent or a service produced (tool arguments, receipt
-effects, diff values, snapshots) stay JSON documents; everything around them is typed. Nothing here speaks
+hide set to None and named in `hidden`; what the reviewer's and adjudicator's queries return wraps it
+(`QueueEntry`, `ReviewerItem`, `OwnLabel`, `AdjudicationItem`, `AdjudicatorOverview`) and holds nothing else.
+Values the agent or a service produced (tool arguments, receipt effects, diff values, snapshots) stay JSON
+documents; everything around them is typed. Nothing here speaks
 SQL or knows a judge: mismatches and diff ownership are derived from these records in `judges/evidence.py`.
 """
 
