@@ -43,12 +43,16 @@ from redagent.store.records import (
 from redagent.store.reviews import ExpertQueueEntry, OwnReview
 
 
-class RolloutReader(Protocol):
-    """What a judge reads of a stored run: the run, its case ids, its rollouts as the read model, cached labels."""
+class RunCaseSource(Protocol):
+    """What resolving a run's cases reads (judges.labelling.run_cases): the run's record and its case ids."""
 
     def get_run(self, run_id: str) -> RunRecord | None: ...
 
     def case_ids(self, run_id: str) -> list[str]: ...
+
+
+class RolloutReader(RunCaseSource, Protocol):
+    """What a judge reads of a stored run: the run, its case ids, its rollouts as the read model, cached labels."""
 
     def iter_rollouts(self, run_id: str, *, snapshots: bool = True) -> Iterator[StoredRollout]: ...
 
@@ -135,10 +139,8 @@ class ReviewRounds(Protocol):
                        reason: str, note: str = "") -> OwnReview: ...
 
 
-class ReportSource(Protocol):
-    """The rows the statistics and the report read of a run (judges/report.py)."""
-
-    def get_run(self, run_id: str) -> RunRecord | None: ...
+class ReportSource(RunCaseSource, Protocol):
+    """The rows the statistics and the report read of a run (judges/report.py), and its cases."""
 
     def iter_rollouts(self, run_id: str, *, snapshots: bool = True) -> Iterator[StoredRollout]: ...
 
