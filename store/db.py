@@ -41,6 +41,8 @@ from redagent.store.readmodel import StoredRollout
 from redagent.store.records import (
     RUN_STATUSES,
     CellAsr,
+    CellHealth,
+    InvalidReason,
     RolloutCost,
     RolloutRecord,
     RolloutSummary,
@@ -337,7 +339,7 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
             return set(conn.execute(select(r.c.id).where(r.c.run_id == run_id, ~r.c.valid,
                                                          r.c.invalid_reason.in_(sorted(reasons)))).scalars())
 
-    def cell_health(self, run_id: str) -> list[dict[str, Any]]:
+    def cell_health(self, run_id: str) -> list[CellHealth]:
         """Per (model, harness, cue, defense) cell, what says whether the setup worked: rollouts, valid,
         valid ones without a single tool call, valid attacked ones and those the attack reached, and the
         invalid ones by reason with their most frequent stored detail (and how many share it)."""
@@ -358,15 +360,17 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                    .group_by(*cell, r.c.invalid_reason, r.c.invalid_detail)
                    .order_by(n_detail.desc(), r.c.invalid_detail))
         with self._reading() as conn:
-            cells = {tuple(row[:4]): {"model": row[0], "harness": row[1], "cue": row[2], "defense": row[3],
-                                      "rollouts": int(row[4]), "valid": int(row[5]), "no_tool_call": int(row[6]),
-                                      "attacked": int(row[7]), "reached": int(row[8]), "invalid": {}}
-                     for row in conn.execute(counts)}
+            cells = {tuple(row[:4]): row for row in conn.execute(counts)}
+            invalid: dict[tuple[Any, ...], dict[str, InvalidReason]] = {key: {} for key in cells}
             for *key, reason, detail, n in conn.execute(details):
-                invalid = cells[tuple(key)]["invalid"]
-                entry = invalid.setdefault(reason or "unknown", {"n": 0, "detail": detail, "detail_n": int(n)})
-                entry["n"] += int(n)
-        return list(cells.values())
+                by_reason = invalid[tuple(key)]
+                seen = by_reason.get(reason or "unknown")
+                # The first detail seen of a reason is its most frequent one (the query's order); later ones add n.
+                by_reason[reason or "unknown"] = InvalidReason(n=int(n), detail=detail, detail_n=int(n)) \
+                    if seen is None else InvalidReason(n=seen.n + int(n), detail=seen.detail, detail_n=seen.detail_n)
+        return [CellHealth(model=row[0], harness=row[1], cue=row[2], defense=row[3], rollouts=int(row[4]),
+                           valid=int(row[5]), no_tool_call=int(row[6]), attacked=int(row[7]), reached=int(row[8]),
+                           invalid=invalid[key]) for key, row in cells.items()]
 
     def rollout_history(self, case_hashes: Collection[str]) -> list[RolloutCost]:
         """What valid rollouts of these case versions cost before, per (case_hash, model, harness): rollouts,

@@ -129,6 +129,32 @@ class CellAsr:
 
 
 @dataclass(frozen=True, slots=True)
+class InvalidReason:
+    """The invalid rollouts of a cell for one reason: how many, and the most frequent stored detail (and its count)."""
+
+    n: int
+    detail: str | None
+    detail_n: int
+
+
+@dataclass(frozen=True, slots=True)
+class CellHealth:
+    """Whether one (model, harness, cue, defense) cell measured anything: its rollouts, the valid ones, valid ones
+    without a single tool call, valid attacked ones and those the attack reached, and the invalid ones by reason."""
+
+    model: str
+    harness: str
+    cue: str
+    defense: str
+    rollouts: int
+    valid: int
+    no_tool_call: int
+    attacked: int
+    reached: int
+    invalid: Mapping[str, InvalidReason]
+
+
+@dataclass(frozen=True, slots=True)
 class RolloutCost:
     """What valid rollouts of one case version cost under one model and harness, on average (what `run --plan-only`
     estimates from): how many there were, model replies (assistant turns), prompt and completion tokens, duration."""
