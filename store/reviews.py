@@ -106,6 +106,41 @@ class RoundCaseRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ReviewRound:
+    """A construction round as analysts read it: its id, seed, size, the two experts and when it was made."""
+
+    id: str
+    seed: int
+    n: int
+    experts: tuple[str, ...]
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RoundCase:
+    """A case version of a round at its review position, pinned by its content hash."""
+
+    position: int
+    case_id: str
+    case_version: int
+    case_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class CaseReview:
+    """One version of an expert's review of a case (analysts' view: names the expert)."""
+
+    case_id: str
+    expert: str
+    rubric: Mapping[str, str]
+    decision: str
+    note: str
+    version: int
+    reason: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class OwnReview:
     """An expert's own latest review of a case: rubric item → pass/fail/unsure, the decision, their note, its version
     (1 for the first submission) and the reason given for it when it is a correction."""
@@ -150,8 +185,8 @@ def check_review(rubric: Mapping[str, Any], decision: object) -> dict[str, str]:
     return {item: str(rubric[item]) for item in RUBRIC_ITEMS}
 
 
-def _round_dict(row: Any) -> dict[str, Any]:
-    return {"id": row.id, "seed": row.seed, "n": row.n, "experts": list(row.experts), "created_at": row.created_at}
+def _round_record(row: Any) -> ReviewRound:
+    return ReviewRound(id=row.id, seed=row.seed, n=row.n, experts=tuple(row.experts), created_at=row.created_at)
 
 
 def _validate_round(round_id: str, seed: int, experts: Sequence[str], cases: Sequence[RoundCaseRecord]) -> None:
@@ -209,25 +244,26 @@ class ReviewQueries:
                  "position": position} for position, c in enumerate(cases, start=1)])
         return round_id
 
-    def get_round(self, round_id: str) -> dict[str, Any]:
-        """id, seed, n, experts, created_at (UnknownRound if there is none)."""
+    def get_round(self, round_id: str) -> ReviewRound:
+        """The round (UnknownRound if there is none)."""
         with self._reading() as conn:
-            return _round_dict(self._round_row(conn, round_id))
+            return _round_record(self._round_row(conn, round_id))
 
-    def review_rounds(self) -> list[dict[str, Any]]:
+    def review_rounds(self) -> list[ReviewRound]:
         """Every round, newest first."""
         query = select(tr.review_round).order_by(tr.review_round.c.created_at.desc(), tr.review_round.c.id)
         with self._reading() as conn:
-            return [_round_dict(row) for row in conn.execute(query)]
+            return [_round_record(row) for row in conn.execute(query)]
 
-    def round_cases(self, round_id: str) -> list[dict[str, Any]]:
-        """The round's case versions in review order: position, case_id, case_version, case_hash."""
+    def round_cases(self, round_id: str) -> list[RoundCase]:
+        """The round's case versions in review order."""
         rc = tr.round_case
         with self._reading() as conn:
             self._round_row(conn, round_id)
             query = (select(rc.c.position, rc.c.case_id, rc.c.case_version, rc.c.case_hash)
                      .where(rc.c.round_id == round_id).order_by(rc.c.position))
-            return [dict(row._mapping) for row in conn.execute(query)]
+            return [RoundCase(position=row.position, case_id=row.case_id, case_version=row.case_version,
+                              case_hash=row.case_hash) for row in conn.execute(query)]
 
     def latest_round_for(self, expert: str) -> str | None:
         """The id of the newest round naming `expert`, or None."""
@@ -305,9 +341,9 @@ class ReviewQueries:
 
     # ------------------------------------------------------------ results (analysts)
 
-    def case_reviews(self, round_id: str, first_only: bool = True) -> list[dict[str, Any]]:
-        """Reviews by case, expert and version: case_id, expert, rubric, decision, note, version, reason,
-        created_at. first_only keeps first submissions (what agreement is measured on); else every version."""
+    def case_reviews(self, round_id: str, first_only: bool = True) -> list[CaseReview]:
+        """Reviews by case, expert and version. first_only keeps first submissions (what agreement is measured on);
+        else every version."""
         cr = tr.case_review
         query = (select(cr.c.case_id, cr.c.expert, cr.c.rubric, cr.c.decision, cr.c.note, cr.c.version, cr.c.reason,
                         cr.c.created_at)
@@ -316,7 +352,9 @@ class ReviewQueries:
             query = query.where(cr.c.version == 1)
         with self._reading() as conn:
             self._round_row(conn, round_id)
-            return [{**dict(row._mapping), "rubric": dict(row.rubric)} for row in conn.execute(query)]
+            return [CaseReview(case_id=row.case_id, expert=row.expert, rubric=dict(row.rubric), decision=row.decision,
+                               note=row.note, version=row.version, reason=row.reason, created_at=row.created_at)
+                    for row in conn.execute(query)]
 
     def review_progress(self, round_id: str) -> dict[str, int]:
         """How many cases each expert has reviewed (first submissions): {expert: n}. Counts only, no content."""

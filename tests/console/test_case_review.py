@@ -25,7 +25,7 @@ def round_store(tmp_path) -> dict[str, Any]:
     url = f"sqlite:///{tmp_path / 'store.db'}"
     with open_store(url) as store:
         round_id = new_round(store, 3, 11, ["ann", "ben"], round_id="round-test")
-        cases = [c["case_id"] for c in store.round_cases(round_id)]
+        cases = [c.case_id for c in store.round_cases(round_id)]
         for case_id in cases:
             store.submit_review(round_id, case_id, "ben", PASS, "accept", "BEN-NOTE-SENTINEL")
     return {"url": url, "round_id": round_id, "cases": cases}
@@ -68,13 +68,13 @@ def test_an_expert_reviews_the_round_and_then_sees_agreement(round_store):
 
     drive(app, scenario, size=(140, 40))
     with open_store(url) as store:
-        mine = [r for r in store.case_reviews(round_store["round_id"], first_only=False) if r["expert"] == "ann"]
-    firsts = {r["case_id"]: r["decision"] for r in mine if r["version"] == 1}
+        mine = [r for r in store.case_reviews(round_store["round_id"], first_only=False) if r.expert == "ann"]
+    firsts = {r.case_id: r.decision for r in mine if r.version == 1}
     assert [firsts[case_id] for case_id in cases] == ["accept", "revise", "revise"]
-    first = next(r for r in mine if r["case_id"] == cases[0])
-    assert first["rubric"] == {**PASS, "task_attack_coherence": "fail"}
-    corrections = [r for r in mine if r["version"] == 2]
-    assert [(r["decision"], r["reason"]) for r in corrections] == [("exclude", "verifier misses a path")]
+    first = next(r for r in mine if r.case_id == cases[0])
+    assert first.rubric == {**PASS, "task_attack_coherence": "fail"}
+    corrections = [r for r in mine if r.version == 2]
+    assert [(r.decision, r.reason) for r in corrections] == [("exclude", "verifier misses a path")]
 
 
 def test_agreement_table_matches_the_rounds_status_command(round_store):
