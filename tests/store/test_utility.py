@@ -53,7 +53,7 @@ def test_utility_and_benign_round_trip(filled):
     assert exported == {r.id: (r.U, r.benign) for r in _rollouts()}
     summaries = {s.id: (s.U, s.benign) for s in filled.rollouts("run-U")}
     assert summaries == exported
-    page = {row["rollout_id"]: (row["U"], row["benign"]) for row in filled.rollout_page("run-U")}
+    page = {row.rollout_id: (row.U, row.benign) for row in filled.rollout_page("run-U")}
     assert page == exported
     outcomes = {row["rollout_id"]: (row["U"], row["benign"]) for row in filled.outcome_rows("run-U")}
     assert outcomes == {r.id: (r.U, r.benign) for r in _rollouts() if r.valid}
