@@ -29,6 +29,7 @@ from redagent.console.cli_common import (
     single_file_note,
     split,
 )
+from redagent.store.records import LabelledRow
 
 audit_app = typer.Typer(no_args_is_help=True,
                         help="Human audit of judge labels: sample, status, export, import.",
@@ -124,7 +125,7 @@ def sample_cmd(
               highlight=False)
 
 
-def _suggested(population: list[dict[str, Any]], fields: list[str]) -> int:
+def _suggested(population: list[LabelledRow], fields: list[str]) -> int:
     from redagent.judges.audit import AuditSetupError, design_strata, minimum_n
 
     try:

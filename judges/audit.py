@@ -23,7 +23,7 @@ from redagent.store.db import Store
 from redagent.store.errors import AuditError, LabelAlreadySubmitted, UnknownRun
 from redagent.store.interfaces import AdjudicationQueue, AuditQueue
 from redagent.store.readmodel import ReviewerItem
-from redagent.store.records import AUDIT_SLOTS, HUMAN_LABELS, AuditItemRecord, AuditRecord
+from redagent.store.records import AUDIT_SLOTS, HUMAN_LABELS, AuditItemRecord, AuditRecord, LabelledRow
 
 RULE = "rule"
 STRATA_FIELDS = ("harness", "strategy", "model", "surface", "constraint", "label")
@@ -73,9 +73,9 @@ def resolve_config(store: Store, run_id: str, config: str, backbone: str = RULE)
 # ---------------------------------------------------------------- sampling
 
 
-def stratum_of(row: dict[str, Any], fields: Sequence[str]) -> str:
-    """The stratum key of a population row, e.g. "harness=native|strategy=E2|label=1"."""
-    return "|".join(f"{field}={row[field]}" for field in fields) or ALL
+def stratum_of(row: LabelledRow, fields: Sequence[str]) -> str:
+    """The stratum key of a population row, e.g. "harness=native|strategy=E2|label=1" (fields of STRATA_FIELDS)."""
+    return "|".join(f"{field}={getattr(row, field)}" for field in fields) or ALL
 
 
 def allocate(sizes: dict[str, int], n: int, rng: random.Random, *, cover_all: bool = False) -> dict[str, int]:
@@ -133,8 +133,8 @@ def merged_key(keys: Sequence[str]) -> str:
     return "|".join(out)
 
 
-def design_strata(rows: Sequence[dict[str, Any]], fields: Sequence[str],
-                  n: int | None = None) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+def design_strata(rows: Sequence[LabelledRow], fields: Sequence[str],
+                  n: int | None = None) -> tuple[dict[str, list[LabelledRow]], list[dict[str, Any]]]:
     """The strata an audit is drawn from: the combinations of `fields`, where a stratum holding fewer than two
     cases (and more than two rollouts, too many to take whole) is merged with its nearest stratum
     (stats.nearest_stratum: the one equal on the most leading fields), repeatedly. Two cases per stratum is what
@@ -146,13 +146,13 @@ def design_strata(rows: Sequence[dict[str, Any]], fields: Sequence[str],
     """
     from redagent.judges.stats import nearest_stratum
 
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for row in sorted(rows, key=lambda r: r["rollout_id"]):
+    groups: dict[str, list[LabelledRow]] = {}
+    for row in sorted(rows, key=lambda r: r.rollout_id):
         groups.setdefault(stratum_of(row, fields), []).append(row)
     merges: list[dict[str, Any]] = []
 
     def short(key: str) -> bool:
-        return len({row["case_id"] for row in groups[key]}) < MIN_CASES and len(groups[key]) > MIN_CASES
+        return len({row.case_id for row in groups[key]}) < MIN_CASES and len(groups[key]) > MIN_CASES
 
     while len(groups) > 1:
         lacking = sorted(key for key in groups if short(key))
@@ -160,11 +160,11 @@ def design_strata(rows: Sequence[dict[str, Any]], fields: Sequence[str],
             break
         key = lacking[0]
         into = nearest_stratum(key, [other for other in groups if other != key])
-        cases = len({row["case_id"] for row in groups[key]})
+        cases = len({row.case_id for row in groups[key]})
         name = merged_key([key, into])
         merges.append({"strata": [key, into], "into": name,
                        "why": f"{key} holds {cases} case ({len(groups[key])} rollouts): two are needed"})
-        groups[name] = sorted(groups.pop(key) + groups.pop(into), key=lambda r: r["rollout_id"])
+        groups[name] = sorted(groups.pop(key) + groups.pop(into), key=lambda r: r.rollout_id)
     while n is not None and len(groups) > 1 and minimum_n(groups) > n:
         key = min(groups, key=lambda k: (len(groups[k]), k))
         into = nearest_stratum(key, [other for other in groups if other != key])
@@ -172,17 +172,17 @@ def design_strata(rows: Sequence[dict[str, Any]], fields: Sequence[str],
         merges.append({"strata": [key, into], "into": name,
                        "why": f"a sample of {n} gives {len(groups)} strata two cases each only if strata are "
                               f"merged: {key} is the smallest ({len(groups[key])} rollouts)"})
-        groups[name] = sorted(groups.pop(key) + groups.pop(into), key=lambda r: r["rollout_id"])
+        groups[name] = sorted(groups.pop(key) + groups.pop(into), key=lambda r: r.rollout_id)
     return groups, merges
 
 
-def minimum_n(groups: dict[str, list[dict[str, Any]]]) -> int:
+def minimum_n(groups: dict[str, list[LabelledRow]]) -> int:
     """The smallest sample giving every stratum two cases (or all it has): the sampler's suggested size."""
     return sum(min(MIN_CASES, len(rows)) for rows in groups.values())
 
 
-def draw_items(groups: dict[str, list[dict[str, Any]]], n: int,
-               rng: random.Random) -> list[tuple[str, dict[str, Any], float]]:
+def draw_items(groups: dict[str, list[LabelledRow]], n: int,
+               rng: random.Random) -> list[tuple[str, LabelledRow, float]]:
     """A stratified two-stage sample of n rollouts: (stratum, row, design weight) in stratum order.
 
     Allocation over strata is balanced (allocate). Within a stratum of C cases and N rollouts given n_h items,
@@ -194,9 +194,9 @@ def draw_items(groups: dict[str, list[dict[str, Any]]], n: int,
     allocation = allocate({key: len(rows) for key, rows in groups.items()}, n, rng, cover_all=True)
     chosen = []
     for key in sorted(groups):
-        by_case: dict[str, list[dict[str, Any]]] = {}
+        by_case: dict[str, list[LabelledRow]] = {}
         for row in groups[key]:
-            by_case.setdefault(row["case_id"], []).append(row)
+            by_case.setdefault(row.case_id, []).append(row)
         cases = sorted(by_case)
         n_h = allocation[key]
         picked = sorted(rng.sample(cases, min(n_h, len(cases))))
@@ -208,7 +208,7 @@ def draw_items(groups: dict[str, list[dict[str, Any]]], n: int,
     return chosen
 
 
-def plan(rows: Sequence[dict[str, Any]], fields: Sequence[str], sizes: Sequence[int], seed: int = 0,
+def plan(rows: Sequence[LabelledRow], fields: Sequence[str], sizes: Sequence[int], seed: int = 0,
          draws: int = PLAN_DRAWS) -> dict[str, Any]:
     """The 95 % interval widths the audit's figures can be expected to have at each sample size, from the design.
 
@@ -230,13 +230,12 @@ def plan(rows: Sequence[dict[str, Any]], fields: Sequence[str], sizes: Sequence[
         if not minimum_n(groups) <= n <= len(rows):
             continue
         label_stratified = _label_stratified(groups)
-        positives = {key: sum(1 for row in group if row["label"] == 1) for key, group in groups.items()}
+        positives = {key: sum(1 for row in group if row.label == 1) for key, group in groups.items()}
         found: dict[str, list[float]] = {name: [] for name in AUDIT_METRICS}
         for _ in range(draws):
             chosen = draw_items(groups, n, rng)
-            frame = pd.DataFrame([{"y": row["label"], "h": float(row["E"] if row.get("E") is not None
-                                                                else row["label"]),
-                                   "stratum": key, "population": len(groups[key]), "case_id": row["case_id"],
+            frame = pd.DataFrame([{"y": row.label, "h": float(row.E if row.E is not None else row.label),
+                                   "stratum": key, "population": len(groups[key]), "case_id": row.case_id,
                                    "weight": weight, "excluded": None} for key, row, weight in chosen])
             result = judge_audit(frame, reps=PLAN_REPS, seed=rng.randrange(2**31), judged_positives=positives,
                                  label_stratified=label_stratified)
@@ -266,7 +265,7 @@ def _label_stratified(groups: dict[str, Any]) -> bool:
 
 def check_sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int, config_hash: str,
                  backbone: str = RULE, *, reviewers: Sequence[str], adjudicator: str, config_name: str | None = None
-                 ) -> tuple[list[str], list[str], str, list[dict[str, Any]], dict[str, list[dict[str, Any]]],
+                 ) -> tuple[list[str], list[str], str, list[LabelledRow], dict[str, list[LabelledRow]],
                             list[dict[str, Any]]]:
     """Everything `sample` checks before it draws (AuditSetupError or UnknownRun naming what is wrong), and what
     it draws from: (fields, reviewers, config name, population, strata, merges). `audit sample --plan-only`
@@ -333,7 +332,7 @@ def sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int
         order = list(range(1, n + 1))
         rng.shuffle(order)
         orders[name] = order
-    items = [AuditItemRecord(rollout_id=row["rollout_id"], stratum=key, population=len(groups[key]),
+    items = [AuditItemRecord(rollout_id=row.rollout_id, stratum=key, population=len(groups[key]),
                              sampled=allocation[key], weight=weight,
                              positions={name: orders[name][i] for name in names})
              for i, (key, row, weight) in enumerate(chosen)]
@@ -356,7 +355,7 @@ def _resolved(design: dict[str, Any]) -> dict[str, Any]:
     return {**design, "merged": merged}
 
 
-def stratum_in(audit: AuditRecord, row: dict[str, Any]) -> str:
+def stratum_in(audit: AuditRecord, row: LabelledRow) -> str:
     """The audit's stratum of a population row: its field combination, or the merged stratum holding it."""
     key = stratum_of(row, audit.stratify)
     return str((audit.design or {}).get("merged", {}).get(key, key))
@@ -474,7 +473,7 @@ def estimates(store: Store, audit_id: str, *, reps: int = 10_000, seed: int = 0)
                      "weight": item.weight, "excluded": excluded})
     population = store.labelled_rows(audit.run_id, audit.config_hash, audit.backbone)
     now = Counter(stratum_in(audit, row) for row in population)
-    positives = Counter(stratum_in(audit, row) for row in population if row["label"] == 1)
+    positives = Counter(stratum_in(audit, row) for row in population if row.label == 1)
     drawn = {f.item.stratum: f.item.population for f in final}
     notes = []
     changed = sorted(key for key, size in drawn.items() if now.get(key, 0) != size)

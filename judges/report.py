@@ -380,7 +380,7 @@ def _semantic(store: Store, run_id: str, outcomes: pd.DataFrame,
         if config["view"] != "hybrid" or config["backbone"] == RULE:
             continue
         rows = store.labelled_rows(run_id, config["config_hash"], config["backbone"])
-        labelled = {row["rollout_id"]: row["label"] for row in rows if row["rollout_id"] in by_rule}
+        labelled = {row.rollout_id: row.label for row in rows if row.rollout_id in by_rule}
         judged[config["backbone"]] = labelled
         result["llm_hybrid"].append({
             "config": config["config_name"], "backbone": config["backbone"], "decided": len(labelled),

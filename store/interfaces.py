@@ -33,6 +33,8 @@ from redagent.store.records import (
     AuditRecord,
     CellAsr,
     JudgeLabelRecord,
+    LabelledRow,
+    OutcomeRow,
     RecognitionLabelRecord,
     RolloutSummary,
     RunCounts,
@@ -146,9 +148,9 @@ class ReportSource(RunCaseSource, Protocol):
 
     def rollouts(self, run_id: str, *, harmful_only: bool = False) -> list[RolloutSummary]: ...
 
-    def outcome_rows(self, run_id: str) -> list[dict[str, Any]]: ...
+    def outcome_rows(self, run_id: str) -> list[OutcomeRow]: ...
 
-    def labelled_rows(self, run_id: str, config_hash: str, backbone: str) -> list[dict[str, Any]]: ...
+    def labelled_rows(self, run_id: str, config_hash: str, backbone: str) -> list[LabelledRow]: ...
 
     def judged_configs(self, run_id: str) -> list[dict[str, Any]]: ...
 

@@ -129,6 +129,35 @@ class CellAsr:
 
 
 @dataclass(frozen=True, slots=True)
+class OutcomeRow:
+    """One valid rollout as the statistics read it: its cell, its case's attack and constraint, the first surface,
+    the outcome E, utility U (None where the case states no check) and whether it ran without its attack."""
+
+    rollout_id: str
+    case_id: str
+    model: str
+    harness: str
+    cue: str
+    defense: str
+    attempt: int
+    strategy: str
+    vulnerability: str
+    constraint: str
+    channel: str
+    surface: str | None
+    E: int | None
+    U: int | None
+    benign: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledRow(OutcomeRow):
+    """An outcome row with the rollout's ok label under one judging configuration and backbone."""
+
+    label: int
+
+
+@dataclass(frozen=True, slots=True)
 class InvalidReason:
     """The invalid rollouts of a cell for one reason: how many, and the most frequent stored detail (and its count)."""
 

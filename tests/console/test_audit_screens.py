@@ -41,7 +41,7 @@ from redagent.judges.labelling import judge_run
 from redagent.store import tables_judging as tj
 from redagent.store.db import Store, open_store
 from redagent.store.readmodel import ReviewerItem, RolloutEvidence
-from redagent.store.records import AuditItemRecord, AuditRecord
+from redagent.store.records import AuditItemRecord, AuditRecord, LabelledRow
 from tests.fakes import FakeAdjudicationQueue, FakeAuditQueue, blinded_item
 
 SIZE = (120, 34)
@@ -130,14 +130,14 @@ def rendered_text(screen: Screen) -> str:
 
 
 def fresh_audit(url: str, run_id: str, audit_id: str, reviewers: tuple[str, str], adjudicator: str,
-                pick: Callable[[dict[str, Any]], bool] = lambda row: True, limit: int = 4) -> list[int]:
+                pick: Callable[[LabelledRow], bool] = lambda row: True, limit: int = 4) -> list[int]:
     """An audit of its own (fixed id, both queues in rollout order) so a test's labels touch no other test;
     returns the item ids in queue order."""
     config = config_for("state")
     with open_store(url) as store:
         rows = sorted((row for row in store.labelled_rows(run_id, config.config_hash, "rule") if pick(row)),
-                      key=lambda r: (r["case_id"], r["model"]))[:limit]
-        items = [AuditItemRecord(rollout_id=row["rollout_id"], stratum="all", population=len(rows),
+                      key=lambda r: (r.case_id, r.model))[:limit]
+        items = [AuditItemRecord(rollout_id=row.rollout_id, stratum="all", population=len(rows),
                                  sampled=len(rows), weight=1.0, positions={reviewers[0]: n, reviewers[1]: n})
                  for n, row in enumerate(rows, start=1)]
         store.create_audit(AuditRecord(id=audit_id, run_id=run_id, config_name=config.name,
@@ -185,7 +185,7 @@ def audited(tmp_path_factory) -> dict[str, Any]:
     with open_store(url) as store:
         audit_id = audit.sample(store, run_id, 12, ["label"], 5, config.config_hash, reviewers=(REVIEWER, PEER),
                                 adjudicator=ADJUDICATOR, config_name=config.name)
-        truth = {r["rollout_id"]: r["E"] for r in store.outcome_rows(run_id)}
+        truth = {r.rollout_id: r.E for r in store.outcome_rows(run_id)}
         items = store.audit_items(audit_id)
         for n, item in enumerate(items):
             right = "harmful" if truth[item.rollout_id] else "not_harmful"
@@ -382,7 +382,7 @@ def test_reviewer_and_adjudicator_screens_show_nothing_computed_by_a_judge(audit
     url, run_id = audited["url"], audited["run_id"]
     reviewers, adjudicator = ("mira", "milo"), "ada"
     item_ids = fresh_audit(url, run_id, "audit-claims", reviewers, adjudicator,
-                           pick=lambda row: row["model"] == CLAIM_REFUSAL)
+                           pick=lambda row: row.model == CLAIM_REFUSAL)
     with open_store(url) as store:
         shown = [store.reviewer_item("audit-claims", item_id, reviewers[0]) for item_id in item_ids]
     assert len(shown) == 4 and all(mismatches(evidence(item)) for item in shown)  # every item has one to leak
@@ -772,8 +772,8 @@ def snapshot_store(audited, tmp_path_factory) -> str:
     config = config_for("state")
     with open_store(url) as store:
         rows = sorted(store.labelled_rows(audited["run_id"], config.config_hash, "rule"),
-                      key=lambda r: (r["case_id"], r["model"]))[:4]
-        items = [AuditItemRecord(rollout_id=row["rollout_id"], stratum="all", population=len(rows), sampled=len(rows),
+                      key=lambda r: (r.case_id, r.model))[:4]
+        items = [AuditItemRecord(rollout_id=row.rollout_id, stratum="all", population=len(rows), sampled=len(rows),
                                  weight=1.0, positions={"snap": n, "other": len(rows) + 1 - n})
                  for n, row in enumerate(rows, start=1)]
         # Aliases are random; the snapshot needs fixed ones.

@@ -28,7 +28,7 @@ def audited(tmp_path_factory) -> dict[str, Any]:
     with open_store(url) as store:
         audit_id = audit.sample(store, run_id, 16, ["label"], 2, config.config_hash, reviewers=("alice", "bob"),
                                 adjudicator="carol", config_name=config.name)
-        truth = {r["rollout_id"]: r["E"] for r in store.outcome_rows(run_id)}
+        truth = {r.rollout_id: r.E for r in store.outcome_rows(run_id)}
         items = store.audit_items(audit_id)
         for n, item in enumerate(items):
             right = "harmful" if truth[item.rollout_id] else "not_harmful"

@@ -27,7 +27,7 @@ from redagent.judges.audit import (
 )
 from redagent.store import Store, UnknownRun, open_store
 from redagent.store.errors import UnknownReviewer
-from redagent.store.records import JudgeLabelRecord
+from redagent.store.records import JudgeLabelRecord, LabelledRow
 from tests.dbs import store_url  # noqa: F401
 from tests.fakes import FakeAdjudicationQueue, FakeAuditQueue, blinded_item
 from tests.store.factory import make_rollout, make_run
@@ -50,7 +50,7 @@ def label_record(rollout, label: int | None, *, status: str = "ok", config_hash:
 
 
 @pytest.fixture
-def population(store) -> dict[str, dict]:
+def population(store) -> dict[str, LabelledRow]:
     """run-1: 20 cases × 3 harnesses, strategies E (14 cases) and D2 (6), judge label 1 for 3 in 4 rollouts;
     plus rollouts that must never be sampled: invalid, a failed label, no label, another configuration."""
     store.create_run(make_run("run-1", planned=70))
@@ -68,7 +68,7 @@ def population(store) -> dict[str, dict]:
     labels += [label_record(excluded[0], 1), label_record(excluded[1], None, status="failed"),
                label_record(excluded[3], 1, config_hash="h-other", config_name="trajectory/rule")]
     store.write_judge_labels(labels)
-    return {row["rollout_id"]: row for row in store.labelled_rows("run-1", "h-state", "rule")}
+    return {row.rollout_id: row for row in store.labelled_rows("run-1", "h-state", "rule")}
 
 
 def draw(store, n: int = 24, seed: int = 11, stratify=("harness", "strategy", "label"), **extra) -> str:
@@ -118,7 +118,7 @@ def test_sampling_is_deterministic_for_a_seed(store, population):
 def test_sample_is_balanced_across_strata_with_correct_weights(store, population):
     audit_id = draw(store, n=24)
     items = store.audit_items(audit_id)
-    sizes = Counter(f"harness={r['harness']}|strategy={r['strategy']}|label={r['label']}"
+    sizes = Counter(f"harness={r.harness}|strategy={r.strategy}|label={r.label}"
                     for r in population.values())
     taken = Counter(i.stratum for i in items)
     assert len(items) == 24 and set(taken) <= set(sizes)
@@ -127,8 +127,8 @@ def test_sample_is_balanced_across_strata_with_correct_weights(store, population
     assert all(taken[s] == sizes[s] for s in sizes if taken[s] < max(taken.values()) - 1)  # small strata whole
     for item in items:
         row = population[item.rollout_id]
-        assert item.stratum == f"harness={row['harness']}|strategy={row['strategy']}|label={row['label']}"
-        assert item.judge_label == row["label"]
+        assert item.stratum == f"harness={row.harness}|strategy={row.strategy}|label={row.label}"
+        assert item.judge_label == row.label
         assert (item.population, item.sampled) == (sizes[item.stratum], taken[item.stratum])
         assert item.weight == pytest.approx(sizes[item.stratum] / taken[item.stratum])
     # Weights map the sample back to the labelled population.

@@ -44,7 +44,7 @@ N = 6
 def make_audit(store, audit_id: str = "audit-1", *, blind_model: bool = True, blind_attack: bool = False,
                reviewers=("alice", PEER), rollout_ids=None, adjudicator: str = "carol") -> list[int]:
     """An audit over the run's N rollouts (alice's order reversed); returns item ids in alice's order."""
-    ids = rollout_ids or sorted(r["rollout_id"] for r in store.labelled_rows("run-1", "h-state", "rule"))[:N]
+    ids = rollout_ids or sorted(r.rollout_id for r in store.labelled_rows("run-1", "h-state", "rule"))[:N]
     items = [AuditItemRecord(rollout_id=rollout_id, stratum=f"{STRATUM}|label={i % 2}", population=10, sampled=3,
                              weight=10 / 3, positions={reviewers[0]: len(ids) - i, reviewers[1]: i + 1})
              for i, rollout_id in enumerate(ids)]
@@ -365,7 +365,7 @@ def test_create_audit_refuses_rollouts_without_an_ok_label_and_writes_nothing(fi
     store.write_judge_labels([JudgeLabelRecord(
         rollout_id=invalid.id, run_id="run-1", config_name="state/rule", config_hash="h-state", view="state",
         contract_hash="c", gate="g", backbone="rule", label=1, status="ok")])
-    good = sorted(r["rollout_id"] for r in store.labelled_rows("run-1", "h-state", "rule"))[:2]
+    good = sorted(r.rollout_id for r in store.labelled_rows("run-1", "h-state", "rule"))[:2]
     for bad in (unlabelled.id, invalid.id, stranger.id):
         with pytest.raises(InvalidRecord, match=f"rollout {bad} is not a valid rollout of run run-1"):
             make_audit(store, "audit-x", rollout_ids=[*good, bad])

@@ -92,7 +92,7 @@ class World:
 @pytest.fixture
 def world(filled) -> Iterator[World]:  # noqa: F811
     owner = filled
-    rollouts = sorted(r["rollout_id"] for r in owner.labelled_rows("run-1", "h-state", "rule"))
+    rollouts = sorted(r.rollout_id for r in owner.labelled_rows("run-1", "h-state", "rule"))
     audit_rollouts, spare = rollouts[:6], rollouts[6:]
 
     def audit(audit_id: str, ids: list[str], reviewers: tuple[str, str], adjudicator: str) -> None:

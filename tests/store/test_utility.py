@@ -55,7 +55,7 @@ def test_utility_and_benign_round_trip(filled):
     assert summaries == exported
     page = {row.rollout_id: (row.U, row.benign) for row in filled.rollout_page("run-U")}
     assert page == exported
-    outcomes = {row["rollout_id"]: (row["U"], row["benign"]) for row in filled.outcome_rows("run-U")}
+    outcomes = {row.rollout_id: (row.U, row.benign) for row in filled.outcome_rows("run-U")}
     assert outcomes == {r.id: (r.U, r.benign) for r in _rollouts() if r.valid}
 
 
