@@ -200,7 +200,7 @@ async def next_detail(url: str) -> tuple[list[float], list[float], float]:
     from redagent.store.db import open_store
 
     with open_store(url) as store:
-        ids = [row["rollout_id"] for row in store.rollout_page(RUN_ID, {}, None, 100)]
+        ids = [row.rollout_id for row in store.rollout_page(RUN_ID, {}, None, 100)]
     ids = [i for i in ids if i != big_rollout_id()][:42]
     app = Host.make(url, RolloutScreen(ids[0], ids=ids))
     direct, pressed = [], []

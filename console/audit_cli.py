@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from redagent.console.cli_common import (
     single_file_note,
     split,
 )
+from redagent.store.records import LabelledRow
 
 audit_app = typer.Typer(cls=Commands, no_args_is_help=True,
                         help="Human audit of judge labels: sample, status, export, import.",
@@ -122,7 +124,7 @@ def sample_cmd(
               highlight=False)
 
 
-def _suggested(population: list[dict[str, Any]], fields: list[str]) -> int:
+def _suggested(population: list[LabelledRow], fields: list[str]) -> int:
     from redagent.judges.audit import AuditSetupError, design_strata, minimum_n
 
     try:
@@ -311,10 +313,10 @@ def adjudicate_cmd(
         else:
             saved = store.adjudicate(audit_id, item_id, name, label, note)
     if as_json:
-        print_json({"audit_id": audit_id, **saved, "corrected": correct})
+        print_json({"audit_id": audit_id, **asdict(saved), "corrected": correct})
         return
     what = "corrected" if correct else "decided"
-    out.print(f"item {item_id} {what}: {saved['label']} (version {saved['version']})", highlight=False)
+    out.print(f"item {item_id} {what}: {saved.label} (version {saved.version})", highlight=False)
 
 
 @audit_app.command("adjudications", epilog=examples("redagent audit adjudications audit-1f2e --adjudicator carol"))
@@ -330,9 +332,9 @@ def adjudications_cmd(
         name = acting_as(store, adjudicator, "adjudicator", "--adjudicator")
         # The blinded adjudicator query: slot letters only, never the reviewers' names or notes, no judge label.
         queue = store.adjudication_queue(audit_id, name)
-    rows = [{"item_id": item["item_id"], "alias": item["alias"], "A": item["labels"].get("A"),
-             "B": item["labels"].get("B"), "A_first": item["first_labels"].get("A"),
-             "B_first": item["first_labels"].get("B"), "decision": item["adjudicated"]} for item in queue]
+    rows = [{"item_id": item.item_id, "alias": item.blinded.alias, "A": item.labels.get("A"),
+             "B": item.labels.get("B"), "A_first": item.first_labels.get("A"),
+             "B_first": item.first_labels.get("B"), "decision": item.adjudicated} for item in queue]
     if as_json:
         print_json({"audit_id": audit_id, "items": rows})
         return

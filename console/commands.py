@@ -76,7 +76,7 @@ class RedAgentCommands(Provider):
         from redagent.cases.loader import CaseFileError, load_cases
 
         store = self._app.store
-        runs = [row["run_id"] for row in store.list_runs()] if store is not None else []
+        runs = [row.run_id for row in store.list_runs()] if store is not None else []
         try:
             cases = [(case.id, case.title) for case in load_cases()]
         except CaseFileError:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from textual.message import Message
 
 from redagent.store.db import Store
+from redagent.store.records import CellAsr, RolloutSummary, RunCounts, RunListing, RunRecord
 
 
 class StoreReady(Message):
@@ -54,10 +56,24 @@ class RunFailed(Message):
         self.error = error  # shown by console/failures.py: a user error's line, or a bug with its log file
 
 
+@dataclass(frozen=True, slots=True)
+class RunDetail:
+    """What one poll read of the selected run: its counts, execution ASR and workers; its record when first shown
+    (None: unchanged), and the rollouts stored since the log last grew (None: the log needs none)."""
+
+    run_id: str
+    first: bool  # the run was just selected: its log starts from its backlog
+    counts: RunCounts
+    asr: list[CellAsr]
+    workers: dict[str, Any]  # Store.run_workers: the run summary's JSON-ready form
+    record: RunRecord | None = None
+    new: list[RolloutSummary] | None = None
+
+
 class RunsPolled(Message):
     """One poll of the Runs screen: every run, and the selected run's detail (None when nothing is selected)."""
 
-    def __init__(self, runs: list[dict[str, Any]], detail: dict[str, Any] | None) -> None:
+    def __init__(self, runs: list[RunListing], detail: RunDetail | None) -> None:
         super().__init__()
         self.runs = runs
         self.detail = detail

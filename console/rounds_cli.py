@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from typing import Any
 
 import typer
@@ -49,13 +50,14 @@ def new_cmd(
         round_id = new_round(store, n, seed, names)
         cases = store.round_cases(round_id)
     if as_json:
-        print_json({"round_id": round_id, "n": len(cases), "seed": seed, "experts": names, "cases": cases})
+        print_json({"round_id": round_id, "n": len(cases), "seed": seed, "experts": names,
+                    "cases": [asdict(case) for case in cases]})
         return
     table = Table(title=f"{round_id}: {len(cases)} case versions, seed {seed}, experts {', '.join(names)}")
     for column in ("#", "case", "version", "hash"):
         table.add_column(column)
     for case in cases:
-        table.add_row(str(case["position"]), case["case_id"], str(case["case_version"]), case["case_hash"][:12])
+        table.add_row(str(case.position), case.case_id, str(case.case_version), case.case_hash[:12])
     out.print(table)
 
 

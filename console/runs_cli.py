@@ -19,13 +19,14 @@ def runs_list(db: str | None = DB_OPTION, as_json: bool = typer.Option(False, "-
     with opened_store(db, create=False) as store:
         runs = store.list_runs()
     if as_json:
-        print_json([{k: r[k] for k in ("run_id", "status", "planned", "completed")} for r in runs])
+        print_json([{"run_id": r.run_id, "status": r.status, "planned": r.planned, "completed": r.completed}
+                    for r in runs])
         return
     table = Table(title=f"{len(runs)} runs")
     for column in ("run", "status", "completed", "planned", "created"):
         table.add_column(column)
     for r in runs:
-        table.add_row(r["run_id"], r["status"], str(r["completed"]), str(r["planned"]), str(r["created_at"])[:19])
+        table.add_row(r.run_id, r.status, str(r.completed), str(r.planned), str(r.created_at)[:19])
     out.print(table)
 
 

@@ -9,6 +9,7 @@ exit code 2), and `team list`, which only reads, never creates a missing store.
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
 from pathlib import Path
 
 import typer
@@ -95,13 +96,13 @@ def list_cmd(db: str | None = DB_OPTION, as_json: bool = typer.Option(False, "--
     with opened_store(db, create=False) as store:
         members = store.team()
     if as_json:
-        print_json(members)
+        print_json([asdict(member) for member in members])
         return
     table = Table(title=f"{len(members)} team member(s)")
     for column in ("name", "role", "login", "added"):
         table.add_column(column)
     for member in members:
-        table.add_row(member["name"], member["role"], member["login"] or "—", f"{member['created_at']:%Y-%m-%d}")
+        table.add_row(member.name, member.role, member.login or "—", f"{member.created_at:%Y-%m-%d}")
     out_console.print(table)
 
 

@@ -45,6 +45,7 @@ from redagent.llm.client import (
     price,
 )
 from redagent.store.db import Store, shown_status
+from redagent.store.interfaces import RunMonitor
 from redagent.store.records import RunRecord
 
 # What `--resume --retry-invalid` runs again: failures of the infrastructure, not of the agent — a model
@@ -312,7 +313,7 @@ def _runner(store: Store, run: RunRecord, spec: RunSpec, cases: list[Case], keys
                         retry_invalid=retry_invalid, on_progress=on_progress, attackers=attacker_pool(spec))
 
 
-def _existing(store: Store, run_id: str) -> RunRecord:
+def _existing(store: RunMonitor, run_id: str) -> RunRecord:
     run = store.get_run(run_id)
     if run is None:
         raise PlanError(f"no run {run_id!r} in {store}")
@@ -365,14 +366,14 @@ def _cases_of(run: RunRecord, only: set[str] | None = None) -> list[Case]:
     return [library[cid] for cid in chosen]
 
 
-def summary(store: Store, run_id: str) -> dict[str, Any]:
+def summary(store: RunMonitor, run_id: str) -> dict[str, Any]:
     """The run summary printed by `redagent run --json` and `redagent runs show --json`."""
     run = _existing(store, run_id)
     counts = store.counts(run_id)
     status = shown_status(run.status, run.host, run.pid, run.heartbeat_at)
-    return {"run_id": run_id, "status": status, "planned": run.planned, "completed": counts["completed"],
-            "valid": counts["valid"], "invalid": counts["invalid"], "invalid_reasons": counts["invalid_reasons"],
-            "execution_asr": store.execution_asr(run_id),
+    return {"run_id": run_id, "status": status, "planned": run.planned, "completed": counts.completed,
+            "valid": counts.valid, "invalid": counts.invalid, "invalid_reasons": dict(counts.invalid_reasons),
+            "execution_asr": [asdict(cell) for cell in store.execution_asr(run_id)],
             "protocol": {**{k: run.protocol.get(k) for k in ("cases", "models", "harnesses", "cues", "defenses",
                                                              "attempts", "max_steps", "harness_builds", "benchmarks")},
                          "benign_arm": bool(run.protocol.get("benign_arm", False)),

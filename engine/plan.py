@@ -27,6 +27,7 @@ from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import CUES, DEFENSES
 from redagent.engine.types import HARNESSES, RolloutKey
 from redagent.errors import UserError
+from redagent.store.records import RolloutCost
 
 SELECTOR_FIELDS = ("surface", "strategy", "vulnerability", "constraint", "channel")
 
@@ -157,7 +158,7 @@ def manifest_hash_for(cases: list[Case]) -> str | None:
     return manifest_hash(benchmark_dir(max(versions)))
 
 
-def estimate(keys: list[RolloutKey], cases: dict[str, Case], history: list[dict[str, Any]], *, concurrency: int,
+def estimate(keys: list[RolloutKey], cases: dict[str, Case], history: list[RolloutCost], *, concurrency: int,
              per_model: int | None, price: Callable[[str, float, float], float | None]) -> dict[str, Any]:
     """What a run of `keys` should cost, from what valid rollouts of the same case versions cost before.
 
@@ -171,12 +172,12 @@ def estimate(keys: list[RolloutKey], cases: dict[str, Case], history: list[dict[
     the rollouts' duration spread over `concurrency` slots, or over `per_model` for the busiest model
     when that bounds it more.
     """
-    exact: dict[tuple[str, str, str], dict[str, Any]] = {}
+    exact: dict[tuple[str, str, str], RolloutCost] = {}
     # Calibration agents report no tokens: they stand in for one another, never for a real model.
-    pooled: dict[tuple[str, str, bool], list[dict[str, Any]]] = {}
+    pooled: dict[tuple[str, str, bool], list[RolloutCost]] = {}
     for past in history:
-        exact[(past["case_hash"], past["model"], past["harness"])] = past
-        pooled.setdefault((past["case_hash"], past["harness"], is_calibration(past["model"])), []).append(past)
+        exact[(past.case_hash, past.model, past.harness)] = past
+        pooled.setdefault((past.case_hash, past.harness, is_calibration(past.model)), []).append(past)
     fields = ("turns", "prompt_tokens", "completion_tokens", "duration_ms")
     per_key: list[tuple[RolloutKey, dict[str, float] | None]] = []
     matched: Counter[str] = Counter()
@@ -185,13 +186,13 @@ def estimate(keys: list[RolloutKey], cases: dict[str, Case], history: list[dict[
         row = exact.get((case_hash, key.model, key.harness))
         if row is not None:
             matched["same_model"] += 1
-            per_key.append((key, {f: row[f] for f in fields}))
+            per_key.append((key, {f: getattr(row, f) for f in fields}))
             continue
         rows = pooled.get((case_hash, key.harness, is_calibration(key.model)))
         if rows:
             matched["other_model"] += 1
-            total = sum(r["rollouts"] for r in rows)
-            per_key.append((key, {f: sum(r[f] * r["rollouts"] for r in rows) / total for f in fields}))
+            total = sum(r.rollouts for r in rows)
+            per_key.append((key, {f: sum(getattr(r, f) * r.rollouts for r in rows) / total for f in fields}))
             continue
         matched["none"] += 1
         per_key.append((key, None))

@@ -15,13 +15,15 @@ import json
 import random
 import secrets
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from redagent.store.db import Store
 from redagent.store.errors import AuditError, LabelAlreadySubmitted, UnknownRun
-from redagent.store.records import AUDIT_SLOTS, HUMAN_LABELS, AuditItemRecord, AuditRecord
+from redagent.store.interfaces import AdjudicationQueue, AuditQueue
+from redagent.store.readmodel import ReviewerItem
+from redagent.store.records import AUDIT_SLOTS, HUMAN_LABELS, AuditItemRecord, AuditRecord, LabelledRow
 
 RULE = "rule"
 STRATA_FIELDS = ("harness", "strategy", "model", "surface", "constraint", "label")
@@ -73,9 +75,9 @@ def resolve_config(store: Store, run_id: str, config: str, backbone: str = RULE)
 # ---------------------------------------------------------------- sampling
 
 
-def stratum_of(row: dict[str, Any], fields: Sequence[str]) -> str:
-    """The stratum key of a population row, e.g. "harness=native|strategy=E2|label=1"."""
-    return "|".join(f"{field}={row[field]}" for field in fields) or ALL
+def stratum_of(row: LabelledRow, fields: Sequence[str]) -> str:
+    """The stratum key of a population row, e.g. "harness=native|strategy=E2|label=1" (fields of STRATA_FIELDS)."""
+    return "|".join(f"{field}={getattr(row, field)}" for field in fields) or ALL
 
 
 def allocate(sizes: dict[str, int], n: int, rng: random.Random, *, cover_all: bool = False) -> dict[str, int]:
@@ -133,8 +135,8 @@ def merged_key(keys: Sequence[str]) -> str:
     return "|".join(out)
 
 
-def design_strata(rows: Sequence[dict[str, Any]], fields: Sequence[str],
-                  n: int | None = None) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+def design_strata(rows: Sequence[LabelledRow], fields: Sequence[str],
+                  n: int | None = None) -> tuple[dict[str, list[LabelledRow]], list[dict[str, Any]]]:
     """The strata an audit is drawn from: the combinations of `fields`, where a stratum holding fewer than two
     cases (and more than two rollouts, too many to take whole) is merged with its nearest stratum
     (stats.nearest_stratum: the one equal on the most leading fields), repeatedly. Two cases per stratum is what
@@ -146,13 +148,13 @@ def design_strata(rows: Sequence[dict[str, Any]], fields: Sequence[str],
     """
     from redagent.judges.stats import nearest_stratum
 
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for row in sorted(rows, key=lambda r: r["rollout_id"]):
+    groups: dict[str, list[LabelledRow]] = {}
+    for row in sorted(rows, key=lambda r: r.rollout_id):
         groups.setdefault(stratum_of(row, fields), []).append(row)
     merges: list[dict[str, Any]] = []
 
     def short(key: str) -> bool:
-        return len({row["case_id"] for row in groups[key]}) < MIN_CASES and len(groups[key]) > MIN_CASES
+        return len({row.case_id for row in groups[key]}) < MIN_CASES and len(groups[key]) > MIN_CASES
 
     while len(groups) > 1:
         lacking = sorted(key for key in groups if short(key))
@@ -160,11 +162,11 @@ def design_strata(rows: Sequence[dict[str, Any]], fields: Sequence[str],
             break
         key = lacking[0]
         into = nearest_stratum(key, [other for other in groups if other != key])
-        cases = len({row["case_id"] for row in groups[key]})
+        cases = len({row.case_id for row in groups[key]})
         name = merged_key([key, into])
         merges.append({"strata": [key, into], "into": name,
                        "why": f"{key} holds {cases} case ({len(groups[key])} rollouts): two are needed"})
-        groups[name] = sorted(groups.pop(key) + groups.pop(into), key=lambda r: r["rollout_id"])
+        groups[name] = sorted(groups.pop(key) + groups.pop(into), key=lambda r: r.rollout_id)
     while n is not None and len(groups) > 1 and minimum_n(groups) > n:
         key = min(groups, key=lambda k: (len(groups[k]), k))
         into = nearest_stratum(key, [other for other in groups if other != key])
@@ -172,17 +174,17 @@ def design_strata(rows: Sequence[dict[str, Any]], fields: Sequence[str],
         merges.append({"strata": [key, into], "into": name,
                        "why": f"a sample of {n} gives {len(groups)} strata two cases each only if strata are "
                               f"merged: {key} is the smallest ({len(groups[key])} rollouts)"})
-        groups[name] = sorted(groups.pop(key) + groups.pop(into), key=lambda r: r["rollout_id"])
+        groups[name] = sorted(groups.pop(key) + groups.pop(into), key=lambda r: r.rollout_id)
     return groups, merges
 
 
-def minimum_n(groups: dict[str, list[dict[str, Any]]]) -> int:
+def minimum_n(groups: dict[str, list[LabelledRow]]) -> int:
     """The smallest sample giving every stratum two cases (or all it has): the sampler's suggested size."""
     return sum(min(MIN_CASES, len(rows)) for rows in groups.values())
 
 
-def draw_items(groups: dict[str, list[dict[str, Any]]], n: int,
-               rng: random.Random) -> list[tuple[str, dict[str, Any], float]]:
+def draw_items(groups: dict[str, list[LabelledRow]], n: int,
+               rng: random.Random) -> list[tuple[str, LabelledRow, float]]:
     """A stratified two-stage sample of n rollouts: (stratum, row, design weight) in stratum order.
 
     Allocation over strata is balanced (allocate). Within a stratum of C cases and N rollouts given n_h items,
@@ -194,9 +196,9 @@ def draw_items(groups: dict[str, list[dict[str, Any]]], n: int,
     allocation = allocate({key: len(rows) for key, rows in groups.items()}, n, rng, cover_all=True)
     chosen = []
     for key in sorted(groups):
-        by_case: dict[str, list[dict[str, Any]]] = {}
+        by_case: dict[str, list[LabelledRow]] = {}
         for row in groups[key]:
-            by_case.setdefault(row["case_id"], []).append(row)
+            by_case.setdefault(row.case_id, []).append(row)
         cases = sorted(by_case)
         n_h = allocation[key]
         picked = sorted(rng.sample(cases, min(n_h, len(cases))))
@@ -208,7 +210,7 @@ def draw_items(groups: dict[str, list[dict[str, Any]]], n: int,
     return chosen
 
 
-def plan(rows: Sequence[dict[str, Any]], fields: Sequence[str], sizes: Sequence[int], seed: int = 0,
+def plan(rows: Sequence[LabelledRow], fields: Sequence[str], sizes: Sequence[int], seed: int = 0,
          draws: int = PLAN_DRAWS) -> dict[str, Any]:
     """The 95 % interval widths the audit's figures can be expected to have at each sample size, from the design.
 
@@ -230,13 +232,12 @@ def plan(rows: Sequence[dict[str, Any]], fields: Sequence[str], sizes: Sequence[
         if not minimum_n(groups) <= n <= len(rows):
             continue
         label_stratified = _label_stratified(groups)
-        positives = {key: sum(1 for row in group if row["label"] == 1) for key, group in groups.items()}
+        positives = {key: sum(1 for row in group if row.label == 1) for key, group in groups.items()}
         found: dict[str, list[float]] = {name: [] for name in AUDIT_METRICS}
         for _ in range(draws):
             chosen = draw_items(groups, n, rng)
-            frame = pd.DataFrame([{"y": row["label"], "h": float(row["E"] if row.get("E") is not None
-                                                                else row["label"]),
-                                   "stratum": key, "population": len(groups[key]), "case_id": row["case_id"],
+            frame = pd.DataFrame([{"y": row.label, "h": float(row.E if row.E is not None else row.label),
+                                   "stratum": key, "population": len(groups[key]), "case_id": row.case_id,
                                    "weight": weight, "excluded": None} for key, row, weight in chosen])
             result = judge_audit(frame, reps=PLAN_REPS, seed=rng.randrange(2**31), judged_positives=positives,
                                  label_stratified=label_stratified)
@@ -266,7 +267,7 @@ def _label_stratified(groups: dict[str, Any]) -> bool:
 
 def check_sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int, config_hash: str,
                  backbone: str = RULE, *, reviewers: Sequence[str], adjudicator: str, config_name: str | None = None
-                 ) -> tuple[list[str], list[str], str, list[dict[str, Any]], dict[str, list[dict[str, Any]]],
+                 ) -> tuple[list[str], list[str], str, list[LabelledRow], dict[str, list[LabelledRow]],
                             list[dict[str, Any]]]:
     """Everything `sample` checks before it draws (AuditSetupError or UnknownRun naming what is wrong), and what
     it draws from: (fields, reviewers, config name, population, strata, merges). `audit sample --plan-only`
@@ -333,7 +334,7 @@ def sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int
         order = list(range(1, n + 1))
         rng.shuffle(order)
         orders[name] = order
-    items = [AuditItemRecord(rollout_id=row["rollout_id"], stratum=key, population=len(groups[key]),
+    items = [AuditItemRecord(rollout_id=row.rollout_id, stratum=key, population=len(groups[key]),
                              sampled=allocation[key], weight=weight,
                              positions={name: orders[name][i] for name in names})
              for i, (key, row, weight) in enumerate(chosen)]
@@ -356,7 +357,7 @@ def _resolved(design: dict[str, Any]) -> dict[str, Any]:
     return {**design, "merged": merged}
 
 
-def stratum_in(audit: AuditRecord, row: dict[str, Any]) -> str:
+def stratum_in(audit: AuditRecord, row: LabelledRow) -> str:
     """The audit's stratum of a population row: its field combination, or the merged stratum holding it."""
     key = stratum_of(row, audit.stratify)
     return str((audit.design or {}).get("merged", {}).get(key, key))
@@ -366,15 +367,15 @@ def strata(store: Store, audit_id: str) -> list[dict[str, Any]]:
     """The audit's strata: stratum, population, sampled, weight (analyst view: strata name judge labels)."""
     seen: dict[str, dict[str, Any]] = {}
     for item in store.audit_items(audit_id):
-        seen.setdefault(item["stratum"], {"stratum": item["stratum"], "population": item["population"],
-                                          "sampled": item["sampled"], "weight": item["weight"]})
+        seen.setdefault(item.stratum, {"stratum": item.stratum, "population": item.population,
+                                       "sampled": item.sampled, "weight": item.weight})
     return [seen[key] for key in sorted(seen)]
 
 
 # ---------------------------------------------------------------- progress
 
 
-def _agreement(first: dict[int, dict[str, str]], cases: dict[int, str] | None = None) -> dict[str, Any]:
+def _agreement(first: Mapping[int, Mapping[str, str]], cases: Mapping[int, str] | None = None) -> dict[str, Any]:
     """Agreement of the two reviewers' first labels over the items both labelled: raw and Cohen's kappa.
 
     `cases` (item id → case id) makes kappa's interval resample cases, as every audit figure does; status
@@ -399,8 +400,8 @@ def agreement(store: Store, audit_id: str) -> dict[str, Any]:
     """The reviewers' agreement on first labels (analyst view), with kappa's interval over case clusters."""
     by_item: dict[int, dict[str, str]] = {}
     for label in store.labels(audit_id, first_only=True):
-        by_item.setdefault(label["item_id"], {})[label["slot"]] = label["label"]
-    return _agreement(by_item, {item["item_id"]: item["case_id"] for item in store.audit_items(audit_id)})
+        by_item.setdefault(label.item_id, {})[label.slot] = label.label
+    return _agreement(by_item, {item.item_id: item.case_id for item in store.audit_items(audit_id)})
 
 
 def status(store: Store, audit_id: str) -> dict[str, Any]:
@@ -410,16 +411,16 @@ def status(store: Store, audit_id: str) -> dict[str, Any]:
     audit = store.get_audit(audit_id)
     final = store.final_labels(audit_id)
     first_labels = store.labels(audit_id, first_only=True)
-    done = Counter(label["reviewer"] for label in first_labels)
+    done = Counter(label.reviewer for label in first_labels)
     by_item: dict[int, dict[str, str]] = {}
     for label in first_labels:
-        by_item.setdefault(label["item_id"], {})[label["slot"]] = label["label"]
-    sources = Counter(item["source"] for item in final)
+        by_item.setdefault(label.item_id, {})[label.slot] = label.label
+    sources = Counter(item.source for item in final)
     disagreements = sources["awaiting_adjudication"] + sum(
-        1 for item in final if item["source"] == "adjudicated")
+        1 for item in final if item.source == "adjudicated")
     adjudicated = sources["adjudicated"]
     missing_labels = 2 * len(final) - sum(done.values())
-    agreement = _agreement(by_item, {item["item_id"]: item["case_id"] for item in final})
+    agreement = _agreement(by_item, {f.item.item_id: f.item.case_id for f in final})
     return {
         "audit_id": audit.id, "run_id": audit.run_id, "config_name": audit.config_name,
         "config_hash": audit.config_hash, "backbone": audit.backbone, "items": len(final),
@@ -428,7 +429,7 @@ def status(store: Store, audit_id: str) -> dict[str, Any]:
         "adjudicator": audit.adjudicator, "both_labelled": agreement["n"], "agreement": agreement["agreement"],
         "kappa": agreement["kappa"], "kappa_ci": agreement["kappa_ci"], "disagreements": disagreements,
         "adjudicated": adjudicated,
-        "final": sum(1 for item in final if item["final"] is not None),
+        "final": sum(1 for item in final if item.final is not None),
         "remaining": missing_labels + disagreements - adjudicated, "remaining_labels": missing_labels,
         "remaining_adjudications": disagreements - adjudicated,
         "blind_model": audit.blind_model, "blind_attack": audit.blind_attack,
@@ -461,20 +462,21 @@ def estimates(store: Store, audit_id: str, *, reps: int = 10_000, seed: int = 0)
     audit = store.get_audit(audit_id)
     final = store.final_labels(audit_id)
     rows = []
-    for item in final:
-        if item["source"] in PENDING_SOURCES:
+    for labelled in final:
+        item = labelled.item
+        if labelled.source in PENDING_SOURCES:
             excluded = "pending"
-        elif item["human"] is None:
+        elif labelled.human is None:
             excluded = "unsure"
         else:
             excluded = None
-        rows.append({"y": item["judge_label"], "h": float("nan") if item["human"] is None else item["human"],
-                     "stratum": item["stratum"], "population": item["population"], "case_id": item["case_id"],
-                     "weight": item["weight"], "excluded": excluded})
+        rows.append({"y": item.judge_label, "h": float("nan") if labelled.human is None else labelled.human,
+                     "stratum": item.stratum, "population": item.population, "case_id": item.case_id,
+                     "weight": item.weight, "excluded": excluded})
     population = store.labelled_rows(audit.run_id, audit.config_hash, audit.backbone)
     now = Counter(stratum_in(audit, row) for row in population)
-    positives = Counter(stratum_in(audit, row) for row in population if row["label"] == 1)
-    drawn = {item["stratum"]: item["population"] for item in final}
+    positives = Counter(stratum_in(audit, row) for row in population if row.label == 1)
+    drawn = {f.item.stratum: f.item.population for f in final}
     notes = []
     changed = sorted(key for key, size in drawn.items() if now.get(key, 0) != size)
     if changed:
@@ -489,7 +491,7 @@ def estimates(store: Store, audit_id: str, *, reps: int = 10_000, seed: int = 0)
     agreed = agreement(store, audit_id)
     return {"audit_id": audit.id, "run_id": audit.run_id, "config": audit.config_name,
             "config_hash": audit.config_hash, "backbone": audit.backbone, "stratify": list(audit.stratify),
-            "items": len(final), "final_labels": sum(1 for item in final if item["final"] is not None),
+            "items": len(final), "final_labels": sum(1 for f in final if f.final is not None),
             "labelled_both": agreed["n"], "agreement": agreed["agreement"], "agreement_ci": agreed["agreement_ci"],
             "agreement_method": agreed["agreement_method"],
             "kappa": agreed["kappa"], "kappa_ci": agreed["kappa_ci"], "kappa_defined": agreed["kappa_defined"],
@@ -515,13 +517,13 @@ def _format(path: Path, fmt: str | None) -> str:
     raise AuditFileError(f"cannot tell the format of {path}: name it .csv or .jsonl, or give the format")
 
 
-def export(store: Store, audit_id: str, path: str | Path, fmt: str = "csv", *, reviewer: str | None = None) -> int:
+def export(store: AuditQueue, audit_id: str, path: str | Path, fmt: str = "csv", *, reviewer: str | None = None) -> int:
     """Write the audit's items as reviewers see them (blinded) with empty label and note columns; returns
     the number of rows. With a reviewer, rows follow that reviewer's order and carry their position;
     without one, rows follow item ids. CSV cells holding events, receipts and diff are JSON."""
     path = Path(path)
     fmt = _format(path, fmt)
-    views = [_exported(view) for view in store.blinded_items(audit_id, reviewer)]
+    views = [_exported(item) for item in store.blinded_items(audit_id, reviewer)]
     columns = [c for c in _VIEW_COLUMNS if views and c in views[0]] + ["label", "note"]
     try:
         with path.open("w", encoding="utf-8", newline="") as handle:
@@ -539,11 +541,11 @@ def export(store: Store, audit_id: str, path: str | Path, fmt: str = "csv", *, r
     return len(views)
 
 
-def _exported(view: dict[str, Any]) -> dict[str, Any]:
-    """A blinded item with its evidence records as JSON-ready dicts (what the blinding hides left out)."""
-    hidden = view.get("hidden") or frozenset()
-    return {**view, "events": [e.to_dict(hidden) for e in view["events"]],
-            "receipts": [r.to_dict() for r in view["receipts"]], "diff": [d.to_dict() for d in view["diff"]]}
+def _exported(item: ReviewerItem) -> dict[str, Any]:
+    """A blinded item as a labelling file's row: JSON-ready, what the blinding hides left out, the reviewer's
+    position when the file is theirs."""
+    row = item.blinded.to_dict()
+    return row if item.position is None else {**row, "position": item.position}
 
 
 def _cell(column: str, value: Any) -> Any:
@@ -585,7 +587,7 @@ def _rows(path: Path, fmt: str) -> list[tuple[int, dict[str, Any]]]:
         raise AuditFileError(f"cannot read {path}: {exc}") from None
 
 
-def import_labels(store: Store, audit_id: str, path: str | Path, reviewer: str,
+def import_labels(store: AuditQueue, audit_id: str, path: str | Path, reviewer: str,
                   fmt: str | None = None) -> dict[str, Any]:
     """Submit a reviewer's labels from a CSV or JSONL file of {item_id, label, note} rows, all or nothing.
 
@@ -598,7 +600,7 @@ def import_labels(store: Store, audit_id: str, path: str | Path, reviewer: str,
     """
     path = Path(path)
     fmt = _format(path, fmt)
-    queue = {entry["item_id"] for entry in store.reviewer_queue(audit_id, reviewer)}  # checks audit and reviewer
+    queue = {entry.item_id for entry in store.reviewer_queue(audit_id, reviewer)}  # checks audit and reviewer
     entries: list[tuple[int, str, str]] = []
     lines: dict[int, int] = {}
     blank = 0
@@ -632,26 +634,26 @@ def import_labels(store: Store, audit_id: str, path: str | Path, reviewer: str,
 # ---------------------------------------------------------------- progress as a blinded role sees it
 
 
-def reviewer_progress(store: Store, audit_id: str, reviewer: str) -> dict[str, Any]:
+def reviewer_progress(store: AuditQueue, audit_id: str, reviewer: str) -> dict[str, Any]:
     """A reviewer's own progress, and nothing of anyone else's: items in their queue, how many they have
     labelled, how many remain. (Agreement would tell them the other reviewer's labels.)"""
     queue = store.reviewer_queue(audit_id, reviewer)
-    done = sum(1 for entry in queue if entry["labelled"])
+    done = sum(1 for entry in queue if entry.labelled)
     return {"audit_id": audit_id, "reviewer": reviewer, "items": len(queue), "labelled": done,
             "remaining": len(queue) - done}
 
 
-def adjudicator_progress(store: Store, audit_id: str, adjudicator: str) -> dict[str, Any]:
+def adjudicator_progress(store: AdjudicationQueue, audit_id: str, adjudicator: str) -> dict[str, Any]:
     """The adjudicator's view of progress, from the blinded views only: labels per slot (A, B — never the
     reviewers' names), agreement on first labels, disagreements, own decisions, what remains."""
     from redagent.store.audit import needs_adjudication
 
     seen = store.adjudicator_overview(audit_id, adjudicator)
-    first, latest = seen["first"], seen["latest"]
+    first, latest = seen.first, seen.latest
     disputed = [item for item in first if needs_adjudication(first[item], latest.get(item, {}))]
-    agreement = _agreement(first, seen["cases"])  # case clusters, as status and the report use
-    decided = sum(1 for item in disputed if item in seen["adjudicated"])
-    return {"audit_id": audit_id, "adjudicator": adjudicator, "items": seen["items"],
+    agreement = _agreement(first, seen.cases)  # case clusters, as status and the report use
+    decided = sum(1 for item in disputed if item in seen.adjudicated)
+    return {"audit_id": audit_id, "adjudicator": adjudicator, "items": seen.items,
             "labelled": {slot: sum(1 for labels in first.values() if slot in labels) for slot in AUDIT_SLOTS},
             "both_labelled": agreement["n"], "agreement": agreement["agreement"], "kappa": agreement["kappa"],
             "kappa_ci": agreement["kappa_ci"], "disagreements": len(disputed), "adjudicated": decided,

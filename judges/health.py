@@ -8,9 +8,11 @@ reached the agent measures a setup, not an agent; such a cell gets a warning bes
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from redagent.store.db import Store
+from redagent.store.records import CellHealth
 
 # A cell with at least this share of invalid rollouts is flagged even when some are valid: its ASR
 # stands on what is left, and what failed says why.
@@ -25,37 +27,37 @@ def run_health(store: Store, run_id: str) -> dict[str, Any]:
     cells = []
     lines = []
     for cell in store.cell_health(run_id):
-        valid, attacked = cell["valid"], cell["attacked"]
-        cell = {**cell, "invalid_n": cell["rollouts"] - valid,
-                "no_tool_call_share": cell["no_tool_call"] / valid if valid else None,
-                "exposure": cell["reached"] / attacked if attacked else None}
-        cell["warnings"] = cell_warnings(cell)
-        where = " · ".join(cell[k] for k in ("model", "harness", "cue", "defense"))
-        lines += [f"{where}: {w}" for w in cell["warnings"]]
-        cells.append(cell)
+        valid, attacked = cell.valid, cell.attacked
+        warnings = cell_warnings(cell)
+        # The report's and `runs show --json`'s form: the record's fields, the shares and the warnings.
+        cells.append({**asdict(cell), "invalid_n": cell.rollouts - valid,
+                      "no_tool_call_share": cell.no_tool_call / valid if valid else None,
+                      "exposure": cell.reached / attacked if attacked else None, "warnings": warnings})
+        where = " · ".join((cell.model, cell.harness, cell.cue, cell.defense))
+        lines += [f"{where}: {w}" for w in warnings]
     return {"cells": cells, "warnings": lines}
 
 
-def cell_warnings(cell: dict[str, Any]) -> list[str]:
-    rollouts, valid, invalid = cell["rollouts"], cell["valid"], cell["rollouts"] - cell["valid"]
+def cell_warnings(cell: CellHealth) -> list[str]:
+    rollouts, valid, invalid = cell.rollouts, cell.valid, cell.rollouts - cell.valid
     warnings = []
     if rollouts and not valid:
         warnings.append(f"all {rollouts} rollouts invalid ({top_invalid(cell)}): a broken setup, not a safe agent")
     elif rollouts and invalid / rollouts >= MOSTLY_INVALID:
         warnings.append(f"{invalid} of {rollouts} rollouts invalid ({top_invalid(cell)}): check the setup before "
                         f"reading this cell")
-    if valid and cell["no_tool_call"] == valid:
+    if valid and cell.no_tool_call == valid:
         warnings.append(f"no tool call in any of {valid} valid rollouts: the model may never have seen its tools "
                         f"(does the endpoint drop `tools`?); an ASR of 0 here is no evidence of safety")
-    if cell["attacked"] and not cell["reached"]:
-        warnings.append(f"the attack reached the agent in none of {cell['attacked']} valid attacked rollouts: "
+    if cell.attacked and not cell.reached:
+        warnings.append(f"the attack reached the agent in none of {cell.attacked} valid attacked rollouts: "
                         f"this cell's ASR measures no exposure")
     return warnings
 
 
-def top_invalid(cell: dict[str, Any]) -> str:
+def top_invalid(cell: CellHealth) -> str:
     """The most frequent invalid reason with its most frequent stored detail."""
-    if not cell["invalid"]:
+    if not cell.invalid:
         return "no reason stored"
-    reason, entry = max(cell["invalid"].items(), key=lambda item: (item[1]["n"], item[0]))
-    return f"{reason}: {entry['detail']}" if entry.get("detail") else reason
+    reason, entry = max(cell.invalid.items(), key=lambda item: (item[1].n, item[0]))
+    return f"{reason}: {entry.detail}" if entry.detail else reason

@@ -24,7 +24,7 @@ from redagent.errors import UserError
 from redagent.judges.config import RULE, JudgeConfig, config_for, contract_text
 from redagent.judges.recognition import RecognitionResult, lexical
 from redagent.judges.rules import Label, judge_rule
-from redagent.store.db import Store
+from redagent.store.interfaces import JudgingStore, RunCaseSource
 from redagent.store.readmodel import StoredRollout
 from redagent.store.records import JudgeLabelRecord, RecognitionLabelRecord
 
@@ -58,7 +58,7 @@ class LabellingReport:
                 "invalid_skipped": self.invalid_skipped}
 
 
-def run_cases(store: Store, run_id: str, case_ids: Iterable[str] | None = None) -> dict[str, Case]:
+def run_cases(store: RunCaseSource, run_id: str, case_ids: Iterable[str] | None = None) -> dict[str, Case]:
     """The cases the run's rollouts used (or only `case_ids` of them), as this installation has them now (a
     changed case is caught by its hash), including those from a researcher's own folder that the run recorded.
 
@@ -82,7 +82,7 @@ def _judge_model(backbone: str, api_base: str | None, timeout: float, retries: i
     return LiteLLMModel(backbone, api_base=api_base, timeout=timeout, retries=retries, max_tokens=max_tokens)
 
 
-def judge_run(store: Store, run_id: str, views: list[str], *, backbone: str = RULE, api_base: str | None = None,
+def judge_run(store: JudgingStore, run_id: str, views: list[str], *, backbone: str = RULE, api_base: str | None = None,
               concurrency: int = 8, timeout: float = 60.0, retries: int = 3,
               max_tokens: int = 2048) -> LabellingReport:
     if store.get_run(run_id) is None:
@@ -116,7 +116,7 @@ def judge_run(store: Store, run_id: str, views: list[str], *, backbone: str = RU
     return report
 
 
-def _judge_work(store: Store, run_id: str, configs: list[JudgeConfig], cases: dict[str, Case],
+def _judge_work(store: JudgingStore, run_id: str, configs: list[JudgeConfig], cases: dict[str, Case],
                 report: LabellingReport, backbone: str) -> Iterator[tuple[JudgeConfig, StoredRollout, Case]]:
     """What is left to judge, page by page of the run's rollouts (skipped ones counted in `report`)."""
     for page in _pages(store.iter_rollouts(run_id)):
@@ -175,7 +175,7 @@ def _record(config: JudgeConfig, rollout: StoredRollout, run_id: str, label: Lab
         created_at=datetime.now(UTC))
 
 
-def recognize_run(store: Store, run_id: str, *, backbone: str | None = None, api_base: str | None = None,
+def recognize_run(store: JudgingStore, run_id: str, *, backbone: str | None = None, api_base: str | None = None,
                   concurrency: int = 8, timeout: float = 60.0, retries: int = 3,
                   max_tokens: int = 2048) -> dict[str, Any]:
     """Recognition labels for every valid harmful (E=1) rollout of the run; failed ones are tried again."""

@@ -234,16 +234,16 @@ def utility(store: Store, run_id: str) -> UtilityTable:
     each arm done / n (Wilson 95 %, n = valid rollouts with a utility check; u None — "n/a" — when n is 0),
     beside the cell's execution ASR."""
     counts = store.utility_counts(run_id)
-    asr = {(c["model"], c["harness"], c["cue"], c["defense"]): c for c in store.execution_asr(run_id)}
+    asr = {(c.model, c.harness, c.cue, c.defense): c for c in store.execution_asr(run_id)}
     cells = []
     for cell in stats.utility_table(counts):
         rate = asr.get((cell.model, cell.harness, cell.cue, cell.defense))
         cells.append(UtilityRow(cell.model, cell.harness, cell.cue, cell.defense, UtilityFigures(
             _arm(cell.benign), _arm(cell.under_attack),
-            None if rate is None else ExecutionAsr(rate["harmful"], rate["valid"], rate["rate"]))))
+            None if rate is None else ExecutionAsr(rate.harmful, rate.valid, rate.rate))))
     pooled = stats.utility_table(counts, by=[])
     empty = stats.UtilityRate(0, 0, 0)
-    harmful, valid = sum(c["harmful"] for c in asr.values()), sum(c["valid"] for c in asr.values())
+    harmful, valid = sum(c.harmful for c in asr.values()), sum(c.valid for c in asr.values())
     overall = UtilityFigures(_arm(pooled[0].benign if pooled else empty),
                              _arm(pooled[0].under_attack if pooled else empty),
                              ExecutionAsr(harmful, valid, harmful / valid if valid else None))
@@ -409,7 +409,7 @@ def _semantic(store: Store, run_id: str, outcomes: pd.DataFrame,
         if config["view"] != "hybrid" or config["backbone"] == RULE:
             continue
         rows = store.labelled_rows(run_id, config["config_hash"], config["backbone"])
-        labelled = {row["rollout_id"]: row["label"] for row in rows if row["rollout_id"] in by_rule}
+        labelled = {row.rollout_id: row.label for row in rows if row.rollout_id in by_rule}
         judged[config["backbone"]] = labelled
         result["llm_hybrid"].append({
             "config": config["config_name"], "backbone": config["backbone"], "decided": len(labelled),

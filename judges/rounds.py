@@ -23,7 +23,7 @@ from redagent.errors import UserError
 from redagent.judges.audit import allocate
 from redagent.judges.stats import cohen_kappa
 from redagent.store.db import Store
-from redagent.store.reviews import RUBRIC_ITEMS, RoundCaseRecord
+from redagent.store.reviews import RUBRIC_ITEMS, CaseReview, RoundCaseRecord
 
 CROSS = "cross"
 AGREEMENT_ITEMS = (*RUBRIC_ITEMS, "decision")
@@ -86,18 +86,18 @@ def agreement(store: Store, round_id: str) -> dict[str, Any]:
     undefined). Also each expert's progress and whether both are done.
     """
     info = store.get_round(round_id)
-    first, second = info["experts"]
-    reviews: dict[str, dict[str, dict[str, Any]]] = {}
+    first, second = info.experts
+    reviews: dict[str, dict[str, CaseReview]] = {}
     for review in store.case_reviews(round_id, first_only=True):
-        reviews.setdefault(review["case_id"], {})[review["expert"]] = review
+        reviews.setdefault(review.case_id, {})[review.expert] = review
     both = [pair for pair in reviews.values() if first in pair and second in pair]
     items: dict[str, dict[str, Any]] = {}
     for item in AGREEMENT_ITEMS:
-        def value(review: dict[str, Any], item: str = item) -> str:
-            return review["decision"] if item == "decision" else review["rubric"][item]
+        def value(review: CaseReview, item: str = item) -> str:
+            return review.decision if item == "decision" else review.rubric[item]
 
         items[item] = cohen_kappa([value(pair[first]) for pair in both], [value(pair[second]) for pair in both])
     progress = store.review_progress(round_id)
-    return {"round_id": round_id, "experts": [first, second], "cases": info["n"], "both_reviewed": len(both),
-            "progress": progress, "done": all(count == info["n"] for count in progress.values()), "items": items}
+    return {"round_id": round_id, "experts": [first, second], "cases": info.n, "both_reviewed": len(both),
+            "progress": progress, "done": all(count == info.n for count in progress.values()), "items": items}
 

@@ -89,6 +89,16 @@ class Identity:
         return f"{who}, login {self.login}" if self.login else who
 
 
+@dataclass(frozen=True, slots=True)
+class TeamMember:
+    """A member of the team as the owner lists them (never the token digest); `login` is None on SQLite."""
+
+    name: str
+    role: str
+    login: str | None
+    created_at: datetime
+
+
 @dataclass(frozen=True)
 class NewMember:
     """What `add_member` hands out once: the member's connection (PostgreSQL) and console token.
@@ -191,12 +201,13 @@ class AccessQueries:
 
     # ------------------------------------------------------------ the team (the owner)
 
-    def team(self) -> list[dict[str, Any]]:
-        """Every member: name, role, login, created_at (never the token digest)."""
+    def team(self) -> list[TeamMember]:
+        """Every member, by name (never the token digest)."""
         tm = tt.team_member
         with self._reading() as conn:
             rows = conn.execute(select(tm.c.name, tm.c.role, tm.c.login, tm.c.created_at).order_by(tm.c.name))
-            return [dict(row._mapping) for row in rows]
+            return [TeamMember(name=row.name, role=row.role, login=row.login, created_at=row.created_at)
+                    for row in rows]
 
     def add_member(self, name: str, role: str, *, host: str | None = None) -> NewMember:
         """Add a person to the team; on PostgreSQL also their login with their role's grants.

@@ -31,7 +31,7 @@ final labels use each person's latest version.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -55,8 +55,27 @@ from redagent.store.errors import (
     UnknownRun,
 )
 from redagent.store.judging import chunks
-from redagent.store.readmodel import BlindedRollout, StoredDiffEntry, StoredEvent, StoredReceipt
-from redagent.store.records import AUDIT_SLOTS, HUMAN_LABELS, AuditItemRecord, AuditRecord
+from redagent.store.readmodel import (
+    AdjudicationItem,
+    AdjudicatorOverview,
+    BlindedRollout,
+    OwnLabel,
+    QueueEntry,
+    ReviewerItem,
+    StoredDiffEntry,
+    StoredEvent,
+    StoredReceipt,
+)
+from redagent.store.records import (
+    AUDIT_SLOTS,
+    HUMAN_LABELS,
+    Adjudication,
+    AuditItem,
+    AuditItemRecord,
+    AuditRecord,
+    FinalLabel,
+    ReviewerLabel,
+)
 from redagent.store.rows import aware, clean_text, stored_diff_entry, stored_event, stored_receipt
 
 UNSURE = "unsure"
@@ -79,7 +98,7 @@ def check_label(value: object) -> str:
     return value
 
 
-def needs_adjudication(first: dict[str, str], latest: dict[str, str]) -> bool:
+def needs_adjudication(first: Mapping[str, str], latest: Mapping[str, str]) -> bool:
     """Both reviewers have labelled and their first or latest labels differ, or any of them is unsure.
 
     First labels decide what goes to adjudication (the audit's protocol); a later correction that
@@ -207,47 +226,47 @@ class AuditQueries:
         with self._reading() as conn:
             return [_audit_record(row) for row in conn.execute(query)]
 
-    def audit_items(self, audit_id: str) -> list[dict[str, Any]]:
-        """Analyst view of the items, by item id: item_id, rollout_id, case_id (the cluster for intervals),
-        stratum, population, sampled, weight (the design weight), judge_label, alias (what reviewers see)."""
+    def audit_items(self, audit_id: str) -> list[AuditItem]:
+        """Analyst view of the items, by item id (never for reviewers: see AuditItem)."""
         ai, r = tj.audit_item, t.rollout
         with self._reading() as conn:
             self._audit_row(conn, audit_id)
             query = (select(ai.c.id.label("item_id"), ai.c.rollout_id, r.c.case_id, ai.c.stratum, ai.c.population,
                             ai.c.sampled, ai.c.weight, ai.c.judge_label, ai.c.alias)
                      .join(r, r.c.id == ai.c.rollout_id).where(ai.c.audit_id == audit_id).order_by(ai.c.id))
-            return [dict(row._mapping) for row in conn.execute(query)]
+            return [AuditItem(item_id=row.item_id, rollout_id=row.rollout_id, case_id=row.case_id, stratum=row.stratum,
+                              population=row.population, sampled=row.sampled, weight=row.weight,
+                              judge_label=row.judge_label, alias=row.alias) for row in conn.execute(query)]
 
     # ------------------------------------------------------------ reviewers (blinded)
 
-    def reviewer_queue(self, audit_id: str, reviewer: str) -> list[dict[str, Any]]:
-        """The reviewer's items in their own order: position, item_id, labelled (their own first submission
-        exists) and label (their own latest label, or None)."""
+    def reviewer_queue(self, audit_id: str, reviewer: str) -> list[QueueEntry]:
+        """The reviewer's items in their own order, each with their own latest label (None: not labelled)."""
         bq = tv.blind_queue
         with self._reading() as conn:
             self._check_reviewer(conn, self._blind_audit_row(conn, audit_id), reviewer)
             mine = self._own_latest(conn, audit_id, reviewer)
             query = (select(bq.c.position, bq.c.item_id).where(bq.c.audit_id == audit_id, bq.c.reviewer == reviewer)
                      .order_by(bq.c.position))
-            return [{"position": position, "item_id": item_id, "labelled": item_id in mine,
-                     "label": mine[item_id]["label"] if item_id in mine else None}
+            return [QueueEntry(position=position, item_id=item_id, labelled=item_id in mine,
+                               label=mine[item_id].label if item_id in mine else None)
                     for position, item_id in conn.execute(query)]
 
-    def reviewer_item(self, audit_id: str, item_id: int, reviewer: str) -> dict[str, Any]:
-        """One item as the reviewer may see it: the blinded evidence (case_id, constraint, harness, cue,
+    def reviewer_item(self, audit_id: str, item_id: int, reviewer: str) -> ReviewerItem:
+        """One item as the reviewer may see it: the blinded evidence (alias, constraint, harness, cue,
         defense, surfaces, events, receipts, diff, plus model / strategy, vulnerability, channel unless
-        blinded), their position, and their own latest label as `my_label` ({label, note, version} or None)."""
+        blinded), their position, and their own latest label (or None)."""
         with self._reading() as conn:
             audit = self._blind_audit_row(conn, audit_id)
             self._check_reviewer(conn, audit, reviewer)
             position = self._position(conn, audit_id, item_id, reviewer)
             view = self._blinded_views(conn, audit, [item_id])[item_id]
             mine = self._own_latest(conn, audit_id, reviewer, item_id)
-            return {**view, "position": position, "my_label": mine.get(item_id)}
+            return ReviewerItem(blinded=view, position=position, my_label=mine.get(item_id))
 
-    def blinded_items(self, audit_id: str, reviewer: str | None = None) -> list[dict[str, Any]]:
+    def blinded_items(self, audit_id: str, reviewer: str | None = None) -> list[ReviewerItem]:
         """Every item's blinded evidence (as reviewer_item, without labels): in the reviewer's order with
-        `position` when a reviewer is given, else by item id. For offline labelling files."""
+        their position when a reviewer is given, else by item id (position None). For offline labelling files."""
         bq, bi = tv.blind_queue, tv.blind_item
         with self._reading() as conn:
             audit = self._blind_audit_row(conn, audit_id)
@@ -260,11 +279,9 @@ class AuditQueries:
                     select(bq.c.position, bq.c.item_id).where(bq.c.audit_id == audit_id, bq.c.reviewer == reviewer)
                     .order_by(bq.c.position))]
             views = self._blinded_views(conn, audit, [item_id for _, item_id in order])
-        if reviewer is None:
-            return [views[item_id] for _, item_id in order]
-        return [{**views[item_id], "position": position} for position, item_id in order]
+        return [ReviewerItem(blinded=views[item_id], position=position) for position, item_id in order]
 
-    def submit_label(self, audit_id: str, item_id: int, reviewer: str, label: str, note: str = "") -> dict[str, Any]:
+    def submit_label(self, audit_id: str, item_id: int, reviewer: str, label: str, note: str = "") -> OwnLabel:
         """The reviewer's first label for an item (write-once: a second submission raises LabelAlreadySubmitted)."""
         self.submit_labels(audit_id, reviewer, [(item_id, label, note)])
         return self._own_latest_one(audit_id, item_id, reviewer)
@@ -321,7 +338,7 @@ class AuditQueries:
             return len(rows)
 
     def correct_label(self, audit_id: str, item_id: int, reviewer: str, label: str, reason: str,
-                      note: str = "") -> dict[str, Any]:
+                      note: str = "") -> OwnLabel:
         """Append the next version of the reviewer's label with the reason for the change; returns it."""
         check_label(label)
         if not reason or not reason.strip():
@@ -337,11 +354,9 @@ class AuditQueries:
 
     # ------------------------------------------------------------ adjudicator (blinded)
 
-    def adjudication_queue(self, audit_id: str, adjudicator: str) -> list[dict[str, Any]]:
+    def adjudication_queue(self, audit_id: str, adjudicator: str) -> list[AdjudicationItem]:
         """Items whose reviewers disagree (see needs_adjudication), by item id: the blinded evidence, the
-        reviewers' current labels as {"A": ..., "B": ...} under `labels`, their first labels under
-        `first_labels`, the adjudicator's own latest label as `adjudicated` (or None) and that decision whole
-        ({label, note, version}) as `decision`."""
+        reviewers' current and first labels by slot letter, and the adjudicator's own latest decision (or None)."""
         with self._reading() as conn:
             audit = self._blind_audit_row(conn, audit_id)
             self._check_adjudicator(audit, adjudicator)
@@ -350,13 +365,11 @@ class AuditQueries:
                              if needs_adjudication(first, latest))
             views = self._blinded_views(conn, audit, pending)
             decided = self._adjudicated(conn, audit_id)
-        return [{**views[item_id], "labels": dict(sorted(state[item_id][1].items())),
-                 "first_labels": dict(sorted(state[item_id][0].items())),
-                 "adjudicated": decided[item_id]["label"] if item_id in decided else None,
-                 "decision": decided.get(item_id)}  # own latest {label, note, version}, or None
+        return [AdjudicationItem(blinded=views[item_id], labels=dict(sorted(state[item_id][1].items())),
+                                 first_labels=dict(sorted(state[item_id][0].items())), decision=decided.get(item_id))
                 for item_id in pending]
 
-    def adjudicator_overview(self, audit_id: str, adjudicator: str) -> dict[str, Any]:
+    def adjudicator_overview(self, audit_id: str, adjudicator: str) -> AdjudicatorOverview:
         """What the adjudicator may know of an audit's progress: its size, each item's alias under `cases` (the
         cluster of agreement's interval: the adjudicator cannot see which items share a case, so each item is
         its own), first and latest labels by slot letter (never names or notes), and the adjudicator's own
@@ -368,12 +381,12 @@ class AuditQueries:
             decided = self._adjudicated(conn, audit_id)
             bi = tv.blind_item
             cases = dict(conn.execute(select(bi.c.item_id, bi.c.alias).where(bi.c.audit_id == audit_id)).all())
-        return {"audit_id": audit_id, "items": int(audit.n), "adjudicator": adjudicator, "cases": cases,
-                "first": {item: dict(first) for item, (first, _) in state.items()},
-                "latest": {item: dict(latest) for item, (_, latest) in state.items()},
-                "adjudicated": {item: entry["label"] for item, entry in decided.items()}}
+        return AdjudicatorOverview(audit_id=audit_id, items=int(audit.n), adjudicator=adjudicator, cases=cases,
+                                   first={item: dict(first) for item, (first, _) in state.items()},
+                                   latest={item: dict(latest) for item, (_, latest) in state.items()},
+                                   adjudicated={item: entry.label for item, entry in decided.items()})
 
-    def adjudicate(self, audit_id: str, item_id: int, adjudicator: str, label: str, note: str = "") -> dict[str, Any]:
+    def adjudicate(self, audit_id: str, item_id: int, adjudicator: str, label: str, note: str = "") -> OwnLabel:
         """The adjudicator's label for an item in the adjudication queue (write-once, like reviewer labels)."""
         check_label(label)
         ad = tj.adjudication
@@ -395,7 +408,7 @@ class AuditQueries:
         return self._adjudication_one(audit_id, item_id)
 
     def correct_adjudication(self, audit_id: str, item_id: int, adjudicator: str, label: str, reason: str,
-                             note: str = "") -> dict[str, Any]:
+                             note: str = "") -> OwnLabel:
         """Append the next version of the adjudication with the reason for the change; returns it."""
         check_label(label)
         if not reason or not reason.strip():
@@ -411,9 +424,9 @@ class AuditQueries:
 
     # ------------------------------------------------------------ results (analysts)
 
-    def labels(self, audit_id: str, first_only: bool = True) -> list[dict[str, Any]]:
-        """Reviewer labels by item, slot and version: item_id, reviewer, slot, label, note, version, reason,
-        created_at. first_only keeps first submissions (what agreement is measured on); else every version."""
+    def labels(self, audit_id: str, first_only: bool = True) -> list[ReviewerLabel]:
+        """Reviewer labels by item, slot and version. first_only keeps first submissions (what agreement is
+        measured on); else every version."""
         al, aa, ai = tj.audit_label, tj.audit_assignment, tj.audit_item
         query = (select(al.c.item_id, al.c.reviewer, aa.c.slot, al.c.label, al.c.note, al.c.version, al.c.reason,
                         al.c.created_at)
@@ -424,10 +437,12 @@ class AuditQueries:
             query = query.where(al.c.version == 1)
         with self._reading() as conn:
             self._audit_row(conn, audit_id)
-            return [dict(row._mapping) for row in conn.execute(query)]
+            return [ReviewerLabel(item_id=row.item_id, reviewer=row.reviewer, slot=row.slot, label=row.label,
+                                  note=row.note, version=row.version, reason=row.reason, created_at=row.created_at)
+                    for row in conn.execute(query)]
 
-    def adjudications(self, audit_id: str) -> list[dict[str, Any]]:
-        """Every adjudication version: item_id, adjudicator, label, note, version, reason, created_at."""
+    def adjudications(self, audit_id: str) -> list[Adjudication]:
+        """Every adjudication version, by item and version."""
         ad, ai = tj.adjudication, tj.audit_item
         query = (select(ad.c.item_id, ad.c.adjudicator, ad.c.label, ad.c.note, ad.c.version, ad.c.reason,
                         ad.c.created_at)
@@ -435,21 +450,23 @@ class AuditQueries:
                  .order_by(ad.c.item_id, ad.c.version))
         with self._reading() as conn:
             self._audit_row(conn, audit_id)
-            return [dict(row._mapping) for row in conn.execute(query)]
+            return [Adjudication(item_id=row.item_id, adjudicator=row.adjudicator, label=row.label, note=row.note,
+                                 version=row.version, reason=row.reason, created_at=row.created_at)
+                    for row in conn.execute(query)]
 
-    def final_labels(self, audit_id: str) -> list[dict[str, Any]]:
-        """Per item, by item id: the analyst columns of audit_items, the reviewers' first and latest labels
-        by slot (A, B, A_first, B_first), adjudication (the adjudicator's latest label or None), final and
-        source: the adjudicated label if any ("adjudicated"), else the reviewers' label when they agree
-        ("agreed"), else None ("awaiting_review" / "awaiting_adjudication"); human is final as 1/0/None."""
+    def final_labels(self, audit_id: str) -> list[FinalLabel]:
+        """Per item, by item id: the item (as audit_items), the reviewers' first and latest labels by slot, the
+        adjudicator's latest label, and the final label: the adjudicated one if any ("adjudicated"), else the
+        reviewers' label when they agree ("agreed"), else None ("awaiting_review" / "awaiting_adjudication")."""
         items = self.audit_items(audit_id)
         with self._reading() as conn:
             state = self._label_state(conn, audit_id)
             decided = self._adjudicated(conn, audit_id)
         out = []
         for item in items:
-            first, latest = state.get(item["item_id"], ({}, {}))
-            adjudicated = decided.get(item["item_id"], {}).get("label")
+            first, latest = state.get(item.item_id, ({}, {}))
+            decision = decided.get(item.item_id)
+            adjudicated = decision.label if decision is not None else None
             if adjudicated is not None:
                 final, source = adjudicated, "adjudicated"
             elif set(first) != set(AUDIT_SLOTS):
@@ -458,9 +475,9 @@ class AuditQueries:
                 final, source = None, "awaiting_adjudication"
             else:
                 final, source = latest["A"], "agreed"
-            out.append({**item, "A": latest.get("A"), "B": latest.get("B"), "A_first": first.get("A"),
-                        "B_first": first.get("B"), "adjudication": adjudicated, "final": final, "source": source,
-                        "human": HUMAN_TO_BINARY[final] if final is not None else None})
+            out.append(FinalLabel(item=item, A=latest.get("A"), B=latest.get("B"), A_first=first.get("A"),
+                                  B_first=first.get("B"), adjudication=adjudicated, final=final, source=source,
+                                  human=HUMAN_TO_BINARY[final] if final is not None else None))
         return out
 
     # ------------------------------------------------------------ helpers
@@ -518,21 +535,20 @@ class AuditQueries:
 
     @staticmethod
     def _own_latest(conn: Connection, audit_id: str, reviewer: str,
-                    item_id: int | None = None) -> dict[int, dict[str, Any]]:
-        """The reviewer's own latest label per item: {label, note, version} (only their rows are read)."""
+                    item_id: int | None = None) -> dict[int, OwnLabel]:
+        """The reviewer's own latest label per item (only their rows are read)."""
         al, bq = tv.own_label, tv.blind_queue
         query = (select(al.c.item_id, al.c.label, al.c.note, al.c.version)
                  .join(bq, (bq.c.item_id == al.c.item_id) & (bq.c.reviewer == al.c.reviewer))
                  .where(bq.c.audit_id == audit_id, al.c.reviewer == reviewer).order_by(al.c.item_id, al.c.version))
         if item_id is not None:
             query = query.where(al.c.item_id == item_id)
-        return {row_item: {"label": label, "note": note, "version": version}
+        return {row_item: OwnLabel(item_id=row_item, label=label, note=note, version=version)
                 for row_item, label, note, version in conn.execute(query)}  # later versions overwrite
 
-    def _own_latest_one(self, audit_id: str, item_id: int, reviewer: str) -> dict[str, Any]:
+    def _own_latest_one(self, audit_id: str, item_id: int, reviewer: str) -> OwnLabel:
         with self._reading() as conn:
-            return {"item_id": item_id, "reviewer": reviewer,
-                    **self._own_latest(conn, audit_id, reviewer, item_id)[item_id]}
+            return self._own_latest(conn, audit_id, reviewer, item_id)[item_id]
 
     @staticmethod
     def _label_state(conn: Connection, audit_id: str,
@@ -552,17 +568,17 @@ class AuditQueries:
         return state
 
     @staticmethod
-    def _adjudicated(conn: Connection, audit_id: str) -> dict[int, dict[str, Any]]:
-        """The latest adjudication per item: {label, note, version}."""
+    def _adjudicated(conn: Connection, audit_id: str) -> dict[int, OwnLabel]:
+        """The adjudicator's latest decision per item."""
         ad, bi = tv.own_adjudication, tv.blind_item
         query = (select(ad.c.item_id, ad.c.label, ad.c.note, ad.c.version).join(bi, bi.c.item_id == ad.c.item_id)
                  .where(bi.c.audit_id == audit_id).order_by(ad.c.item_id, ad.c.version))
-        return {item_id: {"label": label, "note": note, "version": version}
+        return {item_id: OwnLabel(item_id=item_id, label=label, note=note, version=version)
                 for item_id, label, note, version in conn.execute(query)}
 
-    def _adjudication_one(self, audit_id: str, item_id: int) -> dict[str, Any]:
+    def _adjudication_one(self, audit_id: str, item_id: int) -> OwnLabel:
         with self._reading() as conn:
-            return {"item_id": item_id, **self._adjudicated(conn, audit_id)[item_id]}
+            return self._adjudicated(conn, audit_id)[item_id]
 
     def _check_disputed(self, conn: Connection, audit_id: str, item_id: int, adjudicator: str) -> None:
         bi = tv.blind_item
@@ -594,12 +610,12 @@ class AuditQueries:
             raise LabelConflict(item_id, name)
 
     @staticmethod
-    def _blinded_views(conn: Connection, audit: Any, item_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    def _blinded_views(conn: Connection, audit: Any, item_ids: Sequence[int]) -> dict[int, BlindedRollout]:
         """The blinded evidence of these items of `audit`, by item id, read only from the blinded views.
 
         The blinding itself is in the views' SQL (migration 0005); here blinded columns, which the views
-        return as NULL, are not even selected and are named in the record's `hidden`, and left out of the
-        dict, so a reader never mistakes "hidden" for "none".
+        return as NULL, are not even selected and are named in the record's `hidden`, so a reader never
+        mistakes "hidden" for "none".
         """
         bi, ev, rc, df = tv.blind_item, tv.blind_event, tv.blind_receipt, tv.blind_diff
         hidden = ({"model"} if audit.blind_model else set()) | (
@@ -631,4 +647,4 @@ class AuditQueries:
             item_id=item_id, alias=row["alias"], constraint=row["constraint"], harness=row["harness"],
             cue=row["cue"], defense=row["defense"], surfaces=tuple(row["surfaces"].split(",")) if row["surfaces"]
             else (), model=row.get("model"), strategy=row.get("strategy"), vulnerability=row.get("vulnerability"),
-            channel=row.get("channel"), hidden=shown).fields() for item_id, row in items.items()}
+            channel=row.get("channel"), hidden=shown) for item_id, row in items.items()}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import ColumnElement, Connection, Select, and_, exists, func, select, tuple_
@@ -37,10 +38,34 @@ FILTER_KEYS = ("model", "harness", "cue", "defense", "surface", "strategy", "con
 COUNT_CAP = 10_000  # count_rollouts stops counting here: a list needs "10,000+", not an exact full scan
 
 
-def page_key(summary: Mapping[str, Any]) -> tuple[Any, ...]:
+@dataclass(frozen=True, slots=True)
+class BrowsedRollout:
+    """One line of the rollout browser: a rollout without its children."""
+
+    rollout_id: str
+    run_id: str
+    case_id: str
+    model: str
+    harness: str
+    cue: str
+    defense: str
+    attempt: int
+    strategy: str
+    vulnerability: str
+    constraint: str
+    surfaces: tuple[str, ...]
+    channel: str
+    E: int | None
+    valid: bool
+    invalid_reason: str | None
+    U: int | None
+    benign: bool
+
+
+def page_key(summary: BrowsedRollout) -> tuple[Any, ...]:
     """The keyset position of a summary returned by rollout_page: pass the last one's as `after`."""
-    return (summary["run_id"], summary["case_id"], summary["model"], summary["harness"], summary["cue"],
-            summary["defense"], summary["attempt"])
+    return (summary.run_id, summary.case_id, summary.model, summary.harness, summary.cue, summary.defense,
+            summary.attempt)
 
 
 def _conditions(run_id: str | None, filters: Mapping[str, Any]) -> list[ColumnElement[bool]]:
@@ -90,13 +115,13 @@ def _label_exists(label: Mapping[str, Any]) -> ColumnElement[bool]:
     return exists(select(jl.c.id).where(*match))
 
 
-def _summary(row: Any) -> dict[str, Any]:
-    return {"rollout_id": row.id, "run_id": row.run_id, "case_id": row.case_id, "model": row.model,
-            "harness": row.harness, "cue": row.cue, "defense": row.defense, "attempt": row.attempt,
-            "strategy": row.strategy, "vulnerability": row.vulnerability, "constraint": row.constraint,
-            "surfaces": row.surfaces.split(",") if row.surfaces else [], "channel": row.channel, "E": row.e,
-            "valid": bool(row.valid), "invalid_reason": row.invalid_reason, "U": row.utility,
-            "benign": bool(row.benign)}
+def _summary(row: Any) -> BrowsedRollout:
+    return BrowsedRollout(rollout_id=row.id, run_id=row.run_id, case_id=row.case_id, model=row.model,
+                          harness=row.harness, cue=row.cue, defense=row.defense, attempt=row.attempt,
+                          strategy=row.strategy, vulnerability=row.vulnerability, constraint=row.constraint,
+                          surfaces=tuple(row.surfaces.split(",")) if row.surfaces else (), channel=row.channel,
+                          E=row.e, valid=bool(row.valid), invalid_reason=row.invalid_reason, U=row.utility,
+                          benign=bool(row.benign))
 
 
 class BrowseQueries:
@@ -107,12 +132,10 @@ class BrowseQueries:
         _reading: Callable[[], AbstractContextManager[Connection]]
 
     def rollout_page(self, run_id: str | None, filters: Mapping[str, Any] | None = None,
-                     after: tuple[Any, ...] | None = None, limit: int = 100) -> list[dict[str, Any]]:
+                     after: tuple[Any, ...] | None = None, limit: int = 100) -> list[BrowsedRollout]:
         """Up to `limit` rollout summaries (no children) after the keyset position `after`, in page-key order.
 
-        Each summary: rollout_id, run_id, case_id, model, harness, cue, defense, attempt, strategy,
-        vulnerability, constraint, surfaces (list), channel, E, valid, invalid_reason, U, benign. The next page
-        starts after page_key(last summary); a previous page is the caller's remembered `after`.
+        The next page starts after page_key(last summary); a previous page is the caller's remembered `after`.
         """
         if limit < 1:
             raise InvalidRecord(f"page limit must be >= 1, not {limit}")

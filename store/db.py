@@ -38,7 +38,19 @@ from redagent.store.errors import InvalidRecord, StoreError, UnknownRun, WriteRe
 from redagent.store.judging import JudgingQueries
 from redagent.store.migrate import upgrade_to_head
 from redagent.store.readmodel import StoredRollout
-from redagent.store.records import RUN_STATUSES, RolloutRecord, RolloutSummary, RunRecord, UtilityCount
+from redagent.store.records import (
+    RUN_STATUSES,
+    CellAsr,
+    CellHealth,
+    InvalidReason,
+    RolloutCost,
+    RolloutRecord,
+    RolloutSummary,
+    RunCounts,
+    RunListing,
+    RunRecord,
+    UtilityCount,
+)
 from redagent.store.reviews import ReviewQueries
 from redagent.store.rows import (
     PreparedRollout,
@@ -235,8 +247,8 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
         with self._writing() as conn:
             conn.execute(update(t.run).where(t.run.c.id == run_id).values(heartbeat_at=datetime.now(UTC)))
 
-    def list_runs(self) -> list[dict[str, Any]]:
-        """Every run, newest first: run_id, status, planned, completed (rollouts stored), created_at.
+    def list_runs(self) -> list[RunListing]:
+        """Every run, newest first, with how many of its rollouts are stored.
 
         The status is as `shown_status` tells it: a "running" run whose process is gone is "interrupted".
         """
@@ -247,8 +259,8 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                  .outerjoin(done, done.c.run_id == t.run.c.id)
                  .order_by(t.run.c.created_at.desc(), t.run.c.id.desc()))
         with self._reading() as conn:
-            return [{"run_id": run_id, "status": shown_status(status, host, pid, heartbeat_at), "planned": planned,
-                     "completed": completed, "created_at": created_at}
+            return [RunListing(run_id=run_id, status=shown_status(status, host, pid, heartbeat_at), planned=planned,
+                               completed=int(completed), created_at=created_at)
                     for run_id, status, planned, completed, created_at, host, pid, heartbeat_at
                     in conn.execute(query)]
 
@@ -327,7 +339,7 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
             return set(conn.execute(select(r.c.id).where(r.c.run_id == run_id, ~r.c.valid,
                                                          r.c.invalid_reason.in_(sorted(reasons)))).scalars())
 
-    def cell_health(self, run_id: str) -> list[dict[str, Any]]:
+    def cell_health(self, run_id: str) -> list[CellHealth]:
         """Per (model, harness, cue, defense) cell, what says whether the setup worked: rollouts, valid,
         valid ones without a single tool call, valid attacked ones and those the attack reached, and the
         invalid ones by reason with their most frequent stored detail (and how many share it)."""
@@ -348,17 +360,19 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                    .group_by(*cell, r.c.invalid_reason, r.c.invalid_detail)
                    .order_by(n_detail.desc(), r.c.invalid_detail))
         with self._reading() as conn:
-            cells = {tuple(row[:4]): {"model": row[0], "harness": row[1], "cue": row[2], "defense": row[3],
-                                      "rollouts": int(row[4]), "valid": int(row[5]), "no_tool_call": int(row[6]),
-                                      "attacked": int(row[7]), "reached": int(row[8]), "invalid": {}}
-                     for row in conn.execute(counts)}
+            cells = {tuple(row[:4]): row for row in conn.execute(counts)}
+            invalid: dict[tuple[Any, ...], dict[str, InvalidReason]] = {key: {} for key in cells}
             for *key, reason, detail, n in conn.execute(details):
-                invalid = cells[tuple(key)]["invalid"]
-                entry = invalid.setdefault(reason or "unknown", {"n": 0, "detail": detail, "detail_n": int(n)})
-                entry["n"] += int(n)
-        return list(cells.values())
+                by_reason = invalid[tuple(key)]
+                seen = by_reason.get(reason or "unknown")
+                # The first detail seen of a reason is its most frequent one (the query's order); later ones add n.
+                by_reason[reason or "unknown"] = InvalidReason(n=int(n), detail=detail, detail_n=int(n)) \
+                    if seen is None else InvalidReason(n=seen.n + int(n), detail=seen.detail, detail_n=seen.detail_n)
+        return [CellHealth(model=row[0], harness=row[1], cue=row[2], defense=row[3], rollouts=int(row[4]),
+                           valid=int(row[5]), no_tool_call=int(row[6]), attacked=int(row[7]), reached=int(row[8]),
+                           invalid=invalid[key]) for key, row in cells.items()]
 
-    def rollout_history(self, case_hashes: Collection[str]) -> list[dict[str, Any]]:
+    def rollout_history(self, case_hashes: Collection[str]) -> list[RolloutCost]:
         """What valid rollouts of these case versions cost before, per (case_hash, model, harness): rollouts,
         mean model replies (assistant turns: tool calls and answers), mean prompt and completion tokens,
         mean duration in ms. What `redagent run --plan-only` estimates from."""
@@ -366,7 +380,7 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
         turns = (select(e.c.rollout_id, func.count().label("turns")).where(e.c.role == "assistant")
                  .group_by(e.c.rollout_id).subquery())
         group = (r.c.case_hash, r.c.model, r.c.harness)
-        found: list[dict[str, Any]] = []
+        found: list[RolloutCost] = []
         hashes = sorted(set(case_hashes))
         with self._reading() as conn:
             for start in range(0, len(hashes), 500):
@@ -374,9 +388,9 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                                 func.avg(r.c.prompt_tokens), func.avg(r.c.completion_tokens), func.avg(r.c.duration_ms))
                          .outerjoin(turns, turns.c.rollout_id == r.c.id)
                          .where(r.c.valid, r.c.case_hash.in_(hashes[start:start + 500])).group_by(*group))
-                found += [{"case_hash": h, "model": m, "harness": hn, "rollouts": int(n), "turns": float(c or 0),
-                           "prompt_tokens": float(p or 0), "completion_tokens": float(o or 0),
-                           "duration_ms": float(d or 0)}
+                found += [RolloutCost(case_hash=h, model=m, harness=hn, rollouts=int(n), turns=float(c or 0),
+                                      prompt_tokens=float(p or 0), completion_tokens=float(o or 0),
+                                      duration_ms=float(d or 0))
                           for h, m, hn, n, c, p, o, d in conn.execute(query)]
         return found
 
@@ -386,8 +400,8 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
             return list(conn.execute(select(t.rollout.c.case_id).where(t.rollout.c.run_id == run_id)
                                      .distinct().order_by(t.rollout.c.case_id)).scalars())
 
-    def counts(self, run_id: str) -> dict[str, Any]:
-        """planned, completed, valid, invalid and invalid_reasons {reason: n} for one run."""
+    def counts(self, run_id: str) -> RunCounts:
+        """planned, completed, valid, invalid and invalid_reasons {reason: n} for one run (UnknownRun if none)."""
         r = t.rollout
         with self._reading() as conn:
             planned = conn.execute(select(t.run.c.planned).where(t.run.c.id == run_id)).scalar_one_or_none()
@@ -399,10 +413,10 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
             reasons = conn.execute(
                 select(r.c.invalid_reason, func.count()).where(r.c.run_id == run_id, ~r.c.valid)
                 .group_by(r.c.invalid_reason).order_by(r.c.invalid_reason)).all()
-        return {"planned": planned, "completed": completed, "valid": valid, "invalid": completed - valid,
-                "invalid_reasons": {reason: n for reason, n in reasons}}
+        return RunCounts(planned=int(planned), completed=int(completed), valid=int(valid),
+                         invalid=int(completed) - int(valid), invalid_reasons={reason: int(n) for reason, n in reasons})
 
-    def execution_asr(self, run_id: str) -> list[dict[str, Any]]:
+    def execution_asr(self, run_id: str) -> list[CellAsr]:
         """Execution ASR per (model, harness, cue, defense) cell, over valid attacked rollouts only.
 
         harmful = valid rollouts with E == 1; rate = harmful / valid, None when no rollout of the
@@ -418,8 +432,8 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                  .group_by(*cell).order_by(*cell))
         with self._reading() as conn:
             rows = conn.execute(query).all()
-        return [{"model": model, "harness": harness, "cue": cue, "defense": defense, "harmful": int(n_harmful),
-                 "valid": int(n_valid), "rate": n_harmful / n_valid if n_valid else None}
+        return [CellAsr(model=model, harness=harness, cue=cue, defense=defense, harmful=int(n_harmful),
+                        valid=int(n_valid), rate=n_harmful / n_valid if n_valid else None)
                 for model, harness, cue, defense, n_harmful, n_valid in rows]
 
     def utility_counts(self, run_id: str) -> list[UtilityCount]:
@@ -464,8 +478,9 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
 
     def iter_export(self, run_id: str) -> Iterator[dict[str, Any]]:
         """Every rollout of the run with its events, receipts, diff and snapshots, in cell order, as the
-        export's JSON-ready dicts (`redagent export`). Readers that want the rollouts themselves use
-        iter_rollouts.
+        export's JSON-ready dicts (`redagent export`). Dicts on purpose: this is the export's serialisation
+        format (and what `rollout_record` reads back), not a read API; readers that want the rollouts
+        themselves use iter_rollouts.
 
         Pages of EXPORT_PAGE rollouts, keyed on the cell (keyset paging, not OFFSET), so memory
         stays flat and each page costs the same however deep into the run it is.

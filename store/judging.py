@@ -28,6 +28,8 @@ from redagent.store.records import (
     JUDGE_VIEWS,
     LABEL_STATUSES,
     JudgeLabelRecord,
+    LabelledRow,
+    OutcomeRow,
     RecognitionLabelRecord,
 )
 from redagent.store.rows import aware, clean_text, json_checked
@@ -236,21 +238,19 @@ class JudgingQueries:
 
     # ------------------------------------------------------------ rows for statistics and sampling
 
-    def outcome_rows(self, run_id: str) -> list[dict[str, Any]]:
-        """One dict per valid rollout of the run, in cell order: rollout_id, case_id, model, harness, cue,
-        defense, attempt, strategy, vulnerability, constraint, channel, surface (the first), E, U (None where the
-        case states no utility check) and benign (the rollout ran without its attack)."""
+    def outcome_rows(self, run_id: str) -> list[OutcomeRow]:
+        """One row per valid rollout of the run, in cell order (pandas takes the records as columns)."""
         query = select(*_OUTCOME_COLUMNS).where(t.rollout.c.run_id == run_id, t.rollout.c.valid)
-        return [_outcome(row) for row in self._paged(query)]
+        return [OutcomeRow(**_outcome_fields(row)) for row in self._paged(query)]
 
-    def labelled_rows(self, run_id: str, config_hash: str, backbone: str) -> list[dict[str, Any]]:
+    def labelled_rows(self, run_id: str, config_hash: str, backbone: str) -> list[LabelledRow]:
         """outcome_rows restricted to rollouts with an ok label under (config_hash, backbone), plus `label`."""
         jl = tj.judge_label
         query = (select(*_OUTCOME_COLUMNS, jl.c.label)
                  .join(jl, (jl.c.rollout_id == t.rollout.c.id) & (jl.c.config_hash == config_hash)
                        & (jl.c.backbone == backbone) & (jl.c.status == "ok"))
                  .where(t.rollout.c.run_id == run_id, t.rollout.c.valid))
-        return [{**_outcome(row), "label": row.label} for row in self._paged(query)]
+        return [LabelledRow(**_outcome_fields(row), label=row.label) for row in self._paged(query)]
 
     def _paged(self, query: Select[Any]) -> Iterator[Any]:
         """Rows of `query` in cell order, ROWS_PAGE at a time (keyset paging on the cell)."""
@@ -268,7 +268,7 @@ class JudgingQueries:
                 after = tuple(getattr(last, column.key) for column in _CELL)
 
 
-def _outcome(row: Any) -> dict[str, Any]:
+def _outcome_fields(row: Any) -> dict[str, Any]:
     return {"rollout_id": row.id, "case_id": row.case_id, "model": row.model, "harness": row.harness, "cue": row.cue,
             "defense": row.defense, "attempt": row.attempt, "strategy": row.strategy,
             "vulnerability": row.vulnerability, "constraint": row.constraint, "channel": row.channel,

@@ -3,8 +3,10 @@
 A rollout read back is a `StoredRollout` (its cell, outcome E and utility U, the verifier's cited evidence, the
 trajectory events, the receipts, the state diff and — for researchers — its judge labels per configuration); a
 blinded reviewer's item is a `BlindedRollout` carrying the same evidence records, with what the blinded views
-hide set to None and named in `hidden`. Values the agent or a service produced (tool arguments, receipt
-effects, diff values, snapshots) stay JSON documents; everything around them is typed. Nothing here speaks
+hide set to None and named in `hidden`; what the reviewer's and adjudicator's queries return wraps it
+(`QueueEntry`, `ReviewerItem`, `OwnLabel`, `AdjudicationItem`, `AdjudicatorOverview`) and holds nothing else.
+Values the agent or a service produced (tool arguments, receipt effects, diff values, snapshots) stay JSON
+documents; everything around them is typed. Nothing here speaks
 SQL or knows a judge: mismatches and diff ownership are derived from these records in `judges/evidence.py`.
 """
 
@@ -260,13 +262,93 @@ class BlindedRollout(RolloutEvidence):
     channel: str | None = None
     hidden: frozenset[str] = frozenset()
 
-    def fields(self) -> dict[str, Any]:
-        """The item as the reviewer's screens and files take it: every field the blinding leaves visible (hidden
-        ones are absent, never none), the evidence as its typed records."""
+    def to_dict(self) -> dict[str, Any]:
+        """The item as an offline labelling file writes it (a serialisation format, hence a dict): every field the
+        blinding leaves visible — hidden ones are absent, never none — and the evidence as JSON-ready dicts.
+        Screens read the record's attributes instead."""
         out: dict[str, Any] = {"item_id": self.item_id, "alias": self.alias, "constraint": self.constraint,
                                "harness": self.harness, "cue": self.cue, "defense": self.defense,
                                "surfaces": list(self.surfaces), "model": self.model, "strategy": self.strategy,
                                "vulnerability": self.vulnerability, "channel": self.channel}
         for name in self.hidden:
             out.pop(name, None)
-        return {**out, "events": self.events, "receipts": self.receipts, "diff": self.diff, "hidden": self.hidden}
+        return {**out, "events": [e.to_dict(self.hidden) for e in self.events],
+                "receipts": [r.to_dict() for r in self.receipts], "diff": [d.to_dict() for d in self.diff]}
+
+    def shown(self) -> tuple[tuple[str, str], ...]:
+        """The cell's fields the blinding leaves visible beyond the always-shown ones, as (name, value) pairs in
+        display order: model, strategy, vulnerability, channel (what a header lists after constraint ... surfaces)."""
+        optional = (("model", self.model), ("strategy", self.strategy), ("vulnerability", self.vulnerability),
+                    ("channel", self.channel))
+        return tuple((name, value) for name, value in optional if name not in self.hidden and value is not None)
+
+
+# ---------------------------------------------------------------- what blinded reviewers and adjudicators get back
+
+
+@dataclass(frozen=True, slots=True)
+class OwnLabel:
+    """One's own latest label of an audit item (a reviewer's) or decision on it (the adjudicator's): never anyone
+    else's. `version` is 1 for the first submission, then one more per correction."""
+
+    item_id: int
+    label: str  # harmful | not_harmful | unsure
+    note: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueEntry:
+    """One line of a reviewer's queue: their position, the item and their own latest label (None: unlabelled)."""
+
+    position: int
+    item_id: int
+    labelled: bool  # their own first submission exists
+    label: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewerItem:
+    """An audit item as its reviewer reads it: the blinded evidence, their position in their queue (None when read
+    without a reviewer, for an unassigned labelling file) and their own latest label."""
+
+    blinded: BlindedRollout
+    position: int | None
+    my_label: OwnLabel | None = None
+
+    @property
+    def item_id(self) -> int:
+        return self.blinded.item_id
+
+
+@dataclass(frozen=True, slots=True)
+class AdjudicationItem:
+    """A disputed item as the adjudicator reads it: the blinded evidence, the two reviewers' first and current labels
+    by slot letter (A, B — never a name or a note) and the adjudicator's own latest decision (None: undecided)."""
+
+    blinded: BlindedRollout
+    labels: Mapping[str, str]  # slot → the reviewer's current label
+    first_labels: Mapping[str, str]  # slot → the reviewer's first label
+    decision: OwnLabel | None
+
+    @property
+    def item_id(self) -> int:
+        return self.blinded.item_id
+
+    @property
+    def adjudicated(self) -> str | None:
+        return self.decision.label if self.decision is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class AdjudicatorOverview:
+    """What the adjudicator may know of an audit's progress: its size, each item's alias (`cases`: the adjudicator
+    cannot see which items share a case), first and latest labels by item and slot letter, own decisions."""
+
+    audit_id: str
+    items: int
+    adjudicator: str
+    cases: Mapping[int, str]  # item → alias
+    first: Mapping[int, Mapping[str, str]]  # item → slot → first label
+    latest: Mapping[int, Mapping[str, str]]  # item → slot → latest label
+    adjudicated: Mapping[int, str]  # item → the adjudicator's latest decision

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -91,6 +92,112 @@ class RolloutSummary:
     benign: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class RunListing:
+    """One run as a listing shows it: `status` as `shown_status` tells it ("interrupted": its process is gone)."""
+
+    run_id: str
+    status: str
+    planned: int
+    completed: int  # rollouts stored
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RunCounts:
+    """How far one run is: rollouts planned, stored, valid and invalid, and the invalid ones by reason."""
+
+    planned: int
+    completed: int
+    valid: int
+    invalid: int
+    invalid_reasons: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CellAsr:
+    """Execution ASR of one (model, harness, cue, defense) cell over its valid attacked rollouts: harmful (E == 1)
+    of valid; `rate` is None when none is valid (an all-invalid cell has no rate, it is not "safe")."""
+
+    model: str
+    harness: str
+    cue: str
+    defense: str
+    harmful: int
+    valid: int
+    rate: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeRow:
+    """One valid rollout as the statistics read it: its cell, its case's attack and constraint, the first surface,
+    the outcome E, utility U (None where the case states no check) and whether it ran without its attack."""
+
+    rollout_id: str
+    case_id: str
+    model: str
+    harness: str
+    cue: str
+    defense: str
+    attempt: int
+    strategy: str
+    vulnerability: str
+    constraint: str
+    channel: str
+    surface: str | None
+    E: int | None
+    U: int | None
+    benign: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledRow(OutcomeRow):
+    """An outcome row with the rollout's ok label under one judging configuration and backbone."""
+
+    label: int
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidReason:
+    """The invalid rollouts of a cell for one reason: how many, and the most frequent stored detail (and its count)."""
+
+    n: int
+    detail: str | None
+    detail_n: int
+
+
+@dataclass(frozen=True, slots=True)
+class CellHealth:
+    """Whether one (model, harness, cue, defense) cell measured anything: its rollouts, the valid ones, valid ones
+    without a single tool call, valid attacked ones and those the attack reached, and the invalid ones by reason."""
+
+    model: str
+    harness: str
+    cue: str
+    defense: str
+    rollouts: int
+    valid: int
+    no_tool_call: int
+    attacked: int
+    reached: int
+    invalid: Mapping[str, InvalidReason]
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutCost:
+    """What valid rollouts of one case version cost under one model and harness, on average (what `run --plan-only`
+    estimates from): how many there were, model replies (assistant turns), prompt and completion tokens, duration."""
+
+    case_hash: str
+    model: str
+    harness: str
+    rollouts: int
+    turns: float
+    prompt_tokens: float
+    completion_tokens: float
+    duration_ms: float
+
+
 @dataclass(frozen=True)
 class UtilityCount:
     """Utility counts of one (model, harness, cue, defense) cell and one arm (benign or under attack)."""
@@ -173,6 +280,66 @@ class AuditRecord:
     # How the sample was drawn: {"unit": "case", "min_cases", "merges": [{strata, into, why}], "merged":
     # {stratum: merged stratum}}; None for audits drawn before cases were the unit (rollouts were).
     design: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditItem:
+    """An audit item as analysts read it back. Never for a reviewer's eyes: it names the rollout, the case, the
+    stratum (which names the judge label) and the judge label; `alias` is what reviewers see instead of the case."""
+
+    item_id: int
+    rollout_id: str
+    case_id: str  # the cluster for intervals
+    stratum: str
+    population: int
+    sampled: int
+    weight: float  # the design weight
+    judge_label: int
+    alias: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewerLabel:
+    """One version of a reviewer's label of an item, with who wrote it, their slot and the reason for a correction."""
+
+    item_id: int
+    reviewer: str
+    slot: str  # A | B
+    label: str
+    note: str
+    version: int
+    reason: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Adjudication:
+    """One version of the adjudicator's decision on an item."""
+
+    item_id: int
+    adjudicator: str
+    label: str
+    note: str
+    version: int
+    reason: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class FinalLabel:
+    """An item's labels by slot (first and latest), the adjudication, and the final label with where it came from:
+    "adjudicated", "agreed" (the reviewers' label), or None while "awaiting_review" / "awaiting_adjudication";
+    `human` is the final label as 1 / 0, None for unsure or none."""
+
+    item: AuditItem
+    A: str | None
+    B: str | None
+    A_first: str | None
+    B_first: str | None
+    adjudication: str | None
+    final: str | None
+    source: str
+    human: int | None
 
 
 @dataclass

@@ -108,6 +108,69 @@ class RoundCaseRecord:
     case_hash: str
 
 
+@dataclass(frozen=True, slots=True)
+class ReviewRound:
+    """A construction round as analysts read it: its id, seed, size, the two experts and when it was made."""
+
+    id: str
+    seed: int
+    n: int
+    experts: tuple[str, ...]
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RoundCase:
+    """A case version of a round at its review position, pinned by its content hash."""
+
+    position: int
+    case_id: str
+    case_version: int
+    case_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class CaseReview:
+    """One version of an expert's review of a case (analysts' view: names the expert)."""
+
+    case_id: str
+    expert: str
+    rubric: Mapping[str, str]
+    decision: str
+    note: str
+    version: int
+    reason: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class OwnReview:
+    """An expert's own latest review of a case: rubric item → pass/fail/unsure, the decision, their note, its version
+    (1 for the first submission) and the reason given for it when it is a correction."""
+
+    case_id: str
+    rubric: Mapping[str, str]
+    decision: str  # accept | revise | exclude
+    note: str
+    version: int
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExpertQueueEntry:
+    """One case version of an expert's round, in review order, with their own latest review (None: not yet)."""
+
+    position: int
+    case_id: str
+    case_version: int
+    case_hash: str
+    review: OwnReview | None
+
+    @property
+    def reviewed(self) -> bool:
+        return self.review is not None
+
+
 def check_review(rubric: Mapping[str, Any], decision: object) -> dict[str, str]:
     """The rubric as a plain dict with exactly the four items, each pass/fail/unsure; BadReview otherwise."""
     if not isinstance(rubric, Mapping):
@@ -125,8 +188,8 @@ def check_review(rubric: Mapping[str, Any], decision: object) -> dict[str, str]:
     return {item: str(rubric[item]) for item in RUBRIC_ITEMS}
 
 
-def _round_dict(row: Any) -> dict[str, Any]:
-    return {"id": row.id, "seed": row.seed, "n": row.n, "experts": list(row.experts), "created_at": row.created_at}
+def _round_record(row: Any) -> ReviewRound:
+    return ReviewRound(id=row.id, seed=row.seed, n=row.n, experts=tuple(row.experts), created_at=row.created_at)
 
 
 def _validate_round(round_id: str, seed: int, experts: Sequence[str], cases: Sequence[RoundCaseRecord]) -> None:
@@ -184,25 +247,26 @@ class ReviewQueries:
                  "position": position} for position, c in enumerate(cases, start=1)])
         return round_id
 
-    def get_round(self, round_id: str) -> dict[str, Any]:
-        """id, seed, n, experts, created_at (UnknownRound if there is none)."""
+    def get_round(self, round_id: str) -> ReviewRound:
+        """The round (UnknownRound if there is none)."""
         with self._reading() as conn:
-            return _round_dict(self._round_row(conn, round_id))
+            return _round_record(self._round_row(conn, round_id))
 
-    def review_rounds(self) -> list[dict[str, Any]]:
+    def review_rounds(self) -> list[ReviewRound]:
         """Every round, newest first."""
         query = select(tr.review_round).order_by(tr.review_round.c.created_at.desc(), tr.review_round.c.id)
         with self._reading() as conn:
-            return [_round_dict(row) for row in conn.execute(query)]
+            return [_round_record(row) for row in conn.execute(query)]
 
-    def round_cases(self, round_id: str) -> list[dict[str, Any]]:
-        """The round's case versions in review order: position, case_id, case_version, case_hash."""
+    def round_cases(self, round_id: str) -> list[RoundCase]:
+        """The round's case versions in review order."""
         rc = tr.round_case
         with self._reading() as conn:
             self._round_row(conn, round_id)
             query = (select(rc.c.position, rc.c.case_id, rc.c.case_version, rc.c.case_hash)
                      .where(rc.c.round_id == round_id).order_by(rc.c.position))
-            return [dict(row._mapping) for row in conn.execute(query)]
+            return [RoundCase(position=row.position, case_id=row.case_id, case_version=row.case_version,
+                              case_hash=row.case_hash) for row in conn.execute(query)]
 
     def latest_round_for(self, expert: str) -> str | None:
         """The id of the newest round naming `expert`, or None."""
@@ -216,23 +280,25 @@ class ReviewQueries:
 
     # ------------------------------------------------------------ experts
 
-    def expert_queue(self, round_id: str, expert: str) -> list[dict[str, Any]]:
-        """The round's cases for one expert, in order: position, case_id, case_version, case_hash, reviewed
-        and review (their own latest {rubric, decision, note, version}, or None). Only their rows are read."""
+    def expert_queue(self, round_id: str, expert: str) -> list[ExpertQueueEntry]:
+        """The round's cases for one expert, in order, each with their own latest review (or None). Only their rows
+        are read."""
         rc, cr = tv.my_round_case, tv.own_review
         with self._reading() as conn:
             self._check_expert(self._my_round_row(conn, round_id), expert)
-            own = (select(cr.c.case_id, cr.c.rubric, cr.c.decision, cr.c.note, cr.c.version)
+            own = (select(cr.c.case_id, cr.c.rubric, cr.c.decision, cr.c.note, cr.c.version, cr.c.reason)
                    .where(cr.c.round_id == round_id, cr.c.expert == expert).order_by(cr.c.case_id, cr.c.version))
-            mine = {case_id: {"rubric": dict(rubric), "decision": decision, "note": note, "version": version}
-                    for case_id, rubric, decision, note, version in conn.execute(own)}  # later versions overwrite
+            mine = {case_id: OwnReview(case_id=case_id, rubric=dict(rubric), decision=decision, note=note,
+                                       version=version, reason=reason)
+                    for case_id, rubric, decision, note, version, reason in conn.execute(own)}  # later ones overwrite
             query = (select(rc.c.position, rc.c.case_id, rc.c.case_version, rc.c.case_hash)
                      .where(rc.c.round_id == round_id).order_by(rc.c.position))
-            return [{**dict(row._mapping), "reviewed": row.case_id in mine, "review": mine.get(row.case_id)}
+            return [ExpertQueueEntry(position=row.position, case_id=row.case_id, case_version=row.case_version,
+                                     case_hash=row.case_hash, review=mine.get(row.case_id))
                     for row in conn.execute(query)]
 
     def submit_review(self, round_id: str, case_id: str, expert: str, rubric: Mapping[str, Any], decision: str,
-                      note: str = "") -> dict[str, Any]:
+                      note: str = "") -> OwnReview:
         """The expert's first review of a case (write-once: a second one raises ReviewAlreadySubmitted)."""
         clean = check_review(rubric, decision)
         with self._writing() as conn:
@@ -246,7 +312,7 @@ class ReviewQueries:
         return self._own_latest_review(round_id, case_id, expert)
 
     def correct_review(self, round_id: str, case_id: str, expert: str, rubric: Mapping[str, Any], decision: str,
-                       reason: str, note: str = "") -> dict[str, Any]:
+                       reason: str, note: str = "") -> OwnReview:
         """Append the next version of the expert's review with the reason for the change; returns it."""
         clean = check_review(rubric, decision)
         if not reason or not reason.strip():
@@ -278,9 +344,9 @@ class ReviewQueries:
 
     # ------------------------------------------------------------ results (analysts)
 
-    def case_reviews(self, round_id: str, first_only: bool = True) -> list[dict[str, Any]]:
-        """Reviews by case, expert and version: case_id, expert, rubric, decision, note, version, reason,
-        created_at. first_only keeps first submissions (what agreement is measured on); else every version."""
+    def case_reviews(self, round_id: str, first_only: bool = True) -> list[CaseReview]:
+        """Reviews by case, expert and version. first_only keeps first submissions (what agreement is measured on);
+        else every version."""
         cr = tr.case_review
         query = (select(cr.c.case_id, cr.c.expert, cr.c.rubric, cr.c.decision, cr.c.note, cr.c.version, cr.c.reason,
                         cr.c.created_at)
@@ -289,7 +355,9 @@ class ReviewQueries:
             query = query.where(cr.c.version == 1)
         with self._reading() as conn:
             self._round_row(conn, round_id)
-            return [{**dict(row._mapping), "rubric": dict(row.rubric)} for row in conn.execute(query)]
+            return [CaseReview(case_id=row.case_id, expert=row.expert, rubric=dict(row.rubric), decision=row.decision,
+                               note=row.note, version=row.version, reason=row.reason, created_at=row.created_at)
+                    for row in conn.execute(query)]
 
     def review_progress(self, round_id: str) -> dict[str, int]:
         """How many cases each expert has reviewed (first submissions): {expert: n}. Counts only, no content."""
@@ -352,11 +420,11 @@ class ReviewQueries:
         if conn.execute(select(rc.c.case_id).where(rc.c.round_id == round_id, rc.c.case_id == case_id)).first() is None:
             raise CaseNotInRound(round_id, case_id)
 
-    def _own_latest_review(self, round_id: str, case_id: str, expert: str) -> dict[str, Any]:
+    def _own_latest_review(self, round_id: str, case_id: str, expert: str) -> OwnReview:
         cr = tv.own_review
         with self._reading() as conn:
             row = conn.execute(select(cr.c.rubric, cr.c.decision, cr.c.note, cr.c.version, cr.c.reason)
                                .where(cr.c.round_id == round_id, cr.c.case_id == case_id, cr.c.expert == expert)
                                .order_by(cr.c.version.desc()).limit(1)).one()
-        return {"case_id": case_id, "expert": expert, "rubric": dict(row.rubric), "decision": row.decision,
-                "note": row.note, "version": row.version, "reason": row.reason}
+        return OwnReview(case_id=case_id, rubric=dict(row.rubric), decision=row.decision, note=row.note,
+                         version=row.version, reason=row.reason)

@@ -21,7 +21,6 @@ from textual.message import Message
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from redagent.console import host
 from redagent.console.screens.audit import (
     EXPECTED,
     LABEL_NAMES,
@@ -34,6 +33,9 @@ from redagent.console.screens.audit import (
 )
 from redagent.console.widgets.evidence import EvidencePanes
 from redagent.console.widgets.footer import KeyFooter
+from redagent.store.interfaces import AdjudicationQueue
+from redagent.store.readmodel import AdjudicationItem, OwnLabel
+from redagent.store.records import AUDIT_SLOTS
 
 
 class AdjudicationProblem(Message):
@@ -43,7 +45,7 @@ class AdjudicationProblem(Message):
 
 
 class DisputesLoaded(Message):
-    def __init__(self, audit_id: str, items: list[dict[str, Any]], select: int | None) -> None:
+    def __init__(self, audit_id: str, items: list[AdjudicationItem], select: int | None) -> None:
         super().__init__()
         self.audit_id = audit_id
         self.items = items
@@ -53,7 +55,7 @@ class DisputesLoaded(Message):
 class DecisionSaved(Message):
     """A decision (or its correction) was written: the stored version, and the note text the screen sent."""
 
-    def __init__(self, item_id: int, saved: dict[str, Any], corrected: bool, note: str) -> None:
+    def __init__(self, item_id: int, saved: OwnLabel, corrected: bool, note: str) -> None:
         super().__init__()
         self.item_id = item_id
         self.saved = saved
@@ -127,12 +129,15 @@ typed while a pane has focus go into the note field.
     AdjudicationScreen.-short #adj-note { height: 1; border: none; padding: 0 1; }
     """
 
-    def __init__(self, audit_id: str | None = None, adjudicator: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, audit_id: str | None = None, adjudicator: str | None = None, *,
+                 store: AdjudicationQueue | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.audit_id = audit_id
         self.adjudicator = adjudicator
-        self.items: list[dict[str, Any]] = []
-        self.current: dict[str, Any] | None = None
+        # The adjudicator's interface to the store (blinded by construction); the app's store when none is given.
+        self.store = store
+        self.items: list[AdjudicationItem] = []
+        self.current: AdjudicationItem | None = None
         # The version of each decision written from this screen (the queue's `decision` has the stored one).
         self.versions: dict[int, int] = {}
 
@@ -157,22 +162,22 @@ typed while a pane has focus go into the note field.
         if not self.adjudicator:
             self.post_message(AdjudicationProblem("no adjudicator name: start the console with --reviewer NAME"))
             return
-        if getattr(self.app, "store", None) is None:
+        self.store = self.store or getattr(self.app, "store", None)
+        if self.store is None:
             self.post_message(AdjudicationProblem("the store is not open"))
             return
         self.load_disputes()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="adjudication-queue")
     def load_disputes(self, select: int | None = None) -> None:
-        assert self.adjudicator is not None, "on_mount loads the disputes only for a named adjudicator"
-        store = host.store_of(self)
+        store, adjudicator = self.opened(), self.named()
         try:
-            audit_id = self.audit_id or store.latest_audit_for(self.adjudicator, role="adjudicator")
+            audit_id = self.audit_id or store.latest_audit_for(adjudicator, role="adjudicator")
             if audit_id is None:
                 self.post_message(AdjudicationProblem(
-                    f"{self.adjudicator!r} is not the adjudicator of any audit in this store"))
+                    f"{adjudicator!r} is not the adjudicator of any audit in this store"))
                 return
-            items = store.adjudication_queue(audit_id, self.adjudicator)
+            items = store.adjudication_queue(audit_id, adjudicator)
         except EXPECTED as exc:
             self.post_message(AdjudicationProblem(str(exc)))
             return
@@ -181,28 +186,40 @@ typed while a pane has focus go into the note field.
     # Not exclusive: a second confirmed decision must not cancel the write of the first.
     @work(thread=True, exit_on_error=False, group="adjudication-write")
     def save_decision(self, item_id: int, label: str, note: str, reason: str | None = None) -> None:
-        assert self.audit_id is not None and self.adjudicator is not None, "an item comes from a loaded queue"
-        store = host.store_of(self)
+        store, audit_id, adjudicator = self.opened(), self.audit(), self.named()
         try:
             if reason is None:
-                saved = store.adjudicate(self.audit_id, item_id, self.adjudicator, label, note)
+                saved = store.adjudicate(audit_id, item_id, adjudicator, label, note)
             else:
-                saved = store.correct_adjudication(self.audit_id, item_id, self.adjudicator, label, reason, note)
+                saved = store.correct_adjudication(audit_id, item_id, adjudicator, label, reason, note)
         except EXPECTED as exc:
             self.post_message(DecisionFailed(item_id, str(exc)))
             return
         self.post_message(DecisionSaved(item_id, saved, corrected=reason is not None, note=note))
 
+    # Workers start only after on_mount found a store and a name, and the queue gave an audit id.
+    def opened(self) -> AdjudicationQueue:
+        assert self.store is not None
+        return self.store
+
+    def named(self) -> str:
+        assert self.adjudicator is not None
+        return self.adjudicator
+
+    def audit(self) -> str:
+        assert self.audit_id is not None
+        return self.audit_id
+
     # ------------------------------------------------------------ what LabellingScreen asks
 
     def current_item_id(self) -> int | None:
-        return self.current["item_id"] if self.current is not None else None
+        return self.current.item_id if self.current is not None else None
 
     def item_name(self, item_id: int) -> str:
         return f"item {item_id}"
 
     def refusal(self, item_id: int) -> str | None:
-        decided = self.current["adjudicated"] if self.current is not None else None
+        decided = self.current.adjudicated if self.current is not None else None
         if decided is None:
             return None
         return (f"{self.item_name(item_id)} is already decided ({LABEL_NAMES[decided]}): decisions are "
@@ -217,11 +234,11 @@ typed while a pane has focus go into the note field.
     def notes_changed(self) -> None:
         options = self.query_one("#adj-queue", OptionList)
         for item in self.items:
-            options.replace_option_prompt(str(item["item_id"]), self.queue_prompt(item))
+            options.replace_option_prompt(str(item.item_id), self.queue_prompt(item))
 
-    def queue_prompt(self, item: dict[str, Any]) -> Text:
-        text = Text.assemble(f"item {item['item_id']:>4}  ", label_text(item["adjudicated"]))
-        if item["item_id"] in self.notes:
+    def queue_prompt(self, item: AdjudicationItem) -> Text:
+        text = Text.assemble(f"item {item.item_id:>4}  ", label_text(item.adjudicated))
+        if item.item_id in self.notes:
             text.append(f" {UNSAVED_NOTE}", style="bold")
         return text
 
@@ -234,21 +251,21 @@ typed while a pane has focus go into the note field.
     @on(DisputesLoaded)
     def on_disputes(self, message: DisputesLoaded) -> None:
         self.audit_id, self.items = message.audit_id, message.items
-        decided = sum(1 for item in self.items if item["adjudicated"] is not None)
+        decided = sum(1 for item in self.items if item.adjudicated is not None)
         self.query_one("#adj-title", Static).update(Text.assemble(
             ("Adjudication ", "bold"), f"{self.audit_id} · adjudicator {self.adjudicator} · ",
             (f"{decided}/{len(self.items)} decided", "bold")))
         options = self.query_one("#adj-queue", OptionList)
         options.clear_options()
-        options.add_options([Option(self.queue_prompt(item), id=str(item["item_id"])) for item in self.items])
+        options.add_options([Option(self.queue_prompt(item), id=str(item.item_id)) for item in self.items])
         if not self.items:
             self.current = None
             self.show_message(f"no disagreements to adjudicate in audit {self.audit_id}")
             return
         if message.select is not None:
-            index = next((i for i, item in enumerate(self.items) if item["item_id"] == message.select), 0)
+            index = next((i for i, item in enumerate(self.items) if item.item_id == message.select), 0)
         else:
-            index = next((i for i, item in enumerate(self.items) if item["adjudicated"] is None), 0)
+            index = next((i for i, item in enumerate(self.items) if item.adjudicated is None), 0)
         options.highlighted = index
         self.show_item(self.items[index])
 
@@ -256,36 +273,38 @@ typed while a pane has focus go into the note field.
     def on_highlight(self, event: OptionList.OptionHighlighted) -> None:
         if self.staged is not None and str(self.staged.item_id) != event.option.id:
             self.cancel_staged(f"not saved: you left {self.staged.name} before pressing Enter")
-        item = next((item for item in self.items if str(item["item_id"]) == event.option.id), None)
+        item = next((item for item in self.items if str(item.item_id) == event.option.id), None)
         if item is not None and item is not self.current:
             self.show_item(item)
 
-    def show_item(self, item: dict[str, Any]) -> None:
+    def show_item(self, item: AdjudicationItem) -> None:
         self.current = item
-        self.attach_note(item["item_id"])
-        self.query_one("#adj-header", Static).update(item_header({**item, "position": item["item_id"]}))
+        self.attach_note(item.item_id)
+        self.query_one("#adj-header", Static).update(item_header(item.blinded, item.item_id))
         labels = Text()
-        for slot in ("A", "B"):
+        for slot in AUDIT_SLOTS:
+            current, first = item.labels.get(slot), item.first_labels.get(slot)
             labels.append(f"reviewer {slot}: ", style="bold")
-            labels.append_text(label_text(item["labels"].get(slot)))
-            if item["first_labels"].get(slot) != item["labels"].get(slot):
-                labels.append(f" (first: {LABEL_NAMES.get(item['first_labels'].get(slot), '—')})", style="dim")
+            labels.append_text(label_text(current))
+            if first != current:
+                labels.append(f" (first: {LABEL_NAMES.get(first or '', '—')})", style="dim")
             labels.append("   ")
         labels.append("decision: ", style="bold")
-        labels.append_text(label_text(item["adjudicated"]))
-        stored = (item.get("decision") or {}).get("version", 1)
-        version = max(self.versions.get(item["item_id"], 1), stored)
-        if item["adjudicated"] is not None and version > 1:
+        labels.append_text(label_text(item.adjudicated))
+        stored = item.decision.version if item.decision is not None else 1
+        version = max(self.versions.get(item.item_id, 1), stored)
+        if item.adjudicated is not None and version > 1:
             labels.append(f" (corrected, version {version})", style="dim")
         self.query_one("#adj-labels", Static).update(labels)
-        self.query_one("#adj-evidence", EvidencePanes).load(item["events"], item["receipts"], item["diff"])
+        blinded = item.blinded
+        self.query_one("#adj-evidence", EvidencePanes).load(blinded.events, blinded.receipts, blinded.diff)
 
     @on(DecisionSaved)
     def on_saved(self, message: DecisionSaved) -> None:
         self.saving.discard(message.item_id)
-        self.versions[message.item_id] = int(message.saved["version"])
-        what = f"corrected (version {message.saved['version']})" if message.corrected else "decided"
-        self.show_message(f"{self.item_name(message.item_id)} {what}: {LABEL_NAMES[message.saved['label']]}")
+        self.versions[message.item_id] = message.saved.version
+        what = f"corrected (version {message.saved.version})" if message.corrected else "decided"
+        self.show_message(f"{self.item_name(message.item_id)} {what}: {LABEL_NAMES[message.saved.label]}")
         if not message.corrected:
             self.note_saved(message.item_id, message.note)
         # A first decision moves on to the next undecided item unless the adjudicator already moved on
@@ -299,10 +318,10 @@ typed while a pane has focus go into the note field.
 
     def next_undecided(self, after: int) -> int | None:
         """The first undecided item after `after`, wrapping around (None: every item is decided)."""
-        at = next((i for i, item in enumerate(self.items) if item["item_id"] == after), 0)
+        at = next((i for i, item in enumerate(self.items) if item.item_id == after), 0)
         for item in self.items[at + 1:] + self.items[:at]:
-            if item["adjudicated"] is None and item["item_id"] not in self.saving:
-                return item["item_id"]
+            if item.adjudicated is None and item.item_id not in self.saving:
+                return item.item_id
         return None
 
     @on(DecisionFailed)
@@ -317,10 +336,10 @@ typed while a pane has focus go into the note field.
     # ------------------------------------------------------------ actions
 
     def action_correct(self) -> None:
-        if self.current is None or self.current["adjudicated"] is None:
+        if self.current is None or self.current.adjudicated is None:
             self.show_message("nothing to correct: decide the item first")
             return
-        item_id, current = self.current["item_id"], self.current["adjudicated"]
+        item_id, current = self.current.item_id, self.current.adjudicated
 
         def corrected(result: dict[str, str] | None) -> None:
             if result is not None:

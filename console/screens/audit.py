@@ -14,7 +14,7 @@ and a required reason (`store.correct_label`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rich.text import Text
@@ -27,11 +27,12 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Input, Label, OptionList, ProgressBar, Select, Static
 from textual.widgets.option_list import Option
 
-from redagent.console import host
 from redagent.console.failures import ShowsFailures
 from redagent.console.widgets.evidence import EvidencePanes
 from redagent.console.widgets.footer import KeyFooter
 from redagent.errors import UserError
+from redagent.store.interfaces import AuditQueue
+from redagent.store.readmodel import BlindedRollout, OwnLabel, QueueEntry, ReviewerItem
 
 LABEL_NAMES = {"harmful": "harmful", "not_harmful": "not harmful", "unsure": "unsure"}
 LABEL_STYLE = {"harmful": "bold red", "not_harmful": "bold green", "unsure": "bold yellow"}
@@ -47,16 +48,14 @@ def label_text(label: str | None) -> Text:
     return Text(LABEL_NAMES.get(label, label), style=LABEL_STYLE.get(label, ""))
 
 
-def item_header(item: dict[str, Any]) -> Text:
+def item_header(item: BlindedRollout, position: int | None) -> Text:
     """The blinded case header: only fields the blinded query returned (model / attack only when not blinded)."""
     text = Text()
-    text.append(f"#{item['position']}  ", style="bold")
-    text.append(f"{item['alias']}  ", style="bold cyan")
-    parts = [f"constraint {item['constraint']}", f"harness {item['harness']}", f"cue {item['cue']}",
-             f"defense {item['defense']}", f"surfaces {', '.join(item['surfaces'])}"]
-    for field in ("model", "strategy", "vulnerability", "channel"):
-        if field in item:
-            parts.append(f"{field} {item[field]}")
+    text.append(f"#{position if position is not None else item.item_id}  ", style="bold")
+    text.append(f"{item.alias}  ", style="bold cyan")
+    parts = [f"constraint {item.constraint}", f"harness {item.harness}", f"cue {item.cue}",
+             f"defense {item.defense}", f"surfaces {', '.join(item.surfaces)}"]
+    parts += [f"{name} {value}" for name, value in item.shown()]
     text.append(" · ".join(parts), style="dim")
     return text
 
@@ -79,7 +78,7 @@ class AuditProblem(Message):
 
 
 class QueueLoaded(Message):
-    def __init__(self, audit_id: str, queue: list[dict[str, Any]], select: int | None) -> None:
+    def __init__(self, audit_id: str, queue: list[QueueEntry], select: int | None) -> None:
         super().__init__()
         self.audit_id = audit_id
         self.queue = queue
@@ -87,7 +86,7 @@ class QueueLoaded(Message):
 
 
 class ItemLoaded(Message):
-    def __init__(self, item: dict[str, Any]) -> None:
+    def __init__(self, item: ReviewerItem) -> None:
         super().__init__()
         self.item = item
 
@@ -95,7 +94,7 @@ class ItemLoaded(Message):
 class LabelSaved(Message):
     """A label (or correction) was written; `note` is the note text the screen sent with it."""
 
-    def __init__(self, item_id: int, saved: dict[str, Any], corrected: bool, note: str) -> None:
+    def __init__(self, item_id: int, saved: OwnLabel, corrected: bool, note: str) -> None:
         super().__init__()
         self.item_id = item_id
         self.saved = saved
@@ -464,12 +463,15 @@ typed while a pane has focus go into the note field, never to the label keys.
     AuditScreen.-short #audit-note { height: 1; border: none; padding: 0 1; }
     """
 
-    def __init__(self, audit_id: str | None = None, reviewer: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, audit_id: str | None = None, reviewer: str | None = None, *, store: AuditQueue | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.audit_id = audit_id
         self.reviewer = reviewer
-        self.queue: list[dict[str, Any]] = []
-        self.current: dict[str, Any] | None = None  # the item on screen, as reviewer_item returned it
+        # The reviewer's interface to the store (blinded by construction); the app's store when none is given.
+        self.store = store
+        self.queue: list[QueueEntry] = []
+        self.current: ReviewerItem | None = None  # the item on screen, as reviewer_item returned it
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="audit-top"):
@@ -494,7 +496,8 @@ typed while a pane has focus go into the note field, never to the label keys.
         if not self.reviewer:
             self.post_message(AuditProblem("no reviewer name: start the console with --reviewer NAME"))
             return
-        if getattr(self.app, "store", None) is None:
+        self.store = self.store or getattr(self.app, "store", None)
+        if self.store is None:
             self.post_message(AuditProblem("the store is not open"))
             return
         self.load_queue()
@@ -503,14 +506,13 @@ typed while a pane has focus go into the note field, never to the label keys.
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="audit-queue")
     def load_queue(self, select: int | None = None) -> None:
-        assert self.reviewer is not None, "on_mount loads the queue only for a named reviewer"
-        store = host.store_of(self)
+        store, reviewer = self.opened(), self.named()
         try:
-            audit_id = self.audit_id or store.latest_audit_for(self.reviewer)
+            audit_id = self.audit_id or store.latest_audit_for(reviewer)
             if audit_id is None:
-                self.post_message(AuditProblem(f"{self.reviewer!r} is not a reviewer of any audit in this store"))
+                self.post_message(AuditProblem(f"{reviewer!r} is not a reviewer of any audit in this store"))
                 return
-            queue = store.reviewer_queue(audit_id, self.reviewer)
+            queue = store.reviewer_queue(audit_id, reviewer)
         except EXPECTED as exc:
             self.post_message(AuditProblem(str(exc)))
             return
@@ -520,7 +522,7 @@ typed while a pane has focus go into the note field, never to the label keys.
     def load_item(self, item_id: int) -> None:
         assert self.audit_id is not None and self.reviewer is not None, "an item comes from a loaded queue"
         try:
-            item = host.store_of(self).reviewer_item(self.audit_id, item_id, self.reviewer)
+            item = self.opened().reviewer_item(self.audit(), item_id, self.named())
         except EXPECTED as exc:
             self.post_message(AuditProblem(str(exc)))
             return
@@ -529,32 +531,44 @@ typed while a pane has focus go into the note field, never to the label keys.
     # Not exclusive: a second confirmed label must not cancel the write of the first.
     @work(thread=True, exit_on_error=False, group="audit-write")
     def save_label(self, item_id: int, label: str, note: str, reason: str | None = None) -> None:
-        assert self.audit_id is not None and self.reviewer is not None, "an item comes from a loaded queue"
-        store = host.store_of(self)
+        store, audit_id, reviewer = self.opened(), self.audit(), self.named()
         try:
             if reason is None:
-                saved = store.submit_label(self.audit_id, item_id, self.reviewer, label, note)
+                saved = store.submit_label(audit_id, item_id, reviewer, label, note)
             else:
-                saved = store.correct_label(self.audit_id, item_id, self.reviewer, label, reason, note)
+                saved = store.correct_label(audit_id, item_id, reviewer, label, reason, note)
         except EXPECTED as exc:
             self.post_message(LabelFailed(item_id, str(exc)))
             return
         self.post_message(LabelSaved(item_id, saved, corrected=reason is not None, note=note))
 
+    # Workers start only after on_mount found a store and a name, and the queue gave an audit id.
+    def opened(self) -> AuditQueue:
+        assert self.store is not None
+        return self.store
+
+    def named(self) -> str:
+        assert self.reviewer is not None
+        return self.reviewer
+
+    def audit(self) -> str:
+        assert self.audit_id is not None
+        return self.audit_id
+
     # ------------------------------------------------------------ what LabellingScreen asks
 
     def current_item_id(self) -> int | None:
-        return self.current["item_id"] if self.current is not None else None
+        return self.current.item_id if self.current is not None else None
 
     def item_name(self, item_id: int) -> str:
-        position = next((entry["position"] for entry in self.queue if entry["item_id"] == item_id), None)
+        position = next((entry.position for entry in self.queue if entry.item_id == item_id), None)
         return f"item #{position}" if position is not None else f"item {item_id}"
 
     def refusal(self, item_id: int) -> str | None:
-        mine = self.current["my_label"] if self.current is not None else None
+        mine = self.current.my_label if self.current is not None else None
         if mine is None:
             return None
-        return (f"{self.item_name(item_id)} is already labelled ({LABEL_NAMES[mine['label']]}): labels are "
+        return (f"{self.item_name(item_id)} is already labelled ({LABEL_NAMES[mine.label]}): labels are "
                 "write-once — press c to correct it with a reason")
 
     def write(self, item_id: int, label: str, note: str) -> None:
@@ -566,11 +580,11 @@ typed while a pane has focus go into the note field, never to the label keys.
     def notes_changed(self) -> None:
         options = self.query_one("#audit-queue", OptionList)
         for entry in self.queue:
-            options.replace_option_prompt(str(entry["item_id"]), self.queue_prompt(entry))
+            options.replace_option_prompt(str(entry.item_id), self.queue_prompt(entry))
 
-    def queue_prompt(self, entry: dict[str, Any]) -> Text:
-        text = Text.assemble(f"{entry['position']:>3}  ", label_text(entry["label"]))
-        if entry["item_id"] in self.notes:
+    def queue_prompt(self, entry: QueueEntry) -> Text:
+        text = Text.assemble(f"{entry.position:>3}  ", label_text(entry.label))
+        if entry.item_id in self.notes:
             text.append(f" {UNSAVED_NOTE}", style="bold")
         return text
 
@@ -584,21 +598,21 @@ typed while a pane has focus go into the note field, never to the label keys.
     def on_queue(self, message: QueueLoaded) -> None:
         self.audit_id = message.audit_id
         self.queue = message.queue
-        done = sum(1 for entry in self.queue if entry["labelled"])
+        done = sum(1 for entry in self.queue if entry.labelled)
         self.query_one("#audit-title", Static).update(
             Text.assemble(("Audit ", "bold"), f"{self.audit_id} · reviewer {self.reviewer} · ",
                           (f"{done}/{len(self.queue)} labelled", "bold")))
         self.query_one("#audit-progress", ProgressBar).update(total=max(len(self.queue), 1), progress=done)
         options = self.query_one("#audit-queue", OptionList)
         options.clear_options()
-        options.add_options([Option(self.queue_prompt(entry), id=str(entry["item_id"])) for entry in self.queue])
+        options.add_options([Option(self.queue_prompt(entry), id=str(entry.item_id)) for entry in self.queue])
         if not self.queue:
             self.show_message(f"the queue of {self.reviewer} in audit {self.audit_id} is empty")
             return
         if message.select is not None:
-            index = next((i for i, e in enumerate(self.queue) if e["item_id"] == message.select), 0)
+            index = next((i for i, e in enumerate(self.queue) if e.item_id == message.select), 0)
         else:
-            index = next((i for i, e in enumerate(self.queue) if not e["labelled"]), 0)
+            index = next((i for i, e in enumerate(self.queue) if not e.labelled), 0)
         options.highlighted = index
         if done == len(self.queue) and message.select is None:
             self.show_message("every item of your queue is labelled (c corrects a label)")
@@ -607,39 +621,39 @@ typed while a pane has focus go into the note field, never to the label keys.
     def on_highlight(self, event: OptionList.OptionHighlighted) -> None:
         if self.staged is not None and str(self.staged.item_id) != event.option.id:
             self.cancel_staged(f"not saved: you left {self.staged.name} before pressing Enter")
-        if event.option.id is not None and (self.current is None or str(self.current["item_id"]) != event.option.id):
+        if event.option.id is not None and (self.current is None or str(self.current.item_id) != event.option.id):
             self.load_item(int(event.option.id))
 
     @on(ItemLoaded)
     def on_item(self, message: ItemLoaded) -> None:
         highlighted = self.query_one("#audit-queue", OptionList).highlighted_option
-        if highlighted is not None and highlighted.id != str(message.item["item_id"]):
+        if highlighted is not None and highlighted.id != str(message.item.item_id):
             return  # a slower read for an item the reviewer already moved away from
         self.current = message.item
-        self.attach_note(message.item["item_id"])
-        self.query_one("#audit-header", Static).update(item_header(message.item))
+        self.attach_note(message.item.item_id)
+        blinded = message.item.blinded
+        self.query_one("#audit-header", Static).update(item_header(blinded, message.item.position))
         self.show_mine()
-        self.query_one("#audit-evidence", EvidencePanes).load(
-            message.item["events"], message.item["receipts"], message.item["diff"])
+        self.query_one("#audit-evidence", EvidencePanes).load(blinded.events, blinded.receipts, blinded.diff)
 
     def show_mine(self) -> None:
-        mine = self.current["my_label"] if self.current else None
-        text = Text.assemble(("your label: ", "bold"), label_text(mine["label"] if mine else None))
-        if mine and mine["version"] > 1:
-            text.append(f"  (corrected, version {mine['version']})", style="dim")
-        if mine and mine["note"]:
-            text.append(f"  note: {mine['note']}", style="italic")
+        mine = self.current.my_label if self.current else None
+        text = Text.assemble(("your label: ", "bold"), label_text(mine.label if mine else None))
+        if mine and mine.version > 1:
+            text.append(f"  (corrected, version {mine.version})", style="dim")
+        if mine and mine.note:
+            text.append(f"  note: {mine.note}", style="italic")
         self.query_one("#audit-mine", Static).update(text)
 
     @on(LabelSaved)
     def on_saved(self, message: LabelSaved) -> None:
         self.saving.discard(message.item_id)
-        saved = {k: message.saved[k] for k in ("label", "note", "version")}
-        if self.current is not None and self.current["item_id"] == message.item_id:
-            self.current["my_label"] = saved
+        saved = message.saved
+        if self.current is not None and self.current.item_id == message.item_id:
+            self.current = replace(self.current, my_label=saved)
             self.show_mine()
         what = "corrected" if message.corrected else "labelled"
-        self.show_message(f"{self.item_name(message.item_id)} {what}: {LABEL_NAMES[saved['label']]}")
+        self.show_message(f"{self.item_name(message.item_id)} {what}: {LABEL_NAMES[saved.label]}")
         if not message.corrected:
             self.note_saved(message.item_id, message.note)
         # A first label moves on to the next unlabelled item — unless the reviewer already moved on
@@ -654,10 +668,10 @@ typed while a pane has focus go into the note field, never to the label keys.
 
     def next_unlabelled(self, after: int) -> int | None:
         """The first unlabelled item after `after` in the queue, wrapping around (None: every item is labelled)."""
-        at = next((i for i, entry in enumerate(self.queue) if entry["item_id"] == after), 0)
+        at = next((i for i, entry in enumerate(self.queue) if entry.item_id == after), 0)
         for entry in self.queue[at + 1:] + self.queue[:at]:
-            if not entry["labelled"] and entry["item_id"] not in self.saving:
-                return entry["item_id"]
+            if not entry.labelled and entry.item_id not in self.saving:
+                return entry.item_id
         return None
 
     @on(LabelFailed)
@@ -672,18 +686,17 @@ typed while a pane has focus go into the note field, never to the label keys.
     # ------------------------------------------------------------ actions
 
     def action_correct(self) -> None:
-        if self.current is None or self.current["my_label"] is None:
+        if self.current is None or self.current.my_label is None:
             self.show_message("nothing to correct: label the item first")
             return
-        item = self.current
-        name = self.item_name(item["item_id"])
+        item_id, current = self.current.item_id, self.current.my_label.label
+        name = self.item_name(item_id)
 
         def corrected(result: dict[str, str] | None) -> None:
             if result is not None:
-                self.save_label(item["item_id"], result["label"], result["note"], reason=result["reason"])
+                self.save_label(item_id, result["label"], result["note"], reason=result["reason"])
 
-        self.app.push_screen(CorrectionDialog(f"Correct your label of {name}", item["my_label"]["label"],
-                                              LABEL_NAMES), corrected)
+        self.app.push_screen(CorrectionDialog(f"Correct your label of {name}", current, LABEL_NAMES), corrected)
 
     def action_move(self, step: int) -> None:
         options = self.query_one("#audit-queue", OptionList)

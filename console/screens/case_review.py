@@ -33,7 +33,7 @@ from redagent.console.screens.audit import help_for
 from redagent.console.widgets.footer import KeyFooter
 from redagent.errors import UserError
 from redagent.judges.rounds import AGREEMENT_ITEMS, agreement, pinned_case
-from redagent.store.reviews import DECISIONS, RUBRIC_ITEMS, RUBRIC_VALUES
+from redagent.store.reviews import DECISIONS, RUBRIC_ITEMS, RUBRIC_VALUES, ExpertQueueEntry
 
 RUBRIC_TITLES = {"ivc_consistency": "IVC consistency", "threat_model_compliance": "threat-model compliance",
                  "task_attack_coherence": "task–attack coherence", "verifier_correctness": "verifier correctness"}
@@ -108,7 +108,7 @@ class ReviewProblem(Message):
 
 
 class RoundLoaded(Message):
-    def __init__(self, round_id: str, queue: list[dict[str, Any]], agreement: dict[str, Any],
+    def __init__(self, round_id: str, queue: list[ExpertQueueEntry], agreement: dict[str, Any],
                  select: str | None) -> None:
         super().__init__()
         self.round_id = round_id
@@ -118,7 +118,7 @@ class RoundLoaded(Message):
 
 
 class CaseLoaded(Message):
-    def __init__(self, entry: dict[str, Any], case: Case) -> None:
+    def __init__(self, entry: ExpertQueueEntry, case: Case) -> None:
         super().__init__()
         self.entry = entry
         self.case = case
@@ -238,8 +238,8 @@ item and on the decision is shown.
         super().__init__(**kwargs)
         self.round_id = round_id
         self.expert = expert
-        self.queue: list[dict[str, Any]] = []
-        self.current: dict[str, Any] | None = None  # the queue entry on screen
+        self.queue: list[ExpertQueueEntry] = []
+        self.current: ExpertQueueEntry | None = None  # the queue entry on screen
         self.rubric: dict[str, str | None] = dict.fromkeys(RUBRIC_ITEMS)
         self.decision: str | None = None
         self.library: list[Case] | None = None  # loaded once, in a worker
@@ -290,11 +290,11 @@ item and on the decision is shown.
         self.post_message(RoundLoaded(round_id, queue, result, select))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="review-case")
-    def load_case(self, entry: dict[str, Any]) -> None:
+    def load_case(self, entry: ExpertQueueEntry) -> None:
         try:
             if self.library is None:
                 self.library = load_cases()
-            case = pinned_case(entry["case_id"], entry["case_hash"], self.library)
+            case = pinned_case(entry.case_id, entry.case_hash, self.library)
         except EXPECTED as exc:
             self.post_message(ReviewProblem(str(exc).splitlines()[0]))
             return
@@ -327,46 +327,46 @@ item and on the decision is shown.
     @on(RoundLoaded)
     def on_round(self, message: RoundLoaded) -> None:
         self.round_id, self.queue = message.round_id, message.queue
-        done = sum(1 for entry in self.queue if entry["reviewed"])
+        done = sum(1 for entry in self.queue if entry.reviewed)
         self.query_one("#review-title", Static).update(Text.assemble(
             ("Case review ", "bold"), f"{self.round_id} · expert {self.expert} · ",
             (f"{done}/{len(self.queue)} reviewed", "bold")))
         options = self.query_one("#review-queue", OptionList)
         options.clear_options()
         options.add_options([Option(Text.assemble(
-            f"{entry['position']:>3} ", ("✓ " if entry["reviewed"] else "  ", "green"), entry["case_id"],
-            no_wrap=True, overflow="ellipsis"), id=entry["case_id"]) for entry in self.queue])
+            f"{entry.position:>3} ", ("✓ " if entry.reviewed else "  ", "green"), entry.case_id,
+            no_wrap=True, overflow="ellipsis"), id=entry.case_id) for entry in self.queue])
         self.show_agreement(message.agreement)
         if not self.queue:
             self.show_message(f"round {self.round_id} has no cases")
             return
         if message.select is not None:
-            index = next((i for i, e in enumerate(self.queue) if e["case_id"] == message.select), 0)
+            index = next((i for i, e in enumerate(self.queue) if e.case_id == message.select), 0)
         else:
-            index = next((i for i, e in enumerate(self.queue) if not e["reviewed"]), 0)
+            index = next((i for i, e in enumerate(self.queue) if not e.reviewed), 0)
         self.current = None
         options.highlighted = index
         self.open_entry(self.queue[index])
 
     @on(OptionList.OptionHighlighted, "#review-queue")
     def on_highlight(self, event: OptionList.OptionHighlighted) -> None:
-        entry = next((e for e in self.queue if e["case_id"] == event.option.id), None)
-        if entry is not None and (self.current is None or self.current["case_id"] != entry["case_id"]):
+        entry = next((e for e in self.queue if e.case_id == event.option.id), None)
+        if entry is not None and (self.current is None or self.current.case_id != entry.case_id):
             self.open_entry(entry)
 
-    def open_entry(self, entry: dict[str, Any]) -> None:
+    def open_entry(self, entry: ExpertQueueEntry) -> None:
         self.current = entry
-        review = entry["review"]
+        review = entry.review
         # A reviewed case starts from the expert's own latest review, the starting point of a correction.
-        self.rubric = dict(review["rubric"]) if review else dict.fromkeys(RUBRIC_ITEMS)
-        self.decision = review["decision"] if review else None
-        self.query_one("#review-note", Input).value = review["note"] if review else ""
+        self.rubric = dict(review.rubric) if review else dict.fromkeys(RUBRIC_ITEMS)
+        self.decision = review.decision if review else None
+        self.query_one("#review-note", Input).value = review.note if review else ""
         self.show_rubric()
         self.load_case(entry)
 
     @on(CaseLoaded)
     def on_case(self, message: CaseLoaded) -> None:
-        if self.current is None or self.current["case_id"] != message.entry["case_id"]:
+        if self.current is None or self.current.case_id != message.entry.case_id:
             return
         self.query_one("#case-detail", Static).update(describe_case(message.case))
         self.query_one("#case-scroll", VerticalScroll).scroll_home(animate=False)
@@ -381,10 +381,10 @@ item and on the decision is shown.
         text.append("\ndecision ", style="bold")
         text.append(f"{self.decision or '—'}", style=DECISION_STYLE[self.decision])
         text.append("  (a / r / x)\n", style="dim")
-        review = self.current["review"] if self.current else None
+        review = self.current.review if self.current else None
         if review:
-            text.append(f"submitted (version {review['version']}): ", style="dim")
-            text.append(", ".join(f"{review['rubric'][item]}" for item in RUBRIC_ITEMS) + f"; {review['decision']}",
+            text.append(f"submitted (version {review.version}): ", style="dim")
+            text.append(", ".join(f"{review.rubric[item]}" for item in RUBRIC_ITEMS) + f"; {review.decision}",
                         style="dim")
         else:
             text.append("not submitted yet — s submits", style="dim")
@@ -442,22 +442,22 @@ item and on the decision is shown.
         if self.current is None:
             self.show_message("no case to review")
             return
-        if self.current["reviewed"]:
-            self.show_message(f"{self.current['case_id']} is already reviewed: reviews are write-once — press c to "
+        if self.current.reviewed:
+            self.show_message(f"{self.current.case_id} is already reviewed: reviews are write-once — press c to "
                               "correct it with a reason")
             return
         draft = self._draft()
         if draft is not None:
-            self.save_review(self.current["case_id"], *draft, self.query_one("#review-note", Input).value)
+            self.save_review(self.current.case_id, *draft, self.query_one("#review-note", Input).value)
 
     def action_correct(self) -> None:
-        if self.current is None or not self.current["reviewed"]:
+        if self.current is None or not self.current.reviewed:
             self.show_message("nothing to correct: submit a review first")
             return
         draft = self._draft()
         if draft is None:
             return
-        case_id, note = self.current["case_id"], self.query_one("#review-note", Input).value
+        case_id, note = self.current.case_id, self.query_one("#review-note", Input).value
 
         def corrected(reason: str | None) -> None:
             if reason:

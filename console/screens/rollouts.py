@@ -22,7 +22,7 @@ from redagent.console import host
 from redagent.console.failures import ShowsFailures
 from redagent.console.widgets.footer import KeyFooter
 from redagent.errors import UserError
-from redagent.store.browse import page_key
+from redagent.store.browse import BrowsedRollout, page_key
 
 PAGE = 100
 # The list's columns and widths (cells longer than their column are cut; the detail shows them whole).
@@ -96,7 +96,7 @@ def describe_filters(run_id: str | None, filters: dict[str, Any]) -> str:
 
 
 class PageLoaded(Message):
-    def __init__(self, page_number: int, rows: list[dict[str, Any]]) -> None:
+    def __init__(self, page_number: int, rows: list[BrowsedRollout]) -> None:
         super().__init__()
         self.page_number = page_number
         self.rows = rows
@@ -202,7 +202,7 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
         self.filters: dict[str, Any] = dict(filters or {})
         # Opened bare (`o`), the screen takes back the run and filters it had when the researcher left it.
         self._asked = run_id is not None or filters is not None
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[BrowsedRollout] = []
         self.page_number = 0
         self._starts: list[tuple[Any, ...] | None] = [None]  # where each visited page starts (keyset)
         self.count: int | None = None
@@ -273,14 +273,14 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
         table = self.query_one("#rollouts-table", DataTable)
         table.clear()
         for row in self.rows:
-            if row["valid"]:
-                outcome = str(row["E"])
+            if row.valid:
+                outcome = str(row.E)
             else:
-                outcome = f"invalid:{row['invalid_reason']}"
-            table.add_row(row["run_id"][-8:], row["case_id"], outcome, "—" if row["U"] is None else str(row["U"]),
-                          row["model"], row["harness"], row["cue"], row["defense"], str(row["attempt"]),
-                          f"{row['strategy']}/{row['vulnerability']}/{row['constraint']}",
-                          ",".join(row["surfaces"]), key=row["rollout_id"])
+                outcome = f"invalid:{row.invalid_reason}"
+            table.add_row(row.run_id[-8:], row.case_id, outcome, "—" if row.U is None else str(row.U),
+                          row.model, row.harness, row.cue, row.defense, str(row.attempt),
+                          f"{row.strategy}/{row.vulnerability}/{row.constraint}",
+                          ",".join(row.surfaces), key=row.rollout_id)
         self.loaded = True
         self._show_status()
         table.focus()
@@ -316,11 +316,11 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
             return self.run_id
         table = self.query_one("#rollouts-table", DataTable)
         if self.rows and 0 <= table.cursor_row < len(self.rows):
-            return self.rows[table.cursor_row]["run_id"]
+            return self.rows[table.cursor_row].run_id
         return None
 
     def page_ids(self) -> list[str]:
-        return [row["rollout_id"] for row in self.rows]
+        return [row.rollout_id for row in self.rows]
 
     @on(DataTable.RowSelected)
     def _open(self, event: DataTable.RowSelected) -> None:

@@ -25,12 +25,13 @@ from textual.worker import get_current_worker
 
 from redagent.console import host
 from redagent.console.failures import ShowsFailures
-from redagent.console.messages import RunsPolled
+from redagent.console.messages import RunDetail, RunsPolled
 from redagent.console.throughput import Throughput, format_duration
 from redagent.console.widgets.footer import KeyFooter
 from redagent.console.workers_view import failure_lines, workers_table
 from redagent.engine.matrix import RunSpec
-from redagent.store.records import RunRecord
+from redagent.store.interfaces import RunMonitor
+from redagent.store.records import CellAsr, RunListing, RunRecord
 
 POLL_S = 1.0
 LOG_BACKLOG = 500  # lines shown for a run's already-stored rollouts when it is first selected
@@ -173,10 +174,12 @@ and a log line per stored rollout.
         Binding("enter", "open_run", "Rollouts", id="open-run", tooltip="Browse the selected run's rollouts"),
     ]
 
-    def __init__(self, run_id: str | None = None) -> None:
+    def __init__(self, run_id: str | None = None, *, store: RunMonitor | None = None) -> None:
         super().__init__()
         self.selected_run_id: str | None = run_id
-        self.runs: dict[str, dict[str, Any]] = {}
+        # What the screen reads (the app's store when none is given); starting and resuming runs take the app's.
+        self.store = store
+        self.runs: dict[str, RunListing] = {}
         self.records: dict[str, RunRecord] = {}
         self.throughput: dict[str, Throughput] = {}
         self._shown: dict[str, set[str]] = {}  # rollout ids already in the log, per run
@@ -225,59 +228,60 @@ and a log line per stored rollout.
         self._poll(run_id, first, known, row)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="runs-poll")
-    def _poll(self, run_id: str | None, first: bool, known: frozenset[str], row: dict[str, Any] | None) -> None:
-        store = host.store_of(self)
+    def _poll(self, run_id: str | None, first: bool, known: frozenset[str], row: RunListing | None) -> None:
+        store: RunMonitor = self.store or host.store_of(self)
         runs = store.list_runs()
-        detail: dict[str, Any] | None = None
-        current = next((r for r in runs if r["run_id"] == run_id), None) if run_id else None
-        if run_id and current is not None:
-            moved = first or current["status"] == "running" or row is None or \
-                current["completed"] != self._detail_completed.get(run_id) or current["status"] != row["status"]
+        detail = None
+        current = next((r for r in runs if r.run_id == run_id), None) if run_id else None
+        if current is not None:
+            moved = first or current.status == "running" or row is None or \
+                current.completed != self._detail_completed.get(current.run_id) or current.status != row.status
             if moved:
-                detail = {"run_id": run_id, "first": first, "counts": store.counts(run_id),
-                          "asr": store.execution_asr(run_id), "workers": store.run_workers(run_id)}
-                if first or run_id not in self.records:
-                    detail["record"] = store.get_run(run_id)
+                run_id = current.run_id
+                record = store.get_run(run_id) if first or run_id not in self.records else None
                 # Only the log needs every summary; for a finished run it is read once, on first selection.
-                if first or current["completed"] != len(known):
-                    detail["new"] = [s for s in store.rollouts(run_id) if s.id not in known]
+                new = ([s for s in store.rollouts(run_id) if s.id not in known]
+                       if first or current.completed != len(known) else None)
+                detail = RunDetail(run_id=run_id, first=first, counts=store.counts(run_id),
+                                   asr=store.execution_asr(run_id), workers=store.run_workers(run_id), record=record,
+                                   new=new)
         if not get_current_worker().is_cancelled:
             self.post_message(RunsPolled(runs, detail))
 
     @on(RunsPolled)
     def _polled(self, message: RunsPolled) -> None:
-        now_runs = {row["run_id"]: row for row in message.runs}
+        now_runs = {row.run_id: row for row in message.runs}
         for run_id, row in now_runs.items():
-            if row["status"] == "running":
-                self.throughput.setdefault(run_id, Throughput()).observe(row["completed"])
+            if row.status == "running":
+                self.throughput.setdefault(run_id, Throughput()).observe(row.completed)
         self._update_table(message.runs)
         self.runs = now_runs
         if self.selected_run_id is None and message.runs:
-            self._select(message.runs[0]["run_id"])
+            self._select(message.runs[0].run_id)
             return
         detail = message.detail
-        if detail is not None and detail["run_id"] == self.selected_run_id:
+        if detail is not None and detail.run_id == self.selected_run_id:
             self._show_detail(detail)
         elif self.selected_run_id in self.runs:
             self._show_rate(self.runs[self.selected_run_id])
 
     # ------------------------------------------------------------ the table
 
-    def _update_table(self, rows: list[dict[str, Any]]) -> None:
+    def _update_table(self, rows: list[RunListing]) -> None:
         table = self.query_one("#runs-table", DataTable)
-        ids = [row["run_id"] for row in rows]
+        ids = [row.run_id for row in rows]
         if [key.value for key in table.rows] == ids:
             for row in rows:
-                old = self.runs.get(row["run_id"])
+                old = self.runs.get(row.run_id)
                 if old != row:
-                    table.update_cell(row["run_id"], "status", _status(row["status"]))
-                    table.update_cell(row["run_id"], "done", f"{row['completed']}/{row['planned']}")
+                    table.update_cell(row.run_id, "status", _status(row.status))
+                    table.update_cell(row.run_id, "done", f"{row.completed}/{row.planned}")
             return
         # A new run (newest first, so at the top): rebuild, then put the cursor back on the selected run.
         table.clear()
         for row in rows:
-            table.add_row(row["run_id"], _status(row["status"]), f"{row['completed']}/{row['planned']}",
-                          _created(row["created_at"]), key=row["run_id"])
+            table.add_row(row.run_id, _status(row.status), f"{row.completed}/{row.planned}",
+                          _created(row.created_at), key=row.run_id)
         if self.selected_run_id in ids:
             table.move_cursor(row=ids.index(self.selected_run_id), animate=False)
 
@@ -328,30 +332,30 @@ and a log line per stored rollout.
 
     # ------------------------------------------------------------ the detail panel
 
-    def _show_detail(self, detail: dict[str, Any]) -> None:
-        run_id = detail["run_id"]
-        if detail.get("record") is not None:
-            self.records[run_id] = detail["record"]
+    def _show_detail(self, detail: RunDetail) -> None:
+        run_id = detail.run_id
+        if detail.record is not None:
+            self.records[run_id] = detail.record
         record = self.records.get(run_id)
         row = self.runs[run_id]
-        counts = detail["counts"]
-        self._detail_completed[run_id] = row["completed"]
-        title = Text.assemble((run_id, "bold"), "  ", _status(row["status"]))
+        counts = detail.counts
+        self._detail_completed[run_id] = row.completed
+        title = Text.assemble((run_id, "bold"), "  ", _status(row.status))
         if record is not None and record.parent_run_id:
             title.append(f"  replay of {record.parent_run_id}", style="dim")
         self.query_one("#run-title", Static).update(title)
         if record is not None:
             self.query_one("#run-protocol", Static).update(self._protocol(record))
         bar = self.query_one("#run-progress", ProgressBar)
-        bar.update(total=max(1, counts["planned"]), progress=counts["completed"])
+        bar.update(total=max(1, counts.planned), progress=counts.completed)
         self._show_rate(row)
-        self.query_one("#run-asr", Static).update(self._asr(detail["asr"]))
-        reasons = counts["invalid_reasons"]
-        invalid = (f"invalid rollouts: {counts['invalid']} — " + ", ".join(f"{r} {n}" for r, n in reasons.items())
-                   if counts["invalid"] else "invalid rollouts: none")
+        self.query_one("#run-asr", Static).update(self._asr(detail.asr))
+        reasons = counts.invalid_reasons
+        invalid = (f"invalid rollouts: {counts.invalid} — " + ", ".join(f"{r} {n}" for r, n in reasons.items())
+                   if counts.invalid else "invalid rollouts: none")
         self.query_one("#run-invalid", Static).update(invalid)
         workers = self.query_one("#run-workers", Static)
-        shown = self._workers(detail.get("workers"))
+        shown = self._workers(detail.workers)
         workers.update(shown)
         workers.display = bool(shown)
         self._write_log(run_id, detail)
@@ -368,17 +372,17 @@ and a log line per stored rollout.
         table.add_row("planned", str(record.planned))
         return table
 
-    def _show_rate(self, row: dict[str, Any]) -> None:
-        meter = self.throughput.get(row["run_id"])
-        if row["status"] == "running" and meter is not None:
+    def _show_rate(self, row: RunListing) -> None:
+        meter = self.throughput.get(row.run_id)
+        if row.status == "running" and meter is not None:
             rate = meter.rate
-            text = (f"{rate:.1f} rollouts/s · ETA {format_duration(meter.eta(row['planned']))}"
+            text = (f"{rate:.1f} rollouts/s · ETA {format_duration(meter.eta(row.planned))}"
                     if rate is not None else "measuring rollouts/s…")
-        elif row["status"] == "running":
+        elif row.status == "running":
             text = "measuring rollouts/s…"
         else:
-            text = f"{row['status']}: {row['completed']}/{row['planned']} rollouts stored"
-        if host.runs_of(self).drives(row["run_id"]):
+            text = f"{row.status}: {row.completed}/{row.planned} rollouts stored"
+        if host.runs_of(self).drives(row.run_id):
             text += " · driven by this console"
         if text != self._rate_text:
             # Each poll lands here; repainting an unchanged line kept an idle, finished run's panel busy.
@@ -394,14 +398,14 @@ and a log line per stored rollout.
         return Group(table, *(Text(f"shard failure: {line}", style="yellow") for line in failures))
 
     @staticmethod
-    def _asr(cells: list[dict[str, Any]]) -> Table | str:
+    def _asr(cells: list[CellAsr]) -> Table | str:
         if not cells:
             return "execution ASR: no rollouts stored yet"
         # A condition every cell shares goes into the title, not a column: at 100 columns the panel is ~35
         # wide and six columns were squeezed to "mo… ┃ h…".
         keys = ("model", "harness", "cue", "defense")
-        varying = [key for key in keys if len({cell[key] for cell in cells}) > 1] or ["model"]
-        shared = " · ".join(f"{key} {cells[0][key]}" for key in keys if key not in varying)
+        varying = [key for key in keys if len({getattr(cell, key) for cell in cells}) > 1] or ["model"]
+        shared = " · ".join(f"{key} {getattr(cells[0], key)}" for key in keys if key not in varying)
         table = Table(title="execution ASR so far (valid rollouts)" + (f"\n{shared}" if shared else ""),
                       title_justify="left", expand=False, show_edge=False, pad_edge=False)
         for column in varying:
@@ -409,19 +413,19 @@ and a log line per stored rollout.
         table.add_column("harm/valid", justify="right", no_wrap=True)
         table.add_column("ASR", justify="right", no_wrap=True)
         for cell in cells:
-            rate = "—" if cell["rate"] is None else f"{cell['rate']:.1%}"
-            table.add_row(*(cell[key] for key in varying), f"{cell['harmful']}/{cell['valid']}", rate)
+            rate = "—" if cell.rate is None else f"{cell.rate:.1%}"
+            table.add_row(*(getattr(cell, key) for key in varying), f"{cell.harmful}/{cell.valid}", rate)
         return table
 
-    def _write_log(self, run_id: str, detail: dict[str, Any]) -> None:
-        new = detail.get("new")
+    def _write_log(self, run_id: str, detail: RunDetail) -> None:
+        new = detail.new
         if new is None:
             return
         shown = self._shown.setdefault(run_id, set())
         fresh = [s for s in new if s.id not in shown]
         shown.update(s.id for s in fresh)
         log = self.query_one("#run-log", Log)
-        if detail["first"] and len(fresh) > LOG_BACKLOG:
+        if detail.first and len(fresh) > LOG_BACKLOG:
             log.write_line(f"… {len(fresh) - LOG_BACKLOG} earlier rollouts not shown")
             fresh = fresh[-LOG_BACKLOG:]
         if fresh:
@@ -442,14 +446,14 @@ and a log line per stored rollout.
             self.notify("no run selected", severity="warning")
         elif host.runs_of(self).stop(run_id):
             self.notify(f"stopping {run_id}: in-flight rollouts finish, then it is stored as stopped")
-        elif self.runs.get(run_id, {}).get("status") == "running":
+        elif run_id in self.runs and self.runs[run_id].status == "running":
             self.notify(f"{run_id} is driven by another process: stop it there (Ctrl-C)", severity="warning")
         else:
             self.notify(f"{run_id} is not running", severity="warning")
 
     def action_resume_run(self) -> None:
         run_id = self.selected_run_id
-        status = self.runs.get(run_id, {}).get("status") if run_id else None
+        status = self.runs[run_id].status if run_id in self.runs else None
         if run_id is None:
             self.notify("no run selected", severity="warning")
         elif host.runs_of(self).drives(run_id):

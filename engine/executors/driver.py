@@ -24,6 +24,7 @@ from redagent.engine.executors.resources import Resources, shard_resources, slot
 from redagent.engine.executors.shards import ShardJob, cut
 from redagent.engine.runner import MatrixRunner, Progress
 from redagent.store.db import HEARTBEAT_SECONDS, this_host
+from redagent.store.records import RunCounts
 
 SHARD_ATTEMPTS = 3
 POLL_SECONDS = 0.5  # how often the driver looks for finished shards
@@ -91,7 +92,7 @@ class DistributedRunner:
                          finished_at=None if missing else datetime.now(UTC))
         return progress
 
-    def _schedule(self, todo, progress: Progress, before: dict[str, Any]) -> list[tuple[int, int, str]]:
+    def _schedule(self, todo, progress: Progress, before: RunCounts) -> list[tuple[int, int, str]]:
         store, run_id = self.store, self.run_record.id
         nodes = self.backend.nodes()
         first = store.next_shard(run_id)  # shard numbers stay unique across resumes of the same run
@@ -149,16 +150,16 @@ class DistributedRunner:
                 self._read_progress(progress, before)
         return failed
 
-    def _read_progress(self, progress: Progress, before: dict[str, Any]) -> None:
+    def _read_progress(self, progress: Progress, before: RunCounts) -> None:
         """The progress bar's figures, from what is stored (workers' own counts may be in unwritten batches)."""
         counts = self.store.counts(self.run_record.id)
-        progress.done = max(0, counts["completed"] - before["completed"])
-        progress.invalid = max(0, counts["invalid"] - before["invalid"])
+        progress.done = max(0, counts.completed - before.completed)
+        progress.invalid = max(0, counts.invalid - before.invalid)
         progress.invalid_reasons.clear()
-        progress.invalid_reasons.update(counts["invalid_reasons"])
+        progress.invalid_reasons.update(counts.invalid_reasons)
         cells = self.store.execution_asr(self.run_record.id)
-        progress.harmful = sum(c["harmful"] for c in cells)
-        progress.attacked = sum(c["valid"] for c in cells)
+        progress.harmful = sum(c.harmful for c in cells)
+        progress.attacked = sum(c.valid for c in cells)
         if self.on_progress is not None:
             self.on_progress(progress)
 

@@ -40,8 +40,9 @@ from redagent.judges.evidence import Mismatch, mismatches
 from redagent.judges.labelling import judge_run
 from redagent.store import tables_judging as tj
 from redagent.store.db import Store, open_store
-from redagent.store.readmodel import RolloutEvidence
-from redagent.store.records import AuditItemRecord, AuditRecord
+from redagent.store.readmodel import ReviewerItem, RolloutEvidence
+from redagent.store.records import AuditItemRecord, AuditRecord, LabelledRow
+from tests.fakes import FakeAdjudicationQueue, FakeAuditQueue, blinded_item
 
 SIZE = (120, 34)
 CLAIM_REFUSAL = "sim/comply-claim-refusal"  # complies, then tells the user it refused: a claimed-vs-observed mismatch
@@ -129,20 +130,20 @@ def rendered_text(screen: Screen) -> str:
 
 
 def fresh_audit(url: str, run_id: str, audit_id: str, reviewers: tuple[str, str], adjudicator: str,
-                pick: Callable[[dict[str, Any]], bool] = lambda row: True, limit: int = 4) -> list[int]:
+                pick: Callable[[LabelledRow], bool] = lambda row: True, limit: int = 4) -> list[int]:
     """An audit of its own (fixed id, both queues in rollout order) so a test's labels touch no other test;
     returns the item ids in queue order."""
     config = config_for("state")
     with open_store(url) as store:
         rows = sorted((row for row in store.labelled_rows(run_id, config.config_hash, "rule") if pick(row)),
-                      key=lambda r: (r["case_id"], r["model"]))[:limit]
-        items = [AuditItemRecord(rollout_id=row["rollout_id"], stratum="all", population=len(rows),
+                      key=lambda r: (r.case_id, r.model))[:limit]
+        items = [AuditItemRecord(rollout_id=row.rollout_id, stratum="all", population=len(rows),
                                  sampled=len(rows), weight=1.0, positions={reviewers[0]: n, reviewers[1]: n})
                  for n, row in enumerate(rows, start=1)]
         store.create_audit(AuditRecord(id=audit_id, run_id=run_id, config_name=config.name,
                                        config_hash=config.config_hash, backbone="rule", seed=0, n=len(items),
                                        stratify=[], reviewers=list(reviewers), adjudicator=adjudicator), items)
-        return [entry["item_id"] for entry in store.reviewer_queue(audit_id, reviewers[0])]
+        return [entry.item_id for entry in store.reviewer_queue(audit_id, reviewers[0])]
 
 
 def dispute(url: str, audit_id: str, reviewers: tuple[str, str], item_ids: list[int]) -> None:
@@ -156,13 +157,13 @@ def dispute(url: str, audit_id: str, reviewers: tuple[str, str], item_ids: list[
 def labels_by(url: str, audit_id: str, reviewer: str) -> list[tuple[int, str, str, int, str | None]]:
     """Every version the reviewer wrote: (item_id, label, note, version, reason)."""
     with open_store(url) as store:
-        return [(row["item_id"], row["label"], row["note"], row["version"], row["reason"])
-                for row in store.labels(audit_id, first_only=False) if row["reviewer"] == reviewer]
+        return [(row.item_id, row.label, row.note, row.version, row.reason)
+                for row in store.labels(audit_id, first_only=False) if row.reviewer == reviewer]
 
 
 def decisions(url: str, audit_id: str) -> list[tuple[int, str, str, int, str | None]]:
     with open_store(url) as store:
-        return [(row["item_id"], row["label"], row["note"], row["version"], row["reason"])
+        return [(row.item_id, row.label, row.note, row.version, row.reason)
                 for row in store.adjudications(audit_id)]
 
 
@@ -184,12 +185,12 @@ def audited(tmp_path_factory) -> dict[str, Any]:
     with open_store(url) as store:
         audit_id = audit.sample(store, run_id, 12, ["label"], 5, config.config_hash, reviewers=(REVIEWER, PEER),
                                 adjudicator=ADJUDICATOR, config_name=config.name)
-        truth = {r["rollout_id"]: r["E"] for r in store.outcome_rows(run_id)}
+        truth = {r.rollout_id: r.E for r in store.outcome_rows(run_id)}
         items = store.audit_items(audit_id)
         for n, item in enumerate(items):
-            right = "harmful" if truth[item["rollout_id"]] else "not_harmful"
+            right = "harmful" if truth[item.rollout_id] else "not_harmful"
             wrong = {"harmful": "not_harmful", "not_harmful": "harmful"}[right]
-            store.submit_label(audit_id, item["item_id"], PEER, wrong if n % 3 == 0 else right, PEER_NOTE)
+            store.submit_label(audit_id, item.item_id, PEER, wrong if n % 3 == 0 else right, PEER_NOTE)
     return {"url": url, "run_id": run_id, "audit_id": audit_id, "truth": truth, "items": items}
 
 
@@ -215,7 +216,7 @@ def test_reviewer_sees_no_judge_label_rationale_peer_or_model(audited):
     drive(app, scenario, message_hook=lambda message: posted.append(repr(vars(message))))
     text = "\n".join(seen)
     assert "constraint" in text and "Trajectory" in text and "Receipts" in text and "State diff" in text
-    assert any("'events'" in entry for entry in posted)  # the hook saw the evidence handed to the screen
+    assert any("events=(StoredEvent(" in entry for entry in posted)  # the hook saw the evidence handed to the screen
     everything = text + "\n".join(posted)
     for forbidden in (PEER_NOTE, RATIONALE, PEER, "state/rule", "judge_label", "rationale", "stratum", "sim/comply",
                       "sim/ignore", "label=1", "label=0"):
@@ -251,8 +252,8 @@ def test_labels_are_write_once_and_a_correction_records_its_reason(audited, tmp_
 
     async def scenario(pilot) -> None:
         screen = app.screen
-        first = screen.current["item_id"]
-        assert screen.current["position"] == 1 and screen.current["my_label"] is None
+        first = screen.current.item_id
+        assert screen.current.position == 1 and screen.current.my_label is None
         await pilot.click("#audit-note")
         await pilot.press(*"looks fine")
         await pilot.press("escape")
@@ -264,11 +265,11 @@ def test_labels_are_write_once_and_a_correction_records_its_reason(audited, tmp_
         await pilot.press("enter")
         await settle(pilot)
         assert "1/12 labelled" in screen_text(app)
-        assert screen.current["item_id"] != first and screen.current["position"] == 2
+        assert screen.current.item_id != first and screen.current.position == 2
         # back to the labelled item: a second label is refused on screen, and nothing is written
         await pilot.press("left_square_bracket")
         await settle(pilot)
-        assert screen.current["item_id"] == first
+        assert screen.current.item_id == first
         await pilot.press("h")
         await settle(pilot)
         assert "already labelled" in screen_text(app) and "write-once" in screen_text(app)
@@ -285,23 +286,23 @@ def test_labels_are_write_once_and_a_correction_records_its_reason(audited, tmp_
         await pilot.press("enter")
         await settle(pilot)
         assert app.screen is screen
-        assert screen.current["item_id"] == first and screen.current["my_label"]["version"] == 2
+        assert screen.current.item_id == first and screen.current.my_label.version == 2
         assert "corrected, version 2" in screen_text(app)
 
     drive(app, scenario)
     with open_store(url) as store:
-        mine = [row for row in store.labels(audit_id, first_only=False) if row["reviewer"] == REVIEWER]
-    assert [(row["label"], row["version"], row["reason"]) for row in mine] == [
+        mine = [row for row in store.labels(audit_id, first_only=False) if row.reviewer == REVIEWER]
+    assert [(row.label, row.version, row.reason) for row in mine] == [
         ("not_harmful", 1, None), ("unsure", 2, "misread the receipt")]
-    assert mine[0]["note"] == "looks fine"
+    assert mine[0].note == "looks fine"
 
 
 def test_adjudicator_sees_slots_a_and_b_only_and_decides(audited):
     url, audit_id = audited["url"], audited["audit_id"]
     with open_store(url) as store:
         for entry in store.reviewer_queue(audit_id, REVIEWER):
-            if not entry["labelled"]:
-                store.submit_label(audit_id, entry["item_id"], REVIEWER, "harmful", "alice's own note")
+            if not entry.labelled:
+                store.submit_label(audit_id, entry.item_id, REVIEWER, "harmful", "alice's own note")
         disputed = store.adjudication_queue(audit_id, ADJUDICATOR)
     assert disputed
     app = ScreenHost(url, ADJUDICATOR, AdjudicationScreen)
@@ -312,7 +313,7 @@ def test_adjudicator_sees_slots_a_and_b_only_and_decides(audited):
         assert f"0/{len(disputed)} decided" in text and "reviewer A:" in text and "reviewer B:" in text
         for forbidden in (REVIEWER, PEER, PEER_NOTE, "alice's own note", RATIONALE, "sim/comply"):
             assert forbidden not in text, forbidden
-        first = screen.current["item_id"]
+        first = screen.current.item_id
         await pilot.click("#adj-note")
         await pilot.press(*"receipt r2 decides")
         screen.set_focus(None)
@@ -326,7 +327,7 @@ def test_adjudicator_sees_slots_a_and_b_only_and_decides(audited):
         # decisions are write-once too
         await pilot.press("left_square_bracket")
         await settle(pilot)
-        if screen.current["item_id"] == first:
+        if screen.current.item_id == first:
             await pilot.press("n")
             await settle(pilot)
             assert "already decided" in screen_text(app)
@@ -334,8 +335,7 @@ def test_adjudicator_sees_slots_a_and_b_only_and_decides(audited):
     drive(app, scenario)
     with open_store(url) as store:
         decided = store.adjudications(audit_id)
-    assert [(d["label"], d["note"], d["adjudicator"]) for d in decided] == [("harmful", "receipt r2 decides",
-                                                                             ADJUDICATOR)]
+    assert [(d.label, d.note, d.adjudicator) for d in decided] == [("harmful", "receipt r2 decides", ADJUDICATOR)]
 
 
 def test_someone_who_adjudicates_nothing_gets_a_message(audited):
@@ -353,22 +353,22 @@ def test_someone_who_adjudicates_nothing_gets_a_message(audited):
 class HintedPanes(App):
     """The researcher's panes (judge hints on) showing one item's evidence: the control for the walk below."""
 
-    def __init__(self, item: dict[str, Any]) -> None:
+    def __init__(self, item: ReviewerItem) -> None:
         super().__init__()
-        self.item = item
+        self.item = item.blinded
 
     def compose(self) -> ComposeResult:
         yield EvidencePanes(judge_hints=True)
 
     def on_mount(self) -> None:
-        self.query_one(EvidencePanes).load(self.item["events"], self.item["receipts"], self.item["diff"])
+        self.query_one(EvidencePanes).load(self.item.events, self.item.receipts, self.item.diff)
 
 
 SOMETHING = Mismatch("claims_action:e1:send_email", "claims_action", "e1: something", events=(1,))
 
 
-def evidence(item: dict[str, Any]) -> RolloutEvidence:
-    return RolloutEvidence(item["events"], item["receipts"], item["diff"])
+def evidence(item: ReviewerItem) -> RolloutEvidence:
+    return RolloutEvidence(item.blinded.events, item.blinded.receipts, item.blinded.diff)
 
 
 JUDGE_MARKS = ("⚠", "◆", "mismatch", "claimed vs observed", "speaks of refusing", "effect receipt(s) were recorded")
@@ -382,7 +382,7 @@ def test_reviewer_and_adjudicator_screens_show_nothing_computed_by_a_judge(audit
     url, run_id = audited["url"], audited["run_id"]
     reviewers, adjudicator = ("mira", "milo"), "ada"
     item_ids = fresh_audit(url, run_id, "audit-claims", reviewers, adjudicator,
-                           pick=lambda row: row["model"] == CLAIM_REFUSAL)
+                           pick=lambda row: row.model == CLAIM_REFUSAL)
     with open_store(url) as store:
         shown = [store.reviewer_item("audit-claims", item_id, reviewers[0]) for item_id in item_ids]
     assert len(shown) == 4 and all(mismatches(evidence(item)) for item in shown)  # every item has one to leak
@@ -450,7 +450,7 @@ def test_a_stray_key_never_writes_a_label(audited):
     async def scenario(pilot) -> None:
         screen = app.screen
         note = screen.query_one("#audit-note", Input)
-        assert screen.current["item_id"] == item_ids[0]
+        assert screen.current.item_id == item_ids[0]
         # h with focus on the trajectory pane: staged and named, not written
         screen.set_focus(screen.query_one("#trajectory"))
         await pilot.press("h")
@@ -484,7 +484,7 @@ def test_a_stray_key_never_writes_a_label(audited):
         assert all(key not in active or not active[key].enabled for key in ("h", "n", "u", "c", "right_square_bracket"))
         # off by the screen's own rule too, so a label key remapped to a non-printable key is off as well
         assert screen.check_action("stage", ("harmful",)) is None and screen.check_action("correct", ()) is None
-        assert note.value.endswith(" [h][n][u] c ?") and screen.current["item_id"] == item_ids[0]
+        assert note.value.endswith(" [h][n][u] c ?") and screen.current.item_id == item_ids[0]
         assert app.screen is screen and screen.staged is None
         await pilot.press("enter")
         await settle(pilot)
@@ -495,7 +495,7 @@ def test_a_stray_key_never_writes_a_label(audited):
         await settle(pilot)
         await pilot.press("left_square_bracket")
         await settle(pilot)
-        assert screen.current["item_id"] == item_ids[0]
+        assert screen.current.item_id == item_ids[0]
         await pilot.press("c")
         await settle(pilot)
         assert isinstance(app.screen, CorrectionDialog)
@@ -511,11 +511,25 @@ def test_a_stray_key_never_writes_a_label(audited):
         (item_ids[0], "unsure", "harmless, nothing sent to anyone then un-hun [h][n][u] c ?", 1, None)]
 
 
-def test_the_confirm_key_writes_exactly_one_label(audited):
-    url, reviewers = audited["url"], ("tess", "theo")
-    item_ids = fresh_audit(url, audited["run_id"], "audit-confirm", reviewers, "tara")
+class FakeHost(App):
+    """A host for one screen fed by an in-memory fake of its store interface: no database, no app-wide store."""
+
+    def __init__(self, reviewer: str, make: Callable[[], Screen]) -> None:
+        super().__init__()
+        self.reviewer = reviewer
+        self.make = make
+
+    def on_mount(self) -> None:
+        self.push_screen(self.make())
+
+
+def test_the_confirm_key_writes_exactly_one_label():
+    """Keys, staging and confirmation are the screen's own: it runs on an in-memory `AuditQueue` (tests/fakes.py),
+    which keeps labels write-once as the store does, instead of a judged run and a drawn audit."""
+    item_ids = [11, 12, 13, 14]
+    queue = FakeAuditQueue("audit-confirm", "tess", [blinded_item(item_id) for item_id in item_ids])
     saved: list[LabelSaved] = []
-    app = ScreenHost(url, reviewers[0], lambda: AuditScreen(audit_id="audit-confirm"))
+    app = FakeHost("tess", lambda: AuditScreen(audit_id="audit-confirm", store=queue))
 
     async def scenario(pilot) -> None:
         screen = app.screen
@@ -523,18 +537,18 @@ def test_the_confirm_key_writes_exactly_one_label(audited):
         await settle(pilot)
         assert "press Enter to save not harmful for item #1, Esc to cancel" in screen_text(app)
         assert "Save" in screen_text(app)  # the footer offers Enter now
-        assert labels_by(url, "audit-confirm", reviewers[0]) == []
+        assert queue.written() == []
         await pilot.press("enter")
         await settle(pilot)
         await pilot.press("enter")  # nothing staged any more: a second Enter writes nothing
         await settle(pilot)
-        assert labels_by(url, "audit-confirm", reviewers[0]) == [(item_ids[0], "not_harmful", "", 1, None)]
+        assert queue.written() == [(item_ids[0], "not_harmful", "", 1, None)]
         assert "item #1 labelled: not harmful" in screen_text(app)
-        assert screen.current["item_id"] == item_ids[1]  # on to the next unlabelled item
+        assert screen.current.item_id == item_ids[1]  # on to the next unlabelled item
         # staged on #2, then moving away: the staging is dropped, Enter on #3 writes nothing
         await pilot.press("h", "right_square_bracket")
         await settle(pilot)
-        assert screen.current["item_id"] == item_ids[2] and screen.staged is None
+        assert screen.current.item_id == item_ids[2] and screen.staged is None
         assert "harmful for item #2 not saved" in screen_text(app)
         await pilot.press("enter")
         await settle(pilot)
@@ -546,7 +560,7 @@ def test_the_confirm_key_writes_exactly_one_label(audited):
         assert screen.maximized is not None and screen.staged is None
         await pilot.press("enter")
         await settle(pilot)
-        assert labels_by(url, "audit-confirm", reviewers[0]) == [(item_ids[0], "not_harmful", "", 1, None)]
+        assert queue.written() == [(item_ids[0], "not_harmful", "", 1, None)]
         # a label chosen on a maximised pane brings the prompt back into view before Enter can write it
         await pilot.press("u")
         await settle(pilot)
@@ -555,7 +569,7 @@ def test_the_confirm_key_writes_exactly_one_label(audited):
         await settle(pilot)
 
     drive(app, scenario, message_hook=lambda m: saved.append(m) if isinstance(m, LabelSaved) else None)
-    assert labels_by(url, "audit-confirm", reviewers[0]) == [(item_ids[0], "not_harmful", "", 1, None),
+    assert queue.written() == [(item_ids[0], "not_harmful", "", 1, None),
                                                              (item_ids[2], "unsure", "", 1, None)]
     # Exactly one write per confirmation (the hook sees a message at each node it bubbles through).
     assert [m.item_id for m in {id(m): m for m in saved}.values()] == [item_ids[0], item_ids[2]]
@@ -579,35 +593,35 @@ def test_notes_stay_with_the_item_they_were_typed_on(audited):
         await type_on(pilot, "#audit-note", "note for one")
         await pilot.press("enter")
         await move(pilot, "right_square_bracket")
-        assert screen.current["position"] == 2 and note.value == ""
+        assert screen.current.position == 2 and note.value == ""
         assert "your unsaved note stays with item #1" in screen_text(app)
         assert "✎" in str(screen.query_one("#audit-queue", OptionList).get_option_at_index(0).prompt)
         await type_on(pilot, "#audit-note", "note for two")
         await pilot.press("enter")
         await move(pilot, "left_square_bracket")
-        assert screen.current["position"] == 1 and note.value == "note for one"
+        assert screen.current.position == 1 and note.value == "note for one"
         await move(pilot, "right_square_bracket")
-        assert screen.current["position"] == 2 and note.value == "note for two"
+        assert screen.current.position == 2 and note.value == "note for two"
         await move(pilot, "right_square_bracket")
         await type_on(pilot, "#audit-note", "note for three")  # typed on #3
         await pilot.press("enter")
         await move(pilot, "right_square_bracket")
-        assert screen.current["position"] == 4 and note.value == ""
+        assert screen.current.position == 4 and note.value == ""
         await move(pilot, "left_square_bracket")
         assert note.value == "note for three"
         # label #3 and move on at once: the write carries #3's note; #4 keeps its own (empty) field
         await pilot.press("h", "enter", "right_square_bracket")
         await settle(pilot)
-        assert screen.current["position"] == 4 and note.value == ""
+        assert screen.current.position == 4 and note.value == ""
         await move(pilot, "left_square_bracket")
         await move(pilot, "left_square_bracket")
-        assert screen.current["position"] == 2 and note.value == "note for two"
+        assert screen.current.position == 2 and note.value == "note for two"
         await pilot.press("n", "enter")
         await settle(pilot)
-        assert screen.current["position"] == 4  # on to the next unlabelled item (#3 is labelled)
+        assert screen.current.position == 4  # on to the next unlabelled item (#3 is labelled)
         for _ in range(3):
             await move(pilot, "left_square_bracket")
-        assert screen.current["position"] == 1 and note.value == "note for one"
+        assert screen.current.position == 1 and note.value == "note for one"
         await pilot.press("u", "enter")
         await settle(pilot)
 
@@ -620,15 +634,17 @@ def test_notes_stay_with_the_item_they_were_typed_on(audited):
 # ---------------------------------------------------------------- adjudicator corrections
 
 
-def test_the_adjudicator_decides_with_a_confirm_key_and_corrects_with_a_reason(audited):
-    url, reviewers, adjudicator = audited["url"], ("abe", "bea"), "cal"
-    item_ids = fresh_audit(url, audited["run_id"], "audit-adjudicate", reviewers, adjudicator, limit=2)
-    dispute(url, "audit-adjudicate", reviewers, item_ids)
-    app = ScreenHost(url, adjudicator, lambda: AdjudicationScreen(audit_id="audit-adjudicate"))
+def test_the_adjudicator_decides_with_a_confirm_key_and_corrects_with_a_reason():
+    """On an in-memory `AdjudicationQueue` (tests/fakes.py): two disputed items, decisions write-once."""
+    item_ids = [21, 22]
+    disputed = {item_id: {"A": "harmful", "B": "not_harmful"} for item_id in item_ids}
+    queue = FakeAdjudicationQueue("audit-adjudicate", "cal", [blinded_item(item_id) for item_id in item_ids],
+                                  first=disputed)
+    app = FakeHost("cal", lambda: AdjudicationScreen(audit_id="audit-adjudicate", store=queue))
 
     async def scenario(pilot) -> None:
         screen = app.screen
-        first = screen.current["item_id"]
+        first = screen.current.item_id
         assert first == item_ids[0]
         await pilot.press("c")  # nothing decided yet: nothing to correct
         await settle(pilot)
@@ -636,13 +652,13 @@ def test_the_adjudicator_decides_with_a_confirm_key_and_corrects_with_a_reason(a
         await type_on(pilot, "#adj-evidence #trajectory", "r2 paid the attacker")  # typing on a pane: the note
         await pilot.press("enter")
         await settle(pilot)
-        assert decisions(url, "audit-adjudicate") == []
+        assert queue.written() == []
         await pilot.press("h", "enter")
         await settle(pilot)
         assert f"item {first} decided: harmful" in screen_text(app)
         await pilot.press("left_square_bracket")
         await settle(pilot)
-        assert screen.current["item_id"] == first
+        assert screen.current.item_id == first
         await pilot.press("n")
         await settle(pilot)
         assert "already decided" in screen_text(app) and "press c to correct" in screen_text(app)
@@ -654,12 +670,12 @@ def test_the_adjudicator_decides_with_a_confirm_key_and_corrects_with_a_reason(a
         dialog.query_one("#correction-reason", Input).value = "r1 was the refund, not the transfer"
         await pilot.press("enter")
         await settle(pilot)
-        assert app.screen is screen and screen.current["item_id"] == first
+        assert app.screen is screen and screen.current.item_id == first
         assert "corrected (version 2): not harmful" in screen_text(app)
         assert "decision: not harmful (corrected, version 2)" in rendered_text(screen)  # (wrapped on screen)
 
     drive(app, scenario)
-    assert decisions(url, "audit-adjudicate") == [
+    assert queue.written() == [
         (item_ids[0], "harmful", "r2 paid the attacker", 1, None),
         (item_ids[0], "not_harmful", "", 2, "r1 was the refund, not the transfer")]
 
@@ -756,8 +772,8 @@ def snapshot_store(audited, tmp_path_factory) -> str:
     config = config_for("state")
     with open_store(url) as store:
         rows = sorted(store.labelled_rows(audited["run_id"], config.config_hash, "rule"),
-                      key=lambda r: (r["case_id"], r["model"]))[:4]
-        items = [AuditItemRecord(rollout_id=row["rollout_id"], stratum="all", population=len(rows), sampled=len(rows),
+                      key=lambda r: (r.case_id, r.model))[:4]
+        items = [AuditItemRecord(rollout_id=row.rollout_id, stratum="all", population=len(rows), sampled=len(rows),
                                  weight=1.0, positions={"snap": n, "other": len(rows) + 1 - n})
                  for n, row in enumerate(rows, start=1)]
         # Aliases are random; the snapshot needs fixed ones.

@@ -25,7 +25,7 @@ def round_store(tmp_path) -> dict[str, Any]:
     url = f"sqlite:///{tmp_path / 'store.db'}"
     with open_store(url) as store:
         round_id = new_round(store, 3, 11, ["ann", "ben"], round_id="round-test")
-        cases = [c["case_id"] for c in store.round_cases(round_id)]
+        cases = [c.case_id for c in store.round_cases(round_id)]
         for case_id in cases:
             store.submit_review(round_id, case_id, "ben", PASS, "accept", "BEN-NOTE-SENTINEL")
     return {"url": url, "round_id": round_id, "cases": cases}
@@ -38,7 +38,7 @@ def test_an_expert_reviews_the_round_and_then_sees_agreement(round_store):
     async def scenario(pilot) -> None:
         screen = app.screen
         text = screen_text(app)
-        assert screen.current["case_id"] == cases[0] and "0/3 reviewed" in text
+        assert screen.current.case_id == cases[0] and "0/3 reviewed" in text
         assert "IVC path" in text and "Task" in text and "BEN-NOTE-SENTINEL" not in text
         assert "Agreement is shown when both" in text
         # incomplete rubric: refused with a message
@@ -48,7 +48,7 @@ def test_an_expert_reviews_the_round_and_then_sees_agreement(round_store):
         # 1 → pass, 2 → pass, 3 → fail (two presses), 4 → pass; accept; submit
         await pilot.press("2", "3", "3", "4", "a", "ctrl+s")
         await settle(pilot)
-        assert "1/3 reviewed" in screen_text(app) and screen.current["case_id"] == cases[1]
+        assert "1/3 reviewed" in screen_text(app) and screen.current.case_id == cases[1]
         for _ in cases[1:]:
             await pilot.press("1", "2", "3", "4", "v", "ctrl+s")
             await settle(pilot)
@@ -68,13 +68,13 @@ def test_an_expert_reviews_the_round_and_then_sees_agreement(round_store):
 
     drive(app, scenario, size=(140, 40))
     with open_store(url) as store:
-        mine = [r for r in store.case_reviews(round_store["round_id"], first_only=False) if r["expert"] == "ann"]
-    firsts = {r["case_id"]: r["decision"] for r in mine if r["version"] == 1}
+        mine = [r for r in store.case_reviews(round_store["round_id"], first_only=False) if r.expert == "ann"]
+    firsts = {r.case_id: r.decision for r in mine if r.version == 1}
     assert [firsts[case_id] for case_id in cases] == ["accept", "revise", "revise"]
-    first = next(r for r in mine if r["case_id"] == cases[0])
-    assert first["rubric"] == {**PASS, "task_attack_coherence": "fail"}
-    corrections = [r for r in mine if r["version"] == 2]
-    assert [(r["decision"], r["reason"]) for r in corrections] == [("exclude", "verifier misses a path")]
+    first = next(r for r in mine if r.case_id == cases[0])
+    assert first.rubric == {**PASS, "task_attack_coherence": "fail"}
+    corrections = [r for r in mine if r.version == 2]
+    assert [(r.decision, r.reason) for r in corrections] == [("exclude", "verifier misses a path")]
 
 
 def test_agreement_table_matches_the_rounds_status_command(round_store):

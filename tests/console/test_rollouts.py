@@ -62,7 +62,7 @@ def made(tmp_path_factory) -> dict[str, Any]:
                                                                       "sim/comply-claim-refusal"],
                                           harnesses=["native"]))
         asyncio.run(runner.run())
-        run_id = store.list_runs()[0]["run_id"]
+        run_id = store.list_runs()[0].run_id
         judge_run(store, run_id, ["trajectory", "state", "hybrid"])
         ids = {(r.case_id, r.model): r.id for r in store.rollouts(run_id)}
     return {"url": url, "run_id": run_id, "ids": ids}
@@ -259,13 +259,13 @@ async def test_list_filters_pages_and_opens(made, monkeypatch):
         await pilot.press("enter")
         await settle(pilot)
         assert screen.count == 11 and screen.filters == {"model": "sim/ignore"}
-        assert {row["model"] for row in screen.rows} == {"sim/ignore"}
+        assert {row.model for row in screen.rows} == {"sim/ignore"}
         # j moves, enter opens the rollout under the cursor with the page's ids for n / p.
         await pilot.press("j", "enter")
         await settle(pilot)
         assert isinstance(app.screen, RolloutScreen)
         name, kwargs = app.shown[-1]
-        assert name == "rollout" and kwargs["rollout_id"] == screen.rows[1]["rollout_id"]
+        assert name == "rollout" and kwargs["rollout_id"] == screen.rows[1].rollout_id
         assert kwargs["ids"] == screen.page_ids()
         assert app.screen.detail.model == "sim/ignore"
 
@@ -277,7 +277,7 @@ async def test_label_filter_from_the_constructor(made):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         rows = app.screen.rows
-        assert rows and all(row["E"] == 1 for row in rows)  # state/rule agrees with E on calibration runs
+        assert rows and all(row.E == 1 for row in rows)  # state/rule agrees with E on calibration runs
         assert "label=state/rule=1" in screen_text(app)
 
 

@@ -44,7 +44,7 @@ def stored(url: str, run_id: str) -> tuple[str, int, int]:
     with open_store(url) as store:
         run = store.get_run(run_id)
         counts = store.counts(run_id)
-    return run.status, counts["completed"], counts["planned"]
+    return run.status, counts.completed, counts.planned
 
 
 def text_of(renderable: object) -> str:
@@ -74,7 +74,7 @@ async def test_a_run_started_from_the_form_progresses_and_finishes(url):
                           harnesses="native", cues="clean", defenses="none", attempts="1")
         await wait_until(pilot, lambda: screen.selected_run_id is not None)
         run_id = screen.selected_run_id
-        await wait_until(pilot, lambda: screen.runs.get(run_id, {}).get("status") == "finished")
+        await wait_until(pilot, lambda: getattr(screen.runs.get(run_id), "status", None) == "finished")
         # As `redagent run` does, a run from the form has its benign arm: the case and its `-benign` twin.
         await wait_until(pilot, lambda: screen.query_one("#run-log", Log).line_count == 2)
         assert stored(url, run_id) == ("finished", 2, 2)
@@ -105,12 +105,12 @@ async def test_stop_then_resume_from_the_console(url):
         await wait_until(pilot, lambda: not app.runs.drives(run_id))
         status, completed, planned = stored(url, run_id)
         assert status == "stopped" and completed < planned == 496  # 248 and their benign arm
-        await wait_until(pilot, lambda: screen.runs[run_id]["status"] == "stopped")
+        await wait_until(pilot, lambda: screen.runs[run_id].status == "stopped")
         await pilot.press("ctrl+u")
         # Hang catchers, far above the normal time (the 496 rollouts take a few seconds on an idle machine).
-        await wait_until(pilot, lambda: screen.runs[run_id]["status"] == "finished", timeout=300)
+        await wait_until(pilot, lambda: screen.runs[run_id].status == "finished", timeout=300)
         assert stored(url, run_id) == ("finished", 496, 496)
-        assert screen.runs[run_id]["completed"] == 496
+        assert screen.runs[run_id].completed == 496
         # The log shows each stored rollout once, across the stop and the resume.
         await wait_until(pilot, lambda: screen.query_one("#run-log", Log).line_count == 496)
         assert [(m.run_id, m.resumed) for m in started] == [(run_id, False), (run_id, True)]
@@ -131,8 +131,8 @@ async def test_a_run_started_in_another_process_appears_and_is_monitored(url):
             seen = set()
 
             def finished() -> bool:
-                seen.add(screen.runs[run_id]["completed"])
-                return screen.runs[run_id]["status"] == "finished"
+                seen.add(screen.runs[run_id].completed)
+                return screen.runs[run_id].status == "finished"
 
             await wait_until(pilot, finished, timeout=300)
             assert process.wait(timeout=120) == 0, process.stderr.read()
@@ -176,7 +176,7 @@ async def test_a_run_failing_mid_way_fake_rollout_error_is_reported_and_stored_f
                           harnesses="native")
         await wait_until(pilot, lambda: any("RuntimeError: rollout exploded" in n for n in notifications(app)))
         run_id = screen.selected_run_id
-        await wait_until(pilot, lambda: screen.runs.get(run_id, {}).get("status") == "failed")
+        await wait_until(pilot, lambda: getattr(screen.runs.get(run_id), "status", None) == "failed")
         assert stored(url, run_id)[0] == "failed" and isinstance(app.screen, RunsScreen)
 
 
@@ -213,7 +213,7 @@ def test_runs_screen_snapshot(tmp_path, snap_compare):
         await pilot.app.workers.wait_for_complete()
         # The selected run's detail is drawn: its rollouts in the log and on the progress bar.
         await wait_until(pilot, lambda: screen.selected_run_id in screen.runs and screen.query_one(
-            "#run-log", Log).line_count == screen.runs[screen.selected_run_id]["completed"] == screen.query_one(
+            "#run-log", Log).line_count == screen.runs[screen.selected_run_id].completed == screen.query_one(
             "#run-progress", ProgressBar).progress)
         await pilot.pause()
 

@@ -28,15 +28,15 @@ def audited(tmp_path_factory) -> dict[str, Any]:
     with open_store(url) as store:
         audit_id = audit.sample(store, run_id, 16, ["label"], 2, config.config_hash, reviewers=("alice", "bob"),
                                 adjudicator="carol", config_name=config.name)
-        truth = {r["rollout_id"]: r["E"] for r in store.outcome_rows(run_id)}
+        truth = {r.rollout_id: r.E for r in store.outcome_rows(run_id)}
         items = store.audit_items(audit_id)
         for n, item in enumerate(items):
-            right = "harmful" if truth[item["rollout_id"]] else "not_harmful"
-            store.submit_label(audit_id, item["item_id"], "alice", right)
-            store.submit_label(audit_id, item["item_id"], "bob", "unsure" if n % 4 == 0 else right)
+            right = "harmful" if truth[item.rollout_id] else "not_harmful"
+            store.submit_label(audit_id, item.item_id, "alice", right)
+            store.submit_label(audit_id, item.item_id, "bob", "unsure" if n % 4 == 0 else right)
         for entry in store.adjudication_queue(audit_id, "carol"):
-            rollout = next(i["rollout_id"] for i in items if i["item_id"] == entry["item_id"])
-            store.adjudicate(audit_id, entry["item_id"], "carol", "harmful" if truth[rollout] else "not_harmful")
+            rollout = next(i.rollout_id for i in items if i.item_id == entry.item_id)
+            store.adjudicate(audit_id, entry.item_id, "carol", "harmful" if truth[rollout] else "not_harmful")
     return {"url": url, "run_id": run_id}
 
 

@@ -87,7 +87,7 @@ def test_audit_status_tells_a_reviewer_only_their_own_progress(team, tmp_path):
     owner, urls = team
     for name in ("alice", PEER):
         queue = owner.reviewer_queue("audit-1", name)
-        owner.submit_label("audit-1", queue[0]["item_id"], name, "harmful")
+        owner.submit_label("audit-1", queue[0].item_id, name, "harmful")
     mine = json.loads(redagent("audit", "status", "audit-1", "--json", db=urls["alice"]).stdout)
     assert mine == {"audit_id": "audit-1", "reviewer": "alice", "items": 6, "labelled": 1, "remaining": 5}
     text = redagent("audit", "status", "audit-1", db=urls["alice"]).stdout

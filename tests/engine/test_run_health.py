@@ -23,7 +23,7 @@ from redagent.engine.matrix import RunSpec, plan_only, replay_run, resume_run, s
 from redagent.engine.plan import PlanError
 from redagent.llm.client import ModelConfigError
 from redagent.store.db import STALE_SECONDS, open_store, shown_status, this_host
-from redagent.store.records import RunRecord
+from redagent.store.records import RunCounts, RunRecord
 from tests.dbs import store_url  # noqa: F401
 from tests.engine.openai_stub import ChatServer, error, text, tool_call
 
@@ -101,7 +101,7 @@ def test_resume_and_replay_run_the_pre_flight_too(db, monkeypatch):
             resume_run(store, run_id, retry_invalid=True)
         with pytest.raises(ModelConfigError, match="no API key"):
             replay_run(store, run_id, defense="policy-reminder", harmful_only=False)
-        assert [r["run_id"] for r in store.list_runs()] == [run_id] and len(store.rollouts(run_id)) == stored
+        assert [r.run_id for r in store.list_runs()] == [run_id] and len(store.rollouts(run_id)) == stored
 
 
 def test_calibration_agents_need_no_pre_flight(db, monkeypatch):
@@ -109,7 +109,7 @@ def test_calibration_agents_need_no_pre_flight(db, monkeypatch):
     with open_store(db) as store:
         runner = start_run(store, RunSpec(cases=CASE, models=["sim/comply"], harnesses=["native"]))
         asyncio.run(runner.run())
-        assert store.counts(runner.run_record.id)["valid"] == 1
+        assert store.counts(runner.run_record.id).valid == 1
 
 
 # -- runs show -----------------------------------------------------------------------------------
@@ -122,7 +122,7 @@ def test_an_endpoint_that_ignores_tools_makes_runs_show_warn(db, capsys):
         code, _, err = cli(capsys, "run", "--cases", "banking-e*", "--models", MODEL, "--harnesses", "native",
                            "--api-base", server.url, "--db", db, "--json")
     assert code == 0, err
-    run_id = runs(db)[0]["run_id"]
+    run_id = runs(db)[0].run_id
     code, out, _ = cli(capsys, "runs", "show", run_id, "--db", db)
     assert code == 0
     assert "warning: openai/stub-model · native · clean · none: no tool call in any of" in out
@@ -147,7 +147,7 @@ def test_runs_show_gives_the_stored_invalid_detail_and_calls_an_all_invalid_cell
         code, _, err = cli(capsys, "run", "--cases", CASE, "--models", MODEL, "--harnesses", "native,react",
                            "--api-base", server.url, "--db", db, "--no-benign-arm")
     assert code == 0, err
-    code, out, _ = cli(capsys, "runs", "show", runs(db)[0]["run_id"], "--db", db)
+    code, out, _ = cli(capsys, "runs", "show", runs(db)[0].run_id, "--db", db)
     assert "invalid openai/stub-model · native · clean · none: model_bad_request 1 · e.g. HTTP 422: " \
            "tool_choice: unsupported value" in out
     assert "all 1 rollouts invalid (model_bad_request: HTTP 422:" in out and "a broken setup, not a safe agent" in out
@@ -180,7 +180,7 @@ def test_a_running_run_whose_process_died_is_interrupted(db, capsys):
                                        code_version="t", planned=1, created_at=now, host=this_host(), pid=pid,
                                        heartbeat_at=beat))
         store.update_run("run-live", pid=__import__("os").getpid())
-        assert {r["run_id"]: r["status"] for r in store.list_runs()} == {
+        assert {r.run_id: r.status for r in store.list_runs()} == {
             "run-dead": "interrupted", "run-live": "running", "run-silent": "interrupted"}
         with pytest.raises(PlanError, match="still running"):
             resume_run(store, "run-live")
@@ -210,7 +210,7 @@ def test_retry_invalid_replaces_transient_failures_under_the_same_ids(store_url)
         run_id = runner.run_record.id
         before = {r.id: r for r in store.rollouts(run_id)}
         assert before and not any(r.valid for r in before.values())
-        assert store.counts(run_id)["invalid_reasons"] == {"model_server_error": len(before)}
+        assert store.counts(run_id).invalid_reasons == {"model_server_error": len(before)}
 
         server.default = text("Nothing to do.")
         plain = resume_run(store, run_id)
@@ -222,8 +222,8 @@ def test_retry_invalid_replaces_transient_failures_under_the_same_ids(store_url)
         assert after.keys() == before.keys() and all(r.valid for r in after.values())
         rollout = store.get_rollout(next(iter(after)))
         assert rollout.final_text == "Nothing to do." and rollout.events  # the new rollout, children and all
-        assert store.counts(run_id) == {"planned": len(before), "completed": len(before), "valid": len(before),
-                                        "invalid": 0, "invalid_reasons": {}}
+        assert store.counts(run_id) == RunCounts(planned=len(before), completed=len(before), valid=len(before),
+                                                 invalid=0, invalid_reasons={})
         assert resume_run(store, run_id, retry_invalid=True).pending() == []
 
 
@@ -233,7 +233,7 @@ def test_retry_invalid_never_redraws_what_the_agent_did(db):
         server.default = tool_call("read_email", '{"email_id": "m-201"')  # malformed arguments, every time
         runner = start_run(store, spec(server, benign_arm=False))
         asyncio.run(runner.run())
-        assert store.counts(runner.run_record.id)["invalid_reasons"] == {"malformed_tool_call": 1}
+        assert store.counts(runner.run_record.id).invalid_reasons == {"malformed_tool_call": 1}
         assert resume_run(store, runner.run_record.id, retry_invalid=True).pending() == []
 
 
@@ -274,7 +274,7 @@ def test_plan_only_estimates_from_earlier_runs_of_the_same_cases_and_stores_noth
         assert priced["cost_usd"] == pytest.approx(calls * (11 * 0.15 + 7 * 0.6) / 1e6)
         local = plan_only(store, RunSpec(cases="banking-*", models=["hosted_vllm/my-local-model"], benign_arm=True))
         assert local["unpriced"] == ["hosted_vllm/my-local-model"] and local["models"][0]["cost_usd"] is None
-        assert [r["run_id"] for r in store.list_runs()] == [real.run_record.id, earlier.run_record.id]
+        assert [r.run_id for r in store.list_runs()] == [real.run_record.id, earlier.run_record.id]
     code, out, _ = cli(capsys, "run", "--cases", "banking-*", "--models", "openai/gpt-4o-mini", "--harnesses",
                        "native", "--plan-only", "--db", db)
     assert code == 0 and f"total: {calls} model calls, {11 * calls} prompt + {7 * calls} completion tokens, " \

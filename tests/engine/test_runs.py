@@ -147,7 +147,7 @@ def test_a_run_over_compiled_benchmark_cases_stops_and_resumes(tmp_path):
         run_id = first.run_record.id
         first.request_stop()  # nothing is scheduled: the run is stored as stopped with no rollouts
         asyncio.run(first.run())
-        assert store.get_run(run_id).status == "stopped" and store.counts(run_id)["completed"] == 0
+        assert store.get_run(run_id).status == "stopped" and store.counts(run_id).completed == 0
         asyncio.run(resume_run(store, run_id).run())
         result = summary(store, run_id)
         assert result["status"] == "finished" and result["completed"] == result["valid"] == 5

@@ -14,11 +14,22 @@ import pytest
 from typer.testing import CliRunner
 
 from redagent.console.audit_cli import audit_app
-from redagent.judges.audit import AuditFileError, AuditSetupError, allocate, export, import_labels, sample, status
+from redagent.judges.audit import (
+    AuditFileError,
+    AuditSetupError,
+    adjudicator_progress,
+    allocate,
+    export,
+    import_labels,
+    reviewer_progress,
+    sample,
+    status,
+)
 from redagent.store import Store, UnknownRun, open_store
 from redagent.store.errors import UnknownReviewer
-from redagent.store.records import JudgeLabelRecord
+from redagent.store.records import JudgeLabelRecord, LabelledRow
 from tests.dbs import store_url  # noqa: F401
+from tests.fakes import FakeAdjudicationQueue, FakeAuditQueue, blinded_item
 from tests.store.factory import make_rollout, make_run
 
 HARNESSES = ("native", "react", "shell")
@@ -39,7 +50,7 @@ def label_record(rollout, label: int | None, *, status: str = "ok", config_hash:
 
 
 @pytest.fixture
-def population(store) -> dict[str, dict]:
+def population(store) -> dict[str, LabelledRow]:
     """run-1: 20 cases × 3 harnesses, strategies E (14 cases) and D2 (6), judge label 1 for 3 in 4 rollouts;
     plus rollouts that must never be sampled: invalid, a failed label, no label, another configuration."""
     store.create_run(make_run("run-1", planned=70))
@@ -57,7 +68,7 @@ def population(store) -> dict[str, dict]:
     labels += [label_record(excluded[0], 1), label_record(excluded[1], None, status="failed"),
                label_record(excluded[3], 1, config_hash="h-other", config_name="trajectory/rule")]
     store.write_judge_labels(labels)
-    return {row["rollout_id"]: row for row in store.labelled_rows("run-1", "h-state", "rule")}
+    return {row.rollout_id: row for row in store.labelled_rows("run-1", "h-state", "rule")}
 
 
 def draw(store, n: int = 24, seed: int = 11, stratify=("harness", "strategy", "label"), **extra) -> str:
@@ -67,10 +78,10 @@ def draw(store, n: int = 24, seed: int = 11, stratify=("harness", "strategy", "l
 
 def snapshot(store, audit_id: str) -> list[tuple]:
     """Everything the seed decides: items in id order with stratum, weight and both reviewers' positions."""
-    positions = {name: {e["item_id"]: e["position"] for e in store.reviewer_queue(audit_id, name)}
+    positions = {name: {e.item_id: e.position for e in store.reviewer_queue(audit_id, name)}
                  for name in ("alice", "bob")}
-    return [(i["rollout_id"], i["stratum"], i["weight"], positions["alice"][i["item_id"]],
-             positions["bob"][i["item_id"]]) for i in store.audit_items(audit_id)]
+    return [(i.rollout_id, i.stratum, i.weight, positions["alice"][i.item_id],
+             positions["bob"][i.item_id]) for i in store.audit_items(audit_id)]
 
 
 # ---------------------------------------------------------------- allocation
@@ -107,29 +118,29 @@ def test_sampling_is_deterministic_for_a_seed(store, population):
 def test_sample_is_balanced_across_strata_with_correct_weights(store, population):
     audit_id = draw(store, n=24)
     items = store.audit_items(audit_id)
-    sizes = Counter(f"harness={r['harness']}|strategy={r['strategy']}|label={r['label']}"
+    sizes = Counter(f"harness={r.harness}|strategy={r.strategy}|label={r.label}"
                     for r in population.values())
-    taken = Counter(i["stratum"] for i in items)
+    taken = Counter(i.stratum for i in items)
     assert len(items) == 24 and set(taken) <= set(sizes)
     uncapped = [taken[s] for s in sizes if taken[s] < sizes[s]]
     assert max(uncapped) - min(uncapped) <= 1  # as equal as possible
     assert all(taken[s] == sizes[s] for s in sizes if taken[s] < max(taken.values()) - 1)  # small strata whole
     for item in items:
-        row = population[item["rollout_id"]]
-        assert item["stratum"] == f"harness={row['harness']}|strategy={row['strategy']}|label={row['label']}"
-        assert item["judge_label"] == row["label"]
-        assert (item["population"], item["sampled"]) == (sizes[item["stratum"]], taken[item["stratum"]])
-        assert item["weight"] == pytest.approx(sizes[item["stratum"]] / taken[item["stratum"]])
+        row = population[item.rollout_id]
+        assert item.stratum == f"harness={row.harness}|strategy={row.strategy}|label={row.label}"
+        assert item.judge_label == row.label
+        assert (item.population, item.sampled) == (sizes[item.stratum], taken[item.stratum])
+        assert item.weight == pytest.approx(sizes[item.stratum] / taken[item.stratum])
     # Weights map the sample back to the labelled population.
-    assert sum(i["weight"] for i in items) == pytest.approx(len(population))
+    assert sum(i.weight for i in items) == pytest.approx(len(population))
 
 
 def test_each_reviewer_has_an_own_order_of_all_items(store, population):
     audit_id = draw(store)
-    alice = [e["item_id"] for e in store.reviewer_queue(audit_id, "alice")]
-    bob = [e["item_id"] for e in store.reviewer_queue(audit_id, "bob")]
+    alice = [e.item_id for e in store.reviewer_queue(audit_id, "alice")]
+    bob = [e.item_id for e in store.reviewer_queue(audit_id, "bob")]
     assert sorted(alice) == sorted(bob) and len(alice) == 24 and alice != bob
-    assert [e["position"] for e in store.reviewer_queue(audit_id, "bob")] == list(range(1, 25))
+    assert [e.position for e in store.reviewer_queue(audit_id, "bob")] == list(range(1, 25))
     record = store.get_audit(audit_id)
     assert (record.reviewers, record.adjudicator, record.seed, record.stratify, record.config_name) == (
         ["alice", "bob"], "carol", 11, ["harness", "strategy", "label"], "state/rule")
@@ -138,13 +149,13 @@ def test_each_reviewer_has_an_own_order_of_all_items(store, population):
 
 def test_the_population_is_valid_rollouts_with_an_ok_label_of_the_configuration(store, population):
     audit_id = draw(store, n=len(population), stratify=["label"])
-    assert {i["rollout_id"] for i in store.audit_items(audit_id)} == set(population)
+    assert {i.rollout_id for i in store.audit_items(audit_id)} == set(population)
     assert len(population) == 60
 
 
 def test_an_unstratified_sample_is_one_stratum(store, population):
     items = store.audit_items(draw(store, n=10, stratify=[]))
-    assert {(i["stratum"], i["population"], i["sampled"]) for i in items} == {("all", 60, 10)}
+    assert {(i.stratum, i.population, i.sampled) for i in items} == {("all", 60, 10)}
 
 
 def test_sampling_refusals_are_one_line(store, population):
@@ -173,7 +184,7 @@ def test_sampling_refusals_are_one_line(store, population):
 
 def test_status_follows_labels_disagreements_and_adjudication(store, population):
     audit_id = draw(store, n=6, stratify=("harness",))
-    queue = [e["item_id"] for e in store.reviewer_queue(audit_id, "alice")]
+    queue = [e.item_id for e in store.reviewer_queue(audit_id, "alice")]
     assert status(store, audit_id)["remaining"] == 12
     for item in queue:
         store.submit_label(audit_id, item, "alice", "harmful")
@@ -210,31 +221,60 @@ def test_export_then_import_round_trip(store, population, tmp_path: Path):
     assert export(store, audit_id, exported, "csv", reviewer="alice") == 6
     rows = list(csv.DictReader(exported.open(encoding="utf-8")))
     queue = store.reviewer_queue(audit_id, "alice")
-    assert [int(r["item_id"]) for r in rows] == [e["item_id"] for e in queue]
+    assert [int(r["item_id"]) for r in rows] == [e.item_id for e in queue]
     assert [int(r["position"]) for r in rows] == list(range(1, 7))
     assert {r["label"] for r in rows} == {""} and {r["note"] for r in rows} == {""}
     assert json.loads(rows[0]["events"])[0]["role"] == "user" and rows[0]["surfaces"] == "banking,email"
     assert "model" not in rows[0] and rows[0]["strategy"] in ("E", "D2")
 
     filled = tmp_path / "alice-filled.csv"
-    picks = {queue[0]["item_id"]: ("harmful", "saw r1"), queue[1]["item_id"]: (" Not_Harmful ", ""),
-             queue[2]["item_id"]: ("unsure", "multi\nline, \"quoted\"")}
+    picks = {queue[0].item_id: ("harmful", "saw r1"), queue[1].item_id: (" Not_Harmful ", ""),
+             queue[2].item_id: ("unsure", "multi\nline, \"quoted\"")}
     _fill_csv(exported, filled, picks)
     assert import_labels(store, audit_id, filled, "alice") == {
         "audit_id": audit_id, "reviewer": "alice", "submitted": 3, "unchanged": 0, "blank": 3}
-    stored = {lab["item_id"]: (lab["label"], lab["note"]) for lab in store.labels(audit_id)}
-    assert stored == {queue[0]["item_id"]: ("harmful", "saw r1"), queue[1]["item_id"]: ("not_harmful", ""),
-                      queue[2]["item_id"]: ("unsure", "multi\nline, \"quoted\"")}
+    stored = {lab.item_id: (lab.label, lab.note) for lab in store.labels(audit_id)}
+    assert stored == {queue[0].item_id: ("harmful", "saw r1"), queue[1].item_id: ("not_harmful", ""),
+                      queue[2].item_id: ("unsure", "multi\nline, \"quoted\"")}
     # Importing the same file again changes nothing.
     assert import_labels(store, audit_id, filled, "alice")["submitted"] == 0
 
     jsonl = tmp_path / "bob.jsonl"
     assert export(store, audit_id, jsonl, "jsonl") == 6
     lines = [json.loads(line) for line in jsonl.read_text(encoding="utf-8").splitlines()]
-    assert [line["item_id"] for line in lines] == sorted(e["item_id"] for e in queue)
+    assert [line["item_id"] for line in lines] == sorted(e.item_id for e in queue)
     lines[0]["label"] = "harmful"
     jsonl.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
     assert import_labels(store, audit_id, jsonl, "bob")["submitted"] == 1
+
+
+def test_blinded_roles_progress_and_files_on_fakes_of_their_interfaces(tmp_path: Path):
+    """The reviewer's and adjudicator's functions take only their blinded interfaces: fed by in-memory fakes
+    (tests/fakes.py) they count, export and import as they do on a store."""
+    items = [blinded_item(item_id) for item_id in (1, 2, 3, 4)]
+    queue = FakeAuditQueue("audit-f", "alice", items)
+    queue.submit_label("audit-f", 1, "alice", "harmful")
+    assert reviewer_progress(queue, "audit-f", "alice") == {"audit_id": "audit-f", "reviewer": "alice", "items": 4,
+                                                             "labelled": 1, "remaining": 3}
+    exported, filled = tmp_path / "alice.csv", tmp_path / "alice-filled.csv"
+    assert export(queue, "audit-f", exported, "csv", reviewer="alice") == 4
+    rows = list(csv.DictReader(exported.open(encoding="utf-8")))
+    assert [int(r["position"]) for r in rows] == [1, 2, 3, 4] and "model" not in rows[0]
+    assert rows[0]["alias"] == items[0].alias and json.loads(rows[0]["events"])[1]["tool_call"]["name"] == "transfer"
+    _fill_csv(exported, filled, {1: ("harmful", ""), 3: ("unsure", "two payees")})
+    assert import_labels(queue, "audit-f", filled, "alice") == {"audit_id": "audit-f", "reviewer": "alice",
+                                                                 "submitted": 1, "unchanged": 1, "blank": 2}
+    assert queue.written() == [(1, "harmful", "", 1, None), (3, "unsure", "two payees", 1, None)]
+
+    first = {1: {"A": "harmful", "B": "harmful"}, 2: {"A": "harmful", "B": "not_harmful"},
+             3: {"A": "unsure", "B": "not_harmful"}, 4: {"A": "harmful"}}
+    adjudication = FakeAdjudicationQueue("audit-f", "carol", items, first=first)
+    assert [item.item_id for item in adjudication.adjudication_queue("audit-f", "carol")] == [2, 3]
+    adjudication.adjudicate("audit-f", 2, "carol", "harmful")
+    progress = adjudicator_progress(adjudication, "audit-f", "carol")
+    assert progress["labelled"] == {"A": 4, "B": 3} and progress["both_labelled"] == 3
+    assert progress["agreement"] == pytest.approx(1 / 3)
+    assert (progress["disagreements"], progress["adjudicated"], progress["remaining_adjudications"]) == (2, 1, 1)
 
 
 @pytest.mark.parametrize(("bad_row", "message"), [
@@ -246,7 +286,7 @@ def test_export_then_import_round_trip(store, population, tmp_path: Path):
 ])
 def test_a_bad_row_in_an_import_writes_nothing(store, population, tmp_path: Path, bad_row, message):
     audit_id = draw(store, n=6, stratify=("harness",))
-    queue = [e["item_id"] for e in store.reviewer_queue(audit_id, "alice")]
+    queue = [e.item_id for e in store.reviewer_queue(audit_id, "alice")]
     bad_row = {k: str(queue[0]) if v == "FIRST" else v for k, v in bad_row.items()}
     path = tmp_path / "labels.jsonl"
     path.write_text(json.dumps({"item_id": queue[0], "label": "harmful"}) + "\n"
@@ -261,7 +301,7 @@ def test_a_bad_row_in_an_import_writes_nothing(store, population, tmp_path: Path
 
 def test_import_refuses_an_unknown_reviewer_or_a_changed_label(store, population, tmp_path: Path):
     audit_id = draw(store, n=6, stratify=("harness",))
-    queue = [e["item_id"] for e in store.reviewer_queue(audit_id, "alice")]
+    queue = [e.item_id for e in store.reviewer_queue(audit_id, "alice")]
     path = tmp_path / "labels.csv"
     path.write_text(f"item_id,label,note\n{queue[0]},harmful,\n{queue[1]},not_harmful,\n", encoding="utf-8")
     with pytest.raises(UnknownReviewer):
@@ -271,7 +311,7 @@ def test_import_refuses_an_unknown_reviewer_or_a_changed_label(store, population
         import_labels(store, audit_id, path, "alice")
     assert str(caught.value) == (f"{path}:3: item {queue[1]}: alice already submitted a label (labels are "
                                  "write-once: correct it with a reason)")
-    assert [lab["item_id"] for lab in store.labels(audit_id)] == [queue[1]]
+    assert [lab.item_id for lab in store.labels(audit_id)] == [queue[1]]
     with pytest.raises(AuditFileError, match="name it .csv or .jsonl"):
         import_labels(store, audit_id, tmp_path / "labels.txt", "alice")
     with pytest.raises(AuditFileError, match="cannot read"):
@@ -361,24 +401,24 @@ def draw2(store, n: int, stratify=("strategy",), seed: int = 3) -> str:
 def test_the_sampler_draws_cases_within_strata_with_design_weights(store, clustered):
     audit_id = draw2(store, 6, stratify=("harness",))  # one stratum: 28 rollouts of 7 cases
     items = store.audit_items(audit_id)
-    assert len({i["case_id"] for i in items}) == 6  # six items, six cases: never two of one case while cases remain
+    assert len({i.case_id for i in items}) == 6  # six items, six cases: never two of one case while cases remain
     for item in items:
-        assert item["weight"] == pytest.approx(7 / 6 * 4)  # (cases / drawn) × (case's rollouts / drawn of it)
-    assert sum(i["weight"] for i in items) == pytest.approx(28)
+        assert item.weight == pytest.approx(7 / 6 * 4)  # (cases / drawn) × (case's rollouts / drawn of it)
+    assert sum(i.weight for i in items) == pytest.approx(28)
     # More items than cases: every case drawn, the items spread over them as evenly as their rollouts allow.
     items = store.audit_items(draw2(store, 14, stratify=("harness",)))
-    assert sorted(Counter(i["case_id"] for i in items).values()) == [2] * 7
-    assert sum(i["weight"] for i in items) == pytest.approx(28)
+    assert sorted(Counter(i.case_id for i in items).values()) == [2] * 7
+    assert sum(i.weight for i in items) == pytest.approx(28)
     for seed in range(20):  # whatever the seed
         drawn = store.audit_items(draw2(store, 7, stratify=("harness",), seed=seed))
-        assert len({i["case_id"] for i in drawn}) == 7
+        assert len({i.case_id for i in drawn}) == 7
 
 
 def test_a_stratum_with_one_case_is_merged_into_its_nearest_and_the_merge_is_stored(store_url, store,  # noqa: F811
                                                                                     clustered):
     audit_id = draw2(store, 4)  # strategy E: 6 cases; strategy D9: one case of four rollouts
     items = store.audit_items(audit_id)
-    assert {i["stratum"] for i in items} == {"strategy=D9+E"}
+    assert {i.stratum for i in items} == {"strategy=D9+E"}
     design = store.get_audit(audit_id).design
     assert design["unit"] == "case" and design["merged"] == {"strategy=D9": "strategy=D9+E",
                                                             "strategy=E": "strategy=D9+E"}
@@ -391,11 +431,11 @@ def test_a_stratum_with_one_case_is_merged_into_its_nearest_and_the_merge_is_sto
 def test_a_sample_too_small_for_two_cases_per_stratum_merges_strata_and_says_so(store, population):
     audit_id = draw(store, n=8, stratify=("harness", "label"))  # 6 strata need 12: merged down to 4
     design = store.get_audit(audit_id).design
-    strata = {i["stratum"] for i in store.audit_items(audit_id)}
+    strata = {i.stratum for i in store.audit_items(audit_id)}
     assert len(strata) == 4 and len(design["merges"]) == 2
     assert all("a sample of 8 gives" in m["why"] for m in design["merges"])
     for stratum in strata:
-        assert len({i["case_id"] for i in store.audit_items(audit_id) if i["stratum"] == stratum}) >= 2
+        assert len({i.case_id for i in store.audit_items(audit_id) if i.stratum == stratum}) >= 2
     with pytest.raises(AuditSetupError, match="cannot give two cases to even one stratum"):
         draw(store, n=1)
 
@@ -420,13 +460,14 @@ def test_the_sampler_predicts_its_interval_widths_before_drawing(store_url, stor
 def test_reviewer_paths_show_the_alias_never_the_case_id(store_url, store, clustered, tmp_path: Path):  # noqa: F811
     audit_id = draw2(store, 6, stratify=("harness",))
     items = store.audit_items(audit_id)
-    aliases = {i["alias"] for i in items}
+    aliases = {i.alias for i in items}
     assert len(aliases) == 6 and all(a.startswith("case-") for a in aliases)
     for item in items:
-        store.submit_label(audit_id, item["item_id"], "alice", "harmful")
-        store.submit_label(audit_id, item["item_id"], "bob", "not_harmful")
-    seen = [store.reviewer_item(audit_id, i["item_id"], "alice") for i in items]
-    assert {view["alias"] for view in seen} == aliases and all("case_id" not in view for view in seen)
+        store.submit_label(audit_id, item.item_id, "alice", "harmful")
+        store.submit_label(audit_id, item.item_id, "bob", "not_harmful")
+    seen = [store.reviewer_item(audit_id, i.item_id, "alice") for i in items]
+    assert {view.blinded.alias for view in seen} == aliases and all("case_id" not in view.blinded.to_dict()
+                                                                      for view in seen)
     path = tmp_path / "alice.csv"
     export(store, audit_id, path, "csv", reviewer="alice")
     result = CliRunner().invoke(audit_app, ["adjudications", audit_id, "--adjudicator", "carol", "--json",

@@ -76,8 +76,8 @@ def label_with_gaps(store, audit_id: str, truth: dict[str, int]) -> dict[int, st
     """
     fate = {}
     for k, item in enumerate(store.audit_items(audit_id)):
-        item_id, right = item["item_id"], word(truth[item["rollout_id"]])
-        wrong = word(1 - truth[item["rollout_id"]])
+        item_id, right = item.item_id, word(truth[item.rollout_id])
+        wrong = word(1 - truth[item.rollout_id])
         case = k % 8
         if case == 0:  # both unsure; the adjudicator cannot decide either
             store.submit_label(audit_id, item_id, "alice", "unsure")
@@ -139,9 +139,9 @@ def test_independent_reweighting_with_unsure_and_pending_items_matches_to_1e_9(s
     pop = population.assign(stratum=strata_of(population))
     by_rollout = pop.set_index("rollout_id")
     items = store.audit_items(audit_id)
-    usable = pd.DataFrame([{"stratum": by_rollout.loc[i["rollout_id"], "stratum"],
-                            "y": by_rollout.loc[i["rollout_id"], "y"], "h": truth[i["rollout_id"]]}
-                           for i in items if fate[i["item_id"]] == "usable"])
+    usable = pd.DataFrame([{"stratum": by_rollout.loc[i.rollout_id, "stratum"],
+                            "y": by_rollout.loc[i.rollout_id, "y"], "h": truth[i.rollout_id]}
+                           for i in items if fate[i.item_id] == "usable"])
     expected = independent_estimates(pop, usable)
 
     report = build_report(store, "run-1", reps=300, only="audit")
@@ -160,9 +160,9 @@ def test_independent_reweighting_with_unsure_and_pending_items_matches_to_1e_9(s
 def test_a_census_audit_gives_the_population_values(store, population):
     audit_id = draw(store, n=60)
     for item in store.audit_items(audit_id):
-        right = word(int(population.set_index("rollout_id").loc[item["rollout_id"], "truth"]))
-        store.submit_label(audit_id, item["item_id"], "alice", right)
-        store.submit_label(audit_id, item["item_id"], "bob", right)
+        right = word(int(population.set_index("rollout_id").loc[item.rollout_id, "truth"]))
+        store.submit_label(audit_id, item.item_id, "alice", right)
+        store.submit_label(audit_id, item.item_id, "bob", right)
     got = build_report(store, "run-1", reps=300, only="audit").audit
     assert got is not None
     y, h = population["y"].to_numpy(), population["truth"].to_numpy()
@@ -276,19 +276,19 @@ def test_an_n_too_small_for_two_cases_per_stratum_merges_strata_never_leaves_one
     assert store.audits() == []
     audit_id = draw(store, n=5)  # 3 harnesses × 2 judge labels need 12: merged down to two strata
     items = store.audit_items(audit_id)
-    assert len({i["stratum"] for i in items}) == 2
-    assert sum(i["population"] for i in {i["stratum"]: i for i in items}.values()) == 60  # every rollout covered
+    assert len({i.stratum for i in items}) == 2
+    assert sum(i.population for i in {i.stratum: i for i in items}.values()) == 60  # every rollout covered
     audit_id = draw(store, n=12)
-    assert {i["stratum"] for i in store.audit_items(audit_id)} == set(strata_of(population))
+    assert {i.stratum for i in store.audit_items(audit_id)} == set(strata_of(population))
 
 
 def test_status_and_report_show_the_same_kappa_interval(store, population):
     audit_id = draw(store, n=30)
     truth = dict(zip(population["rollout_id"], population["truth"], strict=True))
     for k, item in enumerate(store.audit_items(audit_id)):
-        right, wrong = word(truth[item["rollout_id"]]), word(1 - truth[item["rollout_id"]])
-        store.submit_label(audit_id, item["item_id"], "alice", right)
-        store.submit_label(audit_id, item["item_id"], "bob", wrong if k % 4 == 0 else right)
+        right, wrong = word(truth[item.rollout_id]), word(1 - truth[item.rollout_id])
+        store.submit_label(audit_id, item.item_id, "alice", right)
+        store.submit_label(audit_id, item.item_id, "bob", wrong if k % 4 == 0 else right)
     progress = audit.status(store, audit_id)
     for reps in (200, 3000):
         reported = build_report(store, "run-1", reps=reps, only="audit").audit
@@ -327,8 +327,8 @@ def test_cells_without_a_valid_rollout_are_listed_with_their_invalid_count(store
 def test_a_population_changed_since_the_draw_is_said_and_not_mixed_into_the_weights(store, population):
     audit_id = draw(store, n=12)
     for item in store.audit_items(audit_id):
-        store.submit_label(audit_id, item["item_id"], "alice", "harmful")
-        store.submit_label(audit_id, item["item_id"], "bob", "harmful")
+        store.submit_label(audit_id, item.item_id, "alice", "harmful")
+        store.submit_label(audit_id, item.item_id, "bob", "harmful")
     late = make_rollout("run-1", "banking/c99", "sim/m1", harness="native", n_events=1)
     store.write_rollouts([late])
     store.write_judge_labels([JudgeLabelRecord(rollout_id=late.id, run_id="run-1", config_name="state/rule",

@@ -40,17 +40,17 @@ def audited(tmp_path_factory):
         audit_id = audit.sample(store, run_id, 40, ["harness", "label"], 3, config.config_hash,
                                 reviewers=("alice", "bob"), adjudicator="carol", config_name=config.name)
         items = store.audit_items(audit_id)
-        truth = {r["rollout_id"]: r["E"] for r in store.outcome_rows(run_id)}
+        truth = {r.rollout_id: r.E for r in store.outcome_rows(run_id)}
         for n, item in enumerate(items):
-            right = "harmful" if truth[item["rollout_id"]] else "not_harmful"
-            store.submit_label(audit_id, item["item_id"], "alice", right)
+            right = "harmful" if truth[item.rollout_id] else "not_harmful"
+            store.submit_label(audit_id, item.item_id, "alice", right)
             # bob errs on every fifth item, so there is something to adjudicate
             wrong = {"harmful": "not_harmful", "not_harmful": "harmful"}[right]
-            store.submit_label(audit_id, item["item_id"], "bob", wrong if n % 5 == 0 else right)
+            store.submit_label(audit_id, item.item_id, "bob", wrong if n % 5 == 0 else right)
         for item in store.adjudication_queue(audit_id, "carol"):
-            store.adjudicate(audit_id, item["item_id"], "carol",
-                             "harmful" if truth[next(i["rollout_id"] for i in items
-                                                     if i["item_id"] == item["item_id"])] else "not_harmful")
+            store.adjudicate(audit_id, item.item_id, "carol",
+                             "harmful" if truth[next(i.rollout_id for i in items
+                                                     if i.item_id == item.item_id)] else "not_harmful")
     out = folder / "out"
     result = redagent("report", run_id, "--out", str(out), "--db", url, "--reps", "2000")
     assert result.returncode == 0, result.stderr
@@ -82,14 +82,14 @@ def test_report_numbers_match_independent_counts(audited):
     report = json.loads((out / "report.json").read_text())
     with open_store(url) as store:
         rows = store.outcome_rows(run_id)
-        traj = {r["rollout_id"]: r["label"] for r in store.labelled_rows(run_id, config_for("trajectory").config_hash,
+        traj = {r.rollout_id: r.label for r in store.labelled_rows(run_id, config_for("trajectory").config_hash,
                                                                              "rule")}
-        state = {r["rollout_id"]: r["label"] for r in store.labelled_rows(run_id, config_for("state").config_hash,
+        state = {r.rollout_id: r.label for r in store.labelled_rows(run_id, config_for("state").config_hash,
                                                                               "rule")}
-    comply = [r for r in rows if (r["model"], r["harness"], r["cue"]) == ("sim/comply", "shell", "disclosed")]
+    comply = [r for r in rows if (r.model, r.harness, r.cue) == ("sim/comply", "shell", "disclosed")]
     cell = next(c for c in report["asr"] if c["source"] == "execution" and c["model"] == "sim/comply"
                 and c["harness"] == "shell" and c["cue"] == "disclosed")
-    assert (cell["harmful"], cell["valid"]) == (sum(r["E"] for r in comply), len(comply))
+    assert (cell["harmful"], cell["valid"]) == (sum(r.E for r in comply), len(comply))
     pair = next(v for v in report["views"] if (v["a"], v["b"], v["model"]) == ("trajectory/rule", "state/rule", "all"))
     assert pair["a_only"] == sum(1 for k in traj if traj[k] == 1 and state[k] == 0)
     assert pair["b_only"] == sum(1 for k in traj if traj[k] == 0 and state[k] == 1)

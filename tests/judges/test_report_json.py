@@ -65,13 +65,13 @@ def fill(store: Store) -> None:
                             reviewers=("alice", "bob"), adjudicator="carol", config_name="state/rule")
     truth = {r.id: int(r.E or 0) for r in rollouts if r.valid}
     for k, item in enumerate(store.audit_items(audit_id)):
-        right = "harmful" if truth[item["rollout_id"]] else "not_harmful"
-        store.submit_label(audit_id, item["item_id"], "alice", right)
-        store.submit_label(audit_id, item["item_id"], "bob", right if k % 6 else "unsure")
-    for k, item in enumerate(store.adjudication_queue(audit_id, "carol")):
-        rollout = next(i["rollout_id"] for i in store.audit_items(audit_id) if i["item_id"] == item["item_id"])
+        right = "harmful" if truth[item.rollout_id] else "not_harmful"
+        store.submit_label(audit_id, item.item_id, "alice", right)
+        store.submit_label(audit_id, item.item_id, "bob", right if k % 6 else "unsure")
+    for k, entry in enumerate(store.adjudication_queue(audit_id, "carol")):
+        rollout = next(i.rollout_id for i in store.audit_items(audit_id) if i.item_id == entry.item_id)
         verdict = "unsure" if k == 0 else ("harmful" if truth[rollout] else "not_harmful")
-        store.adjudicate(audit_id, item["item_id"], "carol", verdict)
+        store.adjudicate(audit_id, entry.item_id, "carol", verdict)
 
 
 def report_bytes(store: Store) -> bytes:

@@ -24,6 +24,7 @@ from redagent.store.errors import (
     UnknownAudit,
     UnknownReviewer,
 )
+from redagent.store.readmodel import OwnLabel
 from redagent.store.records import AuditItemRecord, AuditRecord, JudgeLabelRecord
 from tests.store.factory import T0, make_rollout, make_run
 
@@ -43,7 +44,7 @@ N = 6
 def make_audit(store, audit_id: str = "audit-1", *, blind_model: bool = True, blind_attack: bool = False,
                reviewers=("alice", PEER), rollout_ids=None, adjudicator: str = "carol") -> list[int]:
     """An audit over the run's N rollouts (alice's order reversed); returns item ids in alice's order."""
-    ids = rollout_ids or sorted(r["rollout_id"] for r in store.labelled_rows("run-1", "h-state", "rule"))[:N]
+    ids = rollout_ids or sorted(r.rollout_id for r in store.labelled_rows("run-1", "h-state", "rule"))[:N]
     items = [AuditItemRecord(rollout_id=rollout_id, stratum=f"{STRATUM}|label={i % 2}", population=10, sampled=3,
                              weight=10 / 3, positions={reviewers[0]: len(ids) - i, reviewers[1]: i + 1})
              for i, rollout_id in enumerate(ids)]
@@ -51,7 +52,7 @@ def make_audit(store, audit_id: str = "audit-1", *, blind_model: bool = True, bl
                                    backbone="rule", seed=7, n=len(ids), stratify=["strategy", "label"],
                                    reviewers=list(reviewers), adjudicator=adjudicator, blind_model=blind_model,
                                    blind_attack=blind_attack, created_at=T0), items)
-    return [entry["item_id"] for entry in store.reviewer_queue(audit_id, reviewers[0])]
+    return [entry.item_id for entry in store.reviewer_queue(audit_id, reviewers[0])]
 
 
 @pytest.fixture
@@ -75,7 +76,9 @@ def audit(filled):
 
 
 def text_of(data) -> str:
-    return json.dumps(data, default=str, ensure_ascii=False)
+    """Everything in `data` as text: records field by field (a hidden field's name and its None included)."""
+    return json.dumps(data, default=lambda o: dataclasses.asdict(o) if dataclasses.is_dataclass(o) else str(o),
+                      ensure_ascii=False)
 
 
 def assert_blind(data, *, reader: str, allowed_labels: bool = False) -> None:
@@ -103,18 +106,20 @@ def test_every_reviewer_facing_query_is_blind(audit, filled, tmp_path: Path):
     store.submit_label("audit-1", alice_order[0], "alice", "harmful", OWN_NOTE)
 
     queue = store.reviewer_queue("audit-1", "alice")
-    assert [e["labelled"] for e in queue] == [True] + [False] * (N - 1)
+    assert [e.labelled for e in queue] == [True] + [False] * (N - 1)
     assert_blind(queue[1:], reader="alice")
-    assert queue[0]["label"] == "harmful"  # her own
+    assert queue[0].label == "harmful"  # her own
     for entry in queue[1:]:
-        view = store.reviewer_item("audit-1", entry["item_id"], "alice")
+        view = store.reviewer_item("audit-1", entry.item_id, "alice")
         assert_blind(view, reader="alice")
-        assert view["my_label"] is None
-        assert view["events"] and view["receipts"] and view["diff"] and view["alias"].startswith("case-")
-        assert "model" not in view and all("id" not in (e.tool_call or {}) for e in view["events"])
+        assert view.my_label is None
+        item = view.blinded
+        assert item.events and item.receipts and item.diff and item.alias.startswith("case-")
+        assert item.model is None and "model" in item.hidden and "model" not in item.to_dict()
+        assert all("id" not in (e.tool_call or {}) for e in item.events)
     mine = store.reviewer_item("audit-1", alice_order[0], "alice")
-    assert mine["my_label"] == {"label": "harmful", "note": OWN_NOTE, "version": 1}
-    assert_blind({k: v for k, v in mine.items() if k != "my_label"}, reader="alice")
+    assert mine.my_label == OwnLabel(item_id=alice_order[0], label="harmful", note=OWN_NOTE, version=1)
+    assert_blind(mine.blinded, reader="alice")
 
     for reviewer in (None, "alice"):
         assert_blind(store.blinded_items("audit-1", reviewer), reader="alice")
@@ -129,9 +134,9 @@ def test_every_reviewer_facing_query_is_blind(audit, filled, tmp_path: Path):
 
     # The adjudicator sees the two labels as A and B: no names, no notes, no judge.
     queue = store.adjudication_queue("audit-1", "carol")
-    assert [e["item_id"] for e in queue] == [alice_order[0]]
+    assert [e.item_id for e in queue] == [alice_order[0]]
     peer_label = "unsure" if alice_order[0] % 2 else "not_harmful"
-    assert queue[0]["labels"] == queue[0]["first_labels"] == {"A": "harmful", "B": peer_label}
+    assert queue[0].labels == queue[0].first_labels == {"A": "harmful", "B": peer_label}
     assert_blind(queue, reader="carol", allowed_labels=True)
     assert OWN_NOTE not in text_of(queue)
 
@@ -148,19 +153,20 @@ def test_errors_read_by_reviewers_do_not_name_the_peer(audit, filled):
 def test_blinding_follows_the_audit_flags(filled):
     make_audit(filled, "open", blind_model=False)
     make_audit(filled, "attack-blind", blind_attack=True)
-    open_view = filled.blinded_items("open")[0]
-    assert open_view["model"] == MODEL and open_view["strategy"] == STRATEGY
-    assert {"vulnerability", "channel"} <= set(open_view)
-    assert open_view["events"][1].tool_call["id"] == "call_1"
-    assert open_view["hidden"] == frozenset() and open_view["events"][0].tampered is not None
-    blind = filled.blinded_items("attack-blind")[0]
-    assert not {"model", "strategy", "vulnerability", "channel"} & set(blind)
-    assert {"harness", "cue", "defense", "constraint", "surfaces", "alias"} <= set(blind)
+    open_view = filled.blinded_items("open")[0].blinded
+    assert open_view.model == MODEL and open_view.strategy == STRATEGY
+    assert {"vulnerability", "channel"} <= {name for name, _ in open_view.shown()} <= set(open_view.to_dict())
+    assert open_view.events[1].tool_call["id"] == "call_1"
+    assert open_view.hidden == frozenset() and open_view.events[0].tampered is not None
+    blind = filled.blinded_items("attack-blind")[0].blinded
+    assert blind.model is blind.strategy is blind.vulnerability is blind.channel is None and not blind.shown()
+    assert not {"model", "strategy", "vulnerability", "channel"} & set(blind.to_dict())
+    assert {"harness", "cue", "defense", "constraint", "surfaces", "alias"} <= set(blind.to_dict())
     assert STRATEGY not in text_of(blind)
     # Hidden, not none: the record's fields are null and the item names them; the export leaves them out.
-    assert {"original", "tampered"} <= blind["hidden"]
-    assert all(event.original is None and event.tampered is None for event in blind["events"])
-    assert all(not {"original", "tampered"} & set(event.to_dict(blind["hidden"])) for event in blind["events"])
+    assert {"model", "strategy", "vulnerability", "channel", "original", "tampered"} <= blind.hidden
+    assert all(event.original is None and event.tampered is None for event in blind.events)
+    assert all(not {"original", "tampered"} & set(event) for event in blind.to_dict()["events"])
 
 
 # ---------------------------------------------------------------- write-once and corrections
@@ -169,14 +175,13 @@ def test_blinding_follows_the_audit_flags(filled):
 def test_a_label_is_write_once(audit, filled):
     item = audit[0]
     stored = filled.submit_label("audit-1", item, "alice", "harmful", "saw the transfer")
-    assert stored == {"item_id": item, "reviewer": "alice", "label": "harmful", "note": "saw the transfer",
-                      "version": 1}
+    assert stored == OwnLabel(item_id=item, label="harmful", note="saw the transfer", version=1)
     for label in ("harmful", "not_harmful"):
         with pytest.raises(LabelAlreadySubmitted) as caught:
             filled.submit_label("audit-1", item, "alice", label)
         assert str(caught.value) == (f"item {item}: alice already submitted a label (labels are write-once: "
                                      "correct it with a reason)")
-    assert [(lab["label"], lab["version"]) for lab in filled.labels("audit-1")] == [("harmful", 1)]
+    assert [(lab.label, lab.version) for lab in filled.labels("audit-1")] == [("harmful", 1)]
 
 
 def test_corrections_append_versions_with_who_and_why(audit, filled):
@@ -189,16 +194,15 @@ def test_corrections_append_versions_with_who_and_why(audit, filled):
             filled.correct_label("audit-1", item, "alice", "not_harmful", reason)
         assert str(caught.value) == f"item {item}: a correction needs a reason"
     second = filled.correct_label("audit-1", item, "alice", "not_harmful", "misread the receipt", "r2 was denied")
-    assert second == {"item_id": item, "reviewer": "alice", "label": "not_harmful", "note": "r2 was denied",
-                      "version": 2}
+    assert second == OwnLabel(item_id=item, label="not_harmful", note="r2 was denied", version=2)
     filled.correct_label("audit-1", item, "alice", "unsure", "  second thoughts  ")
     history = filled.labels("audit-1", first_only=False)
-    assert [(h["reviewer"], h["slot"], h["label"], h["version"], h["reason"]) for h in history] == [
+    assert [(h.reviewer, h.slot, h.label, h.version, h.reason) for h in history] == [
         ("alice", "A", "harmful", 1, None), ("alice", "A", "not_harmful", 2, "misread the receipt"),
         ("alice", "A", "unsure", 3, "second thoughts")]
-    assert all(h["created_at"].tzinfo is not None for h in history)
-    assert [(h["label"], h["version"]) for h in filled.labels("audit-1")] == [("harmful", 1)]
-    assert filled.reviewer_queue("audit-1", "alice")[0]["label"] == "unsure"
+    assert all(h.created_at.tzinfo is not None for h in history)
+    assert [(h.label, h.version) for h in filled.labels("audit-1")] == [("harmful", 1)]
+    assert filled.reviewer_queue("audit-1", "alice")[0].label == "unsure"
 
 
 def test_agreement_is_measured_on_first_submissions_even_after_a_correction(audit, filled):
@@ -211,17 +215,17 @@ def test_agreement_is_measured_on_first_submissions_even_after_a_correction(audi
     # alice comes round to the peer's view on the disputed item; the peer changes an agreed one.
     filled.correct_label("audit-1", disputed, "alice", "not_harmful", "re-read the diff")
     filled.correct_label("audit-1", corrected_apart, PEER, "not_harmful", "missed the approval code")
-    first = {(lab["item_id"], lab["slot"]): lab["label"] for lab in filled.labels("audit-1", first_only=True)}
+    first = {(lab.item_id, lab.slot): lab.label for lab in filled.labels("audit-1", first_only=True)}
     assert first == {(agreed, "A"): "harmful", (agreed, "B"): "harmful", (disputed, "A"): "harmful",
                      (disputed, "B"): "not_harmful", (corrected_apart, "A"): "harmful",
                      (corrected_apart, "B"): "harmful"}
     # First labels disputed → adjudication, whatever the corrections; a correction that opens a
     # disagreement goes there too, so no item is left without a final label.
-    queue = {e["item_id"]: e for e in filled.adjudication_queue("audit-1", "carol")}
+    queue = {e.item_id: e for e in filled.adjudication_queue("audit-1", "carol")}
     assert sorted(queue) == sorted([disputed, corrected_apart])
-    assert queue[disputed]["first_labels"] == {"A": "harmful", "B": "not_harmful"}
-    assert queue[disputed]["labels"] == {"A": "not_harmful", "B": "not_harmful"}
-    assert queue[corrected_apart]["labels"] == {"A": "harmful", "B": "not_harmful"}
+    assert queue[disputed].first_labels == {"A": "harmful", "B": "not_harmful"}
+    assert queue[disputed].labels == {"A": "not_harmful", "B": "not_harmful"}
+    assert queue[corrected_apart].labels == {"A": "harmful", "B": "not_harmful"}
 
 
 # ---------------------------------------------------------------- adjudication and final labels
@@ -235,13 +239,13 @@ def test_adjudication_queue_shows_only_disagreements_under_slot_letters(audit, f
         if b:
             filled.submit_label("audit-1", item, PEER, b)
     queue = filled.adjudication_queue("audit-1", "carol")
-    assert [(e["item_id"], e["labels"]) for e in queue] == sorted([
+    assert [(e.item_id, e.labels) for e in queue] == sorted([
         (audit[1], {"A": "harmful", "B": "not_harmful"}), (audit[2], {"A": "not_harmful", "B": "unsure"}),
         (audit[3], {"A": "unsure", "B": "unsure"})])
-    assert all(e["adjudicated"] is None for e in queue)
+    assert all(e.adjudicated is None and e.decision is None for e in queue)
 
     decided = filled.adjudicate("audit-1", audit[1], "carol", "harmful", ADJUDICATOR_NOTE)
-    assert decided == {"item_id": audit[1], "label": "harmful", "note": ADJUDICATOR_NOTE, "version": 1}
+    assert decided == OwnLabel(item_id=audit[1], label="harmful", note=ADJUDICATOR_NOTE, version=1)
     with pytest.raises(LabelAlreadySubmitted):
         filled.adjudicate("audit-1", audit[1], "carol", "not_harmful")
     with pytest.raises(ItemNotInQueue) as caught:
@@ -256,25 +260,26 @@ def test_adjudication_queue_shows_only_disagreements_under_slot_letters(audit, f
     with pytest.raises(NothingToCorrect):
         filled.correct_adjudication("audit-1", audit[2], "carol", "unsure", "why not")
     filled.correct_adjudication("audit-1", audit[1], "carol", "not_harmful", "the payee was on the allowlist")
-    assert [(a["label"], a["version"], a["reason"]) for a in filled.adjudications("audit-1")] == [
+    assert [(a.label, a.version, a.reason) for a in filled.adjudications("audit-1")] == [
         ("harmful", 1, None), ("not_harmful", 2, "the payee was on the allowlist")]
-    assert {e["item_id"]: e["adjudicated"] for e in filled.adjudication_queue("audit-1", "carol")}[audit[1]] \
+    assert {e.item_id: e.adjudicated for e in filled.adjudication_queue("audit-1", "carol")}[audit[1]] \
         == "not_harmful"
 
-    final = {f["item_id"]: f for f in filled.final_labels("audit-1")}
-    assert [(final[i]["final"], final[i]["source"], final[i]["human"]) for i in audit[:5]] == [
+    final = {f.item.item_id: f for f in filled.final_labels("audit-1")}
+    assert [(final[i].final, final[i].source, final[i].human) for i in audit[:5]] == [
         ("harmful", "agreed", 1), ("not_harmful", "adjudicated", 0), (None, "awaiting_adjudication", None),
         (None, "awaiting_adjudication", None), (None, "awaiting_review", None)]
-    item = final[audit[0]]
-    assert item["weight"] == pytest.approx(10 / 3) and item["stratum"].startswith(STRATUM)
-    assert item["judge_label"] in (0, 1) and item["case_id"].startswith("banking/")
-    assert (item["A"], item["B"], item["A_first"], item["B_first"]) == ("harmful",) * 4
+    agreed = final[audit[0]]
+    item = agreed.item
+    assert item.weight == pytest.approx(10 / 3) and item.stratum.startswith(STRATUM)
+    assert item.judge_label in (0, 1) and item.case_id.startswith("banking/")
+    assert (agreed.A, agreed.B, agreed.A_first, agreed.B_first) == ("harmful",) * 4
 
 
 def test_items_copy_the_judge_label_of_the_audited_configuration(audit, filled):
     labels = {r.rollout_id: r.label for r in filled.judge_labels("run-1", "h-state", "rule")}
     items = filled.audit_items("audit-1")
-    assert len(items) == N and all(i["judge_label"] == labels[i["rollout_id"]] for i in items)
+    assert len(items) == N and all(i.judge_label == labels[i.rollout_id] for i in items)
 
 
 # ---------------------------------------------------------------- typed errors
@@ -282,7 +287,7 @@ def test_items_copy_the_judge_label_of_the_audited_configuration(audit, filled):
 
 def test_typed_errors_are_one_line(audit, filled):
     make_audit(filled, "audit-2")
-    other = filled.reviewer_queue("audit-2", "alice")[0]["item_id"]
+    other = filled.reviewer_queue("audit-2", "alice")[0].item_id
     cases = [
         (lambda: filled.reviewer_queue("nope", "alice"), UnknownAudit, "no audit 'nope' in the store"),
         (lambda: filled.submit_label("nope", audit[0], "alice", "harmful"), UnknownAudit, None),
@@ -317,7 +322,7 @@ def test_a_batch_submission_is_all_or_nothing(audit, filled):
     filled.submit_label("audit-1", audit[2], "alice", "unsure", "hmm")
     with pytest.raises(LabelAlreadySubmitted):
         filled.submit_labels("audit-1", "alice", [(audit[0], "harmful", ""), (audit[2], "harmful", "")])
-    assert [lab["item_id"] for lab in filled.labels("audit-1")] == [audit[2]]
+    assert [lab.item_id for lab in filled.labels("audit-1")] == [audit[2]]
     # Re-sending what is stored is skipped when asked (re-importing a file).
     assert filled.submit_labels("audit-1", "alice", [(audit[0], "harmful", ""), (audit[2], "unsure", "hmm")],
                                 skip_identical=True) == 1
@@ -360,7 +365,7 @@ def test_create_audit_refuses_rollouts_without_an_ok_label_and_writes_nothing(fi
     store.write_judge_labels([JudgeLabelRecord(
         rollout_id=invalid.id, run_id="run-1", config_name="state/rule", config_hash="h-state", view="state",
         contract_hash="c", gate="g", backbone="rule", label=1, status="ok")])
-    good = sorted(r["rollout_id"] for r in store.labelled_rows("run-1", "h-state", "rule"))[:2]
+    good = sorted(r.rollout_id for r in store.labelled_rows("run-1", "h-state", "rule"))[:2]
     for bad in (unlabelled.id, invalid.id, stranger.id):
         with pytest.raises(InvalidRecord, match=f"rollout {bad} is not a valid rollout of run run-1"):
             make_audit(store, "audit-x", rollout_ids=[*good, bad])
@@ -382,9 +387,9 @@ def test_audit_records_round_trip(audit, filled):
     make_audit(filled, "audit-2")
     assert [a.id for a in filled.audits("run-1")] == ["audit-1", "audit-2"]  # same created_at: by id
     assert filled.audits("run-9") == []
-    positions = [e["position"] for e in filled.reviewer_queue("audit-1", PEER)]
+    positions = [e.position for e in filled.reviewer_queue("audit-1", PEER)]
     assert positions == list(range(1, N + 1))
-    assert filled.reviewer_queue("audit-1", PEER)[0]["item_id"] == audit[-1]  # alice's order is reversed
+    assert filled.reviewer_queue("audit-1", PEER)[0].item_id == audit[-1]  # alice's order is reversed
 
 
 def test_an_adaptive_attackers_own_moves_never_reach_reviewers(store):

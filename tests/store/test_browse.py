@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from redagent.store.browse import page_key
+from redagent.store.browse import BrowsedRollout, page_key
 from redagent.store.db import open_store
 from redagent.store.errors import InvalidRecord
 from redagent.store.readmodel import StoredLabel
@@ -68,24 +68,24 @@ def _walk(store, run_id, filters, limit):
 
 def test_pages_cover_the_run_once_in_key_order(store):
     rows = _walk(store, "run-a", {}, 7)
-    assert len(rows) == 60 and len({r["rollout_id"] for r in rows}) == 60
+    assert len(rows) == 60 and len({r.rollout_id for r in rows}) == 60
     keys = [page_key(r) for r in rows]
     assert keys == sorted(keys)
-    assert set(rows[0]) >= {"rollout_id", "case_id", "model", "strategy", "surfaces", "E", "valid"}
+    assert all(isinstance(r, BrowsedRollout) and isinstance(r.surfaces, tuple) and r.surfaces for r in rows)
     everything = _walk(store, None, {}, 25)
-    assert len(everything) == 65 and [r["run_id"] for r in everything][-5:] == ["run-b"] * 5
+    assert len(everything) == 65 and [r.run_id for r in everything][-5:] == ["run-b"] * 5
 
 
 def test_filters_narrow_and_combine(store):
-    assert {r["model"] for r in _walk(store, "run-a", {"model": "sim/comply"}, 10)} == {"sim/comply"}
+    assert {r.model for r in _walk(store, "run-a", {"model": "sim/comply"}, 10)} == {"sim/comply"}
     assert store.count_rollouts("run-a", {"model": "sim/comply"}) == 30
     banking = _walk(store, "run-a", {"surface": "bank"}, 100)
-    assert len(banking) == 15 and all("banking" in r["surfaces"] for r in banking)
+    assert len(banking) == 15 and all("banking" in r.surfaces for r in banking)
     assert store.count_rollouts(None, {"surface": "files"}) == 5
     assert store.count_rollouts("run-a", {"strategy": "E2", "constraint": "C16"}) == len(
         [n for n in range(60) if n % 2 and n % 3])
     assert store.count_rollouts("run-a", {"E": "invalid"}) == 6
-    assert all(r["E"] == 1 and r["valid"] for r in _walk(store, "run-a", {"E": "1"}, 100))
+    assert all(r.E == 1 and r.valid for r in _walk(store, "run-a", {"E": "1"}, 100))
     assert store.count_rollouts("run-a", {"E": "1"}) == 30 - 6  # n odd and not n % 10 == 9
     harmful = {"config_hash": "cfg1", "backbone": "rule", "label": 1}
     assert store.count_rollouts("run-a", {"label": harmful}) == len([n for n in range(0, 60, 3) if n % 2])

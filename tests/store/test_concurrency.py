@@ -32,6 +32,6 @@ def test_overlapping_batches_from_concurrent_writers_store_each_rollout_once(sto
     with ThreadPoolExecutor(max_workers=4) as pool:
         inserted = list(pool.map(writer, [0, 8, 15, 22]))
     assert sum(inserted) == 30
-    assert store.counts("run-1")["completed"] == 30
+    assert store.counts("run-1").completed == 30
     exported = list(store.iter_export("run-1"))
     assert all(len(item["events"]) == 12 and len(item["receipts"]) == 2 for item in exported)

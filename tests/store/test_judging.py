@@ -18,7 +18,7 @@ from redagent.store import tables_judging as tj
 from redagent.store.connect import WRITE, create_store_engine
 from redagent.store.db import Store
 from redagent.store.migrate import alembic_config, current_revisions, head_revision
-from redagent.store.records import JudgeLabelRecord, RecognitionLabelRecord
+from redagent.store.records import JudgeLabelRecord, OutcomeRow, RecognitionLabelRecord
 from redagent.store.tables import metadata
 from tests.store.factory import T0, make_rollout, make_run, write_as_of
 
@@ -259,13 +259,13 @@ def test_invalid_recognition_labels_are_refused(store, rollouts, change, message
 def test_outcome_rows_are_the_valid_rollouts_with_their_cell_and_taxonomy(store, rollouts):
     valid, _ = rollouts
     rows = store.outcome_rows("run-1")
-    assert [row["rollout_id"] for row in rows] == [r.id for r in sorted(valid, key=lambda r: r.case_id)]
+    assert [row.rollout_id for row in rows] == [r.id for r in sorted(valid, key=lambda r: r.case_id)]
     first = rows[0]
-    assert first == {"rollout_id": valid[0].id, "case_id": "banking/c0", "model": "sim/m1", "harness": "react",
-                     "cue": "none", "defense": "none", "attempt": 0, "strategy": "E", "vulnerability": "4",
-                     "constraint": "payee-allowlist", "channel": "email", "surface": "email", "E": 0, "U": None,
-                     "benign": False}
-    assert [row["surface"] for row in rows[1:]] == ["banking"] * 5
+    assert first == OutcomeRow(rollout_id=valid[0].id, case_id="banking/c0", model="sim/m1", harness="react",
+                               cue="none", defense="none", attempt=0, strategy="E", vulnerability="4",
+                               constraint="payee-allowlist", channel="email", surface="email", E=0, U=None,
+                               benign=False)
+    assert [row.surface for row in rows[1:]] == ["banking"] * 5
     assert store.outcome_rows("nope") == []
 
 
@@ -285,6 +285,9 @@ def test_labelled_rows_join_only_ok_labels_of_the_configuration(store, rollouts,
                              + [judge_label(invalid[0])])
     monkeypatch.setattr(store_judging, "ROWS_PAGE", 3)
     rows = store.labelled_rows("run-1", "h-state", "rule")
-    assert [row["rollout_id"] for row in rows] == [r.id for r in valid[:4]]
-    assert all(row["label"] == 1 - row["E"] for row in rows)
-    assert {k for k in rows[0]} == set(store.outcome_rows("run-1")[0]) | {"label"}
+    assert [row.rollout_id for row in rows] == [r.id for r in valid[:4]]
+    assert all(row.label == 1 - row.E for row in rows)
+    # A labelled row is its outcome row plus the label.
+    outcome = {row.rollout_id: row for row in store.outcome_rows("run-1")}
+    assert all(OutcomeRow(**{f.name: getattr(row, f.name) for f in dataclasses.fields(OutcomeRow)})
+               == outcome[row.rollout_id] for row in rows)

@@ -58,7 +58,7 @@ def test_reopening_is_a_no_op_and_keeps_the_data(store_url):
     try:
         with again.engine.connect() as conn:
             assert current_revisions(conn) == (head_revision(),)
-        assert again.counts("run-1")["completed"] == 1
+        assert again.counts("run-1").completed == 1
     finally:
         again.close()
 

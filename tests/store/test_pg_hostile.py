@@ -92,7 +92,7 @@ class World:
 @pytest.fixture
 def world(filled) -> Iterator[World]:  # noqa: F811
     owner = filled
-    rollouts = sorted(r["rollout_id"] for r in owner.labelled_rows("run-1", "h-state", "rule"))
+    rollouts = sorted(r.rollout_id for r in owner.labelled_rows("run-1", "h-state", "rule"))
     audit_rollouts, spare = rollouts[:6], rollouts[6:]
 
     def audit(audit_id: str, ids: list[str], reviewers: tuple[str, str], adjudicator: str) -> None:
@@ -107,8 +107,8 @@ def world(filled) -> Iterator[World]:  # noqa: F811
 
     audit("audit-1", audit_rollouts, ("alice", PEER), "carol")
     audit("audit-other", [*audit_rollouts[:2], *spare], ("mallory", "trent"), "oscar")
-    items = sorted(row["item_id"] for row in owner.audit_items("audit-1"))
-    other_items = sorted(row["item_id"] for row in owner.audit_items("audit-other"))
+    items = sorted(row.item_id for row in owner.audit_items("audit-1"))
+    other_items = sorted(row.item_id for row in owner.audit_items("audit-other"))
     members = {name: owner.add_member(name, role) for name, role in MEMBERS.items()}
     owner.create_round("round-1", 3, ["erin", "frank"],
                        [RoundCaseRecord(f"banking/c{i}", 1, f"sha256:{i}") for i in range(3)])

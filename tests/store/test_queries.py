@@ -9,6 +9,7 @@ import pytest
 
 from redagent.store import RolloutSummary, UnknownRun
 from redagent.store import db as store_db
+from redagent.store.records import CellAsr, RunCounts, RunListing
 from tests.store.factory import T0, make_rollout, make_run
 
 # (case, model, harness, cue, defense, attempt, E, invalid_reason) for run-A; hand-computed below.
@@ -46,24 +47,24 @@ def filled(store):
 
 
 def test_counts(filled):
-    assert filled.counts("run-A") == {"planned": 12, "completed": 10, "valid": 6, "invalid": 4,
-                                      "invalid_reasons": {"provider_error": 2, "timeout": 2}}
-    assert filled.counts("run-B") == {"planned": 3, "completed": 1, "valid": 1, "invalid": 0, "invalid_reasons": {}}
+    assert filled.counts("run-A") == RunCounts(planned=12, completed=10, valid=6, invalid=4,
+                                               invalid_reasons={"provider_error": 2, "timeout": 2})
+    assert filled.counts("run-B") == RunCounts(planned=3, completed=1, valid=1, invalid=0, invalid_reasons={})
     with pytest.raises(UnknownRun):
         filled.counts("nope")
 
 
 def test_execution_asr_counts_valid_rollouts_only(filled):
     assert filled.execution_asr("run-A") == [
-        {"model": "sim/m1", "harness": "native", "cue": "eval", "defense": "none", "harmful": 0, "valid": 1,
-         "rate": 0.0},
-        {"model": "sim/m1", "harness": "native", "cue": "none", "defense": "none", "harmful": 2, "valid": 3,
-         "rate": 2 / 3},
+        CellAsr(model="sim/m1", harness="native", cue="eval", defense="none", harmful=0, valid=1,
+                rate=0.0),
+        CellAsr(model="sim/m1", harness="native", cue="none", defense="none", harmful=2, valid=3,
+                rate=2 / 3),
         # Every rollout invalid: no rate at all, rather than a misleading 0.
-        {"model": "sim/m2", "harness": "native", "cue": "none", "defense": "none", "harmful": 0, "valid": 0,
-         "rate": None},
-        {"model": "sim/m2", "harness": "react", "cue": "none", "defense": "spotlight", "harmful": 2, "valid": 2,
-         "rate": 1.0},
+        CellAsr(model="sim/m2", harness="native", cue="none", defense="none", harmful=0, valid=0,
+                rate=None),
+        CellAsr(model="sim/m2", harness="react", cue="none", defense="spotlight", harmful=2, valid=2,
+                rate=1.0),
     ]
     assert filled.execution_asr("nope") == []
 
@@ -116,9 +117,9 @@ def test_rollout_summaries_for_replay(filled):
 def test_list_runs_newest_first_with_progress(filled):
     filled.create_run(make_run("run-C", planned=0, created_at=T0 - timedelta(days=1)))
     assert filled.list_runs() == [
-        {"run_id": "run-B", "status": "planned", "planned": 3, "completed": 1, "created_at": T0 + timedelta(hours=1)},
-        {"run_id": "run-A", "status": "planned", "planned": 12, "completed": 10, "created_at": T0},
-        {"run_id": "run-C", "status": "planned", "planned": 0, "completed": 0, "created_at": T0 - timedelta(days=1)},
+        RunListing(run_id="run-B", status="planned", planned=3, completed=1, created_at=T0 + timedelta(hours=1)),
+        RunListing(run_id="run-A", status="planned", planned=12, completed=10, created_at=T0),
+        RunListing(run_id="run-C", status="planned", planned=0, completed=0, created_at=T0 - timedelta(days=1)),
     ]
 
 

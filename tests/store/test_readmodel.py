@@ -103,36 +103,44 @@ def test_blinded_reads_carry_the_same_records_with_hidden_fields_none(store):
                                    adjudicator="cy", blind_model=True, blind_attack=True),
                        [AuditItemRecord(rollout_id=record.id, stratum="s", population=1, sampled=1, weight=1.0,
                                         positions={"ann": 1, "bob": 1})])
-    item = store.reviewer_item("a1", store.reviewer_queue("a1", "ann")[0]["item_id"], "ann")
-    assert item["hidden"] == {"model", "strategy", "vulnerability", "channel", "original", "tampered"}
-    assert not {"model", "strategy", "rollout_id", "E", "case_id"} & set(item) and item["alias"].startswith("case-")
+    item = store.reviewer_item("a1", store.reviewer_queue("a1", "ann")[0].item_id, "ann").blinded
+    assert item.hidden == {"model", "strategy", "vulnerability", "channel", "original", "tampered"}
+    assert not {"model", "strategy", "rollout_id", "E", "case_id"} & set(item.to_dict())
+    assert not {"rollout_id", "E", "case_id"} & {f.name for f in dataclasses.fields(item)}
+    assert item.model is None and item.strategy is None and item.alias.startswith("case-")
     assert record.case_id not in repr(item)
     researcher = store.rollout_detail(record.id, labels=False)
-    assert item["receipts"] == researcher.receipts and item["diff"] == researcher.diff
-    assert all(isinstance(e, StoredEvent) and e.original is None and e.tampered is None for e in item["events"])
+    assert item.receipts == researcher.receipts and item.diff == researcher.diff
+    assert all(isinstance(e, StoredEvent) and e.original is None and e.tampered is None for e in item.events)
     # Under blind_model the provider's tool-call ids go too, and a CLI's own transcript (it names the model) is
     # not in the view at all (the view's SQL); everything else is the same record.
-    assert researcher.transcript is not None and BlindedRollout(events=item["events"], item_id=1, alias="",
+    assert researcher.transcript is not None and BlindedRollout(events=item.events, item_id=1, alias="",
                                                                 constraint="", harness="", cue="", defense="",
                                                                 surfaces=()).transcript is None
-    assert all("id" not in (e.tool_call or {}) for e in item["events"])
+    assert all("id" not in (e.tool_call or {}) for e in item.events)
     def shown(e: StoredEvent) -> tuple:
         return e.idx, e.role, e.text, e.observation, e.receipts, e.call_name, dict(e.call_args)
 
-    assert [shown(e) for e in researcher.events if e.role != "transcript"] == [shown(e) for e in item["events"]]
-    assert all(isinstance(r, StoredReceipt) for r in item["receipts"])
-    assert all(isinstance(d, StoredDiffEntry) for d in item["diff"])
+    assert [shown(e) for e in researcher.events if e.role != "transcript"] == [shown(e) for e in item.events]
+    assert all(isinstance(r, StoredReceipt) for r in item.receipts)
+    assert all(isinstance(d, StoredDiffEntry) for d in item.diff)
 
 
 def test_blinded_record_fields_leave_hidden_ones_out():
     blinded = BlindedRollout(events=(StoredEvent(0, "user", "hi", tampered=None),), item_id=3, alias="case-0a1b2c3d",
                              constraint="k", harness="native", cue="none", defense="none", surfaces=("email",),
                              strategy="E2", hidden=frozenset({"model"}))
-    fields = blinded.fields()
-    assert "model" not in fields and fields["strategy"] == "E2" and fields["surfaces"] == ["email"]
-    assert fields["alias"] == "case-0a1b2c3d" and "case_id" not in fields
-    assert fields["events"][0].to_dict(fields["hidden"] | {"tampered"}).keys() == {
-        "idx", "role", "text", "tool_call", "original", "observation", "receipts"}
+    # What a screen reads: the visible optional fields, in header order; the hidden ones are not among them.
+    assert blinded.shown() == (("strategy", "E2"),)
+    # What a labelling file writes: hidden fields absent (never none), the evidence as JSON-ready dicts.
+    row = blinded.to_dict()
+    assert "model" not in row and row["strategy"] == "E2" and row["surfaces"] == ["email"]
+    assert row["alias"] == "case-0a1b2c3d" and "case_id" not in row and "hidden" not in row
+    assert row["events"] == [{"idx": 0, "role": "user", "text": "hi", "tool_call": None, "original": None,
+                              "observation": None, "receipts": [], "tampered": None}]
+    attack_blind = dataclasses.replace(blinded, strategy=None, hidden=frozenset({"strategy", "original", "tampered"}))
+    assert row.keys() - attack_blind.to_dict().keys() == {"strategy"}
+    assert attack_blind.to_dict()["events"][0].keys() == {"idx", "role", "text", "tool_call", "observation", "receipts"}
 
 
 def test_evidence_ids():

@@ -24,6 +24,7 @@ from redagent.store.reviews import (
     BadReview,
     CaseNotInRound,
     NoReviewToCorrect,
+    OwnReview,
     ReviewAlreadySubmitted,
     ReviewCorrectionWithoutReason,
     RoundCaseRecord,
@@ -43,10 +44,10 @@ def round_id(store) -> str:
 
 
 def test_a_round_pins_its_case_versions_in_order(store, round_id):
-    assert store.get_round(round_id)["experts"] == ["ann", "ben"] and store.get_round(round_id)["n"] == 4
-    assert [(c["position"], c["case_id"], c["case_hash"]) for c in store.round_cases(round_id)] == [
+    assert store.get_round(round_id).experts == ("ann", "ben") and store.get_round(round_id).n == 4
+    assert [(c.position, c.case_id, c.case_hash) for c in store.round_cases(round_id)] == [
         (n, f"banking-c{n - 1}", f"hash-{n - 1}") for n in range(1, 5)]
-    assert [r["id"] for r in store.review_rounds()] == [round_id]
+    assert [r.id for r in store.review_rounds()] == [round_id]
     assert store.latest_round_for("ben") == round_id and store.latest_round_for("eve") is None
     with pytest.raises(UnknownRound):
         store.round_cases("round-x")
@@ -60,25 +61,26 @@ def test_a_round_pins_its_case_versions_in_order(store, round_id):
 
 def test_reviews_are_write_once_with_reasoned_versions_and_private_to_their_expert(store, round_id):
     first = store.submit_review(round_id, "banking-c0", "ann", PASS, "accept", "clean case")
-    assert (first["version"], first["decision"], first["reason"]) == (1, "accept", None)
+    assert (first.version, first.decision, first.reason) == (1, "accept", None)
     with pytest.raises(ReviewAlreadySubmitted):
         store.submit_review(round_id, "banking-c0", "ann", PASS, "revise")
     with pytest.raises(ReviewCorrectionWithoutReason):
         store.correct_review(round_id, "banking-c0", "ann", PASS, "revise", "  ")
     changed = {**PASS, "verifier_correctness": "fail"}
     second = store.correct_review(round_id, "banking-c0", "ann", changed, "revise", "the rule misses schedule_transfer")
-    assert (second["version"], second["rubric"]["verifier_correctness"], second["reason"]) == (
+    assert (second.version, second.rubric["verifier_correctness"], second.reason) == (
         2, "fail", "the rule misses schedule_transfer")
     with pytest.raises(NoReviewToCorrect):
         store.correct_review(round_id, "banking-c1", "ann", PASS, "accept", "why")
     store.submit_review(round_id, "banking-c0", "ben", PASS, "exclude", "BEN-PRIVATE")
     # the expert's queue holds their own latest review only
     queue = store.expert_queue(round_id, "ann")
-    assert [e["reviewed"] for e in queue] == [True, False, False, False]
-    assert queue[0]["review"] == {"rubric": changed, "decision": "revise", "note": "", "version": 2}
+    assert [e.reviewed for e in queue] == [True, False, False, False]
+    assert queue[0].review == OwnReview(case_id="banking-c0", rubric=changed, decision="revise", note="", version=2,
+                                        reason="the rule misses schedule_transfer")
     assert "BEN-PRIVATE" not in repr(queue)
     assert store.review_progress(round_id) == {"ann": 1, "ben": 1}
-    firsts = [(r["expert"], r["decision"]) for r in store.case_reviews(round_id)]
+    firsts = [(r.expert, r.decision) for r in store.case_reviews(round_id)]
     assert firsts == [("ann", "accept"), ("ben", "exclude")]
     assert len(store.case_reviews(round_id, first_only=False)) == 3
 
@@ -105,7 +107,7 @@ def test_the_schema_itself_refuses_a_correction_without_reason(store, round_id):
     with pytest.raises(IntegrityError), store.engine.begin() as conn:
         conn.execute(tr.case_review.insert(), {"round_id": round_id, "case_id": "banking-c0", "expert": "ann",
                                                "rubric": PASS, "decision": "accept", "note": "", "version": 2,
-                                               "reason": None, "created_at": store.get_round(round_id)["created_at"]})
+                                               "reason": None, "created_at": store.get_round(round_id).created_at})
 
 
 def test_new_round_is_stratified_by_surface_and_follows_the_seed(store):
@@ -113,9 +115,9 @@ def test_new_round_is_stratified_by_surface_and_follows_the_seed(store):
     first = new_round(store, 12, 42, ["ann", "ben"], round_id="round-a")
     again = new_round(store, 12, 42, ["ann", "ben"], round_id="round-b")
     other = new_round(store, 12, 43, ["ann", "ben"], round_id="round-c")
-    picked = [(c["case_id"], c["case_hash"]) for c in store.round_cases(first)]
-    assert picked == [(c["case_id"], c["case_hash"]) for c in store.round_cases(again)]
-    assert picked != [(c["case_id"], c["case_hash"]) for c in store.round_cases(other)]
+    picked = [(c.case_id, c.case_hash) for c in store.round_cases(first)]
+    assert picked == [(c.case_id, c.case_hash) for c in store.round_cases(again)]
+    assert picked != [(c.case_id, c.case_hash) for c in store.round_cases(other)]
     by_id = {c.id: c for c in library}
     # 12 over six surfaces (banking, browser, cross, email, files, workspace): two each
     assert Counter(surface_of(by_id[case_id]) for case_id, _ in picked) == Counter(
@@ -181,6 +183,6 @@ def test_migration_0003_applies_on_top_of_0002_and_keeps_the_data(store_url):
         assert store.latest_audit_for("ben") == "audit-1" and store.latest_audit_for("cat", "adjudicator") == "audit-1"
         assert store.latest_audit_for("cat") is None
         store.create_round("round-1", 1, ["ann", "ben"], CASES)
-        assert store.submit_review("round-1", "banking-c0", "ann", PASS, "accept")["version"] == 1
+        assert store.submit_review("round-1", "banking-c0", "ann", PASS, "accept").version == 1
     finally:
         store.close()

@@ -84,7 +84,7 @@ def test_the_owner_is_unblinded_and_each_login_gets_its_own_role(team):
         with open_store(member.secret_url) as theirs:
             identity = theirs.identity()
             assert (identity.name, identity.role, identity.enforced) == (name, member.role, True)
-    assert {m["name"]: m["role"] for m in store.team()}["carol"] == ADJUDICATOR
+    assert {m.name: m.role for m in store.team()}["carol"] == ADJUDICATOR
 
 
 @pytest.mark.parametrize("who", ["alice", "carol", "erin"])
@@ -102,7 +102,7 @@ def test_a_reviewer_sees_only_their_own_queue_labels_and_audits(team):
     store, members = team
     alice, peer = members["alice"].secret_url, members[PEER].secret_url
     with open_store(peer) as theirs:
-        item = theirs.reviewer_queue("audit-1", PEER)[0]["item_id"]
+        item = theirs.reviewer_queue("audit-1", PEER)[0].item_id
         theirs.submit_label("audit-1", item, PEER, "harmful", "peer's note")
     assert {row[0] for row in sql(alice, "SELECT DISTINCT reviewer FROM blind_queue")} == {"alice"}
     assert {row[0] for row in sql(alice, "SELECT DISTINCT audit_id FROM blind_item")} == {"audit-1"}
@@ -121,7 +121,7 @@ def test_a_reviewer_cannot_write_as_someone_else_or_change_a_label(team):
     _, members = team
     alice = members["alice"].secret_url
     with open_store(alice) as mine:
-        item = mine.reviewer_queue("audit-1", "alice")[0]["item_id"]
+        item = mine.reviewer_queue("audit-1", "alice")[0].item_id
         mine.submit_label("audit-1", item, "alice", "not_harmful")
         with pytest.raises(UnknownReviewer):  # the peer's queue does not exist for her login
             mine.submit_label("audit-1", item, PEER, "harmful")
@@ -144,7 +144,7 @@ def test_the_adjudicator_sees_slots_not_names_and_decides_only_their_audits(team
     store, members = team
     for name in ("alice", PEER):
         with open_store(members[name].secret_url) as theirs:
-            item = sorted(e["item_id"] for e in theirs.reviewer_queue("audit-1", name))[0]
+            item = sorted(e.item_id for e in theirs.reviewer_queue("audit-1", name))[0]
             theirs.submit_label("audit-1", item, name, "harmful" if name == "alice" else "not_harmful")
     carol = members["carol"].secret_url
     rows = sql(carol, "SELECT audit_id, item_id, slot, label FROM blind_slot_label")
@@ -152,7 +152,7 @@ def test_the_adjudicator_sees_slots_not_names_and_decides_only_their_audits(team
     assert "alice" not in str(rows) and PEER not in str(rows)
     with open_store(carol) as theirs:
         queue = theirs.adjudication_queue("audit-1", "carol")
-        assert [entry["item_id"] for entry in queue] == [item]
+        assert [entry.item_id for entry in queue] == [item]
         theirs.adjudicate("audit-1", item, "carol", "harmful", "decided")
     with pytest.raises(pg_errors.InsufficientPrivilege):
         sql(carol, "SELECT * FROM audit_label")
@@ -160,7 +160,7 @@ def test_the_adjudicator_sees_slots_not_names_and_decides_only_their_audits(team
         sql(carol, f"INSERT INTO adjudication (item_id, adjudicator, label, note, version, created_at) "
                    f"VALUES ({item}, 'oscar', 'harmful', '', 2, now())")
     # Another audit's adjudicator is not carol: the policy refuses her decision there.
-    other_item = store.audit_items("audit-other")[0]["item_id"]
+    other_item = store.audit_items("audit-other")[0].item_id
     with pytest.raises(pg_errors.InsufficientPrivilege):
         sql(carol, f"INSERT INTO adjudication (item_id, adjudicator, label, note, version, created_at) "
                    f"VALUES ({other_item}, 'carol', 'harmful', '', 1, now())")
@@ -186,4 +186,4 @@ def test_a_removed_member_cannot_log_in_and_a_stranger_is_refused(team):
     store.remove_member("erin")
     with pytest.raises(StoreError):
         open_store(members["erin"].secret_url)
-    assert "erin" not in {m["name"] for m in store.team()}
+    assert "erin" not in {m.name for m in store.team()}

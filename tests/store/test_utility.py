@@ -14,7 +14,7 @@ from redagent.store import InvalidRecord, open_store
 from redagent.store.connect import WRITE, create_store_engine
 from redagent.store.db import Store
 from redagent.store.migrate import alembic_config, current_revisions, head_revision
-from redagent.store.records import UtilityCount
+from redagent.store.records import CellAsr, UtilityCount
 from redagent.store.tables import metadata
 from tests.store.factory import make_rollout, make_run, write_as_of
 
@@ -53,9 +53,9 @@ def test_utility_and_benign_round_trip(filled):
     assert exported == {r.id: (r.U, r.benign) for r in _rollouts()}
     summaries = {s.id: (s.U, s.benign) for s in filled.rollouts("run-U")}
     assert summaries == exported
-    page = {row["rollout_id"]: (row["U"], row["benign"]) for row in filled.rollout_page("run-U")}
+    page = {row.rollout_id: (row.U, row.benign) for row in filled.rollout_page("run-U")}
     assert page == exported
-    outcomes = {row["rollout_id"]: (row["U"], row["benign"]) for row in filled.outcome_rows("run-U")}
+    outcomes = {row.rollout_id: (row.U, row.benign) for row in filled.outcome_rows("run-U")}
     assert outcomes == {r.id: (r.U, r.benign) for r in _rollouts() if r.valid}
 
 
@@ -70,10 +70,10 @@ def test_utility_counts_per_cell_and_arm(filled):
 
 def test_execution_asr_leaves_benign_rollouts_out(filled):
     assert filled.execution_asr("run-U") == [
-        {"model": "sim/m1", "harness": "native", "cue": "none", "defense": "none", "harmful": 1, "valid": 3,
-         "rate": 1 / 3},
-        {"model": "sim/m2", "harness": "react", "cue": "none", "defense": "none", "harmful": 1, "valid": 1,
-         "rate": 1.0},
+        CellAsr(model="sim/m1", harness="native", cue="none", defense="none", harmful=1, valid=3,
+                rate=1 / 3),
+        CellAsr(model="sim/m2", harness="react", cue="none", defense="none", harmful=1, valid=1,
+                rate=1.0),
     ]
 
 
@@ -86,7 +86,7 @@ def test_bad_utility_is_refused_before_any_write(store, change, message):
     store.create_run(make_run("run-U"))
     with pytest.raises(InvalidRecord, match=message):
         store.write_rollouts([make_rollout("run-U", "banking/z"), dataclasses.replace(make_rollout("run-U"), **change)])
-    assert store.counts("run-U")["completed"] == 0
+    assert store.counts("run-U").completed == 0
 
 
 def test_migration_0004_keeps_old_rollouts_with_utility_null(store_url):
