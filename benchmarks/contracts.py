@@ -1,6 +1,7 @@
 """How typed the package boundaries are: the figures issue 24 asks for, counted from the source (AST).
 
-- store methods returning a dict: public methods of the classes in store/ whose return annotation names `dict`
+- store methods returning a dict: public methods of the classes in store/ (not its Protocols, which repeat them)
+  whose return annotation names `dict`
   (`dict[...]`, `list[dict]`, `Iterator[dict]`, ...) — a consumer reads those by string keys nobody checks;
 - string-key reads in judges/ and console/: subscripts with a string constant (`row["E"]`) and `.get("...")`
   calls — each one a field name mypy cannot check.
@@ -24,11 +25,17 @@ def _names_dict(node: ast.expr | None) -> bool:
         isinstance(n, ast.Constant) and isinstance(n.value, str) and "dict" in n.value for n in ast.walk(node))
 
 
+def _protocol(cls: ast.ClassDef) -> bool:
+    """An interface (store/interfaces.py) repeats the signatures of the Store methods that implement it."""
+    return any(isinstance(b, ast.Name) and b.id == "Protocol" or isinstance(b, ast.Attribute) and b.attr == "Protocol"
+               for b in cls.bases)
+
+
 def store_dict_returns() -> list[str]:
     found = []
     for path in sorted((ROOT / "store").rglob("*.py")):
         tree = ast.parse(path.read_text(), str(path))
-        for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and not _protocol(n)):
             for fn in cls.body:
                 if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and not fn.name.startswith("_") \
                         and _names_dict(fn.returns):
