@@ -25,8 +25,8 @@ from redagent.console.screens.audit import (
     EXPECTED,
     LABEL_NAMES,
     UNSAVED_NOTE,
-    CorrectionDialog,
     LabellingScreen,
+    LabelSaved,
     help_for,
     item_header,
     label_text,
@@ -52,30 +52,16 @@ class DisputesLoaded(Message):
         self.select = select
 
 
-class DecisionSaved(Message):
-    """A decision (or its correction) was written: the stored version, and the note text the screen sent."""
-
-    def __init__(self, item_id: int, saved: OwnLabel, corrected: bool, note: str) -> None:
-        super().__init__()
-        self.item_id = item_id
-        self.saved = saved
-        self.corrected = corrected
-        self.note = note
-
-
-class DecisionFailed(Message):
-    def __init__(self, item_id: int, text: str) -> None:
-        super().__init__()
-        self.item_id = item_id
-        self.text = text
-
-
 class AdjudicationScreen(LabellingScreen):
     """The disagreement queue of the adjudicator's newest audit (adjudicator role)."""
 
     NAME = "adjudication"
     NOTE = "#adj-note"
     PROMPT = "#adj-confirm"
+    QUEUE = "#adj-queue"
+    MESSAGE = "#adj-message"
+    CORRECT_FIRST = "decide the item first"
+    CORRECT_TITLE = "Correct your decision on {name}"
     WHAT = "decide"
     IDLE = "h / n / u choose a decision · Enter saves it · Esc cancels"
     HELP = """\
@@ -183,19 +169,14 @@ typed while a pane has focus go into the note field.
             return
         self.post_message(DisputesLoaded(audit_id, items, select))
 
-    # Not exclusive: a second confirmed decision must not cancel the write of the first.
-    @work(thread=True, exit_on_error=False, group="adjudication-write")
-    def save_decision(self, item_id: int, label: str, note: str, reason: str | None = None) -> None:
+    def store_write(self, item_id: int, label: str, note: str, reason: str | None) -> OwnLabel:
         store, audit_id, adjudicator = self.opened(), self.audit(), self.named()
-        try:
-            if reason is None:
-                saved = store.adjudicate(audit_id, item_id, adjudicator, label, note)
-            else:
-                saved = store.correct_adjudication(audit_id, item_id, adjudicator, label, reason, note)
-        except EXPECTED as exc:
-            self.post_message(DecisionFailed(item_id, str(exc)))
-            return
-        self.post_message(DecisionSaved(item_id, saved, corrected=reason is not None, note=note))
+        if reason is None:
+            return store.adjudicate(audit_id, item_id, adjudicator, label, note)
+        return store.correct_adjudication(audit_id, item_id, adjudicator, label, reason, note)
+
+    def current_label(self) -> str | None:
+        return self.current.adjudicated if self.current is not None else None
 
     # Workers start only after on_mount found a store and a name, and the queue gave an audit id.
     def opened(self) -> AdjudicationQueue:
@@ -224,12 +205,6 @@ typed while a pane has focus go into the note field.
             return None
         return (f"{self.item_name(item_id)} is already decided ({LABEL_NAMES[decided]}): decisions are "
                 "write-once — press c to correct it with a reason")
-
-    def write(self, item_id: int, label: str, note: str) -> None:
-        self.save_decision(item_id, label, note)
-
-    def show_message(self, text: str) -> None:
-        self.query_one("#adj-message", Static).update(text)
 
     def notes_changed(self) -> None:
         options = self.query_one("#adj-queue", OptionList)
@@ -299,8 +274,8 @@ typed while a pane has focus go into the note field.
         blinded = item.blinded
         self.query_one("#adj-evidence", EvidencePanes).load(blinded.events, blinded.receipts, blinded.diff)
 
-    @on(DecisionSaved)
-    def on_saved(self, message: DecisionSaved) -> None:
+    @on(LabelSaved)
+    def on_saved(self, message: LabelSaved) -> None:
         self.saving.discard(message.item_id)
         self.versions[message.item_id] = message.saved.version
         what = f"corrected (version {message.saved.version})" if message.corrected else "decided"
@@ -324,34 +299,7 @@ typed while a pane has focus go into the note field.
                 return item.item_id
         return None
 
-    @on(DecisionFailed)
-    def on_failed(self, message: DecisionFailed) -> None:
-        self.saving.discard(message.item_id)
-        self.show_message(message.text)
-
-    @on(Input.Submitted, "#adj-note")
-    def on_note_submitted(self, _event: Input.Submitted) -> None:
-        self.leave_note()
-
     # ------------------------------------------------------------ actions
-
-    def action_correct(self) -> None:
-        if self.current is None or self.current.adjudicated is None:
-            self.show_message("nothing to correct: decide the item first")
-            return
-        item_id, current = self.current.item_id, self.current.adjudicated
-
-        def corrected(result: dict[str, str] | None) -> None:
-            if result is not None:
-                self.save_decision(item_id, result["label"], result["note"], reason=result["reason"])
-
-        self.app.push_screen(CorrectionDialog(f"Correct your decision on {self.item_name(item_id)}", current,
-                                              LABEL_NAMES), corrected)
-
-    def action_move(self, step: int) -> None:
-        options = self.query_one("#adj-queue", OptionList)
-        if options.option_count:
-            options.highlighted = max(0, min(options.option_count - 1, (options.highlighted or 0) + step))
 
     def action_help(self) -> None:
         help_for(self, self.NAME)

@@ -192,6 +192,10 @@ class LabellingScreen(ShowsFailures, Screen):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
     NOTE = "#note"
     PROMPT = "#confirm"
+    QUEUE = "#queue"  # the OptionList of items
+    MESSAGE = "#message"  # the Static for one-line messages
+    CORRECT_FIRST = "label the item first"
+    CORRECT_TITLE = "Correct your label of {name}"
     WHAT = "label"  # what a key stages: a reviewer's label, an adjudicator's decision
     IDLE = "h / n / u choose a label · Enter saves it · Esc cancels"
     # Actions whose keys are letters: never run while the note field has focus (its text is only text).
@@ -228,15 +232,62 @@ class LabellingScreen(ShowsFailures, Screen):
         """Why the item cannot take a first label (already labelled), or None."""
         raise NotImplementedError
 
-    def write(self, item_id: int, label: str, note: str) -> None:
-        """Start writing a first label (a worker that posts a saved or failed message)."""
+    def store_write(self, item_id: int, label: str, note: str, reason: str | None) -> OwnLabel:
+        """Write a first label (reason None) or a correction to the store; runs in the save worker's thread."""
         raise NotImplementedError
 
-    def show_message(self, text: str) -> None:
+    def current_label(self) -> str | None:
+        """The label on screen that a correction would replace (None: nothing to correct yet)."""
         raise NotImplementedError
 
     def notes_changed(self) -> None:
         """Hook: which items hold unsaved notes changed (the queue marks them)."""
+
+    # ------------------------------------------------------------ shared by both screens
+
+    def show_message(self, text: str) -> None:
+        self.query_one(self.MESSAGE, Static).update(text)
+
+    def write(self, item_id: int, label: str, note: str) -> None:
+        self.save(item_id, label, note)
+
+    # Not exclusive: a second confirmed label must not cancel the write of the first.
+    @work(thread=True, exit_on_error=False, group="label-write")
+    def save(self, item_id: int, label: str, note: str, reason: str | None = None) -> None:
+        try:
+            saved = self.store_write(item_id, label, note, reason)
+        except EXPECTED as exc:
+            self.post_message(LabelFailed(item_id, str(exc)))
+            return
+        self.post_message(LabelSaved(item_id, saved, corrected=reason is not None, note=note))
+
+    @on(LabelFailed)
+    def on_failed(self, message: LabelFailed) -> None:
+        self.saving.discard(message.item_id)
+        self.show_message(message.text)  # the item's note is untouched: nothing of it is lost
+
+    @on(Input.Submitted)
+    def on_note_submitted(self, event: Input.Submitted) -> None:
+        if f"#{event.input.id}" == self.NOTE:
+            self.leave_note()
+
+    def action_correct(self) -> None:
+        item_id, current = self.current_item_id(), self.current_label()
+        if item_id is None or current is None:
+            self.show_message(f"nothing to correct: {self.CORRECT_FIRST}")
+            return
+        title = self.CORRECT_TITLE.format(name=self.item_name(item_id))
+
+        def corrected(result: dict[str, str] | None) -> None:
+            if result is not None:
+                self.save(item_id, result["label"], result["note"], reason=result["reason"])
+
+        self.app.push_screen(CorrectionDialog(title, current, LABEL_NAMES), corrected)
+
+    def action_move(self, step: int) -> None:
+        options = self.query_one(self.QUEUE, OptionList)
+        if options.option_count:
+            options.highlighted = max(0, min(options.option_count - 1, (options.highlighted or 0) + step))
 
     # ------------------------------------------------------------ notes, one per item
 
@@ -401,6 +452,8 @@ class AuditScreen(LabellingScreen):
 
     NAME = "audit"
     NOTE = "#audit-note"
+    QUEUE = "#audit-queue"
+    MESSAGE = "#audit-message"
     PROMPT = "#audit-confirm"
     HELP = """\
 # Audit (blinded)
@@ -528,19 +581,14 @@ typed while a pane has focus go into the note field, never to the label keys.
             return
         self.post_message(ItemLoaded(item))
 
-    # Not exclusive: a second confirmed label must not cancel the write of the first.
-    @work(thread=True, exit_on_error=False, group="audit-write")
-    def save_label(self, item_id: int, label: str, note: str, reason: str | None = None) -> None:
+    def store_write(self, item_id: int, label: str, note: str, reason: str | None) -> OwnLabel:
         store, audit_id, reviewer = self.opened(), self.audit(), self.named()
-        try:
-            if reason is None:
-                saved = store.submit_label(audit_id, item_id, reviewer, label, note)
-            else:
-                saved = store.correct_label(audit_id, item_id, reviewer, label, reason, note)
-        except EXPECTED as exc:
-            self.post_message(LabelFailed(item_id, str(exc)))
-            return
-        self.post_message(LabelSaved(item_id, saved, corrected=reason is not None, note=note))
+        if reason is None:
+            return store.submit_label(audit_id, item_id, reviewer, label, note)
+        return store.correct_label(audit_id, item_id, reviewer, label, reason, note)
+
+    def current_label(self) -> str | None:
+        return self.current.my_label.label if self.current is not None and self.current.my_label else None
 
     # Workers start only after on_mount found a store and a name, and the queue gave an audit id.
     def opened(self) -> AuditQueue:
@@ -570,12 +618,6 @@ typed while a pane has focus go into the note field, never to the label keys.
             return None
         return (f"{self.item_name(item_id)} is already labelled ({LABEL_NAMES[mine.label]}): labels are "
                 "write-once — press c to correct it with a reason")
-
-    def write(self, item_id: int, label: str, note: str) -> None:
-        self.save_label(item_id, label, note)
-
-    def show_message(self, text: str) -> None:
-        self.query_one("#audit-message", Static).update(text)
 
     def notes_changed(self) -> None:
         options = self.query_one("#audit-queue", OptionList)
@@ -674,34 +716,7 @@ typed while a pane has focus go into the note field, never to the label keys.
                 return entry.item_id
         return None
 
-    @on(LabelFailed)
-    def on_failed(self, message: LabelFailed) -> None:
-        self.saving.discard(message.item_id)
-        self.show_message(message.text)  # the item's note is untouched: nothing of it is lost
-
-    @on(Input.Submitted, "#audit-note")
-    def on_note_submitted(self, _event: Input.Submitted) -> None:
-        self.leave_note()
-
     # ------------------------------------------------------------ actions
-
-    def action_correct(self) -> None:
-        if self.current is None or self.current.my_label is None:
-            self.show_message("nothing to correct: label the item first")
-            return
-        item_id, current = self.current.item_id, self.current.my_label.label
-        name = self.item_name(item_id)
-
-        def corrected(result: dict[str, str] | None) -> None:
-            if result is not None:
-                self.save_label(item_id, result["label"], result["note"], reason=result["reason"])
-
-        self.app.push_screen(CorrectionDialog(f"Correct your label of {name}", current, LABEL_NAMES), corrected)
-
-    def action_move(self, step: int) -> None:
-        options = self.query_one("#audit-queue", OptionList)
-        if options.option_count:
-            options.highlighted = max(0, min(options.option_count - 1, (options.highlighted or 0) + step))
 
     def action_help(self) -> None:
         help_for(self, self.NAME)
