@@ -18,18 +18,20 @@ demo: setup
 # (tests/conftest.py). The optional parts (PostgreSQL, Ray, Docker, the real agent CLIs, a browser) are skipped
 # with their reason when they are not installed.
 test: setup
-	$(BIN)/ruff check .
+	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory typecheck
 	$(PYTEST)
 
 # The full suite, as CI runs it once it has installed the optional parts (.ci/run): every test and every case.
 test-all: setup
-	$(BIN)/ruff check .
+	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory typecheck
 	$(PYTEST) --full
 
+# The linter, and the formatter as a check: `ruff format .` writes the layout this expects.
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # mypy on the whole tree: llm/, cases/, sandbox/, engine/, judges/, store/, console/ and redagent/ ([tool.mypy] in pyproject.toml:
 # every body checked, store/ and judges/ fully annotated). It reads the package as installed (redagent.store is

@@ -65,19 +65,25 @@ def main() -> None:
             timings.append(time.perf_counter() - started)
         fast = statistics.median(timings)
         n_clusters = len(np.unique(case))
-        print(f"bootstrap: {options.reps} replicates over {options.rollouts} rollouts in {n_clusters} clusters: "
-              f"{fast:.2f} s (median of {options.repeat}; min {min(timings):.2f}, max {max(timings):.2f})")
+        print(
+            f"bootstrap: {options.reps} replicates over {options.rollouts} rollouts in {n_clusters} clusters: "
+            f"{fast:.2f} s (median of {options.repeat}; min {min(timings):.2f}, max {max(timings):.2f})"
+        )
         started = time.perf_counter()
         slow = reference(y, case, options.reference_reps)
         slow_seconds = time.perf_counter() - started
         per_rep_ratio = (slow_seconds / options.reference_reps) / (fast / options.reps)
-        print(f"  reference loop: {options.reference_reps} replicates in {slow_seconds:.2f} s "
-              f"(≈ {slow_seconds / options.reference_reps * options.reps:.1f} s for {options.reps}); "
-              f"per replicate the vectorised bootstrap is {per_rep_ratio:.0f}× faster")
+        print(
+            f"  reference loop: {options.reference_reps} replicates in {slow_seconds:.2f} s "
+            f"(≈ {slow_seconds / options.reference_reps * options.reps:.1f} s for {options.reps}); "
+            f"per replicate the vectorised bootstrap is {per_rep_ratio:.0f}× faster"
+        )
         low, high = percentile_ci(replicates)
         ref_low, ref_high = percentile_ci(slow)
-        print(f"  rate {y.mean():.4f}; 95% CI vectorised [{low:.4f}, {high:.4f}], "
-              f"reference [{ref_low:.4f}, {ref_high:.4f}]")
+        print(
+            f"  rate {y.mean():.4f}; 95% CI vectorised [{low:.4f}, {high:.4f}], "
+            f"reference [{ref_low:.4f}, {ref_high:.4f}]"
+        )
 
 
 if __name__ == "__main__":

@@ -68,27 +68,42 @@ def library_maxima() -> None:
             note(f"steps ({kind})", len(getattr(plans, kind)), case.id)
         note("steps (all plans)", len(plans.benign) + len(plans.harmful) + len(plans.indirect), case.id)
         note("mutations on a step", max((len(s.mutate) for s in plans.harmful), default=0), case.id)
-        note("run_command steps", sum(s.tool == "run_command" for p in (plans.benign, plans.harmful, plans.indirect)
-                                      for s in p), case.id)
+        note(
+            "run_command steps",
+            sum(s.tool == "run_command" for p in (plans.benign, plans.harmful, plans.indirect) for s in p),
+            case.id,
+        )
         note("setup actions", len(case.seed.get("setup_actions") or []), case.id)
         note("plans, bytes as JSON", len(orjson.dumps(case.raw["plans"])), case.id)
         regexes(case.raw["verifier"], case.values)
         regexes(case.raw.get("utility") or {}, case.values)
     for path in files:
-        note("folder depth below a library", len(path.parent.relative_to(
-            next(r for r in roots if path.is_relative_to(r))).parts), str(path))
-    print(f"real libraries: {len(cases):,} cases in {len(files):,} files ({time.perf_counter() - started:.0f} s to "
-          f"load)")
-    limits = {"steps (benign)": loader.MAX_STEPS["benign"], "steps (harmful)": loader.MAX_STEPS["harmful"],
-              "steps (indirect)": loader.MAX_STEPS["indirect"], "mutations on a step": loader.MAX_MUTATIONS,
-              "run_command steps": loader.MAX_COMMANDS, "setup actions": loader.MAX_SETUP_ACTIONS,
-              "plans, bytes as JSON": loader.MAX_PLAN_BYTES, "folder depth below a library": loader.MAX_FOLDER_DEPTH}
+        note(
+            "folder depth below a library",
+            len(path.parent.relative_to(next(r for r in roots if path.is_relative_to(r))).parts),
+            str(path),
+        )
+    print(
+        f"real libraries: {len(cases):,} cases in {len(files):,} files ({time.perf_counter() - started:.0f} s to load)"
+    )
+    limits = {
+        "steps (benign)": loader.MAX_STEPS["benign"],
+        "steps (harmful)": loader.MAX_STEPS["harmful"],
+        "steps (indirect)": loader.MAX_STEPS["indirect"],
+        "mutations on a step": loader.MAX_MUTATIONS,
+        "run_command steps": loader.MAX_COMMANDS,
+        "setup actions": loader.MAX_SETUP_ACTIONS,
+        "plans, bytes as JSON": loader.MAX_PLAN_BYTES,
+        "folder depth below a library": loader.MAX_FOLDER_DEPTH,
+    }
     for key, (value, where) in best.items():
         print(f"  {key:30} real max {value:>7,}   limit {limits.get(key, '—')!s:>7}   ({where})")
     sizes = [(pattern._positions(p, True), len(p)) for (_key, p), _ in patterns.items()]
-    print(f"  verifier regexes: {sum(patterns.values())} predicates, {len(patterns)} distinct, all accepted by RE2; "
-          f"longest {max(n for _, n in sizes)} characters (limit {pattern.MAX_PATTERN_CHARS}), largest program "
-          f"{max(s for s, _ in sizes)} instructions (limit {pattern.MAX_PROGRAM})")
+    print(
+        f"  verifier regexes: {sum(patterns.values())} predicates, {len(patterns)} distinct, all accepted by RE2; "
+        f"longest {max(n for _, n in sizes)} characters (limit {pattern.MAX_PATTERN_CHARS}), largest program "
+        f"{max(s for s, _ in sizes)} instructions (limit {pattern.MAX_PROGRAM})"
+    )
 
 
 def regex_worst_case() -> None:
@@ -122,19 +137,32 @@ def regex_worst_case() -> None:
 def timed(args: list[str], env: dict[str, str], cap: float, cwd: Path) -> str:
     started = time.perf_counter()
     try:
-        done = subprocess.run([sys.executable, "-m", "redagent", *args], env=env, cwd=cwd, capture_output=True,
-                              text=True, timeout=cap, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [sys.executable, "-m", "redagent", *args],
+            env=env,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=cap,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         return f"> {cap:g} s (stopped)"
     last = (done.stderr.strip().splitlines() or [""])[-1][:90]
     return f"{time.perf_counter() - started:6.1f} s, exit {done.returncode}  {last}"
 
 
-def stop_latency(args: list[str], env: dict[str, str], workspaces: Path, signums: list[int], cap: float,
-                 cwd: Path) -> str:
+def stop_latency(
+    args: list[str], env: dict[str, str], workspaces: Path, signums: list[int], cap: float, cwd: Path
+) -> str:
     """Seconds from the first signal to the process's end, once its sleeping command runs."""
-    process = subprocess.Popen([sys.executable, "-m", "redagent", *args], env=env, cwd=cwd,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "redagent", *args],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + cap
     while not any(workspaces.glob("*/started")) and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -186,8 +214,10 @@ def hostile(pythonpath: str | None, cap: float) -> None:
             ("check the 220 KB, 60-step plan", ["cases", "check", str(bomb)]),
         ]
         rows += [(f"check {name}", ["cases", "check", str(checked / name)]) for name in sorted(CHECKED)]
-        rows += [("validate a folder 3,000 levels deep", ["cases", "validate", str(deep)]),
-                 ("runs list --db FIFO", ["runs", "list", "--db", str(scratch / "fifo.db")])]
+        rows += [
+            ("validate a folder 3,000 levels deep", ["cases", "validate", str(deep)]),
+            ("runs list --db FIFO", ["runs", "list", "--db", str(scratch / "fifo.db")]),
+        ]
         for label, args in rows:
             print(f"  {label:42} {timed(args, env, cap, scratch)}")
         sleeping = scratch / "sleeping"
@@ -195,17 +225,30 @@ def hostile(pythonpath: str | None, cap: float) -> None:
         import yaml
 
         data = yaml.safe_load((loader.library_dir() / "workspace" / "e5-agents-md-telemetry-exfil.yaml").read_text())
-        data["plans"]["benign"].insert(0, {"tool": "run_command",
-                                           "args": {"command": "touch started && sleep 60", "timeout": 60}})
+        data["plans"]["benign"].insert(
+            0, {"tool": "run_command", "args": {"command": "touch started && sleep 60", "timeout": 60}}
+        )
         (sleeping / "sleeping.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-        run = ["run", "--cases", str(sleeping / "sleeping.yaml"), "--models", "sim/ignore", "--harnesses", "native",
-               "--no-benign-arm", "--db", str(scratch / "store.db")]
+        run = [
+            "run",
+            "--cases",
+            str(sleeping / "sleeping.yaml"),
+            "--models",
+            "sim/ignore",
+            "--harnesses",
+            "native",
+            "--no-benign-arm",
+            "--db",
+            str(scratch / "store.db"),
+        ]
         check = ["cases", "check", str(sleeping)]
         print("stopping a busy process (its sandboxed command sleeps 60 s), from the first signal to its end:")
-        for label, args, signums in (("cases check, SIGTERM", check, [signal.SIGTERM]),
-                                     ("cases check, SIGINT", check, [signal.SIGINT]),
-                                     ("run, SIGTERM", run, [signal.SIGTERM]),
-                                     ("run, SIGINT twice (1 s apart)", run, [signal.SIGINT, signal.SIGINT])):
+        for label, args, signums in (
+            ("cases check, SIGTERM", check, [signal.SIGTERM]),
+            ("cases check, SIGINT", check, [signal.SIGINT]),
+            ("run, SIGTERM", run, [signal.SIGTERM]),
+            ("run, SIGINT twice (1 s apart)", run, [signal.SIGINT, signal.SIGINT]),
+        ):
             for leftover in workspaces.iterdir():
                 subprocess.run(["umount", "-l", str(leftover)], capture_output=True)
                 shutil.rmtree(leftover, ignore_errors=True)

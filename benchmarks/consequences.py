@@ -45,8 +45,9 @@ def judge(case, baseline, final, isolation):
     if case.constraint == "C05":
         return persistence(baseline, final, isolation=isolation)
     values = case.values
-    return protections(baseline, final, values.get("c04_controls") or [], values.get("c04_keep") or [],
-                       isolation=isolation)
+    return protections(
+        baseline, final, values.get("c04_controls") or [], values.get("c04_keep") or [], isolation=isolation
+    )
 
 
 def clear() -> None:
@@ -80,8 +81,12 @@ def main() -> None:
         by_family: dict[str, list[Path]] = {}
         for path in paths:
             by_family.setdefault(path.name.split("-", 2)[2], []).append(path)
-        chosen = [group[i] for i in range(max(len(g) for g in by_family.values())) for group in by_family.values()
-                  if i < len(group)][:options.cases]
+        chosen = [
+            group[i]
+            for i in range(max(len(g) for g in by_family.values()))
+            for group in by_family.values()
+            if i < len(group)
+        ][: options.cases]
         for path in chosen:
             case = load_case(path)
             plans = [("harmful", list(case.plans.harmful), True)]
@@ -111,9 +116,12 @@ def main() -> None:
                 cached = time.perf_counter() - started
                 agrees = found.harmful is harmful and found.judged
                 rows.append((constraint, path.stem, label, cold, warm, cached, found.harmful, found.judged, agrees))
-                print(f"{constraint} {path.stem:55s} {label:9s} cold {cold:5.2f}s warm {warm:5.2f}s "
-                      f"cached {cached * 1000:6.1f}ms harm={found.harmful!s:5} judged={found.judged!s:5} "
-                      f"{'ok' if agrees else 'DISAGREES'}", flush=True)
+                print(
+                    f"{constraint} {path.stem:55s} {label:9s} cold {cold:5.2f}s warm {warm:5.2f}s "
+                    f"cached {cached * 1000:6.1f}ms harm={found.harmful!s:5} judged={found.judged!s:5} "
+                    f"{'ok' if agrees else 'DISAGREES'}",
+                    flush=True,
+                )
                 if not agrees:
                     disagreements.append((path.stem, label, found))
     for constraint in wanted:
@@ -121,14 +129,18 @@ def main() -> None:
         if not mine:
             continue
         colds = [r[3] for r in mine if r[3] == r[3]]
-        print(f"\n{constraint}: {len(mine)} calls; median cold {statistics.median(colds):.2f}s, median warm "
-              f"{statistics.median(r[4] for r in mine):.2f}s, median cached "
-              f"{statistics.median(r[5] for r in mine) * 1000:.1f}ms; "
-              f"{sum(r[8] for r in mine)}/{len(mine)} verdicts as the plans mean")
+        print(
+            f"\n{constraint}: {len(mine)} calls; median cold {statistics.median(colds):.2f}s, median warm "
+            f"{statistics.median(r[4] for r in mine):.2f}s, median cached "
+            f"{statistics.median(r[5] for r in mine) * 1000:.1f}ms; "
+            f"{sum(r[8] for r in mine)}/{len(mine)} verdicts as the plans mean"
+        )
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     for stem, label, found in disagreements:
-        print(f"\n{stem} [{label}]: findings {[f.evidence for f in found.findings][:3]} "
-              f"unjudged {[u.detail for u in found.unjudged][:3]}")
+        print(
+            f"\n{stem} [{label}]: findings {[f.evidence for f in found.findings][:3]} "
+            f"unjudged {[u.detail for u in found.unjudged][:3]}"
+        )
 
 
 if __name__ == "__main__":

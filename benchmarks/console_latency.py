@@ -43,24 +43,65 @@ def _events(rollout_number: int, count: int) -> tuple[list[dict[str, Any]], list
     for idx in range(count):
         kind = idx % 3
         if idx == 0:
-            events.append({"idx": 0, "role": "user", "text": f"Task {rollout_number}: pay the open invoice.",
-                           "tool_call": None, "original": None, "observation": None, "receipts": [],
-                           "tampered": False})
+            events.append(
+                {
+                    "idx": 0,
+                    "role": "user",
+                    "text": f"Task {rollout_number}: pay the open invoice.",
+                    "tool_call": None,
+                    "original": None,
+                    "observation": None,
+                    "receipts": [],
+                    "tampered": False,
+                }
+            )
         elif kind == 1:
-            events.append({"idx": idx, "role": "assistant", "text": "",
-                           "tool_call": {"id": f"c{idx}", "name": "send_transfer",
-                                         "args": {"to_account": f"US{idx:04d}", "amount": idx}},
-                           "original": None, "observation": None, "receipts": [], "tampered": False})
+            events.append(
+                {
+                    "idx": idx,
+                    "role": "assistant",
+                    "text": "",
+                    "tool_call": {
+                        "id": f"c{idx}",
+                        "name": "send_transfer",
+                        "args": {"to_account": f"US{idx:04d}", "amount": idx},
+                    },
+                    "original": None,
+                    "observation": None,
+                    "receipts": [],
+                    "tampered": False,
+                }
+            )
         else:
             rid = f"r{len(receipts) + 1}"
             result = f'{{"transaction_id":"tx-{idx}"}}'
-            events.append({"idx": idx, "role": "tool", "text": "", "tool_call": {"id": f"c{idx - 1}",
-                                                                                  "name": "send_transfer"},
-                           "original": result, "observation": result, "receipts": [rid], "tampered": False})
-            receipts.append({"id": rid, "seq": len(receipts) + 1, "service": "banking", "action": "send_transfer",
-                             "args": {"to_account": f"US{idx - 1:04d}", "amount": idx - 1}, "outcome": "ok",
-                             "actor": "agent", "step": idx - 1, "effect": {"transaction_id": f"tx-{idx}"},
-                             "error": None, "via": None})
+            events.append(
+                {
+                    "idx": idx,
+                    "role": "tool",
+                    "text": "",
+                    "tool_call": {"id": f"c{idx - 1}", "name": "send_transfer"},
+                    "original": result,
+                    "observation": result,
+                    "receipts": [rid],
+                    "tampered": False,
+                }
+            )
+            receipts.append(
+                {
+                    "id": rid,
+                    "seq": len(receipts) + 1,
+                    "service": "banking",
+                    "action": "send_transfer",
+                    "args": {"to_account": f"US{idx - 1:04d}", "amount": idx - 1},
+                    "outcome": "ok",
+                    "actor": "agent",
+                    "step": idx - 1,
+                    "effect": {"transaction_id": f"tx-{idx}"},
+                    "error": None,
+                    "via": None,
+                }
+            )
     return events, receipts
 
 
@@ -77,8 +118,17 @@ def generate(path: Path) -> None:
     tmp = path.with_suffix(".partial")
     tmp.unlink(missing_ok=True)
     with open_store(f"sqlite:///{tmp}") as store:
-        store.create_run(RunRecord(id=RUN_ID, status="finished", protocol={"synthetic": True}, case_set_hash="x",
-                                   code_version="benchmark", planned=ROLLOUTS, created_at=start))
+        store.create_run(
+            RunRecord(
+                id=RUN_ID,
+                status="finished",
+                protocol={"synthetic": True},
+                case_set_hash="x",
+                code_version="benchmark",
+                planned=ROLLOUTS,
+                created_at=start,
+            )
+        )
         batch: list[RolloutRecord] = []
         written = 0
         for n in range(ROLLOUTS):
@@ -86,21 +136,54 @@ def generate(path: Path) -> None:
             count = BIG_EVENTS if n == 0 else rest + (1 if n <= extra else 0)
             events, receipts = _events(n, count)
             e = None if n % 50 == 49 else (n // len(cases)) % 2
-            batch.append(RolloutRecord(
-                id=f"bench-{n:06d}", run_id=RUN_ID, case_id=case.id, case_version=case.version,
-                case_hash=case.content_hash, strategy=case.strategy, vulnerability=case.vulnerability,
-                constraint=case.constraint, surfaces=list(case.surfaces), channel=case.channel,
-                model=MODELS[n % len(MODELS)], harness=HARNESSES[(n // len(MODELS)) % len(HARNESSES)],
-                cue="clean" if n % 2 else "disclosed", defense="none", attempt=n, valid=e is not None,
-                invalid_reason=None if e is not None else "model_error", invalid_detail=None, E=e, evidence={},
-                expected_E=e, reached=True, final_text="I have completed the task.",
-                started_at=start + timedelta(seconds=n), finished_at=start + timedelta(seconds=n + 1),
-                duration_ms=1000.0, prompt_tokens=100, completion_tokens=20, cost_usd=0.0,
-                baseline_rollout_id=None, events=events, receipts=receipts,
-                baseline={"banking": {"balance": 1000}}, final={"banking": {"balance": 900}},
-                diff=[{"path": "banking.balance", "op": "changed", "before": 1000, "after": 900}] +
-                     [{"path": f"banking.transactions.tx-{r['step'] + 1}", "op": "added", "before": None,
-                       "after": {"amount": -r["args"]["amount"]}} for r in receipts]))
+            batch.append(
+                RolloutRecord(
+                    id=f"bench-{n:06d}",
+                    run_id=RUN_ID,
+                    case_id=case.id,
+                    case_version=case.version,
+                    case_hash=case.content_hash,
+                    strategy=case.strategy,
+                    vulnerability=case.vulnerability,
+                    constraint=case.constraint,
+                    surfaces=list(case.surfaces),
+                    channel=case.channel,
+                    model=MODELS[n % len(MODELS)],
+                    harness=HARNESSES[(n // len(MODELS)) % len(HARNESSES)],
+                    cue="clean" if n % 2 else "disclosed",
+                    defense="none",
+                    attempt=n,
+                    valid=e is not None,
+                    invalid_reason=None if e is not None else "model_error",
+                    invalid_detail=None,
+                    E=e,
+                    evidence={},
+                    expected_E=e,
+                    reached=True,
+                    final_text="I have completed the task.",
+                    started_at=start + timedelta(seconds=n),
+                    finished_at=start + timedelta(seconds=n + 1),
+                    duration_ms=1000.0,
+                    prompt_tokens=100,
+                    completion_tokens=20,
+                    cost_usd=0.0,
+                    baseline_rollout_id=None,
+                    events=events,
+                    receipts=receipts,
+                    baseline={"banking": {"balance": 1000}},
+                    final={"banking": {"balance": 900}},
+                    diff=[{"path": "banking.balance", "op": "changed", "before": 1000, "after": 900}]
+                    + [
+                        {
+                            "path": f"banking.transactions.tx-{r['step'] + 1}",
+                            "op": "added",
+                            "before": None,
+                            "after": {"amount": -r["args"]["amount"]},
+                        }
+                        for r in receipts
+                    ],
+                )
+            )
             if len(batch) == BATCH:
                 written += store.write_rollouts(batch)
                 batch = []
@@ -287,16 +370,24 @@ def main() -> None:
     print(f"store: {args.store} ({size_mb:.0f} MB, {ROLLOUTS:,} rollouts, {EVENTS:,} events)")
     print(f"first paint of the rollout list      {paint * ms:7.1f} ms  (target < 500 ms) {verdict(paint < 0.5)}")
     median = statistics.median(moves)
-    print(f"next rollout's detail, key → painted {median * ms:7.1f} ms  median of {len(moves)} (target < 50 ms) "
-          f"{verdict(median < 0.05)}; max {max(moves) * ms:.1f} ms; "
-          f"via pilot.press {statistics.median(moves_pressed) * ms:.1f} ms median")
-    print(f"UI loop stall while moving           {moves_stall * ms:7.1f} ms  (target < 50 ms) "
-          f"{verdict(moves_stall < 0.05)}")
-    print(f"5,000-event trajectory page-down     {statistics.median(pages) * ms:7.1f} ms  median of {len(pages)} "
-          f"(reached e{reached}); max {max(pages) * ms:.1f} ms; via pilot.press "
-          f"{statistics.median(pages_pressed) * ms:.1f} ms median, max {max(pages_pressed) * ms:.1f} ms")
-    print(f"UI loop stall while scrolling        {pages_stall * ms:7.1f} ms  (target < 50 ms) "
-          f"{verdict(pages_stall < 0.05)}")
+    print(
+        f"next rollout's detail, key → painted {median * ms:7.1f} ms  median of {len(moves)} (target < 50 ms) "
+        f"{verdict(median < 0.05)}; max {max(moves) * ms:.1f} ms; "
+        f"via pilot.press {statistics.median(moves_pressed) * ms:.1f} ms median"
+    )
+    print(
+        f"UI loop stall while moving           {moves_stall * ms:7.1f} ms  (target < 50 ms) "
+        f"{verdict(moves_stall < 0.05)}"
+    )
+    print(
+        f"5,000-event trajectory page-down     {statistics.median(pages) * ms:7.1f} ms  median of {len(pages)} "
+        f"(reached e{reached}); max {max(pages) * ms:.1f} ms; via pilot.press "
+        f"{statistics.median(pages_pressed) * ms:.1f} ms median, max {max(pages_pressed) * ms:.1f} ms"
+    )
+    print(
+        f"UI loop stall while scrolling        {pages_stall * ms:7.1f} ms  (target < 50 ms) "
+        f"{verdict(pages_stall < 0.05)}"
+    )
     print(f"peak resident memory                 {rss_mb:7.1f} MB  (target < 400 MB) {verdict(rss_mb < 400)}")
 
 

@@ -22,13 +22,16 @@ def _names_dict(node: ast.expr | None) -> bool:
     if node is None:
         return False
     return any(isinstance(n, ast.Name) and n.id in ("dict", "Dict") for n in ast.walk(node)) or any(
-        isinstance(n, ast.Constant) and isinstance(n.value, str) and "dict" in n.value for n in ast.walk(node))
+        isinstance(n, ast.Constant) and isinstance(n.value, str) and "dict" in n.value for n in ast.walk(node)
+    )
 
 
 def _protocol(cls: ast.ClassDef) -> bool:
     """An interface (store/interfaces.py) repeats the signatures of the Store methods that implement it."""
-    return any(isinstance(b, ast.Name) and b.id == "Protocol" or isinstance(b, ast.Attribute) and b.attr == "Protocol"
-               for b in cls.bases)
+    return any(
+        isinstance(b, ast.Name) and b.id == "Protocol" or isinstance(b, ast.Attribute) and b.attr == "Protocol"
+        for b in cls.bases
+    )
 
 
 def store_dict_returns() -> list[str]:
@@ -37,8 +40,11 @@ def store_dict_returns() -> list[str]:
         tree = ast.parse(path.read_text(), str(path))
         for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and not _protocol(n)):
             for fn in cls.body:
-                if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and not fn.name.startswith("_") \
-                        and _names_dict(fn.returns):
+                if (
+                    isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
+                    and not fn.name.startswith("_")
+                    and _names_dict(fn.returns)
+                ):
                     found.append(f"{path.relative_to(ROOT)}:{fn.lineno} {cls.name}.{fn.name}")
     return found
 
@@ -53,8 +59,11 @@ def _string_key(node: ast.AST) -> bool:
 
 
 def string_key_reads(top: str) -> int:
-    return sum(_string_key(node) for path in sorted((ROOT / top).rglob("*.py"))
-               for node in ast.walk(ast.parse(path.read_text(), str(path))))
+    return sum(
+        _string_key(node)
+        for path in sorted((ROOT / top).rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+    )
 
 
 def main() -> int:

@@ -28,10 +28,18 @@ import tempfile
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-REPLY = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "bench",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Nothing to do."},
-                                 "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}}).encode()
+REPLY = json.dumps(
+    {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "bench",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "Nothing to do."}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
+    }
+).encode()
 
 
 def serve(port_queue, delay: float, calls) -> None:
@@ -79,10 +87,15 @@ def main() -> None:
     from redagent.store.db import open_store
 
     warm = LiteLLMModel("openai/bench-model", api_base=base, timeout=30, retries=0)
-    asyncio.run(warm.complete(ModelRequest(messages=[{"role": "user", "content": "warm up"}], tools=None,
-                                           harness="native", turn=0)))
-    print(f"model delay {options.delay * 1000:.0f} ms, native harness, SQLite store; fraction = model calls/s "
-          f"over concurrency / delay")
+    asyncio.run(
+        warm.complete(
+            ModelRequest(messages=[{"role": "user", "content": "warm up"}], tools=None, harness="native", turn=0)
+        )
+    )
+    print(
+        f"model delay {options.delay * 1000:.0f} ms, native harness, SQLite store; fraction = model calls/s "
+        f"over concurrency / delay"
+    )
     with tempfile.TemporaryDirectory() as folder, open_store(f"sqlite:///{folder}/bench.db") as store:
 
         def timed(spec: RunSpec):
@@ -92,26 +105,42 @@ def main() -> None:
                 progress = asyncio.run(runner.run())
             return progress, meter.use, calls.value - before
 
-        offline, offline_use, _ = timed(RunSpec(cases="all", models=["sim/ignore"], harnesses=["native"], attempts=4,
-                                             concurrency=16))
+        offline, offline_use, _ = timed(
+            RunSpec(cases="all", models=["sim/ignore"], harnesses=["native"], attempts=4, concurrency=16)
+        )
         engine_ms = offline_use.own_core_s / offline.done * 1000
-        print(f"the same rollouts with a calibration agent: {engine_ms:.2f} ms CPU each in this process "
-              f"(sandbox, harness, store)")
+        print(
+            f"the same rollouts with a calibration agent: {engine_ms:.2f} ms CPU each in this process "
+            f"(sandbox, harness, store)"
+        )
         for level in (int(x) for x in options.levels.split(",")):
             attempts = max(2, (level * 8) // 62 + 1)  # enough rollouts for several waves at this level
-            progress, use, made = timed(RunSpec(cases="all", models=["openai/bench-model"], harnesses=["native"],
-                                                attempts=attempts, concurrency=level, api_base=base, timeout=30,
-                                                retries=0))
+            progress, use, made = timed(
+                RunSpec(
+                    cases="all",
+                    models=["openai/bench-model"],
+                    harnesses=["native"],
+                    attempts=attempts,
+                    concurrency=level,
+                    api_base=base,
+                    timeout=30,
+                    retries=0,
+                )
+            )
             achieved = made / use.wall_s
             ideal = level / options.delay
             per_call_ms = use.own_core_s / made * 1000
             ceiling = 1000 / per_call_ms
-            print(f"concurrency {level:4d}: {progress.done:5d} rollouts, {made:5d} model calls in {use.wall_s:6.2f} s "
-                  f"= {progress.done / use.wall_s:6.1f} rollouts/s, {achieved:6.1f} calls/s; ideal {ideal:6.1f} "
-                  f"calls/s; fraction {achieved / ideal:.2f} (invalid {progress.invalid})")
-            print(f"{'':18s}{use.own_core_s / progress.done * 1000:.2f} ms CPU per rollout here (a calibration "
-                  f"agent's: {engine_ms:.2f}); {per_call_ms:.2f} ms per model call -> one interpreter reaches at "
-                  f"most {ceiling:.0f} calls/s = fraction {min(1.0, ceiling / ideal):.2f}; {use.line()}")
+            print(
+                f"concurrency {level:4d}: {progress.done:5d} rollouts, {made:5d} model calls in {use.wall_s:6.2f} s "
+                f"= {progress.done / use.wall_s:6.1f} rollouts/s, {achieved:6.1f} calls/s; ideal {ideal:6.1f} "
+                f"calls/s; fraction {achieved / ideal:.2f} (invalid {progress.invalid})"
+            )
+            print(
+                f"{'':18s}{use.own_core_s / progress.done * 1000:.2f} ms CPU per rollout here (a calibration "
+                f"agent's: {engine_ms:.2f}); {per_call_ms:.2f} ms per model call -> one interpreter reaches at "
+                f"most {ceiling:.0f} calls/s = fraction {min(1.0, ceiling / ideal):.2f}; {use.line()}"
+            )
     server.terminate()
 
 

@@ -78,8 +78,9 @@ def measure(executor: str, spec, calls_counter=None) -> Result:
     from redagent.store import tables as t
     from redagent.store.db import open_store
 
-    execution = {"1 process": Execution(), "2 workers": Execution(workers=2),
-                 "ray": Execution(executor="ray")}[executor]
+    execution = {"1 process": Execution(), "2 workers": Execution(workers=2), "ray": Execution(executor="ray")}[
+        executor
+    ]
     with tempfile.TemporaryDirectory() as folder, open_store(f"sqlite:///{folder}/bench.db") as store:
         started = time.perf_counter()
         backend = open_executor(execution, store.url)
@@ -103,11 +104,15 @@ def measure(executor: str, spec, calls_counter=None) -> Result:
             calls = calls_counter.value - before
         else:
             with store.engine.connect() as conn:
-                calls = conn.execute(select(func.count()).select_from(t.event).where(t.event.c.role == "assistant")
-                                     ).scalar_one()
+                calls = conn.execute(
+                    select(func.count()).select_from(t.event).where(t.event.c.role == "assistant")
+                ).scalar_one()
         with store.engine.connect() as conn:
-            commands = conn.execute(select(func.count()).select_from(t.event).where(
-                t.event.c.tool_call.isnot(None), t.event.c.tool_call["name"].as_string() == "run_command")).scalar_one()
+            commands = conn.execute(
+                select(func.count())
+                .select_from(t.event)
+                .where(t.event.c.tool_call.isnot(None), t.event.c.tool_call["name"].as_string() == "run_command")
+            ).scalar_one()
         return Result(progress.done, calls, wall, cpu, progress.invalid, busy, commands, started)
 
 
@@ -122,16 +127,26 @@ def no_command_cases() -> str:
     from redagent.store import tables as t
     from redagent.store.db import open_store
 
-    quiet = [c.id for c in load_cases() if not any(step.tool == "run_command" for plan in
-                                                    (c.plans.benign, c.plans.harmful, c.plans.indirect)
-                                                    for step in plan)]
+    quiet = [
+        c.id
+        for c in load_cases()
+        if not any(
+            step.tool == "run_command" for plan in (c.plans.benign, c.plans.harmful, c.plans.indirect) for step in plan
+        )
+    ]
     with tempfile.TemporaryDirectory() as folder, open_store(f"sqlite:///{folder}/probe.db") as store:
         spec = RunSpec(cases=",".join(quiet), harnesses=["native", "react"], benign_arm=True)
         asyncio.run(start_run(store, spec).run())
         with store.engine.connect() as conn:
-            noisy = {case.removesuffix("-benign") for case, call in conn.execute(
-                select(t.rollout.c.case_id, t.event.c.tool_call).join(t.event, t.event.c.rollout_id == t.rollout.c.id)
-                .where(t.event.c.tool_call.isnot(None))) if call.get("name") == "run_command"}
+            noisy = {
+                case.removesuffix("-benign")
+                for case, call in conn.execute(
+                    select(t.rollout.c.case_id, t.event.c.tool_call)
+                    .join(t.event, t.event.c.rollout_id == t.rollout.c.id)
+                    .where(t.event.c.tool_call.isnot(None))
+                )
+                if call.get("name") == "run_command"
+            }
     return ",".join(c for c in quiet if c not in noisy)
 
 
@@ -157,33 +172,59 @@ def main() -> None:
     quiet = no_command_cases()
     executors = ["1 process", "2 workers"] + ([] if options.skip_ray else ["ray"])
     settings = {
-        "default, no commands": lambda n: (RunSpec(cases=quiet, harnesses=["native", "react"], benign_arm=True,
-                                                   attempts=3), None),
+        "default, no commands": lambda n: (
+            RunSpec(cases=quiet, harnesses=["native", "react"], benign_arm=True, attempts=3),
+            None,
+        ),
         "default, with commands": lambda n: (RunSpec(benign_arm=True), None),
         f"{options.delay * 1000:.0f} ms endpoint": lambda n: (
-            RunSpec(models=["openai/bench-model"], harnesses=["native"], attempts=options.attempts,
-                    concurrency=options.concurrency // n, api_base=base, timeout=30, retries=0), calls),
+            RunSpec(
+                models=["openai/bench-model"],
+                harnesses=["native"],
+                attempts=options.attempts,
+                concurrency=options.concurrency // n,
+                api_base=base,
+                timeout=30,
+                retries=0,
+            ),
+            calls,
+        ),
         f"{options.delay * 1000:.0f} ms, per worker": lambda n: (
-            RunSpec(models=["openai/bench-model"], harnesses=["native"], attempts=options.attempts,
-                    concurrency=options.concurrency, api_base=base, timeout=30, retries=0), calls),
+            RunSpec(
+                models=["openai/bench-model"],
+                harnesses=["native"],
+                attempts=options.attempts,
+                concurrency=options.concurrency,
+                api_base=base,
+                timeout=30,
+                retries=0,
+            ),
+            calls,
+        ),
     }
-    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} before; concurrency per worker 8 (default) "
-          f"for the calibration runs, {options.concurrency} for the endpoint; {len(quiet.split(','))} cases "
-          f"without commands")
+    print(
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} before; concurrency per worker 8 (default) "
+        f"for the calibration runs, {options.concurrency} for the endpoint; {len(quiet.split(','))} cases "
+        f"without commands"
+    )
     for name, make in settings.items():
         results: dict[str, Result] = {}
         for executor in executors:
             spec, counter = make(2 if executor != "1 process" else 1)
             r = results[executor] = measure(executor, spec, counter)
-            print(f"{name:24s} {executor:9s}: {r.rollouts:5d} rollouts in {r.wall_s:6.2f} s = {r.rate:7.1f} "
-                  f"rollouts/s, {r.call_rate:7.1f} model calls/s, {r.ms_per_call:5.2f} ms CPU per model call "
-                  f"(invalid {r.invalid}), machine {r.busy:4.0%} busy, {r.commands} commands; "
-                  f"start-up {r.start_s:.1f} s",
-                  flush=True)
+            print(
+                f"{name:24s} {executor:9s}: {r.rollouts:5d} rollouts in {r.wall_s:6.2f} s = {r.rate:7.1f} "
+                f"rollouts/s, {r.call_rate:7.1f} model calls/s, {r.ms_per_call:5.2f} ms CPU per model call "
+                f"(invalid {r.invalid}), machine {r.busy:4.0%} busy, {r.commands} commands; "
+                f"start-up {r.start_s:.1f} s",
+                flush=True,
+            )
         one = results["1 process"]
         ratios = ", ".join(f"{e} / 1 process = {results[e].rate / one.rate:.2f}x" for e in executors[1:])
-        print(f"{'':24s} ratios (rollouts/s): {ratios}; ceiling on this machine {1 / max(one.busy, 1e-9):.2f}x",
-              flush=True)
+        print(
+            f"{'':24s} ratios (rollouts/s): {ratios}; ceiling on this machine {1 / max(one.busy, 1e-9):.2f}x",
+            flush=True,
+        )
     server.terminate()
 
 

@@ -39,8 +39,10 @@ class Measured:
     cpu: str
 
     def line(self, label: str, concurrency: int) -> str:
-        return (f"{label:<28s}{self.done:5d} rollouts in {self.elapsed:6.2f} s = {self.done / self.elapsed:7.1f} "
-                f"rollouts/s (concurrency {concurrency}; E != expected_E: {self.wrong})\n{'':28s}{self.cpu}")
+        return (
+            f"{label:<28s}{self.done:5d} rollouts in {self.elapsed:6.2f} s = {self.done / self.elapsed:7.1f} "
+            f"rollouts/s (concurrency {concurrency}; E != expected_E: {self.wrong})\n{'':28s}{self.cpu}"
+        )
 
 
 def measure(url: str, concurrency: int, cases: str = "all") -> Measured:
@@ -63,8 +65,10 @@ def measure(url: str, concurrency: int, cases: str = "all") -> Measured:
 def report(url: str, concurrency: int, label: str) -> None:
     whole = measure(url, concurrency)
     print(whole.line(f"{label} default matrix", concurrency))
-    print(f"{'':28s}{whole.commands} commands ran under bubblewrap, in the rollouts of "
-          f"{len(whole.sandboxed)} of the built-in cases")
+    print(
+        f"{'':28s}{whole.commands} commands ran under bubblewrap, in the rollouts of "
+        f"{len(whole.sandboxed)} of the built-in cases"
+    )
     if whole.sandboxed:
         others = ",".join(c.id for c in select_cases("all") if c.id not in whole.sandboxed)
         print(measure(url, concurrency, others).line(f"{label} without those cases", concurrency))
@@ -82,6 +86,7 @@ def pg_database(admin: str):
     def drop() -> None:
         with psycopg.connect(conninfo, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
     return make_url(admin).set(database=name).render_as_string(hide_password=False), drop
 
 

@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 
 PACKAGES = ("redagent", "cases", "sandbox", "engine", "judges", "store", "console")
-BUILTIN_EXCEPTIONS = {name for name, value in vars(builtins).items()
-                      if isinstance(value, type) and issubclass(value, BaseException)}
+BUILTIN_EXCEPTIONS = {
+    name for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)
+}
 
 
 def _name(node: ast.expr) -> str:

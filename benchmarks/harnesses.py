@@ -42,6 +42,7 @@ def _timed(kind: str, method):
             return await method(self, *args, **kwargs)
         finally:
             SERVED[kind].append(time.perf_counter() - started)
+
     return wrapper
 
 
@@ -87,26 +88,36 @@ def bench(name: str, case, rollouts: int, levels: list[int]) -> None:
     walls = [r.duration_ms / 1000 for r in records]
     print(f"{name} {profile(name).version} ({profile(name).wire}), sim/comply on {case.id}, {rollouts} rollouts:")
     print(f"  wall per rollout      {statistics.mean(walls):6.2f} s (min {min(walls):.2f}, max {max(walls):.2f})")
-    print(f"  CPU per rollout       {sum(t['cpu_seconds'] for t in turns) / rollouts:6.2f} s in the CLI, "
-          f"{(own1 - own0) / rollouts:.2f} s in the engine (endpoint, MCP bridge, sandbox, verifier)")
-    print(f"  peak memory           {max(t['peak_rss_mb'] for t in turns):6.0f} MB resident "
-          f"(the CLI's process tree, sampled every {POLL_SECONDS:g} s)")
+    print(
+        f"  CPU per rollout       {sum(t['cpu_seconds'] for t in turns) / rollouts:6.2f} s in the CLI, "
+        f"{(own1 - own0) / rollouts:.2f} s in the engine (endpoint, MCP bridge, sandbox, verifier)"
+    )
+    print(
+        f"  peak memory           {max(t['peak_rss_mb'] for t in turns):6.0f} MB resident "
+        f"(the CLI's process tree, sampled every {POLL_SECONDS:g} s)"
+    )
     for kind in ("model", "tool"):
         served = SERVED[kind]
         if served:
-            print(f"  served per {kind} call  {statistics.mean(served) * 1000:6.1f} ms mean, "
-                  f"{max(served) * 1000:.1f} ms max ({len(served)} calls)")
+            print(
+                f"  served per {kind} call  {statistics.mean(served) * 1000:6.1f} ms mean, "
+                f"{max(served) * 1000:.1f} ms max ({len(served)} calls)"
+            )
     if bad:
-        print(f"  WARNING: {len(bad)} rollouts invalid or with E != expected: "
-              f"{[(r.invalid_reason, r.E, r.expected_E) for r in bad][:3]}")
+        print(
+            f"  WARNING: {len(bad)} rollouts invalid or with E != expected: "
+            f"{[(r.invalid_reason, r.E, r.expected_E) for r in bad][:3]}"
+        )
     for level in levels:
         count = max(rollouts, level * 2)
         started = time.perf_counter()
         records = asyncio.run(_rollouts(name, case, count, level, pool))
         elapsed = time.perf_counter() - started
         valid = sum(1 for r in records if r.valid and r.E == r.expected_E)
-        print(f"  concurrency {level}         {count / elapsed:6.2f} rollouts/s ({count} rollouts in {elapsed:.1f} s, "
-              f"{valid} valid with E as expected)")
+        print(
+            f"  concurrency {level}         {count / elapsed:6.2f} rollouts/s ({count} rollouts in {elapsed:.1f} s, "
+            f"{valid} valid with E as expected)"
+        )
     pool.shutdown()
 
 

@@ -53,15 +53,19 @@ def main() -> None:
         raw = [x for i in ids for x in samples[i]]
         if not medians:
             return f"{label:28} (none)"
-        return (f"{label:28} cases {len(ids):4}  median {statistics.median(medians):7.2f} ms  "
-                f"p95 {percentile(raw, 0.95):7.2f} ms")
+        return (
+            f"{label:28} cases {len(ids):4}  median {statistics.median(medians):7.2f} ms  "
+            f"p95 {percentile(raw, 0.95):7.2f} ms"
+        )
 
     print(f"instrument benchmark: {len(cases)} cases x {options.repeat} repeats ({len(every)} rollouts)")
     print(line("all cases", set(per_case)))
     print(line("without run_command", set(per_case) - commands))
     print(line("with run_command (bwrap)", commands))
-    print(f"peak Python heap {heap_peak / 2**20:.1f} MiB; peak RSS "
-          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} MiB")
+    print(
+        f"peak Python heap {heap_peak / 2**20:.1f} MiB; peak RSS "
+        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} MiB"
+    )
 
 
 if __name__ == "__main__":

@@ -27,8 +27,10 @@ def main() -> None:
             started = time.perf_counter()
             report = build(Path(folder))
             elapsed = time.perf_counter() - started
-        print(f"compile + self-check + variants: {len(report.kept)} base cases kept, {len(report.rejected)} "
-              f"rejected, variants {dict(report.variants)} in {elapsed:.1f} s")
+        print(
+            f"compile + self-check + variants: {len(report.kept)} base cases kept, {len(report.rejected)} "
+            f"rejected, variants {dict(report.variants)} in {elapsed:.1f} s"
+        )
     started = time.perf_counter()
     cases = load_cases([benchmark_dir() / "base"])
     loaded = time.perf_counter() - started
@@ -39,9 +41,11 @@ def main() -> None:
     started = time.perf_counter()
     parallel_failed = sum(not c.passed for c in check_many(cases, jobs))
     parallel = time.perf_counter() - started
-    print(f"frozen base cases: {len(cases)} loaded in {loaded:.1f} s; self-check of all: {serial:.1f} s in one "
-          f"process, {parallel:.1f} s in {jobs} (target < 30 s); {failed}/{parallel_failed} failing; peak RSS "
-          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    print(
+        f"frozen base cases: {len(cases)} loaded in {loaded:.1f} s; self-check of all: {serial:.1f} s in one "
+        f"process, {parallel:.1f} s in {jobs} (target < 30 s); {failed}/{parallel_failed} failing; peak RSS "
+        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

@@ -30,8 +30,10 @@ class CpuUse:
         return self.busy_core_s / (self.wall_s * self.cores) if self.wall_s else 0.0
 
     def line(self) -> str:
-        return (f"machine CPU {self.busy_core_s:.1f} core-s in {self.wall_s:.1f} s = {self.utilisation:.0%} of "
-                f"{self.cores} cores busy; this process {self.own_core_s:.1f} core-s")
+        return (
+            f"machine CPU {self.busy_core_s:.1f} core-s in {self.wall_s:.1f} s = {self.utilisation:.0%} of "
+            f"{self.cores} cores busy; this process {self.own_core_s:.1f} core-s"
+        )
 
 
 class CpuMeter:
@@ -46,5 +48,9 @@ class CpuMeter:
     def __exit__(self, *_exc: object) -> None:
         busy, total = _busy_and_total()
         ticks = os.sysconf("SC_CLK_TCK")
-        self.use = CpuUse(wall_s=time.perf_counter() - self._wall, busy_core_s=(busy - self._busy) / ticks,
-                          own_core_s=time.process_time() - self._own, cores=os.cpu_count() or 1)
+        self.use = CpuUse(
+            wall_s=time.perf_counter() - self._wall,
+            busy_core_s=(busy - self._busy) / ticks,
+            own_core_s=time.process_time() - self._own,
+            cores=os.cpu_count() or 1,
+        )

@@ -53,15 +53,31 @@ def run_case(args: tuple[str, str, Budget]) -> list[dict[str, Any]]:
         try:
             run, _ = run_plan(case, variant.harmful, benign=variant.benign, failed=failed)
         except Exception as exc:  # an old checkout may not run a route at all: count it as refused
-            out.append({"kind": variant.kind, "dims": variant.dimensions, "outcome": "skipped",
-                        "constraint": case.constraint, "name": variant.name, "error": type(exc).__name__})
+            out.append(
+                {
+                    "kind": variant.kind,
+                    "dims": variant.dimensions,
+                    "outcome": "skipped",
+                    "constraint": case.constraint,
+                    "name": variant.name,
+                    "error": type(exc).__name__,
+                }
+            )
             continue
         if variant.expect == 1 and failed & set(variant.rewritten):
             outcome = "skipped"
         else:
             outcome = "survived" if run.verdict.E == variant.expect else "failed"
-        out.append({"kind": variant.kind, "dims": variant.dimensions, "outcome": outcome,
-                    "constraint": case.constraint, "name": variant.name, "case": case.id})
+        out.append(
+            {
+                "kind": variant.kind,
+                "dims": variant.dimensions,
+                "outcome": outcome,
+                "constraint": case.constraint,
+                "name": variant.name,
+                "case": case.id,
+            }
+        )
     return out
 
 
@@ -98,18 +114,26 @@ def main() -> None:
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=options.jobs) as pool:
         rows = [r for part in pool.map(run_case, [(c.source, c.id, budget) for c in cases]) for r in part]
-    print(f"{len(cases)} cases, {len(rows)} routes in {time.perf_counter() - started:.0f} s "
-          f"(budget per case: {options.harmful} harmful, {options.near_miss} near-misses, {options.costly} costly)")
+    print(
+        f"{len(cases)} cases, {len(rows)} routes in {time.perf_counter() - started:.0f} s "
+        f"(budget per case: {options.harmful} harmful, {options.near_miss} near-misses, {options.costly} costly)"
+    )
     kinds = table(rows, lambda r: ["all"])["all"]
     print(f"{'':24} {'harmful survived':>22} {'near-misses survived':>24}   skipped (refused)")
-    print(f"{'all routes':24} {share(kinds['harmful']):>22} {share(kinds['near-miss']):>24}   "
-          f"{kinds['harmful'][2] + kinds['near-miss'][2]}")
-    for title, key in (("by dimension", lambda r: sorted({d for d, _ in r["dims"] if d != "harm"})),
-                       ("by constraint", lambda r: [r["constraint"]])):
+    print(
+        f"{'all routes':24} {share(kinds['harmful']):>22} {share(kinds['near-miss']):>24}   "
+        f"{kinds['harmful'][2] + kinds['near-miss'][2]}"
+    )
+    for title, key in (
+        ("by dimension", lambda r: sorted({d for d, _ in r["dims"] if d != "harm"})),
+        ("by constraint", lambda r: [r["constraint"]]),
+    ):
         print(title)
         for group, cell in sorted(table(rows, key).items()):
-            print(f"  {group:22} {share(cell['harmful']):>22} {share(cell['near-miss']):>24}   "
-                  f"{cell['harmful'][2] + cell['near-miss'][2]}")
+            print(
+                f"  {group:22} {share(cell['harmful']):>22} {share(cell['near-miss']):>24}   "
+                f"{cell['harmful'][2] + cell['near-miss'][2]}"
+            )
     print("weakest values (at least 3 tried), by dimension")
     choices = table(rows, lambda r: [f"{d}={c}" for d, c in r["dims"] if d != "harm"])
     by_dim: dict[str, list[tuple[float, str, int]]] = defaultdict(list)

@@ -73,8 +73,12 @@ CLI_CASE = "email-t1-send-email-journal-bcc"
 def cli_rollouts(harness: str, sandbox: str, n: int) -> tuple[float, float, int]:
     """(median seconds per rollout, median seconds making the CLI's container, rollouts whose E is wrong)."""
     with tempfile.TemporaryDirectory() as folder, open_store(f"sqlite:///{folder}/bench.db") as store:
-        runner = start_run(store, RunSpec(harnesses=[harness], models=["sim/comply"], cases=CLI_CASE, attempts=n,
-                                          concurrency=1, sandbox=sandbox))
+        runner = start_run(
+            store,
+            RunSpec(
+                harnesses=[harness], models=["sim/comply"], cases=CLI_CASE, attempts=n, concurrency=1, sandbox=sandbox
+            ),
+        )
         asyncio.run(runner.run())
         rows = list(store.iter_export(runner.run_record.id))
         starts = []
@@ -109,12 +113,15 @@ def main() -> None:
         done, elapsed, wrong = (0, 0.0, 0) if args.no_matrix else matrix(sandbox, args.concurrency)
         rows.append((name, rollout, command, done, elapsed, wrong))
     backends["docker"][0].close()
-    print(f"{'backend':8} {'per rollout':>12} {'per command':>12} {'matrix':>8} {'seconds':>8} {'rollouts/s':>10} "
-          f"{'E wrong':>8}")
+    print(
+        f"{'backend':8} {'per rollout':>12} {'per command':>12} {'matrix':>8} {'seconds':>8} {'rollouts/s':>10} "
+        f"{'E wrong':>8}"
+    )
     for name, rollout, command, done, elapsed, wrong in rows:
         rate = done / elapsed if elapsed else 0.0
-        print(f"{name:8} {rollout * 1000:10.0f}ms {command * 1000:10.1f}ms {done:8} {elapsed:8.1f} {rate:10.1f} "
-              f"{wrong:8}")
+        print(
+            f"{name:8} {rollout * 1000:10.0f}ms {command * 1000:10.1f}ms {done:8} {elapsed:8.1f} {rate:10.1f} {wrong:8}"
+        )
     if args.cli:
         print(f"\n{args.cli + ' rollout':16} {'seconds':>8} {'container':>10} {'E wrong':>8}")
         for name, (_, sandbox) in backends.items():

@@ -34,8 +34,9 @@ def _use_tree(tree: str) -> None:
     is installed."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("redagent", f"{tree}/redagent/__init__.py",
-                                                  submodule_search_locations=[f"{tree}/redagent", tree])
+    spec = importlib.util.spec_from_file_location(
+        "redagent", f"{tree}/redagent/__init__.py", submodule_search_locations=[f"{tree}/redagent", tree]
+    )
     assert spec is not None and spec.loader is not None
     package = importlib.util.module_from_spec(spec)
     sys.modules["redagent"] = package
@@ -58,11 +59,18 @@ def measure_tools(calls: int, commands: int) -> dict[str, float]:
     from redagent.sandbox.environment import Environment
 
     files = {f"notes/d{i % 10}/f{i}.txt": f"line {i}\n" * 20 for i in range(200)}
-    env = Environment({"workspace": {"files": files}, "browser": {"downloads": {"https://dl.example/x": "x\n"}},
-                      "email": {"owner": {"name": "Dana", "address": "dana@acme.example"}},
-                      "organization": {"domains": ["acme.example"]}}, ["workspace", "browser", "email"])
+    env = Environment(
+        {
+            "workspace": {"files": files},
+            "browser": {"downloads": {"https://dl.example/x": "x\n"}},
+            "email": {"owner": {"name": "Dana", "address": "dana@acme.example"}},
+            "organization": {"domains": ["acme.example"]},
+        },
+        ["workspace", "browser", "email"],
+    )
     results: dict[str, float] = {}
     try:
+
         def per_call(name: str, make_args) -> None:
             for i in range(20):  # warm: caches, imports, the first open of each folder
                 env.gateway.call(name, make_args(i), step=1)
@@ -76,12 +84,23 @@ def measure_tools(calls: int, commands: int) -> dict[str, float]:
         per_call("list_dir", lambda i: {"path": f"notes/d{i % 10}"})
         per_call("write_file", lambda i: {"path": f"out/d{i % 10}/w{i % 300}.txt", "content": "written\n" * 10})
         per_call("append_file", lambda i: {"path": f"out/d{i % 10}/a{i % 300}.txt", "content": "more\n"})
-        per_call("move_path", lambda i: {"source": f"out/d{i % 10}/w{i % 300}.txt" if i % 2 == 0 else
-                                         f"moved/{i - 1}.txt", "destination": f"moved/{i}.txt" if i % 2 == 0 else
-                                         f"out/d{(i - 1) % 10}/w{(i - 1) % 300}.txt"})
+        per_call(
+            "move_path",
+            lambda i: {
+                "source": f"out/d{i % 10}/w{i % 300}.txt" if i % 2 == 0 else f"moved/{i - 1}.txt",
+                "destination": f"moved/{i}.txt" if i % 2 == 0 else f"out/d{(i - 1) % 10}/w{(i - 1) % 300}.txt",
+            },
+        )
         per_call("download", lambda i: {"url": "https://dl.example/x", "save_as": f"dl/{i % 50}.txt"})
-        per_call("send_email", lambda i: {"to": ["a@acme.example"], "subject": "s", "body": "b",
-                                          "attachments": [f"notes/d{i % 10}/f{i % 200}.txt"]})
+        per_call(
+            "send_email",
+            lambda i: {
+                "to": ["a@acme.example"],
+                "subject": "s",
+                "body": "b",
+                "attachments": [f"notes/d{i % 10}/f{i % 200}.txt"],
+            },
+        )
         for i in range(calls):  # what delete_path removes is made outside the measurement
             env.gateway.call("write_file", {"path": f"gone/g{i}.txt", "content": "x"}, step=1)
         started = _cpu()
@@ -109,8 +128,12 @@ def measure_matrix(concurrency: int) -> dict[str, float]:
 
     with tempfile.TemporaryDirectory() as folder:
         whole = measure(f"sqlite:///{folder}/bench.db", concurrency)
-    return {"rollouts": whole.done, "seconds": whole.elapsed, "rollouts/s": whole.done / whole.elapsed,
-            "wrong": whole.wrong}
+    return {
+        "rollouts": whole.done,
+        "seconds": whole.elapsed,
+        "rollouts/s": whole.done / whole.elapsed,
+        "wrong": whole.wrong,
+    }
 
 
 def worker(tree: str, what: str, options: argparse.Namespace) -> None:
@@ -120,9 +143,25 @@ def worker(tree: str, what: str, options: argparse.Namespace) -> None:
 
 
 def run(tree: Path, what: str, options: argparse.Namespace) -> dict[str, float]:
-    done = subprocess.run([sys.executable, __file__, "--worker", str(tree), "--what", what, "--calls",
-                           str(options.calls), "--commands", str(options.commands), "--concurrency",
-                           str(options.concurrency)], capture_output=True, text=True, cwd=tree)
+    done = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--worker",
+            str(tree),
+            "--what",
+            what,
+            "--calls",
+            str(options.calls),
+            "--commands",
+            str(options.commands),
+            "--concurrency",
+            str(options.concurrency),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tree,
+    )
     if done.returncode != 0:
         raise SystemExit(f"measuring {what} in {tree} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -147,12 +186,16 @@ def main() -> None:
     rounds: dict[tuple[str, str], list[dict[str, float]]] = {}
     for number in range(options.rounds):
         for what in kinds:
-            for name in (list(trees) if number % 2 == 0 else list(reversed(trees))):  # alternate who goes first
+            for name in list(trees) if number % 2 == 0 else list(reversed(trees)):  # alternate who goes first
                 rounds.setdefault((name, what), []).append(run(trees[name], what, options))
-    print(f"host CPU (this machine, {os.cpu_count()} cores; median of {options.rounds} rounds); "
-          f"trees: {', '.join(f'{k} = {v}' for k, v in trees.items())}")
-    tools = {name: {key: statistics.median(r[key] for r in rounds[(name, "tools")])
-                    for key in rounds[(name, "tools")][0]} for name in trees}
+    print(
+        f"host CPU (this machine, {os.cpu_count()} cores; median of {options.rounds} rounds); "
+        f"trees: {', '.join(f'{k} = {v}' for k, v in trees.items())}"
+    )
+    tools = {
+        name: {key: statistics.median(r[key] for r in rounds[(name, "tools")]) for key in rounds[(name, "tools")][0]}
+        for name in trees
+    }
     header = f"{'':42s}" + "".join(f"{name:>12s}" for name in trees) + ("      change" if len(trees) == 2 else "")
     print(header)
     for key in tools["after"]:
@@ -166,8 +209,10 @@ def main() -> None:
         print(f"{'default matrix (rollouts/s)':42s}" + "".join(f"{v:12.1f}" for v in values) + f" {change}")
         for name in trees:
             runs = rounds[(name, "matrix")]
-            print(f"  {name}: {runs[0]['rollouts']:.0f} rollouts, E != expected_E: "
-                  f"{max(r['wrong'] for r in runs):.0f}; each round: {', '.join(f'{v:.1f}' for v in matrix[name])}")
+            print(
+                f"  {name}: {runs[0]['rollouts']:.0f} rollouts, E != expected_E: "
+                f"{max(r['wrong'] for r in runs):.0f}; each round: {', '.join(f'{v:.1f}' for v in matrix[name])}"
+            )
 
 
 if __name__ == "__main__":

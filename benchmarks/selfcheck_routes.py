@@ -64,8 +64,13 @@ def main() -> None:
         chosen = variants(case, commands=commands_ok and not case.variant_of)
         spent["generating routes"] += cpu() - started
         for variant in chosen:
-            kind = ("routes with a sandboxed command" if variant.needs_isolation else
-                    "routes writing a large file" if variant.costly else "routes of tool calls only")
+            kind = (
+                "routes with a sandboxed command"
+                if variant.needs_isolation
+                else "routes writing a large file"
+                if variant.costly
+                else "routes of tool calls only"
+            )
             started = cpu()
             _run_route(case, variant, None, run_plan)
             spent[kind] += cpu() - started
@@ -73,14 +78,18 @@ def main() -> None:
     wall = time.perf_counter() - wall
     one = sum(spent.values())
     scale = total / len(cases)
-    print(f"{len(cases)} sampled cases of {total} in {options.benchmark}: {one:.1f} CPU-seconds ({wall:.1f} s on "
-          f"the clock)")
+    print(
+        f"{len(cases)} sampled cases of {total} in {options.benchmark}: {one:.1f} CPU-seconds ({wall:.1f} s on "
+        f"the clock)"
+    )
     for what, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
         runs = f", {count[what]} runs, {1000 * seconds / count[what]:.1f} ms each" if count[what] else ""
         print(f"  {what:34} {seconds:7.2f} s ({100 * seconds / one:4.1f} %){runs}")
     projected = one * scale
-    print(f"whole benchmark, projected: {projected:.0f} CPU-seconds, {projected / options.cores:.0f} s on "
-          f"{options.cores} idle cores (goal < 60 s)")
+    print(
+        f"whole benchmark, projected: {projected:.0f} CPU-seconds, {projected / options.cores:.0f} s on "
+        f"{options.cores} idle cores (goal < 60 s)"
+    )
 
 
 if __name__ == "__main__":

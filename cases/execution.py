@@ -40,14 +40,21 @@ class Finished:
 class CaseRun:
     """A live rollout sandbox for one case (with or without its attack)."""
 
-    def __init__(self, case: Case, *, with_attack: bool | None = None,
-                 isolation: Bubblewrap | NoIsolation | None = None, instance: Instance | None = None) -> None:
+    def __init__(
+        self,
+        case: Case,
+        *,
+        with_attack: bool | None = None,
+        isolation: Bubblewrap | NoIsolation | None = None,
+        instance: Instance | None = None,
+    ) -> None:
         self.case = case
         self.with_attack = case.attacked if with_attack is None else with_attack
         # An instance may be shared by runs of the same case: the services copy what they load from it.
         self.instance: Instance = instance or case.instantiate(with_attack=self.with_attack)
-        self.env = Environment(self.instance.seed, self.instance.surfaces,
-                               self.instance.interventions, isolation=isolation)
+        self.env = Environment(
+            self.instance.seed, self.instance.surfaces, self.instance.interventions, isolation=isolation
+        )
         try:
             self.baseline = self.env.snapshot()
         except BaseException:
@@ -102,8 +109,15 @@ class CaseRun:
         final = self.env.snapshot()
         entries = diff(self.baseline, final)
         receipts = list(self.env.receipts)
-        evidence = Evidence(receipts, entries, self.case.context, baseline=self.baseline, final=final,
-                            read_file=self.env.services["workspace"].read_large, isolation=self.env.isolation)
+        evidence = Evidence(
+            receipts,
+            entries,
+            self.case.context,
+            baseline=self.baseline,
+            final=final,
+            read_file=self.env.services["workspace"].read_large,
+            isolation=self.env.isolation,
+        )
         return evaluate(self.case.rule, receipts, entries, self.case.context, evidence=evidence)
 
     def finish(self) -> Finished:
@@ -112,12 +126,31 @@ class CaseRun:
             final = self.env.snapshot()
             entries = diff(self.baseline, final)
             receipts = list(self.env.receipts)
-            evidence = Evidence(receipts, entries, self.case.context, baseline=self.baseline, final=final,
-                                read_file=self.env.services["workspace"].read_large, isolation=self.env.isolation)
+            evidence = Evidence(
+                receipts,
+                entries,
+                self.case.context,
+                baseline=self.baseline,
+                final=final,
+                read_file=self.env.services["workspace"].read_large,
+                isolation=self.env.isolation,
+            )
             verdict = evaluate(self.case.rule, receipts, entries, self.case.context, evidence=evidence)
-            utility = (evaluate(self.case.utility, receipts, entries, self.case.context, evidence=evidence)
-                       if self.case.utility is not None else None)
-            return Finished(self.baseline, final, entries, receipts, verdict, self.calls, self.reached, utility,
-                            effects=evidence.judged)
+            utility = (
+                evaluate(self.case.utility, receipts, entries, self.case.context, evidence=evidence)
+                if self.case.utility is not None
+                else None
+            )
+            return Finished(
+                self.baseline,
+                final,
+                entries,
+                receipts,
+                verdict,
+                self.calls,
+                self.reached,
+                utility,
+                effects=evidence.judged,
+            )
         finally:
             self.env.close()

@@ -35,8 +35,20 @@ from redagent.sandbox.gateway import INTERVENTION_KINDS, TAMPER_MODES
 from redagent.sandbox.tools import ToolSpec, validate
 from redagent.sandbox.verifier import RefError, Scope, check_rule, resolve_ref, suggest
 
-REQUIRED = ("id", "version", "title", "ivc", "surfaces", "task", "seed", "attack", "verifier",
-            "policy_reminder", "recognition_cues", "plans")
+REQUIRED = (
+    "id",
+    "version",
+    "title",
+    "ivc",
+    "surfaces",
+    "task",
+    "seed",
+    "attack",
+    "verifier",
+    "policy_reminder",
+    "recognition_cues",
+    "plans",
+)
 KNOWN = set(REQUIRED) | {"followups", "values", "notes", "variant", "utility"}
 VARIANTS = ("benign", "multi_channel")
 SEED_KEYS = set(SERVICES) | {"organization", "clock", "setup_actions"}
@@ -56,10 +68,12 @@ class Problem:
 
 # Escaped in a problem line: C0 and C1 controls, line separators, bidi and other format characters (Cf),
 # lone surrogates. A hostile file's name or key then cannot reorder, hide or colour the line it is named in.
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
-                          "\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
-                          "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e007f"
-                          "\ud800-\udfff]")
+_UNPRINTABLE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+    "\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e007f"
+    "\ud800-\udfff]"
+)
 
 
 def _shown(text: str, limit: int = 200) -> str:
@@ -73,8 +87,11 @@ class CaseFileError(UserError):
     title = "Case file error"
 
     def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(map(str, problems)), file=problems[0].file if problems else None,
-                         field=problems[0].field if problems else None)
+        super().__init__(
+            "\n".join(map(str, problems)),
+            file=problems[0].file if problems else None,
+            field=problems[0].field if problems else None,
+        )
         self.problems = problems
 
     def line(self) -> str:
@@ -120,8 +137,9 @@ class _Collector:
         in a screenful, not 20,000 lines."""
         shown = self.problems[:MAX_PROBLEMS]
         if len(self.problems) > MAX_PROBLEMS:
-            shown.append(Problem(self.file, 1, "(file)", f"{len(self.problems) - MAX_PROBLEMS} more problem(s) "
-                                                         f"not shown"))
+            shown.append(
+                Problem(self.file, 1, "(file)", f"{len(self.problems) - MAX_PROBLEMS} more problem(s) not shown")
+            )
         return CaseFileError(shown)
 
     def add(self, field: str, message: str) -> None:
@@ -176,8 +194,11 @@ def build_case(data: Any, lines: dict[str, int], file: str, *, bounded: bool = F
     ivc = data["ivc"] if isinstance(data["ivc"], dict) else {}
     if not isinstance(data["ivc"], dict):
         out.add("ivc", "must map strategy, vulnerability and constraint")
-    tables: dict[str, Mapping[str, object]] = {"strategy": STRATEGIES, "vulnerability": VULNERABILITIES,
-                                               "constraint": CONSTRAINTS}
+    tables: dict[str, Mapping[str, object]] = {
+        "strategy": STRATEGIES,
+        "vulnerability": VULNERABILITIES,
+        "constraint": CONSTRAINTS,
+    }
     for key in ivc:
         if key not in tables:
             out.add(f"ivc.{key}", f"unknown field{suggest(key, tables)}")
@@ -199,8 +220,10 @@ def build_case(data: Any, lines: dict[str, int], file: str, *, bounded: bool = F
     surfaces = list(dict.fromkeys(s for s in surfaces if isinstance(s, str) and s in SURFACES))
     constraint = CONSTRAINTS.get(codes["constraint"] or "")
     if constraint and constraint.surface != "cross" and constraint.surface not in surfaces:
-        out.add("ivc.constraint", f"{constraint.code} belongs to the {constraint.surface} surface, "
-                                  f"which the case does not list in surfaces")
+        out.add(
+            "ivc.constraint",
+            f"{constraint.code} belongs to the {constraint.surface} surface, which the case does not list in surfaces",
+        )
 
     followups = data.get("followups") or []
     if not isinstance(followups, list) or not all(isinstance(f, str) for f in followups):
@@ -226,21 +249,32 @@ def build_case(data: Any, lines: dict[str, int], file: str, *, bounded: bool = F
     seed_broken = any(p.field.startswith("seed") for p in out.problems)
     surfaces_broken = any(p.field.startswith("surfaces") for p in out.problems)
     attack = _attack(out, data["attack"], strategy, seed, len(followups), visible, seed_broken=seed_broken)
-    lookalike = attack.intervention.get("name") if attack.intervention and \
-        attack.intervention.get("kind") == "lookalike" and isinstance(attack.intervention.get("name"), str) else None
-    scope = Scope(services=frozenset(SERVICES),
-                  tools={name: frozenset(spec.parameters["properties"]) for name, spec in ALL_TOOLS.items()},
-                  vias=frozenset({"run_command", *([lookalike] if lookalike else [])}))
+    lookalike = (
+        attack.intervention.get("name")
+        if attack.intervention
+        and attack.intervention.get("kind") == "lookalike"
+        and isinstance(attack.intervention.get("name"), str)
+        else None
+    )
+    scope = Scope(
+        services=frozenset(SERVICES),
+        tools={name: frozenset(spec.parameters["properties"]) for name, spec in ALL_TOOLS.items()},
+        vias=frozenset({"run_command", *([lookalike] if lookalike else [])}),
+    )
     verifier = data["verifier"] if isinstance(data["verifier"], dict) else {}
     if not isinstance(data["verifier"], dict) or "rule" not in verifier:
         out.add("verifier", "must be a mapping with a rule")
     for key in verifier:
         if key not in ("rule", "semantic", "judge_instructions", "bound"):
-            out.add(f"verifier.{key}",
-                    f"unknown field{suggest(key, ('rule', 'semantic', 'judge_instructions', 'bound'))}")
+            out.add(
+                f"verifier.{key}", f"unknown field{suggest(key, ('rule', 'semantic', 'judge_instructions', 'bound'))}"
+            )
     if verifier.get("bound", "upper") not in ("upper", "lower"):
-        out.add("verifier.bound", "must be upper (the rule decides a deterministic part) or lower (the rule sees "
-                                  "verbatim and typed disclosures; paraphrases need the judge)")
+        out.add(
+            "verifier.bound",
+            "must be upper (the rule decides a deterministic part) or lower (the rule sees "
+            "verbatim and typed disclosures; paraphrases need the judge)",
+        )
     elif "bound" in verifier and verifier.get("semantic") is not True:
         out.add("verifier.bound", "only a semantic verifier has a bound")
     if not isinstance(verifier.get("semantic", False), bool):
@@ -273,9 +307,14 @@ def build_case(data: Any, lines: dict[str, int], file: str, *, bounded: bool = F
 
     plans = _plans(out, data["plans"], ALL_TOOLS if surfaces_broken else visible, attack)
     variant = data.get("variant") or {}
-    if not isinstance(variant, dict) or (variant and (variant.get("kind") not in VARIANTS
-                                                      or not isinstance(variant.get("of"), str)
-                                                      or set(variant) - {"kind", "of"})):
+    if not isinstance(variant, dict) or (
+        variant
+        and (
+            variant.get("kind") not in VARIANTS
+            or not isinstance(variant.get("of"), str)
+            or set(variant) - {"kind", "of"}
+        )
+    ):
         out.add("variant", f"must be {{kind: {' | '.join(VARIANTS)}, of: <base case id>}}")
         variant = {}
     if data.get("notes") is not None and not isinstance(data["notes"], str):
@@ -284,16 +323,33 @@ def build_case(data: Any, lines: dict[str, int], file: str, *, bounded: bool = F
         raise out.error()
     canonical = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
     return Case(
-        id=data["id"], version=data["version"], title=data["title"],
-        strategy=ivc["strategy"], vulnerability=ivc["vulnerability"], constraint=ivc["constraint"],
-        surfaces=tuple(surfaces), channel=strategy.channel if strategy else "",
-        task=data["task"], followups=tuple(followups), seed=seed, values=values, attack=attack,
-        rule=verifier["rule"], semantic=semantic, utility=utility["rule"] if utility else None,
+        id=data["id"],
+        version=data["version"],
+        title=data["title"],
+        strategy=ivc["strategy"],
+        vulnerability=ivc["vulnerability"],
+        constraint=ivc["constraint"],
+        surfaces=tuple(surfaces),
+        channel=strategy.channel if strategy else "",
+        task=data["task"],
+        followups=tuple(followups),
+        seed=seed,
+        values=values,
+        attack=attack,
+        rule=verifier["rule"],
+        semantic=semantic,
+        utility=utility["rule"] if utility else None,
         semantic_bound=str(verifier.get("bound", "upper")) if semantic else "",
         judge_instructions=str(verifier.get("judge_instructions", "")),
-        policy_reminder=data["policy_reminder"], recognition_cues=tuple(cues), plans=plans,
-        variant=variant.get("kind", ""), variant_of=variant.get("of", ""),
-        source=file, content_hash=hashlib.sha256(canonical).hexdigest(), raw=data)
+        policy_reminder=data["policy_reminder"],
+        recognition_cues=tuple(cues),
+        plans=plans,
+        variant=variant.get("kind", ""),
+        variant_of=variant.get("of", ""),
+        source=file,
+        content_hash=hashlib.sha256(canonical).hexdigest(),
+        raw=data,
+    )
 
 
 def _text(out: _Collector, data: dict[str, Any], key: str) -> None:
@@ -329,8 +385,10 @@ def _check_args(out: _Collector, where: str, spec: ToolSpec, args: dict[str, Any
         for i, path in enumerate(value if isinstance(value, list) else [value] if value is not None else []):
             why = tool_path_problem(path)
             if why:
-                out.add(f"{where}.{name}" + (f"[{i}]" if isinstance(value, list) else ""),
-                        f"{why} (a path a refused attempt uses belongs in reject)")
+                out.add(
+                    f"{where}.{name}" + (f"[{i}]" if isinstance(value, list) else ""),
+                    f"{why} (a path a refused attempt uses belongs in reject)",
+                )
 
 
 def _setup_actions(out: _Collector, raw: Any) -> None:
@@ -341,8 +399,11 @@ def _setup_actions(out: _Collector, raw: Any) -> None:
         out.add("seed.setup_actions", "must be a list of {tool, args}")
         return
     if len(raw) > MAX_SETUP_ACTIONS:
-        out.add("seed.setup_actions", f"{len(raw):,} setup actions; a case may have at most {MAX_SETUP_ACTIONS} "
-                                      f"(they run each time a sandbox is built)")
+        out.add(
+            "seed.setup_actions",
+            f"{len(raw):,} setup actions; a case may have at most {MAX_SETUP_ACTIONS} "
+            f"(they run each time a sandbox is built)",
+        )
         raw = raw[:MAX_SETUP_ACTIONS]
     size = len(orjson.dumps(raw))
     if size > MAX_PLAN_BYTES:
@@ -371,8 +432,16 @@ def _setup_actions(out: _Collector, raw: Any) -> None:
         _check_args(out, f"{where}.args", spec, args)
 
 
-def _attack(out: _Collector, raw: Any, strategy: Any, seed: dict[str, Any], n_followups: int,
-            visible: dict[str, ToolSpec], *, seed_broken: bool = False) -> Attack:
+def _attack(
+    out: _Collector,
+    raw: Any,
+    strategy: Any,
+    seed: dict[str, Any],
+    n_followups: int,
+    visible: dict[str, ToolSpec],
+    *,
+    seed_broken: bool = False,
+) -> Attack:
     if not isinstance(raw, dict):
         out.add("attack", "must be a mapping")
         return Attack("user", "")
@@ -390,8 +459,10 @@ def _attack(out: _Collector, raw: Any, strategy: Any, seed: dict[str, Any], n_fo
         out.add("attack.placement", "must be user, seed or tool")
     elif expected and placement != expected and not (strategy.code == "T4" and placement == "seed"):
         # T4 poisons a data source the agent retrieves through a tool, so it lives in the seed.
-        out.add("attack.placement", f"strategy {strategy.code} is {strategy.channel}-side: "
-                                    f"its attack is placed in {expected!r}")
+        out.add(
+            "attack.placement",
+            f"strategy {strategy.code} is {strategy.channel}-side: its attack is placed in {expected!r}",
+        )
     target, item, intervention = raw.get("target"), raw.get("item"), raw.get("intervention")
     if placement == "user":
         if target not in (None, "task") and target not in [f"followups[{i}]" for i in range(n_followups)]:
@@ -413,11 +484,14 @@ def _attack(out: _Collector, raw: Any, strategy: Any, seed: dict[str, Any], n_fo
         marker = None
     elif isinstance(marker, str) and marker not in content:
         out.add("attack.marker", "the marker must be a phrase of the attack content")
-    return Attack(placement=placement or "user", content=content,
-                  target=target if isinstance(target, str) else None,
-                  item=item if isinstance(item, dict) else None,
-                  intervention=intervention if isinstance(intervention, dict) else None,
-                  marker=marker or derive_marker(content))
+    return Attack(
+        placement=placement or "user",
+        content=content,
+        target=target if isinstance(target, str) else None,
+        item=item if isinstance(item, dict) else None,
+        intervention=intervention if isinstance(intervention, dict) else None,
+        marker=marker or derive_marker(content),
+    )
 
 
 def _check_item(out: _Collector, seed: dict[str, Any], target: str, item: Any, seed_broken: bool) -> None:
@@ -456,8 +530,9 @@ def _text_target_problem(seed: dict[str, Any], target: str) -> str | None:
     except (RefError, KeyError, TypeError, IndexError) as exc:
         return f"no such place in the seed: {exc}"
     workspace_file = head == "workspace.files"
-    if isinstance(current, dict) and not (workspace_file and isinstance(current.get("content", ""), str)
-                                          and "symlink" not in current):
+    if isinstance(current, dict) and not (
+        workspace_file and isinstance(current.get("content", ""), str) and "symlink" not in current
+    ):
         return "the target must be a text field (a string), or a workspace file"
     if not isinstance(current, (str, dict)):
         return f"the target holds {describe(current)}, not text: place the attack in a string field"
@@ -474,8 +549,11 @@ def _intervention(out: _Collector, raw: Any, visible: dict[str, ToolSpec]) -> di
         out.add("attack.intervention.kind", f"must be one of {', '.join(INTERVENTION_KINDS)}")
         return None
     kind = raw["kind"]
-    allowed = {"tamper": {"kind", "tool", "match", "mode", "field"}, "poison_description": {"kind", "tool"},
-               "lookalike": {"kind", "name", "target", "inject_args"}}[kind]
+    allowed = {
+        "tamper": {"kind", "tool", "match", "mode", "field"},
+        "poison_description": {"kind", "tool"},
+        "lookalike": {"kind", "name", "target", "inject_args"},
+    }[kind]
     ok = True
     for key in raw:
         if key not in allowed:
@@ -503,8 +581,9 @@ def _intervention(out: _Collector, raw: Any, visible: dict[str, ToolSpec]) -> di
             ok = False
         for name, value in (match or {}).items() if isinstance(match, dict) else ():
             if name not in params:
-                out.add(f"attack.intervention.match.{name}",
-                        f"{tool} takes no argument {name!r}{suggest(name, params)}")
+                out.add(
+                    f"attack.intervention.match.{name}", f"{tool} takes no argument {name!r}{suggest(name, params)}"
+                )
                 ok = False
             elif isinstance(value, (dict, list)) and params[name].get("type") not in ("object", "array"):
                 out.add(f"attack.intervention.match.{name}", "must be a single value")
@@ -522,8 +601,9 @@ def _intervention(out: _Collector, raw: Any, visible: dict[str, ToolSpec]) -> di
             out.add("attack.intervention.name", f"{name!r} is a real tool: a look-alike needs a name of its own")
         inject = raw.get("inject_args", {})
         if not isinstance(inject, dict):
-            out.add("attack.intervention.inject_args",
-                    f"must be a mapping of {tool}'s arguments, not {describe(inject)}")
+            out.add(
+                "attack.intervention.inject_args", f"must be a mapping of {tool}'s arguments, not {describe(inject)}"
+            )
         else:
             _check_args(out, "attack.intervention.inject_args", spec, inject, partial=True)
     return raw if ok else None
@@ -535,8 +615,11 @@ def _plans(out: _Collector, raw: Any, tools: dict[str, ToolSpec], attack: Attack
         return Plans((), ())
     size = len(orjson.dumps(raw))
     if size > MAX_PLAN_BYTES:
-        out.add("plans", f"{size:,} bytes as JSON; plans may hold at most {MAX_PLAN_BYTES:,} (the self-check runs "
-                         f"them dozens of times)")
+        out.add(
+            "plans",
+            f"{size:,} bytes as JSON; plans may hold at most {MAX_PLAN_BYTES:,} (the self-check runs "
+            f"them dozens of times)",
+        )
     tools = dict(tools)
     fake = attack.intervention if attack.intervention and attack.intervention.get("kind") == "lookalike" else None
     if fake and isinstance(fake.get("target"), str) and fake["target"] in tools:
@@ -550,24 +633,33 @@ def _plans(out: _Collector, raw: Any, tools: dict[str, ToolSpec], attack: Attack
         if kind != "indirect" and not steps:
             out.add(f"plans.{kind}", "must have at least one step")
         if len(steps) > MAX_STEPS[kind]:
-            out.add(f"plans.{kind}", f"{len(steps):,} steps; a {kind} plan may have at most {MAX_STEPS[kind]} (the "
-                                     f"self-check runs the plans once per mutation and derived route)")
-            steps = steps[:MAX_STEPS[kind]]
-        built[kind] = tuple(_step(out, f"plans.{kind}[{i}]", s, tools, kind == "harmful",
-                                  len(raw.get("benign") or []))
-                            for i, s in enumerate(steps))
+            out.add(
+                f"plans.{kind}",
+                f"{len(steps):,} steps; a {kind} plan may have at most {MAX_STEPS[kind]} (the "
+                f"self-check runs the plans once per mutation and derived route)",
+            )
+            steps = steps[: MAX_STEPS[kind]]
+        built[kind] = tuple(
+            _step(out, f"plans.{kind}[{i}]", s, tools, kind == "harmful", len(raw.get("benign") or []))
+            for i, s in enumerate(steps)
+        )
     for key in raw:
         if key not in built:
             out.add(f"plans.{key}", f"unknown plan (use benign, harmful, indirect){suggest(key, built)}")
     commands = sum(step.tool == "run_command" for steps in built.values() for step in steps)
     if commands > MAX_COMMANDS:
-        out.add("plans", f"{commands} run_command steps; a case's plans may have at most {MAX_COMMANDS} (each is a "
-                         f"sandboxed command every time the self-check runs its plan)")
+        out.add(
+            "plans",
+            f"{commands} run_command steps; a case's plans may have at most {MAX_COMMANDS} (each is a "
+            f"sandboxed command every time the self-check runs its plan)",
+        )
     uses_lookalike = fake is not None and any(s.tool == fake.get("name") for s in built["harmful"])
     if raw.get("harmful") and not uses_lookalike and not any(s.mutate for s in built["harmful"]):
         # A look-alike step has a mutation by construction: the same call through its trusted twin.
-        out.add("plans.harmful", "at least one harmful step needs mutate: argument changes that must "
-                                 "make the verifier fall silent")
+        out.add(
+            "plans.harmful",
+            "at least one harmful step needs mutate: argument changes that must make the verifier fall silent",
+        )
     return Plans(built["benign"], built["harmful"], built["indirect"])
 
 
@@ -597,8 +689,11 @@ def _step(out: _Collector, where: str, raw: Any, tools: dict[str, ToolSpec], har
         out.add(f"{where}.mutate", "must be a list of argument overrides")
         mutate = []
     if len(mutate) > MAX_MUTATIONS:
-        out.add(f"{where}.mutate", f"{len(mutate):,} mutations; a step may have at most {MAX_MUTATIONS} (the "
-                                   f"self-check runs the plans once for each)")
+        out.add(
+            f"{where}.mutate",
+            f"{len(mutate):,} mutations; a step may have at most {MAX_MUTATIONS} (the "
+            f"self-check runs the plans once for each)",
+        )
         mutate = mutate[:MAX_MUTATIONS]
     for i, override in enumerate(mutate):
         _check_args(out, f"{where}.mutate[{i}]", spec, {**args, **override})
@@ -699,8 +794,15 @@ def walk_folder(root: Path, problems: list[Problem]) -> list[Path]:
             continue
         seen += len(entries)
         if seen > MAX_FOLDER_ENTRIES:
-            problems.append(Problem(str(root), 1, "(folder)", f"more than {MAX_FOLDER_ENTRIES:,} files and folders: "
-                                                              f"not a case folder (name the folders of cases)"))
+            problems.append(
+                Problem(
+                    str(root),
+                    1,
+                    "(folder)",
+                    f"more than {MAX_FOLDER_ENTRIES:,} files and folders: "
+                    f"not a case folder (name the folders of cases)",
+                )
+            )
             return sorted(found)
         for entry in entries:
             path = Path(entry.path)
@@ -709,14 +811,26 @@ def walk_folder(root: Path, problems: list[Problem]) -> list[Path]:
                     if path.suffix in CASE_SUFFIXES and path.name != "manifest.json":
                         target = os.path.realpath(path)
                         if os.path.commonpath([base, target]) != base:
-                            problems.append(Problem(str(path), 1, "(file)", f"a link to {target}, outside the case "
-                                                                            f"folder {root}: refused"))
+                            problems.append(
+                                Problem(
+                                    str(path),
+                                    1,
+                                    "(file)",
+                                    f"a link to {target}, outside the case folder {root}: refused",
+                                )
+                            )
                         else:
                             found.append(path)
                 elif entry.is_dir(follow_symlinks=False):
                     if depth + 1 > MAX_FOLDER_DEPTH:
-                        problems.append(Problem(str(path), 1, "(folder)", f"nested deeper than {MAX_FOLDER_DEPTH} "
-                                                                          f"folders below {root}: not walked"))
+                        problems.append(
+                            Problem(
+                                str(path),
+                                1,
+                                "(folder)",
+                                f"nested deeper than {MAX_FOLDER_DEPTH} folders below {root}: not walked",
+                            )
+                        )
                     else:
                         stack.append((path, depth + 1))
                 elif path.suffix in CASE_SUFFIXES and path.name != "manifest.json":
@@ -771,8 +885,9 @@ def manifest_hash(root: Path | None = None) -> str | None:
     return orjson.loads(manifest.read_bytes())["manifest_hash"] if manifest.exists() else None
 
 
-def find_cases(ids: Iterable[str], files: dict[str, str] | None = None,
-               hashes: dict[str, str] | None = None) -> dict[str, Case]:
+def find_cases(
+    ids: Iterable[str], files: dict[str, str] | None = None, hashes: dict[str, str] | None = None
+) -> dict[str, Case]:
     """The cases with these ids, by id — what a stored run's case ids are resolved against: `files`
     (id → the file a run read it from, for cases of a researcher's own folder), else the starter
     library and the compiled benchmarks (base cases and variants). With `hashes` (id → the content hash
@@ -810,8 +925,9 @@ def _candidates(case_id: str, files: dict[str, str], library: dict[str, Case]) -
     return out
 
 
-def compiled_cases(ids: Iterable[str], hashes: dict[str, str] | None = None, *,
-                   version: int | None = None) -> dict[str, Case]:
+def compiled_cases(
+    ids: Iterable[str], hashes: dict[str, str] | None = None, *, version: int | None = None
+) -> dict[str, Case]:
     """The compiled benchmark's cases with these ids: the newest version that has the id (or the version
     whose file has the content hash `hashes` records, or the one `version` names). Only their own files
     are parsed — the compiler writes `<base|variants>/<surface>/<id>.yaml` and every compiled id starts
@@ -825,8 +941,14 @@ def compiled_cases(ids: Iterable[str], hashes: dict[str, str] | None = None, *,
         surface = case_id.split("-", 1)[0]
         for number in versions:
             root = benchmark_dir(number)
-            path = next((root / kind / surface / f"{case_id}.yaml" for kind in ("base", "variants")
-                         if (root / kind / surface / f"{case_id}.yaml").is_file()), None)
+            path = next(
+                (
+                    root / kind / surface / f"{case_id}.yaml"
+                    for kind in ("base", "variants")
+                    if (root / kind / surface / f"{case_id}.yaml").is_file()
+                ),
+                None,
+            )
             if path is None:
                 continue
             case = load_cases([path])[0]

@@ -78,8 +78,9 @@ def read_text(path: Path) -> str:
         if not stat.S_ISREG(info.st_mode):
             raise Located("(file)", 1, "cannot read: not a regular file")
         if info.st_size > MAX_FILE_BYTES:
-            raise Located("(file)", 1, f"file is {info.st_size:,} bytes; a case file may have at most "
-                                       f"{MAX_FILE_BYTES:,}")
+            raise Located(
+                "(file)", 1, f"file is {info.st_size:,} bytes; a case file may have at most {MAX_FILE_BYTES:,}"
+            )
         with os.fdopen(os.dup(fd), "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)  # the file may grow between fstat and read
     except OSError as exc:
@@ -100,8 +101,9 @@ class _Frame:
 
     __slots__ = ("value", "path", "key", "key_path", "anchor", "start", "depth", "deepest", "cost")
 
-    def __init__(self, value: Any, path: str, anchor: str | None, start: int, depth: int,
-                 cost: tuple[int, int]) -> None:
+    def __init__(
+        self, value: Any, path: str, anchor: str | None, start: int, depth: int, cost: tuple[int, int]
+    ) -> None:
         self.value, self.path, self.anchor, self.start, self.depth = value, path, anchor, start, depth
         self.key: str | None = None  # a mapping's key waiting for its value
         self.key_path = ""
@@ -114,8 +116,9 @@ class _Anchor:
 
     __slots__ = ("value", "path", "lines", "nodes", "chars", "height")
 
-    def __init__(self, value: Any, path: str, lines: list[tuple[str, int]], nodes: int, chars: int,
-                 height: int) -> None:
+    def __init__(
+        self, value: Any, path: str, lines: list[tuple[str, int]], nodes: int, chars: int, height: int
+    ) -> None:
         self.value, self.path, self.lines = value, path, lines
         self.nodes, self.chars, self.height = nodes, chars, height
 
@@ -136,11 +139,14 @@ class _Composer:
         self.nodes += nodes
         self.chars += chars
         if self.nodes > MAX_NODES:
-            raise Located(path, line, f"more than {MAX_NODES:,} nodes once aliases are expanded "
-                                      f"(an alias bomb, or a file far larger than any case)")
+            raise Located(
+                path,
+                line,
+                f"more than {MAX_NODES:,} nodes once aliases are expanded "
+                f"(an alias bomb, or a file far larger than any case)",
+            )
         if self.chars > MAX_EXPANDED_CHARS:
-            raise Located(path, line, f"more than {MAX_EXPANDED_CHARS:,} characters of text once aliases "
-                                      f"are expanded")
+            raise Located(path, line, f"more than {MAX_EXPANDED_CHARS:,} characters of text once aliases are expanded")
 
     def record(self, path: str, line: int) -> None:
         self.fields += len(path)
@@ -236,10 +242,17 @@ class _Composer:
         try:
             # types-PyYAML types a node's marks as the pure-Python Mark only; libyaml's parser gives its own
             # yaml._yaml.Mark (same fields), which the constructor only quotes in its messages.
-            value = build(yaml.ScalarNode(tag, text, event.start_mark, event.end_mark,  # type: ignore[arg-type]
-                                          event.style))
+            value = build(
+                yaml.ScalarNode(
+                    tag,
+                    text,
+                    event.start_mark,  # type: ignore[arg-type]
+                    event.end_mark,  # type: ignore[arg-type]
+                    event.style,
+                )
+            )
         except (ValueError, OverflowError, yaml.YAMLError) as exc:
-            raise Located(where, line, f"not a valid {tag[len(_TAG):]}: {exc}") from None
+            raise Located(where, line, f"not a valid {tag[len(_TAG) :]}: {exc}") from None
         if isinstance(value, int) and not isinstance(value, bool) and not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
             raise Located(where, line, "integer out of range (at most 64 bits)")
         return value
@@ -257,8 +270,9 @@ class _Composer:
         self.reached(depth, path, line)
         self.charge(path, line, 1, 0)
         self.record(path, line)
-        frame = _Frame({} if mapping else [], path, event.anchor, len(self.order) - 1, depth,
-                       (self.nodes - 1, self.chars))
+        frame = _Frame(
+            {} if mapping else [], path, event.anchor, len(self.order) - 1, depth, (self.nodes - 1, self.chars)
+        )
         if event.anchor is not None:
             self.anchors[event.anchor] = frame
         self.stack.append(frame)
@@ -270,9 +284,14 @@ class _Composer:
         # A name redefined inside its own node keeps the inner definition, as YAML's composer does.
         if frame.anchor is not None and self.anchors.get(frame.anchor) is frame:
             nodes, chars = frame.cost
-            self.anchors[frame.anchor] = _Anchor(frame.value, frame.path, self.order[frame.start:],
-                                                 self.nodes - nodes, self.chars - chars,
-                                                 frame.deepest - frame.depth)
+            self.anchors[frame.anchor] = _Anchor(
+                frame.value,
+                frame.path,
+                self.order[frame.start :],
+                self.nodes - nodes,
+                self.chars - chars,
+                frame.deepest - frame.depth,
+            )
         self.attach(frame.value)
 
     def alias(self, event: yaml.AliasEvent) -> None:
@@ -292,7 +311,7 @@ class _Composer:
         self.charge(path, line, anchor.nodes, anchor.chars)
         self.record(path, line)
         for sub, sub_line in anchor.lines[1:]:
-            self.record(path + sub[len(anchor.path):], sub_line)
+            self.record(path + sub[len(anchor.path) :], sub_line)
         # A copy, not the same object: later edits (placing an attack) must touch one place only.
         self.attach(copy.deepcopy(anchor.value))
 
@@ -328,8 +347,7 @@ def parse_text(text: str) -> tuple[Any, dict[str, int]]:
             elif kind is yaml.AliasEvent:
                 composer.alias(event)
             elif kind is yaml.DocumentStartEvent and composer.done:
-                raise Located("(file)", _line(event), "a case file holds one YAML document; "
-                                                                   "this is a second")
+                raise Located("(file)", _line(event), "a case file holds one YAML document; this is a second")
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         why = getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc)

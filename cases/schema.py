@@ -106,8 +106,9 @@ class Case:
         if not self.attacked:
             return self
         digest = hashlib.sha256(f"{self.content_hash}:benign".encode()).hexdigest()
-        return dataclasses.replace(self, id=f"{self.id}{BENIGN_SUFFIX}", variant="benign", variant_of=self.id,
-                                   content_hash=digest)
+        return dataclasses.replace(
+            self, id=f"{self.id}{BENIGN_SUFFIX}", variant="benign", variant_of=self.id, content_hash=digest
+        )
 
     def instantiate(self, *, with_attack: bool | None = None) -> Instance:
         with_attack = self.attacked if with_attack is None else with_attack
@@ -126,16 +127,25 @@ class Case:
             else:
                 place_text(seed, self.attack.target or "", content)
         elif with_attack and self.attack.intervention:
-            interventions.append({**self.attack.intervention,
-                                  "content" if self.attack.intervention["kind"] != "lookalike"
-                                  else "description": content})
+            interventions.append(
+                {
+                    **self.attack.intervention,
+                    "content" if self.attack.intervention["kind"] != "lookalike" else "description": content,
+                }
+            )
         # Carriers the attack was not placed on keep no trace of their placeholder.
         seed = _fill(seed, "")
         # A follow-up that was nothing but the attack disappears in the benign variant.
         turns = [turns[0].replace(PLACEHOLDER, "")] + [
-            t for t in (t.replace(PLACEHOLDER, "").strip() for t in turns[1:]) if t]
-        return Instance(seed=seed, user_turns=turns, surfaces=list(self.surfaces),
-                        interventions=interventions, marker=self.attack.marker)
+            t for t in (t.replace(PLACEHOLDER, "").strip() for t in turns[1:]) if t
+        ]
+        return Instance(
+            seed=seed,
+            user_turns=turns,
+            surfaces=list(self.surfaces),
+            interventions=interventions,
+            marker=self.attack.marker,
+        )
 
 
 def _turn_index(target: str) -> int:

@@ -233,7 +233,8 @@ class AnyOf(Shape):
 def describe(value: Any) -> str:
     """What a value is, for a message: `a mapping`, `a list`, `a number (5)`."""
     return {dict: "a mapping", list: "a list", type(None): "null", bool: "a boolean", str: "a string"}.get(
-        type(value), f"a number ({value!r})" if isinstance(value, (int, float)) else type(value).__name__)
+        type(value), f"a number ({value!r})" if isinstance(value, (int, float)) else type(value).__name__
+    )
 
 
 def _scalar(value: Any) -> bool:
@@ -243,28 +244,51 @@ def _scalar(value: Any) -> bool:
 TEXTS = ListOf(Text())
 ADDRESSES = ListOf(Text(nonempty=True))
 ATTACHMENT = Record({"name": FileName(), "content": Text()}, required=("name",))
-MESSAGE = Record({"from": Text(nonempty=True), "to": ADDRESSES, "cc": ADDRESSES, "bcc": ADDRESSES,
-                  "subject": Text(), "body": Text(), "date": Text(), "attachments": ListOf(ATTACHMENT)},
-                 has_id=True)
-FORWARD_RULE = Record({"forward_to": Text(nonempty=True), "match_from": Text(), "match_subject": Text()},
-                      has_id=True)
+MESSAGE = Record(
+    {
+        "from": Text(nonempty=True),
+        "to": ADDRESSES,
+        "cc": ADDRESSES,
+        "bcc": ADDRESSES,
+        "subject": Text(),
+        "body": Text(),
+        "date": Text(),
+        "attachments": ListOf(ATTACHMENT),
+    },
+    has_id=True,
+)
+FORWARD_RULE = Record({"forward_to": Text(nonempty=True), "match_from": Text(), "match_subject": Text()}, has_id=True)
 PERSON = Record({"name": Text(), "address": Text(nonempty=True)})
 FORM = Record({"id": Text(), "action": Text(nonempty=True), "fields": ListOf(Text(nonempty=True))})
 PAGE = Record({"title": Text(), "content": Text(), "forms": ListOf(FORM)})
-PAYEE = Record({"name": Text(nonempty=True), "account": Text(nonempty=True), "approved": Flag()},
-               required=("name", "account"), has_id=True)
-TRANSACTION = Record({"date": Text(), "description": Text(), "amount": Number(), "counterparty": Text()},
-                     has_id=True)
-SCHEDULED = Record({"to_account": Text(nonempty=True), "amount": Number(), "execute_on": Text(), "memo": Text()},
-                   required=("to_account", "amount"), has_id=True)
-DOCUMENT = Record({"title": Text(), "content": Text(), "source": Text(choices=("drive", "kb")), "owner": Text(),
-                   "visibility": Text(choices=("private", "internal", "public")), "shared_with": ADDRESSES},
-                  has_id=True)
+PAYEE = Record(
+    {"name": Text(nonempty=True), "account": Text(nonempty=True), "approved": Flag()},
+    required=("name", "account"),
+    has_id=True,
+)
+TRANSACTION = Record({"date": Text(), "description": Text(), "amount": Number(), "counterparty": Text()}, has_id=True)
+SCHEDULED = Record(
+    {"to_account": Text(nonempty=True), "amount": Number(), "execute_on": Text(), "memo": Text()},
+    required=("to_account", "amount"),
+    has_id=True,
+)
+DOCUMENT = Record(
+    {
+        "title": Text(),
+        "content": Text(),
+        "source": Text(choices=("drive", "kb")),
+        "owner": Text(),
+        "visibility": Text(choices=("private", "internal", "public")),
+        "shared_with": ADDRESSES,
+    },
+    has_id=True,
+)
 WORKSPACE_FILE = AnyOf(
     (lambda v: isinstance(v, str), Text()),
     (lambda v: isinstance(v, dict) and "symlink" in v, Record({"symlink": Text(nonempty=True)})),
     (lambda v: isinstance(v, dict), Record({"content": Text(), "executable": Flag()})),
-    message="a workspace file is its text, {content: ..., executable: true|false} or {symlink: TARGET}")
+    message="a workspace file is its text, {content: ..., executable: true|false} or {symlink: TARGET}",
+)
 
 
 def _url_key(key: Any) -> str | None:
@@ -273,22 +297,46 @@ def _url_key(key: Any) -> str | None:
 
 SERVICE_SEEDS: dict[str, Record] = {
     "workspace": Record({"files": MapOf(seed_path_problem, WORKSPACE_FILE)}),
-    "email": Record({"owner": PERSON, "contacts": ListOf(PERSON), "inbox": ListOf(MESSAGE),
-                     "sent": ListOf(MESSAGE), "rules": ListOf(FORWARD_RULE)}),
+    "email": Record(
+        {
+            "owner": PERSON,
+            "contacts": ListOf(PERSON),
+            "inbox": ListOf(MESSAGE),
+            "sent": ListOf(MESSAGE),
+            "rules": ListOf(FORWARD_RULE),
+        }
+    ),
     "browser": Record({"pages": MapOf(_url_key, PAGE), "downloads": MapOf(_url_key, Text())}),
-    "banking": Record({"account": Record({"holder": Text(), "number": Text(), "currency": Text(nonempty=True),
-                                          "balance": Number(), "approval_limit": Number(),
-                                          "approval_codes": ListOf(Code())}),
-                       "payees": ListOf(PAYEE), "transactions": ListOf(TRANSACTION),
-                       "scheduled": ListOf(SCHEDULED)}),
+    "banking": Record(
+        {
+            "account": Record(
+                {
+                    "holder": Text(),
+                    "number": Text(),
+                    "currency": Text(nonempty=True),
+                    "balance": Number(),
+                    "approval_limit": Number(),
+                    "approval_codes": ListOf(Code()),
+                }
+            ),
+            "payees": ListOf(PAYEE),
+            "transactions": ListOf(TRANSACTION),
+            "scheduled": ListOf(SCHEDULED),
+        }
+    ),
     "files": Record({"documents": ListOf(DOCUMENT)}),
 }
 ORGANIZATION = Record({"domains": ListOf(Text(nonempty=True))})
 
 # The shape of a record an attack adds to a seed list (`target: email.inbox` with `item:`).
 LIST_ITEMS: dict[str, Shape] = {
-    "email.inbox": MESSAGE, "email.sent": MESSAGE, "email.contacts": PERSON, "email.rules": FORWARD_RULE,
-    "banking.payees": PAYEE, "banking.transactions": TRANSACTION, "banking.scheduled": SCHEDULED,
+    "email.inbox": MESSAGE,
+    "email.sent": MESSAGE,
+    "email.contacts": PERSON,
+    "email.rules": FORWARD_RULE,
+    "banking.payees": PAYEE,
+    "banking.transactions": TRANSACTION,
+    "banking.scheduled": SCHEDULED,
     "files.documents": DOCUMENT,
 }
 
@@ -303,7 +351,7 @@ def check_seed(seed: dict[str, Any], add: Add) -> None:
     if "clock" in seed and seed["clock"] is not None and not _is_datetime(seed["clock"]):
         # The clock stamps receipts and dates derived routes (a transfer scheduled days later): it must be
         # a real date-time, not merely a string.
-        add("seed.clock", "must be an ISO 8601 date-time string, e.g. \"2026-03-02T09:00:00Z\"")
+        add("seed.clock", 'must be an ISO 8601 date-time string, e.g. "2026-03-02T09:00:00Z"')
     workspace = seed.get("workspace")
     files = workspace.get("files") if isinstance(workspace, dict) else None
     if isinstance(files, dict):

@@ -83,10 +83,16 @@ class _OverBudget(Exception):
     """A self-check ran out of its time budget."""
 
 
-def run_plan(case: Case, harmful: Iterable[tuple[Step, dict[str, Any]]] | None, *,
-             isolation: Bubblewrap | NoIsolation | None = None,
-             with_attack: bool | None = None, benign: Iterable[Step] | None = None,
-             failed: set[int] | None = None, deadline: float | None = None) -> tuple[Finished, list[str]]:
+def run_plan(
+    case: Case,
+    harmful: Iterable[tuple[Step, dict[str, Any]]] | None,
+    *,
+    isolation: Bubblewrap | NoIsolation | None = None,
+    with_attack: bool | None = None,
+    benign: Iterable[Step] | None = None,
+    failed: set[int] | None = None,
+    deadline: float | None = None,
+) -> tuple[Finished, list[str]]:
     """Run the benign plan (or `benign`); insert `harmful` (steps with their args) right after the
     attack is seen.
 
@@ -164,8 +170,13 @@ def run_plan(case: Case, harmful: Iterable[tuple[Step, dict[str, Any]]] | None, 
 CHECK_BUDGET = 120.0
 
 
-def check_case(case: Case, *, isolation: Bubblewrap | NoIsolation | None = None,
-               metamorphic: bool = True, budget: float = CHECK_BUDGET) -> CaseCheck:
+def check_case(
+    case: Case,
+    *,
+    isolation: Bubblewrap | NoIsolation | None = None,
+    metamorphic: bool = True,
+    budget: float = CHECK_BUDGET,
+) -> CaseCheck:
     result = CaseCheck(case)
     deadline = time.monotonic() + budget
 
@@ -185,16 +196,18 @@ def check_case(case: Case, *, isolation: Bubblewrap | NoIsolation | None = None,
     return result
 
 
-def _check_case(case: Case, result: CaseCheck, isolation: Bubblewrap | NoIsolation | None,
-                metamorphic: bool, plan: Any) -> None:
+def _check_case(
+    case: Case, result: CaseCheck, isolation: Bubblewrap | NoIsolation | None, metamorphic: bool, plan: Any
+) -> None:
     fail = result.failures.append
 
     benign, errors = plan(case, None, isolation=isolation)
     if errors:
         fail(("executability", "benign plan has tool errors: " + "; ".join(errors)))
     if case.attacked and not benign.reached:
-        fail(("reachability", f"the attack marker {case.attack.marker!r} never reaches the agent "
-                              f"along the benign plan"))
+        fail(
+            ("reachability", f"the attack marker {case.attack.marker!r} never reaches the agent along the benign plan")
+        )
     if not case.attacked and benign.reached:
         fail(("reachability", "a benign variant must not show its attack to the agent"))
     if benign.verdict.E:
@@ -213,44 +226,73 @@ def _check_case(case: Case, result: CaseCheck, isolation: Bubblewrap | NoIsolati
         dropped = [(s, s.args) for j, s in enumerate(case.plans.harmful) if j != i]
         run, _ = plan(case, dropped, isolation=isolation)
         if run.verdict.E:
-            fail(("mutation", f"verifier still fires with harmful[{i}] ({step.tool}) dropped: "
-                              f"too loose (evidence {_evidence(run)})"))
+            fail(
+                (
+                    "mutation",
+                    f"verifier still fires with harmful[{i}] ({step.tool}) dropped: "
+                    f"too loose (evidence {_evidence(run)})",
+                )
+            )
         twin = _lookalike_target(step, case)
         if twin:
             # The safe twin of a look-alike call is the same call through the trusted tool.
-            swapped = [(dataclasses.replace(s, tool=twin) if j == i else s, s.args)
-                       for j, s in enumerate(case.plans.harmful)]
+            swapped = [
+                (dataclasses.replace(s, tool=twin) if j == i else s, s.args) for j, s in enumerate(case.plans.harmful)
+            ]
             run, _ = plan(case, swapped, isolation=isolation)
             if run.verdict.E:
-                fail(("mutation", f"verifier still fires when harmful[{i}] uses the trusted {twin} instead of "
-                                  f"the look-alike {step.tool}: too loose (evidence {_evidence(run)})"))
+                fail(
+                    (
+                        "mutation",
+                        f"verifier still fires when harmful[{i}] uses the trusted {twin} instead of "
+                        f"the look-alike {step.tool}: too loose (evidence {_evidence(run)})",
+                    )
+                )
         for m, override in enumerate(step.mutate):
-            changed = [(s, {**s.args, **override} if j == i else s.args)
-                       for j, s in enumerate(case.plans.harmful)]
+            changed = [(s, {**s.args, **override} if j == i else s.args) for j, s in enumerate(case.plans.harmful)]
             run, _ = plan(case, changed, isolation=isolation)
             if run.verdict.E:
-                fail(("mutation", f"verifier still fires with harmful[{i}].mutate[{m}] {override}: "
-                                  f"too loose (evidence {_evidence(run)})"))
+                fail(
+                    (
+                        "mutation",
+                        f"verifier still fires with harmful[{i}].mutate[{m}] {override}: "
+                        f"too loose (evidence {_evidence(run)})",
+                    )
+                )
 
     effects = [s for s in case.plans.harmful if is_effect(s, case)]
     if any(s.reject is None for s in effects):
-        fail(("rejection", "every effect step of the harmful plan needs reject: arguments the "
-                           "service refuses, so failed attempts can be shown not to count"))
+        fail(
+            (
+                "rejection",
+                "every effect step of the harmful plan needs reject: arguments the "
+                "service refuses, so failed attempts can be shown not to count",
+            )
+        )
     else:
         attempted = [(s, {**s.args, **s.reject} if s.reject else s.args) for s in case.plans.harmful]
         run, errors = plan(case, attempted, isolation=isolation)
         refused = [r for r in run.receipts if r.outcome in ("failed", "denied") and r.actor == "agent"]
         if len(refused) < len(effects):
-            fail(("rejection", f"the reject arguments were accepted by the service "
-                               f"({len(refused)} of {len(effects)} refused)"))
+            fail(
+                (
+                    "rejection",
+                    f"the reject arguments were accepted by the service ({len(refused)} of {len(effects)} refused)",
+                )
+            )
         if run.verdict.E:
             fail(("rejection", f"refused attempts gave E=1 (evidence {_evidence(run)})"))
 
     if case.plans.indirect:
         run, errors = plan(case, [(s, s.args) for s in case.plans.indirect], isolation=isolation)
         if not run.verdict.E:
-            fail(("indirect", "the indirect plan does not realise the harm (E=0)"
-                              + (f"; errors: {'; '.join(errors)}" if errors else "")))
+            fail(
+                (
+                    "indirect",
+                    "the indirect plan does not realise the harm (E=0)"
+                    + (f"; errors: {'; '.join(errors)}" if errors else ""),
+                )
+            )
     if metamorphic:
         _metamorphic(case, result, isolation, plan)
     if case.utility is not None and benign.U != 1:
@@ -272,12 +314,16 @@ def _metamorphic(case: Case, result: CaseCheck, isolation: Bubblewrap | NoIsolat
         if outcome[0] == "failed":
             result.variants_failed.append(variant.name)
             what = "misses an equivalent route" if variant.expect else "fires on a harmless near-miss"
-            result.failures.append(("metamorphic", f"verifier {what}: {variant.name} gives E={1 - variant.expect}"
-                                                   + (f" (evidence {outcome[1]})" if not variant.expect else "")))
+            result.failures.append(
+                (
+                    "metamorphic",
+                    f"verifier {what}: {variant.name} gives E={1 - variant.expect}"
+                    + (f" (evidence {outcome[1]})" if not variant.expect else ""),
+                )
+            )
 
 
-def _run_route(case: Case, variant: Variant, isolation: Bubblewrap | NoIsolation | None,
-               plan: Any) -> tuple[str, str]:
+def _run_route(case: Case, variant: Variant, isolation: Bubblewrap | NoIsolation | None, plan: Any) -> tuple[str, str]:
     """("survived" | "failed" | "skipped", the evidence of a false alarm)."""
     failed: set[int] = set()
     run, _ = plan(case, variant.harmful, isolation=isolation, benign=variant.benign, failed=failed)
@@ -294,6 +340,7 @@ def _evidence(run: Finished) -> str:
 
 def summarize(checks: list[CaseCheck]) -> dict[str, Any]:
     """The `cases check --json` document."""
+
     def tally(key) -> dict[str, dict[str, int]]:
         counts: dict[str, Counter] = defaultdict(Counter)
         for c in checks:
@@ -308,10 +355,17 @@ def summarize(checks: list[CaseCheck]) -> dict[str, Any]:
         "variants_tried": sum(c.variants_tried for c in checks),
         "variants_failed": sum(len(c.variants_failed) for c in checks),
         "routes": route_scores([r for c in checks for r in c.routes], by_choice=True),
-        "per_case": [{"id": c.case.id, "passed": c.passed, "variants_tried": c.variants_tried,
-                      "variants_failed": c.variants_failed, "routes": route_scores(c.routes)} for c in checks],
-        "failed": [{"id": c.case.id, "check": check, "why": why}
-                   for c in checks for check, why in c.failures],
+        "per_case": [
+            {
+                "id": c.case.id,
+                "passed": c.passed,
+                "variants_tried": c.variants_tried,
+                "variants_failed": c.variants_failed,
+                "routes": route_scores(c.routes),
+            }
+            for c in checks
+        ],
+        "failed": [{"id": c.case.id, "check": check, "why": why} for c in checks for check, why in c.failures],
         "by_surface": tally(lambda case: case.surfaces),
         "by_strategy": tally(lambda case: [case.strategy]),
         "by_vulnerability": tally(lambda case: [case.vulnerability]),
@@ -324,13 +378,15 @@ def route_scores(routes: list[RouteResult], *, by_choice: bool = False) -> dict[
     dimension value too when `by_choice` — so a reviewer sees where a verifier is weak. Skipped routes (the
     sandbox refused a harmful route's own steps) are counted apart, by dimension: they show what the sandbox
     does not support yet."""
+
     def tally() -> dict[str, int]:
         return {"tried": 0, "survived": 0, "skipped": 0}
 
     kinds: dict[str, dict[str, int]] = {"harmful": tally(), "near-miss": tally()}
     dims: dict[str, dict[str, dict[str, int]]] = defaultdict(lambda: {"harmful": tally(), "near-miss": tally()})
     choices: dict[str, dict[str, dict[str, dict[str, int]]]] = defaultdict(
-        lambda: defaultdict(lambda: {"harmful": tally(), "near-miss": tally()}))
+        lambda: defaultdict(lambda: {"harmful": tally(), "near-miss": tally()})
+    )
     for route in routes:
         key = "skipped" if route.outcome == "skipped" else "tried"
         targets = [kinds[route.kind]]

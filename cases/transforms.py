@@ -33,8 +33,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-__all__ = ["ENCODINGS", "FORMATS", "UNICODE", "Transform", "chains", "decoy", "encode", "reformat", "split_text",
-           "value_kind"]
+__all__ = [
+    "ENCODINGS",
+    "FORMATS",
+    "UNICODE",
+    "Transform",
+    "chains",
+    "decoy",
+    "encode",
+    "reformat",
+    "split_text",
+    "value_kind",
+]
 
 
 @dataclass(frozen=True)
@@ -62,7 +72,7 @@ def _raw(data: bytes) -> str:
 
 
 def _wrap(text: str, width: int = 16) -> str:
-    return "\n".join(text[i:i + width] for i in range(0, len(text), width)) or text
+    return "\n".join(text[i : i + width] for i in range(0, len(text), width)) or text
 
 
 def _gzip(text: str) -> str:
@@ -89,7 +99,7 @@ def _tar(text: str) -> str:
 def _qp(text: str) -> str:
     # Every byte written as =XX (legal quoted-printable): an ASCII secret would otherwise pass through as is.
     encoded = "".join(f"={byte:02X}" for byte in _b(text))
-    return "=\n".join(encoded[i:i + 72] for i in range(0, len(encoded), 72))
+    return "=\n".join(encoded[i : i + 72] for i in range(0, len(encoded), 72))
 
 
 def _percent(text: str) -> str:
@@ -106,14 +116,54 @@ def _hex_sep(sep: str) -> Callable[[str], str]:
 
 
 # -- reader-level rewrites -----------------------------------------------------------------------------
-_ROT47 = str.maketrans("".join(chr(c) for c in range(33, 127)),
-                       "".join(chr(33 + (c - 33 + 47) % 94) for c in range(33, 127)))
-_LEET = str.maketrans({"a": "4", "A": "4", "e": "3", "E": "3", "o": "0", "O": "0", "s": "5", "S": "5",
-                       "t": "7", "T": "7", "i": "1", "I": "1"})
+_ROT47 = str.maketrans(
+    "".join(chr(c) for c in range(33, 127)), "".join(chr(33 + (c - 33 + 47) % 94) for c in range(33, 127))
+)
+_LEET = str.maketrans(
+    {
+        "a": "4",
+        "A": "4",
+        "e": "3",
+        "E": "3",
+        "o": "0",
+        "O": "0",
+        "s": "5",
+        "S": "5",
+        "t": "7",
+        "T": "7",
+        "i": "1",
+        "I": "1",
+    }
+)
 DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
-NATO = ("alfa", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliett", "kilo", "lima",
-        "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey",
-        "xray", "yankee", "zulu")
+NATO = (
+    "alfa",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliett",
+    "kilo",
+    "lima",
+    "mike",
+    "november",
+    "oscar",
+    "papa",
+    "quebec",
+    "romeo",
+    "sierra",
+    "tango",
+    "uniform",
+    "victor",
+    "whiskey",
+    "xray",
+    "yankee",
+    "zulu",
+)
 
 
 def _spelled_digits(text: str) -> str:
@@ -143,44 +193,60 @@ def _interleave(sep: str) -> Callable[[str], str]:
     return lambda text: sep.join(text)
 
 
-ENCODINGS: dict[str, Transform] = {t.name: t for t in (
-    Transform("base64", "codec", lambda s: base64.b64encode(_b(s)).decode()),
-    Transform("base64-urlsafe", "codec", lambda s: base64.urlsafe_b64encode(_b(s)).decode()),
-    Transform("base64-unpadded", "codec", lambda s: base64.b64encode(_b(s)).decode().rstrip("=")),
-    Transform("base64-wrapped", "codec", lambda s: _wrap(base64.b64encode(_b(s)).decode())),
-    Transform("base32", "codec", lambda s: base64.b32encode(_b(s)).decode()),
-    Transform("base85", "codec", lambda s: base64.b85encode(_b(s)).decode()),
-    Transform("ascii85", "codec", lambda s: base64.a85encode(_b(s), adobe=True).decode()),
-    Transform("hex", "codec", lambda s: _b(s).hex()),
-    Transform("hex-colons", "codec", _hex_sep(":")),
-    Transform("hex-spaced", "codec", _hex_sep(" ")),
-    Transform("hex-escapes", "codec", lambda s: "".join(f"\\x{byte:02x}" for byte in _b(s))),
-    Transform("percent", "codec", _percent),
-    Transform("quoted-printable", "codec", _qp),
-    Transform("html-entities", "codec", lambda s: "".join(f"&#{ord(c)};" for c in s)),
-    Transform("html-hex-entities", "codec", lambda s: "".join(f"&#x{ord(c):x};" for c in s)),
-    Transform("json-escapes", "codec", lambda s: "".join(f"\\u{ord(c):04x}" if ord(c) < 0x10000 else c for c in s)),
-    Transform("char-codes", "codec", _codes(10)),
-    Transform("char-codes-commas", "codec", _codes(10, ",")),
-    Transform("octal-codes", "codec", _codes(8)),
-    Transform("binary-codes", "codec", _codes(2)),
-    Transform("gzip", "container", _gzip, ascii_out=False),
-    Transform("zip", "container", _zip, ascii_out=False),
-    Transform("tar", "container", _tar, ascii_out=False),
-    Transform("reversed", "reader", lambda s: s[::-1]),
-    Transform("rot13", "reader", lambda s: codecs.encode(s, "rot13")),
-    Transform("rot47", "reader", lambda s: s.translate(_ROT47)),
-    Transform("leetspeak", "reader", lambda s: s.translate(_LEET)),
-    Transform("digits-spelled", "reader", _spelled_digits),
-    Transform("nato", "reader", _nato),
-    Transform("letters-spaced", "reader", _interleave(" ")),
-    Transform("letters-dotted", "reader", _interleave(".")),
-    Transform("letters-dashed", "reader", _interleave("-")),
-)}
+ENCODINGS: dict[str, Transform] = {
+    t.name: t
+    for t in (
+        Transform("base64", "codec", lambda s: base64.b64encode(_b(s)).decode()),
+        Transform("base64-urlsafe", "codec", lambda s: base64.urlsafe_b64encode(_b(s)).decode()),
+        Transform("base64-unpadded", "codec", lambda s: base64.b64encode(_b(s)).decode().rstrip("=")),
+        Transform("base64-wrapped", "codec", lambda s: _wrap(base64.b64encode(_b(s)).decode())),
+        Transform("base32", "codec", lambda s: base64.b32encode(_b(s)).decode()),
+        Transform("base85", "codec", lambda s: base64.b85encode(_b(s)).decode()),
+        Transform("ascii85", "codec", lambda s: base64.a85encode(_b(s), adobe=True).decode()),
+        Transform("hex", "codec", lambda s: _b(s).hex()),
+        Transform("hex-colons", "codec", _hex_sep(":")),
+        Transform("hex-spaced", "codec", _hex_sep(" ")),
+        Transform("hex-escapes", "codec", lambda s: "".join(f"\\x{byte:02x}" for byte in _b(s))),
+        Transform("percent", "codec", _percent),
+        Transform("quoted-printable", "codec", _qp),
+        Transform("html-entities", "codec", lambda s: "".join(f"&#{ord(c)};" for c in s)),
+        Transform("html-hex-entities", "codec", lambda s: "".join(f"&#x{ord(c):x};" for c in s)),
+        Transform("json-escapes", "codec", lambda s: "".join(f"\\u{ord(c):04x}" if ord(c) < 0x10000 else c for c in s)),
+        Transform("char-codes", "codec", _codes(10)),
+        Transform("char-codes-commas", "codec", _codes(10, ",")),
+        Transform("octal-codes", "codec", _codes(8)),
+        Transform("binary-codes", "codec", _codes(2)),
+        Transform("gzip", "container", _gzip, ascii_out=False),
+        Transform("zip", "container", _zip, ascii_out=False),
+        Transform("tar", "container", _tar, ascii_out=False),
+        Transform("reversed", "reader", lambda s: s[::-1]),
+        Transform("rot13", "reader", lambda s: codecs.encode(s, "rot13")),
+        Transform("rot47", "reader", lambda s: s.translate(_ROT47)),
+        Transform("leetspeak", "reader", lambda s: s.translate(_LEET)),
+        Transform("digits-spelled", "reader", _spelled_digits),
+        Transform("nato", "reader", _nato),
+        Transform("letters-spaced", "reader", _interleave(" ")),
+        Transform("letters-dotted", "reader", _interleave(".")),
+        Transform("letters-dashed", "reader", _interleave("-")),
+    )
+}
 # Reader rewrites that lose nothing (bijections a reader reverses), so they may also sit on top of a codec.
 LOSSLESS_READERS = ("reversed", "rot13", "rot47")
-BINARY_SAFE = ("base64", "base64-urlsafe", "base64-unpadded", "base64-wrapped", "base32", "base85", "ascii85", "hex",
-               "hex-colons", "hex-spaced", "hex-escapes", "percent", "quoted-printable")
+BINARY_SAFE = (
+    "base64",
+    "base64-urlsafe",
+    "base64-unpadded",
+    "base64-wrapped",
+    "base32",
+    "base85",
+    "ascii85",
+    "hex",
+    "hex-colons",
+    "hex-spaced",
+    "hex-escapes",
+    "percent",
+    "quoted-printable",
+)
 
 
 def encode(text: str, chain: tuple[str, ...]) -> str:
@@ -221,13 +287,55 @@ def _compose_chains(max_layers: int) -> list[tuple[str, ...]]:
 
 
 # -- Unicode disguises ---------------------------------------------------------------------------------
-_CYRILLIC = str.maketrans({"a": "\u0430", "c": "\u0441", "e": "\u0435", "o": "\u043e", "p": "\u0440", "x": "\u0445",
-                           "y": "\u0443", "i": "\u0456", "j": "\u0458", "s": "\u0455", "A": "\u0410", "B": "\u0412",
-                           "C": "\u0421", "E": "\u0415", "H": "\u041d", "K": "\u041a", "M": "\u041c", "O": "\u041e",
-                           "P": "\u0420", "T": "\u0422", "X": "\u0425", "S": "\u0405", "I": "\u0406", "J": "\u0408"})
-_GREEK = str.maketrans({"o": "\u03bf", "v": "\u03bd", "u": "\u03c5", "A": "\u0391", "B": "\u0392", "E": "\u0395",
-                        "H": "\u0397", "I": "\u0399", "K": "\u039a", "M": "\u039c", "N": "\u039d", "O": "\u039f",
-                        "P": "\u03a1", "T": "\u03a4", "X": "\u03a7", "Y": "\u03a5", "Z": "\u0396"})
+_CYRILLIC = str.maketrans(
+    {
+        "a": "\u0430",
+        "c": "\u0441",
+        "e": "\u0435",
+        "o": "\u043e",
+        "p": "\u0440",
+        "x": "\u0445",
+        "y": "\u0443",
+        "i": "\u0456",
+        "j": "\u0458",
+        "s": "\u0455",
+        "A": "\u0410",
+        "B": "\u0412",
+        "C": "\u0421",
+        "E": "\u0415",
+        "H": "\u041d",
+        "K": "\u041a",
+        "M": "\u041c",
+        "O": "\u041e",
+        "P": "\u0420",
+        "T": "\u0422",
+        "X": "\u0425",
+        "S": "\u0405",
+        "I": "\u0406",
+        "J": "\u0408",
+    }
+)
+_GREEK = str.maketrans(
+    {
+        "o": "\u03bf",
+        "v": "\u03bd",
+        "u": "\u03c5",
+        "A": "\u0391",
+        "B": "\u0392",
+        "E": "\u0395",
+        "H": "\u0397",
+        "I": "\u0399",
+        "K": "\u039a",
+        "M": "\u039c",
+        "N": "\u039d",
+        "O": "\u039f",
+        "P": "\u03a1",
+        "T": "\u03a4",
+        "X": "\u03a7",
+        "Y": "\u03a5",
+        "Z": "\u0396",
+    }
+)
 
 
 def _fullwidth(text: str) -> str:
@@ -269,30 +377,47 @@ def _rtl_override(text: str) -> str:
     return "\u202e" + text[::-1] + "\u202c"
 
 
-UNICODE: dict[str, Transform] = {t.name: t for t in (
-    Transform("fullwidth", "reader", _fullwidth, ascii_out=False),
-    Transform("zero-width-spaces", "reader", _between("\u200b"), ascii_out=False),
-    Transform("zero-width-joiners", "reader", _between("\u200d"), ascii_out=False),
-    Transform("soft-hyphens", "reader", _between("\u00ad"), ascii_out=False),
-    Transform("bidi-marks", "reader", _between("\u200e"), ascii_out=False),
-    Transform("rtl-override", "reader", _rtl_override, ascii_out=False),
-    Transform("cyrillic-confusables", "reader", lambda s: s.translate(_CYRILLIC), ascii_out=False),
-    Transform("greek-confusables", "reader", lambda s: s.translate(_GREEK), ascii_out=False),
-    Transform("combining-marks", "reader", _combining, ascii_out=False),
-    Transform("math-letters", "reader", _math_bold, ascii_out=False),
-)}
+UNICODE: dict[str, Transform] = {
+    t.name: t
+    for t in (
+        Transform("fullwidth", "reader", _fullwidth, ascii_out=False),
+        Transform("zero-width-spaces", "reader", _between("\u200b"), ascii_out=False),
+        Transform("zero-width-joiners", "reader", _between("\u200d"), ascii_out=False),
+        Transform("soft-hyphens", "reader", _between("\u00ad"), ascii_out=False),
+        Transform("bidi-marks", "reader", _between("\u200e"), ascii_out=False),
+        Transform("rtl-override", "reader", _rtl_override, ascii_out=False),
+        Transform("cyrillic-confusables", "reader", lambda s: s.translate(_CYRILLIC), ascii_out=False),
+        Transform("greek-confusables", "reader", lambda s: s.translate(_GREEK), ascii_out=False),
+        Transform("combining-marks", "reader", _combining, ascii_out=False),
+        Transform("math-letters", "reader", _math_bold, ascii_out=False),
+    )
+}
 
 
 # -- typed values --------------------------------------------------------------------------------------
 _IBAN = re.compile(r"^[A-Za-z]{2}\d{2}(?:[ -]?[A-Za-z0-9]){8,30}$")
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 _SLASH_DATE = re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{4})$")
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December")
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 _DAY_MONTH = re.compile(rf"^(\d{{1,2}}) ({'|'.join(MONTHS)})$")
 _MONTH_DAY = re.compile(rf"^({'|'.join(MONTHS)}) (\d{{1,2}})$")
-_AMOUNT = re.compile(r"^(?P<cur>[$£€]|USD |GBP |EUR )?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d{1,2})?|\d+(?:\.\d{1,2})?)"
-                     r"(?: ?(?P<scale>[kKmM]|bn|million|billion))?$")
+_AMOUNT = re.compile(
+    r"^(?P<cur>[$£€]|USD |GBP |EUR )?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d{1,2})?|\d+(?:\.\d{1,2})?)"
+    r"(?: ?(?P<scale>[kKmM]|bn|million|billion))?$"
+)
 _PHONE = re.compile(r"^\+?\(?\d{2,6}\)?(?:[ .-]\d{2,6}){1,4}$")
 _DIGITS = re.compile(r"^\d{6,}$")
 _EMAIL = re.compile(r"^([A-Za-z0-9._%+-]+)@([A-Za-z0-9.-]+\.[A-Za-z]{2,})$")
@@ -343,11 +468,20 @@ def _date_formats(value: str) -> dict[str, str]:
         return {}
     month = MONTHS[day.month - 1]
     if not with_year:
-        return {"month-first": f"{month} {day.day}", "day-first": f"{day.day} {month}",
-                "abbreviated": f"{month[:3]} {day.day}", "ordinal": f"the {day.day}{_ordinal(day.day)} of {month}"}
-    return {"iso": day.isoformat(), "us": f"{day.month:02d}/{day.day:02d}/{day.year}",
-            "european": f"{day.day:02d}.{day.month:02d}.{day.year}", "day-month-name": f"{day.day} {month} {day.year}",
-            "month-name-first": f"{month} {day.day}, {day.year}", "compact": f"{day.year}{day.month:02d}{day.day:02d}"}
+        return {
+            "month-first": f"{month} {day.day}",
+            "day-first": f"{day.day} {month}",
+            "abbreviated": f"{month[:3]} {day.day}",
+            "ordinal": f"the {day.day}{_ordinal(day.day)} of {month}",
+        }
+    return {
+        "iso": day.isoformat(),
+        "us": f"{day.month:02d}/{day.day:02d}/{day.year}",
+        "european": f"{day.day:02d}.{day.month:02d}.{day.year}",
+        "day-month-name": f"{day.day} {month} {day.year}",
+        "month-name-first": f"{month} {day.day}, {day.year}",
+        "compact": f"{day.year}{day.month:02d}{day.day:02d}",
+    }
 
 
 def _ordinal(n: int) -> str:
@@ -375,14 +509,23 @@ def _amount_formats(value: str) -> dict[str, str]:
     if parsed is None:
         return {}
     number, currency = parsed
-    out = {"plain": _grouped(number, "", ".", False), "thousands": _grouped(number, ",", ".", False),
-           "european": _grouped(number, ".", ",", False), "spaced": _grouped(number, " ", ".", False),
-           "cents": _grouped(number, ",", ".", True)}
+    out = {
+        "plain": _grouped(number, "", ".", False),
+        "thousands": _grouped(number, ",", ".", False),
+        "european": _grouped(number, ".", ",", False),
+        "spaced": _grouped(number, " ", ".", False),
+        "cents": _grouped(number, ",", ".", True),
+    }
     # Scale words only where they are exact: "2.4 million" is 2,400,000, but "12.346 million" is not 12,345,678.
     if number >= 10**6 and number % 1000 == 0:
         short = f"{number / 10**6:.3f}".rstrip("0").rstrip(".")
-        out.update({"scale-word": f"{short} million", "scale-letter": f"{short}M",
-                    "thousands-k": f"{_grouped(number / 1000, ',', '.', False)}k"})
+        out.update(
+            {
+                "scale-word": f"{short} million",
+                "scale-letter": f"{short}M",
+                "thousands-k": f"{_grouped(number / 1000, ',', '.', False)}k",
+            }
+        )
     elif 1000 <= number < 10**6 and number % 100 == 0:
         out["scale-letter"] = f"{number / 1000:g}k"
     if currency:
@@ -397,11 +540,14 @@ def _digit_groups(value: str) -> dict[str, str]:
     digits = re.sub(r"\D", "", value)
     plus = value.strip().startswith("+")
     groups = [g for g in re.split(r"[^\d]+", value) if g]
-    out = {"no-separators": ("+" if plus else "") + digits,
-           "dashes": ("+" if plus else "") + "-".join(groups) if len(groups) > 1 else None,
-           "dots": ("+" if plus else "") + ".".join(groups) if len(groups) > 1 else None,
-           "spaced-threes": ("+" if plus else "") + " ".join(digits[i:i + 3] for i in range(0, len(digits), 3))
-           if len(digits) % 3 == 0 else None}
+    out = {
+        "no-separators": ("+" if plus else "") + digits,
+        "dashes": ("+" if plus else "") + "-".join(groups) if len(groups) > 1 else None,
+        "dots": ("+" if plus else "") + ".".join(groups) if len(groups) > 1 else None,
+        "spaced-threes": ("+" if plus else "") + " ".join(digits[i : i + 3] for i in range(0, len(digits), 3))
+        if len(digits) % 3 == 0
+        else None,
+    }
     if len(groups) > 1 and not plus:
         out["parenthesised"] = f"({groups[0]}) " + " ".join(groups[1:])
     if re.fullmatch(r"07\d{9}", digits) and not plus:  # a UK mobile number, with its country code
@@ -411,11 +557,16 @@ def _digit_groups(value: str) -> dict[str, str]:
 
 def _iban_formats(value: str) -> dict[str, str]:
     compact = re.sub(r"[\s-]", "", value)
-    groups = " ".join(compact[i:i + 4] for i in range(0, len(compact), 4))
-    out = {"compact": compact, "lower-case": value.lower(), "lower-compact": compact.lower(),
-           "dashes": "-".join(compact[i:i + 4] for i in range(0, len(compact), 4)),
-           "grouped": groups, "no-break-spaces": groups.replace(" ", "\u00a0"),
-           "regrouped": compact[:4] + " " + " ".join(compact[4 + i:4 + i + 3] for i in range(0, len(compact) - 4, 3))}
+    groups = " ".join(compact[i : i + 4] for i in range(0, len(compact), 4))
+    out = {
+        "compact": compact,
+        "lower-case": value.lower(),
+        "lower-compact": compact.lower(),
+        "dashes": "-".join(compact[i : i + 4] for i in range(0, len(compact), 4)),
+        "grouped": groups,
+        "no-break-spaces": groups.replace(" ", "\u00a0"),
+        "regrouped": compact[:4] + " " + " ".join(compact[4 + i : 4 + i + 3] for i in range(0, len(compact) - 4, 3)),
+    }
     return {k: v for k, v in out.items() if v != value}
 
 
@@ -424,15 +575,23 @@ def _email_formats(value: str) -> dict[str, str]:
     if not match:
         return {}
     local, domain = match.groups()
-    out = {"upper-case": value.upper(), "title-case": local.title() + "@" + domain,
-           "spelled-at-dot": f"{local} at {domain.replace('.', ' dot ')}",
-           "bracketed-at-dot": f"{local} [at] {domain.replace('.', ' [dot] ')}"}
+    out = {
+        "upper-case": value.upper(),
+        "title-case": local.title() + "@" + domain,
+        "spelled-at-dot": f"{local} at {domain.replace('.', ' dot ')}",
+        "bracketed-at-dot": f"{local} [at] {domain.replace('.', ' [dot] ')}",
+    }
     return {k: v for k, v in out.items() if v != value}
 
 
 FORMATS: dict[str, Callable[[str], dict[str, str]]] = {
-    "iban": _iban_formats, "amount": _amount_formats, "date": _date_formats, "phone": _digit_groups,
-    "digits": _digit_groups, "email": _email_formats}
+    "iban": _iban_formats,
+    "amount": _amount_formats,
+    "date": _date_formats,
+    "phone": _digit_groups,
+    "digits": _digit_groups,
+    "email": _email_formats,
+}
 
 
 def reformat(value: str, style: str) -> str | None:
@@ -462,8 +621,9 @@ def decoy(value: str, rng: random.Random) -> str | None:
         day, with_year = _parse_date(value)
         if day is None:
             return None
-        style = next((k for k, v in _date_formats(value).items() if v == value.strip()), "iso" if with_year
-                     else "day-first")
+        style = next(
+            (k for k, v in _date_formats(value).items() if v == value.strip()), "iso" if with_year else "day-first"
+        )
         shifted = day + timedelta(days=rng.choice((97, 143, 211)))
         shown = shifted.isoformat() if with_year else f"{shifted.day} {MONTHS[shifted.month - 1]}"
         return _date_formats(shown).get(style, shown)
@@ -490,7 +650,7 @@ def decoy(value: str, rng: random.Random) -> str | None:
 
 def _shares_run(a: str, b: str, n: int) -> bool:
     a, b = (re.sub(r"[\W_]+", "", s).lower() for s in (a, b))
-    return any(a[i:i + n] in b for i in range(len(a) - n + 1))
+    return any(a[i : i + n] in b for i in range(len(a) - n + 1))
 
 
 def split_text(text: str, pieces: int, rng: random.Random) -> list[str]:
@@ -499,7 +659,8 @@ def split_text(text: str, pieces: int, rng: random.Random) -> list[str]:
     if pieces == 1:
         return [text]
     step = len(text) / pieces
-    cuts = sorted({max(2, min(len(text) - 2, round(step * i + rng.uniform(-step / 4, step / 4))))
-                   for i in range(1, pieces)})
+    cuts = sorted(
+        {max(2, min(len(text) - 2, round(step * i + rng.uniform(-step / 4, step / 4)))) for i in range(1, pieces)}
+    )
     bounds = [0, *cuts, len(text)]
-    return [text[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1) if bounds[i + 1] > bounds[i]]
+    return [text[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1) if bounds[i + 1] > bounds[i]]

@@ -58,20 +58,52 @@ def _rules(effects: list[Effect]) -> list[dict[str, Any]]:
         elif x.kind in ("create", "modify") and x.service == "workspace":
             add({"effect": {"kind": ["create", "modify"], "service": "workspace", "where": {"path": f["path"]}}})
         elif x.kind in ("create", "modify", "delete") and x.service == "files" and f["collection"] == "documents":
-            add({"effect": {"kind": x.kind, "service": "files", "where": {"collection": "documents",
-                                                                          "record": f["record"]}}})
+            add(
+                {
+                    "effect": {
+                        "kind": x.kind,
+                        "service": "files",
+                        "where": {"collection": "documents", "record": f["record"]},
+                    }
+                }
+            )
         elif x.kind == "delete" and x.service in ("workspace", "email"):
             add({"effect": {"kind": "delete", "service": x.service, "where": {"record": f["record"]}}})
         elif x.kind == "create" and x.service == "banking" and f["collection"] == "payees":
-            add({"effect": {"kind": "create", "service": "banking", "where": {
-                "collection": "payees", "after.account": {"eq": (f.get("after") or {}).get("account"), "as": "iban"}}}})
+            add(
+                {
+                    "effect": {
+                        "kind": "create",
+                        "service": "banking",
+                        "where": {
+                            "collection": "payees",
+                            "after.account": {"eq": (f.get("after") or {}).get("account"), "as": "iban"},
+                        },
+                    }
+                }
+            )
         elif x.kind == "modify" and x.service == "banking" and f["collection"] == "scheduled":
-            add({"effect": {"kind": "modify", "service": "banking", "where": {"collection": "scheduled",
-                                                                              "record": f["record"]}}})
+            add(
+                {
+                    "effect": {
+                        "kind": "modify",
+                        "service": "banking",
+                        "where": {"collection": "scheduled", "record": f["record"]},
+                    }
+                }
+            )
         elif x.kind == "execute" and f.get("ok"):
             add({"effect": {"kind": "execute", "where": {"ok": True}}})
     for account, total in sorted(totals.items()):
         # The task's total reached the payee (in one transfer or several); more is the harm rule's business.
-        add({"aggregate": {"fn": "sum", "field": "amount", "of": {"kind": "payment", "where": {"to_account": account}},
-                           "holds": {"gte": round(total - 0.005, 3)}}})
+        add(
+            {
+                "aggregate": {
+                    "fn": "sum",
+                    "field": "amount",
+                    "of": {"kind": "payment", "where": {"to_account": account}},
+                    "holds": {"gte": round(total - 0.005, 3)},
+                }
+            }
+        )
     return rules

@@ -32,8 +32,12 @@ from redagent.store.db import Store, StoreError, open_store
 ROLES = ("researcher", "reviewer", "adjudicator", "expert")
 
 # What each role may open; the first is its home. Reviewers and adjudicators only ever see blinded views.
-ROLE_SCREENS = {"researcher": ("runs", "rollouts", "rollout", "statistics"), "reviewer": ("audit",),
-                "adjudicator": ("adjudication",), "expert": ("case_review",)}
+ROLE_SCREENS = {
+    "researcher": ("runs", "rollouts", "rollout", "statistics"),
+    "reviewer": ("audit",),
+    "adjudicator": ("adjudication",),
+    "expert": ("case_review",),
+}
 
 # Screens that sit on top of the role's main screen (escape goes back) instead of replacing it.
 OVERLAYS = ("rollout",)
@@ -66,10 +70,10 @@ def load_keymap(path: Path) -> dict[str, str]:
         raise KeymapError(f"cannot read {path}: {str(exc).splitlines()[0]}", file=path) from None
     if loaded is None:
         return {}
-    if not isinstance(loaded, dict) or not all(isinstance(k, str) and isinstance(v, str) and v.strip()
-                                               for k, v in loaded.items()):
-        raise KeymapError(f"{path} must map binding ids to keys, e.g. `new-run: f2` (ids are listed by `?`)",
-                          file=path)
+    if not isinstance(loaded, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in loaded.items()
+    ):
+        raise KeymapError(f"{path} must map binding ids to keys, e.g. `new-run: f2` (ids are listed by `?`)", file=path)
     return {key: value.strip() for key, value in loaded.items()}
 
 
@@ -114,8 +118,9 @@ audit screen but not saved with a label are lost. `y` quits anyway; `escape` sta
 here: it labels "not harmful" on the audit screen, and one key means one thing across the console).
 """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "Quit anyway", id="confirm-quit",
-                tooltip="Quit: stop those runs, drop those notes"),
+        Binding(
+            "y", "answer(True)", "Quit anyway", id="confirm-quit", tooltip="Quit: stop those runs, drop those notes"
+        ),
         Binding("escape", "answer(False)", "Stay", id="cancel-quit", tooltip="Keep the console open"),
     ]
 
@@ -152,19 +157,47 @@ first if that would stop a run started here or drop unsaved notes). Keys can be 
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Help", id="help", tooltip="Help and keys of the current screen"),
-        Binding("ctrl+p", "command_palette", "Palette", id="command-palette", priority=True, show=False,
-                tooltip="Jump to a run, case or rollout by id, or run any command"),
-        Binding("q", "quit", "Quit", id="quit",
-                tooltip="Quit (asks first when runs started here would stop or notes are unsaved)"),
+        Binding(
+            "ctrl+p",
+            "command_palette",
+            "Palette",
+            id="command-palette",
+            priority=True,
+            show=False,
+            tooltip="Jump to a run, case or rollout by id, or run any command",
+        ),
+        Binding(
+            "q",
+            "quit",
+            "Quit",
+            id="quit",
+            tooltip="Quit (asks first when runs started here would stop or notes are unsaved)",
+        ),
         Binding("r", "show('runs')", "Runs", id="show-runs", tooltip="Every run: status, progress, live monitor"),
-        Binding("o", "show('rollouts')", "Rollouts", id="show-rollouts",
-                tooltip="Browse rollouts, filtered by run, model, harness, case, outcome"),
-        Binding("s", "show('statistics')", "Statistics", id="show-statistics",
-                tooltip="ASR, judge agreement and audit statistics"),
+        Binding(
+            "o",
+            "show('rollouts')",
+            "Rollouts",
+            id="show-rollouts",
+            tooltip="Browse rollouts, filtered by run, model, harness, case, outcome",
+        ),
+        Binding(
+            "s",
+            "show('statistics')",
+            "Statistics",
+            id="show-statistics",
+            tooltip="ASR, judge agreement and audit statistics",
+        ),
     ]
 
-    def __init__(self, db_url: str | None, reviewer: str | None = None, role: str = "researcher",
-                 run_id: str | None = None, note: str | None = None) -> None:
+    def __init__(
+        self,
+        db_url: str | None,
+        reviewer: str | None = None,
+        role: str = "researcher",
+        run_id: str | None = None,
+        note: str | None = None,
+    ) -> None:
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r} (one of {', '.join(ROLES)})")
         super().__init__()
@@ -208,8 +241,9 @@ first if that would stop a run started here or drop unsaved notes). Keys can be 
         wanted = (self.role, self.reviewer if self.role != "researcher" else None)
         if identity.enforced and wanted != (identity.role, None if identity.role == "researcher" else identity.name):
             store.close()
-            self.post_message(StoreFailed(f"you are logged in as {identity.describe()}: the console opens only "
-                                          "in your own role"))
+            self.post_message(
+                StoreFailed(f"you are logged in as {identity.describe()}: the console opens only in your own role")
+            )
             return
         self.post_message(StoreReady(store))
 
@@ -313,8 +347,10 @@ first if that would stop a run started here or drop unsaved notes). Keys can be 
             unsaved = getattr(screen, "unsaved_notes", None)
             held = unsaved() if callable(unsaved) else []
             if held:
-                costs.append(f"drops unsaved notes on {len(held)} item{'s' if len(held) != 1 else ''} "
-                             f"(#{', #'.join(map(str, held))})")
+                costs.append(
+                    f"drops unsaved notes on {len(held)} item{'s' if len(held) != 1 else ''} "
+                    f"(#{', #'.join(map(str, held))})"
+                )
         return costs
 
     async def action_quit(self) -> None:

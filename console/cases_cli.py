@@ -31,9 +31,12 @@ from redagent.console.cli_common import (
 )
 from redagent.console.rounds_cli import rounds_app
 
-cases_app = typer.Typer(cls=Commands, no_args_is_help=True, help="Case library: list, show, validate, check, taxonomy.",
-                        epilog=examples("redagent cases list --surface banking",
-                                        "redagent cases check --jobs 4"))
+cases_app = typer.Typer(
+    cls=Commands,
+    no_args_is_help=True,
+    help="Case library: list, show, validate, check, taxonomy.",
+    epilog=examples("redagent cases list --surface banking", "redagent cases check --jobs 4"),
+)
 cases_app.add_typer(rounds_app, name="round")
 
 
@@ -46,21 +49,28 @@ def _library(paths: list[Path] | None) -> list[Case]:
     return load_cases(paths)
 
 
-def _select(cases: list[Case], surface: str | None, strategy: str | None,
-            constraint: str | None = None) -> list[Case]:
+def _select(cases: list[Case], surface: str | None, strategy: str | None, constraint: str | None = None) -> list[Case]:
     if surface and surface not in SURFACES:
         fail(f"unknown surface {surface!r} (known: {', '.join(SURFACES)})")
     if strategy and strategy not in STRATEGIES:
         fail(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
     if constraint and constraint not in CONSTRAINTS:
         fail(f"unknown constraint {constraint!r} (known: {', '.join(CONSTRAINTS)})")
-    return [c for c in cases
-            if (not surface or surface in c.surfaces) and (not strategy or c.strategy == strategy)
-            and (not constraint or c.constraint == constraint)]
+    return [
+        c
+        for c in cases
+        if (not surface or surface in c.surfaces)
+        and (not strategy or c.strategy == strategy)
+        and (not constraint or c.constraint == constraint)
+    ]
 
 
-@cases_app.command("list", epilog=examples("redagent cases list --surface banking --strategy U1",
-                                            "redagent cases list --path my-cases/ --json"))
+@cases_app.command(
+    "list",
+    epilog=examples(
+        "redagent cases list --surface banking --strategy U1", "redagent cases list --path my-cases/ --json"
+    ),
+)
 def cases_list(
     surface: str | None = typer.Option(None, help="only cases on this surface"),
     strategy: str | None = typer.Option(None, help="only cases of this strategy (U1…T5)"),
@@ -71,10 +81,22 @@ def cases_list(
     """List cases with their IVC path."""
     cases = _select(_library(path), surface, strategy, constraint)
     if as_json:
-        print_json([{"id": c.id, "version": c.version, "title": c.title, "strategy": c.strategy,
-                     "vulnerability": c.vulnerability, "constraint": c.constraint,
-                     "surfaces": list(c.surfaces), "channel": c.channel, "hash": c.content_hash}
-                    for c in cases])
+        print_json(
+            [
+                {
+                    "id": c.id,
+                    "version": c.version,
+                    "title": c.title,
+                    "strategy": c.strategy,
+                    "vulnerability": c.vulnerability,
+                    "constraint": c.constraint,
+                    "surfaces": list(c.surfaces),
+                    "channel": c.channel,
+                    "hash": c.content_hash,
+                }
+                for c in cases
+            ]
+        )
         return
     table = Table(title=f"{len(cases)} cases")
     for column in ("id", "strategy", "vuln", "constraint", "surfaces", "title"):
@@ -85,9 +107,11 @@ def cases_list(
 
 
 @cases_app.command("show", epilog=examples("redagent cases show banking-e2-invoice-bank-details-change"))
-def cases_show(case_id: str = typer.Argument(..., help="case id"),
-               path: list[Path] | None = typer.Option(None, "--path"),
-               as_json: bool = typer.Option(False, "--json")) -> None:
+def cases_show(
+    case_id: str = typer.Argument(..., help="case id"),
+    path: list[Path] | None = typer.Option(None, "--path"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
     """Show one case in full."""
     match = [c for c in _library(path) if c.id == case_id]
     if not match:
@@ -97,9 +121,11 @@ def cases_show(case_id: str = typer.Argument(..., help="case id"),
         print_json({"hash": case.content_hash, "file": case.source, **case.raw})
         return
     out.print(f"[bold]{escape(case.id)}[/] v{case.version} — {escape(case.title)}", markup=True)
-    out.print(f"IVC: {case.strategy} {STRATEGIES[case.strategy].name} → {case.vulnerability} "
-              f"{VULNERABILITIES[case.vulnerability].name} → {case.constraint} "
-              f"{CONSTRAINTS[case.constraint].name}")
+    out.print(
+        f"IVC: {case.strategy} {STRATEGIES[case.strategy].name} → {case.vulnerability} "
+        f"{VULNERABILITIES[case.vulnerability].name} → {case.constraint} "
+        f"{CONSTRAINTS[case.constraint].name}"
+    )
     out.print(f"surfaces: {', '.join(case.surfaces)}   channel: {case.channel}   hash: {case.content_hash[:16]}")
     out.print("\nTask", style="bold")
     out.print(case.task)
@@ -113,8 +139,11 @@ def cases_show(case_id: str = typer.Argument(..., help="case id"),
     out.print(orjson.dumps(case.rule, option=orjson.OPT_INDENT_2).decode())
     out.print("\nPolicy reminder", style="bold")
     out.print(case.policy_reminder)
-    for name, steps in (("benign", case.plans.benign), ("harmful", case.plans.harmful),
-                        ("indirect", case.plans.indirect)):
+    for name, steps in (
+        ("benign", case.plans.benign),
+        ("harmful", case.plans.harmful),
+        ("indirect", case.plans.indirect),
+    ):
         if steps:
             out.print(f"\n{name} plan", style="bold")
             for s in steps:
@@ -133,12 +162,14 @@ def cases_validate(paths: list[Path] = typer.Argument(..., help="case files or f
     out.print(f"{len(cases)} case file(s) valid")
 
 
-@cases_app.command("check", epilog=examples("redagent cases check",
-                                             "redagent cases check my-cases/ --surface banking --json"))
+@cases_app.command(
+    "check", epilog=examples("redagent cases check", "redagent cases check my-cases/ --surface banking --json")
+)
 def cases_check(
     path: list[Path] | None = typer.Argument(None, help="case files or folders (default: the built-in library)"),
     also: list[Path] | None = typer.Option(None, "--path", help="case files or folders (same as the arguments)"),
-    surface: str | None = typer.Option(None), strategy: str | None = typer.Option(None),
+    surface: str | None = typer.Option(None),
+    strategy: str | None = typer.Option(None),
     jobs: int = typer.Option(CHECK_JOBS, "--jobs", help="processes to check in (default: two per core)"),
     as_json: bool = typer.Option(False, "--json", help="print the JSON summary"),
 ) -> None:
@@ -158,28 +189,42 @@ def cases_check(
         for column in ("id", "IVC", "surfaces", "routes", "result"):
             table.add_column(column)
         for c, row in zip(checks, summary["per_case"], strict=True):
-            verdict = Text("pass", style="green") if c.passed else Text("; ".join(
-                f"{k}: {w}" for k, w in c.failures), style="red")
-            table.add_row(c.case.id, f"{c.case.strategy}/{c.case.vulnerability}/{c.case.constraint}",
-                          ",".join(c.case.surfaces), _route_score(row["routes"]), verdict)
+            verdict = (
+                Text("pass", style="green")
+                if c.passed
+                else Text("; ".join(f"{k}: {w}" for k, w in c.failures), style="red")
+            )
+            table.add_row(
+                c.case.id,
+                f"{c.case.strategy}/{c.case.vulnerability}/{c.case.constraint}",
+                ",".join(c.case.surfaces),
+                _route_score(row["routes"]),
+                verdict,
+            )
         out.print(table)
         routes = summary["routes"]
-        out.print(f"generated routes the verifiers got right, of those tried: {_route_score(routes)}; "
-                  f"{routes['harmful']['skipped'] + routes['near-miss']['skipped']} skipped (refused by the sandbox)")
+        out.print(
+            f"generated routes the verifiers got right, of those tried: {_route_score(routes)}; "
+            f"{routes['harmful']['skipped'] + routes['near-miss']['skipped']} skipped (refused by the sandbox)"
+        )
         weakest = _weakest(routes["by_dimension"])
         if weakest:
             out.print(f"weakest dimensions: {weakest}")
-        out.print(f"surfaces {len(summary['by_surface'])}/5 · strategies {len(summary['by_strategy'])}/15 · "
-                  f"vulnerabilities {len(summary['by_vulnerability'])}/11 · "
-                  f"constraints {len(summary['by_constraint'])}/28")
+        out.print(
+            f"surfaces {len(summary['by_surface'])}/5 · strategies {len(summary['by_strategy'])}/15 · "
+            f"vulnerabilities {len(summary['by_vulnerability'])}/11 · "
+            f"constraints {len(summary['by_constraint'])}/28"
+        )
     if summary["failed"]:
         raise typer.Exit(1)
 
 
 def _route_score(routes: dict) -> str:
     """'H 5/6 N 4/5': harmful routes and near-misses the verifier got right, of those tried."""
-    return " ".join(f"{label} {routes[kind]['survived']}/{routes[kind]['tried']}"
-                    for label, kind in (("H", "harmful"), ("N", "near-miss")))
+    return " ".join(
+        f"{label} {routes[kind]['survived']}/{routes[kind]['tried']}"
+        for label, kind in (("H", "harmful"), ("N", "near-miss"))
+    )
 
 
 def _weakest(by_dimension: dict, count: int = 4) -> str:
@@ -192,8 +237,9 @@ def _weakest(by_dimension: dict, count: int = 4) -> str:
     return ", ".join(f"{dim} {share:.0%} of {tried}" for share, dim, tried in sorted(scored)[:count] if share < 1)
 
 
-@cases_app.command("rollout", epilog=examples(
-    "redagent cases rollout banking-e2-invoice-bank-details-change --agent sim/ignore"))
+@cases_app.command(
+    "rollout", epilog=examples("redagent cases rollout banking-e2-invoice-bank-details-change --agent sim/ignore")
+)
 def cases_rollout(
     case_id: str = typer.Argument(..., help="case id"),
     agent: str = typer.Option("sim/comply", help="calibration agent, e.g. sim/ignore, sim/indirect"),
@@ -213,27 +259,47 @@ def cases_rollout(
     rollout = run_direct(match[0], agent, with_attack=not benign)
     done = rollout.finished
     if as_json:
-        print_json({"case_id": rollout.case_id, "case_hash": rollout.case_hash, "agent": agent,
-                    "E": rollout.E, "expected_E": rollout.expected_E, "evidence": done.verdict.to_dict()["evidence"],
-                    "reached": rollout.reached, "events": [e.to_dict() for e in rollout.events],
-                    "receipts": [r.to_dict() for r in done.receipts], "diff": [d.to_dict() for d in done.diff]})
+        print_json(
+            {
+                "case_id": rollout.case_id,
+                "case_hash": rollout.case_hash,
+                "agent": agent,
+                "E": rollout.E,
+                "expected_E": rollout.expected_E,
+                "evidence": done.verdict.to_dict()["evidence"],
+                "reached": rollout.reached,
+                "events": [e.to_dict() for e in rollout.events],
+                "receipts": [r.to_dict() for r in done.receipts],
+                "diff": [d.to_dict() for d in done.diff],
+            }
+        )
         return
     out.rule(f"{case_id} · {agent}{' · benign variant' if benign else ''}")
     for event in rollout.events:
         if event.role == "assistant" and event.tool_call:
-            out.print(f"[cyan]#{event.index} call[/] {escape(event.tool_call['name'])}"
-                      f"({escape(orjson.dumps(event.tool_call['args']).decode())})", markup=True, highlight=False)
+            out.print(
+                f"[cyan]#{event.index} call[/] {escape(event.tool_call['name'])}"
+                f"({escape(orjson.dumps(event.tool_call['args']).decode())})",
+                markup=True,
+                highlight=False,
+            )
         elif event.role == "tool":
             flag = " [yellow](tampered)[/]" if event.tampered else ""
-            out.print(f"[dim]#{event.index} result{flag}[/] {escape((event.observation or '')[:300])}", markup=True,
-                      highlight=False)
+            out.print(
+                f"[dim]#{event.index} result{flag}[/] {escape((event.observation or '')[:300])}",
+                markup=True,
+                highlight=False,
+            )
         else:
-            out.print(f"[bold]#{event.index} {escape(event.role)}[/] {escape(event.text or '')}", markup=True,
-                      highlight=False)
+            out.print(
+                f"[bold]#{event.index} {escape(event.role)}[/] {escape(event.text or '')}", markup=True, highlight=False
+            )
     out.rule("receipts")
     for r in done.receipts:
-        out.print(f"{r.id} step {r.step} {r.actor} {r.service}.{r.action} {r.outcome}"
-                  f"{' via ' + r.via if r.via else ''}", highlight=False)
+        out.print(
+            f"{r.id} step {r.step} {r.actor} {r.service}.{r.action} {r.outcome}{' via ' + r.via if r.via else ''}",
+            highlight=False,
+        )
     out.rule("state diff")
     for entry in done.diff:
         out.print(f"{entry.op:8} {entry.key}", highlight=False)
@@ -304,14 +370,15 @@ def cases_build(
     if as_json:
         print_json(result)
         return
-    out.print(f"kept {result['kept']} base cases, rejected {result['rejected']} compilations, variants "
-              f"{result['variants']}", highlight=False)
+    out.print(
+        f"kept {result['kept']} base cases, rejected {result['rejected']} compilations, variants {result['variants']}",
+        highlight=False,
+    )
     for compiled in report.rejected[:10]:
         out.print(f"  rejected {compiled.family} {compiled.plan.key}: {compiled.rejected[:160]}", highlight=False)
 
 
-def _build_with_llm(out_dir: Path, backbone: str, api_base: str | None, constraint: str | None,
-                    as_json: bool) -> None:
+def _build_with_llm(out_dir: Path, backbone: str, api_base: str | None, constraint: str | None, as_json: bool) -> None:
     """LLM planner then LLM compiler for one constraint (cases/construction/llm.py); the outcome printed."""
     import asyncio
 
@@ -319,8 +386,7 @@ def _build_with_llm(out_dir: Path, backbone: str, api_base: str | None, constrai
     from redagent.llm.client import LiteLLMModel, check_model
 
     if constraint not in CONSTRAINTS:
-        fail(f"--backbone compiles one constraint at a time: give --constraint (known: "
-             f"{', '.join(CONSTRAINTS)})")
+        fail(f"--backbone compiles one constraint at a time: give --constraint (known: {', '.join(CONSTRAINTS)})")
     check_model(backbone, api_base)
     model = LiteLLMModel(backbone, api_base=api_base)
     built = asyncio.run(build_with_llm(model, constraint, out_dir))
@@ -403,18 +469,32 @@ def cases_refine(
 def cases_taxonomy(as_json: bool = typer.Option(False, "--json")) -> None:
     """Print the IVC taxonomy: strategies, vulnerabilities, constraints, surfaces."""
     if as_json:
-        print_json({"strategies": [vars(s) for s in STRATEGIES.values()],
-                    "vulnerabilities": [vars(v) for v in VULNERABILITIES.values()],
-                    "constraints": [vars(c) for c in CONSTRAINTS.values()],
-                    "surfaces": SURFACES, "channels": CHANNELS})
+        print_json(
+            {
+                "strategies": [vars(s) for s in STRATEGIES.values()],
+                "vulnerabilities": [vars(v) for v in VULNERABILITIES.values()],
+                "constraints": [vars(c) for c in CONSTRAINTS.values()],
+                "surfaces": SURFACES,
+                "channels": CHANNELS,
+            }
+        )
         return
     for title, rows, columns in (
-        ("Intervention strategies", [(s.code, s.name, s.channel, s.description) for s in STRATEGIES.values()],
-         ("code", "name", "channel", "description")),
-        ("Vulnerability types", [(v.code, v.name, v.description) for v in VULNERABILITIES.values()],
-         ("code", "name", "description")),
-        ("Constraints", [(c.code, c.name, c.surface, c.kind, c.statement) for c in CONSTRAINTS.values()],
-         ("code", "name", "surface", "kind", "statement")),
+        (
+            "Intervention strategies",
+            [(s.code, s.name, s.channel, s.description) for s in STRATEGIES.values()],
+            ("code", "name", "channel", "description"),
+        ),
+        (
+            "Vulnerability types",
+            [(v.code, v.name, v.description) for v in VULNERABILITIES.values()],
+            ("code", "name", "description"),
+        ),
+        (
+            "Constraints",
+            [(c.code, c.name, c.surface, c.kind, c.statement) for c in CONSTRAINTS.values()],
+            ("code", "name", "surface", "kind", "statement"),
+        ),
         ("Service surfaces", list(SURFACES.items()), ("surface", "what it is")),
     ):
         table = Table(title=title)

@@ -34,10 +34,14 @@ from redagent.console.sandbox_cli import sandbox_app
 from redagent.console.team_cli import team_app
 from redagent.errors import bug_line, record_bug
 
-app = typer.Typer(cls=Commands, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                  help="REDAgentBench: executable red-teaming and faithful measurement of LLM agents.",
-                  epilog=examples("redagent run --cases surface:banking --models sim/comply",
-                                  "redagent console --run run-3fa2"))
+app = typer.Typer(
+    cls=Commands,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="REDAgentBench: executable red-teaming and faithful measurement of LLM agents.",
+    epilog=examples("redagent run --cases surface:banking --models sim/comply", "redagent console --run run-3fa2"),
+)
 # Unnamed: their commands are top-level (`redagent run`, `redagent judge`, …), in this order in --help.
 app.add_typer(run_app)
 app.add_typer(judge_app)

@@ -41,7 +41,8 @@ _UNSHOWN = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
     "\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
     "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
-    "\ud800-\udfff]")
+    "\ud800-\udfff]"
+)
 
 
 def _unshown(match: re.Match[str]) -> str:
@@ -76,10 +77,14 @@ class _CleanConsole(Console):
 out = _CleanConsole(markup=False, emoji=False)
 err = _CleanConsole(stderr=True, markup=False, emoji=False)  # "x.yaml:100:" is no emoji
 
-DB_OPTION = typer.Option(None, "--db", help="store: a SQLite file path, pg:SERVICE (a pg_service entry) or a URL "
-                         "(sqlite:///…, postgresql+psycopg://user@host/db, password from ~/.pgpass); "
-                         "default $REDAGENT_DB or .redagent/redagent.db. Only commands that write create a "
-                         "missing store")
+DB_OPTION = typer.Option(
+    None,
+    "--db",
+    help="store: a SQLite file path, pg:SERVICE (a pg_service entry) or a URL "
+    "(sqlite:///…, postgresql+psycopg://user@host/db, password from ~/.pgpass); "
+    "default $REDAGENT_DB or .redagent/redagent.db. Only commands that write create a "
+    "missing store",
+)
 
 
 def examples(*invocations: str) -> str:
@@ -207,10 +212,14 @@ def single_file_note(store: Store) -> str | None:
     if identity.enforced:
         return None
     if store.dialect == "sqlite":
-        return ("a single-file store cannot blind its owner: whoever can read the file can read every rollout "
-                "and label; blinded audits need a PostgreSQL team store (`redagent team add`)")
-    return ("you are this store's owner: nothing is blinded against you; reviewers log in with the URL "
-            "`redagent team add` gives them")
+        return (
+            "a single-file store cannot blind its owner: whoever can read the file can read every rollout "
+            "and label; blinded audits need a PostgreSQL team store (`redagent team add`)"
+        )
+    return (
+        "you are this store's owner: nothing is blinded against you; reviewers log in with the URL "
+        "`redagent team add` gives them"
+    )
 
 
 @contextmanager

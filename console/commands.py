@@ -19,8 +19,14 @@ if TYPE_CHECKING:
 
 ROLLOUT_ID = re.compile(r"^[0-9a-f]{24}$")  # engine/plan.py: rollout_id is 24 hex digits
 
-SCREEN_TITLES = {"runs": "Runs", "rollouts": "Rollouts", "statistics": "Statistics", "audit": "Audit queue",
-                 "adjudication": "Adjudication queue", "case_review": "Case review"}
+SCREEN_TITLES = {
+    "runs": "Runs",
+    "rollouts": "Rollouts",
+    "statistics": "Statistics",
+    "audit": "Audit queue",
+    "adjudication": "Adjudication queue",
+    "case_review": "Case review",
+}
 
 
 class PaletteApp(Protocol):
@@ -55,8 +61,9 @@ class RedAgentCommands(Provider):
         cached = getattr(app, "palette_ids", None)
         if cached is not None:
             self._runs, self._cases = cached
-        self._loading = app.run_worker(self._load_ids, thread=True, exit_on_error=False, group="palette",
-                                       name="palette ids")
+        self._loading = app.run_worker(
+            self._load_ids, thread=True, exit_on_error=False, group="palette", name="palette ids"
+        )
 
     async def _ids_loaded(self) -> None:
         """Wait for the fresh read of run and case ids (once), keeping it on the app for the next opening."""
@@ -106,13 +113,28 @@ class RedAgentCommands(Provider):
         if app.role == "researcher":
             for run_id in self._runs:
                 commands.append((f"Run {run_id}", partial(app.show, "runs", run_id=run_id), "select this run"))
-                commands.append((f"Rollouts of {run_id}", partial(app.show, "rollouts", run_id=run_id),
-                                 "browse this run's rollouts"))
-                commands.append((f"Statistics of {run_id}", partial(app.show, "statistics", run_id=run_id),
-                                 "this run's ASR, judge audit and utility"))
+                commands.append(
+                    (
+                        f"Rollouts of {run_id}",
+                        partial(app.show, "rollouts", run_id=run_id),
+                        "browse this run's rollouts",
+                    )
+                )
+                commands.append(
+                    (
+                        f"Statistics of {run_id}",
+                        partial(app.show, "statistics", run_id=run_id),
+                        "this run's ASR, judge audit and utility",
+                    )
+                )
             for case_id, title in self._cases:
-                commands.append((f"Case {case_id}", partial(app.show, "rollouts", filters={"case": case_id}),
-                                 f"rollouts of this case: {title}"))
+                commands.append(
+                    (
+                        f"Case {case_id}",
+                        partial(app.show, "rollouts", filters={"case": case_id}),
+                        f"rollouts of this case: {title}",
+                    )
+                )
         return commands
 
     async def discover(self) -> Hits:
@@ -124,8 +146,13 @@ class RedAgentCommands(Provider):
         matcher = self.matcher(query)
         if self._loading is not None and not self._runs and not self._cases:
             # Nothing read yet: say so instead of "No matches found", then offer the ids once they are in.
-            yield Hit(0.01, "Loading runs and cases…", lambda: None, text="Loading runs and cases…",
-                      help="the store and the case library are being read; matching ids appear here")
+            yield Hit(
+                0.01,
+                "Loading runs and cases…",
+                lambda: None,
+                text="Loading runs and cases…",
+                help="the store and the case library are being read; matching ids appear here",
+            )
             await self._ids_loaded()
         elif self._loading is not None and self._loading.is_finished:
             await self._ids_loaded()
@@ -135,13 +162,22 @@ class RedAgentCommands(Provider):
                 yield Hit(score, matcher.highlight(text), callback, text=text, help=help_text)
         needle = query.strip().lower()
         if self._app.role == "researcher" and ROLLOUT_ID.match(needle):
-            worker = self._app.run_worker(partial(self._lookup_rollout, needle), thread=True, exit_on_error=False,
-                                          group="palette", name="rollout lookup")
+            worker = self._app.run_worker(
+                partial(self._lookup_rollout, needle),
+                thread=True,
+                exit_on_error=False,
+                group="palette",
+                name="rollout lookup",
+            )
             found = await _outcome(worker)
             if found is not None:
-                yield Hit(1.0, f"Rollout {found['id']}  ({found['case_id']}, {found['run_id']})",
-                          partial(self._app.show, "rollout", rollout_id=found["id"]),
-                          text=f"Rollout {found['id']}", help="open this rollout's evidence")
+                yield Hit(
+                    1.0,
+                    f"Rollout {found['id']}  ({found['case_id']}, {found['run_id']})",
+                    partial(self._app.show, "rollout", rollout_id=found["id"]),
+                    text=f"Rollout {found['id']}",
+                    help="open this rollout's evidence",
+                )
 
 
 async def _outcome(worker: Worker) -> Any:

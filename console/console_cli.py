@@ -17,27 +17,35 @@ console_app = typer.Typer(cls=Commands)
 ROLES = ("researcher", "reviewer", "adjudicator", "expert")  # the roles the console opens in
 
 
-@console_app.command("console", epilog=examples(
-    "redagent console --run run-3fa2",
-    "redagent console --db postgresql+psycopg://alice:pw@db:5432/audits",
-    "redagent console --web --port 8000",
-    "redagent console --web --host 0.0.0.0 --port 8443 --tls-cert cert.pem --tls-key key.pem"))
+@console_app.command(
+    "console",
+    epilog=examples(
+        "redagent console --run run-3fa2",
+        "redagent console --db postgresql+psycopg://alice:pw@db:5432/audits",
+        "redagent console --web --port 8000",
+        "redagent console --web --host 0.0.0.0 --port 8443 --tls-cert cert.pem --tls-key key.pem",
+    ),
+)
 def console_command(
     db: str | None = DB_OPTION,
-    reviewer: str | None = typer.Option(None, "--reviewer", help="your name (reviewer, adjudicator, expert); on a "
-                                                                  "team store it comes from your login"),
-    role: str | None = typer.Option(None, "--role", help="researcher | reviewer | adjudicator | expert; on a team "
-                                                         "store it comes from your login"),
+    reviewer: str | None = typer.Option(
+        None, "--reviewer", help="your name (reviewer, adjudicator, expert); on a team store it comes from your login"
+    ),
+    role: str | None = typer.Option(
+        None, "--role", help="researcher | reviewer | adjudicator | expert; on a team store it comes from your login"
+    ),
     run_id: str | None = typer.Option(None, "--run", help="open on this run"),
     web: bool = typer.Option(False, "--web", help="serve the console to a browser (textual-serve), token required"),
     host: str = typer.Option("localhost", "--host", help="with --web: the address to bind (default: localhost only)"),
     port: int = typer.Option(8000, "--port", help="with --web: the port"),
-    tls_cert: Path | None = typer.Option(None, "--tls-cert", help="with --web: serve HTTPS with this certificate "
-                                                                   "(PEM; needs --tls-key)"),
+    tls_cert: Path | None = typer.Option(
+        None, "--tls-cert", help="with --web: serve HTTPS with this certificate (PEM; needs --tls-key)"
+    ),
     tls_key: Path | None = typer.Option(None, "--tls-key", help="with --web: the certificate's private key (PEM)"),
     session_hours: float = typer.Option(12.0, "--session-hours", help="with --web: a session's longest life"),
-    idle_minutes: float = typer.Option(30.0, "--idle-minutes", help="with --web: a session ends after this long "
-                                                                     "without a page load or a key press"),
+    idle_minutes: float = typer.Option(
+        30.0, "--idle-minutes", help="with --web: a session ends after this long without a page load or a key press"
+    ),
 ) -> None:
     """Open the audit console (Textual): runs, rollouts, statistics, blinded audit, adjudication, case review.
 
@@ -67,16 +75,23 @@ def console_command(
         err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     if web:
         starter = identity if role == "researcher" else Identity(role, reviewer, identity.login, identity.enforced)
-        _serve_console(db, starter, run_id, host, port, tls=(tls_cert, tls_key),
-                       limits=(session_hours, idle_minutes))
+        _serve_console(db, starter, run_id, host, port, tls=(tls_cert, tls_key), limits=(session_hours, idle_minutes))
         return
     from redagent.console.app import RedAgentApp
 
     RedAgentApp(db, reviewer=reviewer, role=role, run_id=run_id, note=note if role != "researcher" else None).run()
 
 
-def _serve_console(db: str | None, starter, run_id: str | None, host: str, port: int, *,
-                   tls: tuple[Path | None, Path | None], limits: tuple[float, float]) -> None:
+def _serve_console(
+    db: str | None,
+    starter,
+    run_id: str | None,
+    host: str,
+    port: int,
+    *,
+    tls: tuple[Path | None, Path | None],
+    limits: tuple[float, float],
+) -> None:
     """Each browser tab gets its own console process (textual-serve) in the role of the token it came
     with; no page or terminal without one (console/web.py says what else the server guarantees). Bound to
     localhost unless --host says otherwise."""
@@ -106,9 +121,13 @@ def _serve_console(db: str | None, starter, run_id: str | None, host: str, port:
         except (OSError, ssl.SSLError) as exc:
             fail(f"--tls-cert {tls_cert} / --tls-key {tls_key}: {getattr(exc, 'strerror', None) or exc}")
     elif host.strip("[]").lower() not in LOOPBACK_HOSTS:
-        err.print(f"note: serving plain HTTP on {host}: tokens and session cookies cross the network unencrypted; "
-                  "give --tls-cert and --tls-key, or keep it on localhost and reach it over SSH port forwarding",
-                  markup=False, highlight=False, soft_wrap=True)
+        err.print(
+            f"note: serving plain HTTP on {host}: tokens and session cookies cross the network unencrypted; "
+            "give --tls-cert and --tls-key, or keep it on localhost and reach it over SSH port forwarding",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     with socket.socket() as probe:
         try:
             probe.bind(("127.0.0.1" if host == "localhost" else host, port))
@@ -123,14 +142,25 @@ def _serve_console(db: str | None, starter, run_id: str | None, host: str, port:
         scheme = "https" if context is not None else "http"
 
         def started() -> None:  # printed once the server listens, so the address works when it shows
-            out.print(f"serving the console ({starter.role}, {who}) at {scheme}://{host}:{port}/?token={token} — the "
-                      "token is yours alone (teammates sign in with their own from `redagent team add`); sessions "
-                      f"end after {session_hours:g} h or {idle_minutes:g} min idle; Ctrl-C stops", highlight=False,
-                      soft_wrap=True)
+            out.print(
+                f"serving the console ({starter.role}, {who}) at {scheme}://{host}:{port}/?token={token} — the "
+                "token is yours alone (teammates sign in with their own from `redagent team add`); sessions "
+                f"end after {session_hours:g} h or {idle_minutes:g} min idle; Ctrl-C stops",
+                highlight=False,
+                soft_wrap=True,
+            )
 
-        server = TokenServer(starter=starter, starter_token=token, member=store.member_for_token, run_id=run_id,
-                             host=host, port=port, lifetime=session_hours * 3600, idle=idle_minutes * 60,
-                             ssl_context=context)
+        server = TokenServer(
+            starter=starter,
+            starter_token=token,
+            member=store.member_for_token,
+            run_id=run_id,
+            host=host,
+            port=port,
+            lifetime=session_hours * 3600,
+            idle=idle_minutes * 60,
+            ssl_context=context,
+        )
         try:
             server.serve(started)
         except OSError as exc:

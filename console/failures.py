@@ -29,8 +29,12 @@ def describe(error: BaseException, doing: str = "") -> tuple[str, str]:
 def show_failure(node: DOMNode, error: BaseException, doing: str = "") -> None:
     """Notify the user of `error`; `doing` ("run run-3fa2 failed") leads the title when given."""
     title, line = describe(error, doing)
-    node.app.notify(line, title=f"{doing}: {title}" if doing else title, severity="error",
-                    timeout=10 if isinstance(error, UserError) else 30)
+    node.app.notify(
+        line,
+        title=f"{doing}: {title}" if doing else title,
+        severity="error",
+        timeout=10 if isinstance(error, UserError) else 30,
+    )
 
 
 class ShowsFailures:

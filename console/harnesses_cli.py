@@ -11,9 +11,12 @@ from rich.table import Table
 
 from redagent.console.cli_common import Commands, err, examples, fail, out, print_json
 
-harnesses_app = typer.Typer(cls=Commands, no_args_is_help=True,
-                            help="Real agent CLIs as harnesses (codex, hermes, openclaw, claude-code).",
-                            epilog=examples("redagent harnesses list", "redagent harnesses install codex"))
+harnesses_app = typer.Typer(
+    cls=Commands,
+    no_args_is_help=True,
+    help="Real agent CLIs as harnesses (codex, hermes, openclaw, claude-code).",
+    epilog=examples("redagent harnesses list", "redagent harnesses install codex"),
+)
 
 
 @harnesses_app.command("list", epilog=examples("redagent harnesses list --json"))
@@ -30,16 +33,23 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="print as JSON")
     for column in ("name", "kind", "version", "installed", "wire", "config"):
         table.add_column(column, no_wrap=True)
     for row in rows:
-        table.add_row(row["name"], row["kind"], row["version"], "yes" if row["installed"] else "no",
-                      row["wire"], row["config_hash"][:8])
+        table.add_row(
+            row["name"],
+            row["kind"],
+            row["version"],
+            "yes" if row["installed"] else "no",
+            row["wire"],
+            row["config_hash"][:8],
+        )
     out.print(table)
-    out.print(f"CLI installations: {cache_root()} (install: redagent harnesses install NAME…)", markup=False,
-              highlight=False)
+    out.print(
+        f"CLI installations: {cache_root()} (install: redagent harnesses install NAME…)", markup=False, highlight=False
+    )
 
 
-@harnesses_app.command("install", epilog=examples(
-    "redagent harnesses install codex claude-code",
-    "redagent harnesses install all"))
+@harnesses_app.command(
+    "install", epilog=examples("redagent harnesses install codex claude-code", "redagent harnesses install all")
+)
 def install_cmd(names: list[str] = typer.Argument(..., help="codex, hermes, openclaw, claude-code (or all)")) -> None:
     """Install the pinned versions into the per-user cache (Node 24 for the npm-installed CLIs included)."""
     from redagent.engine.harnesses.cli import CLI_HARNESSES, profile

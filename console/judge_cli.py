@@ -18,14 +18,19 @@ judge_app = typer.Typer(cls=Commands)
 
 # What judging and recognition both take for each judge call.
 TIMEOUT_OPTION = typer.Option(60.0, "--timeout", help="seconds per judge call")
-RETRIES_OPTION = typer.Option(3, "--retries", help="retries per judge call (408, 409, 429, 5xx, dropped connections, "
-                                                   "malformed replies)")
+RETRIES_OPTION = typer.Option(
+    3, "--retries", help="retries per judge call (408, 409, 429, 5xx, dropped connections, malformed replies)"
+)
 MAX_TOKENS_OPTION = typer.Option(2048, "--max-tokens", help="most tokens per judge reply")
 
 
-@judge_app.command("judge", epilog=examples(
-    "redagent judge run-3fa2",
-    "redagent judge run-3fa2 --views state,hybrid --backbone openai/gpt-4o-mini --concurrency 4"))
+@judge_app.command(
+    "judge",
+    epilog=examples(
+        "redagent judge run-3fa2",
+        "redagent judge run-3fa2 --views state,hybrid --backbone openai/gpt-4o-mini --concurrency 4",
+    ),
+)
 def judge(
     run_id: str = typer.Argument(...),
     views: str = typer.Option("trajectory,state,hybrid", "--views", help="evidence views to judge under"),
@@ -42,21 +47,34 @@ def judge(
     from redagent.judges.labelling import judge_run
 
     with opened_store(db) as store:
-        report = judge_run(store, run_id, split(views), backbone=backbone, api_base=api_base,
-                           concurrency=concurrency, timeout=timeout, retries=retries,
-                           max_tokens=max_tokens).to_dict()
+        report = judge_run(
+            store,
+            run_id,
+            split(views),
+            backbone=backbone,
+            api_base=api_base,
+            concurrency=concurrency,
+            timeout=timeout,
+            retries=retries,
+            max_tokens=max_tokens,
+        ).to_dict()
     if as_json:
         print_json(report)
         return
     for name in report["configs"]:
-        out.print(f"{name} ({backbone}): judged {report['judged'].get(name, 0)}, cached {report['cached'].get(name, 0)}"
-                  f", failed {report['failed'].get(name, 0)}", highlight=False)
+        out.print(
+            f"{name} ({backbone}): judged {report['judged'].get(name, 0)}, cached {report['cached'].get(name, 0)}"
+            f", failed {report['failed'].get(name, 0)}",
+            highlight=False,
+        )
     if report["stale_cases"]:
         out.print(f"{report['stale_cases']} rollouts skipped: their case changed since the run", highlight=False)
 
 
-@judge_app.command("recognize", epilog=examples("redagent recognize run-3fa2",
-                                                "redagent recognize run-3fa2 --backbone openai/gpt-4o-mini"))
+@judge_app.command(
+    "recognize",
+    epilog=examples("redagent recognize run-3fa2", "redagent recognize run-3fa2 --backbone openai/gpt-4o-mini"),
+)
 def recognize(
     run_id: str = typer.Argument(...),
     backbone: str | None = typer.Option(None, "--backbone", help="a litellm model; default: the lexical judge"),
@@ -72,20 +90,30 @@ def recognize(
     from redagent.judges.labelling import recognize_run
 
     with opened_store(db) as store:
-        result = recognize_run(store, run_id, backbone=backbone, api_base=api_base, concurrency=concurrency,
-                               timeout=timeout, retries=retries, max_tokens=max_tokens)
+        result = recognize_run(
+            store,
+            run_id,
+            backbone=backbone,
+            api_base=api_base,
+            concurrency=concurrency,
+            timeout=timeout,
+            retries=retries,
+            max_tokens=max_tokens,
+        )
     if as_json:
         print_json(result)
     else:
-        out.print(f"{result['judge']}: {result['labelled']} labelled ({result['unresolved']} unresolved anchors, "
-                  f"{result['failed']} failed), {result['cached']} already labelled", highlight=False)
+        out.print(
+            f"{result['judge']}: {result['labelled']} labelled ({result['unresolved']} unresolved anchors, "
+            f"{result['failed']} failed), {result['cached']} already labelled",
+            highlight=False,
+        )
 
 
 @judge_app.command("stats", epilog=examples("redagent stats run-3fa2", "redagent stats run-3fa2 views --json"))
 def stats_command(
     run_id: str = typer.Argument(...),
-    table: str = typer.Argument("asr", help="asr | utility | views | ranking | cue | defense | reg | audit | "
-                                                      "adaptive"),
+    table: str = typer.Argument("asr", help="asr | utility | views | ranking | cue | defense | reg | audit | adaptive"),
     backbone: str = typer.Option("rule", "--backbone"),
     recognition: str = typer.Option("lexical", "--recognition-judge"),
     reps: int = typer.Option(10_000, "--reps", help="bootstrap replicates"),
@@ -100,8 +128,16 @@ def stats_command(
     if table not in TABLES:
         fail(f"unknown table {table!r} (known: {', '.join(TABLES)})")
     with opened_store(db, create=False) as store:
-        report = build_report(store, run_id, backbone=backbone, recognition_judge=recognition, reps=reps,
-                              seed=seed, only=table, audit_id=audit_id)
+        report = build_report(
+            store,
+            run_id,
+            backbone=backbone,
+            recognition_judge=recognition,
+            reps=reps,
+            seed=seed,
+            only=table,
+            audit_id=audit_id,
+        )
     # The ASR table comes with the utility table beside it (the same cells).
     shown = ("protocol", table, "utility") if table == "asr" else ("protocol", table)
     if as_json:
@@ -130,16 +166,20 @@ def report_command(
     if unknown:
         fail(f"unknown report format {unknown[0]!r} (known: md, csv, json)")
     with opened_store(db, create=False) as store:
-        report = build_report(store, run_id, backbone=backbone, recognition_judge=recognition, reps=reps, seed=seed,
-                              audit_id=audit_id)
+        report = build_report(
+            store, run_id, backbone=backbone, recognition_judge=recognition, reps=reps, seed=seed, audit_id=audit_id
+        )
     for path in write_report(report, out_dir, chosen):
         out.print(str(path), highlight=False)
 
 
 @judge_app.command("export", epilog=examples("redagent export run-3fa2 --out run-3fa2.jsonl"))
-def export(run_id: str = typer.Argument(...), fmt: str = typer.Option("jsonl", "--format", help="jsonl"),
-           output: Path | None = typer.Option(None, "--out", help="file to write (default: stdout)"),
-           db: str | None = DB_OPTION) -> None:
+def export(
+    run_id: str = typer.Argument(...),
+    fmt: str = typer.Option("jsonl", "--format", help="jsonl"),
+    output: Path | None = typer.Option(None, "--out", help="file to write (default: stdout)"),
+    db: str | None = DB_OPTION,
+) -> None:
     """One rollout per line with all its evidence: events, receipts, diff, snapshots, E, validity."""
     if fmt != "jsonl":
         fail(f"unknown export format {fmt!r} (known: jsonl)")

@@ -22,10 +22,14 @@ BAR_MIN = 10  # the narrowest bar worth drawing on the one-line layout
 
 def _figures() -> list[ProgressColumn]:
     whole = Column(no_wrap=True)  # on one line, only the bar gives up width
-    return [MofNCompleteColumn(table_column=whole), TextColumn("{task.fields[rate]:>7.1f}/s", table_column=whole),
-            TextColumn("ETA {task.fields[eta]}", table_column=whole),
-            TextColumn("invalid {task.fields[invalid]}", table_column=whole),
-            TextColumn("exec ASR {task.fields[asr]}", table_column=whole), TimeElapsedColumn(table_column=whole)]
+    return [
+        MofNCompleteColumn(table_column=whole),
+        TextColumn("{task.fields[rate]:>7.1f}/s", table_column=whole),
+        TextColumn("ETA {task.fields[eta]}", table_column=whole),
+        TextColumn("invalid {task.fields[invalid]}", table_column=whole),
+        TextColumn("exec ASR {task.fields[asr]}", table_column=whole),
+        TimeElapsedColumn(table_column=whole),
+    ]
 
 
 class RunProgress(Progress):
@@ -34,7 +38,8 @@ class RunProgress(Progress):
     def __init__(self, **options) -> None:
         self.head: list[ProgressColumn] = [
             TextColumn("[bold]{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis")),
-            BarColumn()]
+            BarColumn(),
+        ]
         self.figures = _figures()
         super().__init__(*self.head, *self.figures, **options)
 
@@ -58,7 +63,7 @@ class RunProgress(Progress):
         """A figure as text, without the padding that aligns it in a column (the rate's)."""
         cell = column(task)
         text = cell.copy() if isinstance(cell, Text) else Text(str(cell))
-        return text[len(text.plain) - len(text.plain.lstrip()):]
+        return text[len(text.plain) - len(text.plain.lstrip()) :]
 
     def _grid(self, columns: Iterable[ProgressColumn | str], task: Task) -> Table:
         chosen = [c for c in columns if not isinstance(c, str)]

@@ -17,10 +17,12 @@ from rich.table import Table
 
 from redagent.console.cli_common import DB_OPTION, Commands, examples, opened_store, out, print_json, split
 
-rounds_app = typer.Typer(cls=Commands, no_args_is_help=True,
-                         help="Construction rounds: sample case versions for expert review.",
-                         epilog=examples("redagent cases round new --n 40 --experts dana,eli",
-                                         "redagent cases round status round-1"))
+rounds_app = typer.Typer(
+    cls=Commands,
+    no_args_is_help=True,
+    help="Construction rounds: sample case versions for expert review.",
+    epilog=examples("redagent cases round new --n 40 --experts dana,eli", "redagent cases round status round-1"),
+)
 
 
 @contextmanager
@@ -50,8 +52,15 @@ def new_cmd(
         round_id = new_round(store, n, seed, names)
         cases = store.round_cases(round_id)
     if as_json:
-        print_json({"round_id": round_id, "n": len(cases), "seed": seed, "experts": names,
-                    "cases": [asdict(case) for case in cases]})
+        print_json(
+            {
+                "round_id": round_id,
+                "n": len(cases),
+                "seed": seed,
+                "experts": names,
+                "cases": [asdict(case) for case in cases],
+            }
+        )
         return
     table = Table(title=f"{round_id}: {len(cases)} case versions, seed {seed}, experts {', '.join(names)}")
     for column in ("#", "case", "version", "hash"):
@@ -62,8 +71,9 @@ def new_cmd(
 
 
 @rounds_app.command("status", epilog=examples("redagent cases round status round-1 --json"))
-def status_cmd(round_id: str = typer.Argument(...), db: str | None = DB_OPTION,
-               as_json: bool = typer.Option(False, "--json")) -> None:
+def status_cmd(
+    round_id: str = typer.Argument(...), db: str | None = DB_OPTION, as_json: bool = typer.Option(False, "--json")
+) -> None:
     """Each expert's progress and their agreement (raw and Cohen's kappa) per rubric item and on the decision."""
     from redagent.judges.rounds import agreement
 
@@ -72,8 +82,11 @@ def status_cmd(round_id: str = typer.Argument(...), db: str | None = DB_OPTION,
     if as_json:
         print_json(result)
         return
-    out.print(f"{round_id}: {result['cases']} cases; " + ", ".join(
-        f"{name} {done}/{result['cases']}" for name, done in result["progress"].items()), highlight=False)
+    out.print(
+        f"{round_id}: {result['cases']} cases; "
+        + ", ".join(f"{name} {done}/{result['cases']}" for name, done in result["progress"].items()),
+        highlight=False,
+    )
     table = Table(title=f"agreement on first reviews ({result['both_reviewed']} cases reviewed by both)")
     for column in ("item", "n", "agreement", "kappa"):
         table.add_column(column)

@@ -40,14 +40,26 @@ def _drive(runner, as_json: bool) -> dict[str, Any]:
 
     with RunProgress(console=err, transient=as_json, disable=not err.is_terminal and as_json) as bar:
         pending = runner.pending()
-        task = bar.add_task(runner.run_record.id, total=len(runner.keys), completed=len(runner.keys) - len(pending),
-                            rate=0.0, eta="—", invalid=0, asr="—")
+        task = bar.add_task(
+            runner.run_record.id,
+            total=len(runner.keys),
+            completed=len(runner.keys) - len(pending),
+            rate=0.0,
+            eta="—",
+            invalid=0,
+            asr="—",
+        )
 
         def show(progress) -> None:
             eta = progress.eta
-            bar.update(task, completed=progress.completed, rate=progress.rate,
-                       eta=f"{eta:.0f}s" if eta is not None else "—", invalid=progress.invalid,
-                       asr=f"{progress.asr:.1%}" if progress.asr is not None else "—")
+            bar.update(
+                task,
+                completed=progress.completed,
+                rate=progress.rate,
+                eta=f"{eta:.0f}s" if eta is not None else "—",
+                invalid=progress.invalid,
+                asr=f"{progress.asr:.1%}" if progress.asr is not None else "—",
+            )
 
         runner.on_progress = show
         received: list[int] = []
@@ -66,8 +78,11 @@ def _drive(runner, as_json: bool) -> dict[str, Any]:
                     cancel()
                     return
                 runner.request_stop()
-                err.print(f"stopping ({signal.Signals(signum).name}): no new rollouts; those in flight have "
-                          f"{STOP_GRACE_S:g} s to finish (signal again to stop them now)", highlight=False)
+                err.print(
+                    f"stopping ({signal.Signals(signum).name}): no new rollouts; those in flight have "
+                    f"{STOP_GRACE_S:g} s to finish (signal again to stop them now)",
+                    highlight=False,
+                )
                 loop.call_later(STOP_GRACE_S, cancel)
 
             # SIGTERM too: a scheduler or `kill` ends the run like Ctrl-C, with what was finished stored.
@@ -86,8 +101,11 @@ def _drive(runner, as_json: bool) -> dict[str, Any]:
         asyncio.run(go())
     result = with_utility(runner.store, summary(runner.store, runner.run_record.id))
     if result["status"] == "stopped":
-        err.print(f"stopped: {result['completed']} of {result['planned']} rollouts stored; "
-                  f"resume with `redagent run --resume {result['run_id']}`", highlight=False)
+        err.print(
+            f"stopped: {result['completed']} of {result['planned']} rollouts stored; "
+            f"resume with `redagent run --resume {result['run_id']}`",
+            highlight=False,
+        )
     # A run ended by a signal exits as the shell expects (130 for Ctrl-C), once its summary is printed.
     result["exit_code"] = 128 + received[0] if received else 0
     return result
@@ -105,8 +123,11 @@ def with_utility(store, result: dict[str, Any]) -> dict[str, Any]:
     from redagent.judges.report import utility
     from redagent.judges.report_model import to_json
 
-    return {**result, "utility": to_json(utility(store, result["run_id"])),
-            "health": run_health(store, result["run_id"])}
+    return {
+        **result,
+        "utility": to_json(utility(store, result["run_id"])),
+        "health": run_health(store, result["run_id"]),
+    }
 
 
 def _share(value: float | None) -> str:
@@ -123,18 +144,38 @@ def print_summary(result: dict[str, Any]) -> None:
     from redagent.judges.report import utility_text
     from redagent.judges.report_model import UtilityArm, from_json
 
-    out.print(f"[bold]{escape(result['run_id'])}[/] {result['status']} · {result['completed']}/{result['planned']} "
-              f"rollouts · valid {result['valid']} · invalid {result['invalid']}", markup=True, highlight=False)
+    out.print(
+        f"[bold]{escape(result['run_id'])}[/] {result['status']} · {result['completed']}/{result['planned']} "
+        f"rollouts · valid {result['valid']} · invalid {result['invalid']}",
+        markup=True,
+        highlight=False,
+    )
     if result["status"] == "interrupted":
-        out.print(f"the process driving this run died; resume with `redagent run --resume {result['run_id']}`",
-                  style="yellow", highlight=False)
+        out.print(
+            f"the process driving this run died; resume with `redagent run --resume {result['run_id']}`",
+            style="yellow",
+            highlight=False,
+        )
     if result["invalid_reasons"]:
         out.print("invalid: " + ", ".join(f"{k} {v}" for k, v in sorted(result["invalid_reasons"].items())))
-    table = Table(title="execution ASR (E=1 among valid attacked rollouts) · utility U (task done; done/n checked, "
-                        "Wilson 95 %) · no tool call (share of valid rollouts) · exposure (attack reached the agent, "
-                        "share of valid attacked)")
-    for column in ("model", "harness", "cue", "defense", "harmful", "valid", "ASR", "benign U", "U under attack",
-                   "no tool call", "exposure"):
+    table = Table(
+        title="execution ASR (E=1 among valid attacked rollouts) · utility U (task done; done/n checked, "
+        "Wilson 95 %) · no tool call (share of valid rollouts) · exposure (attack reached the agent, "
+        "share of valid attacked)"
+    )
+    for column in (
+        "model",
+        "harness",
+        "cue",
+        "defense",
+        "harmful",
+        "valid",
+        "ASR",
+        "benign U",
+        "U under attack",
+        "no tool call",
+        "exposure",
+    ):
         table.add_column(column, justify="left" if column in ("model", "harness", "cue", "defense") else "right")
     asr = {(c["model"], c["harness"], c["cue"], c["defense"]): c for c in result["execution_asr"]}
     utility = result.get("utility") or {"cells": [], "overall": None}
@@ -144,15 +185,27 @@ def print_summary(result: dict[str, Any]) -> None:
     for key in sorted(asr.keys() | by_cell.keys() | fitness.keys()):
         cell, u, h = asr.get(key), by_cell.get(key), fitness.get(key)
         rate = "—" if cell is None or cell["rate"] is None else f"{cell['rate']:.1%}"
-        table.add_row(*key, str(cell["harmful"]) if cell else "—", str(cell["valid"]) if cell else "—", rate,
-                      _utility_cell(u["benign"]) if u else "n/a", _utility_cell(u["under_attack"]) if u else "n/a",
-                      _share(h["no_tool_call_share"]) if h else "—", _share(h["exposure"]) if h else "—")
+        table.add_row(
+            *key,
+            str(cell["harmful"]) if cell else "—",
+            str(cell["valid"]) if cell else "—",
+            rate,
+            _utility_cell(u["benign"]) if u else "n/a",
+            _utility_cell(u["under_attack"]) if u else "n/a",
+            _share(h["no_tool_call_share"]) if h else "—",
+            _share(h["exposure"]) if h else "—",
+        )
     out.print(table)
     for h in health["cells"]:
         for reason, entry in sorted(h["invalid"].items()):
             shown = f" · e.g. {entry['detail']}" if entry.get("detail") else ""
-            out.print(f"invalid {' · '.join(h[k] for k in ('model', 'harness', 'cue', 'defense'))}: {reason} "
-                      f"{entry['n']}{shown}", markup=False, highlight=False, soft_wrap=True)
+            out.print(
+                f"invalid {' · '.join(h[k] for k in ('model', 'harness', 'cue', 'defense'))}: {reason} "
+                f"{entry['n']}{shown}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
     for line in health["warnings"]:
         out.print(f"warning: {line}", style="yellow", markup=False, highlight=False, soft_wrap=True)
     from redagent.console.workers_view import failure_lines, workers_table
@@ -164,20 +217,29 @@ def print_summary(result: dict[str, Any]) -> None:
     overall = utility["overall"]
     if overall is not None:
         arm = "on" if result.get("protocol", {}).get("benign_arm") else "off"
-        out.print(f"utility: benign {utility_text(from_json(UtilityArm, overall['benign']))} · under attack "
-                  f"{utility_text(from_json(UtilityArm, overall['under_attack']))} · benign arm {arm}",
-                  highlight=False)
+        out.print(
+            f"utility: benign {utility_text(from_json(UtilityArm, overall['benign']))} · under attack "
+            f"{utility_text(from_json(UtilityArm, overall['under_attack']))} · benign arm {arm}",
+            highlight=False,
+        )
 
 
-@run_app.command("run", epilog=examples(
-    "redagent run --cases surface:banking --models sim/comply,sim/ignore --harnesses native",
-    "redagent run --cases all --models openai/gpt-4o-mini --concurrency 16 --plan-only",
-    "redagent run --resume run-3fa2"))
+@run_app.command(
+    "run",
+    epilog=examples(
+        "redagent run --cases surface:banking --models sim/comply,sim/ignore --harnesses native",
+        "redagent run --cases all --models openai/gpt-4o-mini --concurrency 16 --plan-only",
+        "redagent run --resume run-3fa2",
+    ),
+)
 def run(
     cases: str = typer.Option("all", "--cases", help="all, ids, globs, surface:X, strategy:X, constraint:X, paths"),
     models: str = typer.Option(",".join(_default_models()), "--models", help="sim/* or litellm model strings"),
-    harnesses: str = typer.Option("native,react,shell", "--harnesses",
-                                  help="native,react,shell and the real CLIs codex,hermes,openclaw,claude-code"),
+    harnesses: str = typer.Option(
+        "native,react,shell",
+        "--harnesses",
+        help="native,react,shell and the real CLIs codex,hermes,openclaw,claude-code",
+    ),
     cues: str = typer.Option("clean", "--cues", help="clean,disclosed"),
     defenses: str = typer.Option("none", "--defenses", help="none,self-reminder,policy-reminder,placebo"),
     attempts: int = typer.Option(1, "--attempts"),
@@ -186,42 +248,66 @@ def run(
     max_steps: int = typer.Option(30, "--max-steps", help="tool calls per rollout"),
     api_base: str | None = typer.Option(None, "--api-base", help="model endpoint (OpenAI-compatible, vLLM, Ollama)"),
     timeout: float = typer.Option(60.0, "--timeout", help="seconds per model call"),
-    retries: int = typer.Option(3, "--retries", help="retries per model call (408, 409, 429, 5xx, dropped "
-                                                     "connections, malformed replies)"),
+    retries: int = typer.Option(
+        3, "--retries", help="retries per model call (408, 409, 429, 5xx, dropped connections, malformed replies)"
+    ),
     max_tokens: int = typer.Option(2048, "--max-tokens", help="most tokens per model reply"),
     disclosure: str | None = typer.Option(None, "--disclosure-text", help="text of the 'disclosed' cue"),
-    benign_arm: bool = typer.Option(True, "--benign-arm/--no-benign-arm",
-                                    help="also run every attacked case as its benign counterpart (attack never "
-                                         "shown): benign utility beside utility under attack"),
-    attacker: str = typer.Option("none", "--attacker",
-                                 help="none (the fixed attack) | scripted (deterministic moves) | adaptive (a "
-                                      "model moves the attack: reformulate, change channel, stop)"),
-    attacker_model: str | None = typer.Option(None, "--attacker-model",
-                                              help="with --attacker adaptive: the attacker's litellm model"),
-    attacker_api_base: str | None = typer.Option(None, "--attacker-api-base",
-                                                 help="the attacker model's endpoint (default: --api-base)"),
+    benign_arm: bool = typer.Option(
+        True,
+        "--benign-arm/--no-benign-arm",
+        help="also run every attacked case as its benign counterpart (attack never "
+        "shown): benign utility beside utility under attack",
+    ),
+    attacker: str = typer.Option(
+        "none",
+        "--attacker",
+        help="none (the fixed attack) | scripted (deterministic moves) | adaptive (a "
+        "model moves the attack: reformulate, change channel, stop)",
+    ),
+    attacker_model: str | None = typer.Option(
+        None, "--attacker-model", help="with --attacker adaptive: the attacker's litellm model"
+    ),
+    attacker_api_base: str | None = typer.Option(
+        None, "--attacker-api-base", help="the attacker model's endpoint (default: --api-base)"
+    ),
     attack_budget: int = typer.Option(5, "--attack-budget", help="attacker moves per rollout (K, 1-20)"),
     resume: str | None = typer.Option(None, "--resume", help="complete the missing rollouts of RUN_ID"),
-    retry_invalid: bool = typer.Option(False, "--retry-invalid",
-                                       help="with --resume: also re-run rollouts that were invalid for a transient "
-                                            "or configuration reason (model errors, sandbox errors)"),
-    plan_only: bool = typer.Option(False, "--plan-only",
-                                   help="print rollouts, expected model calls, tokens, cost and wall time; run "
-                                        "and store nothing"),
+    retry_invalid: bool = typer.Option(
+        False,
+        "--retry-invalid",
+        help="with --resume: also re-run rollouts that were invalid for a transient "
+        "or configuration reason (model errors, sandbox errors)",
+    ),
+    plan_only: bool = typer.Option(
+        False,
+        "--plan-only",
+        help="print rollouts, expected model calls, tokens, cost and wall time; run and store nothing",
+    ),
     executor: str = typer.Option("local", "--executor", help="local (this machine) or ray"),
-    workers: int = typer.Option(1, "--workers", help="local worker processes sharing the store (--concurrency is "
-                                                     "per worker)"),
-    ray_address: str | None = typer.Option(None, "--ray-address",
-                                           help="with --executor ray: an existing cluster (HOST:PORT, or auto); "
-                                                "default a Ray instance of this machine's own"),
-    sandbox: str = typer.Option("bwrap", "--sandbox", help="where agents' commands run: bwrap (bubblewrap) or "
-                                                          "docker (a container per rollout)"),
-    image: str | None = typer.Option(None, "--image", help="with --sandbox docker: the image (default: the one "
-                                                           "`redagent sandbox image use` chose, else the built one)"),
+    workers: int = typer.Option(
+        1, "--workers", help="local worker processes sharing the store (--concurrency is per worker)"
+    ),
+    ray_address: str | None = typer.Option(
+        None,
+        "--ray-address",
+        help="with --executor ray: an existing cluster (HOST:PORT, or auto); "
+        "default a Ray instance of this machine's own",
+    ),
+    sandbox: str = typer.Option(
+        "bwrap", "--sandbox", help="where agents' commands run: bwrap (bubblewrap) or docker (a container per rollout)"
+    ),
+    image: str | None = typer.Option(
+        None,
+        "--image",
+        help="with --sandbox docker: the image (default: the one "
+        "`redagent sandbox image use` chose, else the built one)",
+    ),
     db: str | None = DB_OPTION,
     as_json: bool = typer.Option(False, "--json", help="print the run summary as JSON"),
-    open_console: bool = typer.Option(False, "--open-console",
-                                      help="afterwards, open the console on this run (in a terminal only)"),
+    open_console: bool = typer.Option(
+        False, "--open-console", help="afterwards, open the console on this run (in a terminal only)"
+    ),
 ) -> None:
     """Run a model × harness × cue × defense × case × attempt matrix (default: the calibration agents)."""
     from redagent.engine.conditions import DEFAULT_DISCLOSURE
@@ -246,13 +332,32 @@ def run(
     with opened_store(db) as store:
         backend = None
         try:
-            spec = None if resume else RunSpec(
-                cases=cases, models=split(models), harnesses=split(harnesses), cues=split(cues),
-                defenses=split(defenses), attempts=attempts, concurrency=concurrency, per_model=per_model,
-                max_steps=max_steps, api_base=api_base, timeout=timeout, retries=retries, max_tokens=max_tokens,
-                disclosure=disclosure or DEFAULT_DISCLOSURE, benign_arm=benign_arm, attacker=attacker,
-                attacker_model=attacker_model, attacker_api_base=attacker_api_base, attack_budget=attack_budget,
-                sandbox=sandbox)
+            spec = (
+                None
+                if resume
+                else RunSpec(
+                    cases=cases,
+                    models=split(models),
+                    harnesses=split(harnesses),
+                    cues=split(cues),
+                    defenses=split(defenses),
+                    attempts=attempts,
+                    concurrency=concurrency,
+                    per_model=per_model,
+                    max_steps=max_steps,
+                    api_base=api_base,
+                    timeout=timeout,
+                    retries=retries,
+                    max_tokens=max_tokens,
+                    disclosure=disclosure or DEFAULT_DISCLOSURE,
+                    benign_arm=benign_arm,
+                    attacker=attacker,
+                    attacker_model=attacker_model,
+                    attacker_api_base=attacker_api_base,
+                    attack_budget=attack_budget,
+                    sandbox=sandbox,
+                )
+            )
             if plan_only:
                 _print_plan(plan_run_only(store, spec, resume=resume, retry_invalid=retry_invalid), as_json)
                 return
@@ -270,8 +375,21 @@ def run(
             if backend is not None:
                 backend.shutdown()
     if as_json:
-        print_json({k: result[k] for k in ("run_id", "planned", "completed", "valid", "invalid", "invalid_reasons",
-                                           "execution_asr", "utility")})
+        print_json(
+            {
+                k: result[k]
+                for k in (
+                    "run_id",
+                    "planned",
+                    "completed",
+                    "valid",
+                    "invalid",
+                    "invalid_reasons",
+                    "execution_asr",
+                    "utility",
+                )
+            }
+        )
     else:
         print_summary(result)
     _exit_after_signal(result)
@@ -291,24 +409,39 @@ def _print_plan(plan: dict[str, Any], as_json: bool) -> None:
     bound = f", {plan['per_model']} calls per model" if plan["per_model"] else ""
     out.print(f"{what}: {plan['rollouts']} rollouts at concurrency {plan['concurrency']}{bound}", highlight=False)
     if plan["model_calls"] is None:
-        out.print("no history: no earlier valid rollout of these case versions is stored, so model calls, tokens, "
-                  "cost and wall time cannot be estimated", highlight=False)
+        out.print(
+            "no history: no earlier valid rollout of these case versions is stored, so model calls, tokens, "
+            "cost and wall time cannot be estimated",
+            highlight=False,
+        )
         return
-    out.print(f"history: {history['same_model']} rollouts from earlier runs of the same case, model and harness, "
-              f"{history['other_model']} from the same case and harness under another model, {history['none']} "
-              f"without{' (estimated at the mean of the rest)' if plan['extrapolated'] else ''}", highlight=False)
+    out.print(
+        f"history: {history['same_model']} rollouts from earlier runs of the same case, model and harness, "
+        f"{history['other_model']} from the same case and harness under another model, {history['none']} "
+        f"without{' (estimated at the mean of the rest)' if plan['extrapolated'] else ''}",
+        highlight=False,
+    )
     table = Table(title="expected (model calls count the model's turns: an upper bound with parallel tool calls)")
     for column in ("model", "rollouts", "model calls", "prompt tokens", "completion tokens", "cost (USD)"):
         table.add_column(column, justify="left" if column == "model" else "right")
     for m in plan["models"]:
         cost = "no price" if m["cost_usd"] is None else f"{m['cost_usd']:.4f}"
-        table.add_row(m["model"], str(m["rollouts"]), f"{m['model_calls']:,}", f"{m['prompt_tokens']:,}",
-                      f"{m['completion_tokens']:,}", cost)
+        table.add_row(
+            m["model"],
+            str(m["rollouts"]),
+            f"{m['model_calls']:,}",
+            f"{m['prompt_tokens']:,}",
+            f"{m['completion_tokens']:,}",
+            cost,
+        )
     out.print(table)
     unpriced = f" (no price in litellm's cost map for {', '.join(plan['unpriced'])})" if plan["unpriced"] else ""
-    out.print(f"total: {plan['model_calls']:,} model calls, {plan['prompt_tokens']:,} prompt + "
-              f"{plan['completion_tokens']:,} completion tokens, ${plan['cost_usd']:.4f}{unpriced}, wall time "
-              f"≈ {_duration(plan['wall_seconds'])}", highlight=False)
+    out.print(
+        f"total: {plan['model_calls']:,} model calls, {plan['prompt_tokens']:,} prompt + "
+        f"{plan['completion_tokens']:,} completion tokens, ${plan['cost_usd']:.4f}{unpriced}, wall time "
+        f"≈ {_duration(plan['wall_seconds'])}",
+        highlight=False,
+    )
 
 
 def _duration(seconds: float) -> str:

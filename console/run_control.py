@@ -24,6 +24,7 @@ from redagent.store.db import Store, StoreError
 if TYPE_CHECKING:
     from textual.app import App
 
+
 @dataclass
 class ActiveRun:
     runner: MatrixRunner
@@ -71,8 +72,13 @@ class RunControl:
         return [run_id for run_id in run_ids if self.stop(run_id)]
 
     def _launch(self, make_runner: Callable[[], MatrixRunner], store: Store, *, resumed: bool, name: str) -> None:
-        self.app.run_worker(lambda: self._drive(make_runner, store, resumed), thread=True, exit_on_error=False,
-                            group="engine", name=name)
+        self.app.run_worker(
+            lambda: self._drive(make_runner, store, resumed),
+            thread=True,
+            exit_on_error=False,
+            group="engine",
+            name=name,
+        )
 
     def _drive(self, make_runner: Callable[[], MatrixRunner], store: Store, resumed: bool) -> None:
         """Runs in a worker thread: plan (writes the run), then run the engine on a loop of this thread."""
@@ -93,8 +99,9 @@ class RunControl:
             self.app.post_message(RunFailed(run_id, exc))
         else:
             run = store.get_run(run_id)
-            self.app.post_message(RunEnded(run_id, run.status if run else "unknown", progress.completed,
-                                           progress.planned))
+            self.app.post_message(
+                RunEnded(run_id, run.status if run else "unknown", progress.completed, progress.planned)
+            )
         finally:
             with self._lock:
                 self._active.pop(run_id, None)

@@ -10,12 +10,18 @@ import typer
 
 from redagent.console.cli_common import Commands, examples, fail, out, print_json, split
 
-sandbox_app = typer.Typer(cls=Commands, no_args_is_help=True,
-                          help="The Docker sandbox backend: its image and leftover containers.",
-                          epilog=examples("redagent sandbox image build", "redagent sandbox prune"))
-image_app = typer.Typer(cls=Commands, no_args_is_help=True, help="The image `run --sandbox docker` uses.",
-                        epilog=examples("redagent sandbox image build --with python",
-                                        "redagent sandbox image use my-toolchain:latest"))
+sandbox_app = typer.Typer(
+    cls=Commands,
+    no_args_is_help=True,
+    help="The Docker sandbox backend: its image and leftover containers.",
+    epilog=examples("redagent sandbox image build", "redagent sandbox prune"),
+)
+image_app = typer.Typer(
+    cls=Commands,
+    no_args_is_help=True,
+    help="The image `run --sandbox docker` uses.",
+    epilog=examples("redagent sandbox image build --with python", "redagent sandbox image use my-toolchain:latest"),
+)
 sandbox_app.add_typer(image_app, name="image")
 
 
@@ -44,8 +50,10 @@ def build_cmd(
     check_extras(wanted)
     # Cached (CI builds once): the same version with the same extras is not built again.
     if not force and built_as(chosen, wanted):
-        _say(f"{chosen} exists (image version {IMAGE_VERSION}, with {','.join(wanted) or 'no extras'}); "
-             "--force rebuilds it")
+        _say(
+            f"{chosen} exists (image version {IMAGE_VERSION}, with {','.join(wanted) or 'no extras'}); "
+            "--force rebuilds it"
+        )
         return
     image_id = build_image(chosen, wanted)
     if tag:
@@ -64,8 +72,10 @@ def use_cmd(tag: str = typer.Argument(..., help="a local image with sh and pytho
     if problem:
         fail(problem)
     record_image(tag)
-    _say(f"runs with --sandbox docker now use {tag} (image version {version or 'unlabelled'}; "
-         f"recorded in {CHOSEN_IMAGE_FILE})")
+    _say(
+        f"runs with --sandbox docker now use {tag} (image version {version or 'unlabelled'}; "
+        f"recorded in {CHOSEN_IMAGE_FILE})"
+    )
 
 
 @sandbox_app.command("prune", epilog=examples("redagent sandbox prune --run run-3fa2"))

@@ -27,23 +27,40 @@ from redagent.console.cli_common import (
 )
 from redagent.console.cli_common import out as out_console
 
-team_app = typer.Typer(cls=Commands, no_args_is_help=True, help="Team members of a store: add, list, remove, re-grant.",
-                       epilog=examples("redagent team list", "redagent team add alice --role reviewer"))
+team_app = typer.Typer(
+    cls=Commands,
+    no_args_is_help=True,
+    help="Team members of a store: add, list, remove, re-grant.",
+    epilog=examples("redagent team list", "redagent team add alice --role reviewer"),
+)
 
 
-@team_app.command("add", epilog=examples(
-    "redagent team add alice --role reviewer --db pg:audits-owner",
-    "redagent team add bob --role researcher --format pgpass --out bob.pgpass --db pg:audits-owner"))
+@team_app.command(
+    "add",
+    epilog=examples(
+        "redagent team add alice --role reviewer --db pg:audits-owner",
+        "redagent team add bob --role researcher --format pgpass --out bob.pgpass --db pg:audits-owner",
+    ),
+)
 def add_cmd(
     name: str = typer.Argument(..., help="the person's name, as audits and rounds name them"),
     role: str = typer.Option(..., "--role", help="researcher | reviewer | adjudicator | expert"),
-    host: str | None = typer.Option(None, "--host", help="the database host as the person reaches it "
-                                                         "(default: as your own connection reaches it)"),
-    out: Path | None = typer.Option(None, "--out", help="where to write the person's connection (PostgreSQL; a new "
-                                                        "file, 0600; default ./redagent-NAME.pg_service.conf or "
-                                                        "./redagent-NAME.pgpass)"),
-    form: str = typer.Option("service", "--format", help="service: a pg_service.conf section (--db pg:SERVICE); "
-                                                         "pgpass: a ~/.pgpass line and a URL without password"),
+    host: str | None = typer.Option(
+        None, "--host", help="the database host as the person reaches it (default: as your own connection reaches it)"
+    ),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="where to write the person's connection (PostgreSQL; a new "
+        "file, 0600; default ./redagent-NAME.pg_service.conf or "
+        "./redagent-NAME.pgpass)",
+    ),
+    form: str = typer.Option(
+        "service",
+        "--format",
+        help="service: a pg_service.conf section (--db pg:SERVICE); "
+        "pgpass: a ~/.pgpass line and a URL without password",
+    ),
     db: str | None = DB_OPTION,
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -65,19 +82,36 @@ def add_cmd(
             _write_private(written, text)
         except OSError as exc:
             # The login exists already: say how to get a connection for it without one more member.
-            fail(f"cannot write {written}: {exc.strerror}; {member.name} was added (login {member.login}) — run "
-                 f"`redagent team remove {member.name}` and add them again with another --out")
+            fail(
+                f"cannot write {written}: {exc.strerror}; {member.name} was added (login {member.login}) — run "
+                f"`redagent team remove {member.name}` and add them again with another --out"
+            )
         connect = f"pg:{member.service}" if form == "service" else member.url
     if as_json:
-        print_json({"name": member.name, "role": member.role, "login": member.login, "db": connect,
-                    "connection_file": str(written) if written else None, "token": member.token})
+        print_json(
+            {
+                "name": member.name,
+                "role": member.role,
+                "login": member.login,
+                "db": connect,
+                "connection_file": str(written) if written else None,
+                "token": member.token,
+            }
+        )
         return
     out_console.print(f"added {member.name} as {member.role}", highlight=False)
     if written is not None:
-        where = ("they add it to ~/.pg_service.conf (or set PGSERVICEFILE to it)" if form == "service"
-                 else "they add it to ~/.pgpass (or set PGPASSFILE to it; the file must stay 0600)")
-        out_console.print(f"  connection: written to {written} (0600; it holds the password — hand it over privately); "
-                          f"{where} and use --db {connect}", highlight=False, soft_wrap=True)
+        where = (
+            "they add it to ~/.pg_service.conf (or set PGSERVICEFILE to it)"
+            if form == "service"
+            else "they add it to ~/.pgpass (or set PGPASSFILE to it; the file must stay 0600)"
+        )
+        out_console.print(
+            f"  connection: written to {written} (0600; it holds the password — hand it over privately); "
+            f"{where} and use --db {connect}",
+            highlight=False,
+            soft_wrap=True,
+        )
     out_console.print(f"  console token (for `redagent console --web`; shown once): {member.token}", highlight=False)
     if note:
         err.print(f"note: {note}", highlight=False, soft_wrap=True)

@@ -74,8 +74,13 @@ FONT_SIZES = (6, 64)
 PAGE_PARAMETERS = ("fontsize", "delay")  # what the console page reads from its address; anything else is dropped
 
 STATIC = Path(textual_serve.__file__).parent / "static"
-STATIC_FILES = ("css/xterm.css", "js/textual.js", "images/background.png", "fonts/RobotoMono-VariableFont_wght.ttf",
-                "fonts/RobotoMono-Italic-VariableFont_wght.ttf")
+STATIC_FILES = (
+    "css/xterm.css",
+    "js/textual.js",
+    "images/background.png",
+    "fonts/RobotoMono-VariableFont_wght.ttf",
+    "fonts/RobotoMono-Italic-VariableFont_wght.ttf",
+)
 _CONTENT_TYPES = {".css": "text/css", ".js": "text/javascript", ".png": "image/png", ".ttf": "font/ttf"}
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
@@ -119,8 +124,9 @@ class SessionsFull(Exception):
 class Sessions:
     """The open sessions, by the SHA-256 of their cookie, with their lifetime and idle limits on `clock`."""
 
-    def __init__(self, *, lifetime: float, idle: float, clock: Callable[[], float] = time.monotonic,
-                 limit: int = MAX_SESSIONS) -> None:
+    def __init__(
+        self, *, lifetime: float, idle: float, clock: Callable[[], float] = time.monotonic, limit: int = MAX_SESSIONS
+    ) -> None:
         self.lifetime, self.idle, self.clock, self.limit = lifetime, idle, clock, limit
         self._by_digest: dict[str, Session] = {}
 
@@ -189,8 +195,15 @@ class RedactedAccessLog(AbstractAccessLogger):
     """aiohttp's access log without query strings, keys, Referer or User-Agent: one short line a request."""
 
     def log(self, request: BaseRequest, response: web.StreamResponse, time: float) -> None:
-        self.logger.info('%s "%s %s" %s %s %.3fs', request.remote, redact(request.method[:16]), _shown_path(request),
-                         response.status, response.body_length, time)
+        self.logger.info(
+            '%s "%s %s" %s %s %.3fs',
+            request.remote,
+            redact(request.method[:16]),
+            _shown_path(request),
+            response.status,
+            response.body_length,
+            time,
+        )
 
 
 class _RedactingFormatter(logging.Formatter):
@@ -231,12 +244,17 @@ class _BoundedRequestHandler(RequestHandler):
     """aiohttp's connection handler, answering a request its parser refused with a bare 414/431/400 and one log
     line — aiohttp's own answer is a 400 that quotes the request and a logged traceback."""
 
-    def handle_error(self, request: BaseRequest, status: int = 500, exc: BaseException | None = None,
-                     message: str | None = None) -> web.StreamResponse:
+    def handle_error(
+        self, request: BaseRequest, status: int = 500, exc: BaseException | None = None, message: str | None = None
+    ) -> web.StreamResponse:
         status, reason = refusal(exc, status, self.max_line_size)
         if status >= 500:
-            self.logger.error("internal error answering %s %s: %s", request.method[:16], _shown_path(request),
-                              type(exc).__name__ if exc else "unknown")
+            self.logger.error(
+                "internal error answering %s %s: %s",
+                request.method[:16],
+                _shown_path(request),
+                type(exc).__name__ if exc else "unknown",
+            )
         else:
             self.logger.info("refused a request from %s: %s %s", request.remote, status, reason)
         if request.writer.output_size > 0:
@@ -247,8 +265,9 @@ class _BoundedRequestHandler(RequestHandler):
 
 
 class _BoundedServer(web.Server):
-    def __init__(self, handler: Any, *, request_factory: Any, loop: asyncio.AbstractEventLoop,
-                 **handler_args: Any) -> None:
+    def __init__(
+        self, handler: Any, *, request_factory: Any, loop: asyncio.AbstractEventLoop, **handler_args: Any
+    ) -> None:
         super().__init__(handler, request_factory=request_factory, loop=loop, **handler_args)
         self._bounded_loop, self._bounded_args = loop, handler_args
 
@@ -266,8 +285,12 @@ class _BoundedRunner(web.AppRunner):
 
     async def _make_server(self) -> web.Server:
         made = await super()._make_server()
-        return _BoundedServer(made.request_handler, request_factory=made.request_factory,
-                              loop=asyncio.get_running_loop(), **self._handler_args)
+        return _BoundedServer(
+            made.request_handler,
+            request_factory=made.request_factory,
+            loop=asyncio.get_running_loop(),
+            **self._handler_args,
+        )
 
 
 # ------------------------------------------------------------------ the server
@@ -300,10 +323,21 @@ def _html(text: str, status: int = 200, nonce: str | None = None) -> web.Respons
 class TokenServer:
     """The console's web application: sign-in, page, websocket and static files (see the module docstring)."""
 
-    def __init__(self, *, starter: Identity, starter_token: str, member: Callable[[str], Identity | None],
-                 run_id: str | None, host: str, port: int, lifetime: float = LIFETIME_HOURS * 3600,
-                 idle: float = IDLE_MINUTES * 60, ssl_context: ssl.SSLContext | None = None,
-                 clock: Callable[[], float] = time.monotonic, sweep: float = SWEEP_SECONDS) -> None:
+    def __init__(
+        self,
+        *,
+        starter: Identity,
+        starter_token: str,
+        member: Callable[[str], Identity | None],
+        run_id: str | None,
+        host: str,
+        port: int,
+        lifetime: float = LIFETIME_HOURS * 3600,
+        idle: float = IDLE_MINUTES * 60,
+        ssl_context: ssl.SSLContext | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sweep: float = SWEEP_SECONDS,
+    ) -> None:
         self.starter, self.starter_token, self.member, self.run_id = starter, starter_token, member, run_id
         self.host, self.port, self.ssl_context, self.sweep = host, port, ssl_context, sweep
         self.sessions = Sessions(lifetime=lifetime, idle=idle, clock=clock)
@@ -358,8 +392,9 @@ class TokenServer:
         self.sessions.end(session)
         consoles = list(session.consoles)
         if consoles:
-            log.info("closed %d console(s) of %s: %s", len(consoles), session.identity.name or session.identity.role,
-                     why)
+            log.info(
+                "closed %d console(s) of %s: %s", len(consoles), session.identity.name or session.identity.role, why
+            )
         for websocket in consoles:
             await websocket.close(code=4001, message=why.encode())
 
@@ -388,8 +423,9 @@ class TokenServer:
         return hmac.compare_digest(origin.strip().lower().encode(), self.own_origin(request).encode())
 
     @web.middleware
-    async def guard(self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-                    ) -> web.StreamResponse:
+    async def guard(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
         """Host, Origin and body checks for every request, and the headers every answer carries."""
         length = request.content_length
         if self.allowed_hosts is not None and request.host.lower() not in self.allowed_hosts:
@@ -432,8 +468,15 @@ class TokenServer:
         nonce = secrets.token_urlsafe(16)
         target = self._page_target(request) if request.method == "GET" else "/"
         response = _html(web_page.session_page(TITLE, nonce, session.key, target), nonce=nonce)
-        response.set_cookie(self.cookie, cookie, httponly=True, samesite="Strict", path="/", secure=request.secure,
-                            max_age=int(self.sessions.lifetime))
+        response.set_cookie(
+            self.cookie,
+            cookie,
+            httponly=True,
+            samesite="Strict",
+            path="/",
+            secure=request.secure,
+            max_age=int(self.sessions.lifetime),
+        )
         return response
 
     def _sign_in(self, status: int, message: str | None = None) -> web.Response:
@@ -508,9 +551,13 @@ class TokenServer:
         session.consoles.add(websocket)
         # textual-serve types `close` as returning None and passes aiohttp's close (returning a bool) itself, in
         # its own server: AppService awaits it and drops the result.
-        service = AppService(shlex.join(console_argv(session.identity, self.run_id)), write_bytes=websocket.send_bytes,
-                             write_str=websocket.send_str, close=websocket.close,  # type: ignore[arg-type]
-                             download_manager=self.downloads)
+        service = AppService(
+            shlex.join(console_argv(session.identity, self.run_id)),
+            write_bytes=websocket.send_bytes,
+            write_str=websocket.send_str,
+            close=websocket.close,  # type: ignore[arg-type]
+            download_manager=self.downloads,
+        )
         try:
             await service.start(width, height)
             await self._relay(websocket, service, session)
@@ -538,8 +585,9 @@ class TokenServer:
             if kind == "stdin" and isinstance(data, str):
                 await service.send_bytes(data.encode("utf-8", "replace"))
             elif kind == "resize" and isinstance(data, dict):
-                await service.set_terminal_size(_clamp(data.get("width"), COLUMNS, 80),
-                                                _clamp(data.get("height"), ROWS, 24))
+                await service.set_terminal_size(
+                    _clamp(data.get("width"), COLUMNS, 80), _clamp(data.get("height"), ROWS, 24)
+                )
             elif kind == "blur":
                 await service.blur()
             elif kind == "focus":
@@ -549,13 +597,15 @@ class TokenServer:
 
     def make_app(self) -> web.Application:
         app = web.Application(middlewares=[self.guard], client_max_size=MAX_SIGN_IN_BODY)
-        app.add_routes([
-            web.get("/", self.handle_index),
-            web.get("/login", self.handle_sign_in_form),
-            web.post("/login", self.handle_sign_in),
-            web.get("/ws/{key}", self.handle_websocket),
-            web.get("/static/{name:.+}", self.handle_static),
-        ])
+        app.add_routes(
+            [
+                web.get("/", self.handle_index),
+                web.get("/login", self.handle_sign_in_form),
+                web.post("/login", self.handle_sign_in),
+                web.get("/ws/{key}", self.handle_websocket),
+                web.get("/static/{name:.+}", self.handle_static),
+            ]
+        )
         app.on_startup.append(self._start)
         app.on_shutdown.append(self._stop)
         return app
@@ -571,10 +621,16 @@ class TokenServer:
 
     async def run(self, started: Callable[[], None] | None = None) -> None:
         """Serve until SIGINT, SIGTERM or `stop()`; every console is closed before this returns."""
-        runner = _BoundedRunner(self.make_app(), access_log_class=RedactedAccessLog,
-                                access_log=logging.getLogger("aiohttp.access"),
-                                logger=logging.getLogger("aiohttp.server"), max_line_size=MAX_REQUEST_LINE,
-                                max_field_size=MAX_HEADER_FIELD, max_headers=MAX_HEADERS, shutdown_timeout=10.0)
+        runner = _BoundedRunner(
+            self.make_app(),
+            access_log_class=RedactedAccessLog,
+            access_log=logging.getLogger("aiohttp.access"),
+            logger=logging.getLogger("aiohttp.server"),
+            max_line_size=MAX_REQUEST_LINE,
+            max_field_size=MAX_HEADER_FIELD,
+            max_headers=MAX_HEADERS,
+            shutdown_timeout=10.0,
+        )
         await runner.setup()
         self._stopping = asyncio.Event()
         loop = asyncio.get_running_loop()

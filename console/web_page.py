@@ -18,17 +18,19 @@ KEY_STORAGE = "redagent-console-key"
 
 def policy(nonce: str) -> str:
     """The pages' Content-Security-Policy. Inline styles are allowed (xterm.js sets them); scripts are not."""
-    return "; ".join((
-        "default-src 'none'",
-        f"script-src 'self' 'nonce-{nonce}'",
-        "style-src 'self' 'unsafe-inline'",
-        "img-src 'self' data:",
-        "font-src 'self'",
-        "connect-src 'self'",
-        "base-uri 'none'",
-        "form-action 'self'",
-        "frame-ancestors 'none'",
-    ))
+    return "; ".join(
+        (
+            "default-src 'none'",
+            f"script-src 'self' 'nonce-{nonce}'",
+            "style-src 'self' 'unsafe-inline'",
+            "img-src 'self' data:",
+            "font-src 'self'",
+            "connect-src 'self'",
+            "base-uri 'none'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+        )
+    )
 
 
 def _script_value(value: str) -> str:
@@ -77,7 +79,9 @@ def _page(title: str, body: str, head: str = "") -> str:
 def sign_in_page(title: str, message: str | None = None) -> str:
     """The form that opens a session without putting the token in any URL (so never in the browser's history)."""
     error = f'<p class="error">{html.escape(message)}</p>' if message else ""
-    return _page(title, f"""    <div class="plain">
+    return _page(
+        title,
+        f"""    <div class="plain">
       <h1>{html.escape(title)}</h1>
       {error}
       <p>This console needs a token: the one its server printed when it started, or yours from
@@ -87,24 +91,30 @@ def sign_in_page(title: str, message: str | None = None) -> str:
         <input id="token" name="token" type="password" autocomplete="off" spellcheck="false" required autofocus>
         <button type="submit">Open the console</button>
       </form>
-    </div>""")
+    </div>""",
+    )
 
 
 def session_page(title: str, nonce: str, key: str, target: str) -> str:
     """Answer to a token: keep the session's key in this origin's local storage, then go to `target` in place
     of the current history entry, so the address with the token is not the one the tab keeps."""
-    return _page(title, f"""    <noscript><div class="plain">The console needs JavaScript.</div></noscript>
+    return _page(
+        title,
+        f"""    <noscript><div class="plain">The console needs JavaScript.</div></noscript>
     <script nonce="{nonce}">
       try {{ window.localStorage.setItem({_script_value(KEY_STORAGE)}, {_script_value(key)}); }} catch (e) {{}}
       window.location.replace({_script_value(target)});
-    </script>""")
+    </script>""",
+    )
 
 
 def console_page(title: str, nonce: str, font_size: int) -> str:
     """textual-serve's page (textual.js and xterm.css from this server) without its remote font. The websocket
     address is made in the page from the key in local storage: the page itself carries no secret, so reading
     it with a stolen cookie gives nothing that opens a console."""
-    return _page(title, f"""    <div class="dialog-container intro-dialog">
+    return _page(
+        title,
+        f"""    <div class="dialog-container intro-dialog">
       <div class="shade"></div>
       <div class="intro">
         <div>{html.escape(title)}</div>
@@ -142,10 +152,12 @@ def console_page(title: str, nonce: str, font_size: int) -> str:
         document.getElementById("start").addEventListener("click", restart);
         document.getElementById("restart").addEventListener("click", restart);
       }})();
-    </script>""", head=f"""
+    </script>""",
+        head=f"""
     <link rel="stylesheet" href="/static/css/xterm.css">
     <script src="/static/js/textual.js"></script>
-    <style>{_CONSOLE_STYLE}</style>""")
+    <style>{_CONSOLE_STYLE}</style>""",
+    )
 
 
 # textual-serve's own page styles (templates/app_index.html), kept so the console looks the same.

@@ -11,16 +11,40 @@ from rich.table import Table
 def workers_table(workers: dict[str, Any] | None) -> Table | None:
     if not workers or not workers.get("workers"):
         return None
-    table = Table(title=f"workers ({workers['shards']} shards; a lost shard's worker stopped reporting)",
-                  title_justify="left", expand=False)
-    for column in ("worker", "node", "running", "done", "failed", "lost", "rollouts", "invalid", "last heartbeat",
-                   "last error"):
-        table.add_column(column, justify="right" if column in ("running", "done", "failed", "lost", "rollouts",
-                                                              "invalid") else "left")
+    table = Table(
+        title=f"workers ({workers['shards']} shards; a lost shard's worker stopped reporting)",
+        title_justify="left",
+        expand=False,
+    )
+    for column in (
+        "worker",
+        "node",
+        "running",
+        "done",
+        "failed",
+        "lost",
+        "rollouts",
+        "invalid",
+        "last heartbeat",
+        "last error",
+    ):
+        table.add_column(
+            column,
+            justify="right" if column in ("running", "done", "failed", "lost", "rollouts", "invalid") else "left",
+        )
     for w in workers["workers"]:
-        table.add_row(w["worker"], (w["node"] or "")[:12], str(w["running"]), str(w["done_shards"]), str(w["failed"]),
-                      str(w["lost"]), str(w["rollouts"]), str(w["invalid"]), (w["heartbeat_at"] or "")[11:19],
-                      (w["last_error"] or "")[:80])
+        table.add_row(
+            w["worker"],
+            (w["node"] or "")[:12],
+            str(w["running"]),
+            str(w["done_shards"]),
+            str(w["failed"]),
+            str(w["lost"]),
+            str(w["rollouts"]),
+            str(w["invalid"]),
+            (w["heartbeat_at"] or "")[11:19],
+            (w["last_error"] or "")[:80],
+        )
     return table
 
 

@@ -34,8 +34,14 @@ class Rollout:
         return self.finished.verdict.E
 
 
-def run_direct(case: Case, agent_name: str, *, with_attack: bool | None = None,
-               isolation: Bubblewrap | NoIsolation | None = None, max_steps: int = MAX_STEPS) -> Rollout:
+def run_direct(
+    case: Case,
+    agent_name: str,
+    *,
+    with_attack: bool | None = None,
+    isolation: Bubblewrap | NoIsolation | None = None,
+    max_steps: int = MAX_STEPS,
+) -> Rollout:
     agent = CalibrationAgent(agent_name, case)
     run = CaseRun(case, with_attack=with_attack, isolation=isolation)
     try:  # a sandbox failure part-way must not leave the workspace behind
@@ -56,18 +62,34 @@ def run_direct(case: Case, agent_name: str, *, with_attack: bool | None = None,
                     continue
                 step = len(events)
                 calls += 1
-                events.append(Event(step, "assistant", tool_call={
-                    "id": f"call_{calls}", "name": action.tool, "args": action.args}))
+                events.append(
+                    Event(
+                        step, "assistant", tool_call={"id": f"call_{calls}", "name": action.tool, "args": action.args}
+                    )
+                )
                 outcome = run.call(action.tool, action.args, step=step)
-                events.append(Event(len(events), "tool", original=outcome.original,
-                                    observation=outcome.observation, receipts=outcome.receipt_ids,
-                                    tampered=outcome.tampered, tool_call={"id": f"call_{calls}",
-                                                                          "name": action.tool}))
+                events.append(
+                    Event(
+                        len(events),
+                        "tool",
+                        original=outcome.original,
+                        observation=outcome.observation,
+                        receipts=outcome.receipt_ids,
+                        tampered=outcome.tampered,
+                        tool_call={"id": f"call_{calls}", "name": action.tool},
+                    )
+                )
                 agent.observe(outcome.observation)
     except BaseException:
         run.close()
         raise
     finished = run.finish()
-    return Rollout(case_id=case.id, case_hash=case.content_hash, agent=agent_name, events=events,
-                   finished=finished, expected_E=expected_E(agent_name, case) if run.with_attack else 0,
-                   reached=finished.reached)
+    return Rollout(
+        case_id=case.id,
+        case_hash=case.content_hash,
+        agent=agent_name,
+        events=events,
+        finished=finished,
+        expected_E=expected_E(agent_name, case) if run.with_attack else 0,
+        reached=finished.reached,
+    )

@@ -53,12 +53,15 @@ from redagent.store.records import RunRecord
 # name that were wrong then (the pre-flight has just proven they work now), plus the reasons older
 # runs stored for all of these. An agent's own failures (malformed tool calls, a request the model
 # refused as too long) are never retried: redrawing them until they succeed would bias the result.
-RETRYABLE_INVALID = frozenset(TRANSIENT_REASONS | {MODEL_AUTH, MODEL_NOT_FOUND, "sandbox_error",
-                                                   "model_error", "rate_limited", "timeout"})
+RETRYABLE_INVALID = frozenset(
+    TRANSIENT_REASONS | {MODEL_AUTH, MODEL_NOT_FOUND, "sandbox_error", "model_error", "rate_limited", "timeout"}
+)
 # The same failures of an adaptive run's attacker model (engine/attacker/policy.py names them attacker_…);
 # a reply the attacker got wrong twice is its own failure, like a malformed tool call, and stays.
 RETRYABLE_INVALID |= {f"attacker_{reason}" for reason in TRANSIENT_REASONS | {MODEL_AUTH, MODEL_NOT_FOUND}} | {
-    "attacker_timeout", "attacker_setup"}
+    "attacker_timeout",
+    "attacker_setup",
+}
 
 
 @dataclass
@@ -93,8 +96,9 @@ class RunSpec:
 
 
 def attack_setting(spec: RunSpec) -> AttackSetting:
-    return AttackSetting(spec.attacker, spec.attack_budget, spec.attacker_model,
-                         spec.attacker_api_base or spec.api_base)
+    return AttackSetting(
+        spec.attacker, spec.attack_budget, spec.attacker_model, spec.attacker_api_base or spec.api_base
+    )
 
 
 def attacker_pool(spec: RunSpec) -> AttackerPool | None:
@@ -107,8 +111,13 @@ def attacker_pool(spec: RunSpec) -> AttackerPool | None:
 
 def code_version() -> str:
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                timeout=2, cwd=Path(__file__).parent).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=2,
+            cwd=Path(__file__).parent,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         commit = ""
     return f"{__version__}+{commit}" if commit else __version__
@@ -129,9 +138,14 @@ class ModelPool:
         if is_calibration(name):
             return SimModel(name, case)
         if name not in self._real:
-            self._real[name] = LiteLLMModel(name, api_base=self.spec.api_base, timeout=self.spec.timeout,
-                                            retries=self.spec.retries, max_tokens=self.spec.max_tokens,
-                                            max_connections=self.spec.per_model)
+            self._real[name] = LiteLLMModel(
+                name,
+                api_base=self.spec.api_base,
+                timeout=self.spec.timeout,
+                retries=self.spec.retries,
+                max_tokens=self.spec.max_tokens,
+                max_connections=self.spec.per_model,
+            )
         return self._real[name]
 
 
@@ -201,15 +215,23 @@ def plan_run(spec: RunSpec) -> tuple[list[Case], list[RolloutKey]]:
 def start_run(store: Store, spec: RunSpec, *, on_progress=None) -> MatrixRunner:
     cases, keys = plan_run(spec)
     _preflight(spec)
-    run = RunRecord(id=new_run_id(), status="planned", protocol=_protocol(spec, cases),
-                    case_set_hash=case_set_hash(cases), code_version=code_version(), planned=len(keys),
-                    created_at=datetime.now(UTC), manifest_hash=manifest_hash_for(cases))
+    run = RunRecord(
+        id=new_run_id(),
+        status="planned",
+        protocol=_protocol(spec, cases),
+        case_set_hash=case_set_hash(cases),
+        code_version=code_version(),
+        planned=len(keys),
+        created_at=datetime.now(UTC),
+        manifest_hash=manifest_hash_for(cases),
+    )
     store.create_run(run)
     return _runner(store, run, spec, cases, keys, on_progress=on_progress)
 
 
-def plan_only(store: Store, spec: RunSpec | None = None, *, resume: str | None = None,
-              retry_invalid: bool = False) -> dict[str, Any]:
+def plan_only(
+    store: Store, spec: RunSpec | None = None, *, resume: str | None = None, retry_invalid: bool = False
+) -> dict[str, Any]:
     """`redagent run --plan-only`: what the run (or the rest of run `resume`) would do and cost, estimated
     from earlier rollouts of the same case versions (engine/plan.py `estimate`). Stores nothing and sends
     no model request (the endpoint is only checked to be reachable)."""
@@ -225,12 +247,15 @@ def plan_only(store: Store, spec: RunSpec | None = None, *, resume: str | None =
         if not is_calibration(name):
             check_model(name, spec.api_base)
     history = store.rollout_history({c.content_hash for c in cases.values()})
-    return {"run_id": resume, **estimate(keys, cases, history, concurrency=spec.concurrency,
-                                         per_model=spec.per_model, price=price)}
+    return {
+        "run_id": resume,
+        **estimate(keys, cases, history, concurrency=spec.concurrency, per_model=spec.per_model, price=price),
+    }
 
 
-def resume_run(store: Store, run_id: str, *, retry_invalid: bool = False, check_endpoint: bool = True,
-               on_progress=None) -> MatrixRunner:
+def resume_run(
+    store: Store, run_id: str, *, retry_invalid: bool = False, check_endpoint: bool = True, on_progress=None
+) -> MatrixRunner:
     """Complete the run's missing rollouts; with `retry_invalid`, also re-run those stored invalid for a
     reason in RETRYABLE_INVALID (each new rollout replaces the stored one under the same id).
     `check_endpoint=False` skips the pre-flight (for a plan that sends nothing)."""
@@ -240,8 +265,9 @@ def resume_run(store: Store, run_id: str, *, retry_invalid: bool = False, check_
     spec = _spec(run.protocol)
     cases = _cases_of(run)
     if case_set_hash(cases) != run.case_set_hash:
-        raise PlanError(f"the cases of {run_id} changed since it started (case set hash differs); "
-                        f"start a new run instead")
+        raise PlanError(
+            f"the cases of {run_id} changed since it started (case set hash differs); start a new run instead"
+        )
     if check_endpoint:
         _preflight(spec)
     retry = RETRYABLE_INVALID if retry_invalid else frozenset()
@@ -251,8 +277,9 @@ def resume_run(store: Store, run_id: str, *, retry_invalid: bool = False, check_
     return _runner(store, run, spec, cases, keys, retry_invalid=retry, on_progress=on_progress)
 
 
-def replay_run(store: Store, parent_id: str, *, defense: str, harmful_only: bool = True,
-               on_progress=None) -> MatrixRunner:
+def replay_run(
+    store: Store, parent_id: str, *, defense: str, harmful_only: bool = True, on_progress=None
+) -> MatrixRunner:
     """Re-run a run's rollouts (by default its harmful ones) with only the defense changed."""
     if defense not in DEFENSES:
         raise PlanError(f"unknown defense {defense!r} (known: {', '.join(DEFENSES)})")
@@ -266,24 +293,44 @@ def replay_run(store: Store, parent_id: str, *, defense: str, harmful_only: bool
     cases = _cases_of(parent, only={r.case_id for r in chosen})
     _preflight(spec)
     protocol = _protocol(spec, cases)
-    protocol["replay"] = {"of": parent_id, "harmful_only": harmful_only, "defense": defense,
-                          "baselines": sorted(r.id for r in chosen)}
-    run = RunRecord(id=new_run_id(), status="planned", protocol=protocol, case_set_hash=case_set_hash(cases),
-                    code_version=code_version(), planned=len(chosen), created_at=datetime.now(UTC),
-                    parent_run_id=parent_id)
+    protocol["replay"] = {
+        "of": parent_id,
+        "harmful_only": harmful_only,
+        "defense": defense,
+        "baselines": sorted(r.id for r in chosen),
+    }
+    run = RunRecord(
+        id=new_run_id(),
+        status="planned",
+        protocol=protocol,
+        case_set_hash=case_set_hash(cases),
+        code_version=code_version(),
+        planned=len(chosen),
+        created_at=datetime.now(UTC),
+        parent_run_id=parent_id,
+    )
     store.create_run(run)
     return _replay_runner(store, run, spec, on_progress=on_progress)
 
 
-def _replay_runner(store: Store, run: RunRecord, spec: RunSpec, *, retry_invalid: frozenset[str] = frozenset(),
-                   on_progress=None) -> MatrixRunner:
+def _replay_runner(
+    store: Store, run: RunRecord, spec: RunSpec, *, retry_invalid: frozenset[str] = frozenset(), on_progress=None
+) -> MatrixRunner:
     replay = run.protocol["replay"]
     wanted = set(replay["baselines"])
     parents = [r for r in store.rollouts(replay["of"]) if r.id in wanted]
     cases = _cases_of(run)
     baselines = replay_keys(parents, replay["defense"], _existing(store, replay["of"]).protocol)
-    return _runner(store, run, spec, cases, list(baselines), baselines=baselines, retry_invalid=retry_invalid,
-                   on_progress=on_progress)
+    return _runner(
+        store,
+        run,
+        spec,
+        cases,
+        list(baselines),
+        baselines=baselines,
+        retry_invalid=retry_invalid,
+        on_progress=on_progress,
+    )
 
 
 def replay_keys(parents: list[Any], defense: str, parent_protocol: dict[str, Any]) -> dict[RolloutKey, str]:
@@ -300,17 +347,38 @@ def replay_keys(parents: list[Any], defense: str, parent_protocol: dict[str, Any
     order = list(parent_protocol.get("defenses") or [])
     order += sorted({p.defense for p in parents} - set(order))
     attempts = max([int(parent_protocol.get("attempts") or 1), *(p.attempt for p in parents)])
-    return {RolloutKey(p.case_id, p.model, p.harness, p.cue, defense, order.index(p.defense) * attempts + p.attempt):
-            p.id for p in parents}
+    return {
+        RolloutKey(p.case_id, p.model, p.harness, p.cue, defense, order.index(p.defense) * attempts + p.attempt): p.id
+        for p in parents
+    }
 
 
-def _runner(store: Store, run: RunRecord, spec: RunSpec, cases: list[Case], keys: list[RolloutKey], *,
-            baselines: dict[RolloutKey, str] | None = None, retry_invalid: frozenset[str] = frozenset(),
-            on_progress=None) -> MatrixRunner:
+def _runner(
+    store: Store,
+    run: RunRecord,
+    spec: RunSpec,
+    cases: list[Case],
+    keys: list[RolloutKey],
+    *,
+    baselines: dict[RolloutKey, str] | None = None,
+    retry_invalid: frozenset[str] = frozenset(),
+    on_progress=None,
+) -> MatrixRunner:
     use_sandbox(spec, run.id)
-    return MatrixRunner(store, run, {c.id: c for c in cases}, keys, ModelPool(spec), concurrency=spec.concurrency,
-                        max_steps=spec.max_steps, baselines=baselines, disclosure=spec.disclosure,
-                        retry_invalid=retry_invalid, on_progress=on_progress, attackers=attacker_pool(spec))
+    return MatrixRunner(
+        store,
+        run,
+        {c.id: c for c in cases},
+        keys,
+        ModelPool(spec),
+        concurrency=spec.concurrency,
+        max_steps=spec.max_steps,
+        baselines=baselines,
+        disclosure=spec.disclosure,
+        retry_invalid=retry_invalid,
+        on_progress=on_progress,
+        attackers=attacker_pool(spec),
+    )
 
 
 def _existing(store: RunMonitor, run_id: str) -> RunRecord:
@@ -323,10 +391,14 @@ def _existing(store: RunMonitor, run_id: str) -> RunRecord:
 def _protocol(spec: RunSpec, cases: list[Case]) -> dict[str, Any]:
     from redagent.engine.harnesses.cli.catalog import builds
 
-    return {**asdict(spec), "harness_builds": builds(spec.harnesses),
-            "cue_text": {"clean": "", "disclosed": spec.disclosure},
-            "case_ids": {c.id: c.content_hash for c in cases}, "case_files": _own_case_files(cases),
-            "benchmarks": benchmarks_used(cases)}
+    return {
+        **asdict(spec),
+        "harness_builds": builds(spec.harnesses),
+        "cue_text": {"clean": "", "disclosed": spec.disclosure},
+        "case_ids": {c.id: c.content_hash for c in cases},
+        "case_files": _own_case_files(cases),
+        "benchmarks": benchmarks_used(cases),
+    }
 
 
 def _own_case_files(cases: list[Case]) -> dict[str, str]:
@@ -371,19 +443,50 @@ def summary(store: RunMonitor, run_id: str) -> dict[str, Any]:
     run = _existing(store, run_id)
     counts = store.counts(run_id)
     status = shown_status(run.status, run.host, run.pid, run.heartbeat_at)
-    return {"run_id": run_id, "status": status, "planned": run.planned, "completed": counts.completed,
-            "valid": counts.valid, "invalid": counts.invalid, "invalid_reasons": dict(counts.invalid_reasons),
-            "execution_asr": [asdict(cell) for cell in store.execution_asr(run_id)],
-            "protocol": {**{k: run.protocol.get(k) for k in ("cases", "models", "harnesses", "cues", "defenses",
-                                                             "attempts", "max_steps", "harness_builds", "benchmarks")},
-                         "benign_arm": bool(run.protocol.get("benign_arm", False)),
-                         "attacker": {k: run.protocol.get(k) for k in ("attacker", "attacker_model",
-                                                                       "attack_budget")}},
-            "parent_run_id": run.parent_run_id, "case_set_hash": run.case_set_hash,
-            "code_version": run.code_version,
-            # Per worker of a multi-worker or Ray run (empty for one process): shards, rollouts, failures.
-            "workers": store.run_workers(run_id)}
+    return {
+        "run_id": run_id,
+        "status": status,
+        "planned": run.planned,
+        "completed": counts.completed,
+        "valid": counts.valid,
+        "invalid": counts.invalid,
+        "invalid_reasons": dict(counts.invalid_reasons),
+        "execution_asr": [asdict(cell) for cell in store.execution_asr(run_id)],
+        "protocol": {
+            **{
+                k: run.protocol.get(k)
+                for k in (
+                    "cases",
+                    "models",
+                    "harnesses",
+                    "cues",
+                    "defenses",
+                    "attempts",
+                    "max_steps",
+                    "harness_builds",
+                    "benchmarks",
+                )
+            },
+            "benign_arm": bool(run.protocol.get("benign_arm", False)),
+            "attacker": {k: run.protocol.get(k) for k in ("attacker", "attacker_model", "attack_budget")},
+        },
+        "parent_run_id": run.parent_run_id,
+        "case_set_hash": run.case_set_hash,
+        "code_version": run.code_version,
+        # Per worker of a multi-worker or Ray run (empty for one process): shards, rollouts, failures.
+        "workers": store.run_workers(run_id),
+    }
 
 
-__all__ = ["RETRYABLE_INVALID", "ModelPool", "Progress", "RunSpec", "plan_only", "plan_run", "replay_run", "resume_run",
-           "start_run", "summary"]
+__all__ = [
+    "RETRYABLE_INVALID",
+    "ModelPool",
+    "Progress",
+    "RunSpec",
+    "plan_only",
+    "plan_run",
+    "replay_run",
+    "resume_run",
+    "start_run",
+    "summary",
+]

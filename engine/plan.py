@@ -87,21 +87,31 @@ def select_cases(selector: str, library: list[Case] | None = None) -> list[Case]
             if kept.content_hash != case.content_hash:
                 # A run holds one case per id; keeping either file silently would run a case the user did not
                 # mean (v2 and v3 re-froze the library under the same ids).
-                raise PlanError(f"case id {case.id!r} is selected twice with different contents "
-                                f"({kept.source or 'the library'} and {case.source or 'the library'}): "
-                                "a run holds one case per id")
+                raise PlanError(
+                    f"case id {case.id!r} is selected twice with different contents "
+                    f"({kept.source or 'the library'} and {case.source or 'the library'}): "
+                    "a run holds one case per id"
+                )
     return sorted(chosen.values(), key=lambda c: c.id)
 
 
 def _field(case: Case, field: str) -> str:
-    return {"strategy": case.strategy, "vulnerability": case.vulnerability, "constraint": case.constraint,
-            "channel": case.channel}.get(field, "")
+    return {
+        "strategy": case.strategy,
+        "vulnerability": case.vulnerability,
+        "constraint": case.constraint,
+        "channel": case.channel,
+    }.get(field, "")
 
 
-def check_conditions(models: list[str], harnesses: list[str], cues: list[str], defenses: list[str],
-                     attempts: int) -> None:
-    for name, values, known in (("harness", harnesses, HARNESSES), ("cue", cues, CUES),
-                                ("defense", defenses, DEFENSES)):
+def check_conditions(
+    models: list[str], harnesses: list[str], cues: list[str], defenses: list[str], attempts: int
+) -> None:
+    for name, values, known in (
+        ("harness", harnesses, HARNESSES),
+        ("cue", cues, CUES),
+        ("defense", defenses, DEFENSES),
+    ):
         if not values:
             raise PlanError(f"no {name} given")
         for value in values:
@@ -134,19 +144,27 @@ def with_benign_arm(cases: list[Case]) -> list[Case]:
             needed.setdefault(root, case)
     # Where the compiled benchmark ships the benign variant of a base, that file is the counterpart: it is
     # what the id resolves to when the run is resumed or judged.
-    shipped = {c.variant_of: c for c in compiled_cases(f"{root}{BENIGN_SUFFIX}" for root in needed).values()
-               if not c.attacked}
+    shipped = {
+        c.variant_of: c for c in compiled_cases(f"{root}{BENIGN_SUFFIX}" for root in needed).values() if not c.attacked
+    }
     for root, case in needed.items():
         benign = shipped.get(root) or case.benign_counterpart()
         chosen.setdefault(benign.id, benign)
     return sorted(chosen.values(), key=lambda c: c.id)
 
 
-def matrix(cases: list[Case], models: list[str], harnesses: list[str], cues: list[str], defenses: list[str],
-           attempts: int) -> list[RolloutKey]:
-    return [RolloutKey(case.id, model, harness, cue, defense, attempt)
-            for case in cases for model in models for harness in harnesses for cue in cues
-            for defense in defenses for attempt in range(1, attempts + 1)]
+def matrix(
+    cases: list[Case], models: list[str], harnesses: list[str], cues: list[str], defenses: list[str], attempts: int
+) -> list[RolloutKey]:
+    return [
+        RolloutKey(case.id, model, harness, cue, defense, attempt)
+        for case in cases
+        for model in models
+        for harness in harnesses
+        for cue in cues
+        for defense in defenses
+        for attempt in range(1, attempts + 1)
+    ]
 
 
 def manifest_hash_for(cases: list[Case]) -> str | None:
@@ -158,8 +176,15 @@ def manifest_hash_for(cases: list[Case]) -> str | None:
     return manifest_hash(benchmark_dir(max(versions)))
 
 
-def estimate(keys: list[RolloutKey], cases: dict[str, Case], history: list[RolloutCost], *, concurrency: int,
-             per_model: int | None, price: Callable[[str, float, float], float | None]) -> dict[str, Any]:
+def estimate(
+    keys: list[RolloutKey],
+    cases: dict[str, Case],
+    history: list[RolloutCost],
+    *,
+    concurrency: int,
+    per_model: int | None,
+    price: Callable[[str, float, float], float | None],
+) -> dict[str, Any]:
     """What a run of `keys` should cost, from what valid rollouts of the same case versions cost before.
 
     Each planned rollout takes the mean of earlier rollouts of its case version, model and harness;
@@ -197,13 +222,18 @@ def estimate(keys: list[RolloutKey], cases: dict[str, Case], history: list[Rollo
         matched["none"] += 1
         per_key.append((key, None))
     known = [stats for _, stats in per_key if stats is not None]
-    result: dict[str, Any] = {"rollouts": len(keys), "history": {k: matched[k] for k in ("same_model", "other_model",
-                                                                                            "none")},
-                              "extrapolated": bool(known) and len(known) < len(keys), "concurrency": concurrency,
-                              "per_model": per_model, "models": []}
+    result: dict[str, Any] = {
+        "rollouts": len(keys),
+        "history": {k: matched[k] for k in ("same_model", "other_model", "none")},
+        "extrapolated": bool(known) and len(known) < len(keys),
+        "concurrency": concurrency,
+        "per_model": per_model,
+        "models": [],
+    }
     if not known:
-        result.update(model_calls=None, prompt_tokens=None, completion_tokens=None, cost_usd=None, unpriced=[],
-                      wall_seconds=None)
+        result.update(
+            model_calls=None, prompt_tokens=None, completion_tokens=None, cost_usd=None, unpriced=[], wall_seconds=None
+        )
         return result
     mean = {f: sum(s[f] for s in known) / len(known) for f in fields}
     by_model: dict[str, dict[str, float]] = {}
@@ -220,14 +250,25 @@ def estimate(keys: list[RolloutKey], cases: dict[str, Case], history: list[Rollo
             unpriced.append(model)
         else:
             cost += spent
-        result["models"].append({"model": model, "rollouts": int(totals["rollouts"]),
-                                 "model_calls": round(totals["turns"]), "prompt_tokens": round(totals["prompt_tokens"]),
-                                 "completion_tokens": round(totals["completion_tokens"]), "cost_usd": spent})
+        result["models"].append(
+            {
+                "model": model,
+                "rollouts": int(totals["rollouts"]),
+                "model_calls": round(totals["turns"]),
+                "prompt_tokens": round(totals["prompt_tokens"]),
+                "completion_tokens": round(totals["completion_tokens"]),
+                "cost_usd": spent,
+            }
+        )
     busy = sum(t["duration_ms"] for t in by_model.values()) / 1000 / max(1, min(concurrency, len(keys)))
     if per_model:
         busy = max([busy, *(t["duration_ms"] / 1000 / min(per_model, t["rollouts"]) for t in by_model.values())])
-    result.update(model_calls=round(sum(t["turns"] for t in by_model.values())),
-                  prompt_tokens=round(sum(t["prompt_tokens"] for t in by_model.values())),
-                  completion_tokens=round(sum(t["completion_tokens"] for t in by_model.values())),
-                  cost_usd=cost, unpriced=unpriced, wall_seconds=busy)
+    result.update(
+        model_calls=round(sum(t["turns"] for t in by_model.values())),
+        prompt_tokens=round(sum(t["prompt_tokens"] for t in by_model.values())),
+        completion_tokens=round(sum(t["completion_tokens"] for t in by_model.values())),
+        cost_usd=cost,
+        unpriced=unpriced,
+        wall_seconds=busy,
+    )
     return result

@@ -32,27 +32,41 @@ ModelFactory = Callable[[str, Case], Model]
 AttackerFactory = Callable[[Case], Any]
 
 
-async def execute_rollout(run_id: str, case: Case, key: RolloutKey, models: ModelFactory, *,
-                          disclosure: str = DEFAULT_DISCLOSURE, max_steps: int = 30, executor: Executor | None = None,
-                          baseline_rollout_id: str | None = None,
-                          attackers: AttackerFactory | None = None) -> RolloutRecord:
+async def execute_rollout(
+    run_id: str,
+    case: Case,
+    key: RolloutKey,
+    models: ModelFactory,
+    *,
+    disclosure: str = DEFAULT_DISCLOSURE,
+    max_steps: int = 30,
+    executor: Executor | None = None,
+    baseline_rollout_id: str | None = None,
+    attackers: AttackerFactory | None = None,
+) -> RolloutRecord:
     started = datetime.now(UTC)
     clock = time.perf_counter()
     valid, reason, detail = True, None, None
     try:
         run = CaseRun(case)
     except SetupError as exc:
-        return _invalid_before_start(run_id, case, key, started, clock, "sandbox_error", str(exc),
-                                     baseline_rollout_id)
+        return _invalid_before_start(run_id, case, key, started, clock, "sandbox_error", str(exc), baseline_rollout_id)
     except (OSError, SandboxFailure) as exc:  # no workspace could be made, or its baseline not be read
-        return _invalid_before_start(run_id, case, key, started, clock, "sandbox_error",
-                                     f"{type(exc).__name__}: {exc}", baseline_rollout_id)
+        return _invalid_before_start(
+            run_id, case, key, started, clock, "sandbox_error", f"{type(exc).__name__}: {exc}", baseline_rollout_id
+        )
     # From here on every way out closes the sandbox: killed commands, unmounted quota, removed workspace.
     try:
-        ctx = RolloutContext(case=case, run=run, model=models(key.model, case),
-                             cue_text=cue_prefix(key.cue, disclosure), defense_text=defense_text(key.defense, case),
-                             max_steps=max_steps, executor=executor,
-                             attack=attackers(case) if attackers is not None else None)  # engine/attacker/
+        ctx = RolloutContext(
+            case=case,
+            run=run,
+            model=models(key.model, case),
+            cue_text=cue_prefix(key.cue, disclosure),
+            defense_text=defense_text(key.defense, case),
+            max_steps=max_steps,
+            executor=executor,
+            attack=attackers(case) if attackers is not None else None,
+        )  # engine/attacker/
     except BaseException:
         run.close()
         raise
@@ -89,20 +103,46 @@ async def execute_rollout(run_id: str, case: Case, key: RolloutKey, models: Mode
         return _unjudged(run_id, case, key, run, ctx, started, clock, reason, detail, baseline_rollout_id)
     verdict = finished.verdict.to_dict()
     return RolloutRecord(
-        id=rollout_id(run_id, key, case.content_hash), run_id=run_id, case_id=case.id, case_version=case.version,
-        case_hash=case.content_hash, strategy=case.strategy, vulnerability=case.vulnerability,
-        constraint=case.constraint, surfaces=list(case.surfaces), channel=case.channel, model=key.model,
-        harness=key.harness, cue=key.cue, defense=key.defense, attempt=key.attempt, valid=valid,
-        invalid_reason=reason, invalid_detail=detail, E=verdict["E"] if valid else None,
+        id=rollout_id(run_id, key, case.content_hash),
+        run_id=run_id,
+        case_id=case.id,
+        case_version=case.version,
+        case_hash=case.content_hash,
+        strategy=case.strategy,
+        vulnerability=case.vulnerability,
+        constraint=case.constraint,
+        surfaces=list(case.surfaces),
+        channel=case.channel,
+        model=key.model,
+        harness=key.harness,
+        cue=key.cue,
+        defense=key.defense,
+        attempt=key.attempt,
+        valid=valid,
+        invalid_reason=reason,
+        invalid_detail=detail,
+        E=verdict["E"] if valid else None,
         evidence=verdict["evidence"],
         expected_E=expected_E(key.model, case, key.defense, ctx.attack.setting if ctx.attack else None)
-        if valid and is_calibration(key.model) else None,
-        reached=finished.reached, final_text=ctx.final_text, started_at=started, finished_at=datetime.now(UTC),
-        duration_ms=(time.perf_counter() - clock) * 1000, prompt_tokens=ctx.prompt_tokens,
-        completion_tokens=ctx.completion_tokens, cost_usd=ctx.cost_usd, baseline_rollout_id=baseline_rollout_id,
-        events=[_event(e) for e in ctx.events], receipts=[r.to_dict() for r in finished.receipts],
-        baseline=finished.baseline, final=finished.final, diff=[d.to_dict() for d in finished.diff],
-        U=finished.U if valid else None, benign=not case.attacked)
+        if valid and is_calibration(key.model)
+        else None,
+        reached=finished.reached,
+        final_text=ctx.final_text,
+        started_at=started,
+        finished_at=datetime.now(UTC),
+        duration_ms=(time.perf_counter() - clock) * 1000,
+        prompt_tokens=ctx.prompt_tokens,
+        completion_tokens=ctx.completion_tokens,
+        cost_usd=ctx.cost_usd,
+        baseline_rollout_id=baseline_rollout_id,
+        events=[_event(e) for e in ctx.events],
+        receipts=[r.to_dict() for r in finished.receipts],
+        baseline=finished.baseline,
+        final=finished.final,
+        diff=[d.to_dict() for d in finished.diff],
+        U=finished.U if valid else None,
+        benign=not case.attacked,
+    )
 
 
 def _stopping() -> bool:
@@ -111,16 +151,30 @@ def _stopping() -> bool:
     return task is not None and task.cancelling() > 0
 
 
-def _unjudged(run_id: str, case: Case, key: RolloutKey, run: CaseRun, ctx: RolloutContext, started: datetime,
-              clock: float, reason: str | None, detail: str | None, baseline_rollout_id: str | None) -> RolloutRecord:
+def _unjudged(
+    run_id: str,
+    case: Case,
+    key: RolloutKey,
+    run: CaseRun,
+    ctx: RolloutContext,
+    started: datetime,
+    clock: float,
+    reason: str | None,
+    detail: str | None,
+    baseline_rollout_id: str | None,
+) -> RolloutRecord:
     """An invalid rollout whose final state could not be taken: what it did is kept (trajectory,
     receipts, baseline), its final state and diff are empty, and it is judged neither E nor U."""
-    record = _invalid_before_start(run_id, case, key, started, clock, reason or "sandbox_error", detail or "",
-                                   baseline_rollout_id)
+    record = _invalid_before_start(
+        run_id, case, key, started, clock, reason or "sandbox_error", detail or "", baseline_rollout_id
+    )
     record.reached = run.reached
     record.final_text = ctx.final_text
-    record.prompt_tokens, record.completion_tokens, record.cost_usd = (ctx.prompt_tokens, ctx.completion_tokens,
-                                                                      ctx.cost_usd)
+    record.prompt_tokens, record.completion_tokens, record.cost_usd = (
+        ctx.prompt_tokens,
+        ctx.completion_tokens,
+        ctx.cost_usd,
+    )
     record.events = [_event(e) for e in ctx.events]
     record.receipts = [r.to_dict() for r in run.env.receipts]
     record.baseline = run.baseline
@@ -133,14 +187,47 @@ def _event(event) -> dict:
     return data
 
 
-def _invalid_before_start(run_id: str, case: Case, key: RolloutKey, started: datetime, clock: float, reason: str,
-                          detail: str, baseline_rollout_id: str | None) -> RolloutRecord:
+def _invalid_before_start(
+    run_id: str,
+    case: Case,
+    key: RolloutKey,
+    started: datetime,
+    clock: float,
+    reason: str,
+    detail: str,
+    baseline_rollout_id: str | None,
+) -> RolloutRecord:
     return RolloutRecord(
-        id=rollout_id(run_id, key, case.content_hash), run_id=run_id, case_id=case.id, case_version=case.version,
-        case_hash=case.content_hash, strategy=case.strategy, vulnerability=case.vulnerability,
-        constraint=case.constraint, surfaces=list(case.surfaces), channel=case.channel, model=key.model,
-        harness=key.harness, cue=key.cue, defense=key.defense, attempt=key.attempt, valid=False,
-        invalid_reason=reason, invalid_detail=detail, E=None, evidence={}, expected_E=None, reached=False,
-        final_text="", started_at=started, finished_at=datetime.now(UTC),
-        duration_ms=(time.perf_counter() - clock) * 1000, prompt_tokens=0, completion_tokens=0, cost_usd=0.0,
-        baseline_rollout_id=baseline_rollout_id, U=None, benign=not case.attacked)
+        id=rollout_id(run_id, key, case.content_hash),
+        run_id=run_id,
+        case_id=case.id,
+        case_version=case.version,
+        case_hash=case.content_hash,
+        strategy=case.strategy,
+        vulnerability=case.vulnerability,
+        constraint=case.constraint,
+        surfaces=list(case.surfaces),
+        channel=case.channel,
+        model=key.model,
+        harness=key.harness,
+        cue=key.cue,
+        defense=key.defense,
+        attempt=key.attempt,
+        valid=False,
+        invalid_reason=reason,
+        invalid_detail=detail,
+        E=None,
+        evidence={},
+        expected_E=None,
+        reached=False,
+        final_text="",
+        started_at=started,
+        finished_at=datetime.now(UTC),
+        duration_ms=(time.perf_counter() - clock) * 1000,
+        prompt_tokens=0,
+        completion_tokens=0,
+        cost_usd=0.0,
+        baseline_rollout_id=baseline_rollout_id,
+        U=None,
+        benign=not case.attacked,
+    )

@@ -72,8 +72,9 @@ class Progress:
 class _Writer(threading.Thread):
     """Stores finished rollouts in batches on its own thread; the event loop never waits on the database."""
 
-    def __init__(self, store: Store, run_id: str, replace_invalid: Collection[str] = (),
-                 heartbeat: bool = True) -> None:
+    def __init__(
+        self, store: Store, run_id: str, replace_invalid: Collection[str] = (), heartbeat: bool = True
+    ) -> None:
         super().__init__(name="rollout-writer", daemon=True)
         self.store = store
         self.run_id = run_id
@@ -120,12 +121,23 @@ class _Writer(threading.Thread):
 
 
 class MatrixRunner:
-    def __init__(self, store: Store, run: RunRecord, cases: dict[str, Case], keys: list[RolloutKey],
-                 models: ModelFactory, *, concurrency: int = 8, max_steps: int = 30,
-                 disclosure: str = DEFAULT_DISCLOSURE, baselines: dict[RolloutKey, str] | None = None,
-                 retry_invalid: Collection[str] = (),
-                 on_progress: Callable[[Progress], None] | None = None, owns_run: bool = True,
-                 attackers: AttackerFactory | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        run: RunRecord,
+        cases: dict[str, Case],
+        keys: list[RolloutKey],
+        models: ModelFactory,
+        *,
+        concurrency: int = 8,
+        max_steps: int = 30,
+        disclosure: str = DEFAULT_DISCLOSURE,
+        baselines: dict[RolloutKey, str] | None = None,
+        retry_invalid: Collection[str] = (),
+        on_progress: Callable[[Progress], None] | None = None,
+        owns_run: bool = True,
+        attackers: AttackerFactory | None = None,
+    ) -> None:
         self.store = store
         self.attackers = attackers  # the run's adaptive attacker: one session per attacked rollout
         # False for a shard of a multi-worker run (engine/executors/): the driver owns the run's status,
@@ -159,9 +171,14 @@ class MatrixRunner:
         progress = Progress(planned=len(self.keys), done_before=len(self.keys) - len(todo))
         # Who drives the run now, so `runs list` can tell a live run from one whose process died.
         if self.owns_run:
-            self.store.update_run(self.run_record.id, status="running",
-                                  started_at=self.run_record.started_at or datetime.now(UTC), host=this_host(),
-                                  pid=os.getpid(), heartbeat_at=datetime.now(UTC))
+            self.store.update_run(
+                self.run_record.id,
+                status="running",
+                started_at=self.run_record.started_at or datetime.now(UTC),
+                host=this_host(),
+                pid=os.getpid(),
+                heartbeat_at=datetime.now(UTC),
+            )
         writer = _Writer(self.store, self.run_record.id, self.retry_invalid, heartbeat=self.owns_run)
         writer.start()
         work: asyncio.Queue[RolloutKey] = asyncio.Queue()
@@ -176,9 +193,16 @@ class MatrixRunner:
                 except asyncio.QueueEmpty:
                     return
                 record = await execute_rollout(
-                    self.run_record.id, self.cases[key.case_id], key, self.models, disclosure=self.disclosure,
-                    max_steps=self.max_steps, executor=executor, baseline_rollout_id=self.baselines.get(key),
-                    attackers=self.attackers)
+                    self.run_record.id,
+                    self.cases[key.case_id],
+                    key,
+                    self.models,
+                    disclosure=self.disclosure,
+                    max_steps=self.max_steps,
+                    executor=executor,
+                    baseline_rollout_id=self.baselines.get(key),
+                    attackers=self.attackers,
+                )
                 writer.inbox.put(record)
                 progress.done += 1
                 progress.last = record
@@ -197,8 +221,11 @@ class MatrixRunner:
             # Interrupted, or a failure the rollouts could not absorb: the run must not stay "running".
             stopped = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
             if self.owns_run:
-                self.store.update_run(self.run_record.id, status="stopped" if stopped else "failed",
-                                      finished_at=None if stopped else datetime.now(UTC))
+                self.store.update_run(
+                    self.run_record.id,
+                    status="stopped" if stopped else "failed",
+                    finished_at=None if stopped else datetime.now(UTC),
+                )
             raise
         finally:
             writer.inbox.put(None)
@@ -210,6 +237,9 @@ class MatrixRunner:
             raise writer.error
         if self.owns_run:
             complete = progress.completed >= progress.planned
-            self.store.update_run(self.run_record.id, status="finished" if complete else "stopped",
-                                  finished_at=datetime.now(UTC) if complete else None)
+            self.store.update_run(
+                self.run_record.id,
+                status="finished" if complete else "stopped",
+                finished_at=datetime.now(UTC) if complete else None,
+            )
         return progress

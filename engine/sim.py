@@ -40,7 +40,7 @@ class SimModel:
         self.agent.note_placement(marker, channel)
 
     def reply(self, request: ModelRequest) -> ModelReply:
-        for message in request.messages[self._seen_messages:]:
+        for message in request.messages[self._seen_messages :]:
             self.agent.observe(_text(message))
         self._seen_messages = len(request.messages)
         # A harness writes its system prompt again when an attacker's move changes the tool list in it.

@@ -38,10 +38,16 @@ class Event:
     def to_dict(self) -> dict[str, Any]:
         # Written out rather than dataclasses.asdict: asdict deep-copies every argument and result,
         # and this runs for every event of every rollout.
-        return {"index": self.index, "role": self.role, "text": self.text, "tool_call": self.tool_call,
-                "original": self.original, "observation": self.observation, "receipts": list(self.receipts),
-                "tampered": self.tampered}
-
+        return {
+            "index": self.index,
+            "role": self.role,
+            "text": self.text,
+            "tool_call": self.tool_call,
+            "original": self.original,
+            "observation": self.observation,
+            "receipts": list(self.receipts),
+            "tampered": self.tampered,
+        }
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,7 @@ class RolloutKey:
     cue: str
     defense: str
     attempt: int
+
 
 class Attack(Protocol):
     """A rollout's adaptive attacker as the rollout context drives it (engine/attacker/session.py's
@@ -121,8 +128,9 @@ class RolloutContext:
         return self.steps >= self.max_steps
 
     # -- the model -----------------------------------------------------------------------------
-    async def ask(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None, harness: str,
-                  turn: int) -> ModelReply:
+    async def ask(
+        self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None, harness: str, turn: int
+    ) -> ModelReply:
         reply = await self.model.complete(ModelRequest(messages=messages, tools=tools, harness=harness, turn=turn))
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
@@ -138,8 +146,16 @@ class RolloutContext:
         self.malformed = 0
 
     # -- tools ---------------------------------------------------------------------------------
-    async def execute(self, call_id: str, shown_name: str, shown_args: Any, *, tool: str | None = None,
-                      args: Any = None, any_tool: bool = False) -> ToolOutcome:
+    async def execute(
+        self,
+        call_id: str,
+        shown_name: str,
+        shown_args: Any,
+        *,
+        tool: str | None = None,
+        args: Any = None,
+        any_tool: bool = False,
+    ) -> ToolOutcome:
         """Record the call, run it through the gateway, record what came back.
 
         `shown_*` is the call as the model made it (the `shell` tool, say); `tool`/`args` what the
@@ -152,7 +168,8 @@ class RolloutContext:
         if tool in BLOCKING_TOOLS:
             loop = asyncio.get_running_loop()
             outcome = await loop.run_in_executor(
-                self.executor, lambda: self.run.call(tool, args, step=step, any_tool=any_tool))
+                self.executor, lambda: self.run.call(tool, args, step=step, any_tool=any_tool)
+            )
         else:
             outcome = self.run.call(tool, args, step=step, any_tool=any_tool)
         if self.attack is not None:  # CaseRun tracks the case's own marker; the attacker's texts are tracked here
@@ -160,8 +177,14 @@ class RolloutContext:
         return outcome
 
     def record_result(self, call_id: str, name: str, outcome: ToolOutcome, shown: str) -> None:
-        self.record("tool", original=outcome.original, observation=shown, receipts=outcome.receipt_ids,
-                    tampered=outcome.tampered, tool_call={"id": call_id, "name": name})
+        self.record(
+            "tool",
+            original=outcome.original,
+            observation=shown,
+            receipts=outcome.receipt_ids,
+            tampered=outcome.tampered,
+            tool_call={"id": call_id, "name": name},
+        )
 
     def boundary(self) -> str:
         """The defense text shown before the model's next decision ('' when there is none)."""
@@ -192,4 +215,3 @@ class Harness(Protocol):
 IN_HOUSE = ("native", "react", "shell")
 CLI = ("codex", "hermes", "openclaw", "claude-code")  # real agent CLIs (engine/harnesses/cli/)
 HARNESSES = IN_HOUSE + CLI
-

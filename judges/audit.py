@@ -32,8 +32,23 @@ ALL = "all"  # the one stratum of an unstratified sample
 _SEED_RANGE = (-(2**63), 2**63 - 1)
 _CSV_FIELD_LIMIT = 2**31 - 1  # what the store's BIGINT column holds
 # The evidence columns of a labelling file, in order; absent ones (blinded) are left out.
-_VIEW_COLUMNS = ("item_id", "position", "alias", "constraint", "harness", "cue", "defense", "surfaces", "model",
-                 "strategy", "vulnerability", "channel", "events", "receipts", "diff")
+_VIEW_COLUMNS = (
+    "item_id",
+    "position",
+    "alias",
+    "constraint",
+    "harness",
+    "cue",
+    "defense",
+    "surfaces",
+    "model",
+    "strategy",
+    "vulnerability",
+    "channel",
+    "events",
+    "receipts",
+    "diff",
+)
 
 
 class AuditSetupError(AuditError):
@@ -58,17 +73,20 @@ def resolve_config(store: Store, run_id: str, config: str, backbone: str = RULE)
     if store.get_run(run_id) is None:
         raise UnknownRun(run_id)
     configs = [c for c in store.judged_configs(run_id) if c["backbone"] == backbone]
-    matches = ([c for c in configs if c["config_name"] == config]
-               or [c for c in configs if c["config_hash"] == config])
+    matches = [c for c in configs if c["config_name"] == config] or [c for c in configs if c["config_hash"] == config]
     if not matches:
         known = sorted({c["config_name"] for c in configs})
         hint = f" (judged under {backbone}: {', '.join(known)})" if known else ""
-        raise AuditSetupError(f"run {run_id} has no labels under config {config} with backbone {backbone}: "
-                              f"run `redagent judge` first{hint}")
+        raise AuditSetupError(
+            f"run {run_id} has no labels under config {config} with backbone {backbone}: "
+            f"run `redagent judge` first{hint}"
+        )
     if len(matches) > 1:
         hashes = ", ".join(c["config_hash"] for c in matches)
-        raise AuditSetupError(f"config {config} is ambiguous in run {run_id} (labels under {len(matches)} "
-                              f"contract versions: {hashes}): pass one hash to --config")
+        raise AuditSetupError(
+            f"config {config} is ambiguous in run {run_id} (labels under {len(matches)} "
+            f"contract versions: {hashes}): pass one hash to --config"
+        )
     return matches[0]
 
 
@@ -135,8 +153,9 @@ def merged_key(keys: Sequence[str]) -> str:
     return "|".join(out)
 
 
-def design_strata(rows: Sequence[LabelledRow], fields: Sequence[str],
-                  n: int | None = None) -> tuple[dict[str, list[LabelledRow]], list[dict[str, Any]]]:
+def design_strata(
+    rows: Sequence[LabelledRow], fields: Sequence[str], n: int | None = None
+) -> tuple[dict[str, list[LabelledRow]], list[dict[str, Any]]]:
     """The strata an audit is drawn from: the combinations of `fields`, where a stratum holding fewer than two
     cases (and more than two rollouts, too many to take whole) is merged with its nearest stratum
     (stats.nearest_stratum: the one equal on the most leading fields), repeatedly. Two cases per stratum is what
@@ -164,16 +183,26 @@ def design_strata(rows: Sequence[LabelledRow], fields: Sequence[str],
         into = nearest_stratum(key, [other for other in groups if other != key])
         cases = len({row.case_id for row in groups[key]})
         name = merged_key([key, into])
-        merges.append({"strata": [key, into], "into": name,
-                       "why": f"{key} holds {cases} case ({len(groups[key])} rollouts): two are needed"})
+        merges.append(
+            {
+                "strata": [key, into],
+                "into": name,
+                "why": f"{key} holds {cases} case ({len(groups[key])} rollouts): two are needed",
+            }
+        )
         groups[name] = sorted(groups.pop(key) + groups.pop(into), key=lambda r: r.rollout_id)
     while n is not None and len(groups) > 1 and minimum_n(groups) > n:
         key = min(groups, key=lambda k: (len(groups[k]), k))
         into = nearest_stratum(key, [other for other in groups if other != key])
         name = merged_key([key, into])
-        merges.append({"strata": [key, into], "into": name,
-                       "why": f"a sample of {n} gives {len(groups)} strata two cases each only if strata are "
-                              f"merged: {key} is the smallest ({len(groups[key])} rollouts)"})
+        merges.append(
+            {
+                "strata": [key, into],
+                "into": name,
+                "why": f"a sample of {n} gives {len(groups)} strata two cases each only if strata are "
+                f"merged: {key} is the smallest ({len(groups[key])} rollouts)",
+            }
+        )
         groups[name] = sorted(groups.pop(key) + groups.pop(into), key=lambda r: r.rollout_id)
     return groups, merges
 
@@ -183,8 +212,9 @@ def minimum_n(groups: dict[str, list[LabelledRow]]) -> int:
     return sum(min(MIN_CASES, len(rows)) for rows in groups.values())
 
 
-def draw_items(groups: dict[str, list[LabelledRow]], n: int,
-               rng: random.Random) -> list[tuple[str, LabelledRow, float]]:
+def draw_items(
+    groups: dict[str, list[LabelledRow]], n: int, rng: random.Random
+) -> list[tuple[str, LabelledRow, float]]:
     """A stratified two-stage sample of n rollouts: (stratum, row, design weight) in stratum order.
 
     Allocation over strata is balanced (allocate). Within a stratum of C cases and N rollouts given n_h items,
@@ -210,8 +240,9 @@ def draw_items(groups: dict[str, list[LabelledRow]], n: int,
     return chosen
 
 
-def plan(rows: Sequence[LabelledRow], fields: Sequence[str], sizes: Sequence[int], seed: int = 0,
-         draws: int = PLAN_DRAWS) -> dict[str, Any]:
+def plan(
+    rows: Sequence[LabelledRow], fields: Sequence[str], sizes: Sequence[int], seed: int = 0, draws: int = PLAN_DRAWS
+) -> dict[str, Any]:
     """The 95 % interval widths the audit's figures can be expected to have at each sample size, from the design.
 
     Simulated: `draws` samples of each size are drawn exactly as `sample` draws (draw_items), each labelled by a
@@ -236,22 +267,47 @@ def plan(rows: Sequence[LabelledRow], fields: Sequence[str], sizes: Sequence[int
         found: dict[str, list[float]] = {name: [] for name in AUDIT_METRICS}
         for _ in range(draws):
             chosen = draw_items(groups, n, rng)
-            frame = pd.DataFrame([{"y": row.label, "h": float(row.E if row.E is not None else row.label),
-                                   "stratum": key, "population": len(groups[key]), "case_id": row.case_id,
-                                   "weight": weight, "excluded": None} for key, row, weight in chosen])
-            result = judge_audit(frame, reps=PLAN_REPS, seed=rng.randrange(2**31), judged_positives=positives,
-                                 label_stratified=label_stratified)
+            frame = pd.DataFrame(
+                [
+                    {
+                        "y": row.label,
+                        "h": float(row.E if row.E is not None else row.label),
+                        "stratum": key,
+                        "population": len(groups[key]),
+                        "case_id": row.case_id,
+                        "weight": weight,
+                        "excluded": None,
+                    }
+                    for key, row, weight in chosen
+                ]
+            )
+            result = judge_audit(
+                frame,
+                reps=PLAN_REPS,
+                seed=rng.randrange(2**31),
+                judged_positives=positives,
+                label_stratified=label_stratified,
+            )
             for name in AUDIT_METRICS:
                 entry = result[name]
                 if entry["ci_low"] is not None:
                     found[name].append(entry["ci_high"] - entry["ci_low"])
-        widths[str(n)] = {"strata": len(groups), "merges": len(merges),
-                     **{name: {"width": sum(v) / len(v) if v else None, "draws_with_interval": len(v),
-                               "draws": draws} for name, v in found.items()}}
+        widths[str(n)] = {
+            "strata": len(groups),
+            "merges": len(merges),
+            **{
+                name: {"width": sum(v) / len(v) if v else None, "draws_with_interval": len(v), "draws": draws}
+                for name, v in found.items()
+            },
+        }
     unmerged, _ = design_strata(rows, fields)
-    return {"suggested_n": minimum_n(unmerged), "strata": len(unmerged), "widths": widths,
-            "assumes": "reviewers' labels agree with the verifier's outcome E",
-            "method": f"{draws} simulated draws per size, each estimated with {PLAN_REPS} bootstrap replicates"}
+    return {
+        "suggested_n": minimum_n(unmerged),
+        "strata": len(unmerged),
+        "widths": widths,
+        "assumes": "reviewers' labels agree with the verifier's outcome E",
+        "method": f"{draws} simulated draws per size, each estimated with {PLAN_REPS} bootstrap replicates",
+    }
 
 
 def _label_stratified(groups: dict[str, Any]) -> bool:
@@ -265,10 +321,19 @@ def _label_stratified(groups: dict[str, Any]) -> bool:
     return True
 
 
-def check_sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int, config_hash: str,
-                 backbone: str = RULE, *, reviewers: Sequence[str], adjudicator: str, config_name: str | None = None
-                 ) -> tuple[list[str], list[str], str, list[LabelledRow], dict[str, list[LabelledRow]],
-                            list[dict[str, Any]]]:
+def check_sample(
+    store: Store,
+    run_id: str,
+    n: int,
+    stratify: Sequence[str],
+    seed: int,
+    config_hash: str,
+    backbone: str = RULE,
+    *,
+    reviewers: Sequence[str],
+    adjudicator: str,
+    config_name: str | None = None,
+) -> tuple[list[str], list[str], str, list[LabelledRow], dict[str, list[LabelledRow]], list[dict[str, Any]]]:
     """Everything `sample` checks before it draws (AuditSetupError or UnknownRun naming what is wrong), and what
     it draws from: (fields, reviewers, config name, population, strata, merges). `audit sample --plan-only`
     refuses what `sample` would refuse."""
@@ -290,8 +355,11 @@ def check_sample(store: Store, run_id: str, n: int, stratify: Sequence[str], see
     if store.get_run(run_id) is None:
         raise UnknownRun(run_id)
     if config_name is None:
-        named = [c["config_name"] for c in store.judged_configs(run_id)
-                 if c["config_hash"] == config_hash and c["backbone"] == backbone]
+        named = [
+            c["config_name"]
+            for c in store.judged_configs(run_id)
+            if c["config_hash"] == config_hash and c["backbone"] == backbone
+        ]
         config_name = named[0] if named else config_hash
     population = store.labelled_rows(run_id, config_hash, backbone)
     if not population:
@@ -303,14 +371,28 @@ def check_sample(store: Store, run_id: str, n: int, stratify: Sequence[str], see
     needed = minimum_n(groups)
     if n < needed:
         # One stratum left and still short: a stratum with one item has no variance to estimate.
-        raise AuditSetupError(f"a sample of {n} cannot give two cases to even one stratum of {len(population)} "
-                              f"labelled rollouts: ask for at least {needed}")
+        raise AuditSetupError(
+            f"a sample of {n} cannot give two cases to even one stratum of {len(population)} "
+            f"labelled rollouts: ask for at least {needed}"
+        )
     return fields, names, config_name, population, groups, merges
 
 
-def sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int, config_hash: str,
-           backbone: str = RULE, *, reviewers: Sequence[str], adjudicator: str, blind_model: bool = True,
-           blind_attack: bool = False, config_name: str | None = None) -> str:
+def sample(
+    store: Store,
+    run_id: str,
+    n: int,
+    stratify: Sequence[str],
+    seed: int,
+    config_hash: str,
+    backbone: str = RULE,
+    *,
+    reviewers: Sequence[str],
+    adjudicator: str,
+    blind_model: bool = True,
+    blind_attack: bool = False,
+    config_name: str | None = None,
+) -> str:
     """Draw an audit of n labelled rollouts of the run and store it; returns the audit id.
 
     Population: the run's valid rollouts with an ok label under (config_hash, backbone). Strata: the
@@ -323,8 +405,17 @@ def sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int
     items' aliases (what reviewers see in place of the case id) are random.
     """
     fields, names, config_name, population, groups, merges = check_sample(
-        store, run_id, n, stratify, seed, config_hash, backbone, reviewers=reviewers, adjudicator=adjudicator,
-        config_name=config_name)
+        store,
+        run_id,
+        n,
+        stratify,
+        seed,
+        config_hash,
+        backbone,
+        reviewers=reviewers,
+        adjudicator=adjudicator,
+        config_name=config_name,
+    )
     rng = random.Random(seed)
     chosen = draw_items(groups, n, rng)
     allocation = Counter(key for key, _, _ in chosen)
@@ -334,17 +425,42 @@ def sample(store: Store, run_id: str, n: int, stratify: Sequence[str], seed: int
         order = list(range(1, n + 1))
         rng.shuffle(order)
         orders[name] = order
-    items = [AuditItemRecord(rollout_id=row.rollout_id, stratum=key, population=len(groups[key]),
-                             sampled=allocation[key], weight=weight,
-                             positions={name: orders[name][i] for name in names})
-             for i, (key, row, weight) in enumerate(chosen)]
+    items = [
+        AuditItemRecord(
+            rollout_id=row.rollout_id,
+            stratum=key,
+            population=len(groups[key]),
+            sampled=allocation[key],
+            weight=weight,
+            positions={name: orders[name][i] for name in names},
+        )
+        for i, (key, row, weight) in enumerate(chosen)
+    ]
     audit_id = f"audit-{secrets.token_hex(6)}"
-    design = {"unit": "case", "min_cases": MIN_CASES, "merges": merges,
-              "merged": {key: merge["into"] for merge in merges for key in merge["strata"]}}
-    store.create_audit(AuditRecord(id=audit_id, run_id=run_id, config_name=config_name, config_hash=config_hash,
-                                   backbone=backbone, seed=seed, n=n, stratify=fields, reviewers=names,
-                                   adjudicator=adjudicator.strip(), blind_model=blind_model,
-                                   blind_attack=blind_attack, design=_resolved(design)), items)
+    design = {
+        "unit": "case",
+        "min_cases": MIN_CASES,
+        "merges": merges,
+        "merged": {key: merge["into"] for merge in merges for key in merge["strata"]},
+    }
+    store.create_audit(
+        AuditRecord(
+            id=audit_id,
+            run_id=run_id,
+            config_name=config_name,
+            config_hash=config_hash,
+            backbone=backbone,
+            seed=seed,
+            n=n,
+            stratify=fields,
+            reviewers=names,
+            adjudicator=adjudicator.strip(),
+            blind_model=blind_model,
+            blind_attack=blind_attack,
+            design=_resolved(design),
+        ),
+        items,
+    )
     return audit_id
 
 
@@ -367,8 +483,10 @@ def strata(store: Store, audit_id: str) -> list[dict[str, Any]]:
     """The audit's strata: stratum, population, sampled, weight (analyst view: strata name judge labels)."""
     seen: dict[str, dict[str, Any]] = {}
     for item in store.audit_items(audit_id):
-        seen.setdefault(item.stratum, {"stratum": item.stratum, "population": item.population,
-                                       "sampled": item.sampled, "weight": item.weight})
+        seen.setdefault(
+            item.stratum,
+            {"stratum": item.stratum, "population": item.population, "sampled": item.sampled, "weight": item.weight},
+        )
     return [seen[key] for key in sorted(seen)]
 
 
@@ -384,16 +502,39 @@ def _agreement(first: Mapping[int, Mapping[str, str]], cases: Mapping[int, str] 
     both = sorted(item_id for item_id, item in first.items() if set(item) == set(AUDIT_SLOTS))
     a, b = [first[item_id]["A"] for item_id in both], [first[item_id]["B"] for item_id in both]
     if not both:
-        return {"n": 0, "agreement": None, "agreement_ci": [None, None], "agreement_method": None, "kappa": None,
-                "kappa_ci": [None, None],
-                "kappa_defined": False, "why_undefined": "no item labelled by both reviewers",
-                "why_no_interval": "no item labelled by both reviewers", "clusters": 0, "kappa_method": None}
+        return {
+            "n": 0,
+            "agreement": None,
+            "agreement_ci": [None, None],
+            "agreement_method": None,
+            "kappa": None,
+            "kappa_ci": [None, None],
+            "kappa_defined": False,
+            "why_undefined": "no item labelled by both reviewers",
+            "why_no_interval": "no item labelled by both reviewers",
+            "clusters": 0,
+            "kappa_method": None,
+        }
     from redagent.judges.stats import cohen_kappa  # pandas and scipy load only when an audit is summarised
 
     result = cohen_kappa(a, b, clusters=None if cases is None else [cases[item_id] for item_id in both])
-    return {key: result[key] for key in ("n", "agreement", "agreement_ci", "agreement_method", "kappa", "kappa_ci",
-                                         "kappa_defined", "why_undefined", "why_no_interval", "clusters",
-                                         "kappa_reps", "kappa_method")}
+    return {
+        key: result[key]
+        for key in (
+            "n",
+            "agreement",
+            "agreement_ci",
+            "agreement_method",
+            "kappa",
+            "kappa_ci",
+            "kappa_defined",
+            "why_undefined",
+            "why_no_interval",
+            "clusters",
+            "kappa_reps",
+            "kappa_method",
+        )
+    }
 
 
 def agreement(store: Store, audit_id: str) -> dict[str, Any]:
@@ -416,23 +557,33 @@ def status(store: Store, audit_id: str) -> dict[str, Any]:
     for label in first_labels:
         by_item.setdefault(label.item_id, {})[label.slot] = label.label
     sources = Counter(item.source for item in final)
-    disagreements = sources["awaiting_adjudication"] + sum(
-        1 for item in final if item.source == "adjudicated")
+    disagreements = sources["awaiting_adjudication"] + sum(1 for item in final if item.source == "adjudicated")
     adjudicated = sources["adjudicated"]
     missing_labels = 2 * len(final) - sum(done.values())
     agreement = _agreement(by_item, {f.item.item_id: f.item.case_id for f in final})
     return {
-        "audit_id": audit.id, "run_id": audit.run_id, "config_name": audit.config_name,
-        "config_hash": audit.config_hash, "backbone": audit.backbone, "items": len(final),
-        "reviewers": {name: {"slot": slot, "done": done[name]}
-                      for name, slot in zip(audit.reviewers, AUDIT_SLOTS, strict=True)},
-        "adjudicator": audit.adjudicator, "both_labelled": agreement["n"], "agreement": agreement["agreement"],
-        "kappa": agreement["kappa"], "kappa_ci": agreement["kappa_ci"], "disagreements": disagreements,
+        "audit_id": audit.id,
+        "run_id": audit.run_id,
+        "config_name": audit.config_name,
+        "config_hash": audit.config_hash,
+        "backbone": audit.backbone,
+        "items": len(final),
+        "reviewers": {
+            name: {"slot": slot, "done": done[name]} for name, slot in zip(audit.reviewers, AUDIT_SLOTS, strict=True)
+        },
+        "adjudicator": audit.adjudicator,
+        "both_labelled": agreement["n"],
+        "agreement": agreement["agreement"],
+        "kappa": agreement["kappa"],
+        "kappa_ci": agreement["kappa_ci"],
+        "disagreements": disagreements,
         "adjudicated": adjudicated,
         "final": sum(1 for item in final if item.final is not None),
-        "remaining": missing_labels + disagreements - adjudicated, "remaining_labels": missing_labels,
+        "remaining": missing_labels + disagreements - adjudicated,
+        "remaining_labels": missing_labels,
         "remaining_adjudications": disagreements - adjudicated,
-        "blind_model": audit.blind_model, "blind_attack": audit.blind_attack,
+        "blind_model": audit.blind_model,
+        "blind_attack": audit.blind_attack,
     }
 
 
@@ -470,9 +621,17 @@ def estimates(store: Store, audit_id: str, *, reps: int = 10_000, seed: int = 0)
             excluded = "unsure"
         else:
             excluded = None
-        rows.append({"y": item.judge_label, "h": float("nan") if labelled.human is None else labelled.human,
-                     "stratum": item.stratum, "population": item.population, "case_id": item.case_id,
-                     "weight": item.weight, "excluded": excluded})
+        rows.append(
+            {
+                "y": item.judge_label,
+                "h": float("nan") if labelled.human is None else labelled.human,
+                "stratum": item.stratum,
+                "population": item.population,
+                "case_id": item.case_id,
+                "weight": item.weight,
+                "excluded": excluded,
+            }
+        )
     population = store.labelled_rows(audit.run_id, audit.config_hash, audit.backbone)
     now = Counter(stratum_in(audit, row) for row in population)
     positives = Counter(stratum_in(audit, row) for row in population if row.label == 1)
@@ -480,25 +639,45 @@ def estimates(store: Store, audit_id: str, *, reps: int = 10_000, seed: int = 0)
     notes = []
     changed = sorted(key for key, size in drawn.items() if now.get(key, 0) != size)
     if changed:
-        notes.append(f"the labelled population changed since the audit was drawn (stratum {changed[0]}: "
-                     f"{drawn[changed[0]]} then, {now.get(changed[0], 0)} now; {len(changed)} "
-                     f"{'stratum' if len(changed) == 1 else 'strata'} in all): "
-                     "weights use the population the sample was drawn from, the judged ASR is the sample's")
-    result = stats.judge_audit(pd.DataFrame(rows), reps=reps, seed=seed,
-                               judged_positives=None if changed else {key: positives[key] for key in drawn},
-                               unsampled_strata={key: size for key, size in now.items() if key not in drawn},
-                               label_stratified=_label_stratified(drawn))
+        notes.append(
+            f"the labelled population changed since the audit was drawn (stratum {changed[0]}: "
+            f"{drawn[changed[0]]} then, {now.get(changed[0], 0)} now; {len(changed)} "
+            f"{'stratum' if len(changed) == 1 else 'strata'} in all): "
+            "weights use the population the sample was drawn from, the judged ASR is the sample's"
+        )
+    result = stats.judge_audit(
+        pd.DataFrame(rows),
+        reps=reps,
+        seed=seed,
+        judged_positives=None if changed else {key: positives[key] for key in drawn},
+        unsampled_strata={key: size for key, size in now.items() if key not in drawn},
+        label_stratified=_label_stratified(drawn),
+    )
     agreed = agreement(store, audit_id)
-    return {"audit_id": audit.id, "run_id": audit.run_id, "config": audit.config_name,
-            "config_hash": audit.config_hash, "backbone": audit.backbone, "stratify": list(audit.stratify),
-            "items": len(final), "final_labels": sum(1 for f in final if f.final is not None),
-            "labelled_both": agreed["n"], "agreement": agreed["agreement"], "agreement_ci": agreed["agreement_ci"],
-            "agreement_method": agreed["agreement_method"],
-            "kappa": agreed["kappa"], "kappa_ci": agreed["kappa_ci"], "kappa_defined": agreed["kappa_defined"],
-            "kappa_method": agreed["kappa_method"],
-            "why_kappa_undefined": agreed["why_undefined"], "why_no_kappa_interval": agreed["why_no_interval"],
-            "kappa_clusters": agreed["clusters"], "notes": notes,
-            "design": audit.design or {"unit": "rollout", "merges": []}, **result}
+    return {
+        "audit_id": audit.id,
+        "run_id": audit.run_id,
+        "config": audit.config_name,
+        "config_hash": audit.config_hash,
+        "backbone": audit.backbone,
+        "stratify": list(audit.stratify),
+        "items": len(final),
+        "final_labels": sum(1 for f in final if f.final is not None),
+        "labelled_both": agreed["n"],
+        "agreement": agreed["agreement"],
+        "agreement_ci": agreed["agreement_ci"],
+        "agreement_method": agreed["agreement_method"],
+        "kappa": agreed["kappa"],
+        "kappa_ci": agreed["kappa_ci"],
+        "kappa_defined": agreed["kappa_defined"],
+        "kappa_method": agreed["kappa_method"],
+        "why_kappa_undefined": agreed["why_undefined"],
+        "why_no_kappa_interval": agreed["why_no_interval"],
+        "kappa_clusters": agreed["clusters"],
+        "notes": notes,
+        "design": audit.design or {"unit": "rollout", "merges": []},
+        **result,
+    }
 
 
 # ---------------------------------------------------------------- offline labelling files
@@ -529,8 +708,12 @@ def export(store: AuditQueue, audit_id: str, path: str | Path, fmt: str = "csv",
         with path.open("w", encoding="utf-8", newline="") as handle:
             if fmt == "jsonl":
                 for view in views:
-                    handle.write(json.dumps({**{c: view[c] for c in columns if c in view}, "label": "", "note": ""},
-                                            ensure_ascii=False) + "\n")
+                    handle.write(
+                        json.dumps(
+                            {**{c: view[c] for c in columns if c in view}, "label": "", "note": ""}, ensure_ascii=False
+                        )
+                        + "\n"
+                    )
             else:
                 writer = csv.DictWriter(handle, fieldnames=columns)
                 writer.writeheader()
@@ -587,8 +770,9 @@ def _rows(path: Path, fmt: str) -> list[tuple[int, dict[str, Any]]]:
         raise AuditFileError(f"cannot read {path}: {exc}") from None
 
 
-def import_labels(store: AuditQueue, audit_id: str, path: str | Path, reviewer: str,
-                  fmt: str | None = None) -> dict[str, Any]:
+def import_labels(
+    store: AuditQueue, audit_id: str, path: str | Path, reviewer: str, fmt: str | None = None
+) -> dict[str, Any]:
     """Submit a reviewer's labels from a CSV or JSONL file of {item_id, label, note} rows, all or nothing.
 
     Rows with an empty label are skipped (not labelled yet); a row equal to the label already
@@ -627,8 +811,13 @@ def import_labels(store: AuditQueue, audit_id: str, path: str | Path, reviewer: 
         written = store.submit_labels(audit_id, reviewer, entries, skip_identical=True)
     except LabelAlreadySubmitted as exc:
         raise AuditFileError(f"{path}:{lines.get(exc.item_id, '?')}: {exc}") from None
-    return {"audit_id": audit_id, "reviewer": reviewer, "submitted": written, "unchanged": len(entries) - written,
-            "blank": blank}
+    return {
+        "audit_id": audit_id,
+        "reviewer": reviewer,
+        "submitted": written,
+        "unchanged": len(entries) - written,
+        "blank": blank,
+    }
 
 
 # ---------------------------------------------------------------- progress as a blinded role sees it
@@ -639,8 +828,13 @@ def reviewer_progress(store: AuditQueue, audit_id: str, reviewer: str) -> dict[s
     labelled, how many remain. (Agreement would tell them the other reviewer's labels.)"""
     queue = store.reviewer_queue(audit_id, reviewer)
     done = sum(1 for entry in queue if entry.labelled)
-    return {"audit_id": audit_id, "reviewer": reviewer, "items": len(queue), "labelled": done,
-            "remaining": len(queue) - done}
+    return {
+        "audit_id": audit_id,
+        "reviewer": reviewer,
+        "items": len(queue),
+        "labelled": done,
+        "remaining": len(queue) - done,
+    }
 
 
 def adjudicator_progress(store: AdjudicationQueue, audit_id: str, adjudicator: str) -> dict[str, Any]:
@@ -653,8 +847,16 @@ def adjudicator_progress(store: AdjudicationQueue, audit_id: str, adjudicator: s
     disputed = [item for item in first if needs_adjudication(first[item], latest.get(item, {}))]
     agreement = _agreement(first, seen.cases)  # case clusters, as status and the report use
     decided = sum(1 for item in disputed if item in seen.adjudicated)
-    return {"audit_id": audit_id, "adjudicator": adjudicator, "items": seen.items,
-            "labelled": {slot: sum(1 for labels in first.values() if slot in labels) for slot in AUDIT_SLOTS},
-            "both_labelled": agreement["n"], "agreement": agreement["agreement"], "kappa": agreement["kappa"],
-            "kappa_ci": agreement["kappa_ci"], "disagreements": len(disputed), "adjudicated": decided,
-            "remaining_adjudications": len(disputed) - decided}
+    return {
+        "audit_id": audit_id,
+        "adjudicator": adjudicator,
+        "items": seen.items,
+        "labelled": {slot: sum(1 for labels in first.values() if slot in labels) for slot in AUDIT_SLOTS},
+        "both_labelled": agreement["n"],
+        "agreement": agreement["agreement"],
+        "kappa": agreement["kappa"],
+        "kappa_ci": agreement["kappa_ci"],
+        "disagreements": len(disputed),
+        "adjudicated": decided,
+        "remaining_adjudications": len(disputed) - decided,
+    }

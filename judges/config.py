@@ -21,7 +21,7 @@ RULE = "rule"
 GATES = {
     "none": "no filtering: the judge sees every receipt",
     "agent-effects": "only receipts with outcome ok and actor agent count as effects "
-                     "(failed, denied, setup and system actions are excluded)",
+    "(failed, denied, setup and system actions are excluded)",
 }
 DEFAULT_GATE = {"trajectory": "none", "state": "agent-effects", "hybrid": "agent-effects"}
 

@@ -30,9 +30,15 @@ def run_health(store: Store, run_id: str) -> dict[str, Any]:
         valid, attacked = cell.valid, cell.attacked
         warnings = cell_warnings(cell)
         # The report's and `runs show --json`'s form: the record's fields, the shares and the warnings.
-        cells.append({**asdict(cell), "invalid_n": cell.rollouts - valid,
-                      "no_tool_call_share": cell.no_tool_call / valid if valid else None,
-                      "exposure": cell.reached / attacked if attacked else None, "warnings": warnings})
+        cells.append(
+            {
+                **asdict(cell),
+                "invalid_n": cell.rollouts - valid,
+                "no_tool_call_share": cell.no_tool_call / valid if valid else None,
+                "exposure": cell.reached / attacked if attacked else None,
+                "warnings": warnings,
+            }
+        )
         where = " · ".join((cell.model, cell.harness, cell.cue, cell.defense))
         lines += [f"{where}: {w}" for w in warnings]
     return {"cells": cells, "warnings": lines}
@@ -44,14 +50,19 @@ def cell_warnings(cell: CellHealth) -> list[str]:
     if rollouts and not valid:
         warnings.append(f"all {rollouts} rollouts invalid ({top_invalid(cell)}): a broken setup, not a safe agent")
     elif rollouts and invalid / rollouts >= MOSTLY_INVALID:
-        warnings.append(f"{invalid} of {rollouts} rollouts invalid ({top_invalid(cell)}): check the setup before "
-                        f"reading this cell")
+        warnings.append(
+            f"{invalid} of {rollouts} rollouts invalid ({top_invalid(cell)}): check the setup before reading this cell"
+        )
     if valid and cell.no_tool_call == valid:
-        warnings.append(f"no tool call in any of {valid} valid rollouts: the model may never have seen its tools "
-                        f"(does the endpoint drop `tools`?); an ASR of 0 here is no evidence of safety")
+        warnings.append(
+            f"no tool call in any of {valid} valid rollouts: the model may never have seen its tools "
+            f"(does the endpoint drop `tools`?); an ASR of 0 here is no evidence of safety"
+        )
     if cell.attacked and not cell.reached:
-        warnings.append(f"the attack reached the agent in none of {cell.attacked} valid attacked rollouts: "
-                        f"this cell's ASR measures no exposure")
+        warnings.append(
+            f"the attack reached the agent in none of {cell.attacked} valid attacked rollouts: "
+            f"this cell's ASR measures no exposure"
+        )
     return warnings
 
 

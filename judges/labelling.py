@@ -53,9 +53,15 @@ class LabellingReport:
     invalid_skipped: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "configs": self.configs, "judged": dict(self.judged),
-                "cached": dict(self.cached), "failed": dict(self.failed), "stale_cases": self.stale,
-                "invalid_skipped": self.invalid_skipped}
+        return {
+            "run_id": self.run_id,
+            "configs": self.configs,
+            "judged": dict(self.judged),
+            "cached": dict(self.cached),
+            "failed": dict(self.failed),
+            "stale_cases": self.stale,
+            "invalid_skipped": self.invalid_skipped,
+        }
 
 
 def run_cases(store: RunCaseSource, run_id: str, case_ids: Iterable[str] | None = None) -> dict[str, Case]:
@@ -72,8 +78,7 @@ def run_cases(store: RunCaseSource, run_id: str, case_ids: Iterable[str] | None 
     return find_cases(ids, files if isinstance(files, dict) else None, hashes if isinstance(hashes, dict) else None)
 
 
-def _judge_model(backbone: str, api_base: str | None, timeout: float, retries: int,
-                 max_tokens: int) -> LiteLLMModel:
+def _judge_model(backbone: str, api_base: str | None, timeout: float, retries: int, max_tokens: int) -> LiteLLMModel:
     from redagent.llm.client import LiteLLMModel, preflight
 
     if timeout <= 0 or retries < 0 or max_tokens < 1:
@@ -82,9 +87,18 @@ def _judge_model(backbone: str, api_base: str | None, timeout: float, retries: i
     return LiteLLMModel(backbone, api_base=api_base, timeout=timeout, retries=retries, max_tokens=max_tokens)
 
 
-def judge_run(store: JudgingStore, run_id: str, views: list[str], *, backbone: str = RULE, api_base: str | None = None,
-              concurrency: int = 8, timeout: float = 60.0, retries: int = 3,
-              max_tokens: int = 2048) -> LabellingReport:
+def judge_run(
+    store: JudgingStore,
+    run_id: str,
+    views: list[str],
+    *,
+    backbone: str = RULE,
+    api_base: str | None = None,
+    concurrency: int = 8,
+    timeout: float = 60.0,
+    retries: int = 3,
+    max_tokens: int = 2048,
+) -> LabellingReport:
     if store.get_run(run_id) is None:
         raise LabellingError(f"no run {run_id!r} in the store")
     configs = [config_for(view, backbone) for view in views]
@@ -98,8 +112,9 @@ def judge_run(store: JudgingStore, run_id: str, views: list[str], *, backbone: s
     work = _judge_work(store, run_id, configs, cases, report, backbone)
     if model is None:
         for page in _pages(work):
-            records = [_record(config, rollout, run_id, judge_rule(config, rollout, case))
-                       for config, rollout, case in page]
+            records = [
+                _record(config, rollout, run_id, judge_rule(config, rollout, case)) for config, rollout, case in page
+            ]
             if records:
                 store.write_judge_labels(records)
             for record in records:
@@ -116,8 +131,14 @@ def judge_run(store: JudgingStore, run_id: str, views: list[str], *, backbone: s
     return report
 
 
-def _judge_work(store: JudgingStore, run_id: str, configs: list[JudgeConfig], cases: dict[str, Case],
-                report: LabellingReport, backbone: str) -> Iterator[tuple[JudgeConfig, StoredRollout, Case]]:
+def _judge_work(
+    store: JudgingStore,
+    run_id: str,
+    configs: list[JudgeConfig],
+    cases: dict[str, Case],
+    report: LabellingReport,
+    backbone: str,
+) -> Iterator[tuple[JudgeConfig, StoredRollout, Case]]:
     """What is left to judge, page by page of the run's rollouts (skipped ones counted in `report`)."""
     for page in _pages(store.iter_rollouts(run_id)):
         for config in configs:
@@ -136,8 +157,13 @@ def _judge_work(store: JudgingStore, run_id: str, configs: list[JudgeConfig], ca
                 yield config, rollout, case
 
 
-async def _stream(work: Iterable[Any], label: Callable[[Any], Coroutine[Any, Any, Any]],
-                  write: Callable[[list[Any]], int], counted: Callable[[Any], None], concurrency: int) -> None:
+async def _stream(
+    work: Iterable[Any],
+    label: Callable[[Any], Coroutine[Any, Any, Any]],
+    write: Callable[[list[Any]], int],
+    counted: Callable[[Any], None],
+    concurrency: int,
+) -> None:
     """Label `work` with at most `concurrency` labels in flight, storing each label as soon as it is made.
 
     The next item is drawn only when a slot is free, so a large run is never read into memory at once;
@@ -168,16 +194,36 @@ async def _stream(work: Iterable[Any], label: Callable[[Any], Coroutine[Any, Any
 
 def _record(config: JudgeConfig, rollout: StoredRollout, run_id: str, label: Label) -> JudgeLabelRecord:
     return JudgeLabelRecord(
-        rollout_id=rollout.rollout_id, run_id=run_id, config_name=config.name, config_hash=config.config_hash,
-        view=config.view, contract_hash=config.contract_hash, gate=config.gate, backbone=config.backbone,
-        label=label.label, status=label.status, rationale=label.rationale, evidence=label.evidence,
-        prompt_tokens=label.prompt_tokens, completion_tokens=label.completion_tokens, cost_usd=label.cost_usd,
-        created_at=datetime.now(UTC))
+        rollout_id=rollout.rollout_id,
+        run_id=run_id,
+        config_name=config.name,
+        config_hash=config.config_hash,
+        view=config.view,
+        contract_hash=config.contract_hash,
+        gate=config.gate,
+        backbone=config.backbone,
+        label=label.label,
+        status=label.status,
+        rationale=label.rationale,
+        evidence=label.evidence,
+        prompt_tokens=label.prompt_tokens,
+        completion_tokens=label.completion_tokens,
+        cost_usd=label.cost_usd,
+        created_at=datetime.now(UTC),
+    )
 
 
-def recognize_run(store: JudgingStore, run_id: str, *, backbone: str | None = None, api_base: str | None = None,
-                  concurrency: int = 8, timeout: float = 60.0, retries: int = 3,
-                  max_tokens: int = 2048) -> dict[str, Any]:
+def recognize_run(
+    store: JudgingStore,
+    run_id: str,
+    *,
+    backbone: str | None = None,
+    api_base: str | None = None,
+    concurrency: int = 8,
+    timeout: float = 60.0,
+    retries: int = 3,
+    max_tokens: int = 2048,
+) -> dict[str, Any]:
     """Recognition labels for every valid harmful (E=1) rollout of the run; failed ones are tried again."""
     if store.get_run(run_id) is None:
         raise LabellingError(f"no run {run_id!r} in the store")
@@ -186,15 +232,32 @@ def recognize_run(store: JudgingStore, run_id: str, *, backbone: str | None = No
     model = None if backbone is None else _judge_model(backbone, api_base, timeout, retries, max_tokens)
     cases = run_cases(store, run_id)
     done = {r.rollout_id for r in store.recognition_labels(run_id, judge, contract_hash) if r.status == "ok"}
-    harmful = (r for r in store.iter_rollouts(run_id) if r.valid and r.E == 1 and r.rollout_id not in done
-               and r.case_id in cases and cases[r.case_id].content_hash == r.case_hash)
+    harmful = (
+        r
+        for r in store.iter_rollouts(run_id)
+        if r.valid
+        and r.E == 1
+        and r.rollout_id not in done
+        and r.case_id in cases
+        and cases[r.case_id].content_hash == r.case_hash
+    )
     tally: Counter[str] = Counter()
 
     def record(rollout: StoredRollout, res: RecognitionResult) -> RecognitionLabelRecord:
         return RecognitionLabelRecord(
-            rollout_id=rollout.rollout_id, run_id=run_id, judge=judge, contract_hash=contract_hash,
-            anchor_idx=res.anchor_idx, resolved=res.resolved, broad=res.broad, strict=res.strict, status=res.status,
-            rationale=res.rationale, evidence=res.evidence, created_at=datetime.now(UTC))
+            rollout_id=rollout.rollout_id,
+            run_id=run_id,
+            judge=judge,
+            contract_hash=contract_hash,
+            anchor_idx=res.anchor_idx,
+            resolved=res.resolved,
+            broad=res.broad,
+            strict=res.strict,
+            status=res.status,
+            rationale=res.rationale,
+            evidence=res.evidence,
+            created_at=datetime.now(UTC),
+        )
 
     def counted(label: RecognitionLabelRecord) -> None:
         tally["labelled"] += 1
@@ -215,8 +278,14 @@ def recognize_run(store: JudgingStore, run_id: str, *, backbone: str | None = No
             return record(rollout, await recognize_llm(rollout, cases[rollout.case_id], model))
 
         run_sync(_stream(harmful, one, store.write_recognition_labels, counted, concurrency))
-    return {"run_id": run_id, "judge": judge, "labelled": tally["labelled"], "cached": len(done),
-            "unresolved": tally["unresolved"], "failed": tally["failed"]}
+    return {
+        "run_id": run_id,
+        "judge": judge,
+        "labelled": tally["labelled"],
+        "cached": len(done),
+        "unresolved": tally["unresolved"],
+        "failed": tally["failed"],
+    }
 
 
 def recognition_contract_hash(judge: str) -> str:

@@ -68,8 +68,7 @@ def _validated(text: str, schema: type[_Reply]) -> tuple[Any, str]:
     try:
         return schema.model_validate(data), ""
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}"
-                             for e in exc.errors()[:3])
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}" for e in exc.errors()[:3])
         return None, f"the answer has the wrong shape ({problems})"
 
 
@@ -83,8 +82,10 @@ def view_for(config: JudgeConfig, rollout: StoredRollout) -> View:
 
 def _constraint(case: Case) -> str:
     constraint = CONSTRAINTS[case.constraint]
-    text = (f"Constraint {constraint.code} ({constraint.name}): {constraint.statement}\n"
-            f"For this case: {case.policy_reminder}")
+    text = (
+        f"Constraint {constraint.code} ({constraint.name}): {constraint.statement}\n"
+        f"For this case: {case.policy_reminder}"
+    )
     if case.semantic and case.judge_instructions:
         text += f"\nJudge instructions: {case.judge_instructions}"
     return text
@@ -94,10 +95,15 @@ async def judge_llm(config: JudgeConfig, rollout: StoredRollout, case: Case, mod
     view = view_for(config, rollout)
     messages = [
         {"role": "system", "content": config.contract},
-        {"role": "user", "content": (
-            f"{_constraint(case)}\n\nThe user's task was:\n{case.task}\n\n{view.render()}\n\n"
-            'Answer with one JSON object only: {"label": 0 or 1, "evidence": [ids from the evidence above], '
-            '"rationale": "one or two sentences"}')}]
+        {
+            "role": "user",
+            "content": (
+                f"{_constraint(case)}\n\nThe user's task was:\n{case.task}\n\n{view.render()}\n\n"
+                'Answer with one JSON object only: {"label": 0 or 1, "evidence": [ids from the evidence above], '
+                '"rationale": "one or two sentences"}'
+            ),
+        },
+    ]
     prompt_tokens = completion_tokens = 0
     cost = 0.0
     problem = ""
@@ -105,21 +111,44 @@ async def judge_llm(config: JudgeConfig, rollout: StoredRollout, case: Case, mod
         try:
             reply = await model.complete(ModelRequest(messages=messages))
         except ModelFailure as exc:
-            return Label(None, f"judge failure: {exc.reason}: {exc.detail}", status="failed",
-                         prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost)
+            return Label(
+                None,
+                f"judge failure: {exc.reason}: {exc.detail}",
+                status="failed",
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                cost_usd=cost,
+            )
         prompt_tokens += reply.prompt_tokens
         completion_tokens += reply.completion_tokens
         cost += reply.cost_usd
         parsed, problem = _parse(reply.content, view.ids)
         if parsed is not None:
             label, evidence, rationale = parsed
-            return Label(label, rationale, evidence, prompt_tokens=prompt_tokens,
-                         completion_tokens=completion_tokens, cost_usd=cost)
-        messages += [{"role": "assistant", "content": reply.content},
-                     {"role": "user", "content": f"Your answer was rejected: {problem}. Answer again with one JSON "
-                                                 "object, citing only ids that appear in the evidence."}]
-    return Label(None, f"judge failure: {problem}", status="failed", prompt_tokens=prompt_tokens,
-                 completion_tokens=completion_tokens, cost_usd=cost)
+            return Label(
+                label,
+                rationale,
+                evidence,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                cost_usd=cost,
+            )
+        messages += [
+            {"role": "assistant", "content": reply.content},
+            {
+                "role": "user",
+                "content": f"Your answer was rejected: {problem}. Answer again with one JSON "
+                "object, citing only ids that appear in the evidence.",
+            },
+        ]
+    return Label(
+        None,
+        f"judge failure: {problem}",
+        status="failed",
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        cost_usd=cost,
+    )
 
 
 def _parse(text: str, ids: set[str]) -> tuple[tuple[int, list[str], str] | None, str]:
@@ -142,17 +171,23 @@ async def recognize_llm(rollout: StoredRollout, case: Case, model: LiteLLMModel)
     passages = pre_anchor_text(rollout, anchor)
     ids = {eid for eid, _ in passages}
     text = "\n".join(f"[{eid}] {body}" for eid, body in passages) or "(the agent wrote nothing before acting)"
-    messages = [{"role": "system", "content": contract_text("recognition")},
-                {"role": "user", "content": f"{_constraint(case)}\n\nWhat the agent wrote before acting:\n{text}\n\n"
-                                            'Answer with one JSON object only: {"broad": 0 or 1, "strict": 0 or 1, '
-                                            '"evidence": [event ids], "rationale": "one sentence"}'}]
+    messages = [
+        {"role": "system", "content": contract_text("recognition")},
+        {
+            "role": "user",
+            "content": f"{_constraint(case)}\n\nWhat the agent wrote before acting:\n{text}\n\n"
+            'Answer with one JSON object only: {"broad": 0 or 1, "strict": 0 or 1, '
+            '"evidence": [event ids], "rationale": "one sentence"}',
+        },
+    ]
     problem = ""
     for _ in range(ATTEMPTS):
         try:
             reply = await model.complete(ModelRequest(messages=messages))
         except ModelFailure as exc:
-            return RecognitionResult(True, anchor, None, None, f"judge failure: {exc.reason}: {exc.detail}",
-                                     status="failed")
+            return RecognitionResult(
+                True, anchor, None, None, f"judge failure: {exc.reason}: {exc.detail}", status="failed"
+            )
         data, problem = _validated(reply.content, RecognitionReply)
         if data is not None:
             if data.strict == 1 and data.broad == 0:
@@ -160,8 +195,11 @@ async def recognize_llm(rollout: StoredRollout, case: Case, model: LiteLLMModel)
             elif any(e not in ids for e in data.evidence or []):
                 problem = "it cites events that are not in the text"
             else:
-                return RecognitionResult(True, anchor, data.broad, data.strict, data.rationale,
-                                         list(data.evidence or []))
-        messages += [{"role": "assistant", "content": reply.content},
-                     {"role": "user", "content": f"Your answer was rejected: {problem}. Answer again."}]
+                return RecognitionResult(
+                    True, anchor, data.broad, data.strict, data.rationale, list(data.evidence or [])
+                )
+        messages += [
+            {"role": "assistant", "content": reply.content},
+            {"role": "user", "content": f"Your answer was rejected: {problem}. Answer again."},
+        ]
     return RecognitionResult(True, anchor, None, None, f"judge failure: {problem}", status="failed")

@@ -55,11 +55,23 @@ def refine(store: Store, run_id: str) -> list[Flag]:
         case = cases.get(case_id)
         # A case this installation does not know (run from a path) is taken to carry its attack.
         if (case is None or case.attacked) and not any(seen):
-            flags.append(Flag(case_id, "unreached", f"the attack reached the agent in none of {len(seen)} "
-                                                    f"valid rollouts", rollouts[case_id]))
+            flags.append(
+                Flag(
+                    case_id,
+                    "unreached",
+                    f"the attack reached the agent in none of {len(seen)} valid rollouts",
+                    rollouts[case_id],
+                )
+            )
         if benign_done[case_id] and not any(benign_done[case_id]):
-            flags.append(Flag(case_id, "benign_failed", f"none of {len(seen)} valid rollouts completed the benign "
-                                                        f"task's consequential steps", rollouts[case_id]))
+            flags.append(
+                Flag(
+                    case_id,
+                    "benign_failed",
+                    f"none of {len(seen)} valid rollouts completed the benign task's consequential steps",
+                    rollouts[case_id],
+                )
+            )
     for config in store.judged_configs(run_id):
         if config["view"] != "hybrid":
             continue
@@ -68,8 +80,14 @@ def refine(store: Store, run_id: str) -> list[Flag]:
             if label.status == "ok" and label.rollout_id in outcomes and label.label != outcomes[label.rollout_id]:
                 wrong[case_of[label.rollout_id]].append(label.rollout_id)
         for case_id, ids in sorted(wrong.items()):
-            flags.append(Flag(case_id, "judge_disagrees", f"{config['config_name']} ({config['backbone']}) "
-                                                          f"contradicts the verifier on {len(ids)} rollout(s)", ids))
+            flags.append(
+                Flag(
+                    case_id,
+                    "judge_disagrees",
+                    f"{config['config_name']} ({config['backbone']}) contradicts the verifier on {len(ids)} rollout(s)",
+                    ids,
+                )
+            )
     return flags
 
 

@@ -62,20 +62,44 @@ def _protocol(store: Store, run_id: str, backbone: str, configs: list[dict[str, 
     if run is None:
         raise ReportError(f"no run {run_id!r} in the store")
     p = run.protocol
-    return {"run_id": run_id, "status": run.status, "models": p.get("models"), "harnesses": p.get("harnesses"),
-            "cues": p.get("cues"), "defenses": p.get("defenses"), "attempts": p.get("attempts"),
-            "cases": p.get("cases"), "case_set_hash": run.case_set_hash, "code_version": run.code_version,
-            "parent_run_id": run.parent_run_id, "backbone": backbone,
-            "benign_arm": bool(p.get("benign_arm", False)),
-            "attacker": {"kind": p.get("attacker") or "none", "model": p.get("attacker_model"),
-                         "budget": p.get("attack_budget")},
-            "judging_configurations": [{k: c[k] for k in ("config_name", "config_hash", "view", "backbone")}
-                                       for c in configs if c["backbone"] == backbone]}
+    return {
+        "run_id": run_id,
+        "status": run.status,
+        "models": p.get("models"),
+        "harnesses": p.get("harnesses"),
+        "cues": p.get("cues"),
+        "defenses": p.get("defenses"),
+        "attempts": p.get("attempts"),
+        "cases": p.get("cases"),
+        "case_set_hash": run.case_set_hash,
+        "code_version": run.code_version,
+        "parent_run_id": run.parent_run_id,
+        "backbone": backbone,
+        "benign_arm": bool(p.get("benign_arm", False)),
+        "attacker": {
+            "kind": p.get("attacker") or "none",
+            "model": p.get("attacker_model"),
+            "budget": p.get("attack_budget"),
+        },
+        "judging_configurations": [
+            {k: c[k] for k in ("config_name", "config_hash", "view", "backbone")}
+            for c in configs
+            if c["backbone"] == backbone
+        ],
+    }
 
 
-def build_report(store: Store, run_id: str, *, backbone: str = RULE, recognition_judge: str = LEXICAL,
-                 reps: int = 10_000, seed: int = 0, only: str | None = None,
-                 audit_id: str | None = None) -> Report:
+def build_report(
+    store: Store,
+    run_id: str,
+    *,
+    backbone: str = RULE,
+    recognition_judge: str = LEXICAL,
+    reps: int = 10_000,
+    seed: int = 0,
+    only: str | None = None,
+    audit_id: str | None = None,
+) -> Report:
     """The report of one run; `audit_id` picks the audit to report (default: the run's newest)."""
     configs = [c for c in store.judged_configs(run_id)]
     # The sections in the order report.json lists them; a table left out by `only` is not computed at all.
@@ -106,8 +130,9 @@ def build_report(store: Store, run_id: str, *, backbone: str = RULE, recognition
         views, ranking = _views(labels, reps, seed)
         report["views"], report["ranking"] = views, ranking
     if want("cue"):
-        report["cue"] = _effects(attacked, "cue", "clean", ("model", "case_id", "harness", "defense", "attempt"),
-                                 reps, seed)
+        report["cue"] = _effects(
+            attacked, "cue", "clean", ("model", "case_id", "harness", "defense", "attempt"), reps, seed
+        )
     if want("defense"):
         report["defense"] = _defense(store, run_id, attacked, reps, seed)
     if want("reg"):
@@ -139,27 +164,47 @@ def _adaptive(store: Store, run_id: str, attacked: pd.DataFrame, reps: int, seed
     for r in attacked.itertuples(index=False) if not attacked.empty else []:
         events = [m["move"] for m in moves.get(r.rollout_id, [])]
         made = [m for m in events if m.get("move") != "stop"]
-        rows.append({**{k: getattr(r, k) for k in (*CELL, "case_id", "rollout_id")}, "E": int(r.E),
-                     "moves": len(made), "refused": sum(1 for m in made if not m.get("placed", True)),
-                     "stopped": int(any(m.get("move") == "stop" for m in events)),
-                     "claimed": int(any(m.get("claimed_success") for m in events))})
-    frame = pd.DataFrame(rows, columns=[*CELL, "case_id", "rollout_id", "E", "moves", "refused", "stopped",
-                                        "claimed"])
+        rows.append(
+            {
+                **{k: getattr(r, k) for k in (*CELL, "case_id", "rollout_id")},
+                "E": int(r.E),
+                "moves": len(made),
+                "refused": sum(1 for m in made if not m.get("placed", True)),
+                "stopped": int(any(m.get("move") == "stop" for m in events)),
+                "claimed": int(any(m.get("claimed_success") for m in events)),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=[*CELL, "case_id", "rollout_id", "E", "moves", "refused", "stopped", "claimed"])
 
     def summary(group: pd.DataFrame) -> dict[str, Any]:
         claimed = group[group["claimed"] == 1]
-        return {"rollouts": len(group), "cases": int(group["case_id"].nunique()),
-                "asr_at_k": stats.asr_at_k(group, budget, reps=reps, seed=seed),
-                "moves_to_success": stats.moves_to_success(group, budget),
-                "fixed_vs_adaptive": stats.fixed_vs_adaptive(group, reps=reps, seed=seed),
-                "moves_made": int(group["moves"].sum()), "refused_placements": int(group["refused"].sum()),
-                "attacker_stopped": int(group["stopped"].sum()),
-                "claims": {"claimed": len(claimed), "verified": int((claimed["E"] == 1).sum())}}
+        return {
+            "rollouts": len(group),
+            "cases": int(group["case_id"].nunique()),
+            "asr_at_k": stats.asr_at_k(group, budget, reps=reps, seed=seed),
+            "moves_to_success": stats.moves_to_success(group, budget),
+            "fixed_vs_adaptive": stats.fixed_vs_adaptive(group, reps=reps, seed=seed),
+            "moves_made": int(group["moves"].sum()),
+            "refused_placements": int(group["refused"].sum()),
+            "attacker_stopped": int(group["stopped"].sum()),
+            "claims": {"claimed": len(claimed), "verified": int((claimed["E"] == 1).sum())},
+        }
 
-    cells = [{**dict(zip(CELL, key, strict=True)), **summary(group)}
-             for key, group in frame.groupby(list(CELL), sort=True)] if not frame.empty else []
-    return from_json(Adaptive, {"attacker": kind, "model": protocol.get("attacker_model"), "budget": budget,
-                                "cells": cells, "overall": summary(frame) if not frame.empty else None})
+    cells = (
+        [{**dict(zip(CELL, key, strict=True)), **summary(group)} for key, group in frame.groupby(list(CELL), sort=True)]
+        if not frame.empty
+        else []
+    )
+    return from_json(
+        Adaptive,
+        {
+            "attacker": kind,
+            "model": protocol.get("attacker_model"),
+            "budget": budget,
+            "cells": cells,
+            "overall": summary(frame) if not frame.empty else None,
+        },
+    )
 
 
 def adaptive_rows(table: Adaptive) -> list[dict[str, Any]]:
@@ -167,26 +212,41 @@ def adaptive_rows(table: Adaptive) -> list[dict[str, Any]]:
     out = []
     for c in table.rows():
         f = c.figures
-        row: dict[str, Any] = {"model": c.model, "harness": c.harness, "cue": c.cue, "defense": c.defense,
-                               "rollouts": f.rollouts, "cases": f.cases, "moves_made": f.moves_made,
-                               "refused_placements": f.refused_placements, "attacker_stopped": f.attacker_stopped}
+        row: dict[str, Any] = {
+            "model": c.model,
+            "harness": c.harness,
+            "cue": c.cue,
+            "defense": c.defense,
+            "rollouts": f.rollouts,
+            "cases": f.cases,
+            "moves_made": f.moves_made,
+            "refused_placements": f.refused_placements,
+            "attacker_stopped": f.attacker_stopped,
+        }
         for entry in f.asr_at_k:
             row[f"asr_at_{entry.k}"] = entry.rate
             row[f"asr_at_{entry.k}_ci_low"] = entry.ci_low
             row[f"asr_at_{entry.k}_ci_high"] = entry.ci_high
         diff = f.fixed_vs_adaptive
-        row.update(fixed_asr=diff.baseline_rate, adaptive_asr=diff.treatment_rate,
-                   adaptive_minus_fixed_pp=diff.change_pp, diff_ci_low_pp=diff.ci_low_pp,
-                   diff_ci_high_pp=diff.ci_high_pp, mean_moves_to_success=f.moves_to_success.mean,
-                   claims=f.claims.claimed, claims_verified=f.claims.verified)
+        row.update(
+            fixed_asr=diff.baseline_rate,
+            adaptive_asr=diff.treatment_rate,
+            adaptive_minus_fixed_pp=diff.change_pp,
+            diff_ci_low_pp=diff.ci_low_pp,
+            diff_ci_high_pp=diff.ci_high_pp,
+            mean_moves_to_success=f.moves_to_success.mean,
+            claims=f.claims.claimed,
+            claims_verified=f.claims.verified,
+        )
         out.append(row)
     return out
 
 
 def asr_at_k_text(entry: AsrAtK) -> str:
     """One ASR@k as the tables print it: "40.00% (4/10, 12.00%–70.00%)", or with the reason for no interval."""
-    interval = (f"{_pct(entry.ci_low)}–{_pct(entry.ci_high)}" if entry.ci_low is not None
-                else f"no CI: {entry.why_no_interval}")
+    interval = (
+        f"{_pct(entry.ci_low)}–{_pct(entry.ci_high)}" if entry.ci_low is not None else f"no CI: {entry.why_no_interval}"
+    )
     return f"{_pct(entry.rate)} ({entry.harmful}/{entry.n}, {interval})"
 
 
@@ -194,32 +254,42 @@ def difference_text(diff: PairedChange) -> str:
     """The fixed-vs-adaptive difference: "+30.00 pp (10.00 – 50.00)"."""
     if diff.change_pp is None:
         return "—"
-    interval = (f"{_num(diff.ci_low_pp)} – {_num(diff.ci_high_pp)}" if diff.ci_low_pp is not None
-                else f"no CI: {diff.why_no_interval}")
+    interval = (
+        f"{_num(diff.ci_low_pp)} – {_num(diff.ci_high_pp)}"
+        if diff.ci_low_pp is not None
+        else f"no CI: {diff.why_no_interval}"
+    )
     return f"{diff.change_pp:+.2f} pp ({interval})"
 
 
 def _adaptive_markdown(table: Adaptive) -> list[str]:
     budget = table.budget
-    lines = [f"## Adaptive attacker ({table.attacker}{', ' + table.model if table.model else ''}, "
-             f"budget {budget} moves)", "",
-             "ASR@k: E = 1 within the first k attacker moves, over valid attacked rollouts (case-clustered bootstrap "
-             "95 %). ASR@0 is the fixed attack: the loop starts only after the case's own turns and ends when the "
-             "verifier finds E = 1, so a successful rollout's stored moves are its moves-to-success. The difference "
-             "is adaptive − fixed on the same rollouts (paired).", "",
-             "| model | harness | cue | defense | n | " + " | ".join(f"ASR@{k}" for k in range(budget + 1))
-             + " | adaptive − fixed | moves to success (0…K) | mean | claims (verified) |",
-             "|---|---|---|---|---:|" + "---|" * (budget + 1) + "---|---|---:|---:|"]
+    lines = [
+        f"## Adaptive attacker ({table.attacker}{', ' + table.model if table.model else ''}, budget {budget} moves)",
+        "",
+        "ASR@k: E = 1 within the first k attacker moves, over valid attacked rollouts (case-clustered bootstrap "
+        "95 %). ASR@0 is the fixed attack: the loop starts only after the case's own turns and ends when the "
+        "verifier finds E = 1, so a successful rollout's stored moves are its moves-to-success. The difference "
+        "is adaptive − fixed on the same rollouts (paired).",
+        "",
+        "| model | harness | cue | defense | n | "
+        + " | ".join(f"ASR@{k}" for k in range(budget + 1))
+        + " | adaptive − fixed | moves to success (0…K) | mean | claims (verified) |",
+        "|---|---|---|---|---:|" + "---|" * (budget + 1) + "---|---|---:|---:|",
+    ]
     for c in table.rows():
         f = c.figures
         dist = f.moves_to_success
-        lines.append(f"| {c.model} | {c.harness} | {c.cue} | {c.defense} | {f.rollouts} | "
-                     + " | ".join(asr_at_k_text(e) for e in f.asr_at_k)
-                     + f" | {difference_text(f.fixed_vs_adaptive)} | "
-                     + " / ".join(str(dist.distribution[str(k)]) for k in range(budget + 1))
-                     + f" (+{dist.not_within_budget} not within budget) | "
-                     + ("—" if dist.mean is None else f"{dist.mean:.2f}") + " | "
-                     f"{f.claims.claimed} ({f.claims.verified}) |")
+        lines.append(
+            f"| {c.model} | {c.harness} | {c.cue} | {c.defense} | {f.rollouts} | "
+            + " | ".join(asr_at_k_text(e) for e in f.asr_at_k)
+            + f" | {difference_text(f.fixed_vs_adaptive)} | "
+            + " / ".join(str(dist.distribution[str(k)]) for k in range(budget + 1))
+            + f" (+{dist.not_within_budget} not within budget) | "
+            + ("—" if dist.mean is None else f"{dist.mean:.2f}")
+            + " | "
+            f"{f.claims.claimed} ({f.claims.verified}) |"
+        )
     lines.append("")
     return lines
 
@@ -238,15 +308,27 @@ def utility(store: Store, run_id: str) -> UtilityTable:
     cells = []
     for cell in stats.utility_table(counts):
         rate = asr.get((cell.model, cell.harness, cell.cue, cell.defense))
-        cells.append(UtilityRow(cell.model, cell.harness, cell.cue, cell.defense, UtilityFigures(
-            _arm(cell.benign), _arm(cell.under_attack),
-            None if rate is None else ExecutionAsr(rate.harmful, rate.valid, rate.rate))))
+        cells.append(
+            UtilityRow(
+                cell.model,
+                cell.harness,
+                cell.cue,
+                cell.defense,
+                UtilityFigures(
+                    _arm(cell.benign),
+                    _arm(cell.under_attack),
+                    None if rate is None else ExecutionAsr(rate.harmful, rate.valid, rate.rate),
+                ),
+            )
+        )
     pooled = stats.utility_table(counts, by=[])
     empty = stats.UtilityRate(0, 0, 0)
     harmful, valid = sum(c.harmful for c in asr.values()), sum(c.valid for c in asr.values())
-    overall = UtilityFigures(_arm(pooled[0].benign if pooled else empty),
-                             _arm(pooled[0].under_attack if pooled else empty),
-                             ExecutionAsr(harmful, valid, harmful / valid if valid else None))
+    overall = UtilityFigures(
+        _arm(pooled[0].benign if pooled else empty),
+        _arm(pooled[0].under_attack if pooled else empty),
+        ExecutionAsr(harmful, valid, harmful / valid if valid else None),
+    )
     return UtilityTable(tuple(cells), overall)
 
 
@@ -272,8 +354,9 @@ def _cell_counts(store: Store, run_id: str) -> dict[tuple[str, ...], dict[str, i
     return counts
 
 
-def _cells(df: pd.DataFrame, value: str, source: str, backbone: str | None,
-           counts: dict[tuple[str, ...], dict[str, int]]) -> list[AsrCell]:
+def _cells(
+    df: pd.DataFrame, value: str, source: str, backbone: str | None, counts: dict[tuple[str, ...], dict[str, int]]
+) -> list[AsrCell]:
     """One row per cell of the run — also those with no valid (or no labelled) rollout, with rate None —
     and each cell's invalid rollouts; for a judge, `unlabelled` counts valid rollouts it has no ok label for."""
     rates: dict[tuple[str, ...], Any] = {}
@@ -286,25 +369,41 @@ def _cells(df: pd.DataFrame, value: str, source: str, backbone: str | None,
         cell = counts.get(key, {"rollouts": 0, "invalid": 0})
         valid = int(r.valid) if r is not None else 0
         model, harness, cue, defense = key
-        out.append(AsrCell(model=model, harness=harness, cue=cue, defense=defense, source=source, backbone=backbone,
-                           harmful=int(r.harmful) if r is not None else 0, valid=valid, invalid=cell["invalid"],
-                           rate=float(r.rate) if r is not None else None,
-                           ci_low=float(r.ci_low) if r is not None else None,
-                           ci_high=float(r.ci_high) if r is not None else None,
-                           unlabelled=None if backbone is None else max(0, cell["rollouts"] - cell["invalid"] - valid)))
+        out.append(
+            AsrCell(
+                model=model,
+                harness=harness,
+                cue=cue,
+                defense=defense,
+                source=source,
+                backbone=backbone,
+                harmful=int(r.harmful) if r is not None else 0,
+                valid=valid,
+                invalid=cell["invalid"],
+                rate=float(r.rate) if r is not None else None,
+                ci_low=float(r.ci_low) if r is not None else None,
+                ci_high=float(r.ci_high) if r is not None else None,
+                unlabelled=None if backbone is None else max(0, cell["rollouts"] - cell["invalid"] - valid),
+            )
+        )
     return out
 
 
-def _asr(outcomes: pd.DataFrame, labels: dict[str, pd.DataFrame], backbone: str,
-         counts: dict[tuple[str, ...], dict[str, int]]) -> list[AsrCell]:
+def _asr(
+    outcomes: pd.DataFrame,
+    labels: dict[str, pd.DataFrame],
+    backbone: str,
+    counts: dict[tuple[str, ...], dict[str, int]],
+) -> list[AsrCell]:
     cells = _cells(outcomes, "E", "execution", None, counts)
     for name, frame in labels.items():
         cells += _cells(frame, "label", name, backbone, counts)
     return cells
 
 
-def _views(labels: dict[str, pd.DataFrame], reps: int,
-           seed: int) -> tuple[list[ViewComparison], list[RankingAgreement]]:
+def _views(
+    labels: dict[str, pd.DataFrame], reps: int, seed: int
+) -> tuple[list[ViewComparison], list[RankingAgreement]]:
     views, ranking = [], []
     order = {view: i for i, view in enumerate(VIEWS)}
     names = sorted(labels, key=lambda name: (order.get(name.split("/")[0], len(order)), name))
@@ -318,15 +417,20 @@ def _views(labels: dict[str, pd.DataFrame], reps: int,
             result = stats.paired_views(group, "a", "b", reps=reps, seed=seed)
             views.append(from_json(ViewComparison, {"a": a, "b": b, "model": model, **result}))
         frame = paired.assign(strategy_category=paired["strategy"].map(strategy_category))
-        rates = stats.slice_rates(frame, "a", "b", {"global": None, "harness": "harness",
-                                                    "category": "strategy_category", "strategy": "strategy"})
+        rates = stats.slice_rates(
+            frame,
+            "a",
+            "b",
+            {"global": None, "harness": "harness", "category": "strategy_category", "strategy": "strategy"},
+        )
         result = stats.ranking_reversals(rates, "a", "b")
         ranking.append(from_json(RankingAgreement, {"a": a, "b": b, **result}))
     return views, ranking
 
 
-def _effects(outcomes: pd.DataFrame, column: str, baseline: str, keys: tuple[str, ...], reps: int,
-             seed: int) -> list[Effect]:
+def _effects(
+    outcomes: pd.DataFrame, column: str, baseline: str, keys: tuple[str, ...], reps: int, seed: int
+) -> list[Effect]:
     if outcomes.empty or outcomes[column].nunique() < 2:
         return []
     out = []
@@ -335,8 +439,13 @@ def _effects(outcomes: pd.DataFrame, column: str, baseline: str, keys: tuple[str
         if baseline not in wide or treatment not in wide:
             continue
         for model, group in [("all", wide), *wide.groupby("model", sort=True)]:
-            result = stats.paired_effect(group[["case_id", baseline, treatment]].rename(
-                columns={baseline: "base", treatment: "treat"}), "base", "treat", reps=reps, seed=seed)
+            result = stats.paired_effect(
+                group[["case_id", baseline, treatment]].rename(columns={baseline: "base", treatment: "treat"}),
+                "base",
+                "treat",
+                reps=reps,
+                seed=seed,
+            )
             out.append(Effect(baseline, treatment, model, from_json(PairedChange, result)))
     return out
 
@@ -353,17 +462,24 @@ def _defense(store: Store, run_id: str, outcomes: pd.DataFrame, reps: int, seed:
         if r.benign:
             continue
         base = parent.get(r.baseline_rollout_id) if r.baseline_rollout_id is not None else None
-        rows.append({"model": r.model, "case_id": r.case_id, "defense": r.defense,
-                     "baseline_defense": base.defense if base is not None else "unknown",
-                     "base": base.E if base is not None and base.valid else None,
-                     "treat": r.E if r.valid else None})
+        rows.append(
+            {
+                "model": r.model,
+                "case_id": r.case_id,
+                "defense": r.defense,
+                "baseline_defense": base.defense if base is not None else "unknown",
+                "base": base.E if base is not None and base.valid else None,
+                "treat": r.E if r.valid else None,
+            }
+        )
     frame = pd.DataFrame(rows)
     if frame.empty:
         return []
     out = []
     keys = ["baseline_defense", "defense"]
     for (model, base_defense, defense), group in [(("all", *k), g) for k, g in frame.groupby(keys, sort=True)] + [
-            (k, g) for k, g in frame.groupby(["model", *keys], sort=True)]:
+        (k, g) for k, g in frame.groupby(["model", *keys], sort=True)
+    ]:
         result = stats.paired_effect(group, "base", "treat", reps=reps, seed=seed)
         out.append(Effect(f"{run.parent_run_id} ({base_defense})", defense, model, from_json(PairedChange, result)))
     return out
@@ -371,8 +487,11 @@ def _defense(store: Store, run_id: str, outcomes: pd.DataFrame, reps: int, seed:
 
 def _reg(store: Store, run_id: str, outcomes: pd.DataFrame, judge: str) -> Reg | None:
     labels = store.recognition_labels(run_id, judge, recognition_contract_hash(judge))
-    rows = [{"rollout_id": r.rollout_id, "resolved": r.resolved, "broad": r.broad, "strict": r.strict}
-            for r in labels if r.status == "ok"]
+    rows = [
+        {"rollout_id": r.rollout_id, "resolved": r.resolved, "broad": r.broad, "strict": r.strict}
+        for r in labels
+        if r.status == "ok"
+    ]
     if not rows:
         return None
     frame = pd.DataFrame(rows).merge(outcomes[["rollout_id", "strategy", "model"]], on="rollout_id")
@@ -380,8 +499,7 @@ def _reg(store: Store, run_id: str, outcomes: pd.DataFrame, judge: str) -> Reg |
     return from_json(Reg, {"judge": judge, **stats.reg(frame, by="strategy")})
 
 
-def _semantic(store: Store, run_id: str, outcomes: pd.DataFrame,
-              configs: list[dict[str, Any]]) -> Semantic | None:
+def _semantic(store: Store, run_id: str, outcomes: pd.DataFrame, configs: list[dict[str, Any]]) -> Semantic | None:
     """Rollouts of semantic cases, whose rule decides only part of the harm, reported as bounds until judged.
 
     An *upper*-bound case (honest reporting, C28) has its deterministic part decided by the rule (the refund
@@ -398,12 +516,18 @@ def _semantic(store: Store, run_id: str, outcomes: pd.DataFrame,
     semantic = outcomes[outcomes["case_id"].isin(list(semantic_ids))]
     if semantic.empty:
         return None
-    result: dict[str, Any] = {"cases": int(semantic["case_id"].nunique()), "valid": len(semantic),
-                              "harmful_by_rule": int((semantic["E"] == 1).sum()), "llm_hybrid": [], "bounds": {}}
+    result: dict[str, Any] = {
+        "cases": int(semantic["case_id"].nunique()),
+        "valid": len(semantic),
+        "harmful_by_rule": int((semantic["E"] == 1).sum()),
+        "llm_hybrid": [],
+        "bounds": {},
+    }
     by_rule = dict(zip(semantic["rollout_id"], semantic["E"], strict=True))
     bound_of = {rid: semantic_ids[cid] for rid, cid in zip(semantic["rollout_id"], semantic["case_id"], strict=True)}
-    candidates = _paraphrase_candidates(store, run_id, {rid for rid, b in bound_of.items() if b == "lower"
-                                                        and by_rule[rid] == 0})
+    candidates = _paraphrase_candidates(
+        store, run_id, {rid for rid, b in bound_of.items() if b == "lower" and by_rule[rid] == 0}
+    )
     judged: dict[str, dict[str, int]] = {}
     for config in configs:
         if config["view"] != "hybrid" or config["backbone"] == RULE:
@@ -411,11 +535,17 @@ def _semantic(store: Store, run_id: str, outcomes: pd.DataFrame,
         rows = store.labelled_rows(run_id, config["config_hash"], config["backbone"])
         labelled = {row.rollout_id: row.label for row in rows if row.rollout_id in by_rule}
         judged[config["backbone"]] = labelled
-        result["llm_hybrid"].append({
-            "config": config["config_name"], "backbone": config["backbone"], "decided": len(labelled),
-            "harmful": sum(1 for rid, label in labelled.items()
-                           if label == 1 and (by_rule[rid] == 1 or rid in candidates)),
-            "undecided": len(by_rule) - len(labelled)})
+        result["llm_hybrid"].append(
+            {
+                "config": config["config_name"],
+                "backbone": config["backbone"],
+                "decided": len(labelled),
+                "harmful": sum(
+                    1 for rid, label in labelled.items() if label == 1 and (by_rule[rid] == 1 or rid in candidates)
+                ),
+                "undecided": len(by_rule) - len(labelled),
+            }
+        )
     for kind in ("upper", "lower"):
         ids = [rid for rid, b in bound_of.items() if b == kind]
         if not ids:
@@ -424,10 +554,13 @@ def _semantic(store: Store, run_id: str, outcomes: pd.DataFrame,
         open_ = len([rid for rid in ids if rid in candidates]) if kind == "lower" else harmful
         result["bounds"][kind] = {
             "cases": len({semantic.loc[semantic["rollout_id"] == rid, "case_id"].iloc[0] for rid in ids}),
-            "valid": len(ids), "harmful_by_rule": harmful, "candidates": open_,
+            "valid": len(ids),
+            "harmful_by_rule": harmful,
+            "candidates": open_,
             # Until judged: lower-bound cases are at least their rule's E and at most that plus every candidate;
             # upper-bound cases at most their rule's E and at least nothing.
-            "range": [harmful, harmful + open_] if kind == "lower" else [0, harmful]}
+            "range": [harmful, harmful + open_] if kind == "lower" else [0, harmful],
+        }
     return from_json(Semantic, result)
 
 
@@ -456,8 +589,17 @@ def _by_strategy(outcomes: pd.DataFrame) -> list[StrategyRate]:
     if outcomes.empty:
         return []
     table = stats.rate_table(outcomes.assign(y=outcomes["E"].astype(int)), ["strategy", "model", "harness"])
-    return [StrategyRate(strategy=r.strategy, model=r.model, harness=r.harness, harmful=int(r.harmful),
-                         valid=int(r.valid), rate=float(r.rate)) for r in table.itertuples()]
+    return [
+        StrategyRate(
+            strategy=r.strategy,
+            model=r.model,
+            harness=r.harness,
+            harmful=int(r.harmful),
+            valid=int(r.valid),
+            rate=float(r.rate),
+        )
+        for r in table.itertuples()
+    ]
 
 
 def _audit(store: Store, run_id: str, reps: int, seed: int, audit_id: str | None) -> AuditStats | None:
@@ -485,13 +627,19 @@ def write_report(report: Report, out: Path, formats: list[str]) -> list[Path]:
     written = []
     if "json" in formats:
         path = out / "report.json"
-        path.write_bytes(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY,
-                                      default=_plain))
+        path.write_bytes(
+            orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY, default=_plain)
+        )
         written.append(path)
     if "csv" in formats:
         tables: tuple[tuple[str, tuple[Any, ...] | None], ...] = (
-            ("asr", report.asr), ("by_strategy", report.by_strategy), ("views", report.views),
-            ("ranking", report.ranking), ("cue", report.cue), ("defense", report.defense))
+            ("asr", report.asr),
+            ("by_strategy", report.by_strategy),
+            ("views", report.views),
+            ("ranking", report.ranking),
+            ("cue", report.cue),
+            ("defense", report.defense),
+        )
         for name, rows in tables:
             if rows:
                 path = out / f"{name}.csv"
@@ -519,10 +667,25 @@ def write_report(report: Report, out: Path, formats: list[str]) -> list[Path]:
             written.append(path)
             # Every stratum, also those left without a usable label or never sampled (weight empty).
             path = out / "audit_strata.csv"
-            _csv(path, [to_json(s) for s in report.audit.by_stratum] + [
-                {"stratum": u.stratum, "population": u.population, "sampled": 0, "usable": 0, "unsure": 0,
-                 "pending": 0, "weight": None, "fraction": 0.0, "clusters": 0}
-                for u in report.audit.uncovered if u.reason == "not sampled"])
+            _csv(
+                path,
+                [to_json(s) for s in report.audit.by_stratum]
+                + [
+                    {
+                        "stratum": u.stratum,
+                        "population": u.population,
+                        "sampled": 0,
+                        "usable": 0,
+                        "unsure": 0,
+                        "pending": 0,
+                        "weight": None,
+                        "fraction": 0.0,
+                        "clusters": 0,
+                    }
+                    for u in report.audit.uncovered
+                    if u.reason == "not sampled"
+                ],
+            )
             written.append(path)
     if "md" in formats:
         path = out / "report.md"
@@ -564,12 +727,24 @@ def _pct(value: Any) -> str:
 def utility_rows(table: UtilityTable) -> list[dict[str, Any]]:
     """The utility table flattened for CSV: one row per cell, then the pooled row (model "all")."""
     none = {"harmful": None, "valid": None, "rate": None}
-    return [{"model": row.model, "harness": row.harness, "cue": row.cue, "defense": row.defense,
-             **{f"{part}_{k}": v for part, figure in (("benign", row.figures.benign),
-                                                       ("under_attack", row.figures.under_attack),
-                                                       ("execution_asr", row.figures.execution_asr))
-                for k, v in (to_json(figure) if figure is not None else none).items()}}
-            for row in table.rows()]
+    return [
+        {
+            "model": row.model,
+            "harness": row.harness,
+            "cue": row.cue,
+            "defense": row.defense,
+            **{
+                f"{part}_{k}": v
+                for part, figure in (
+                    ("benign", row.figures.benign),
+                    ("under_attack", row.figures.under_attack),
+                    ("execution_asr", row.figures.execution_asr),
+                )
+                for k, v in (to_json(figure) if figure is not None else none).items()
+            },
+        }
+        for row in table.rows()
+    ]
 
 
 def utility_text(rate: UtilityArm) -> str:
@@ -584,44 +759,75 @@ def _asr_text(rate: ExecutionAsr | None) -> str:
 
 
 def _utility_markdown(table: UtilityTable) -> list[str]:
-    lines = ["## Utility (U = 1: the user's task was done; done / n checked, Wilson 95 %)", "",
-             "Benign utility is over valid rollouts of benign cases (the benign arm, benign variants), utility "
-             "under attack over valid attacked rollouts; n counts the rollouts whose case states a utility check.",
-             ""]
+    lines = [
+        "## Utility (U = 1: the user's task was done; done / n checked, Wilson 95 %)",
+        "",
+        "Benign utility is over valid rollouts of benign cases (the benign arm, benign variants), utility "
+        "under attack over valid attacked rollouts; n counts the rollouts whose case states a utility check.",
+        "",
+    ]
     if not (table.overall.benign.n or table.overall.under_attack.n):
         lines += ["No case of this run states a utility check yet: every utility rate is n/a.", ""]
-    lines += ["| model | harness | cue | defense | benign utility | utility under attack | execution ASR |",
-              "|---|---|---|---|---|---|---:|"]
+    lines += [
+        "| model | harness | cue | defense | benign utility | utility under attack | execution ASR |",
+        "|---|---|---|---|---|---|---:|",
+    ]
     for c in table.rows():
         f = c.figures
-        lines.append(f"| {c.model} | {c.harness} | {c.cue} | {c.defense} | {utility_text(f.benign)} "
-                     f"| {utility_text(f.under_attack)} | {_asr_text(f.execution_asr)} |")
+        lines.append(
+            f"| {c.model} | {c.harness} | {c.cue} | {c.defense} | {utility_text(f.benign)} "
+            f"| {utility_text(f.under_attack)} | {_asr_text(f.execution_asr)} |"
+        )
     lines.append("")
     return lines
 
 
 def health_rows(health: Health) -> list[dict[str, Any]]:
     """One CSV row per cell: counts, shares, the invalid reasons with their most frequent detail, warnings."""
-    return [{"model": c.model, "harness": c.harness, "cue": c.cue, "defense": c.defense, "rollouts": c.rollouts,
-             "valid": c.valid, "invalid_n": c.invalid_n, "no_tool_call": c.no_tool_call,
-             "no_tool_call_share": c.no_tool_call_share, "attacked": c.attacked, "reached": c.reached,
-             "exposure": c.exposure,
-             "invalid": "; ".join(f"{reason} {e.n}: {e.detail or ''}" for reason, e in sorted(c.invalid.items())),
-             "warnings": "; ".join(c.warnings)} for c in health.cells]
+    return [
+        {
+            "model": c.model,
+            "harness": c.harness,
+            "cue": c.cue,
+            "defense": c.defense,
+            "rollouts": c.rollouts,
+            "valid": c.valid,
+            "invalid_n": c.invalid_n,
+            "no_tool_call": c.no_tool_call,
+            "no_tool_call_share": c.no_tool_call_share,
+            "attacked": c.attacked,
+            "reached": c.reached,
+            "exposure": c.exposure,
+            "invalid": "; ".join(f"{reason} {e.n}: {e.detail or ''}" for reason, e in sorted(c.invalid.items())),
+            "warnings": "; ".join(c.warnings),
+        }
+        for c in health.cells
+    ]
 
 
 def _health_markdown(health: Health) -> list[str]:
-    lines = ["## Setup health per cell", "",
-             "A cell measures an agent only if its rollouts ran (valid), the agent used its tools and the attack "
-             "reached it (exposure, over valid attacked rollouts).", "",
-             "| model | harness | cue | defense | valid / rollouts | no tool call | exposure | invalid (most frequent "
-             "detail) |", "|---|---|---|---|---:|---:|---:|---|"]
+    lines = [
+        "## Setup health per cell",
+        "",
+        "A cell measures an agent only if its rollouts ran (valid), the agent used its tools and the attack "
+        "reached it (exposure, over valid attacked rollouts).",
+        "",
+        "| model | harness | cue | defense | valid / rollouts | no tool call | exposure | invalid (most frequent "
+        "detail) |",
+        "|---|---|---|---|---:|---:|---:|---|",
+    ]
     for c in health.cells:
-        invalid = "; ".join(f"{reason} {e.n}" + (f": {e.detail}" if e.detail else "")
-                            for reason, e in sorted(c.invalid.items())) or "—"
-        lines.append(f"| {c.model} | {c.harness} | {c.cue} | {c.defense} | {c.valid} / "
-                     f"{c.rollouts} | {_pct(c.no_tool_call_share)} | {_pct(c.exposure)} | "
-                     f"{invalid.replace('|', '/')} |")
+        invalid = (
+            "; ".join(
+                f"{reason} {e.n}" + (f": {e.detail}" if e.detail else "") for reason, e in sorted(c.invalid.items())
+            )
+            or "—"
+        )
+        lines.append(
+            f"| {c.model} | {c.harness} | {c.cue} | {c.defense} | {c.valid} / "
+            f"{c.rollouts} | {_pct(c.no_tool_call_share)} | {_pct(c.exposure)} | "
+            f"{invalid.replace('|', '/')} |"
+        )
     lines.append("")
     lines += [f"- **warning**: {w}" for w in health.warnings] + ([""] if health.warnings else [])
     return lines
@@ -630,26 +836,50 @@ def _health_markdown(health: Health) -> list[str]:
 def markdown(report: Report) -> str:
     p = report.protocol
     configs = ", ".join(f"{c.config_name} ({c.config_hash})" for c in p.judging_configurations) or "none"
-    lines = [f"# Report for {p.run_id}", "", "## Protocol", "",
-             f"- models: {', '.join(p.models or [])}", f"- harnesses: {', '.join(p.harnesses or [])}",
-             f"- evaluation cues: {', '.join(p.cues or [])}", f"- defenses: {', '.join(p.defenses or [])}",
-             f"- attempt budget: {p.attempts}",
-             f"- benign arm: {'on' if p.benign_arm else 'off'}", f"- judge backbone: {p.backbone}",
-             *([f"- attacker: {p.attacker.kind}" + (f" ({p.attacker.model})" if p.attacker.model else "")
-                + f", budget {p.attacker.budget} moves per rollout"] if p.attacker.kind != "none" else []),
-             f"- judging configurations: {configs}",
-             f"- cases: {p.cases} (case set {p.case_set_hash[:12]}), code {p.code_version}", ""]
+    lines = [
+        f"# Report for {p.run_id}",
+        "",
+        "## Protocol",
+        "",
+        f"- models: {', '.join(p.models or [])}",
+        f"- harnesses: {', '.join(p.harnesses or [])}",
+        f"- evaluation cues: {', '.join(p.cues or [])}",
+        f"- defenses: {', '.join(p.defenses or [])}",
+        f"- attempt budget: {p.attempts}",
+        f"- benign arm: {'on' if p.benign_arm else 'off'}",
+        f"- judge backbone: {p.backbone}",
+        *(
+            [
+                f"- attacker: {p.attacker.kind}"
+                + (f" ({p.attacker.model})" if p.attacker.model else "")
+                + f", budget {p.attacker.budget} moves per rollout"
+            ]
+            if p.attacker.kind != "none"
+            else []
+        ),
+        f"- judging configurations: {configs}",
+        f"- cases: {p.cases} (case set {p.case_set_hash[:12]}), code {p.code_version}",
+        "",
+    ]
     if report.asr:
-        lines += ["## ASR per cell over attacked rollouts (harmful / valid, Wilson 95 %)", "",
-                  "Every cell of the run is listed, also one without a valid rollout (ASR —); invalid rollouts "
-                  "are counted beside the valid ones, and for a judge the valid rollouts it has no label for.", "",
-                  "| source | model | harness | cue | defense | harmful | valid | invalid | ASR | 95 % CI |",
-                  "|---|---|---|---|---|---:|---:|---:|---:|---|"]
-        lines += [f"| {c.source} | {c.model} | {c.harness} | {c.cue} | {c.defense} | {c.harmful} | "
-                  f"{c.valid} | {c.invalid}"
-                  + (f" (+{c.unlabelled} unlabelled)" if c.unlabelled else "") + f" | {_pct(c.rate)} | "
-                  + (f"{_pct(c.ci_low)}–{_pct(c.ci_high)}" if c.valid else "no valid rollout") + " |"
-                  for c in report.asr]
+        lines += [
+            "## ASR per cell over attacked rollouts (harmful / valid, Wilson 95 %)",
+            "",
+            "Every cell of the run is listed, also one without a valid rollout (ASR —); invalid rollouts "
+            "are counted beside the valid ones, and for a judge the valid rollouts it has no label for.",
+            "",
+            "| source | model | harness | cue | defense | harmful | valid | invalid | ASR | 95 % CI |",
+            "|---|---|---|---|---|---:|---:|---:|---:|---|",
+        ]
+        lines += [
+            f"| {c.source} | {c.model} | {c.harness} | {c.cue} | {c.defense} | {c.harmful} | "
+            f"{c.valid} | {c.invalid}"
+            + (f" (+{c.unlabelled} unlabelled)" if c.unlabelled else "")
+            + f" | {_pct(c.rate)} | "
+            + (f"{_pct(c.ci_low)}–{_pct(c.ci_high)}" if c.valid else "no valid rollout")
+            + " |"
+            for c in report.asr
+        ]
         lines.append("")
     if report.health:
         lines += _health_markdown(report.health)
@@ -659,55 +889,99 @@ def markdown(report: Report) -> str:
         lines += _adaptive_markdown(report.adaptive)
     if report.semantic:
         m = report.semantic
-        lines += ["## Semantic constraints (bounds until judged)", "",
-                  f"{m.valid} valid rollouts of {m.cases} semantic cases: the verifier decides only part of "
-                  f"their harm, so the execution ASR above counts them at the rule's value ({m.harmful_by_rule} "
-                  "harmful) until an LLM judge under the hybrid view decides them "
-                  "(`redagent judge RUN --views hybrid --backbone MODEL`).", ""]
+        lines += [
+            "## Semantic constraints (bounds until judged)",
+            "",
+            f"{m.valid} valid rollouts of {m.cases} semantic cases: the verifier decides only part of "
+            f"their harm, so the execution ASR above counts them at the rule's value ({m.harmful_by_rule} "
+            "harmful) until an LLM judge under the hybrid view decides them "
+            "(`redagent judge RUN --views hybrid --backbone MODEL`).",
+            "",
+        ]
         for kind, b in m.bounds.items():
-            what = ("the rule decides a deterministic part (an upper bound)" if kind == "upper" else
-                    "the rule sees verbatim, decoded and typed disclosures (a lower bound); "
-                    f"{b.candidates} rollouts sent something outside and are open")
-            lines.append(f"- {kind}-bound cases ({b.cases} cases, {b.valid} rollouts): {what}; harmful "
-                         f"between {b.range[0]} and {b.range[1]}")
-        lines += [f"- {j.config} ({j.backbone}): decided {j.decided}, harmful {j.harmful} "
-                  f"(rule and judge agree), undecided {j.undecided}" for j in m.llm_hybrid]
+            what = (
+                "the rule decides a deterministic part (an upper bound)"
+                if kind == "upper"
+                else "the rule sees verbatim, decoded and typed disclosures (a lower bound); "
+                f"{b.candidates} rollouts sent something outside and are open"
+            )
+            lines.append(
+                f"- {kind}-bound cases ({b.cases} cases, {b.valid} rollouts): {what}; harmful "
+                f"between {b.range[0]} and {b.range[1]}"
+            )
+        lines += [
+            f"- {j.config} ({j.backbone}): decided {j.decided}, harmful {j.harmful} "
+            f"(rule and judge agree), undecided {j.undecided}"
+            for j in m.llm_hybrid
+        ]
         lines.append("")
     if report.views:
-        lines += ["## Paired view comparisons (same rollouts)", "",
-                  "| a | b | model | n | disagreement | a only | b only | McNemar p | b − a | 95 % CI |",
-                  "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
-        lines += [f"| {v.a} | {v.b} | {v.model} | {v.n} | {_pct(v.disagreement)} | {v.a_only} | "
-                  f"{v.b_only} | {v.mcnemar_p:.3g} | {_pct(v.diff)} | "
-                  + (f"{_pct(v.diff_ci_low)}–{_pct(v.diff_ci_high)}" if v.diff_ci_low is not None
-                     else f"none: {v.why_no_interval or 'undefined'}") + " |" for v in report.views]
+        lines += [
+            "## Paired view comparisons (same rollouts)",
+            "",
+            "| a | b | model | n | disagreement | a only | b only | McNemar p | b − a | 95 % CI |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        lines += [
+            f"| {v.a} | {v.b} | {v.model} | {v.n} | {_pct(v.disagreement)} | {v.a_only} | "
+            f"{v.b_only} | {v.mcnemar_p:.3g} | {_pct(v.diff)} | "
+            + (
+                f"{_pct(v.diff_ci_low)}–{_pct(v.diff_ci_high)}"
+                if v.diff_ci_low is not None
+                else f"none: {v.why_no_interval or 'undefined'}"
+            )
+            + " |"
+            for v in report.views
+        ]
         lines.append("")
     if report.ranking:
         lines += ["## Ranking agreement across slices", ""]
-        lines += [f"- {r.a} vs {r.b}: {r.slices_with_reversal} of {r.slices} slices with a strict "
-                  f"pairwise reversal, {r.inversions} inversions" for r in report.ranking]
+        lines += [
+            f"- {r.a} vs {r.b}: {r.slices_with_reversal} of {r.slices} slices with a strict "
+            f"pairwise reversal, {r.inversions} inversions"
+            for r in report.ranking
+        ]
         lines.append("")
-    for effects, title in ((report.cue, "Evaluation-cue effect (matched pairs)"),
-                           (report.defense, "Defense effect (matched pairs)")):
+    for effects, title in (
+        (report.cue, "Evaluation-cue effect (matched pairs)"),
+        (report.defense, "Defense effect (matched pairs)"),
+    ):
         if effects:
-            lines += [f"## {title}", "", "| baseline | treatment | model | pairs | incomplete | change (pp) | "
-                      "95 % CI | prevented | introduced |", "|---|---|---|---:|---:|---:|---|---:|---:|"]
-            lines += [f"| {e.baseline} | {e.treatment} | {e.model} | {c.pairs} | {c.incomplete} | "
-                      f"{_num(c.change_pp)} | "
-                      + (f"{_num(c.ci_low_pp)} – {_num(c.ci_high_pp)}" if c.ci_low_pp is not None
-                         else f"none: {c.why_no_interval or 'undefined'}")
-                      + f" | {c.prevented} "
-                      f"of {c.baseline_harmful} | {c.introduced} |" for e in effects for c in (e.change,)]
+            lines += [
+                f"## {title}",
+                "",
+                "| baseline | treatment | model | pairs | incomplete | change (pp) | "
+                "95 % CI | prevented | introduced |",
+                "|---|---|---|---:|---:|---:|---|---:|---:|",
+            ]
+            lines += [
+                f"| {e.baseline} | {e.treatment} | {e.model} | {c.pairs} | {c.incomplete} | "
+                f"{_num(c.change_pp)} | "
+                + (
+                    f"{_num(c.ci_low_pp)} – {_num(c.ci_high_pp)}"
+                    if c.ci_low_pp is not None
+                    else f"none: {c.why_no_interval or 'undefined'}"
+                )
+                + f" | {c.prevented} "
+                f"of {c.baseline_harmful} | {c.introduced} |"
+                for e in effects
+                for c in (e.change,)
+            ]
             lines.append("")
     if report.reg:
         r, g = report.reg, report.reg.figures
-        lines += ["## Recognition–Execution Gap", "",
-                  f"Judge: {r.judge}. Of {g.executions} harmful executions, {g.resolved} have a resolved "
-                  f"action anchor ({g.unresolved} unresolved, excluded rather than counted as R=0).", "",
-                  f"- broad P(R=1 | E=1) = {g.broad}/{g.resolved} = {_pct(g.rate_broad)} "
-                  f"(full-cohort lower bound {_pct(g.lower_bound_broad)})",
-                  f"- strict P(R=1 | E=1) = {g.strict}/{g.resolved} = {_pct(g.rate_strict)} "
-                  f"(full-cohort lower bound {_pct(g.lower_bound_strict)})", ""]
+        lines += [
+            "## Recognition–Execution Gap",
+            "",
+            f"Judge: {r.judge}. Of {g.executions} harmful executions, {g.resolved} have a resolved "
+            f"action anchor ({g.unresolved} unresolved, excluded rather than counted as R=0).",
+            "",
+            f"- broad P(R=1 | E=1) = {g.broad}/{g.resolved} = {_pct(g.rate_broad)} "
+            f"(full-cohort lower bound {_pct(g.lower_bound_broad)})",
+            f"- strict P(R=1 | E=1) = {g.strict}/{g.resolved} = {_pct(g.rate_strict)} "
+            f"(full-cohort lower bound {_pct(g.lower_bound_strict)})",
+            "",
+        ]
     if report.audit:
         lines += audit_markdown(report.audit)
     return "\n".join(lines)
@@ -717,9 +991,16 @@ def _num(value: Any) -> str:
     return "—" if value is None else f"{value:+.2f}"
 
 
-AUDIT_LABELS = {"precision": "precision", "recall": "recall", "specificity": "specificity", "f1": "F1",
-                "accuracy": "accuracy", "judged_asr": "judged ASR", "human_asr": "human ASR (direct estimate)",
-                "audited_asr": "audited ASR (judged × precision / recall)"}
+AUDIT_LABELS = {
+    "precision": "precision",
+    "recall": "recall",
+    "specificity": "specificity",
+    "f1": "F1",
+    "accuracy": "accuracy",
+    "judged_asr": "judged ASR",
+    "human_asr": "human ASR (direct estimate)",
+    "audited_asr": "audited ASR (judged × precision / recall)",
+}
 
 
 def estimate_text(entry: AuditEstimate) -> str:
@@ -732,11 +1013,18 @@ def estimate_text(entry: AuditEstimate) -> str:
     if entry.exact:
         how = "the judge's labels counted" if entry.source == "census" else "audited whole"
         return f"{_pct(entry.value)} (exact: {how}, no sampling error)"
-    marks = [mark for mark, on in (("provisional", entry.provisional),
-                                   ("two-cluster strata", entry.two_clusters),
-                                   ("Wilson at effective n" if entry.method == "wilson-effective-n"
-                                    else "combined bounds", entry.method in ("wilson-effective-n", "combined")))
-             if on]
+    marks = [
+        mark
+        for mark, on in (
+            ("provisional", entry.provisional),
+            ("two-cluster strata", entry.two_clusters),
+            (
+                "Wilson at effective n" if entry.method == "wilson-effective-n" else "combined bounds",
+                entry.method in ("wilson-effective-n", "combined"),
+            ),
+        )
+        if on
+    ]
     if entry.coincides_with:
         marks.append("= the direct human ASR")
     tail = f"; {', '.join(marks)}" if marks else ""
@@ -758,40 +1046,54 @@ def audit_state(a: AuditStats) -> list[str]:
     audits = a.audits or ()
     others = [other for other in audits if other != a.audit_id]
     newest = not audits or audits[0] == a.audit_id
-    which = (f"Audit {a.audit_id} ({'the newest' if newest else 'chosen'} of {len(audits) or 1} "
-             f"audits of this run" + (f"; others: {', '.join(others)}, choose with --audit" if others else "") + ")")
-    lines = [f"{which} of configuration {a.config} ({a.backbone}), stratified by "
-             f"{', '.join(a.stratify) or 'nothing'}: {a.items} items, {a.labelled_both} labelled by both "
-             f"reviewers, {a.final_labels} with a final label; {a.usable} used, excluded "
-             f"{a.excluded.unsure} unsure, {a.excluded.pending} pending."]
+    which = (
+        f"Audit {a.audit_id} ({'the newest' if newest else 'chosen'} of {len(audits) or 1} "
+        f"audits of this run" + (f"; others: {', '.join(others)}, choose with --audit" if others else "") + ")"
+    )
+    lines = [
+        f"{which} of configuration {a.config} ({a.backbone}), stratified by "
+        f"{', '.join(a.stratify) or 'nothing'}: {a.items} items, {a.labelled_both} labelled by both "
+        f"reviewers, {a.final_labels} with a final label; {a.usable} used, excluded "
+        f"{a.excluded.unsure} unsure, {a.excluded.pending} pending."
+    ]
     if a.provisional:
-        lines.append(f"PROVISIONAL: {a.excluded.pending} items still await a review or the adjudication; "
-                     "the figures will change when they are labelled.")
+        lines.append(
+            f"PROVISIONAL: {a.excluded.pending} items still await a review or the adjudication; "
+            "the figures will change when they are labelled."
+        )
     if a.population_covered < a.population:
-        lines.append(f"Coverage: the estimates cover {a.population_covered} of {a.population} labelled "
-                     "rollouts; not covered: " + "; ".join(f"{u.stratum} ({u.population} rollouts, "
-                                                           f"{u.reason})" for u in a.uncovered) + ".")
+        lines.append(
+            f"Coverage: the estimates cover {a.population_covered} of {a.population} labelled "
+            "rollouts; not covered: "
+            + "; ".join(f"{u.stratum} ({u.population} rollouts, {u.reason})" for u in a.uncovered)
+            + "."
+        )
     elif a.census:
         lines.append("Every rollout was audited (a census): the figures have no sampling error.")
     if a.interval_undefined:
         lines.append(f"No intervals: {a.interval_undefined} (audit it whole, or sample two or more cases in it).")
     if a.design.unit == "rollout":
-        lines.append("Drawn before audits sampled cases within strata: items were rollouts, so a stratum may hold "
-                     "two items of one case (pooled for the variance below).")
+        lines.append(
+            "Drawn before audits sampled cases within strata: items were rollouts, so a stratum may hold "
+            "two items of one case (pooled for the variance below)."
+        )
     for merge in a.design.merges:
-        lines.append(f"Strata {' and '.join(merge.strata)} were merged into {merge.into} when drawn: "
-                     f"{merge.why}.")
+        lines.append(f"Strata {' and '.join(merge.strata)} were merged into {merge.into} when drawn: {merge.why}.")
     if a.provisional and not a.interval_undefined and not a.census:
         lines.append("Intervals are PROVISIONAL too: they assume " + "; ".join(a.interval_assumes) + ".")
     elif a.interval_assumes:
         lines.append("Intervals assume " + "; ".join(a.interval_assumes) + ".")
     if a.two_cluster_strata:
-        lines.append(f"FEW CLUSTERS: {a.two_cluster_strata} of {a.variance_strata} variance strata rest on two "
-                     "cases each, so the bootstrap intervals are rough: their ends move with the bootstrap seed "
-                     "(--seed); more cases per stratum steady them.")
+        lines.append(
+            f"FEW CLUSTERS: {a.two_cluster_strata} of {a.variance_strata} variance strata rest on two "
+            "cases each, so the bootstrap intervals are rough: their ends move with the bootstrap seed "
+            "(--seed); more cases per stratum steady them."
+        )
     if a.label_stratified and a.audited_asr.coincides_with:
-        lines.append("The judge label is a stratum variable: the audited ASR (judged × precision / recall) equals "
-                     "the direct human ASR exactly, so it is shown once, with one interval.")
+        lines.append(
+            "The judge label is a stratum variable: the audited ASR (judged × precision / recall) equals "
+            "the direct human ASR exactly, so it is shown once, with one interval."
+        )
     lines += list(a.notes)
     return lines
 
@@ -810,20 +1112,32 @@ def audit_markdown(a: AuditStats) -> list[str]:
     for sentence in audit_state(a):
         lines += [sentence, ""]
     how = f", {a.agreement_method}" if a.agreement_method else ""
-    lines += [f"- agreement on first labels {_pct(a.agreement)} ({_pct(a.agreement_ci[0])}–"
-              f"{_pct(a.agreement_ci[1])}{how}); kappa {kappa_text(a)}"]
+    lines += [
+        f"- agreement on first labels {_pct(a.agreement)} ({_pct(a.agreement_ci[0])}–"
+        f"{_pct(a.agreement_ci[1])}{how}); kappa {kappa_text(a)}"
+    ]
     lines += [f"- {label}: {estimate_text(a.estimate(metric))}" for metric, label in AUDIT_LABELS.items()]
     notes = sorted({note for m in AUDIT_LABELS if (note := a.estimate(m).note)})
     lines += [f"  - {note}" for note in notes]
-    lines += ["", "Weights: each stratum's N_h shared by its usable items in proportion to their design weights "
-                  f"(cases drawn within strata, then rollouts of each drawn case); intervals: {a.interval_method}, "
-                  f"{a.reps} replicates.", "",
-              "| stratum | population | sampled | used | unsure | pending | weight |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
-    lines += [f"| {_cell(s.stratum)} | {s.population} | {s.sampled} | {s.usable} | {s.unsure} | "
-              f"{s.pending} | {_weight(s.weight)} |" for s in a.by_stratum]
-    lines += [f"| {_cell(u.stratum)} | {u.population} | 0 | 0 | 0 | 0 | — (not sampled) |"
-              for u in a.uncovered if u.reason == "not sampled"]
+    lines += [
+        "",
+        "Weights: each stratum's N_h shared by its usable items in proportion to their design weights "
+        f"(cases drawn within strata, then rollouts of each drawn case); intervals: {a.interval_method}, "
+        f"{a.reps} replicates.",
+        "",
+        "| stratum | population | sampled | used | unsure | pending | weight |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {_cell(s.stratum)} | {s.population} | {s.sampled} | {s.usable} | {s.unsure} | "
+        f"{s.pending} | {_weight(s.weight)} |"
+        for s in a.by_stratum
+    ]
+    lines += [
+        f"| {_cell(u.stratum)} | {u.population} | 0 | 0 | 0 | 0 | — (not sampled) |"
+        for u in a.uncovered
+        if u.reason == "not sampled"
+    ]
     lines.append("")
     return lines
 
@@ -847,8 +1161,7 @@ def _plots(report: Report, out: Path) -> list[Path]:
         if not strategies.empty:
             strategies["cell"] = strategies["model"] + " · " + strategies["harness"]
             grid = strategies.pivot_table(index="cell", columns="strategy", values="rate", aggfunc="mean")
-            written.append(_heatmap(plt, grid, "Execution ASR by intervention strategy",
-                                    out / "strategy_heatmap.png"))
+            written.append(_heatmap(plt, grid, "Execution ASR by intervention strategy", out / "strategy_heatmap.png"))
         fig, ax = plt.subplots(figsize=(max(6, len(table) * 0.9), 4))
         table.plot.bar(ax=ax)
         ax.set_ylabel("ASR")

@@ -511,8 +511,21 @@ class Adaptive:
 
 # -- the report ------------------------------------------------------------------------------------------------
 TableName = Literal["asr", "utility", "views", "ranking", "cue", "defense", "reg", "audit", "adaptive"]
-Section = Literal["protocol", "asr", "by_strategy", "semantic", "utility", "health", "views", "ranking", "cue",
-                  "defense", "reg", "audit", "adaptive"]
+Section = Literal[
+    "protocol",
+    "asr",
+    "by_strategy",
+    "semantic",
+    "utility",
+    "health",
+    "views",
+    "ranking",
+    "cue",
+    "defense",
+    "reg",
+    "audit",
+    "adaptive",
+]
 SECTIONS: tuple[Section, ...] = typing.get_args(Section)
 
 
@@ -553,8 +566,10 @@ class Report:
         unknown = set(data) - set(SECTIONS)
         if unknown:
             raise ReportShapeError(f"Report: unknown sections {sorted(unknown)}")
-        return cls(**{name: _value(_hints(cls)[name], data[name], f"Report.{name}") for name in data},
-                   sections=tuple(name for name in SECTIONS if name in data))
+        return cls(
+            **{name: _value(_hints(cls)[name], data[name], f"Report.{name}") for name in data},
+            sections=tuple(name for name in SECTIONS if name in data),
+        )
 
 
 # -- conversion ------------------------------------------------------------------------------------------------
@@ -614,15 +629,15 @@ def _keys(cls: type) -> frozenset[str]:
 def _layout(cls: type) -> tuple[tuple[str, bool, bool], ...]:
     """Each field of `cls`: its name, whether it is flat, whether it is left out while None."""
     if cls not in _LAYOUT:
-        _LAYOUT[cls] = tuple((f.name, bool(f.metadata.get("flat")), bool(f.metadata.get("omit_none")))
-                             for f in dataclasses.fields(cls))
+        _LAYOUT[cls] = tuple(
+            (f.name, bool(f.metadata.get("flat")), bool(f.metadata.get("omit_none"))) for f in dataclasses.fields(cls)
+        )
     return _LAYOUT[cls]
 
 
 @functools.cache
 def _shape(hint: Any) -> tuple[Any, tuple[Any, ...]]:
     return typing.get_origin(hint), typing.get_args(hint)
-
 
 
 def _build(cls: type[T], data: Mapping[str, Any], where: str) -> T:
@@ -635,8 +650,9 @@ def _build(cls: type[T], data: Mapping[str, Any], where: str) -> T:
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if f.metadata.get("flat"):
-            values[f.name] = _build(hints[f.name], {k: data[k] for k in _keys(hints[f.name]) if k in data},
-                                    f"{where}.{f.name}")
+            values[f.name] = _build(
+                hints[f.name], {k: data[k] for k in _keys(hints[f.name]) if k in data}, f"{where}.{f.name}"
+            )
         elif f.name in data:
             values[f.name] = _value(hints[f.name], data[f.name], f"{where}.{f.name}")
         elif f.default is dataclasses.MISSING:
@@ -678,8 +694,9 @@ def _value(hint: Any, value: Any, where: str) -> Any:
     if origin is Mapping:
         if not isinstance(value, Mapping):
             raise ReportShapeError(f"{where}: expected an object, got {type(value).__name__}")
-        return types.MappingProxyType({_value(args[0], k, where): _value(args[1], v, f"{where}[{k!r}]")
-                                       for k, v in value.items()})
+        return types.MappingProxyType(
+            {_value(args[0], k, where): _value(args[1], v, f"{where}[{k!r}]") for k, v in value.items()}
+        )
     if hint is float:
         # An int stays an int: the JSON writes 1, not 1.0, as it did.
         if isinstance(value, bool) or not isinstance(value, int | float):

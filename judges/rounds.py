@@ -41,8 +41,15 @@ def surface_of(case: Case) -> str:
     return folder if folder in SURFACES or folder == CROSS else case.surfaces[0]
 
 
-def new_round(store: Store, n: int, seed: int, experts: Sequence[str], *, cases: Sequence[Case] | None = None,
-              round_id: str | None = None) -> str:
+def new_round(
+    store: Store,
+    n: int,
+    seed: int,
+    experts: Sequence[str],
+    *,
+    cases: Sequence[Case] | None = None,
+    round_id: str | None = None,
+) -> str:
     """Sample n case versions (default: from the built-in library) stratified by surface into a new round.
 
     The allocation is balanced over surfaces (see judges.audit.allocate), the cases within a surface a
@@ -73,8 +80,10 @@ def pinned_case(case_id: str, case_hash: str, library: Sequence[Case] | None = N
     for case in library if library is not None else load_cases():
         if case.id == case_id:
             if case.content_hash != case_hash:
-                raise RoundError(f"case {case_id} changed since the round pinned it (hash {case_hash[:12]}, "
-                                 f"library {case.content_hash[:12]})")
+                raise RoundError(
+                    f"case {case_id} changed since the round pinned it (hash {case_hash[:12]}, "
+                    f"library {case.content_hash[:12]})"
+                )
             return case
     raise RoundError(f"case {case_id} is no longer in the library")
 
@@ -93,11 +102,18 @@ def agreement(store: Store, round_id: str) -> dict[str, Any]:
     both = [pair for pair in reviews.values() if first in pair and second in pair]
     items: dict[str, dict[str, Any]] = {}
     for item in AGREEMENT_ITEMS:
+
         def value(review: CaseReview, item: str = item) -> str:
             return review.decision if item == "decision" else review.rubric[item]
 
         items[item] = cohen_kappa([value(pair[first]) for pair in both], [value(pair[second]) for pair in both])
     progress = store.review_progress(round_id)
-    return {"round_id": round_id, "experts": [first, second], "cases": info.n, "both_reviewed": len(both),
-            "progress": progress, "done": all(count == info.n for count in progress.values()), "items": items}
-
+    return {
+        "round_id": round_id,
+        "experts": [first, second],
+        "cases": info.n,
+        "both_reviewed": len(both),
+        "progress": progress,
+        "done": all(count == info.n for count in progress.values()),
+        "items": items,
+    }

@@ -111,8 +111,14 @@ class BootstrapUndefined(ValueError):
     message says where, in one line."""
 
 
-def _replicate_sums(values: np.ndarray, clusters: np.ndarray, reps: int, seed: int,
-                    strata: np.ndarray | None, fractions: Mapping[Hashable, float] | None = None) -> np.ndarray:
+def _replicate_sums(
+    values: np.ndarray,
+    clusters: np.ndarray,
+    reps: int,
+    seed: int,
+    strata: np.ndarray | None,
+    fractions: Mapping[Hashable, float] | None = None,
+) -> np.ndarray:
     """Column sums of `reps` Rao–Wu rescaled bootstrap replicates, shape (reps, k); see cluster_bootstrap."""
     vals = np.asarray(values, dtype=np.float64)
     if vals.ndim == 1:
@@ -164,14 +170,16 @@ def _replicate_sums(values: np.ndarray, clusters: np.ndarray, reps: int, seed: i
 
     # Replicate weight of a cluster drawn r times: 1 − λ + λ·n/(n − 1)·r. Split into the fixed part, the same
     # in every replicate, and the drawn part.
-    fixed = sum(((1.0 - lam) * block.sum(axis=0) for block, lam in zip(blocks, lambdas, strict=True)),
-                start=np.zeros(vals.shape[1]))
+    fixed = sum(
+        ((1.0 - lam) * block.sum(axis=0) for block, lam in zip(blocks, lambdas, strict=True)),
+        start=np.zeros(vals.shape[1]),
+    )
     sums = np.tile(fixed, (reps, 1))
     step = max(1, _CHUNK_CELLS // n_clusters)
     # Blocks of replicates, not single replicates: each block is one multinomial draw and one matrix
     # product per stratum; blocking only bounds memory (10,000 × 3,000 counts would be 240 MB).
     for start in range(0, reps, step):
-        block_sums = sums[start:start + step]
+        block_sums = sums[start : start + step]
         for rng, block, lam in zip(generators, blocks, lambdas, strict=True):
             m = len(block)
             if lam == 0.0:
@@ -244,8 +252,9 @@ def _ci(replicates: np.ndarray) -> tuple[float | None, float | None]:
     return _num(low), _num(high)
 
 
-def paired_views(df: pd.DataFrame, a: str, b: str, cluster: str = "case_id", reps: int = 10_000,
-                 seed: int = 0) -> dict[str, Any]:
+def paired_views(
+    df: pd.DataFrame, a: str, b: str, cluster: str = "case_id", reps: int = 10_000, seed: int = 0
+) -> dict[str, Any]:
     """Two labels of the same rollouts (e.g. trajectory vs state view): rates, discordance, exact McNemar, b − a.
 
     The difference's interval is a case-clustered bootstrap percentile 95% interval, because
@@ -258,16 +267,32 @@ def paired_views(df: pd.DataFrame, a: str, b: str, cluster: str = "case_id", rep
     discordant = a_only + b_only
     # Exact McNemar: under H0 each discordant pair is a fair coin; with none there is no evidence at all.
     p = 1.0 if discordant == 0 else float(binomtest(min(a_only, b_only), discordant, 0.5).pvalue)
-    out: dict[str, Any] = {"n": n, "a_rate": None, "b_rate": None, "disagreement": None, "a_only": a_only,
-                           "b_only": b_only, "mcnemar_p": p, "diff": None, "diff_ci_low": None, "diff_ci_high": None,
-                           "why_no_interval": "no rollouts" if n == 0 else None}
+    out: dict[str, Any] = {
+        "n": n,
+        "a_rate": None,
+        "b_rate": None,
+        "disagreement": None,
+        "a_only": a_only,
+        "b_only": b_only,
+        "mcnemar_p": p,
+        "diff": None,
+        "diff_ci_low": None,
+        "diff_ci_high": None,
+        "why_no_interval": "no rollouts" if n == 0 else None,
+    }
     if n == 0:
         return out
-    out.update(a_rate=float(ya.mean()), b_rate=float(yb.mean()), disagreement=discordant / n,
-               diff=float(yb.mean() - ya.mean()))
+    out.update(
+        a_rate=float(ya.mean()), b_rate=float(yb.mean()), disagreement=discordant / n, diff=float(yb.mean() - ya.mean())
+    )
     try:
-        replicates = cluster_bootstrap(np.column_stack([ya, yb, np.ones(n)]), df[cluster].to_numpy(),
-                                       lambda s: (s[:, 1] - s[:, 0]) / s[:, 2], reps=reps, seed=seed)
+        replicates = cluster_bootstrap(
+            np.column_stack([ya, yb, np.ones(n)]),
+            df[cluster].to_numpy(),
+            lambda s: (s[:, 1] - s[:, 0]) / s[:, 2],
+            reps=reps,
+            seed=seed,
+        )
     except BootstrapUndefined as exc:
         out["why_no_interval"] = f"{exc} ({cluster})"
         return out
@@ -275,8 +300,9 @@ def paired_views(df: pd.DataFrame, a: str, b: str, cluster: str = "case_id", rep
     return out
 
 
-def slice_rates(df_rollouts: pd.DataFrame, a: str, b: str,
-                slices: Mapping[str, str | None] | None = None) -> pd.DataFrame:
+def slice_rates(
+    df_rollouts: pd.DataFrame, a: str, b: str, slices: Mapping[str, str | None] | None = None
+) -> pd.DataFrame:
     """Per (slice, model) rates under views a and b, for predefined slice families; input of ranking_reversals.
 
     `slices` maps a family name to the column defining it: None gives one slice named after the
@@ -288,8 +314,9 @@ def slice_rates(df_rollouts: pd.DataFrame, a: str, b: str,
     slices = _DEFAULT_SLICES if slices is None else slices
     if {a, b} & {"slice", "model", "n"}:
         raise ValueError("the view columns may not be named 'slice', 'model' or 'n'")
-    base = pd.DataFrame({"model": df_rollouts["model"].to_numpy(), a: _binary(df_rollouts, a),
-                         b: _binary(df_rollouts, b)})
+    base = pd.DataFrame(
+        {"model": df_rollouts["model"].to_numpy(), a: _binary(df_rollouts, a), b: _binary(df_rollouts, b)}
+    )
     frames = []
     for family, column in slices.items():  # a handful of families; each is one vectorised groupby
         if column is None:
@@ -305,8 +332,9 @@ def slice_rates(df_rollouts: pd.DataFrame, a: str, b: str,
     return pd.concat(frames, ignore_index=True)[["slice", "model", a, b, "n"]]
 
 
-def ranking_reversals(df: pd.DataFrame, a: str, b: str, slice_col: str = "slice",
-                      model_col: str = "model") -> dict[str, Any]:
+def ranking_reversals(
+    df: pd.DataFrame, a: str, b: str, slice_col: str = "slice", model_col: str = "model"
+) -> dict[str, Any]:
     """Model pairs ranked strictly in opposite orders by views a and b, per slice; ties are never reversals.
 
     `df` has one row per (slice, model) with the rate under each view (see slice_rates).
@@ -321,14 +349,21 @@ def ranking_reversals(df: pd.DataFrame, a: str, b: str, slice_col: str = "slice"
     reversed_ = ((pairs[f"{a}_1"] - pairs[f"{a}_2"]) * (pairs[f"{b}_1"] - pairs[f"{b}_2"])) < 0
     models = table.groupby(slice_col, sort=True)["_m"].size()
     inversions = reversed_.groupby(pairs[slice_col]).sum().reindex(models.index, fill_value=0)
-    by_slice = [{"slice": s, "inversions": int(inv), "pairs": int(m * (m - 1) // 2)}
-                for s, inv, m in zip(models.index, inversions.to_numpy(), models.to_numpy(), strict=True)]
-    return {"slices": len(by_slice), "slices_with_reversal": int((inversions > 0).sum()),
-            "inversions": int(inversions.sum()), "by_slice": by_slice}
+    by_slice = [
+        {"slice": s, "inversions": int(inv), "pairs": int(m * (m - 1) // 2)}
+        for s, inv, m in zip(models.index, inversions.to_numpy(), models.to_numpy(), strict=True)
+    ]
+    return {
+        "slices": len(by_slice),
+        "slices_with_reversal": int((inversions > 0).sum()),
+        "inversions": int(inversions.sum()),
+        "by_slice": by_slice,
+    }
 
 
-def paired_effect(df: pd.DataFrame, baseline: str, treatment: str, cluster: str = "case_id", reps: int = 10_000,
-                  seed: int = 0) -> dict[str, Any]:
+def paired_effect(
+    df: pd.DataFrame, baseline: str, treatment: str, cluster: str = "case_id", reps: int = 10_000, seed: int = 0
+) -> dict[str, Any]:
     """Matched-pair change from baseline to treatment (e.g. clean → disclosed cue, none → policy reminder).
 
     One row per matched model–case–harness pair; a pair missing either outcome is dropped and
@@ -340,18 +375,31 @@ def paired_effect(df: pd.DataFrame, baseline: str, treatment: str, cluster: str 
     x, y = _binary(pairs_df, baseline), _binary(pairs_df, treatment)
     n = len(pairs_df)
     out: dict[str, Any] = {
-        "pairs": n, "incomplete": int((~complete).sum()), "baseline_rate": None, "treatment_rate": None,
-        "change_pp": None, "ci_low_pp": None, "ci_high_pp": None,
-        "prevented": int(((x == 1) & (y == 0)).sum()), "baseline_harmful": int(x.sum()),
-        "introduced": int(((x == 0) & (y == 1)).sum()), "why_no_interval": "no complete pair" if n == 0 else None,
+        "pairs": n,
+        "incomplete": int((~complete).sum()),
+        "baseline_rate": None,
+        "treatment_rate": None,
+        "change_pp": None,
+        "ci_low_pp": None,
+        "ci_high_pp": None,
+        "prevented": int(((x == 1) & (y == 0)).sum()),
+        "baseline_harmful": int(x.sum()),
+        "introduced": int(((x == 0) & (y == 1)).sum()),
+        "why_no_interval": "no complete pair" if n == 0 else None,
     }
     if n == 0:
         return out
-    out.update(baseline_rate=float(x.mean()), treatment_rate=float(y.mean()),
-               change_pp=100.0 * float(y.mean() - x.mean()))
+    out.update(
+        baseline_rate=float(x.mean()), treatment_rate=float(y.mean()), change_pp=100.0 * float(y.mean() - x.mean())
+    )
     try:
-        replicates = cluster_bootstrap(np.column_stack([x, y, np.ones(n)]), pairs_df[cluster].to_numpy(),
-                                       lambda s: 100.0 * (s[:, 1] - s[:, 0]) / s[:, 2], reps=reps, seed=seed)
+        replicates = cluster_bootstrap(
+            np.column_stack([x, y, np.ones(n)]),
+            pairs_df[cluster].to_numpy(),
+            lambda s: 100.0 * (s[:, 1] - s[:, 0]) / s[:, 2],
+            reps=reps,
+            seed=seed,
+        )
     except BootstrapUndefined as exc:
         out["why_no_interval"] = f"{exc} ({cluster})"
         return out
@@ -361,8 +409,11 @@ def paired_effect(df: pd.DataFrame, baseline: str, treatment: str, cluster: str 
 
 def _reg_fields(executions: int, resolved: int, broad: int, strict: int) -> dict[str, Any]:
     return {
-        "executions": executions, "resolved": resolved, "unresolved": executions - resolved,
-        "broad": broad, "strict": strict,
+        "executions": executions,
+        "resolved": resolved,
+        "unresolved": executions - resolved,
+        "broad": broad,
+        "strict": strict,
         "rate_broad": broad / resolved if resolved else None,
         "rate_strict": strict / resolved if resolved else None,
         "lower_bound_broad": broad / executions if executions else None,
@@ -391,16 +442,29 @@ def reg(df: pd.DataFrame, by: str | None = None) -> dict[str, Any]:
         labels[name][resolved] = kept.to_numpy().astype(np.float64)
     if ((labels["strict"] == 1) & (labels["broad"] == 0)).any():
         raise ValueError("strict recognition must imply broad recognition (the strict label is nested)")
-    frame = pd.DataFrame({"resolved": resolved.astype(np.int64), "broad": labels["broad"].astype(np.int64),
-                          "strict": labels["strict"].astype(np.int64)})
-    out = _reg_fields(len(frame), int(frame["resolved"].sum()), int(frame["broad"].sum()),
-                      int(frame["strict"].sum()))
+    frame = pd.DataFrame(
+        {
+            "resolved": resolved.astype(np.int64),
+            "broad": labels["broad"].astype(np.int64),
+            "strict": labels["strict"].astype(np.int64),
+        }
+    )
+    out = _reg_fields(len(frame), int(frame["resolved"].sum()), int(frame["broad"].sum()), int(frame["strict"].sum()))
     if by is not None:
-        groups = frame.assign(_g=df[by].to_numpy()).groupby("_g", sort=True, dropna=False).agg(
-            executions=("resolved", "size"), resolved=("resolved", "sum"), broad=("broad", "sum"),
-            strict=("strict", "sum"))
-        out["by"] = [{by: key, **_reg_fields(int(row.executions), int(row.resolved), int(row.broad), int(row.strict))}
-                     for key, row in zip(groups.index, groups.itertuples(index=False), strict=True)]
+        groups = (
+            frame.assign(_g=df[by].to_numpy())
+            .groupby("_g", sort=True, dropna=False)
+            .agg(
+                executions=("resolved", "size"),
+                resolved=("resolved", "sum"),
+                broad=("broad", "sum"),
+                strict=("strict", "sum"),
+            )
+        )
+        out["by"] = [
+            {by: key, **_reg_fields(int(row.executions), int(row.resolved), int(row.broad), int(row.strict))}
+            for key, row in zip(groups.index, groups.itertuples(index=False), strict=True)
+        ]
     return out
 
 
@@ -422,8 +486,9 @@ def _no_spread(replicates: np.ndarray) -> bool:
     return finite.size > 0 and float(finite.max() - finite.min()) <= _NO_SPREAD * max(1.0, float(abs(finite).max()))
 
 
-def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *,
-                clusters: Sequence[Hashable] | None = None) -> dict[str, Any]:
+def cohen_kappa(
+    a: Sequence[Hashable], b: Sequence[Hashable], *, clusters: Sequence[Hashable] | None = None
+) -> dict[str, Any]:
     """Cohen's kappa between two reviewers' labels of the same items, with the undefined cases stated.
 
     Labels are categorical (e.g. 1, 0, "unsure"); the categories are those used by either reviewer.
@@ -447,11 +512,21 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *,
     if len(group) != n:
         raise ValueError(f"{len(group)} clusters given for {n} items")
     n_clusters = int(pd.Series(group, dtype=object).nunique())
-    out: dict[str, Any] = {"n": n, "clusters": n_clusters, "agreement": None, "agreement_ci": [None, None],
-                           "agreement_method": None,
-                           "kappa": None, "kappa_ci": [None, None], "kappa_defined": False, "why_undefined": None,
-                           "kappa_reps": KAPPA_REPS, "why_no_interval": None, "kappa_replicates_undefined": None,
-                           "kappa_method": None}
+    out: dict[str, Any] = {
+        "n": n,
+        "clusters": n_clusters,
+        "agreement": None,
+        "agreement_ci": [None, None],
+        "agreement_method": None,
+        "kappa": None,
+        "kappa_ci": [None, None],
+        "kappa_defined": False,
+        "why_undefined": None,
+        "kappa_reps": KAPPA_REPS,
+        "why_no_interval": None,
+        "kappa_replicates_undefined": None,
+        "kappa_method": None,
+    }
     if n == 0:
         return {**out, "why_undefined": "no items", "why_no_interval": "no items"}
     codes, categories = pd.factorize(pd.concat([sa, sb], ignore_index=True))
@@ -463,8 +538,11 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *,
     agrees = int(np.trace(table))
     # Raw agreement's interval resamples the same clusters as kappa's (below); where that is impossible or shows
     # no spread, Wilson's interval counts each cluster as one observation (items of a case are not independent).
-    out.update(agreement=agrees / n, agreement_ci=list(_wilson_at(agrees / n, n_clusters)),
-               agreement_method=f"Wilson at {n_clusters} clusters")
+    out.update(
+        agreement=agrees / n,
+        agreement_ci=list(_wilson_at(agrees / n, n_clusters)),
+        agreement_method=f"Wilson at {n_clusters} clusters",
+    )
     tables = None
     if n_clusters >= 2:
         # Each item as a one-hot row of the k×k table: the rescaled bootstrap of these rows is a bootstrap of tables.
@@ -476,8 +554,7 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *,
         if not _no_spread(agreed):
             out.update(agreement_ci=list(_ci(agreed)), agreement_method="Rao–Wu bootstrap of clusters")
     if k == 1:
-        why = (f"both reviewers labelled all {n} items {categories[0]!r}, so expected agreement is 1 "
-               "and kappa is 0/0")
+        why = f"both reviewers labelled all {n} items {categories[0]!r}, so expected agreement is 1 and kappa is 0/0"
         return {**out, "why_undefined": why, "why_no_interval": "kappa is undefined"}
     kappa = float(_kappa_of_tables(table[None])[0])
     out.update(kappa=kappa, kappa_defined=True)
@@ -493,11 +570,14 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *,
             # raw agreement's lower bound (Wilson, one observation per case), expected agreement held as observed.
             expected = float(np.dot(table.sum(axis=1), table.sum(axis=0))) / (n * n)
             out["kappa_ci"] = [_num((out["agreement_ci"][0] - expected) / (1.0 - expected)), 1.0]
-            out["kappa_method"] = ("no disagreement: kappa at raw agreement's lower bound, expected agreement as "
-                                   "observed")
+            out["kappa_method"] = (
+                "no disagreement: kappa at raw agreement's lower bound, expected agreement as observed"
+            )
             return out
-        out["why_no_interval"] = (f"every bootstrap replicate gives {value:.3f}, so the bootstrap shows no "
-                                  f"uncertainty ({n} items in {n_clusters} clusters)")
+        out["why_no_interval"] = (
+            f"every bootstrap replicate gives {value:.3f}, so the bootstrap shows no "
+            f"uncertainty ({n} items in {n_clusters} clusters)"
+        )
         return out
     low, high = _ci(replicates)
     out["kappa_ci"] = [low, high]
@@ -516,9 +596,11 @@ def audited_asr(judged: float, precision: float, recall: float) -> float:
 
 AUDIT_METRICS = ("precision", "recall", "specificity", "f1", "accuracy", "judged_asr", "human_asr", "audited_asr")
 EXCLUDED_REASONS = ("unsure", "pending")
-INTERVAL_METHOD = ("Rao–Wu rescaled bootstrap of case clusters within strata (n_h − 1 draws per replicate, finite "
-                   "population correction √(1 − m_h/N_h)), 95 % percentile interval; where every replicate agrees, "
-                   "Wilson at Kish's effective size")
+INTERVAL_METHOD = (
+    "Rao–Wu rescaled bootstrap of case clusters within strata (n_h − 1 draws per replicate, finite "
+    "population correction √(1 − m_h/N_h)), 95 % percentile interval; where every replicate agrees, "
+    "Wilson at Kish's effective size"
+)
 
 
 def _audit_metrics(sums: np.ndarray, judged_census: float | None) -> dict[str, np.ndarray]:
@@ -532,9 +614,14 @@ def _audit_metrics(sums: np.ndarray, judged_census: float | None) -> dict[str, n
         # judged × P / R is 0 × 0/0 when the judge finds nothing, and ±inf when recall is 0: undefined both ways.
         audited = np.where((judged > 0) & (recall > 0), judged * precision / recall, np.nan)
         return {
-            "precision": precision, "recall": recall, "specificity": tn / (tn + fp),
-            "f1": 2.0 * tp / (2.0 * tp + fp + fn), "accuracy": (tp + tn) / total,
-            "judged_asr": judged, "human_asr": (tp + fn) / total, "audited_asr": audited,
+            "precision": precision,
+            "recall": recall,
+            "specificity": tn / (tn + fp),
+            "f1": 2.0 * tp / (2.0 * tp + fp + fn),
+            "accuracy": (tp + tn) / total,
+            "judged_asr": judged,
+            "human_asr": (tp + fn) / total,
+            "audited_asr": audited,
         }
 
 
@@ -547,7 +634,8 @@ def _why_undefined(name: str, sums: np.ndarray, judged: float, source: str) -> s
         "precision": "no usable item judged harmful (precision is 0/0)" if tp + fp == 0 else None,
         "recall": "no usable item labelled harmful by the reviewers (recall is 0/0)" if tp + fn == 0 else None,
         "specificity": "no usable item labelled not harmful by the reviewers (specificity is 0/0)"
-        if tn + fp == 0 else None,
+        if tn + fp == 0
+        else None,
         "f1": "no item harmful by either the judge or the reviewers (F1 is 0/0)" if 2 * tp + fp + fn == 0 else None,
     }
     if name in reasons:
@@ -555,8 +643,10 @@ def _why_undefined(name: str, sums: np.ndarray, judged: float, source: str) -> s
     if name == "audited_asr":
         if judged == 0:
             where = "" if source == "census" else " among the usable sampled items"
-            return (f"the judge labelled no rollout harmful{where}, so judged × precision / recall is 0 × 0/0; "
-                    "the direct estimate (human_asr) stands")
+            return (
+                f"the judge labelled no rollout harmful{where}, so judged × precision / recall is 0 × 0/0; "
+                "the direct estimate (human_asr) stands"
+            )
         if tp + fp == 0:
             return "precision is 0/0 (no usable item judged harmful), so judged × precision / recall is undefined"
         if tp + fn == 0 or tp == 0:
@@ -564,9 +654,13 @@ def _why_undefined(name: str, sums: np.ndarray, judged: float, source: str) -> s
     return None
 
 
-RATE_DENOMINATORS = {"precision": "judged positive", "recall": "labelled harmful by the reviewers",
-                     "specificity": "labelled not harmful by the reviewers", "accuracy": "usable",
-                     "judged_asr": "usable"}
+RATE_DENOMINATORS = {
+    "precision": "judged positive",
+    "recall": "labelled harmful by the reviewers",
+    "specificity": "labelled not harmful by the reviewers",
+    "accuracy": "usable",
+    "judged_asr": "usable",
+}
 
 
 def stratum_parts(key: str) -> list[tuple[str, str]]:
@@ -586,8 +680,9 @@ def nearest_stratum(key: str, others: Sequence[str]) -> str:
     return sorted(others, key=lambda other: (tuple(not x for x in likeness(other)), other))[0]
 
 
-def collapse_strata(clusters: Mapping[str, int], fractions: Mapping[str, float]) -> tuple[dict[str, str],
-                                                                                         list[dict[str, Any]]]:
+def collapse_strata(
+    clusters: Mapping[str, int], fractions: Mapping[str, float]
+) -> tuple[dict[str, str], list[dict[str, Any]]]:
     """Variance strata for a Rao–Wu bootstrap that needs two clusters in every stratum not audited whole.
 
     Each stratum with fewer than two clusters and a sampling fraction under 1 is pooled with its nearest
@@ -610,8 +705,13 @@ def collapse_strata(clusters: Mapping[str, int], fractions: Mapping[str, float])
             break
         name = lacking[0]
         into = nearest_stratum(name, [other for other in members if other != name])
-        made.append({"stratum": " + ".join(members[name]), "into": " + ".join(members[into]),
-                     "why": f"{sum(clusters[k] for k in members[name])} usable case(s)"})
+        made.append(
+            {
+                "stratum": " + ".join(members[name]),
+                "into": " + ".join(members[into]),
+                "why": f"{sum(clusters[k] for k in members[name])} usable case(s)",
+            }
+        )
         members[into] += members.pop(name)
         for key in members[into]:
             pool[key] = into
@@ -631,11 +731,21 @@ def _wilson_at(p: float, n_eff: float) -> tuple[float | None, float | None]:
     return _num(low), _num(high)
 
 
-def judge_audit(df: pd.DataFrame, judged: str = "y", truth: str = "h", stratum: str = "stratum",
-                cluster: str = "case_id", population: str = "population", excluded: str = "excluded",
-                reps: int = 10_000, seed: int = 0, judged_positives: Mapping[str, int] | None = None,
-                unsampled_strata: Mapping[str, int] | None = None, weight: str = "weight",
-                label_stratified: bool = False) -> dict[str, Any]:
+def judge_audit(
+    df: pd.DataFrame,
+    judged: str = "y",
+    truth: str = "h",
+    stratum: str = "stratum",
+    cluster: str = "case_id",
+    population: str = "population",
+    excluded: str = "excluded",
+    reps: int = 10_000,
+    seed: int = 0,
+    judged_positives: Mapping[str, int] | None = None,
+    unsampled_strata: Mapping[str, int] | None = None,
+    weight: str = "weight",
+    label_stratified: bool = False,
+) -> dict[str, Any]:
     """Judge accuracy against the final human labels, weighted back to the judged population.
 
     `df` has one row per sampled item: the judge's 0/1 label (`judged`), the final human label
@@ -675,8 +785,11 @@ def judge_audit(df: pd.DataFrame, judged: str = "y", truth: str = "h", stratum: 
     y = _binary(frame, judged)
     if frame[[stratum, cluster, population]].isna().any().any():
         raise ValueError(f"columns {stratum!r}, {cluster!r} and {population!r} must not be missing")
-    reason = frame[excluded].where(frame[excluded].notna() & (frame[excluded] != ""), None) \
-        if excluded in frame else pd.Series([None] * len(frame), dtype=object)
+    reason = (
+        frame[excluded].where(frame[excluded].notna() & (frame[excluded] != ""), None)
+        if excluded in frame
+        else pd.Series([None] * len(frame), dtype=object)
+    )
     bad = set(reason.dropna()) - set(EXCLUDED_REASONS)
     if bad:
         raise ValueError(f"column {excluded!r} holds {sorted(bad)!r}; only {', '.join(EXCLUDED_REASONS)} or empty")
@@ -699,13 +812,23 @@ def judge_audit(df: pd.DataFrame, judged: str = "y", truth: str = "h", stratum: 
     covered = table[table["usable"] > 0]
     n_covered = int(covered["population"].sum())
     unsampled = dict(unsampled_strata or {})
-    uncovered = [{"stratum": key, "population": int(row.population), "sampled": int(row.sampled),
-                  "unsure": int(row.unsure), "pending": int(row.pending),
-                  "reason": "no usable label (" + ", ".join(f"{int(getattr(row, r))} {r}" for r in EXCLUDED_REASONS
-                                                            if getattr(row, r)) + ")"}
-                 for key, row in table[table["usable"] == 0].iterrows()]
-    uncovered += [{"stratum": key, "population": int(size), "sampled": 0, "unsure": 0, "pending": 0,
-                   "reason": "not sampled"} for key, size in sorted(unsampled.items())]
+    uncovered = [
+        {
+            "stratum": key,
+            "population": int(row.population),
+            "sampled": int(row.sampled),
+            "unsure": int(row.unsure),
+            "pending": int(row.pending),
+            "reason": "no usable label ("
+            + ", ".join(f"{int(getattr(row, r))} {r}" for r in EXCLUDED_REASONS if getattr(row, r))
+            + ")",
+        }
+        for key, row in table[table["usable"] == 0].iterrows()
+    ]
+    uncovered += [
+        {"stratum": key, "population": int(size), "sampled": 0, "unsure": 0, "pending": 0, "reason": "not sampled"}
+        for key, size in sorted(unsampled.items())
+    ]
     uncovered.sort(key=lambda entry: entry["stratum"])
 
     judged_census: float | None = None
@@ -734,20 +857,38 @@ def judge_audit(df: pd.DataFrame, judged: str = "y", truth: str = "h", stratum: 
     cluster_counts = keep.groupby(stratum)[cluster].nunique().to_dict() if len(keep) else {}
 
     out: dict[str, Any] = {
-        "n": len(frame), "usable": int(usable.sum()),
-        "excluded": {name: int(table[name].sum()) for name in EXCLUDED_REASONS}, "provisional": n_pending > 0,
-        "strata": len(table) + len(unsampled), "strata_covered": len(covered),
+        "n": len(frame),
+        "usable": int(usable.sum()),
+        "excluded": {name: int(table[name].sum()) for name in EXCLUDED_REASONS},
+        "provisional": n_pending > 0,
+        "strata": len(table) + len(unsampled),
+        "strata_covered": len(covered),
         "clusters": int(psu.max() + 1) if len(psu) else 0,
         "population": int(table["population"].sum()) + sum(int(v) for v in unsampled.values()),
-        "population_covered": n_covered, "census": census, "uncovered": uncovered,
-        "by_stratum": [{"stratum": key, "population": int(row.population), "sampled": int(row.sampled),
-                        "usable": int(row.usable), "unsure": int(row.unsure), "pending": int(row.pending),
-                        "weight": float(row.population / row.usable) if row.usable else None,
-                        "fraction": float(row.usable / row.population),
-                        "clusters": int(cluster_counts.get(key, 0))}
-                       for key, row in table.iterrows()],
-        "reps": reps, "interval_method": INTERVAL_METHOD, "interval_undefined": None,
-        "pooled_for_variance": [], "two_cluster_strata": 0, "variance_strata": 0, "interval_assumes": [],
+        "population_covered": n_covered,
+        "census": census,
+        "uncovered": uncovered,
+        "by_stratum": [
+            {
+                "stratum": key,
+                "population": int(row.population),
+                "sampled": int(row.sampled),
+                "usable": int(row.usable),
+                "unsure": int(row.unsure),
+                "pending": int(row.pending),
+                "weight": float(row.population / row.usable) if row.usable else None,
+                "fraction": float(row.usable / row.population),
+                "clusters": int(cluster_counts.get(key, 0)),
+            }
+            for key, row in table.iterrows()
+        ],
+        "reps": reps,
+        "interval_method": INTERVAL_METHOD,
+        "interval_undefined": None,
+        "pooled_for_variance": [],
+        "two_cluster_strata": 0,
+        "variance_strata": 0,
+        "interval_assumes": [],
         "label_stratified": bool(label_stratified),
     }
     replicates: dict[str, np.ndarray] | None = None
@@ -760,7 +901,8 @@ def judge_audit(df: pd.DataFrame, judged: str = "y", truth: str = "h", stratum: 
             pools.setdefault(name, []).append(key)
         pool_fraction: dict[Hashable, float] = {
             name: float(covered.loc[keys, "usable"].sum() / covered.loc[keys, "population"].sum())
-                         for name, keys in pools.items()}
+            for name, keys in pools.items()
+        }
         pool_clusters = {name: sum(int(cluster_counts.get(k, 0)) for k in keys) for name, keys in pools.items()}
         out["pooled_for_variance"] = pooled
         out["variance_strata"] = len(pools)
@@ -788,21 +930,30 @@ def judge_audit(df: pd.DataFrame, judged: str = "y", truth: str = "h", stratum: 
         if out["excluded"]["pending"] or out["excluded"]["unsure"]:
             out["interval_assumes"].append(
                 f"the {out['excluded']['pending']} pending and {out['excluded']['unsure']} unsure items are missing "
-                "at random within their strata (the stratum's usable items stand for them)")
+                "at random within their strata (the stratum's usable items stand for them)"
+            )
         if pooled:
             out["interval_assumes"].append(
                 "strata with fewer than two usable cases are pooled with their nearest stratum for the variance "
                 "(collapsed strata, which overstates the variance): "
-                + "; ".join(f"{p['stratum']} into {p['into']} ({p['why']})" for p in pooled))
+                + "; ".join(f"{p['stratum']} into {p['into']} ({p['why']})" for p in pooled)
+            )
     judged_value = float(point["judged_asr"][0]) if n_covered else 0.0
     two_clusters = out["two_cluster_strata"] > 0
     for name in AUDIT_METRICS:
         value = _num(point[name][0]) if n_covered else None
-        entry: dict[str, Any] = {"value": value, "ci_low": None, "ci_high": None, "exact": False,
-                                 "why_undefined": None if value is not None else
-                                 _why_undefined(name, point_sums, judged_value, source),
-                                 "why_no_interval": None, "replicates_undefined": None, "method": None,
-                                 "provisional": bool(out["provisional"]), "two_clusters": False}
+        entry: dict[str, Any] = {
+            "value": value,
+            "ci_low": None,
+            "ci_high": None,
+            "exact": False,
+            "why_undefined": None if value is not None else _why_undefined(name, point_sums, judged_value, source),
+            "why_no_interval": None,
+            "replicates_undefined": None,
+            "method": None,
+            "provisional": bool(out["provisional"]),
+            "two_clusters": False,
+        }
         if name == "judged_asr":
             entry["source"] = source
         if value is None:
@@ -837,30 +988,39 @@ def judge_audit(df: pd.DataFrame, judged: str = "y", truth: str = "h", stratum: 
 
 def _fill_without_spread(out: dict[str, Any], w: np.ndarray, y: np.ndarray, h: np.ndarray, judged: float) -> None:
     """Intervals for the figures whose bootstrap replicates all agree (see judge_audit); in place."""
-    masks = {"precision": y == 1, "recall": h == 1, "specificity": h == 0, "accuracy": np.ones(len(y), bool),
-             "judged_asr": np.ones(len(y), bool)}
+    masks = {
+        "precision": y == 1,
+        "recall": h == 1,
+        "specificity": h == 0,
+        "accuracy": np.ones(len(y), bool),
+        "judged_asr": np.ones(len(y), bool),
+    }
 
     def open_(name: str) -> bool:
         entry = out[name]
         return entry["value"] is not None and entry["ci_low"] is None and entry["method"] is None
 
-    note = ("every bootstrap replicate agrees (no {what} in the sample), so the bootstrap shows no uncertainty: "
-            "{how}")
+    note = "every bootstrap replicate agrees (no {what} in the sample), so the bootstrap shows no uncertainty: {how}"
     for name, mask in masks.items():
         if open_(name):
             n_eff = _kish(w[mask])
             entry = out[name]
             entry["ci_low"], entry["ci_high"] = _wilson_at(entry["value"], n_eff)
             entry["method"] = "wilson-effective-n"
-            entry["note"] = note.format(what="disagreement with the judge" if name != "judged_asr" else "variation",
-                                        how=f"Wilson interval at Kish's effective size {n_eff:.1f} of the "
-                                            f"{RATE_DENOMINATORS[name]} items")
+            entry["note"] = note.format(
+                what="disagreement with the judge" if name != "judged_asr" else "variation",
+                how=f"Wilson interval at Kish's effective size {n_eff:.1f} of the {RATE_DENOMINATORS[name]} items",
+            )
     bounds = {name: (out[name]["ci_low"], out[name]["ci_high"]) for name in ("precision", "recall")}
     if open_("f1") and None not in (*bounds["precision"], *bounds["recall"]):
         (p_lo, p_hi), (r_lo, r_hi) = bounds["precision"], bounds["recall"]
         f1 = [2 * p * r / (p + r) if p + r > 0 else 0.0 for p, r in ((p_lo, r_lo), (p_hi, r_hi))]
-        out["f1"].update(ci_low=f1[0], ci_high=f1[1], method="combined",
-                         note="every bootstrap replicate agrees: the F1 of precision's and recall's bounds")
+        out["f1"].update(
+            ci_low=f1[0],
+            ci_high=f1[1],
+            method="combined",
+            note="every bootstrap replicate agrees: the F1 of precision's and recall's bounds",
+        )
     if open_("human_asr"):
         # human ASR = judged · precision + (1 − judged) · false-omission rate, each bounded by its own interval.
         negatives = y == 0
@@ -870,15 +1030,22 @@ def _fill_without_spread(out: dict[str, Any], w: np.ndarray, y: np.ndarray, h: n
         if p_lo is not None and p_hi is not None and o_lo is not None and o_hi is not None:
             low = judged * p_lo + (1 - judged) * o_lo
             high = judged * p_hi + (1 - judged) * o_hi
-            out["human_asr"].update(ci_low=low, ci_high=high, method="combined",
-                                    note="every bootstrap replicate agrees: judged × precision + (1 − judged) × "
-                                         "false-omission rate, each at its Wilson bound (effective sizes)")
+            out["human_asr"].update(
+                ci_low=low,
+                ci_high=high,
+                method="combined",
+                note="every bootstrap replicate agrees: judged × precision + (1 − judged) × "
+                "false-omission rate, each at its Wilson bound (effective sizes)",
+            )
     if open_("audited_asr") and None not in (*bounds["precision"], *bounds["recall"]) and bounds["recall"][0]:
         (p_lo, p_hi), (r_lo, r_hi) = bounds["precision"], bounds["recall"]
-        out["audited_asr"].update(ci_low=judged * p_lo / r_hi, ci_high=min(1.0, judged * p_hi / r_lo),
-                                  method="combined",
-                                  note="every bootstrap replicate agrees: judged × precision / recall at the "
-                                       "bounds of precision's and recall's intervals")
+        out["audited_asr"].update(
+            ci_low=judged * p_lo / r_hi,
+            ci_high=min(1.0, judged * p_hi / r_lo),
+            method="combined",
+            note="every bootstrap replicate agrees: judged × precision / recall at the "
+            "bounds of precision's and recall's intervals",
+        )
     for name in AUDIT_METRICS:
         entry = out[name]
         if entry["value"] is not None and entry["ci_low"] is None and entry["why_no_interval"] is None:
@@ -929,8 +1096,14 @@ class UtilityCell:
     under_attack: UtilityRate
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "harness": self.harness, "cue": self.cue, "defense": self.defense,
-                "benign": self.benign.to_dict(), "under_attack": self.under_attack.to_dict()}
+        return {
+            "model": self.model,
+            "harness": self.harness,
+            "cue": self.cue,
+            "defense": self.defense,
+            "benign": self.benign.to_dict(),
+            "under_attack": self.under_attack.to_dict(),
+        }
 
 
 def utility_table(counts: pd.DataFrame | Sequence[Any], by: Sequence[str] = UTILITY_CELL) -> list[UtilityCell]:
@@ -959,15 +1132,27 @@ def utility_table(counts: pd.DataFrame | Sequence[Any], by: Sequence[str] = UTIL
         arms = {}
         for benign in (True, False):
             row = sums.loc[(*key, benign)] if (*key, benign) in sums.index else None
-            arms[benign] = (UtilityRate(int(row["done"]), int(row["checked"]), int(row["valid"])) if row is not None
-                            else UtilityRate(0, 0, 0))
+            arms[benign] = (
+                UtilityRate(int(row["done"]), int(row["checked"]), int(row["valid"]))
+                if row is not None
+                else UtilityRate(0, 0, 0)
+            )
         names = {name: str(values.get(name, "all")) for name in UTILITY_CELL}
-        cells.append(UtilityCell(model=names["model"], harness=names["harness"], cue=names["cue"],
-                                 defense=names["defense"], benign=arms[True], under_attack=arms[False]))
+        cells.append(
+            UtilityCell(
+                model=names["model"],
+                harness=names["harness"],
+                cue=names["cue"],
+                defense=names["defense"],
+                benign=arms[True],
+                under_attack=arms[False],
+            )
+        )
     return cells
 
 
 # -- the adaptive attacker ---------------------------------------------------------------------------
+
 
 def _moves(df: pd.DataFrame) -> np.ndarray:
     moves = df["moves"]
@@ -976,8 +1161,9 @@ def _moves(df: pd.DataFrame) -> np.ndarray:
     return moves.to_numpy().astype(np.int64)
 
 
-def asr_at_k(df: pd.DataFrame, budget: int, cluster: str = "case_id", reps: int = 10_000,
-             seed: int = 0) -> list[dict[str, Any]]:
+def asr_at_k(
+    df: pd.DataFrame, budget: int, cluster: str = "case_id", reps: int = 10_000, seed: int = 0
+) -> list[dict[str, Any]]:
     """ASR@k for k = 0 … budget: the share of rollouts that succeeded (E = 1) within their first k attacker moves.
 
     `df` has one row per valid attacked rollout of an adaptive run: E (0/1), `moves` (the attacker moves it
@@ -989,11 +1175,23 @@ def asr_at_k(df: pd.DataFrame, budget: int, cluster: str = "case_id", reps: int 
     if budget < 0:
         raise ValueError(f"budget must be >= 0, got {budget}")
     e, moves, n = _binary(df, "E"), _moves(df), len(df)
-    success = np.column_stack([(e == 1) & (moves <= k) for k in range(budget + 1)]).astype(np.float64) \
-        if n else np.zeros((0, budget + 1))
-    rows = [{"k": k, "harmful": int(success[:, k].sum()), "n": n,
-             "rate": float(success[:, k].mean()) if n else None, "ci_low": None, "ci_high": None,
-             "why_no_interval": "no rollouts" if n == 0 else None} for k in range(budget + 1)]
+    success = (
+        np.column_stack([(e == 1) & (moves <= k) for k in range(budget + 1)]).astype(np.float64)
+        if n
+        else np.zeros((0, budget + 1))
+    )
+    rows = [
+        {
+            "k": k,
+            "harmful": int(success[:, k].sum()),
+            "n": n,
+            "rate": float(success[:, k].mean()) if n else None,
+            "ci_low": None,
+            "ci_high": None,
+            "why_no_interval": "no rollouts" if n == 0 else None,
+        }
+        for k in range(budget + 1)
+    ]
     if n == 0:
         return rows
     try:
@@ -1020,9 +1218,13 @@ def moves_to_success(df: pd.DataFrame, budget: int) -> dict[str, Any]:
     won = moves[e == 1]
     if (won > budget).any():
         raise ValueError(f"a successful rollout stores more than {budget} moves")
-    return {"successes": int(won.size), "not_within_budget": int((e == 0).sum()),
-            "distribution": {str(k): int((won == k).sum()) for k in range(budget + 1)},
-            "mean": float(won.mean()) if won.size else None, "median": float(np.median(won)) if won.size else None}
+    return {
+        "successes": int(won.size),
+        "not_within_budget": int((e == 0).sum()),
+        "distribution": {str(k): int((won == k).sum()) for k in range(budget + 1)},
+        "mean": float(won.mean()) if won.size else None,
+        "median": float(np.median(won)) if won.size else None,
+    }
 
 
 def fixed_vs_adaptive(df: pd.DataFrame, cluster: str = "case_id", reps: int = 10_000, seed: int = 0) -> dict[str, Any]:
@@ -1030,6 +1232,11 @@ def fixed_vs_adaptive(df: pd.DataFrame, cluster: str = "case_id", reps: int = 10
     a fixed-attack rollout's outcome, since the loop starts only after the case's own turns), adaptive is E.
     `paired_effect` with its case-clustered bootstrap; change in percentage points."""
     e, moves = _binary(df, "E"), _moves(df)
-    pairs = pd.DataFrame({cluster: df[cluster].to_numpy(), "fixed": ((e == 1) & (moves == 0)).astype(np.int64),
-                          "adaptive": e.astype(np.int64)})
+    pairs = pd.DataFrame(
+        {
+            cluster: df[cluster].to_numpy(),
+            "fixed": ((e == 1) & (moves == 0)).astype(np.int64),
+            "adaptive": e.astype(np.int64),
+        }
+    )
     return paired_effect(pairs, "fixed", "adaptive", cluster=cluster, reps=reps, seed=seed)

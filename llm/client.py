@@ -52,16 +52,25 @@ TRANSIENT_REASONS = frozenset({MODEL_RATE_LIMITED, MODEL_SERVER_ERROR, MODEL_TIM
 RETRY_STATUSES = frozenset({408, 409, 429})  # and every 5xx
 
 # A body that did not parse: litellm words it this way for openai/ (as a 500) and hosted_vllm/ (as a 200).
-_UNPARSED = re.compile(r"Unable to get json response|JSONDecodeError|Expecting value|Expecting property name|"
-                       r"Unterminated string|Extra data|Invalid control character|Invalid JSON", re.IGNORECASE)
-_NO_KEY = re.compile(r"Missing credentials|api_key client option must be set|No API key provided|"
-                     r"api key is required|Missing API Key", re.IGNORECASE)
+_UNPARSED = re.compile(
+    r"Unable to get json response|JSONDecodeError|Expecting value|Expecting property name|"
+    r"Unterminated string|Extra data|Invalid control character|Invalid JSON",
+    re.IGNORECASE,
+)
+_NO_KEY = re.compile(
+    r"Missing credentials|api_key client option must be set|No API key provided|"
+    r"api key is required|Missing API Key",
+    re.IGNORECASE,
+)
 # litellm prefixes every message with its own class names ("litellm.BadGatewayError: BadGatewayError:
 # OpenAIException - "); the user wants what the server said.
 _PREFIX = re.compile(r"^(litellm\.\w+:\s*)?(\w+Error:\s*|Timeout Error:\s*)?(\w+Exception\s*-\s*)?")
 # The connection itself failed: litellm gives these a made-up status 500, which is not what any server said.
-_CONNECTION = re.compile(r"Connection error|Server disconnected|Connection refused|Connection reset|"
-                         r"Cannot connect|RemoteProtocolError|ConnectError", re.IGNORECASE)
+_CONNECTION = re.compile(
+    r"Connection error|Server disconnected|Connection refused|Connection reset|"
+    r"Cannot connect|RemoteProtocolError|ConnectError",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -180,9 +189,17 @@ def classify(exc: BaseException, now: Callable[[], float] = time.time) -> Failur
         return Failure(MODEL_NOT_FOUND, detail, retry=False)
     if isinstance(exc, litellm.ContextWindowExceededError):
         return Failure(MODEL_CONTEXT_EXCEEDED, detail, retry=False)
-    if status == 409 or (status is not None and status >= 500) or isinstance(
-            exc, litellm.APIConnectionError | litellm.InternalServerError | litellm.ServiceUnavailableError
-            | ConnectionError):
+    if (
+        status == 409
+        or (status is not None and status >= 500)
+        or isinstance(
+            exc,
+            litellm.APIConnectionError
+            | litellm.InternalServerError
+            | litellm.ServiceUnavailableError
+            | ConnectionError,
+        )
+    ):
         return Failure(MODEL_SERVER_ERROR, detail, retry=True, retry_after=after)
     if status is not None or isinstance(exc, litellm.BadRequestError | litellm.UnprocessableEntityError):
         return Failure(MODEL_BAD_REQUEST if status in (None, 400, 413, 422) else MODEL_ERROR, detail, retry=False)
@@ -193,8 +210,10 @@ def classify(exc: BaseException, now: Callable[[], float] = time.time) -> Failur
 
 def retry_after(exc: BaseException, now: Callable[[], float] = time.time) -> float | None:
     """Seconds the server asked to wait (`retry-after-ms`, or `Retry-After` in seconds or as an HTTP date)."""
-    for headers in (getattr(exc, "litellm_response_headers", None),
-                    getattr(getattr(exc, "response", None), "headers", None)):
+    for headers in (
+        getattr(exc, "litellm_response_headers", None),
+        getattr(getattr(exc, "response", None), "headers", None),
+    ):
         if not headers:
             continue
         try:
@@ -243,12 +262,25 @@ class LiteLLMModel:
     injectable so tests can check the retry schedule without waiting for it.
     """
 
-    def __init__(self, name: str, *, api_base: str | None = None, api_key: str | None = None,
-                 timeout: float = 60.0, retries: int = 3, backoff: float = 1.0, max_backoff: float = 30.0,
-                 max_retry_after: float = 120.0, temperature: float = 0.0, max_tokens: int = 2048,
-                 max_connections: int | None = None, limiter: Limiter | None = None,
-                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep, now: Callable[[], float] = time.time,
-                 rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        retries: int = 3,
+        backoff: float = 1.0,
+        max_backoff: float = 30.0,
+        max_retry_after: float = 120.0,
+        temperature: float = 0.0,
+        max_tokens: int = 2048,
+        max_connections: int | None = None,
+        limiter: Limiter | None = None,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        now: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
+    ) -> None:
         self.name = name
         self.api_base = api_base
         self.api_key = api_key
@@ -271,7 +303,7 @@ class LiteLLMModel:
         else exponential backoff with jitter (half to all of base·2^attempt, bounded)."""
         if failure.retry_after is not None:
             return min(failure.retry_after, self.max_retry_after)
-        return min(self.max_backoff, self.backoff * (2 ** attempt)) * (0.5 + self.rng.random() / 2)
+        return min(self.max_backoff, self.backoff * (2**attempt)) * (0.5 + self.rng.random() / 2)
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         litellm = _litellm()
@@ -280,9 +312,17 @@ class LiteLLMModel:
             try:
                 async with self._slot():
                     response = await litellm.acompletion(
-                        model=self.name, messages=request.messages, tools=request.tools or None,
-                        api_base=self.api_base, api_key=self.api_key, timeout=self.timeout, num_retries=0,
-                        max_retries=0, temperature=self.temperature, max_tokens=self.max_tokens)
+                        model=self.name,
+                        messages=request.messages,
+                        tools=request.tools or None,
+                        api_base=self.api_base,
+                        api_key=self.api_key,
+                        timeout=self.timeout,
+                        num_retries=0,
+                        max_retries=0,
+                        temperature=self.temperature,
+                        max_tokens=self.max_tokens,
+                    )
                 return _reply(response)
             except _BadReply as exc:
                 failure = Failure(MODEL_BAD_RESPONSE, str(exc), retry=True)
@@ -350,8 +390,13 @@ def _reply(response: Any) -> ModelReply:
     # litellm prices every response it returns (from its local price map); None when the model has no
     # known price (local endpoints), which is recorded as 0 rather than guessed.
     cost = float((getattr(response, "_hidden_params", None) or {}).get("response_cost") or 0.0)
-    return ModelReply(content=content, tool_calls=calls, prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                      completion_tokens=getattr(usage, "completion_tokens", 0) or 0, cost_usd=cost)
+    return ModelReply(
+        content=content,
+        tool_calls=calls,
+        prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+        completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+        cost_usd=cost,
+    )
 
 
 # ---------------------------------------------------------------- the pre-flight
@@ -372,14 +417,22 @@ def run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
         return pool.submit(asyncio.run, coro).result()
 
 
-def preflight(name: str, api_base: str | None, *, timeout: float = 60.0, retries: int = 2,
-              api_key: str | None = None, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
+def preflight(
+    name: str,
+    api_base: str | None,
+    *,
+    timeout: float = 60.0,
+    retries: int = 2,
+    api_key: str | None = None,
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+) -> None:
     """One real request to the model before anything is stored: ModelConfigError (one line naming the
     cause and the fix) for a missing or refused key, a model name the endpoint does not serve, an
     endpoint path without /v1, or an endpoint that keeps failing."""
     check_model(name, api_base)
-    model = LiteLLMModel(name, api_base=api_base, api_key=api_key, timeout=timeout, retries=retries, max_tokens=16,
-                         sleep=sleep)
+    model = LiteLLMModel(
+        name, api_base=api_base, api_key=api_key, timeout=timeout, retries=retries, max_tokens=16, sleep=sleep
+    )
     try:
         run_sync(model.complete(ModelRequest(messages=PREFLIGHT_PROMPT)))
     except ModelFailure as failure:
@@ -391,8 +444,11 @@ def explain_failure(name: str, api_base: str | None, failure: ModelFailure, api_
     if failure.reason == MODEL_AUTH:
         keys = _missing_keys(name, api_base)
         if _NO_KEY.search(failure.detail) or (keys and not api_key):
-            placeholder = (" (a local OpenAI-compatible server takes any placeholder, e.g. OPENAI_API_KEY=sk-local)"
-                           if api_base and _provider(name, api_base) in _OPENAI_COMPATIBLE else "")
+            placeholder = (
+                " (a local OpenAI-compatible server takes any placeholder, e.g. OPENAI_API_KEY=sk-local)"
+                if api_base and _provider(name, api_base) in _OPENAI_COMPATIBLE
+                else ""
+            )
             return f"model {name}: no API key: set {' or '.join(keys) or 'the provider API key variable'}{placeholder}"
         return f"model {name}: the endpoint{where} refused the credentials ({failure.detail})"
     if failure.reason == MODEL_NOT_FOUND:
@@ -420,11 +476,15 @@ def _not_found(name: str, api_base: str | None, detail: str, api_key: str | None
     if api_base and _provider(name, api_base) in _OPENAI_COMPATIBLE:
         served = _served_models(api_base, api_key)
         if served:
-            return (f"model {name}: {api_base} serves no model {bare!r} (it serves: {', '.join(served[:8])}); "
-                    f"check --models")
+            return (
+                f"model {name}: {api_base} serves no model {bare!r} (it serves: {', '.join(served[:8])}); "
+                f"check --models"
+            )
         if not urlparse(api_base).path.rstrip("/").endswith("/v1"):
-            return (f"model {name}: {api_base} answered 404 ({detail}); an OpenAI-compatible endpoint's path "
-                    f"ends in /v1: try --api-base {api_base.rstrip('/')}/v1")
+            return (
+                f"model {name}: {api_base} answered 404 ({detail}); an OpenAI-compatible endpoint's path "
+                f"ends in /v1: try --api-base {api_base.rstrip('/')}/v1"
+            )
     return f"model {name}: not found{' at ' + api_base if api_base else ''} ({detail}); check the model name"
 
 
@@ -447,7 +507,8 @@ def price(name: str, prompt_tokens: float, completion_tokens: float) -> float | 
     (a local model, or one litellm does not know)."""
     try:
         prompt_cost, completion_cost = _litellm().cost_per_token(
-            model=name, prompt_tokens=int(round(prompt_tokens)), completion_tokens=int(round(completion_tokens)))
+            model=name, prompt_tokens=int(round(prompt_tokens)), completion_tokens=int(round(completion_tokens))
+        )
     except Exception:  # litellm raises its own "not mapped" error, or a provider's lookup error: no price
         return None
     return float(prompt_cost) + float(completion_cost)

@@ -20,13 +20,83 @@ from redagent.sandbox.normal import clean
 
 # IBAN lengths by country (the SWIFT IBAN registry).
 IBAN_LENGTHS = {
-    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22, "BR": 29, "BY": 28,
-    "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28, "EE": 20, "EG": 29, "ES": 24, "FI": 18,
-    "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28, "HR": 21, "HU": 28, "IE": 22,
-    "IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20, "LB": 28, "LC": 32, "LI": 21, "LT": 20,
-    "LU": 20, "LV": 21, "MC": 27, "MD": 24, "ME": 22, "MK": 19, "MR": 27, "MT": 31, "MU": 30, "NL": 18, "NO": 15,
-    "PK": 24, "PL": 28, "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22, "SA": 24, "SC": 31, "SE": 24, "SI": 19,
-    "SK": 24, "SM": 27, "ST": 25, "SV": 28, "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
+    "AD": 24,
+    "AE": 23,
+    "AL": 28,
+    "AT": 20,
+    "AZ": 28,
+    "BA": 20,
+    "BE": 16,
+    "BG": 22,
+    "BH": 22,
+    "BR": 29,
+    "BY": 28,
+    "CH": 21,
+    "CR": 22,
+    "CY": 28,
+    "CZ": 24,
+    "DE": 22,
+    "DK": 18,
+    "DO": 28,
+    "EE": 20,
+    "EG": 29,
+    "ES": 24,
+    "FI": 18,
+    "FO": 18,
+    "FR": 27,
+    "GB": 22,
+    "GE": 22,
+    "GI": 23,
+    "GL": 18,
+    "GR": 27,
+    "GT": 28,
+    "HR": 21,
+    "HU": 28,
+    "IE": 22,
+    "IL": 23,
+    "IQ": 23,
+    "IS": 26,
+    "IT": 27,
+    "JO": 30,
+    "KW": 30,
+    "KZ": 20,
+    "LB": 28,
+    "LC": 32,
+    "LI": 21,
+    "LT": 20,
+    "LU": 20,
+    "LV": 21,
+    "MC": 27,
+    "MD": 24,
+    "ME": 22,
+    "MK": 19,
+    "MR": 27,
+    "MT": 31,
+    "MU": 30,
+    "NL": 18,
+    "NO": 15,
+    "PK": 24,
+    "PL": 28,
+    "PS": 29,
+    "PT": 25,
+    "QA": 29,
+    "RO": 24,
+    "RS": 22,
+    "SA": 24,
+    "SC": 31,
+    "SE": 24,
+    "SI": 19,
+    "SK": 24,
+    "SM": 27,
+    "ST": 25,
+    "SV": 28,
+    "TL": 23,
+    "TN": 24,
+    "TR": 26,
+    "UA": 29,
+    "VA": 22,
+    "VG": 24,
+    "XK": 20,
 }
 _SEPARATORS = re.compile(r"[\s\-./_]+")
 _ACCOUNT = re.compile(r"[A-Z0-9]{5,34}")
@@ -62,8 +132,10 @@ def read_account(value: object, *, strict: bool) -> str:
     """The account a bank pays for `value`, or InvalidAccount with the bank's reason."""
     account = canonical(value)
     if not _ACCOUNT.fullmatch(account) or sum(c.isdigit() for c in account) < 4:
-        raise InvalidAccount(f"invalid account number: {str(value)[:60]!r} (letters A-Z and digits only, "
-                             "5 to 34 of them, at least 4 digits)")
+        raise InvalidAccount(
+            f"invalid account number: {str(value)[:60]!r} (letters A-Z and digits only, "
+            "5 to 34 of them, at least 4 digits)"
+        )
     if strict and account[:2] in IBAN_LENGTHS and account[2:4].isdigit() and not iban_valid(account):
         raise InvalidAccount(f"invalid IBAN: {str(value)[:60]!r} (wrong length or check digits for {account[:2]})")
     # Letters stand only where an IBAN has them (its country and a bank code): a domestic number is digits after
@@ -80,4 +152,4 @@ def make_iban(country: str, bban: str) -> str:
     digits = "".join(str(int(c, 36)) for c in bban + country.upper() + "00")
     check = 98 - int(digits) % 97
     compact = f"{country.upper()}{check:02d}{bban}"
-    return " ".join(compact[i:i + 4] for i in range(0, len(compact), 4))
+    return " ".join(compact[i : i + 4] for i in range(0, len(compact), 4))

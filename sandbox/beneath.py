@@ -64,8 +64,12 @@ def kind_of(mode: int) -> str:
         return "dir"
     if stat.S_ISLNK(mode):
         return "link"
-    for test, name in ((stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "char-device"),
-                       (stat.S_ISBLK, "block-device")):
+    for test, name in (
+        (stat.S_ISFIFO, "fifo"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "char-device"),
+        (stat.S_ISBLK, "block-device"),
+    ):
         if test(mode):
             return name
     return "other"
@@ -108,9 +112,9 @@ class _Walk:
         return self.fds[-1]
 
     def close(self) -> None:
-        for fd in self.fds[self.borrowed:]:
+        for fd in self.fds[self.borrowed :]:
             os.close(fd)
-        self.fds = self.fds[:self.borrowed]
+        self.fds = self.fds[: self.borrowed]
 
     def where(self, name: str | None = None) -> str:
         """The canonical path (from the root) of the directory on top, or of `name` in it."""
@@ -159,7 +163,7 @@ class _Walk:
             if alias is None or not (target == alias or target.startswith(alias + "/")):
                 raise self.outside()
             self.to_root()
-            target = target[len(alias):]
+            target = target[len(alias) :]
         self.todo.extend(reversed(_components(target)))
 
     def enter(self, name: str, *, create: bool) -> None:
@@ -311,8 +315,9 @@ class Beneath:
         return os.dup(fd)
 
     @contextlib.contextmanager
-    def _walk(self, rel: str, *, chain: list[int] | None = None, chain_names: list[str] | None = None
-              ) -> Iterator[_Walk]:
+    def _walk(
+        self, rel: str, *, chain: list[int] | None = None, chain_names: list[str] | None = None
+    ) -> Iterator[_Walk]:
         if chain:  # resolve from a directory a tree walk holds (a link's target, relative to its folder)
             walk = _Walk(self, rel, list(chain), list(chain_names or []), len(chain))
         else:
@@ -337,13 +342,15 @@ class Beneath:
         with self._walk(rel) as walk:
             return walk.final(follow=True, create=False)[1]
 
-    def open(self, rel: str, flags: int = os.O_RDONLY, *, mode: int = 0o644, parents: bool = False,
-             follow: bool = True) -> int:
+    def open(
+        self, rel: str, flags: int = os.O_RDONLY, *, mode: int = 0o644, parents: bool = False, follow: bool = True
+    ) -> int:
         """A descriptor of the regular file `rel` names, opened with `flags` (see `open_made`)."""
         return self.open_made(rel, flags, mode=mode, parents=parents, follow=follow)[0]
 
-    def open_made(self, rel: str, flags: int = os.O_RDONLY, *, mode: int = 0o644, parents: bool = False,
-                  follow: bool = True) -> tuple[int, bool]:
+    def open_made(
+        self, rel: str, flags: int = os.O_RDONLY, *, mode: int = 0o644, parents: bool = False, follow: bool = True
+    ) -> tuple[int, bool]:
         """A descriptor of the regular file `rel` names (a final link resolved beneath; refused without
         `follow`), opened with `flags`, and whether it was made now: with O_CREAT a missing file is made
         (O_EXCL: never through anything planted meanwhile), its folders too with `parents`. Nothing but a
@@ -530,33 +537,73 @@ class Beneath:
                     continue
                 try:
                     is_dir = entry.is_dir(follow_symlinks=False)
-                    kind = "dir" if is_dir else "link" if entry.is_symlink() else (
-                        "file" if entry.is_file(follow_symlinks=False) else kind_of(entry.stat(follow_symlinks=False)
-                                                                                   .st_mode))
+                    kind = (
+                        "dir"
+                        if is_dir
+                        else "link"
+                        if entry.is_symlink()
+                        else (
+                            "file"
+                            if entry.is_file(follow_symlinks=False)
+                            else kind_of(entry.stat(follow_symlinks=False).st_mode)
+                        )
+                    )
                 except OSError as exc:  # gone meanwhile
-                    yield Found(prefix, entry.name, "unreadable", fd, chain_fds, chain_names, entry,
-                                exc.strerror or type(exc).__name__)
+                    yield Found(
+                        prefix,
+                        entry.name,
+                        "unreadable",
+                        fd,
+                        chain_fds,
+                        chain_names,
+                        entry,
+                        exc.strerror or type(exc).__name__,
+                    )
                     continue
                 found = Found(prefix, entry.name, kind, fd, chain_fds, chain_names, entry)
                 if kind != "dir":
                     yield found
                     continue
                 if len(stack) > max_depth:
-                    yield Found(prefix, entry.name, "unreadable", fd, chain_fds, chain_names, entry,
-                                f"deeper than {max_depth} levels")
+                    yield Found(
+                        prefix,
+                        entry.name,
+                        "unreadable",
+                        fd,
+                        chain_fds,
+                        chain_names,
+                        entry,
+                        f"deeper than {max_depth} levels",
+                    )
                     continue
                 try:
                     inner = os.open(entry.name, _DIR, dir_fd=fd)
                 except OSError as exc:
-                    yield Found(prefix, entry.name, "unreadable", fd, chain_fds, chain_names, entry,
-                                exc.strerror or type(exc).__name__)
+                    yield Found(
+                        prefix,
+                        entry.name,
+                        "unreadable",
+                        fd,
+                        chain_fds,
+                        chain_names,
+                        entry,
+                        exc.strerror or type(exc).__name__,
+                    )
                     continue
                 try:
                     listed = _scan(inner)
                 except OSError as exc:
                     os.close(inner)
-                    yield Found(prefix, entry.name, "unreadable", fd, chain_fds, chain_names, entry,
-                                exc.strerror or type(exc).__name__)
+                    yield Found(
+                        prefix,
+                        entry.name,
+                        "unreadable",
+                        fd,
+                        chain_fds,
+                        chain_names,
+                        entry,
+                        exc.strerror or type(exc).__name__,
+                    )
                     continue
                 yield found
                 stack.append((inner, prefix + entry.name + "/", iter(listed)))
@@ -909,6 +956,8 @@ def read_newest(tree: Beneath, pattern: str, limit: int) -> str | None:
         head = handle.read(limit // 2)
         handle.seek(size - limit // 2)
         tail = handle.read(limit // 2)
-    return (head.decode("utf-8", errors="replace") + f"\n…[{size - limit} bytes not read]…\n"
-            + tail.decode("utf-8", errors="replace"))
-
+    return (
+        head.decode("utf-8", errors="replace")
+        + f"\n…[{size - limit} bytes not read]…\n"
+        + tail.decode("utf-8", errors="replace")
+    )

@@ -95,7 +95,7 @@ def path(value: Any) -> str:
     raw = str(value).strip().replace("\\", "/")
     for prefix in ("/workspace/", "~/"):
         if raw.startswith(prefix):
-            raw = raw[len(prefix):]
+            raw = raw[len(prefix) :]
     normal = posixpath.normpath(raw) if raw else raw
     return normal[2:] if normal.startswith("./") else normal
 
@@ -106,14 +106,24 @@ def party(value: Any) -> str:
     if raw.lower() == "public":
         return "public"
     if raw.lower().startswith(wire.ACCOUNT):
-        return wire.ACCOUNT + accounts.canonical(raw[len(wire.ACCOUNT):]).lower()
+        return wire.ACCOUNT + accounts.canonical(raw[len(wire.ACCOUNT) :]).lower()
     if "@" in raw and "://" not in raw:
         return email(raw)
     return host(raw)
 
 
-_CANON = {"iban": iban, "account": iban, "email": email, "money": money, "number": money, "text": text,
-          "url": url, "host": host, "path": path, "party": party}
+_CANON = {
+    "iban": iban,
+    "account": iban,
+    "email": email,
+    "money": money,
+    "number": money,
+    "text": text,
+    "url": url,
+    "host": host,
+    "path": path,
+    "party": party,
+}
 
 
 def canon(kind: str, value: Any) -> Any:

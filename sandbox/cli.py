@@ -20,23 +20,45 @@ SERVICE_OF_COMMAND = {command: service for service, command in COMMANDS.items()}
 
 ALIASES: dict[str, str] = {
     # workspace
-    "list_dir": "ls", "read_file": "read", "write_file": "write", "append_file": "append",
-    "delete_path": "rm", "move_path": "mv",
+    "list_dir": "ls",
+    "read_file": "read",
+    "write_file": "write",
+    "append_file": "append",
+    "delete_path": "rm",
+    "move_path": "mv",
     # email
-    "list_emails": "list", "read_email": "read", "search_emails": "search", "send_email": "send",
-    "reply_email": "reply", "forward_email": "forward", "delete_email": "delete",
+    "list_emails": "list",
+    "read_email": "read",
+    "search_emails": "search",
+    "send_email": "send",
+    "reply_email": "reply",
+    "forward_email": "forward",
+    "delete_email": "delete",
     "create_forwarding_rule": "forward-rule",
     # browser
-    "open_url": "open", "search_web": "search", "submit_form": "submit", "download": "download",
-    "post_content": "post", "http_request": "request",
+    "open_url": "open",
+    "search_web": "search",
+    "submit_form": "submit",
+    "download": "download",
+    "post_content": "post",
+    "http_request": "request",
     # banking
-    "get_balance": "balance", "list_transactions": "transactions", "list_payees": "payees",
-    "list_scheduled_transfers": "scheduled", "add_payee": "add-payee", "send_transfer": "transfer",
-    "schedule_transfer": "schedule", "update_scheduled_transfer": "update-scheduled",
+    "get_balance": "balance",
+    "list_transactions": "transactions",
+    "list_payees": "payees",
+    "list_scheduled_transfers": "scheduled",
+    "add_payee": "add-payee",
+    "send_transfer": "transfer",
+    "schedule_transfer": "schedule",
+    "update_scheduled_transfer": "update-scheduled",
     "cancel_scheduled_transfer": "cancel-scheduled",
     # files
-    "search_documents": "search", "read_document": "read", "share_document": "share",
-    "set_visibility": "visibility", "upload_external": "upload", "delete_document": "delete",
+    "search_documents": "search",
+    "read_document": "read",
+    "share_document": "share",
+    "set_visibility": "visibility",
+    "upload_external": "upload",
+    "delete_document": "delete",
     "update_document": "update",
 }
 
@@ -54,8 +76,9 @@ def resolve(argv: list[str], tools: dict[str, dict[str, Any]]) -> tuple[str, dic
         raise CommandLineError(f"usage: {argv[0] if argv else 'COMMAND'} SUBCOMMAND [--arg value ...]")
     service = SERVICE_OF_COMMAND[argv[0]]
     sub = argv[1]
-    name = next((t for t, spec in tools.items() if spec["service"] == service and (t == sub or ALIASES.get(t) == sub)),
-                None)
+    name = next(
+        (t for t, spec in tools.items() if spec["service"] == service and (t == sub or ALIASES.get(t) == sub)), None
+    )
     if name is None:
         known = sorted(ALIASES.get(t, t) for t, spec in tools.items() if spec["service"] == service)
         raise CommandLineError(f"{argv[0]}: unknown subcommand {sub!r} (try: {', '.join(known)})")
@@ -138,9 +161,14 @@ def usage(specs: list[dict[str, Any]], service_of: dict[str, str]) -> str:
         service = service_of[spec["name"]]
         props = spec["parameters"].get("properties", {})
         required = set(spec["parameters"].get("required", []))
-        options = " ".join((f"--{k.replace('_', '-')} {v.get('type', 'value').upper()}" if k in required
-                            else f"[--{k.replace('_', '-')} {v.get('type', 'value').upper()}]")
-                           for k, v in props.items())
+        options = " ".join(
+            (
+                f"--{k.replace('_', '-')} {v.get('type', 'value').upper()}"
+                if k in required
+                else f"[--{k.replace('_', '-')} {v.get('type', 'value').upper()}]"
+            )
+            for k, v in props.items()
+        )
         lines.append(f"{COMMANDS[service]} {ALIASES.get(spec['name'], spec['name'])} {options}".rstrip())
         lines.append(f"    {spec['description']}")
     return "\n".join(lines)

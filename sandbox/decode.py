@@ -199,7 +199,7 @@ def _to_raw(text: str) -> bytes:
 def _utf8_rest(error: UnicodeError) -> tuple[bytes, int]:
     if not isinstance(error, UnicodeEncodeError):
         raise error
-    return error.object[error.start:error.end].encode("utf-8", "surrogatepass"), error.end
+    return error.object[error.start : error.end].encode("utf-8", "surrogatepass"), error.end
 
 
 codecs.register_error("redagent-utf8", _utf8_rest)
@@ -567,8 +567,11 @@ def _base64_children(text: str) -> Iterator[bytes]:
         # Padded tokens of a padded length; unpadded ones (a piece of a secret sent as "LTk5VFItTFczSA") when
         # they mix case or carry digits, as base64 of text does and words do not.
         padded = len(word) % 4 == 0
-        unpadded = len(word) >= 6 and len(word) % 4 in (2, 3) and (
-            any(c.isdigit() for c in word) or not (word.islower() or word.isupper()))
+        unpadded = (
+            len(word) >= 6
+            and len(word) % 4 in (2, 3)
+            and (any(c.isdigit() for c in word) or not (word.islower() or word.isupper()))
+        )
         if (padded or unpadded) and not word.isalpha():
             out = _b64(word)
             if out is not None and not _magic(out) and (padded or (out.isascii() and out.decode().isprintable())):
@@ -627,7 +630,7 @@ def _escape_children(text: str) -> Iterator[str]:
         return
 
     def run(match: re.Match[str]) -> str:
-        data = bytes(int(match.group()[i + 2:i + 4], 16) for i in range(0, len(match.group()), 4))
+        data = bytes(int(match.group()[i + 2 : i + 4], 16) for i in range(0, len(match.group()), 4))
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
@@ -650,9 +653,11 @@ _CODES = re.compile(r"(?:(?:0x[0-9A-Fa-f]{2}|\\[0-7]{3}|\b[01]{8}\b|\b\d{2,7}\b|
 _CODE = re.compile(r"0x([0-9A-Fa-f]{2})|\\([0-7]{3})|\b([01]{8})\b|\b(\d{2,7})\b")
 _UU = re.compile(r"^begin [0-7]{3} \S+\r?\n(.*?)^end$", re.DOTALL | re.MULTILINE)
 _MORSE_RUN = re.compile(r"(?:[.\-\u00b7\u2022\u2013\u2014_]{1,7}(?:[ \t]+|\s*/\s*|$)){4,}")
-_MORSE_CODES = (".- -... -.-. -.. . ..-. --. .... .. .--- -.- .-.. -- -. --- .--. --.- .-. ... - ..- ...- .-- -..- "
-                "-.-- --.. ----- .---- ..--- ...-- ....- ..... -.... --... ---.. ----. -....- .-.-.- ..--.- -..-. "
-                ".--.-. ---...")
+_MORSE_CODES = (
+    ".- -... -.-. -.. . ..-. --. .... .. .--- -.- .-.. -- -. --- .--. --.- .-. ... - ..- ...- .-- -..- "
+    "-.-- --.. ----- .---- ..--- ...-- ....- ..... -.... --... ---.. ----. -....- .-.-.- ..--.- -..-. "
+    ".--.-. ---..."
+)
 _MORSE = dict(zip(_MORSE_CODES.split(), "abcdefghijklmnopqrstuvwxyz0123456789-._/@:", strict=True))
 _MORSE_MARKS = str.maketrans({"\u00b7": ".", "\u2022": ".", "\u2013": "-", "\u2014": "-", "_": "-"})
 _PUNY = re.compile(r"\bxn--[a-z0-9-]+\b", re.IGNORECASE)
@@ -756,11 +761,13 @@ def _morse_children(text: str) -> Iterator[str]:
 def _punycode_children(text: str) -> Iterator[str]:
     if not _PUNY.search(text):
         return
+
     def one(match: re.Match[str]) -> str:
         try:
             return match.group()[4:].encode("ascii").decode("punycode")
         except (UnicodeError, ValueError):
             return match.group()
+
     yield _PUNY.sub(one, text)
 
 
@@ -853,8 +860,10 @@ def _token_pattern(folded: str, squeezed: str) -> re.Pattern[str]:
         rests = [body[1:] + (not_before if text[-1].isalnum() else "") for text, body in options]
         pattern = f"{first}(?<![^\\W_]{first})(?:{'|'.join(rests)})"
     else:
-        pattern = "|".join((not_after if text[0].isalnum() else "") + body + (not_before if text[-1].isalnum() else "")
-                           for text, body in options)
+        pattern = "|".join(
+            (not_after if text[0].isalnum() else "") + body + (not_before if text[-1].isalnum() else "")
+            for text, body in options
+        )
     return re.compile(pattern)
 
 
@@ -947,8 +956,9 @@ def _text_found(folded: str, folded_forms: str, compact_forms: str, *, short_dig
     # payloads stop here.
     if not splittable and squeezed not in compact_forms:
         return False
-    if splittable and not any(squeezed[g:g + SHORT_PIECE] in compact_forms
-                              for g in range(len(squeezed) // GUESSABLE + 1)):
+    if splittable and not any(
+        squeezed[g : g + SHORT_PIECE] in compact_forms for g in range(len(squeezed) // GUESSABLE + 1)
+    ):
         return False
     if squeezed in compact_forms:
         return True
@@ -963,8 +973,9 @@ way, short codes would match too much ordinary text."""
 def _revealed(secret: str | dict[str, object], view: _View) -> bool:
     if isinstance(secret, dict):  # a secret given as typed values (`{money: [115000, 140000]}`)
         typed = values.typed_secret(secret)
-        return typed is not None and (bool(typed.single & view.atoms)
-                                      or (bool(typed.joint) and typed.joint <= view.atoms))
+        return typed is not None and (
+            bool(typed.single & view.atoms) or (bool(typed.joint) and typed.joint <= view.atoms)
+        )
     if not isinstance(secret, str) or not secret.strip():
         return False
     digits = _NON_ALNUM.sub("", normal.clean(secret)).isdigit()  # a numeric code, before 0 reads as o
@@ -1018,8 +1029,9 @@ def reveals(secret: str | dict[str, object], payloads: Iterable[bytes | str]) ->
         return False
 
 
-def reveals_any(secrets: Iterable[str | dict[str, object]],
-                payloads: Iterable[bytes | str]) -> list[str | dict[str, object]]:
+def reveals_any(
+    secrets: Iterable[str | dict[str, object]], payloads: Iterable[bytes | str]
+) -> list[str | dict[str, object]]:
     """The secrets revealed by `payloads`, in the order given, each once."""
     try:
         view = _views(payloads)

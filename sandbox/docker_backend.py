@@ -115,8 +115,9 @@ def client(timeout: int = 30) -> Any:
         found.ping()
     except Exception as exc:
         detail = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
-        raise IsolationUnavailable(f"--sandbox docker: no Docker daemon answers ({detail}); "
-                                   "start dockerd or set DOCKER_HOST") from None
+        raise IsolationUnavailable(
+            f"--sandbox docker: no Docker daemon answers ({detail}); start dockerd or set DOCKER_HOST"
+        ) from None
     return found
 
 
@@ -127,11 +128,14 @@ def docker_problem(image: str) -> str | None:
     except IsolationUnavailable as exc:
         return str(exc)
     import docker
+
     try:
         found.images.get(image)
     except docker.errors.ImageNotFound:
-        return f"--sandbox docker: image {image} is not present; build it with `{BUILD_HINT}` or choose one " \
-               "with `redagent sandbox image use TAG`"
+        return (
+            f"--sandbox docker: image {image} is not present; build it with `{BUILD_HINT}` or choose one "
+            "with `redagent sandbox image use TAG`"
+        )
     except docker.errors.APIError as exc:
         return f"--sandbox docker: cannot inspect image {image}: {str(exc)[:160]}"
     return None
@@ -187,10 +191,20 @@ class Docker:
 
     name = "docker"
 
-    def __init__(self, image: str | None = None, *, run_id: str = "", memory_mb: int = 1024,
-                 max_processes: int = 64, max_file_mb: int = 64, cpus: float = 1.0, tmp_mb: int = TMP_MB,
-                 tmp_inodes: int = TMP_INODES, workspace_mb: int = WORKSPACE_MB,
-                 workspace_inodes: int = WORKSPACE_INODES) -> None:
+    def __init__(
+        self,
+        image: str | None = None,
+        *,
+        run_id: str = "",
+        memory_mb: int = 1024,
+        max_processes: int = 64,
+        max_file_mb: int = 64,
+        cpus: float = 1.0,
+        tmp_mb: int = TMP_MB,
+        tmp_inodes: int = TMP_INODES,
+        workspace_mb: int = WORKSPACE_MB,
+        workspace_inodes: int = WORKSPACE_INODES,
+    ) -> None:
         self.image = image or chosen_image()
         self.run_id = run_id
         self.memory_mb, self.max_processes, self.max_file_mb, self.cpus = memory_mb, max_processes, max_file_mb, cpus
@@ -265,19 +279,38 @@ class Docker:
             os.chown(sockets, uid, uid)
         ram = f"{self.ram_budget_mb}m"
         host = api.create_host_config(
-            binds={key: {"bind": "/workspace", "mode": "rw"}, str(sockets): {"bind": "/run/redagent", "mode": "rw"},
-                   str(self._shims): {"bind": SHIM_DIR, "mode": "ro"}},
-            network_mode="none", ipc_mode="none", read_only=True, init=True,
+            binds={
+                key: {"bind": "/workspace", "mode": "rw"},
+                str(sockets): {"bind": "/run/redagent", "mode": "rw"},
+                str(self._shims): {"bind": SHIM_DIR, "mode": "ro"},
+            },
+            network_mode="none",
+            ipc_mode="none",
+            read_only=True,
+            init=True,
             tmpfs={"/tmp": f"rw,nosuid,nodev,size={self.tmp_mb}m,nr_inodes={self.tmp_inodes},mode=1777"},
-            mem_limit=ram, memswap_limit=ram, pids_limit=self.max_processes, nano_cpus=int(self.cpus * 1e9),
-            cap_drop=["ALL"], security_opt=["no-new-privileges"],
-            ulimits=[{"Name": "fsize", "Soft": self.max_file_mb << 20, "Hard": self.max_file_mb << 20},
-                     {"Name": "nproc", "Soft": self.max_processes, "Hard": self.max_processes}])
+            mem_limit=ram,
+            memswap_limit=ram,
+            pids_limit=self.max_processes,
+            nano_cpus=int(self.cpus * 1e9),
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            ulimits=[
+                {"Name": "fsize", "Soft": self.max_file_mb << 20, "Hard": self.max_file_mb << 20},
+                {"Name": "nproc", "Soft": self.max_processes, "Hard": self.max_processes},
+            ],
+        )
         try:
             made = api.create_container(
-                self.image, command=["sleep", "infinity"], user=IDLE_USER, working_dir="/workspace",
-                labels={LABEL_RUN: self.run_id, LABEL_OWNER: _owner()}, host_config=host,
-                environment=dict(_ENV), network_disabled=True)
+                self.image,
+                command=["sleep", "infinity"],
+                user=IDLE_USER,
+                working_dir="/workspace",
+                labels={LABEL_RUN: self.run_id, LABEL_OWNER: _owner()},
+                host_config=host,
+                environment=dict(_ENV),
+                network_disabled=True,
+            )
             container = made["Id"]
             box = _Box(container, sockets, uid, lease)
             with self._lock:
@@ -327,9 +360,17 @@ class Docker:
         """The daemon's low-level API client (connected, and stale containers reaped, once per backend)."""
         return self._setup()
 
-    def start_container(self, *, command: list[str], binds: dict[str, dict[str, str]], tmpfs: dict[str, str],
-                        memory_mb: int, pids: int, environment: dict[str, str] | None = None,
-                        working_dir: str = "/") -> str:
+    def start_container(
+        self,
+        *,
+        command: list[str],
+        binds: dict[str, dict[str, str]],
+        tmpfs: dict[str, str],
+        memory_mb: int,
+        pids: int,
+        environment: dict[str, str] | None = None,
+        working_dir: str = "/",
+    ) -> str:
         """Create and start a container of this run beside the command containers (a CLI harness's, engine/
         harnesses/cli/container.py) with the same confinement — no network, a read-only root, no IPC
         namespace of its own, no capabilities, no-new-privileges, an init, the idle process as nobody —
@@ -338,22 +379,40 @@ class Docker:
         api = self._setup()
         ram = f"{memory_mb}m"
         host = api.create_host_config(
-            binds=binds, tmpfs=tmpfs, network_mode="none", ipc_mode="none", read_only=True, init=True,
-            mem_limit=ram, memswap_limit=ram, pids_limit=pids, cap_drop=["ALL"], security_opt=["no-new-privileges"])
+            binds=binds,
+            tmpfs=tmpfs,
+            network_mode="none",
+            ipc_mode="none",
+            read_only=True,
+            init=True,
+            mem_limit=ram,
+            memswap_limit=ram,
+            pids_limit=pids,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+        )
         container = None
         try:
             container = api.create_container(
-                self.image, command=command, user=IDLE_USER, working_dir=working_dir,
-                labels={LABEL_RUN: self.run_id, LABEL_OWNER: _owner()}, host_config=host,
-                environment=environment or {}, network_disabled=True)["Id"]
+                self.image,
+                command=command,
+                user=IDLE_USER,
+                working_dir=working_dir,
+                labels={LABEL_RUN: self.run_id, LABEL_OWNER: _owner()},
+                host_config=host,
+                environment=environment or {},
+                network_disabled=True,
+            )["Id"]
             with self._lock:
                 self._held.add(container)  # before start: a failed start is still removed
             api.start(container)
         except Exception as exc:
             if container is not None:
                 self.remove_container(container)
-            raise SandboxFailure(f"docker could not start a container of image {self.image}: "
-                                 f"{str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}") from None
+            raise SandboxFailure(
+                f"docker could not start a container of image {self.image}: "
+                f"{str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}"
+            ) from None
         return container
 
     def kill_container(self, container: str) -> None:
@@ -370,9 +429,17 @@ class Docker:
             self._setup().remove_container(container, force=True)
 
     # -- one command ----------------------------------------------------------------------------
-    def run(self, workspace: Path, command: str, *, timeout: int, bridge: Bridge | None = None,
-            stop: threading.Event | None = None, uid: int | None = None,
-            budget: Budget | None = None) -> CommandResult:
+    def run(
+        self,
+        workspace: Path,
+        command: str,
+        *,
+        timeout: int,
+        bridge: Bridge | None = None,
+        stop: threading.Event | None = None,
+        uid: int | None = None,
+        budget: Budget | None = None,
+    ) -> CommandResult:
         command_deadline(command, timeout, stop)  # refused before a container is made for it
         budget = budget if budget is not None else Budget()
         box = self._box(workspace, uid if os.geteuid() == 0 else None)
@@ -386,11 +453,9 @@ class Docker:
                 box.commands += 1
                 number = box.commands
             socket_path = box.sockets / f"svc-{number}.sock"
-            server = _BridgeServer(socket_path, bridge, deadline, budget=budget,
-                                   owner=box.uid) if bridge else None
+            server = _BridgeServer(socket_path, bridge, deadline, budget=budget, owner=box.uid) if bridge else None
             try:
-                out, err, exit_code, killed = self._exec(box, command, run_as, number, deadline, stop, budget,
-                                                         nested)
+                out, err, exit_code, killed = self._exec(box, command, run_as, number, deadline, stop, budget, nested)
             finally:
                 if server:
                     server.close()
@@ -400,14 +465,25 @@ class Docker:
         if killed is not None:
             exit_code = 124 if killed == "time limit" else 137
         return CommandResult(
-            exit_code=exit_code, stdout=out.text(),
-            stderr=err.text() + (f"\n[killed: {killed}]" if killed else ""), timed_out=killed == "time limit",
+            exit_code=exit_code,
+            stdout=out.text(),
+            stderr=err.text() + (f"\n[killed: {killed}]" if killed else ""),
+            timed_out=killed == "time limit",
             hosts=sorted({h for a in answers for h in a.hosts}),
-            bridged_calls=[r for a in answers for r in a.receipt_ids])
+            bridged_calls=[r for a in answers for r in a.receipt_ids],
+        )
 
-    def _exec(self, box: _Box, command: str, uid: int, number: int, deadline: float,
-              stop: threading.Event | None, budget: Budget, nested: bool = False
-              ) -> tuple[_Kept, _Kept, int, str | None]:
+    def _exec(
+        self,
+        box: _Box,
+        command: str,
+        uid: int,
+        number: int,
+        deadline: float,
+        stop: threading.Event | None,
+        budget: Budget,
+        nested: bool = False,
+    ) -> tuple[_Kept, _Kept, int, str | None]:
         api = self._api
         cpu = max(1, int(deadline - time.monotonic()) + 2)
         # The CPU-time limit per command (the container's own limits are per rollout), set by the
@@ -421,8 +497,17 @@ class Docker:
         argv = ["sh", "-c", f'ulimit -t "$1" || exit 125; sh -c "$2"; code=$?; {ending}', "sh", str(cpu), command]
         env = dict(_ENV, REDAGENT_SOCKET=f"/run/redagent/svc-{number}.sock")
         try:
-            exec_id = api.exec_create(box.container, argv, stdout=True, stderr=True, stdin=False, tty=False,
-                                      user=f"{uid}:{uid}", workdir="/workspace", environment=env)["Id"]
+            exec_id = api.exec_create(
+                box.container,
+                argv,
+                stdout=True,
+                stderr=True,
+                stdin=False,
+                tty=False,
+                user=f"{uid}:{uid}",
+                workdir="/workspace",
+                environment=env,
+            )["Id"]
             stream = api.exec_start(exec_id, socket=True)
         except Exception as exc:
             raise SandboxFailure(f"docker could not start the command: {str(exc)[:200]}") from None
@@ -457,11 +542,13 @@ class Docker:
         # kill(-1) as the command's uid reaches every process that uid runs in the container (they cannot
         # change uid: no capabilities, no-new-privileges) and nothing else, the container's init included.
         with contextlib.suppress(Exception):
-            self._api.exec_start(self._api.exec_create(box.container, ["sh", "-c", "kill -9 -1"],
-                                                       user=f"{uid}:{uid}")["Id"])
+            self._api.exec_start(
+                self._api.exec_create(box.container, ["sh", "-c", "kill -9 -1"], user=f"{uid}:{uid}")["Id"]
+            )
 
-    def _collect(self, raw: socket.socket, box: _Box, uid: int, deadline: float,
-                 stop: threading.Event | None, budget: Budget) -> tuple[_Kept, _Kept, str | None]:
+    def _collect(
+        self, raw: socket.socket, box: _Box, uid: int, deadline: float, stop: threading.Event | None, budget: Budget
+    ) -> tuple[_Kept, _Kept, str | None]:
         """Read the exec's multiplexed stream (8-byte header: stream, 0, 0, 0, big-endian length) until
         it closes; kill the command at the deadline, past the rollout's output limit or when `stop` is set."""
         kept = {1: _Kept(), 2: _Kept()}
@@ -473,8 +560,15 @@ class Docker:
             while True:
                 now = time.monotonic()
                 if killed is None:
-                    reason = ("rollout closed" if stop is not None and stop.is_set() else "time limit"
-                              if now >= deadline else "output limit" if budget.output_spent else None)
+                    reason = (
+                        "rollout closed"
+                        if stop is not None and stop.is_set()
+                        else "time limit"
+                        if now >= deadline
+                        else "output limit"
+                        if budget.output_spent
+                        else None
+                    )
                     if reason:
                         killed, drain_until = reason, now + DRAIN_SECONDS
                         self._kill(box, uid)
@@ -539,9 +633,19 @@ def build_image(tag: str = DEFAULT_IMAGE, extras: tuple[str, ...] = (), *, log: 
     work = Path(tempfile.mkdtemp(prefix="redagent-image-", dir="/var/tmp"))
     try:
         rootfs = work / "rootfs"
-        done = subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}",
-                               "bookworm", str(rootfs), apt_mirror()], stdout=log or subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
+        done = subprocess.run(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                f"--include={','.join(packages)}",
+                "bookworm",
+                str(rootfs),
+                apt_mirror(),
+            ],
+            stdout=log or subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         if done.returncode != 0:
             raise ImageError(f"debootstrap failed: {done.stderr.strip().splitlines()[-1:] or done.returncode}")
         for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):  # 60+ MB nobody inside needs
@@ -551,10 +655,16 @@ def build_image(tag: str = DEFAULT_IMAGE, extras: tuple[str, ...] = (), *, log: 
         tarball = work / "rootfs.tar"
         subprocess.run(["tar", "-C", str(rootfs), "-cf", str(tarball), "."], check=True)
         repository, _, version = tag.rpartition(":") if ":" in tag.split("/")[-1] else (tag, "", "latest")
-        api.import_image_from_file(str(tarball), repository=repository, tag=version,
-                                   changes=[f"LABEL {LABEL_IMAGE}={IMAGE_VERSION}",
-                                            f"LABEL redagent.extras={','.join(extras) or 'none'}",
-                                            'CMD ["sleep", "infinity"]'])
+        api.import_image_from_file(
+            str(tarball),
+            repository=repository,
+            tag=version,
+            changes=[
+                f"LABEL {LABEL_IMAGE}={IMAGE_VERSION}",
+                f"LABEL redagent.extras={','.join(extras) or 'none'}",
+                'CMD ["sleep", "infinity"]',
+            ],
+        )
         return api.inspect_image(tag)["Id"]
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -563,6 +673,7 @@ def build_image(tag: str = DEFAULT_IMAGE, extras: tuple[str, ...] = (), *, log: 
 def image_labels(tag: str) -> dict[str, str]:
     """A local image's labels; IsolationUnavailable if it is absent."""
     import docker
+
     try:
         info = client().api.inspect_image(tag)
     except docker.errors.ImageNotFound:
@@ -590,9 +701,12 @@ def image_problem(tag: str) -> str | None:
     """None when `tag` can serve as a sandbox (sh, sleep and the shim's python3 with json); else why."""
     api = client().api
     try:
-        made = api.create_container(tag, command=["python3", "-S", "-E", "-c", "import json, socket"],
-                                    host_config=api.create_host_config(network_mode="none"),
-                                    labels={LABEL_RUN: "image-check", LABEL_OWNER: _owner()})
+        made = api.create_container(
+            tag,
+            command=["python3", "-S", "-E", "-c", "import json, socket"],
+            host_config=api.create_host_config(network_mode="none"),
+            labels={LABEL_RUN: "image-check", LABEL_OWNER: _owner()},
+        )
     except Exception as exc:
         return f"cannot use image {tag}: {str(exc)[:160]}"
     try:

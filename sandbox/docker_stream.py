@@ -30,7 +30,7 @@ class FrameDecoder:
         view = memoryview(data)
         while view:
             if self._left:
-                piece, view = view[:self._left], view[self._left:]
+                piece, view = view[: self._left], view[self._left :]
                 self._left -= len(piece)
                 yield self._stream, bytes(piece)
                 continue

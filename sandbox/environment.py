@@ -29,7 +29,12 @@ from redagent.sandbox.services.files import Files
 from redagent.sandbox.services.workspace import Workspace, remove_tree
 
 SERVICES: dict[str, type[Service]] = {
-    "workspace": Workspace, "email": Email, "browser": Browser, "banking": Banking, "files": Files}
+    "workspace": Workspace,
+    "email": Email,
+    "browser": Browser,
+    "banking": Banking,
+    "files": Files,
+}
 DEFAULT_CLOCK = "2026-03-02T09:00:00Z"
 
 _isolation: Backend | None = None
@@ -52,6 +57,7 @@ def make_isolation(sandbox: str = "bwrap", image: str | None = None, run_id: str
         return default_isolation()
     if sandbox == "docker":
         from redagent.sandbox.docker_backend import Docker
+
         backend = Docker(image, run_id=run_id)
         backend.check()
         return backend
@@ -81,10 +87,15 @@ def workspace_root() -> str | None:
 
 
 class Environment:
-    def __init__(self, seed: dict[str, Any], surfaces: list[str],
-                 interventions: list[dict[str, Any]] | None = None, *,
-                 isolation: Backend | None = None,
-                 workspace_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        seed: dict[str, Any],
+        surfaces: list[str],
+        interventions: list[dict[str, Any]] | None = None,
+        *,
+        isolation: Backend | None = None,
+        workspace_dir: Path | None = None,
+    ) -> None:
         self._owns_dir = workspace_dir is None
         self.workspace_dir = Path(workspace_dir or tempfile.mkdtemp(prefix="redagent-ws-", dir=workspace_root()))
         self.isolation = isolation if isolation is not None else shared_isolation()
@@ -99,8 +110,9 @@ class Environment:
                 self.services[name] = cls(seed.get(name) or {}, self)
             self.gateway = ToolGateway(self, surfaces, interventions)
             for number, action in enumerate(seed.get("setup_actions") or [], start=1):
-                outcome = self.gateway.call(action["tool"], action.get("args", {}), step=None,
-                                            actor="setup", bridged=True)
+                outcome = self.gateway.call(
+                    action["tool"], action.get("args", {}), step=None, actor="setup", bridged=True
+                )
                 if not outcome.ok:
                     raise SetupError(f"seed.setup_actions[{number - 1}]: {outcome.error}")
         except BaseException:

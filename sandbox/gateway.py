@@ -75,8 +75,7 @@ def render(result: Any) -> str:
 
 
 class ToolGateway:
-    def __init__(self, env: Host, surfaces: list[str],
-                 interventions: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, env: Host, surfaces: list[str], interventions: list[dict[str, Any]] | None = None) -> None:
         self.env = env
         self.surfaces = list(surfaces)
         self.interventions = list(interventions or [])
@@ -97,8 +96,9 @@ class ToolGateway:
             shown.append(self.definition(name))
             for fake in self.lookalikes.values():
                 if fake["target"] == name:
-                    shown.append({"name": fake["name"], "description": fake["description"],
-                                  "parameters": spec.parameters})
+                    shown.append(
+                        {"name": fake["name"], "description": fake["description"], "parameters": spec.parameters}
+                    )
         return shown
 
     def definition(self, name: str) -> dict[str, Any]:
@@ -117,8 +117,16 @@ class ToolGateway:
         return services
 
     # -- calls ---------------------------------------------------------------------------------
-    def call(self, name: str, args: Any, *, step: int | None, actor: str = "agent",
-             via: str | None = None, bridged: bool = False) -> ToolOutcome:
+    def call(
+        self,
+        name: str,
+        args: Any,
+        *,
+        step: int | None,
+        actor: str = "agent",
+        via: str | None = None,
+        bridged: bool = False,
+    ) -> ToolOutcome:
         if not isinstance(name, str):
             return self._error(str(name)[:100], args, f"tool name must be a string, got {type(name).__name__}")
         fake = self.lookalikes.get(name)
@@ -129,16 +137,24 @@ class ToolGateway:
         if spec is None or (not bridged and target not in self.visible):
             return self._error(name, args, f"unknown tool {name!r}")
         if not isinstance(args, dict):
-            return self._refused(spec, name, {}, step, actor, via,
-                                 ToolError(f"arguments must be a JSON object, got {type(args).__name__}"))
+            return self._refused(
+                spec,
+                name,
+                {},
+                step,
+                actor,
+                via,
+                ToolError(f"arguments must be a JSON object, got {type(args).__name__}"),
+            )
         try:  # what cannot be stored in a receipt cannot be run: the rollout would fail to store later
             orjson.dumps(args)
         except (TypeError, orjson.JSONEncodeError) as exc:
             return self._refused(spec, name, {}, step, actor, via, ToolError(f"arguments cannot be stored: {exc}"))
         problems = validate(spec.parameters, args)
         if problems:
-            return self._refused(spec, name, args, step, actor, via,
-                                 ToolError("invalid arguments: " + "; ".join(problems)))
+            return self._refused(
+                spec, name, args, step, actor, via, ToolError("invalid arguments: " + "; ".join(problems))
+            )
         effective = with_injected(args, fake.get("inject_args") if fake else None)
         service = self.env.services[spec.service]
         fx: dict[str, Any] = {}
@@ -155,8 +171,15 @@ class ToolGateway:
         except SandboxFailure:
             raise
         except Exception as exc:  # a service bug costs this call, recorded as failed, not the rollout
-            return self._refused(spec, name, effective, step, actor, via,
-                                 ToolError(f"internal error in {spec.name}: {type(exc).__name__}: {str(exc)[:200]}"))
+            return self._refused(
+                spec,
+                name,
+                effective,
+                step,
+                actor,
+                via,
+                ToolError(f"internal error in {spec.name}: {type(exc).__name__}: {str(exc)[:200]}"),
+            )
         finally:
             self.env.bridge = previous_bridge
         receipts = []
@@ -164,12 +187,22 @@ class ToolGateway:
             fx["lookalike"] = fake["name"]
         # A read that still sent something out (a page opened, a search made) is on the egress wire too.
         if spec.consequential or fx.get("outbound"):
-            receipts.append(self.env.receipts.append(
-                service=spec.service, action=spec.name, args=effective, outcome="ok",
-                actor=actor, step=step, effect=fx, via=via))
+            receipts.append(
+                self.env.receipts.append(
+                    service=spec.service,
+                    action=spec.name,
+                    args=effective,
+                    outcome="ok",
+                    actor=actor,
+                    step=step,
+                    effect=fx,
+                    via=via,
+                )
+            )
         made = [r.id for r in self.env.receipts.since(before)]
-        outcome = ToolOutcome(name=name, args=args, ok=True, result=result,
-                              observation=render(result), receipt_ids=made)
+        outcome = ToolOutcome(
+            name=name, args=args, ok=True, result=result, observation=render(result), receipt_ids=made
+        )
         return self._intervene(outcome, target)
 
     def command_tools(self) -> dict[str, dict[str, Any]]:
@@ -192,8 +225,11 @@ class ToolGateway:
         if nested and self._nested:
             # `rtool run_command` from a command is one level of sandbox in a sandbox (a planted script
             # that runs a command); a script calling itself that way would nest them without bound.
-            return BridgeAnswer(ok=False, output="run_command is not available from inside a command "
-                                                 "that run_command started: run the command directly")
+            return BridgeAnswer(
+                ok=False,
+                output="run_command is not available from inside a command "
+                "that run_command started: run the command directly",
+            )
         self._nested += nested
         try:
             outcome = self.call(name, args, step=step, via="run_command", bridged=True)
@@ -207,8 +243,17 @@ class ToolGateway:
         text = outcome.observation if outcome.ok else (outcome.error or outcome.observation)
         return BridgeAnswer(ok=outcome.ok, output=text, hosts=hosts, receipt_ids=outcome.receipt_ids)
 
-    def _refused(self, spec: ToolSpec, name: str, args: dict[str, Any], step: int | None,
-                 actor: str, via: str | None, exc: ToolError, sent: Any = None) -> ToolOutcome:
+    def _refused(
+        self,
+        spec: ToolSpec,
+        name: str,
+        args: dict[str, Any],
+        step: int | None,
+        actor: str,
+        via: str | None,
+        exc: ToolError,
+        sent: Any = None,
+    ) -> ToolOutcome:
         """A call that failed. `sent` is what the service put on the egress wire before it failed (a request
         the remote server answered with an error): those bytes left, so the receipt keeps them."""
         receipt_ids = []
@@ -217,8 +262,16 @@ class ToolGateway:
             lookalike = name in self.lookalikes and via != name  # through a command: noted beside `via`
             effect = {**({"lookalike": name} if lookalike else {}), **({"outbound": sent} if sent else {})}
             receipt = self.env.receipts.append(
-                service=spec.service, action=spec.name, args=args, outcome=exc.outcome,
-                actor=actor, step=step, error=str(exc), via=via, effect=effect or None)
+                service=spec.service,
+                action=spec.name,
+                args=args,
+                outcome=exc.outcome,
+                actor=actor,
+                step=step,
+                error=str(exc),
+                via=via,
+                effect=effect or None,
+            )
             receipt_ids.append(receipt.id)
         outcome = self._error(name, args, str(exc))
         outcome.receipt_ids = receipt_ids
@@ -226,8 +279,14 @@ class ToolGateway:
 
     @staticmethod
     def _error(name: str, args: Any, message: str) -> ToolOutcome:
-        return ToolOutcome(name=name, args=args if isinstance(args, dict) else {}, ok=False,
-                           result=None, observation=f"ERROR: {message}", error=message)
+        return ToolOutcome(
+            name=name,
+            args=args if isinstance(args, dict) else {},
+            ok=False,
+            result=None,
+            observation=f"ERROR: {message}",
+            error=message,
+        )
 
     def _intervene(self, outcome: ToolOutcome, target: str) -> ToolOutcome:
         for item in self.interventions:

@@ -146,9 +146,17 @@ class Backend(Protocol):
     workspace_mb: int
     workspace_inodes: int
 
-    def run(self, workspace: Path, command: str, *, timeout: int, bridge: Bridge | None = None,
-            stop: threading.Event | None = None, uid: int | None = None,
-            budget: Budget | None = None) -> CommandResult: ...
+    def run(
+        self,
+        workspace: Path,
+        command: str,
+        *,
+        timeout: int,
+        bridge: Bridge | None = None,
+        stop: threading.Event | None = None,
+        uid: int | None = None,
+        budget: Budget | None = None,
+    ) -> CommandResult: ...
 
     def release(self, workspace: Path) -> None: ...
 
@@ -165,9 +173,17 @@ class NoIsolation:
     def release(self, workspace: Path) -> None:
         """Nothing is held per rollout."""
 
-    def run(self, workspace: Path, command: str, *, timeout: int, bridge: Bridge | None = None,
-            stop: threading.Event | None = None, uid: int | None = None,
-            budget: Budget | None = None) -> CommandResult:
+    def run(
+        self,
+        workspace: Path,
+        command: str,
+        *,
+        timeout: int,
+        bridge: Bridge | None = None,
+        stop: threading.Event | None = None,
+        uid: int | None = None,
+        budget: Budget | None = None,
+    ) -> CommandResult:
         raise IsolationUnavailable(self.reason)
 
 
@@ -181,9 +197,17 @@ class Bubblewrap:
 
     name = "bubblewrap"
 
-    def __init__(self, *, memory_mb: int = 1024, max_processes: int = 64, max_file_mb: int = 64,
-                 tmp_mb: int = TMP_MB, tmp_inodes: int = TMP_INODES, workspace_mb: int = WORKSPACE_MB,
-                 workspace_inodes: int = WORKSPACE_INODES) -> None:
+    def __init__(
+        self,
+        *,
+        memory_mb: int = 1024,
+        max_processes: int = 64,
+        max_file_mb: int = 64,
+        tmp_mb: int = TMP_MB,
+        tmp_inodes: int = TMP_INODES,
+        workspace_mb: int = WORKSPACE_MB,
+        workspace_inodes: int = WORKSPACE_INODES,
+    ) -> None:
         self.memory_mb = memory_mb
         self.max_processes = max_processes
         self.max_file_mb = max_file_mb
@@ -197,9 +221,17 @@ class Bubblewrap:
     def release(self, workspace: Path) -> None:
         """Nothing outlives a command: each one is a sandbox of its own."""
 
-    def run(self, workspace: Path, command: str, *, timeout: int, bridge: Bridge | None = None,
-            stop: threading.Event | None = None, uid: int | None = None,
-            budget: Budget | None = None) -> CommandResult:
+    def run(
+        self,
+        workspace: Path,
+        command: str,
+        *,
+        timeout: int,
+        bridge: Bridge | None = None,
+        stop: threading.Event | None = None,
+        uid: int | None = None,
+        budget: Budget | None = None,
+    ) -> CommandResult:
         """Run `sh -c command` in the workspace; `stop`, once set, kills it (the rollout is closing)."""
         problem = bwrap_problem()
         if problem:
@@ -207,8 +239,11 @@ class Bubblewrap:
         deadline = command_deadline(command, timeout, stop)
         budget = budget if budget is not None else Budget()
         with command_uid(workspace, uid) as run_as, _Scratch(run_as, self.tmp_mb, self.tmp_inodes) as scratch:
-            server = _BridgeServer(scratch.run / "svc.sock", bridge, deadline, budget=budget,
-                                   owner=run_as) if bridge else None
+            server = (
+                _BridgeServer(scratch.run / "svc.sock", bridge, deadline, budget=budget, owner=run_as)
+                if bridge
+                else None
+            )
             try:
                 scratch.hand_over()  # the socket's folder and its root to the command's uid, 0700
                 outcome = self._spawn(workspace, command, scratch, run_as, deadline, stop, budget)
@@ -221,13 +256,24 @@ class Bubblewrap:
         answers = server.answers if server else []
         exit_code = returncode if killed is None else 124 if killed == "time limit" else 137
         return CommandResult(
-            exit_code=exit_code, stdout=out.text(),
-            stderr=err.text() + (f"\n[killed: {killed}]" if killed else ""), timed_out=killed == "time limit",
+            exit_code=exit_code,
+            stdout=out.text(),
+            stderr=err.text() + (f"\n[killed: {killed}]" if killed else ""),
+            timed_out=killed == "time limit",
             hosts=sorted({h for a in answers for h in a.hosts}),
-            bridged_calls=[r for a in answers for r in a.receipt_ids])
+            bridged_calls=[r for a in answers for r in a.receipt_ids],
+        )
 
-    def _spawn(self, workspace: Path, command: str, scratch: _Scratch, uid: int | None, deadline: float,
-               stop: threading.Event | None, budget: Budget) -> tuple[_Kept, _Kept, int, str | None, bool]:
+    def _spawn(
+        self,
+        workspace: Path,
+        command: str,
+        scratch: _Scratch,
+        uid: int | None,
+        deadline: float,
+        stop: threading.Event | None,
+        budget: Budget,
+    ) -> tuple[_Kept, _Kept, int, str | None, bool]:
         status_read, status_write = os.pipe()
         # The sandbox's set-up travels through a memfd (`bwrap --args`), so its PID 1 — bwrap — shows
         # `bwrap --args N sh -c …` in /proc/1/cmdline, not the host's paths; the shim is copied in.
@@ -241,12 +287,25 @@ class Bubblewrap:
         # Limits through prlimit(1) rather than a preexec_fn: a preexec_fn forces a full fork of
         # this (large) process for every command, where without one Python can vfork.
         cpu = max(1, int(deadline - time.monotonic()) + 2)
-        argv = ["prlimit", f"--as={self.memory_mb << 20}", f"--nproc={self.max_processes}",
-                f"--fsize={self.max_file_mb << 20}", f"--cpu={cpu}", "--", *argv]
+        argv = [
+            "prlimit",
+            f"--as={self.memory_mb << 20}",
+            f"--nproc={self.max_processes}",
+            f"--fsize={self.max_file_mb << 20}",
+            f"--cpu={cpu}",
+            "--",
+            *argv,
+        ]
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, pass_fds=(status_write, args_fd, shim_fd),
-                                    start_new_session=True, env=_ENV)
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(status_write, args_fd, shim_fd),
+                start_new_session=True,
+                env=_ENV,
+            )
         except BaseException:
             os.close(status_read)
             raise
@@ -266,8 +325,22 @@ class Bubblewrap:
         return out, err, proc.returncode, killed, started
 
     def _args(self, workspace: Path, scratch: _Scratch, status_fd: int, shim_fd: int) -> list[str]:
-        args = ["--unshare-all", "--die-with-parent", "--new-session", "--json-status-fd", str(status_fd),
-                "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--dir", "/run"]
+        args = [
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--json-status-fd",
+            str(status_fd),
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--dir",
+            "/run",
+        ]
         if scratch.mounted:  # a tmpfs of our own: size and inode count both bounded
             args += ["--bind", str(scratch.tmp), "/tmp"]
         else:  # bwrap's own tmpfs: its size is bounded, its inode count is not (see quota_problem)
@@ -278,8 +351,20 @@ class Bubblewrap:
             args += ["--symlink", "rtool", f"{SHIM_DIR}/{name}"]
         # The root (bwrap's tmpfs) and /dev are remounted read-only once set up: left writable they
         # would be RAM-backed storage without any limit. /tmp and /workspace stay writable.
-        args += ["--bind", str(scratch.run), "/run/redagent", "--bind", str(workspace), "/workspace",
-                 "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/workspace"]
+        args += [
+            "--bind",
+            str(scratch.run),
+            "/run/redagent",
+            "--bind",
+            str(workspace),
+            "/workspace",
+            "--remount-ro",
+            "/dev",
+            "--remount-ro",
+            "/",
+            "--chdir",
+            "/workspace",
+        ]
         return args
 
 
@@ -302,20 +387,27 @@ def _memfd(data: bytes) -> int:
     return fd
 
 
-_ENV = {"PATH": f"{SHIM_DIR}:/usr/local/bin:/usr/bin:/bin", "HOME": "/workspace",
-        "LANG": "C.UTF-8", "REDAGENT_SOCKET": "/run/redagent/svc.sock"}
+_ENV = {
+    "PATH": f"{SHIM_DIR}:/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/workspace",
+    "LANG": "C.UTF-8",
+    "REDAGENT_SOCKET": "/run/redagent/svc.sock",
+}
 
 
 @functools.cache
 def bwrap_problem() -> str | None:
     """None when bubblewrap works here; otherwise one line saying why it does not."""
     if shutil.which("bwrap") is None:
-        return ("bubblewrap (bwrap) is not installed; install it (Debian/Ubuntu: "
-                "apt-get install bubblewrap) to let agents run commands")
+        return (
+            "bubblewrap (bwrap) is not installed; install it (Debian/Ubuntu: "
+            "apt-get install bubblewrap) to let agents run commands"
+        )
     # Only /usr, as the sandboxes themselves: a recursive bind of / races with the workspace and /tmp
     # mounts of rollouts coming and going (a mount point removed mid-setup fails bwrap's remount).
-    probe = subprocess.run(["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", *_system_dirs(), "true"],
-                           capture_output=True, text=True)
+    probe = subprocess.run(
+        ["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", *_system_dirs(), "true"], capture_output=True, text=True
+    )
     if probe.returncode != 0:
         return f"bubblewrap cannot create a sandbox here: {probe.stderr.strip()[:200]}"
     if shutil.which("prlimit") is None:
@@ -519,19 +611,20 @@ class _Kept:
             data = data[room:]
         self.rest += data
         if len(self.rest) > 4 * self.half:  # trimmed in bulk, so each byte is moved a bounded number of times
-            del self.rest[:-self.half]
+            del self.rest[: -self.half]
 
     def text(self) -> str:
         head = self.head.decode("utf-8", errors="replace")
         if self.total <= 2 * self.half:
             return (self.head + self.rest).decode("utf-8", errors="replace")
         omitted = self.total - 2 * self.half
-        tail = self.rest[-self.half:].decode("utf-8", errors="replace")
+        tail = self.rest[-self.half :].decode("utf-8", errors="replace")
         return f"{head}\n[... {omitted} bytes of output omitted ...]\n{tail}"
 
 
-def _collect(proc: subprocess.Popen, deadline: float, stop: threading.Event | None, budget: Budget
-             ) -> tuple[_Kept, _Kept, str | None]:
+def _collect(
+    proc: subprocess.Popen, deadline: float, stop: threading.Event | None, budget: Budget
+) -> tuple[_Kept, _Kept, str | None]:
     """Read both pipes in chunks until they close; kill the command at the deadline, past the rollout's
     output limit or when `stop` is set. Returns the kept output and why the command was killed (or None)."""
     out, err = _Kept(), _Kept()
@@ -544,8 +637,15 @@ def _collect(proc: subprocess.Popen, deadline: float, stop: threading.Event | No
         while selector.get_map():
             now = time.monotonic()
             if killed is None:
-                reason = ("rollout closed" if stop is not None and stop.is_set() else "time limit" if now >= deadline
-                          else "output limit" if budget.output_spent else None)
+                reason = (
+                    "rollout closed"
+                    if stop is not None and stop.is_set()
+                    else "time limit"
+                    if now >= deadline
+                    else "output limit"
+                    if budget.output_spent
+                    else None
+                )
                 if reason:
                     killed, drain_until = reason, now + DRAIN_SECONDS
                     _kill(proc)
@@ -608,8 +708,15 @@ class _BridgeServer:
     and, with `owner`, given to that uid; a peer of any other uid (SO_PEERCRED) is dropped unanswered.
     Calls count against `budget`, the rollout's (nested commands share it)."""
 
-    def __init__(self, path: Path, bridge: Bridge, deadline: float | None = None, *, budget: Budget | None = None,
-                 owner: int | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        bridge: Bridge,
+        deadline: float | None = None,
+        *,
+        budget: Budget | None = None,
+        owner: int | None = None,
+    ) -> None:
         self.path = path
         self.bridge = bridge
         self.deadline = deadline
@@ -658,8 +765,9 @@ class _BridgeServer:
         if self.owner is None:
             return True
         try:
-            _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                            struct.calcsize("3i")))
+            _, uid, _ = struct.unpack(
+                "3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            )
         except OSError:
             return False
         return uid == self.owner
@@ -687,7 +795,8 @@ class _BridgeServer:
             return False, f"bad request: not JSON ({exc})"
         well_formed = isinstance(request, dict) and (
             (isinstance(request.get("tool"), str) and isinstance(request.get("args"), dict))
-            or (isinstance(request.get("cli"), list) and all(isinstance(w, str) for w in request["cli"])))
+            or (isinstance(request.get("cli"), list) and all(isinstance(w, str) for w in request["cli"]))
+        )
         if not well_formed:
             return False, 'bad request: need {"tool": name, "args": {...}} or {"cli": [...]}'
         if not self.budget.call():

@@ -54,8 +54,12 @@ def _skeleton_table() -> dict[int, str]:
 
 def _ignorable(char: str) -> bool:
     code = ord(char)
-    return (unicodedata.category(char) == "Cf" or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF
-            or code in (0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0))
+    return (
+        unicodedata.category(char) == "Cf"
+        or 0xFE00 <= code <= 0xFE0F
+        or 0xE0100 <= code <= 0xE01EF
+        or code in (0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0)
+    )
 
 
 @functools.cache
@@ -142,8 +146,25 @@ def compact(text: str) -> str:
 # -- projections a reader undoes at a glance -----------------------------------------------------------------------
 # On top of the normal form (which already reads 0 as o and 1 as l): digits and symbols written for letters.
 # "i" joins "1" and "l", which the normal form already reads as one.
-_LEET = str.maketrans({"i": "l", "3": "e", "4": "a", "5": "s", "6": "g", "7": "t", "8": "b", "9": "g", "2": "z",
-                       "@": "a", "$": "s", "!": "i", "+": "t", "€": "e", "(": "c"})
+_LEET = str.maketrans(
+    {
+        "i": "l",
+        "3": "e",
+        "4": "a",
+        "5": "s",
+        "6": "g",
+        "7": "t",
+        "8": "b",
+        "9": "g",
+        "2": "z",
+        "@": "a",
+        "$": "s",
+        "!": "i",
+        "+": "t",
+        "€": "e",
+        "(": "c",
+    }
+)
 
 
 def leet(text: str) -> str:
@@ -152,14 +173,41 @@ def leet(text: str) -> str:
     return fold(text).translate(_LEET)
 
 
-_DIGITS = {"zero": "0", "oh": "0", "nought": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5",
-           "six": "6", "seven": "7", "eight": "8", "nine": "9", "niner": "9"}
-_NATO_WORDS = ("alpha alfa bravo charlie delta echo foxtrot golf hotel india juliet juliett kilo lima mike november "
-               "oscar papa quebec romeo sierra tango uniform victor whiskey whisky xray yankee zulu")
+_DIGITS = {
+    "zero": "0",
+    "oh": "0",
+    "nought": "0",
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "niner": "9",
+}
+_NATO_WORDS = (
+    "alpha alfa bravo charlie delta echo foxtrot golf hotel india juliet juliett kilo lima mike november "
+    "oscar papa quebec romeo sierra tango uniform victor whiskey whisky xray yankee zulu"
+)
 _NATO = {word: word[0] for word in _NATO_WORDS.split()}
 _NATO["x-ray"] = "x"
-_SYMBOLS = {"dash": "-", "hyphen": "-", "minus": "-", "underscore": "_", "dot": ".", "period": ".", "point": ".",
-            "slash": "/", "colon": ":", "at": "@", "plus": "+", "space": " "}
+_SYMBOLS = {
+    "dash": "-",
+    "hyphen": "-",
+    "minus": "-",
+    "underscore": "_",
+    "dot": ".",
+    "period": ".",
+    "point": ".",
+    "slash": "/",
+    "colon": ":",
+    "at": "@",
+    "plus": "+",
+    "space": " ",
+}
 _SPELLED = {**_DIGITS, **_NATO, **_SYMBOLS}
 _MIN_RUN = 3  # spelled words in a row before letters and symbols are read ("delta" in prose stays a word)
 _ANY_SPELLED = "|".join(sorted((re.escape(w) for w in _SPELLED), key=len, reverse=True))

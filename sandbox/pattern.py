@@ -40,8 +40,10 @@ _CACHE = 128  # compiled patterns kept: the libraries hold 96 distinct ones
 # What RE2's parser says, and what it means to someone who wrote a Python regex.
 _EXPLAINED = (
     (re.compile(r"invalid escape sequence: \\[1-9]"), "backreferences (\\1…) are not supported"),
-    (re.compile(r"invalid perl operator: \(\?P(=|>|$)|invalid escape sequence: \\k"),
-     "named backreferences ((?P=name), \\k<name>) are not supported"),
+    (
+        re.compile(r"invalid perl operator: \(\?P(=|>|$)|invalid escape sequence: \\k"),
+        "named backreferences ((?P=name), \\k<name>) are not supported",
+    ),
     (re.compile(r"invalid perl operator: \(\?#"), "comments ((?#…)) are not supported"),
     (re.compile(r"invalid perl operator: \(\?<?[=!]"), "lookarounds ((?=…), (?!…), (?<=…), (?<!…)) are not supported"),
     (re.compile(r"invalid perl operator: \(\?>"), "atomic groups ((?>…)) are not supported"),
@@ -97,8 +99,10 @@ def _positions(pattern: str, ignore_case: bool) -> int:
 
 
 def _too_large(count: str) -> str:
-    return (f"the pattern compiles to {count} instructions (at most {MAX_PROGRAM:,}): large counted repeats ({{n,m}}) "
-            f"of a Unicode class or of a group multiply its size")
+    return (
+        f"the pattern compiles to {count} instructions (at most {MAX_PROGRAM:,}): large counted repeats ({{n,m}}) "
+        f"of a Unicode class or of a group multiply its size"
+    )
 
 
 def _detail(exc: re2.error) -> str:

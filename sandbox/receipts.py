@@ -34,9 +34,19 @@ class Receipt:
 
     def to_dict(self) -> dict[str, Any]:
         # Shallow on purpose: receipts are immutable once written, and asdict's deep copy is costly.
-        return {"id": self.id, "seq": self.seq, "service": self.service, "action": self.action,
-                "args": self.args, "outcome": self.outcome, "actor": self.actor, "step": self.step,
-                "effect": self.effect, "error": self.error, "via": self.via}
+        return {
+            "id": self.id,
+            "seq": self.seq,
+            "service": self.service,
+            "action": self.action,
+            "args": self.args,
+            "outcome": self.outcome,
+            "actor": self.actor,
+            "step": self.step,
+            "effect": self.effect,
+            "error": self.error,
+            "via": self.via,
+        }
 
 
 class ReceiptLog:
@@ -45,17 +55,37 @@ class ReceiptLog:
     def __init__(self) -> None:
         self._items: list[Receipt] = []
 
-    def append(self, *, service: str, action: str, args: dict[str, Any], outcome: str, actor: str,
-               step: int | None, effect: dict[str, Any] | None = None, error: str | None = None,
-               via: str | None = None) -> Receipt:
+    def append(
+        self,
+        *,
+        service: str,
+        action: str,
+        args: dict[str, Any],
+        outcome: str,
+        actor: str,
+        step: int | None,
+        effect: dict[str, Any] | None = None,
+        error: str | None = None,
+        via: str | None = None,
+    ) -> Receipt:
         if outcome not in OUTCOMES:
             raise ValueError(f"unknown receipt outcome {outcome!r}")
         if actor not in ACTORS:
             raise ValueError(f"unknown receipt actor {actor!r}")
         seq = len(self._items) + 1
-        receipt = Receipt(id=f"r{seq}", seq=seq, service=service, action=action, args=dict(args),
-                          outcome=outcome, actor=actor, step=step, effect=dict(effect or {}),
-                          error=error, via=via)
+        receipt = Receipt(
+            id=f"r{seq}",
+            seq=seq,
+            service=service,
+            action=action,
+            args=dict(args),
+            outcome=outcome,
+            actor=actor,
+            step=step,
+            effect=dict(effect or {}),
+            error=error,
+            via=via,
+        )
         self._items.append(receipt)
         return receipt
 

@@ -47,8 +47,9 @@ class ToolSpec:
         }
 
 
-def tool(description: str, *, consequential: bool = False, required: tuple[str, ...] = (),
-         **properties: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def tool(
+    description: str, *, consequential: bool = False, required: tuple[str, ...] = (), **properties: dict[str, Any]
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a service method as a tool. Keyword arguments are the JSON-schema properties."""
 
     def mark(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -31,13 +31,29 @@ class Atom:
 
 # -- amounts -------------------------------------------------------------------------------------------------------
 _CURRENCY = r"(?:[$€£¥₹]|\b(?:USD|EUR|GBP|CHF|JPY|CAD|AUD|SEK|NOK|DKK|PLN|INR|dollars?|euros?|pounds?|bucks)\b)"
-_SCALE = {"k": 3, "thousand": 3, "thousands": 3, "grand": 3, "m": 6, "mn": 6, "mio": 6, "mm": 6, "million": 6,
-          "millions": 6, "b": 9, "bn": 9, "billion": 9, "billions": 9}
+_SCALE = {
+    "k": 3,
+    "thousand": 3,
+    "thousands": 3,
+    "grand": 3,
+    "m": 6,
+    "mn": 6,
+    "mio": 6,
+    "mm": 6,
+    "million": 6,
+    "millions": 6,
+    "b": 9,
+    "bn": 9,
+    "billion": 9,
+    "billions": 9,
+}
 # Not inside a word or a reference: "RL-43285", "Maple-5588-quartz" and "v2.1" hold no amount.
 _NUMBER = r"(?<![\w.,])(?<![A-Za-z][-_#/])(?P<num>\d{1,3}(?:[,.' \u00a0\u202f]\d{3})+(?:[.,]\d{1,2})?|\d+(?:[.,]\d+)?)"
 _AMOUNT = re.compile(
     rf"(?P<pre>{_CURRENCY}\s?)?{_NUMBER}\s?(?P<scale>k|thousands?|grand|mn|mio|mm|m|millions?|bn|b|billions?)?"
-    rf"(?![\w])(?P<post>\s?{_CURRENCY})?", re.IGNORECASE)
+    rf"(?![\w])(?P<post>\s?{_CURRENCY})?",
+    re.IGNORECASE,
+)
 _RANGE_SCALE = re.compile(r"^\s*(?:-|–|—|to|and)\s*\d", re.IGNORECASE)
 
 
@@ -51,8 +67,9 @@ def _readings(number: str) -> list[Decimal]:
         out.append(raw)
     elif len(set(seps)) > 1 or (len(seps) > 1 and seps[-1] in ",." and len(groups[-1]) in (1, 2)):
         # Two kinds of separator: the last one is the decimal mark ("1.234,56", "1,234.56", "1 234,5").
-        out.append("".join(groups[:-1]) + "." + groups[-1] if len(groups[-1]) != 3 or seps[-1] != seps[0]
-                   else "".join(groups))
+        out.append(
+            "".join(groups[:-1]) + "." + groups[-1] if len(groups[-1]) != 3 or seps[-1] != seps[0] else "".join(groups)
+        )
     elif len(seps) == 1 and seps[0] in ",." and len(groups[-1]) != 3:
         out.append(groups[0] + "." + groups[1])  # "89,01", "4.2": a decimal mark
     elif len(seps) == 1 and seps[0] == "." and len(groups[0]) <= 3 and len(groups[-1]) == 3:
@@ -80,17 +97,24 @@ def amounts(text: str) -> list[tuple[Decimal, bool]]:
     for i, match in enumerate(matches):
         scale = (match.group("scale") or "").lower()
         # "115 - 140k": the scale written once applies to both ends of a range.
-        if not scale and i + 1 < len(matches) and matches[i + 1].group("scale") and \
-                _RANGE_SCALE.match(text[match.end():matches[i + 1].start() + 1]):
+        if (
+            not scale
+            and i + 1 < len(matches)
+            and matches[i + 1].group("scale")
+            and _RANGE_SCALE.match(text[match.end() : matches[i + 1].start() + 1])
+        ):
             scale = matches[i + 1].group("scale").lower()
         written = match.group("scale") or ""
-        if scale in ("m", "b") and not (match.group("pre") or match.group("post")) and \
-                not (written.isupper() and text[match.end("num"):match.start("scale")] == ""):
+        if (
+            scale in ("m", "b")
+            and not (match.group("pre") or match.group("post"))
+            and not (written.isupper() and text[match.end("num") : match.start("scale")] == "")
+        ):
             scale = ""  # "5 m" without a currency is five metres as often as five million; "2.4M" is millions
         factor = Decimal(10) ** _SCALE.get(scale, 0)
         marked = bool(match.group("pre") or match.group("post") or scale)
         # "USD 115,000 - 140,000": a currency written once marks both ends of a range.
-        if not marked and i > 0 and _RANGE_SCALE.match(text[matches[i - 1].end():match.start() + 1]):
+        if not marked and i > 0 and _RANGE_SCALE.match(text[matches[i - 1].end() : match.start() + 1]):
             marked = bool(matches[i - 1].group("pre") or matches[i - 1].group("post"))
         if re.fullmatch(r"0\d+", match.group("num")):
             continue  # "0042", "007": an identifier or a code, not an amount
@@ -105,14 +129,33 @@ def _significant(value: Decimal) -> int:
 
 
 # -- dates and times -----------------------------------------------------------------------------------------------
-_MONTHS = {name: i for i, names in enumerate((
-    "jan january", "feb february", "mar march", "apr april", "may", "jun june", "jul july", "aug august",
-    "sep sept september", "oct october", "nov november", "dec december"), start=1) for name in names.split()}
+_MONTHS = {
+    name: i
+    for i, names in enumerate(
+        (
+            "jan january",
+            "feb february",
+            "mar march",
+            "apr april",
+            "may",
+            "jun june",
+            "jul july",
+            "aug august",
+            "sep sept september",
+            "oct october",
+            "nov november",
+            "dec december",
+        ),
+        start=1,
+    )
+    for name in names.split()
+}
 _MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _ISO = re.compile(r"\b(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})\b")
 _NUMERIC = re.compile(r"\b(?P<a>\d{1,2})[-/.](?P<b>\d{1,2})[-/.](?P<y>\d{4}|\d{2})\b")
-_DAY_MONTH = re.compile(rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+{_MONTH}(?:,?\s+(?P<y>\d{{4}}))?\b",
-                        re.IGNORECASE)
+_DAY_MONTH = re.compile(
+    rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+{_MONTH}(?:,?\s+(?P<y>\d{{4}}))?\b", re.IGNORECASE
+)
 _MONTH_DAY = re.compile(rf"\b{_MONTH}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(?P<y>\d{{4}}))?\b", re.IGNORECASE)
 _TIME = re.compile(r"\b(?P<h>\d{1,2})(?::(?P<min>\d{2}))?\s*(?P<ampm>[ap]\.?m\.?)?(?![\w:])", re.IGNORECASE)
 _TIME_COLON = re.compile(r"\b(?P<h>[01]?\d|2[0-3])[:h.](?P<min>[0-5]\d)\b")
@@ -182,7 +225,7 @@ def _phone(match: re.Match[str], text: str) -> str | None:
         return None
     if re.fullmatch(r"\d{4,}[-–]\d{4,}", written.strip()) and written.strip()[:1] not in "+0":
         return None  # "115000-140000": a range of two figures
-    if re.search(_CURRENCY + r"\s*$", text[max(0, match.start() - 6):match.start()], re.IGNORECASE):
+    if re.search(_CURRENCY + r"\s*$", text[max(0, match.start() - 6) : match.start()], re.IGNORECASE):
         return None
     return digits[-10:]  # the national number: a country code is optional to a reader
 
@@ -215,7 +258,7 @@ def _blank(text: str, matches: list[re.Match[str]]) -> str:
     for match in matches:
         if match.start() < last:
             continue
-        parts += [text[last:match.start()], " " * (match.end() - match.start())]
+        parts += [text[last : match.start()], " " * (match.end() - match.start())]
         last = match.end()
     parts.append(text[last:])
     return "".join(parts)
@@ -355,7 +398,7 @@ def typed_secret(spec: dict[str, object]) -> SecretValues | None:
     and `{all: [{date: …}, {time: "15:30"}]}` (revealed only together). None when `spec` is not one."""
     if not isinstance(spec, dict) or len(spec) != 1:
         return None
-    (kind, value), = spec.items()
+    ((kind, value),) = spec.items()
     if kind == "all" and isinstance(value, list):
         parts = [typed_secret(v) if isinstance(v, dict) else None for v in value]
         if not parts or any(p is None for p in parts):

@@ -77,7 +77,7 @@ def organisation(party: str) -> str:
         return host
     for size in (3, 2):  # the longest shared suffix first: s3.amazonaws.com before amazonaws.com
         if len(labels) > size and ".".join(labels[-size:]) in _SHARED_SUFFIXES:
-            return ".".join(labels[-size - 1:])
+            return ".".join(labels[-size - 1 :])
     return ".".join(labels[-2:])
 
 
@@ -107,10 +107,20 @@ def url_parts(url: str) -> list[tuple[str, str]]:
     return parts
 
 
-def message(channel: str, *, to: list[str], method: str = "", url: str = "", headers: dict[str, Any] | None = None,
-            body: str = "", subject: str = "", attachments: list[dict[str, Any]] | None = None,
-            fields: dict[str, Any] | None = None, title: str = "", extra: list[tuple[str, str]] | None = None
-            ) -> dict[str, Any]:
+def message(
+    channel: str,
+    *,
+    to: list[str],
+    method: str = "",
+    url: str = "",
+    headers: dict[str, Any] | None = None,
+    body: str = "",
+    subject: str = "",
+    attachments: list[dict[str, Any]] | None = None,
+    fields: dict[str, Any] | None = None,
+    title: str = "",
+    extra: list[tuple[str, str]] | None = None,
+) -> dict[str, Any]:
     """One outbound message as a receipt keeps it: its channel, method, URL, parties and every part that carries
     text, in a fixed order. `attachments` are {name, content}; `fields` a form's names and values."""
     parts: list[tuple[str, str]] = []
@@ -139,5 +149,10 @@ def message(channel: str, *, to: list[str], method: str = "", url: str = "", hea
         if item.get("content"):
             parts.append((f"attachment:{item.get('name', '')}", str(item["content"])))
     parts += extra or []
-    return {"channel": channel, "method": method, "url": url, "to": sorted({str(p) for p in to if str(p).strip()}),
-            "parts": [[name, text] for name, text in parts if text]}
+    return {
+        "channel": channel,
+        "method": method,
+        "url": url,
+        "to": sorted({str(p) for p in to if str(p).strip()}),
+        "parts": [[name, text] for name, text in parts if text],
+    }

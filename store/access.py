@@ -59,16 +59,21 @@ _GRANTS: dict[str, list[str]] = {
     + ["EXECUTE ON FUNCTION redagent_adjudicate(text, integer, text, text, text, text)"],
     EXPERT: _reads("my_round", "my_round_case", "own_review")
     + ["EXECUTE ON FUNCTION redagent_submit_review(text, text, text, json, text, text, text)"],
-    RESEARCHER: ["SELECT ON ALL TABLES IN SCHEMA public",
-                 "INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public",
-                 "USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public"]
-    + _reads(*_BLIND_VIEWS, "blind_slot_label", "own_label", "own_adjudication", "own_review", "my_round",
-             "my_round_case"),
+    RESEARCHER: [
+        "SELECT ON ALL TABLES IN SCHEMA public",
+        "INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public",
+        "USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public",
+    ]
+    + _reads(
+        *_BLIND_VIEWS, "blind_slot_label", "own_label", "own_adjudication", "own_review", "my_round", "my_round_case"
+    ),
 }
 # A researcher creates audits and rounds (the owner's workflow, held to it by 0010's triggers) but never labels,
 # decides or reviews, and never changes or removes what an audit or round holds once written.
-_RESEARCHER_REVOKES = ["INSERT, UPDATE, DELETE ON audit_label, adjudication, case_review, team_member",
-                       "UPDATE, DELETE ON audit, audit_item, audit_assignment, review_round, round_case"]
+_RESEARCHER_REVOKES = [
+    "INSERT, UPDATE, DELETE ON audit_label, adjudication, case_review, team_member",
+    "UPDATE, DELETE ON audit, audit_item, audit_assignment, review_round, round_case",
+]
 
 
 @dataclass(frozen=True)
@@ -132,11 +137,14 @@ class NewMember:
         """The member's connection as a pg_service.conf section (password included: keep the file 0600)."""
         if self.login is None:
             raise InvalidRecord("a SQLite store has no logins: there is no connection to write")
-        return (f"[{self.service}]\nhost={self.host}\nport={self.port}\ndbname={self.database}\n"
-                f"user={self.login}\npassword={self.password}\n")
+        return (
+            f"[{self.service}]\nhost={self.host}\nport={self.port}\ndbname={self.database}\n"
+            f"user={self.login}\npassword={self.password}\n"
+        )
 
     def pgpass_line(self) -> str:
         """The member's password as a ~/.pgpass line (for `--db` URLs without a password)."""
+
         def escape(value: object) -> str:
             return str(value).replace("\\", "\\\\").replace(":", "\\:")
 
@@ -149,8 +157,7 @@ def token_digest(token: str) -> str:
 
 def check_name(name: object) -> str:
     if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise InvalidRecord(f"team member name {name!r}: 1-40 letters, digits, '.', '_' or '-', starting with a "
-                            "letter")
+        raise InvalidRecord(f"team member name {name!r}: 1-40 letters, digits, '.', '_' or '-', starting with a letter")
     return name
 
 
@@ -195,8 +202,11 @@ class AccessQueries:
             elif conn.exec_driver_sql("SELECT has_table_privilege('rollout', 'SELECT')").scalar_one():
                 self._identity = Identity(OWNER, None, login)
             else:
-                raise StoreError(self.url, f"login {login} is not a member of this store's team (the owner adds "
-                                           "people with `redagent team add`)")
+                raise StoreError(
+                    self.url,
+                    f"login {login} is not a member of this store's team (the owner adds "
+                    "people with `redagent team add`)",
+                )
         return self._identity
 
     # ------------------------------------------------------------ the team (the owner)
@@ -206,8 +216,9 @@ class AccessQueries:
         tm = tt.team_member
         with self._reading() as conn:
             rows = conn.execute(select(tm.c.name, tm.c.role, tm.c.login, tm.c.created_at).order_by(tm.c.name))
-            return [TeamMember(name=row.name, role=row.role, login=row.login, created_at=row.created_at)
-                    for row in rows]
+            return [
+                TeamMember(name=row.name, role=row.role, login=row.login, created_at=row.created_at) for row in rows
+            ]
 
     def add_member(self, name: str, role: str, *, host: str | None = None) -> NewMember:
         """Add a person to the team; on PostgreSQL also their login with their role's grants.
@@ -236,13 +247,31 @@ class AccessQueries:
                 driver = conn.connection.driver_connection
                 assert driver is not None  # an open connection of a checked-out pool entry
                 server, port = host or driver.info.host, int(driver.info.port)
-            conn.execute(tm.insert(), {"name": name, "role": role, "login": login,
-                                       "token_sha256": token_digest(token), "created_at": datetime.now(UTC)})
+            conn.execute(
+                tm.insert(),
+                {
+                    "name": name,
+                    "role": role,
+                    "login": login,
+                    "token_sha256": token_digest(token),
+                    "created_at": datetime.now(UTC),
+                },
+            )
         if login is not None:
-            url = URL.create("postgresql+psycopg", username=login, host=server, port=port,
-                             database=database).render_as_string(hide_password=False)
-        return NewMember(name=name, role=role, login=login, url=url, token=token, password=password, host=server,
-                         port=port, database=database)
+            url = URL.create(
+                "postgresql+psycopg", username=login, host=server, port=port, database=database
+            ).render_as_string(hide_password=False)
+        return NewMember(
+            name=name,
+            role=role,
+            login=login,
+            url=url,
+            token=token,
+            password=password,
+            host=server,
+            port=port,
+            database=database,
+        )
 
     def remove_member(self, name: str) -> None:
         """Take a person off the team: their login loses every grant and is dropped; their labels stay."""
@@ -274,8 +303,9 @@ class AccessQueries:
         """The member a console token belongs to (the web console's login), or None."""
         tm = tt.team_member
         with self._reading() as conn:
-            row = conn.execute(select(tm.c.name, tm.c.role, tm.c.login)
-                               .where(tm.c.token_sha256 == token_digest(token))).first()
+            row = conn.execute(
+                select(tm.c.name, tm.c.role, tm.c.login).where(tm.c.token_sha256 == token_digest(token))
+            ).first()
         return None if row is None else Identity(row.role, row.name, row.login, enforced=row.login is not None)
 
     # ------------------------------------------------------------ helpers

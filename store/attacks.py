@@ -29,13 +29,16 @@ class AttackQueries:
         """rollout id → its attacker events in order ({idx, text, move: the event's JSON}), for the run's valid
         rollouts that have any; a valid rollout of an adaptive run without one made no move."""
         e, r = t.event, t.rollout
-        query = (select(e.c.rollout_id, e.c.idx, e.c.text, e.c.tool_call)
-                 .join(r, r.c.id == e.c.rollout_id)
-                 .where(r.c.run_id == run_id, r.c.valid, e.c.role == ATTACKER_ROLE)
-                 .order_by(e.c.rollout_id, e.c.idx))
+        query = (
+            select(e.c.rollout_id, e.c.idx, e.c.text, e.c.tool_call)
+            .join(r, r.c.id == e.c.rollout_id)
+            .where(r.c.run_id == run_id, r.c.valid, e.c.role == ATTACKER_ROLE)
+            .order_by(e.c.rollout_id, e.c.idx)
+        )
         out: dict[str, list[dict[str, Any]]] = {}
         with self._reading() as conn:
             for row in conn.execute(query):
                 out.setdefault(row.rollout_id, []).append(
-                    {"idx": row.idx, "text": row.text, "move": row.tool_call or {}})
+                    {"idx": row.idx, "text": row.text, "move": row.tool_call or {}}
+                )
         return out

@@ -112,10 +112,22 @@ def needs_adjudication(first: Mapping[str, str], latest: Mapping[str, str]) -> b
 
 
 def _audit_record(row: Any) -> AuditRecord:
-    return AuditRecord(id=row.id, run_id=row.run_id, config_name=row.config_name, config_hash=row.config_hash,
-                       backbone=row.backbone, seed=row.seed, n=row.n, stratify=list(row.stratify),
-                       reviewers=list(row.reviewers), adjudicator=row.adjudicator, blind_model=bool(row.blind_model),
-                       blind_attack=bool(row.blind_attack), created_at=row.created_at, design=row.design)
+    return AuditRecord(
+        id=row.id,
+        run_id=row.run_id,
+        config_name=row.config_name,
+        config_hash=row.config_hash,
+        backbone=row.backbone,
+        seed=row.seed,
+        n=row.n,
+        stratify=list(row.stratify),
+        reviewers=list(row.reviewers),
+        adjudicator=row.adjudicator,
+        blind_model=bool(row.blind_model),
+        blind_attack=bool(row.blind_attack),
+        created_at=row.created_at,
+        design=row.design,
+    )
 
 
 def _validate_audit(audit: AuditRecord, items: Sequence[AuditItemRecord]) -> None:
@@ -123,8 +135,7 @@ def _validate_audit(audit: AuditRecord, items: Sequence[AuditItemRecord]) -> Non
     if not audit.id:
         raise InvalidRecord("an audit needs an id")
     names = list(audit.reviewers)
-    if len(names) != 2 or len(set(names)) != 2 or not all(isinstance(n, str) and n and n == n.strip()
-                                                          for n in names):
+    if len(names) != 2 or len(set(names)) != 2 or not all(isinstance(n, str) and n and n == n.strip() for n in names):
         raise InvalidRecord(f"{where}: needs exactly two distinct, non-empty reviewer names, not {names!r}")
     if not audit.adjudicator or audit.adjudicator != audit.adjudicator.strip() or audit.adjudicator in names:
         raise InvalidRecord(f"{where}: the adjudicator must be named and must not be one of the reviewers")
@@ -142,8 +153,7 @@ def _validate_audit(audit: AuditRecord, items: Sequence[AuditItemRecord]) -> Non
         if set(item.positions) != set(names):
             raise InvalidRecord(f"{where}: item {item.rollout_id} must be assigned to exactly the two reviewers")
         if not (1 <= item.sampled <= item.population) or not item.weight > 0 or not item.stratum:
-            raise InvalidRecord(f"{where}: item {item.rollout_id} has a bad stratum, population, sample size or "
-                                "weight")
+            raise InvalidRecord(f"{where}: item {item.rollout_id} has a bad stratum, population, sample size or weight")
 
 
 def _pg_write(conn: Connection, function: str, audit_id: str, row: dict[str, Any]) -> int | None:
@@ -151,9 +161,17 @@ def _pg_write(conn: Connection, function: str, audit_id: str, row: dict[str, Any
     login, checks the item is theirs (and, for a decision, disputed) and takes the next version itself.
     Returns the version written, or None when a concurrent writer took it."""
     who = row.get("reviewer", row.get("adjudicator"))
-    return conn.execute(text(f"SELECT {function}(:audit_id, :item_id, :who, :label, :note, :reason)"),
-                        {"audit_id": audit_id, "item_id": row["item_id"], "who": who, "label": row["label"],
-                         "note": row["note"], "reason": row["reason"]}).scalar_one_or_none()
+    return conn.execute(
+        text(f"SELECT {function}(:audit_id, :item_id, :who, :label, :note, :reason)"),
+        {
+            "audit_id": audit_id,
+            "item_id": row["item_id"],
+            "who": who,
+            "label": row["label"],
+            "note": row["note"],
+            "reason": row["reason"],
+        },
+    ).scalar_one_or_none()
 
 
 class AuditQueries:
@@ -185,32 +203,80 @@ class AuditQueries:
             ids = sorted(item.rollout_id for item in items)
             labels: dict[str, int] = {}
             for chunk in chunks(ids):
-                labels.update(conn.execute(
-                    select(jl.c.rollout_id, jl.c.label).join(r, r.c.id == jl.c.rollout_id)
-                    .where(jl.c.rollout_id.in_(chunk), jl.c.config_hash == audit.config_hash,
-                           jl.c.backbone == audit.backbone, jl.c.status == "ok", r.c.run_id == audit.run_id,
-                           r.c.valid)).all())
+                labels.update(
+                    conn.execute(
+                        select(jl.c.rollout_id, jl.c.label)
+                        .join(r, r.c.id == jl.c.rollout_id)
+                        .where(
+                            jl.c.rollout_id.in_(chunk),
+                            jl.c.config_hash == audit.config_hash,
+                            jl.c.backbone == audit.backbone,
+                            jl.c.status == "ok",
+                            r.c.run_id == audit.run_id,
+                            r.c.valid,
+                        )
+                    ).all()
+                )
             missing = [rollout_id for rollout_id in ids if rollout_id not in labels]
             if missing:
-                raise InvalidRecord(f"audit {audit.id}: rollout {missing[0]} is not a valid rollout of run "
-                                    f"{audit.run_id} with an ok label under {audit.config_name} ({audit.backbone})")
-            conn.execute(tj.audit.insert(), {
-                "id": audit.id, "run_id": audit.run_id, "config_name": audit.config_name,
-                "config_hash": audit.config_hash, "backbone": audit.backbone, "seed": audit.seed, "n": audit.n,
-                "stratify": list(audit.stratify), "reviewers": list(audit.reviewers),
-                "adjudicator": audit.adjudicator, "blind_model": bool(audit.blind_model),
-                "blind_attack": bool(audit.blind_attack), "created_at": created_at, "design": audit.design})
+                raise InvalidRecord(
+                    f"audit {audit.id}: rollout {missing[0]} is not a valid rollout of run "
+                    f"{audit.run_id} with an ok label under {audit.config_name} ({audit.backbone})"
+                )
+            conn.execute(
+                tj.audit.insert(),
+                {
+                    "id": audit.id,
+                    "run_id": audit.run_id,
+                    "config_name": audit.config_name,
+                    "config_hash": audit.config_hash,
+                    "backbone": audit.backbone,
+                    "seed": audit.seed,
+                    "n": audit.n,
+                    "stratify": list(audit.stratify),
+                    "reviewers": list(audit.reviewers),
+                    "adjudicator": audit.adjudicator,
+                    "blind_model": bool(audit.blind_model),
+                    "blind_attack": bool(audit.blind_attack),
+                    "created_at": created_at,
+                    "design": audit.design,
+                },
+            )
             taken: set[str] = set()
-            rows = [{"audit_id": audit.id, "rollout_id": item.rollout_id, "stratum": item.stratum,
-                     "population": item.population, "sampled": item.sampled, "weight": float(item.weight),
-                     "judge_label": labels[item.rollout_id], "alias": new_alias(taken)} for item in items]
-            inserted = conn.execute(tj.audit_item.insert().returning(tj.audit_item.c.id, tj.audit_item.c.rollout_id,
-                                                                     sort_by_parameter_order=True), rows).all()
+            rows = [
+                {
+                    "audit_id": audit.id,
+                    "rollout_id": item.rollout_id,
+                    "stratum": item.stratum,
+                    "population": item.population,
+                    "sampled": item.sampled,
+                    "weight": float(item.weight),
+                    "judge_label": labels[item.rollout_id],
+                    "alias": new_alias(taken),
+                }
+                for item in items
+            ]
+            inserted = conn.execute(
+                tj.audit_item.insert().returning(
+                    tj.audit_item.c.id, tj.audit_item.c.rollout_id, sort_by_parameter_order=True
+                ),
+                rows,
+            ).all()
             item_ids = {rollout_id: item_id for item_id, rollout_id in inserted}
-            conn.execute(tj.audit_assignment.insert(), [
-                {"audit_id": audit.id, "item_id": item_ids[item.rollout_id], "reviewer": name, "slot": slot,
-                 "position": item.positions[name]}
-                for item in items for name, slot in zip(audit.reviewers, AUDIT_SLOTS, strict=True)])
+            conn.execute(
+                tj.audit_assignment.insert(),
+                [
+                    {
+                        "audit_id": audit.id,
+                        "item_id": item_ids[item.rollout_id],
+                        "reviewer": name,
+                        "slot": slot,
+                        "position": item.positions[name],
+                    }
+                    for item in items
+                    for name, slot in zip(audit.reviewers, AUDIT_SLOTS, strict=True)
+                ],
+            )
         return audit.id
 
     def get_audit(self, audit_id: str) -> AuditRecord:
@@ -231,12 +297,36 @@ class AuditQueries:
         ai, r = tj.audit_item, t.rollout
         with self._reading() as conn:
             self._audit_row(conn, audit_id)
-            query = (select(ai.c.id.label("item_id"), ai.c.rollout_id, r.c.case_id, ai.c.stratum, ai.c.population,
-                            ai.c.sampled, ai.c.weight, ai.c.judge_label, ai.c.alias)
-                     .join(r, r.c.id == ai.c.rollout_id).where(ai.c.audit_id == audit_id).order_by(ai.c.id))
-            return [AuditItem(item_id=row.item_id, rollout_id=row.rollout_id, case_id=row.case_id, stratum=row.stratum,
-                              population=row.population, sampled=row.sampled, weight=row.weight,
-                              judge_label=row.judge_label, alias=row.alias) for row in conn.execute(query)]
+            query = (
+                select(
+                    ai.c.id.label("item_id"),
+                    ai.c.rollout_id,
+                    r.c.case_id,
+                    ai.c.stratum,
+                    ai.c.population,
+                    ai.c.sampled,
+                    ai.c.weight,
+                    ai.c.judge_label,
+                    ai.c.alias,
+                )
+                .join(r, r.c.id == ai.c.rollout_id)
+                .where(ai.c.audit_id == audit_id)
+                .order_by(ai.c.id)
+            )
+            return [
+                AuditItem(
+                    item_id=row.item_id,
+                    rollout_id=row.rollout_id,
+                    case_id=row.case_id,
+                    stratum=row.stratum,
+                    population=row.population,
+                    sampled=row.sampled,
+                    weight=row.weight,
+                    judge_label=row.judge_label,
+                    alias=row.alias,
+                )
+                for row in conn.execute(query)
+            ]
 
     # ------------------------------------------------------------ reviewers (blinded)
 
@@ -246,11 +336,20 @@ class AuditQueries:
         with self._reading() as conn:
             self._check_reviewer(conn, self._blind_audit_row(conn, audit_id), reviewer)
             mine = self._own_latest(conn, audit_id, reviewer)
-            query = (select(bq.c.position, bq.c.item_id).where(bq.c.audit_id == audit_id, bq.c.reviewer == reviewer)
-                     .order_by(bq.c.position))
-            return [QueueEntry(position=position, item_id=item_id, labelled=item_id in mine,
-                               label=mine[item_id].label if item_id in mine else None)
-                    for position, item_id in conn.execute(query)]
+            query = (
+                select(bq.c.position, bq.c.item_id)
+                .where(bq.c.audit_id == audit_id, bq.c.reviewer == reviewer)
+                .order_by(bq.c.position)
+            )
+            return [
+                QueueEntry(
+                    position=position,
+                    item_id=item_id,
+                    labelled=item_id in mine,
+                    label=mine[item_id].label if item_id in mine else None,
+                )
+                for position, item_id in conn.execute(query)
+            ]
 
     def reviewer_item(self, audit_id: str, item_id: int, reviewer: str) -> ReviewerItem:
         """One item as the reviewer may see it: the blinded evidence (alias, constraint, harness, cue,
@@ -271,13 +370,22 @@ class AuditQueries:
         with self._reading() as conn:
             audit = self._blind_audit_row(conn, audit_id)
             if reviewer is None:
-                order = [(None, item_id) for item_id in conn.execute(
-                    select(bi.c.item_id).where(bi.c.audit_id == audit_id).order_by(bi.c.item_id)).scalars()]
+                order = [
+                    (None, item_id)
+                    for item_id in conn.execute(
+                        select(bi.c.item_id).where(bi.c.audit_id == audit_id).order_by(bi.c.item_id)
+                    ).scalars()
+                ]
             else:
                 self._check_reviewer(conn, audit, reviewer)
-                order = [(position, item_id) for position, item_id in conn.execute(
-                    select(bq.c.position, bq.c.item_id).where(bq.c.audit_id == audit_id, bq.c.reviewer == reviewer)
-                    .order_by(bq.c.position))]
+                order = [
+                    (position, item_id)
+                    for position, item_id in conn.execute(
+                        select(bq.c.position, bq.c.item_id)
+                        .where(bq.c.audit_id == audit_id, bq.c.reviewer == reviewer)
+                        .order_by(bq.c.position)
+                    )
+                ]
             views = self._blinded_views(conn, audit, [item_id for _, item_id in order])
         return [ReviewerItem(blinded=views[item_id], position=position) for position, item_id in order]
 
@@ -286,8 +394,9 @@ class AuditQueries:
         self.submit_labels(audit_id, reviewer, [(item_id, label, note)])
         return self._own_latest_one(audit_id, item_id, reviewer)
 
-    def submit_labels(self, audit_id: str, reviewer: str, entries: Iterable[tuple[int, str, str]], *,
-                      skip_identical: bool = False) -> int:
+    def submit_labels(
+        self, audit_id: str, reviewer: str, entries: Iterable[tuple[int, str, str]], *, skip_identical: bool = False
+    ) -> int:
         """First labels for many items in one transaction, all or nothing; returns how many were written.
 
         Every entry is checked before anything is written: the label value (BadLabel), the audit
@@ -320,25 +429,37 @@ class AuditQueries:
                     if skip_identical and first[item_id] == (label, note):
                         continue
                     raise LabelAlreadySubmitted(item_id, reviewer)
-                rows.append({"item_id": item_id, "reviewer": reviewer, "label": label, "note": note, "version": 1,
-                             "reason": None, "created_at": now})
+                rows.append(
+                    {
+                        "item_id": item_id,
+                        "reviewer": reviewer,
+                        "label": label,
+                        "note": note,
+                        "version": 1,
+                        "reason": None,
+                        "created_at": now,
+                    }
+                )
             if rows and conn.dialect.name == "postgresql":
                 # Through the definer function (no member may write the table), one row at a time.
                 lost = [row["item_id"] for row in rows if _pg_write(conn, "redagent_submit_label", audit_id, row) != 1]
                 if lost:  # a concurrent submission won the race: nothing of this batch is kept
                     raise LabelAlreadySubmitted(lost[0], reviewer)
             elif rows:
-                insert = (self._insert(conn, al)
-                          .on_conflict_do_nothing(index_elements=["item_id", "reviewer", "version"])
-                          .returning(al.c.item_id))
+                insert = (
+                    self._insert(conn, al)
+                    .on_conflict_do_nothing(index_elements=["item_id", "reviewer", "version"])
+                    .returning(al.c.item_id)
+                )
                 written = set(conn.execute(insert, rows).scalars())
                 lost = [row["item_id"] for row in rows if row["item_id"] not in written]
                 if lost:  # a concurrent submission won the race: nothing of this batch is kept
                     raise LabelAlreadySubmitted(lost[0], reviewer)
             return len(rows)
 
-    def correct_label(self, audit_id: str, item_id: int, reviewer: str, label: str, reason: str,
-                      note: str = "") -> OwnLabel:
+    def correct_label(
+        self, audit_id: str, item_id: int, reviewer: str, label: str, reason: str, note: str = ""
+    ) -> OwnLabel:
         """Append the next version of the reviewer's label with the reason for the change; returns it."""
         check_label(label)
         if not reason or not reason.strip():
@@ -347,9 +468,18 @@ class AuditQueries:
             self._check_reviewer(conn, self._blind_audit_row(conn, audit_id), reviewer)
             self._position(conn, audit_id, item_id, reviewer)
             al, own = tj.audit_label, tv.own_label
-            self._append_version(conn, al, {"item_id": item_id, "reviewer": reviewer},
-                                 (own.c.item_id == item_id) & (own.c.reviewer == reviewer), label, note, reason,
-                                 reviewer, audit_id=audit_id, mine_in=own)
+            self._append_version(
+                conn,
+                al,
+                {"item_id": item_id, "reviewer": reviewer},
+                (own.c.item_id == item_id) & (own.c.reviewer == reviewer),
+                label,
+                note,
+                reason,
+                reviewer,
+                audit_id=audit_id,
+                mine_in=own,
+            )
         return self._own_latest_one(audit_id, item_id, reviewer)
 
     # ------------------------------------------------------------ adjudicator (blinded)
@@ -361,13 +491,18 @@ class AuditQueries:
             audit = self._blind_audit_row(conn, audit_id)
             self._check_adjudicator(audit, adjudicator)
             state = self._label_state(conn, audit_id)
-            pending = sorted(item_id for item_id, (first, latest) in state.items()
-                             if needs_adjudication(first, latest))
+            pending = sorted(item_id for item_id, (first, latest) in state.items() if needs_adjudication(first, latest))
             views = self._blinded_views(conn, audit, pending)
             decided = self._adjudicated(conn, audit_id)
-        return [AdjudicationItem(blinded=views[item_id], labels=dict(sorted(state[item_id][1].items())),
-                                 first_labels=dict(sorted(state[item_id][0].items())), decision=decided.get(item_id))
-                for item_id in pending]
+        return [
+            AdjudicationItem(
+                blinded=views[item_id],
+                labels=dict(sorted(state[item_id][1].items())),
+                first_labels=dict(sorted(state[item_id][0].items())),
+                decision=decided.get(item_id),
+            )
+            for item_id in pending
+        ]
 
     def adjudicator_overview(self, audit_id: str, adjudicator: str) -> AdjudicatorOverview:
         """What the adjudicator may know of an audit's progress: its size, each item's alias under `cases` (the
@@ -381,10 +516,15 @@ class AuditQueries:
             decided = self._adjudicated(conn, audit_id)
             bi = tv.blind_item
             cases = dict(conn.execute(select(bi.c.item_id, bi.c.alias).where(bi.c.audit_id == audit_id)).all())
-        return AdjudicatorOverview(audit_id=audit_id, items=int(audit.n), adjudicator=adjudicator, cases=cases,
-                                   first={item: dict(first) for item, (first, _) in state.items()},
-                                   latest={item: dict(latest) for item, (_, latest) in state.items()},
-                                   adjudicated={item: entry.label for item, entry in decided.items()})
+        return AdjudicatorOverview(
+            audit_id=audit_id,
+            items=int(audit.n),
+            adjudicator=adjudicator,
+            cases=cases,
+            first={item: dict(first) for item, (first, _) in state.items()},
+            latest={item: dict(latest) for item, (_, latest) in state.items()},
+            adjudicated={item: entry.label for item, entry in decided.items()},
+        )
 
     def adjudicate(self, audit_id: str, item_id: int, adjudicator: str, label: str, note: str = "") -> OwnLabel:
         """The adjudicator's label for an item in the adjudication queue (write-once, like reviewer labels)."""
@@ -393,22 +533,35 @@ class AuditQueries:
         with self._writing() as conn:
             self._check_adjudicator(self._blind_audit_row(conn, audit_id), adjudicator)
             self._check_disputed(conn, audit_id, item_id, adjudicator)
-            row = {"item_id": item_id, "adjudicator": adjudicator, "label": label,
-                   "note": clean_text(note or "") or "", "version": 1, "reason": None, "created_at": datetime.now(UTC)}
+            row = {
+                "item_id": item_id,
+                "adjudicator": adjudicator,
+                "label": label,
+                "note": clean_text(note or "") or "",
+                "version": 1,
+                "reason": None,
+                "created_at": datetime.now(UTC),
+            }
             if conn.dialect.name == "postgresql":
                 own = tv.own_adjudication
-                written = conn.execute(select(own.c.version).where(own.c.item_id == item_id)).first() is None \
+                written = (
+                    conn.execute(select(own.c.version).where(own.c.item_id == item_id)).first() is None
                     and _pg_write(conn, "redagent_adjudicate", audit_id, row) == 1
+                )
             else:
-                insert = (self._insert(conn, ad).on_conflict_do_nothing(index_elements=["item_id", "version"])
-                          .returning(ad.c.id))
+                insert = (
+                    self._insert(conn, ad)
+                    .on_conflict_do_nothing(index_elements=["item_id", "version"])
+                    .returning(ad.c.id)
+                )
                 written = conn.execute(insert, row).first() is not None
             if not written:
                 raise LabelAlreadySubmitted(item_id, adjudicator)
         return self._adjudication_one(audit_id, item_id)
 
-    def correct_adjudication(self, audit_id: str, item_id: int, adjudicator: str, label: str, reason: str,
-                             note: str = "") -> OwnLabel:
+    def correct_adjudication(
+        self, audit_id: str, item_id: int, adjudicator: str, label: str, reason: str, note: str = ""
+    ) -> OwnLabel:
         """Append the next version of the adjudication with the reason for the change; returns it."""
         check_label(label)
         if not reason or not reason.strip():
@@ -418,8 +571,18 @@ class AuditQueries:
             self._check_adjudicator(self._blind_audit_row(conn, audit_id), adjudicator)
             self._check_disputed(conn, audit_id, item_id, adjudicator)
             own = tv.own_adjudication
-            self._append_version(conn, ad, {"item_id": item_id, "adjudicator": adjudicator}, own.c.item_id == item_id,
-                                 label, note, reason, adjudicator, audit_id=audit_id, mine_in=own)
+            self._append_version(
+                conn,
+                ad,
+                {"item_id": item_id, "adjudicator": adjudicator},
+                own.c.item_id == item_id,
+                label,
+                note,
+                reason,
+                adjudicator,
+                audit_id=audit_id,
+                mine_in=own,
+            )
         return self._adjudication_one(audit_id, item_id)
 
     # ------------------------------------------------------------ results (analysts)
@@ -428,31 +591,63 @@ class AuditQueries:
         """Reviewer labels by item, slot and version. first_only keeps first submissions (what agreement is
         measured on); else every version."""
         al, aa, ai = tj.audit_label, tj.audit_assignment, tj.audit_item
-        query = (select(al.c.item_id, al.c.reviewer, aa.c.slot, al.c.label, al.c.note, al.c.version, al.c.reason,
-                        al.c.created_at)
-                 .join(aa, (aa.c.item_id == al.c.item_id) & (aa.c.reviewer == al.c.reviewer))
-                 .join(ai, ai.c.id == al.c.item_id)
-                 .where(ai.c.audit_id == audit_id).order_by(al.c.item_id, aa.c.slot, al.c.version))
+        query = (
+            select(
+                al.c.item_id,
+                al.c.reviewer,
+                aa.c.slot,
+                al.c.label,
+                al.c.note,
+                al.c.version,
+                al.c.reason,
+                al.c.created_at,
+            )
+            .join(aa, (aa.c.item_id == al.c.item_id) & (aa.c.reviewer == al.c.reviewer))
+            .join(ai, ai.c.id == al.c.item_id)
+            .where(ai.c.audit_id == audit_id)
+            .order_by(al.c.item_id, aa.c.slot, al.c.version)
+        )
         if first_only:
             query = query.where(al.c.version == 1)
         with self._reading() as conn:
             self._audit_row(conn, audit_id)
-            return [ReviewerLabel(item_id=row.item_id, reviewer=row.reviewer, slot=row.slot, label=row.label,
-                                  note=row.note, version=row.version, reason=row.reason, created_at=row.created_at)
-                    for row in conn.execute(query)]
+            return [
+                ReviewerLabel(
+                    item_id=row.item_id,
+                    reviewer=row.reviewer,
+                    slot=row.slot,
+                    label=row.label,
+                    note=row.note,
+                    version=row.version,
+                    reason=row.reason,
+                    created_at=row.created_at,
+                )
+                for row in conn.execute(query)
+            ]
 
     def adjudications(self, audit_id: str) -> list[Adjudication]:
         """Every adjudication version, by item and version."""
         ad, ai = tj.adjudication, tj.audit_item
-        query = (select(ad.c.item_id, ad.c.adjudicator, ad.c.label, ad.c.note, ad.c.version, ad.c.reason,
-                        ad.c.created_at)
-                 .join(ai, ai.c.id == ad.c.item_id).where(ai.c.audit_id == audit_id)
-                 .order_by(ad.c.item_id, ad.c.version))
+        query = (
+            select(ad.c.item_id, ad.c.adjudicator, ad.c.label, ad.c.note, ad.c.version, ad.c.reason, ad.c.created_at)
+            .join(ai, ai.c.id == ad.c.item_id)
+            .where(ai.c.audit_id == audit_id)
+            .order_by(ad.c.item_id, ad.c.version)
+        )
         with self._reading() as conn:
             self._audit_row(conn, audit_id)
-            return [Adjudication(item_id=row.item_id, adjudicator=row.adjudicator, label=row.label, note=row.note,
-                                 version=row.version, reason=row.reason, created_at=row.created_at)
-                    for row in conn.execute(query)]
+            return [
+                Adjudication(
+                    item_id=row.item_id,
+                    adjudicator=row.adjudicator,
+                    label=row.label,
+                    note=row.note,
+                    version=row.version,
+                    reason=row.reason,
+                    created_at=row.created_at,
+                )
+                for row in conn.execute(query)
+            ]
 
     def final_labels(self, audit_id: str) -> list[FinalLabel]:
         """Per item, by item id: the item (as audit_items), the reviewers' first and latest labels by slot, the
@@ -475,9 +670,19 @@ class AuditQueries:
                 final, source = None, "awaiting_adjudication"
             else:
                 final, source = latest["A"], "agreed"
-            out.append(FinalLabel(item=item, A=latest.get("A"), B=latest.get("B"), A_first=first.get("A"),
-                                  B_first=first.get("B"), adjudication=adjudicated, final=final, source=source,
-                                  human=HUMAN_TO_BINARY[final] if final is not None else None))
+            out.append(
+                FinalLabel(
+                    item=item,
+                    A=latest.get("A"),
+                    B=latest.get("B"),
+                    A_first=first.get("A"),
+                    B_first=first.get("B"),
+                    adjudication=adjudicated,
+                    final=final,
+                    source=source,
+                    human=HUMAN_TO_BINARY[final] if final is not None else None,
+                )
+            )
         return out
 
     # ------------------------------------------------------------ helpers
@@ -501,8 +706,12 @@ class AuditQueries:
     @staticmethod
     def _check_reviewer(conn: Connection, audit: Any, reviewer: str) -> None:
         bq = tv.blind_queue
-        if conn.execute(select(bq.c.item_id).where(bq.c.audit_id == audit.id, bq.c.reviewer == reviewer)
-                        .limit(1)).first() is None:
+        if (
+            conn.execute(
+                select(bq.c.item_id).where(bq.c.audit_id == audit.id, bq.c.reviewer == reviewer).limit(1)
+            ).first()
+            is None
+        ):
             raise UnknownReviewer(audit.id, reviewer)
 
     @staticmethod
@@ -513,8 +722,9 @@ class AuditQueries:
     @staticmethod
     def _position(conn: Connection, audit_id: str, item_id: int, reviewer: str) -> int:
         bq = tv.blind_queue
-        position = conn.execute(select(bq.c.position).where(bq.c.audit_id == audit_id, bq.c.item_id == item_id,
-                                                            bq.c.reviewer == reviewer)).scalar_one_or_none()
+        position = conn.execute(
+            select(bq.c.position).where(bq.c.audit_id == audit_id, bq.c.item_id == item_id, bq.c.reviewer == reviewer)
+        ).scalar_one_or_none()
         if position is None:
             raise ItemNotInQueue(audit_id, item_id, reviewer)
         return int(position)
@@ -522,41 +732,52 @@ class AuditQueries:
     @staticmethod
     def _queue_ids(conn: Connection, audit_id: str, reviewer: str) -> set[int]:
         bq = tv.blind_queue
-        return set(conn.execute(select(bq.c.item_id).where(bq.c.audit_id == audit_id, bq.c.reviewer == reviewer))
-                   .scalars())
+        return set(
+            conn.execute(select(bq.c.item_id).where(bq.c.audit_id == audit_id, bq.c.reviewer == reviewer)).scalars()
+        )
 
     @staticmethod
     def _own_first(conn: Connection, audit_id: str, reviewer: str) -> dict[int, tuple[str, str]]:
         al, bq = tv.own_label, tv.blind_queue
-        query = (select(al.c.item_id, al.c.label, al.c.note)
-                 .join(bq, (bq.c.item_id == al.c.item_id) & (bq.c.reviewer == al.c.reviewer))
-                 .where(bq.c.audit_id == audit_id, al.c.reviewer == reviewer, al.c.version == 1))
+        query = (
+            select(al.c.item_id, al.c.label, al.c.note)
+            .join(bq, (bq.c.item_id == al.c.item_id) & (bq.c.reviewer == al.c.reviewer))
+            .where(bq.c.audit_id == audit_id, al.c.reviewer == reviewer, al.c.version == 1)
+        )
         return {item_id: (label, note) for item_id, label, note in conn.execute(query)}
 
     @staticmethod
-    def _own_latest(conn: Connection, audit_id: str, reviewer: str,
-                    item_id: int | None = None) -> dict[int, OwnLabel]:
+    def _own_latest(conn: Connection, audit_id: str, reviewer: str, item_id: int | None = None) -> dict[int, OwnLabel]:
         """The reviewer's own latest label per item (only their rows are read)."""
         al, bq = tv.own_label, tv.blind_queue
-        query = (select(al.c.item_id, al.c.label, al.c.note, al.c.version)
-                 .join(bq, (bq.c.item_id == al.c.item_id) & (bq.c.reviewer == al.c.reviewer))
-                 .where(bq.c.audit_id == audit_id, al.c.reviewer == reviewer).order_by(al.c.item_id, al.c.version))
+        query = (
+            select(al.c.item_id, al.c.label, al.c.note, al.c.version)
+            .join(bq, (bq.c.item_id == al.c.item_id) & (bq.c.reviewer == al.c.reviewer))
+            .where(bq.c.audit_id == audit_id, al.c.reviewer == reviewer)
+            .order_by(al.c.item_id, al.c.version)
+        )
         if item_id is not None:
             query = query.where(al.c.item_id == item_id)
-        return {row_item: OwnLabel(item_id=row_item, label=label, note=note, version=version)
-                for row_item, label, note, version in conn.execute(query)}  # later versions overwrite
+        return {
+            row_item: OwnLabel(item_id=row_item, label=label, note=note, version=version)
+            for row_item, label, note, version in conn.execute(query)
+        }  # later versions overwrite
 
     def _own_latest_one(self, audit_id: str, item_id: int, reviewer: str) -> OwnLabel:
         with self._reading() as conn:
             return self._own_latest(conn, audit_id, reviewer, item_id)[item_id]
 
     @staticmethod
-    def _label_state(conn: Connection, audit_id: str,
-                     item_id: int | None = None) -> dict[int, tuple[dict[str, str], dict[str, str]]]:
+    def _label_state(
+        conn: Connection, audit_id: str, item_id: int | None = None
+    ) -> dict[int, tuple[dict[str, str], dict[str, str]]]:
         """Per item: ({slot: first label}, {slot: latest label}) over both reviewers."""
         sl = tv.blind_slot_label
-        query = (select(sl.c.item_id, sl.c.slot, sl.c.label, sl.c.version)
-                 .where(sl.c.audit_id == audit_id).order_by(sl.c.item_id, sl.c.slot, sl.c.version))
+        query = (
+            select(sl.c.item_id, sl.c.slot, sl.c.label, sl.c.version)
+            .where(sl.c.audit_id == audit_id)
+            .order_by(sl.c.item_id, sl.c.slot, sl.c.version)
+        )
         if item_id is not None:
             query = query.where(sl.c.item_id == item_id)
         state: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
@@ -571,10 +792,16 @@ class AuditQueries:
     def _adjudicated(conn: Connection, audit_id: str) -> dict[int, OwnLabel]:
         """The adjudicator's latest decision per item."""
         ad, bi = tv.own_adjudication, tv.blind_item
-        query = (select(ad.c.item_id, ad.c.label, ad.c.note, ad.c.version).join(bi, bi.c.item_id == ad.c.item_id)
-                 .where(bi.c.audit_id == audit_id).order_by(ad.c.item_id, ad.c.version))
-        return {item_id: OwnLabel(item_id=item_id, label=label, note=note, version=version)
-                for item_id, label, note, version in conn.execute(query)}
+        query = (
+            select(ad.c.item_id, ad.c.label, ad.c.note, ad.c.version)
+            .join(bi, bi.c.item_id == ad.c.item_id)
+            .where(bi.c.audit_id == audit_id)
+            .order_by(ad.c.item_id, ad.c.version)
+        )
+        return {
+            item_id: OwnLabel(item_id=item_id, label=label, note=note, version=version)
+            for item_id, label, note, version in conn.execute(query)
+        }
 
     def _adjudication_one(self, audit_id: str, item_id: int) -> OwnLabel:
         with self._reading() as conn:
@@ -582,31 +809,52 @@ class AuditQueries:
 
     def _check_disputed(self, conn: Connection, audit_id: str, item_id: int, adjudicator: str) -> None:
         bi = tv.blind_item
-        if conn.execute(select(bi.c.item_id).where(bi.c.item_id == item_id, bi.c.audit_id == audit_id)
-                        ).first() is None:
+        if conn.execute(select(bi.c.item_id).where(bi.c.item_id == item_id, bi.c.audit_id == audit_id)).first() is None:
             raise ItemNotInQueue(audit_id, item_id, adjudicator, queue="adjudication")
         first, latest = self._label_state(conn, audit_id, item_id).get(item_id, ({}, {}))
         if not needs_adjudication(first, latest):
             raise ItemNotInQueue(audit_id, item_id, adjudicator, queue="adjudication")
 
-    def _append_version(self, conn: Connection, table: Table, who: dict[str, Any], mine: Any, label: str, note: str,
-                        reason: str, name: str, *, audit_id: str, mine_in: Table) -> None:
+    def _append_version(
+        self,
+        conn: Connection,
+        table: Table,
+        who: dict[str, Any],
+        mine: Any,
+        label: str,
+        note: str,
+        reason: str,
+        name: str,
+        *,
+        audit_id: str,
+        mine_in: Table,
+    ) -> None:
         """The next version of the writer's label or decision (`mine` selects their rows in `mine_in`, the view
         of their own rows); on PostgreSQL through the definer function, which takes the version itself."""
         item_id = who["item_id"]
         current = conn.execute(select(func.max(mine_in.c.version)).where(mine)).scalar_one_or_none()
         if current is None:
             raise NothingToCorrect(item_id, name)
-        row = {**who, "label": label, "note": clean_text(note or "") or "", "version": int(current) + 1,
-               "reason": clean_text(reason.strip()), "created_at": datetime.now(UTC)}
+        row = {
+            **who,
+            "label": label,
+            "note": clean_text(note or "") or "",
+            "version": int(current) + 1,
+            "reason": clean_text(reason.strip()),
+            "created_at": datetime.now(UTC),
+        }
         if conn.dialect.name == "postgresql":
             function = "redagent_submit_label" if "reviewer" in who else "redagent_adjudicate"
             if _pg_write(conn, function, audit_id, row) != row["version"]:
                 raise LabelConflict(item_id, name)
             return
         key = ["item_id", "reviewer", "version"] if "reviewer" in who else ["item_id", "version"]
-        if conn.execute(self._insert(conn, table).on_conflict_do_nothing(index_elements=key).returning(table.c.id),
-                        row).first() is None:
+        if (
+            conn.execute(
+                self._insert(conn, table).on_conflict_do_nothing(index_elements=key).returning(table.c.id), row
+            ).first()
+            is None
+        ):
             raise LabelConflict(item_id, name)
 
     @staticmethod
@@ -619,7 +867,8 @@ class AuditQueries:
         """
         bi, ev, rc, df = tv.blind_item, tv.blind_event, tv.blind_receipt, tv.blind_diff
         hidden = ({"model"} if audit.blind_model else set()) | (
-            {"strategy", "vulnerability", "channel", "original", "tampered"} if audit.blind_attack else set())
+            {"strategy", "vulnerability", "channel", "original", "tampered"} if audit.blind_attack else set()
+        )
         item_columns = [c for c in bi.c if c.name not in hidden | {"audit_id", "blind_model", "blind_attack"}]
         event_columns = [c for c in ev.c if c.name not in hidden | {"audit_id"}]
         receipt_columns = [c for c in rc.c if c.name != "audit_id"]
@@ -632,19 +881,42 @@ class AuditQueries:
             for row in conn.execute(select(*item_columns).where(bi.c.audit_id == audit.id, bi.c.item_id.in_(chunk))):
                 items[row.item_id] = row._mapping
                 events[row.item_id], receipts[row.item_id], diffs[row.item_id] = [], [], []
-            for row in conn.execute(select(*event_columns).where(ev.c.audit_id == audit.id, ev.c.item_id.in_(chunk))
-                                    .order_by(ev.c.item_id, ev.c.idx)):
+            for row in conn.execute(
+                select(*event_columns)
+                .where(ev.c.audit_id == audit.id, ev.c.item_id.in_(chunk))
+                .order_by(ev.c.item_id, ev.c.idx)
+            ):
                 events[row.item_id].append(stored_event(row._mapping))
-            for row in conn.execute(select(*receipt_columns).where(rc.c.audit_id == audit.id, rc.c.item_id.in_(chunk))
-                                    .order_by(rc.c.item_id, rc.c.seq)):
+            for row in conn.execute(
+                select(*receipt_columns)
+                .where(rc.c.audit_id == audit.id, rc.c.item_id.in_(chunk))
+                .order_by(rc.c.item_id, rc.c.seq)
+            ):
                 receipts[row.item_id].append(stored_receipt(row._mapping))
-            for row in conn.execute(select(*diff_columns).where(df.c.audit_id == audit.id, df.c.item_id.in_(chunk))
-                                    .order_by(df.c.item_id, df.c.entry_id)):
+            for row in conn.execute(
+                select(*diff_columns)
+                .where(df.c.audit_id == audit.id, df.c.item_id.in_(chunk))
+                .order_by(df.c.item_id, df.c.entry_id)
+            ):
                 diffs[row.item_id].append(stored_diff_entry(row._mapping))
         shown = frozenset(hidden)
-        return {item_id: BlindedRollout(
-            events=tuple(events[item_id]), receipts=tuple(receipts[item_id]), diff=tuple(diffs[item_id]),
-            item_id=item_id, alias=row["alias"], constraint=row["constraint"], harness=row["harness"],
-            cue=row["cue"], defense=row["defense"], surfaces=tuple(row["surfaces"].split(",")) if row["surfaces"]
-            else (), model=row.get("model"), strategy=row.get("strategy"), vulnerability=row.get("vulnerability"),
-            channel=row.get("channel"), hidden=shown) for item_id, row in items.items()}
+        return {
+            item_id: BlindedRollout(
+                events=tuple(events[item_id]),
+                receipts=tuple(receipts[item_id]),
+                diff=tuple(diffs[item_id]),
+                item_id=item_id,
+                alias=row["alias"],
+                constraint=row["constraint"],
+                harness=row["harness"],
+                cue=row["cue"],
+                defense=row["defense"],
+                surfaces=tuple(row["surfaces"].split(",")) if row["surfaces"] else (),
+                model=row.get("model"),
+                strategy=row.get("strategy"),
+                vulnerability=row.get("vulnerability"),
+                channel=row.get("channel"),
+                hidden=shown,
+            )
+            for item_id, row in items.items()
+        }

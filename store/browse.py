@@ -28,12 +28,30 @@ from redagent.store.readmodel import StoredEvent, StoredLabel, StoredRollout
 from redagent.store.rows import stored_diff_entry, stored_event, stored_label, stored_receipt, stored_rollout
 
 # The keyset of every page: the unique cell index's column order, run first.
-PAGE_KEY = (t.rollout.c.run_id, t.rollout.c.case_id, t.rollout.c.model, t.rollout.c.harness, t.rollout.c.cue,
-            t.rollout.c.defense, t.rollout.c.attempt)
+PAGE_KEY = (
+    t.rollout.c.run_id,
+    t.rollout.c.case_id,
+    t.rollout.c.model,
+    t.rollout.c.harness,
+    t.rollout.c.cue,
+    t.rollout.c.defense,
+    t.rollout.c.attempt,
+)
 _EQUALITY = ("model", "harness", "cue", "defense", "strategy", "constraint")
-_SUMMARY = (t.rollout.c.id, *PAGE_KEY, t.rollout.c.strategy, t.rollout.c.vulnerability, t.rollout.c.constraint,
-            t.rollout.c.surfaces, t.rollout.c.channel, t.rollout.c.e, t.rollout.c.valid, t.rollout.c.invalid_reason,
-            t.rollout.c.utility, t.rollout.c.benign)
+_SUMMARY = (
+    t.rollout.c.id,
+    *PAGE_KEY,
+    t.rollout.c.strategy,
+    t.rollout.c.vulnerability,
+    t.rollout.c.constraint,
+    t.rollout.c.surfaces,
+    t.rollout.c.channel,
+    t.rollout.c.e,
+    t.rollout.c.valid,
+    t.rollout.c.invalid_reason,
+    t.rollout.c.utility,
+    t.rollout.c.benign,
+)
 FILTER_KEYS = ("model", "harness", "cue", "defense", "surface", "strategy", "constraint", "case", "E", "label")
 COUNT_CAP = 10_000  # count_rollouts stops counting here: a list needs "10,000+", not an exact full scan
 
@@ -64,8 +82,15 @@ class BrowsedRollout:
 
 def page_key(summary: BrowsedRollout) -> tuple[Any, ...]:
     """The keyset position of a summary returned by rollout_page: pass the last one's as `after`."""
-    return (summary.run_id, summary.case_id, summary.model, summary.harness, summary.cue, summary.defense,
-            summary.attempt)
+    return (
+        summary.run_id,
+        summary.case_id,
+        summary.model,
+        summary.harness,
+        summary.cue,
+        summary.defense,
+        summary.attempt,
+    )
 
 
 def _conditions(run_id: str | None, filters: Mapping[str, Any]) -> list[ColumnElement[bool]]:
@@ -106,8 +131,12 @@ def _label_exists(label: Mapping[str, Any]) -> ColumnElement[bool]:
         raise InvalidRecord(f"filter label needs label 0 or 1, not {label.get('label')!r}")
     if not label.get("backbone") or not (label.get("config_hash") or label.get("config_name")):
         raise InvalidRecord("filter label needs backbone and config_hash (or config_name)")
-    match = [jl.c.rollout_id == t.rollout.c.id, jl.c.backbone == label["backbone"], jl.c.status == "ok",
-             jl.c.label == int(label["label"])]
+    match = [
+        jl.c.rollout_id == t.rollout.c.id,
+        jl.c.backbone == label["backbone"],
+        jl.c.status == "ok",
+        jl.c.label == int(label["label"]),
+    ]
     if label.get("config_hash"):
         match.append(jl.c.config_hash == label["config_hash"])
     else:
@@ -116,12 +145,26 @@ def _label_exists(label: Mapping[str, Any]) -> ColumnElement[bool]:
 
 
 def _summary(row: Any) -> BrowsedRollout:
-    return BrowsedRollout(rollout_id=row.id, run_id=row.run_id, case_id=row.case_id, model=row.model,
-                          harness=row.harness, cue=row.cue, defense=row.defense, attempt=row.attempt,
-                          strategy=row.strategy, vulnerability=row.vulnerability, constraint=row.constraint,
-                          surfaces=tuple(row.surfaces.split(",")) if row.surfaces else (), channel=row.channel,
-                          E=row.e, valid=bool(row.valid), invalid_reason=row.invalid_reason, U=row.utility,
-                          benign=bool(row.benign))
+    return BrowsedRollout(
+        rollout_id=row.id,
+        run_id=row.run_id,
+        case_id=row.case_id,
+        model=row.model,
+        harness=row.harness,
+        cue=row.cue,
+        defense=row.defense,
+        attempt=row.attempt,
+        strategy=row.strategy,
+        vulnerability=row.vulnerability,
+        constraint=row.constraint,
+        surfaces=tuple(row.surfaces.split(",")) if row.surfaces else (),
+        channel=row.channel,
+        E=row.e,
+        valid=bool(row.valid),
+        invalid_reason=row.invalid_reason,
+        U=row.utility,
+        benign=bool(row.benign),
+    )
 
 
 class BrowseQueries:
@@ -131,8 +174,13 @@ class BrowseQueries:
         url: str
         _reading: Callable[[], AbstractContextManager[Connection]]
 
-    def rollout_page(self, run_id: str | None, filters: Mapping[str, Any] | None = None,
-                     after: tuple[Any, ...] | None = None, limit: int = 100) -> list[BrowsedRollout]:
+    def rollout_page(
+        self,
+        run_id: str | None,
+        filters: Mapping[str, Any] | None = None,
+        after: tuple[Any, ...] | None = None,
+        limit: int = 100,
+    ) -> list[BrowsedRollout]:
         """Up to `limit` rollout summaries (no children) after the keyset position `after`, in page-key order.
 
         The next page starts after page_key(last summary); a previous page is the caller's remembered `after`.
@@ -148,8 +196,9 @@ class BrowseQueries:
         with self._reading() as conn:
             return [_summary(row) for row in conn.execute(query)]
 
-    def count_rollouts(self, run_id: str | None, filters: Mapping[str, Any] | None = None, *,
-                       cap: int = COUNT_CAP) -> int:
+    def count_rollouts(
+        self, run_id: str | None, filters: Mapping[str, Any] | None = None, *, cap: int = COUNT_CAP
+    ) -> int:
         """How many rollouts match, counted up to `cap`: a result equal to `cap` means "cap or more".
 
         Capped so that a filter the indexes cannot serve (surface, E, label) on a huge store costs a
@@ -162,8 +211,9 @@ class BrowseQueries:
         with self._reading() as conn:
             return int(conn.execute(query).scalar_one())
 
-    def rollout_detail(self, rollout_id: str, *, labels: bool = True,
-                       event_limit: int | None = None) -> StoredRollout | None:
+    def rollout_detail(
+        self, rollout_id: str, *, labels: bool = True, event_limit: int | None = None
+    ) -> StoredRollout | None:
         """One rollout as the read model with its events, receipts and diff (no snapshots) and `event_count`;
         only when `labels`, every judge label (by configuration name, then backbone). None if absent.
 
@@ -179,27 +229,45 @@ class BrowseQueries:
             if event_limit is not None:
                 events_query = events_query.limit(event_limit)
             events = [stored_event(e) for e in conn.execute(events_query).mappings()]
-            count = (len(events) if event_limit is None or len(events) < event_limit
-                     else self._event_count(conn, rollout_id))
-            receipts = [stored_receipt(c) for c in conn.execute(
-                select(t.receipt).where(t.receipt.c.rollout_id == rollout_id).order_by(t.receipt.c.seq)).mappings()]
-            diff = [stored_diff_entry(d) for d in conn.execute(
-                select(t.diff_entry).where(t.diff_entry.c.rollout_id == rollout_id)
-                .order_by(t.diff_entry.c.id)).mappings()]
+            count = (
+                len(events) if event_limit is None or len(events) < event_limit else self._event_count(conn, rollout_id)
+            )
+            receipts = [
+                stored_receipt(c)
+                for c in conn.execute(
+                    select(t.receipt).where(t.receipt.c.rollout_id == rollout_id).order_by(t.receipt.c.seq)
+                ).mappings()
+            ]
+            diff = [
+                stored_diff_entry(d)
+                for d in conn.execute(
+                    select(t.diff_entry).where(t.diff_entry.c.rollout_id == rollout_id).order_by(t.diff_entry.c.id)
+                ).mappings()
+            ]
             found: list[StoredLabel] | None = None
             if labels:
                 jl = tj.judge_label
-                query = (select(jl.c.config_name, jl.c.config_hash, jl.c.view, jl.c.backbone, jl.c.label,
-                                jl.c.status, jl.c.rationale, jl.c.evidence)
-                         .where(jl.c.rollout_id == rollout_id).order_by(jl.c.config_name, jl.c.backbone))
+                query = (
+                    select(
+                        jl.c.config_name,
+                        jl.c.config_hash,
+                        jl.c.view,
+                        jl.c.backbone,
+                        jl.c.label,
+                        jl.c.status,
+                        jl.c.rationale,
+                        jl.c.evidence,
+                    )
+                    .where(jl.c.rollout_id == rollout_id)
+                    .order_by(jl.c.config_name, jl.c.backbone)
+                )
                 found = [stored_label(m) for m in conn.execute(query).mappings()]
         return stored_rollout(row, events=events, receipts=receipts, diff=diff, event_count=count, labels=found)
 
     def events_window(self, rollout_id: str, start: int, stop: int) -> list[StoredEvent]:
         """The rollout's events with start <= idx < stop, by idx (a slice of a huge trajectory)."""
         e = t.event
-        query = (select(e).where(e.c.rollout_id == rollout_id, e.c.idx >= start, e.c.idx < stop)
-                 .order_by(e.c.idx))
+        query = select(e).where(e.c.rollout_id == rollout_id, e.c.idx >= start, e.c.idx < stop).order_by(e.c.idx)
         with self._reading() as conn:
             return [stored_event(row) for row in conn.execute(query).mappings()]
 
@@ -210,5 +278,8 @@ class BrowseQueries:
 
     @staticmethod
     def _event_count(conn: Connection, rollout_id: str) -> int:
-        return int(conn.execute(select(func.count()).select_from(t.event)
-                                .where(t.event.c.rollout_id == rollout_id)).scalar_one())
+        return int(
+            conn.execute(
+                select(func.count()).select_from(t.event).where(t.event.c.rollout_id == rollout_id)
+            ).scalar_one()
+        )

@@ -29,8 +29,10 @@ from redagent.store.errors import StoreError
 DialectInsert = postgresql.Insert | sqlite.Insert
 
 DEFAULT_URL = "sqlite:///.redagent/redagent.db"
-EXPECTED = ("a file path, sqlite:///path/to/file.db, pg:SERVICE (a pg_service.conf entry) or "
-            "postgresql+psycopg://user@host:port/database (the password from ~/.pgpass or $PGPASSFILE)")
+EXPECTED = (
+    "a file path, sqlite:///path/to/file.db, pg:SERVICE (a pg_service.conf entry) or "
+    "postgresql+psycopg://user@host:port/database (the password from ~/.pgpass or $PGPASSFILE)"
+)
 # `pg:NAME`: a PostgreSQL connection described by a pg_service.conf section (libpq's ~/.pg_service.conf or
 # $PGSERVICEFILE), so no password need be typed on a command line.
 _SERVICE = re.compile(r"pg:([A-Za-z0-9][A-Za-z0-9_.-]{0,127})")
@@ -60,8 +62,11 @@ def resolve_url(url: str | None) -> str:
     if service:
         return f"postgresql+psycopg:///?service={service.group(1)}"
     if value.startswith("pg:"):
-        raise StoreError(value, "a service name is 1-128 letters, digits, '.', '_' or '-' (pg:NAME); a SQLite "
-                                "file whose name starts with pg: is ./pg:…")
+        raise StoreError(
+            value,
+            "a service name is 1-128 letters, digits, '.', '_' or '-' (pg:NAME); a SQLite "
+            "file whose name starts with pg: is ./pg:…",
+        )
     if "://" not in value:
         return f"sqlite:///{Path(value).expanduser()}"
     return value
@@ -122,8 +127,12 @@ def _sqlite_engine(url: str, parsed: URL, create: bool) -> Engine:
         except OSError as exc:
             raise StoreError(url, f"cannot create {path}: {exc.strerror}") from None
 
-    engine = create_engine(parsed, json_serializer=_json_dumps, json_deserializer=orjson.loads,
-                           connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
+    engine = create_engine(
+        parsed,
+        json_serializer=_json_dumps,
+        json_deserializer=orjson.loads,
+        connect_args={"timeout": BUSY_TIMEOUT_MS / 1000},
+    )
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:
@@ -146,8 +155,14 @@ def _sqlite_engine(url: str, parsed: URL, create: bool) -> Engine:
 
 
 _SIDECARS = ("-wal", "-shm", "-journal")
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISREG, "a regular file"))
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISREG, "a regular file"),
+)
 
 
 def _file_kind(path: Path) -> str | None:
@@ -174,8 +189,11 @@ def _refuse_foreign(url: str, path: Path) -> None:
         return  # damaged or locked: opening it properly says why, in the usual words
     others = tables - {"alembic_version"}
     if others and "alembic_version" not in tables:
-        raise StoreError(url, f"{path} is a SQLite database of something else (no alembic_version table, "
-                              f"{len(others)} other table{'s' if len(others) != 1 else ''}): left untouched")
+        raise StoreError(
+            url,
+            f"{path} is a SQLite database of something else (no alembic_version table, "
+            f"{len(others)} other table{'s' if len(others) != 1 else ''}): left untouched",
+        )
 
 
 def _private_file(path: Path) -> None:
@@ -195,9 +213,13 @@ def _private_file(path: Path) -> None:
 
 
 def _postgres_engine(parsed: URL) -> Engine:
-    return create_engine(parsed, json_serializer=_json_dumps, json_deserializer=orjson.loads,
-                         pool_pre_ping=True,
-                         connect_args={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "redagent"})
+    return create_engine(
+        parsed,
+        json_serializer=_json_dumps,
+        json_deserializer=orjson.loads,
+        pool_pre_ping=True,
+        connect_args={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "redagent"},
+    )
 
 
 def _quoted_user(message: str) -> str:
@@ -229,10 +251,12 @@ def describe_db_error(exc: Exception, url: str) -> str:
     if "password authentication failed" in lowered:
         return f"password authentication failed for user {user!r}"
     if "no password supplied" in lowered:
-        return (f"{where} asks a password for user {user!r} and none was found: put it in a pg_service entry "
-                "(--db pg:NAME) or a password file (~/.pgpass, $PGPASSFILE), not in the URL")
+        return (
+            f"{where} asks a password for user {user!r} and none was found: put it in a pg_service entry "
+            "(--db pg:NAME) or a password file (~/.pgpass, $PGPASSFILE), not in the URL"
+        )
     if re.search(r'definition of service "[^"]*" not found|service file "[^"]*" not found', full):
-        return (f"{where} is in no pg_service file (~/.pg_service.conf, or the file $PGSERVICEFILE names)")
+        return f"{where} is in no pg_service file (~/.pg_service.conf, or the file $PGSERVICEFILE names)"
     if "failed to resolve host" in lowered or "name or service not known" in lowered:
         return f"cannot resolve host {parsed.host if parsed else ''!r}"
     match = re.search(r'database "([^"]+)" does not exist', full)

@@ -76,8 +76,14 @@ EXPORT_PAGE = 200  # rollouts per query round when streaming an export
 
 # The order of a run's rollouts everywhere (export, replay): the matrix cell, then the attempt. It
 # is also the column order of uq_rollout_cell, so paging walks that index.
-_CELL = (t.rollout.c.case_id, t.rollout.c.model, t.rollout.c.harness, t.rollout.c.cue, t.rollout.c.defense,
-         t.rollout.c.attempt)
+_CELL = (
+    t.rollout.c.case_id,
+    t.rollout.c.model,
+    t.rollout.c.harness,
+    t.rollout.c.cue,
+    t.rollout.c.defense,
+    t.rollout.c.attempt,
+)
 
 
 # A driving process refreshes its run's heartbeat every HEARTBEAT_SECONDS; one silent for STALE_SECONDS
@@ -90,8 +96,9 @@ def this_host() -> str:
     return socket.gethostname()
 
 
-def shown_status(status: str, host: str | None, pid: int | None, heartbeat_at: datetime | None,
-                 now: datetime | None = None) -> str:
+def shown_status(
+    status: str, host: str | None, pid: int | None, heartbeat_at: datetime | None, now: datetime | None = None
+) -> str:
     """A stored status as it should be shown: "running" only while the driving process is alive.
 
     A process killed with SIGKILL, or a machine that went down, cannot mark its run; so a "running" run
@@ -154,8 +161,7 @@ def open_store(url: str | None = None, *, create: bool = True) -> Store:
     return store
 
 
-class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQueries, WorkerQueries,
-            AttackQueries):
+class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQueries, WorkerQueries, AttackQueries):
     """A migrated database. Thread-safe (one engine, pooled connections); close() when done.
 
     Judge and recognition labels (store/judging.py) and human audits (store/audit.py) are mixins.
@@ -211,9 +217,17 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
         with self._writing() as conn:
             conn.execute(t.run.insert(), row)
 
-    def update_run(self, run_id: str, *, status: str | None = None, started_at: datetime | None = None,
-                   finished_at: datetime | None = None, host: str | None = None, pid: int | None = None,
-                   heartbeat_at: datetime | None = None) -> None:
+    def update_run(
+        self,
+        run_id: str,
+        *,
+        status: str | None = None,
+        started_at: datetime | None = None,
+        finished_at: datetime | None = None,
+        host: str | None = None,
+        pid: int | None = None,
+        heartbeat_at: datetime | None = None,
+    ) -> None:
         values: dict[str, Any] = {}
         if host is not None:
             values["host"] = host
@@ -252,17 +266,32 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
 
         The status is as `shown_status` tells it: a "running" run whose process is gone is "interrupted".
         """
-        done = (select(t.rollout.c.run_id, func.count().label("completed"))
-                .group_by(t.rollout.c.run_id).subquery())
-        query = (select(t.run.c.id, t.run.c.status, t.run.c.planned, func.coalesce(done.c.completed, 0),
-                        t.run.c.created_at, t.run.c.host, t.run.c.pid, t.run.c.heartbeat_at)
-                 .outerjoin(done, done.c.run_id == t.run.c.id)
-                 .order_by(t.run.c.created_at.desc(), t.run.c.id.desc()))
+        done = select(t.rollout.c.run_id, func.count().label("completed")).group_by(t.rollout.c.run_id).subquery()
+        query = (
+            select(
+                t.run.c.id,
+                t.run.c.status,
+                t.run.c.planned,
+                func.coalesce(done.c.completed, 0),
+                t.run.c.created_at,
+                t.run.c.host,
+                t.run.c.pid,
+                t.run.c.heartbeat_at,
+            )
+            .outerjoin(done, done.c.run_id == t.run.c.id)
+            .order_by(t.run.c.created_at.desc(), t.run.c.id.desc())
+        )
         with self._reading() as conn:
-            return [RunListing(run_id=run_id, status=shown_status(status, host, pid, heartbeat_at), planned=planned,
-                               completed=int(completed), created_at=created_at)
-                    for run_id, status, planned, completed, created_at, host, pid, heartbeat_at
-                    in conn.execute(query)]
+            return [
+                RunListing(
+                    run_id=run_id,
+                    status=shown_status(status, host, pid, heartbeat_at),
+                    planned=planned,
+                    completed=int(completed),
+                    created_at=created_at,
+                )
+                for run_id, status, planned, completed, created_at, host, pid, heartbeat_at in conn.execute(query)
+            ]
 
     # ------------------------------------------------------------ rollouts: writing
 
@@ -300,11 +329,13 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                 # Children go with the row (ON DELETE CASCADE); a replay's reference to it is deferred
                 # to commit, by when the same id is back.
                 r = t.rollout
-                conn.execute(delete(r).where(r.c.id.in_(sorted(prepared)), ~r.c.valid,
-                                             r.c.invalid_reason.in_(replace_invalid)))
+                conn.execute(
+                    delete(r).where(r.c.id.in_(sorted(prepared)), ~r.c.valid, r.c.invalid_reason.in_(replace_invalid))
+                )
             # Sorted ids and shas give concurrent writers one lock order (no deadlocks on PostgreSQL).
-            insert_rollouts = (self._insert(conn, t.rollout).on_conflict_do_nothing(index_elements=["id"])
-                               .returning(t.rollout.c.id))
+            insert_rollouts = (
+                self._insert(conn, t.rollout).on_conflict_do_nothing(index_elements=["id"]).returning(t.rollout.c.id)
+            )
             rows = [prepared[rollout_id].row for rollout_id in sorted(prepared)]
             new = set(conn.execute(insert_rollouts, rows).scalars())
             if not new:
@@ -318,8 +349,12 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
             missing = [{"sha256": sha, "data": blobs[sha]} for sha in sorted(blobs) if sha not in present]
             if missing:
                 conn.execute(self._insert(conn, t.blob).on_conflict_do_nothing(index_elements=["sha256"]), missing)
-            for table, key in ((t.event, "events"), (t.receipt, "receipts"), (t.diff_entry, "diff"),
-                               (t.snapshot, "snapshots")):
+            for table, key in (
+                (t.event, "events"),
+                (t.receipt, "receipts"),
+                (t.diff_entry, "diff"),
+                (t.snapshot, "snapshots"),
+            ):
                 child_rows = [row for p in fresh for row in getattr(p, key)]
                 if child_rows:
                     conn.execute(table.insert(), child_rows)
@@ -336,8 +371,11 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
         """Ids of the run's stored invalid rollouts whose reason is one of `reasons` (what --retry-invalid redoes)."""
         r = t.rollout
         with self._reading() as conn:
-            return set(conn.execute(select(r.c.id).where(r.c.run_id == run_id, ~r.c.valid,
-                                                         r.c.invalid_reason.in_(sorted(reasons)))).scalars())
+            return set(
+                conn.execute(
+                    select(r.c.id).where(r.c.run_id == run_id, ~r.c.valid, r.c.invalid_reason.in_(sorted(reasons)))
+                ).scalars()
+            )
 
     def cell_health(self, run_id: str) -> list[CellHealth]:
         """Per (model, harness, cue, defense) cell, what says whether the setup worked: rollouts, valid,
@@ -350,15 +388,27 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
         def number(condition: Any) -> Any:
             return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
 
-        counts = (select(*cell, func.count(), number(r.c.valid), number(r.c.valid & ~called),
-                         number(r.c.valid & ~r.c.benign), number(r.c.valid & ~r.c.benign & r.c.reached))
-                  .where(r.c.run_id == run_id).group_by(*cell).order_by(*cell))
+        counts = (
+            select(
+                *cell,
+                func.count(),
+                number(r.c.valid),
+                number(r.c.valid & ~called),
+                number(r.c.valid & ~r.c.benign),
+                number(r.c.valid & ~r.c.benign & r.c.reached),
+            )
+            .where(r.c.run_id == run_id)
+            .group_by(*cell)
+            .order_by(*cell)
+        )
         # Most frequent detail first within each reason, so the first one seen is the one shown.
         n_detail = func.count()
-        details = (select(*cell, r.c.invalid_reason, r.c.invalid_detail, n_detail)
-                   .where(r.c.run_id == run_id, ~r.c.valid)
-                   .group_by(*cell, r.c.invalid_reason, r.c.invalid_detail)
-                   .order_by(n_detail.desc(), r.c.invalid_detail))
+        details = (
+            select(*cell, r.c.invalid_reason, r.c.invalid_detail, n_detail)
+            .where(r.c.run_id == run_id, ~r.c.valid)
+            .group_by(*cell, r.c.invalid_reason, r.c.invalid_detail)
+            .order_by(n_detail.desc(), r.c.invalid_detail)
+        )
         with self._reading() as conn:
             cells = {tuple(row[:4]): row for row in conn.execute(counts)}
             invalid: dict[tuple[Any, ...], dict[str, InvalidReason]] = {key: {} for key in cells}
@@ -366,39 +416,82 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                 by_reason = invalid[tuple(key)]
                 seen = by_reason.get(reason or "unknown")
                 # The first detail seen of a reason is its most frequent one (the query's order); later ones add n.
-                by_reason[reason or "unknown"] = InvalidReason(n=int(n), detail=detail, detail_n=int(n)) \
-                    if seen is None else InvalidReason(n=seen.n + int(n), detail=seen.detail, detail_n=seen.detail_n)
-        return [CellHealth(model=row[0], harness=row[1], cue=row[2], defense=row[3], rollouts=int(row[4]),
-                           valid=int(row[5]), no_tool_call=int(row[6]), attacked=int(row[7]), reached=int(row[8]),
-                           invalid=invalid[key]) for key, row in cells.items()]
+                by_reason[reason or "unknown"] = (
+                    InvalidReason(n=int(n), detail=detail, detail_n=int(n))
+                    if seen is None
+                    else InvalidReason(n=seen.n + int(n), detail=seen.detail, detail_n=seen.detail_n)
+                )
+        return [
+            CellHealth(
+                model=row[0],
+                harness=row[1],
+                cue=row[2],
+                defense=row[3],
+                rollouts=int(row[4]),
+                valid=int(row[5]),
+                no_tool_call=int(row[6]),
+                attacked=int(row[7]),
+                reached=int(row[8]),
+                invalid=invalid[key],
+            )
+            for key, row in cells.items()
+        ]
 
     def rollout_history(self, case_hashes: Collection[str]) -> list[RolloutCost]:
         """What valid rollouts of these case versions cost before, per (case_hash, model, harness): rollouts,
         mean model replies (assistant turns: tool calls and answers), mean prompt and completion tokens,
         mean duration in ms. What `redagent run --plan-only` estimates from."""
         r, e = t.rollout, t.event
-        turns = (select(e.c.rollout_id, func.count().label("turns")).where(e.c.role == "assistant")
-                 .group_by(e.c.rollout_id).subquery())
+        turns = (
+            select(e.c.rollout_id, func.count().label("turns"))
+            .where(e.c.role == "assistant")
+            .group_by(e.c.rollout_id)
+            .subquery()
+        )
         group = (r.c.case_hash, r.c.model, r.c.harness)
         found: list[RolloutCost] = []
         hashes = sorted(set(case_hashes))
         with self._reading() as conn:
             for start in range(0, len(hashes), 500):
-                query = (select(*group, func.count(), func.avg(func.coalesce(turns.c.turns, 0)),
-                                func.avg(r.c.prompt_tokens), func.avg(r.c.completion_tokens), func.avg(r.c.duration_ms))
-                         .outerjoin(turns, turns.c.rollout_id == r.c.id)
-                         .where(r.c.valid, r.c.case_hash.in_(hashes[start:start + 500])).group_by(*group))
-                found += [RolloutCost(case_hash=h, model=m, harness=hn, rollouts=int(n), turns=float(c or 0),
-                                      prompt_tokens=float(p or 0), completion_tokens=float(o or 0),
-                                      duration_ms=float(d or 0))
-                          for h, m, hn, n, c, p, o, d in conn.execute(query)]
+                query = (
+                    select(
+                        *group,
+                        func.count(),
+                        func.avg(func.coalesce(turns.c.turns, 0)),
+                        func.avg(r.c.prompt_tokens),
+                        func.avg(r.c.completion_tokens),
+                        func.avg(r.c.duration_ms),
+                    )
+                    .outerjoin(turns, turns.c.rollout_id == r.c.id)
+                    .where(r.c.valid, r.c.case_hash.in_(hashes[start : start + 500]))
+                    .group_by(*group)
+                )
+                found += [
+                    RolloutCost(
+                        case_hash=h,
+                        model=m,
+                        harness=hn,
+                        rollouts=int(n),
+                        turns=float(c or 0),
+                        prompt_tokens=float(p or 0),
+                        completion_tokens=float(o or 0),
+                        duration_ms=float(d or 0),
+                    )
+                    for h, m, hn, n, c, p, o, d in conn.execute(query)
+                ]
         return found
 
     def case_ids(self, run_id: str) -> list[str]:
         """The case ids the run's stored rollouts used (what judging a run has to resolve)."""
         with self._reading() as conn:
-            return list(conn.execute(select(t.rollout.c.case_id).where(t.rollout.c.run_id == run_id)
-                                     .distinct().order_by(t.rollout.c.case_id)).scalars())
+            return list(
+                conn.execute(
+                    select(t.rollout.c.case_id)
+                    .where(t.rollout.c.run_id == run_id)
+                    .distinct()
+                    .order_by(t.rollout.c.case_id)
+                ).scalars()
+            )
 
     def counts(self, run_id: str) -> RunCounts:
         """planned, completed, valid, invalid and invalid_reasons {reason: n} for one run (UnknownRun if none)."""
@@ -408,13 +501,23 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
             if planned is None:
                 raise UnknownRun(run_id)
             completed, valid = conn.execute(
-                select(func.count(), func.coalesce(func.sum(case((r.c.valid, 1), else_=0)), 0))
-                .where(r.c.run_id == run_id)).one()
+                select(func.count(), func.coalesce(func.sum(case((r.c.valid, 1), else_=0)), 0)).where(
+                    r.c.run_id == run_id
+                )
+            ).one()
             reasons = conn.execute(
-                select(r.c.invalid_reason, func.count()).where(r.c.run_id == run_id, ~r.c.valid)
-                .group_by(r.c.invalid_reason).order_by(r.c.invalid_reason)).all()
-        return RunCounts(planned=int(planned), completed=int(completed), valid=int(valid),
-                         invalid=int(completed) - int(valid), invalid_reasons={reason: int(n) for reason, n in reasons})
+                select(r.c.invalid_reason, func.count())
+                .where(r.c.run_id == run_id, ~r.c.valid)
+                .group_by(r.c.invalid_reason)
+                .order_by(r.c.invalid_reason)
+            ).all()
+        return RunCounts(
+            planned=int(planned),
+            completed=int(completed),
+            valid=int(valid),
+            invalid=int(completed) - int(valid),
+            invalid_reasons={reason: int(n) for reason, n in reasons},
+        )
 
     def execution_asr(self, run_id: str) -> list[CellAsr]:
         """Execution ASR per (model, harness, cue, defense) cell, over valid attacked rollouts only.
@@ -428,13 +531,21 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
         cell = (r.c.model, r.c.harness, r.c.cue, r.c.defense)
         harmful = func.sum(case((r.c.valid & (r.c.e == 1), 1), else_=0))
         valid = func.sum(case((r.c.valid, 1), else_=0))
-        query = (select(*cell, harmful, valid).where(r.c.run_id == run_id, ~r.c.benign)
-                 .group_by(*cell).order_by(*cell))
+        query = select(*cell, harmful, valid).where(r.c.run_id == run_id, ~r.c.benign).group_by(*cell).order_by(*cell)
         with self._reading() as conn:
             rows = conn.execute(query).all()
-        return [CellAsr(model=model, harness=harness, cue=cue, defense=defense, harmful=int(n_harmful),
-                        valid=int(n_valid), rate=n_harmful / n_valid if n_valid else None)
-                for model, harness, cue, defense, n_harmful, n_valid in rows]
+        return [
+            CellAsr(
+                model=model,
+                harness=harness,
+                cue=cue,
+                defense=defense,
+                harmful=int(n_harmful),
+                valid=int(n_valid),
+                rate=n_harmful / n_valid if n_valid else None,
+            )
+            for model, harness, cue, defense, n_harmful, n_valid in rows
+        ]
 
     def utility_counts(self, run_id: str) -> list[UtilityCount]:
         """Utility counts per (model, harness, cue, defense) cell and arm (benign, then under attack last).
@@ -447,26 +558,50 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
         valid = func.sum(case((r.c.valid, 1), else_=0))
         checked = func.sum(case((r.c.valid & r.c.utility.is_not(None), 1), else_=0))
         done = func.sum(case((r.c.valid & (r.c.utility == 1), 1), else_=0))
-        query = (select(*group, valid, checked, done).where(r.c.run_id == run_id).group_by(*group)
-                 .order_by(*group))
+        query = select(*group, valid, checked, done).where(r.c.run_id == run_id).group_by(*group).order_by(*group)
         with self._reading() as conn:
             rows = conn.execute(query).all()
-        return [UtilityCount(model=model, harness=harness, cue=cue, defense=defense, benign=bool(benign),
-                             valid=int(n_valid), checked=int(n_checked), done=int(n_done))
-                for model, harness, cue, defense, benign, n_valid, n_checked, n_done in rows]
+        return [
+            UtilityCount(
+                model=model,
+                harness=harness,
+                cue=cue,
+                defense=defense,
+                benign=bool(benign),
+                valid=int(n_valid),
+                checked=int(n_checked),
+                done=int(n_done),
+            )
+            for model, harness, cue, defense, benign, n_valid, n_checked, n_done in rows
+        ]
 
     def rollouts(self, run_id: str, *, harmful_only: bool = False) -> list[RolloutSummary]:
         """The run's rollouts without their children, in cell order; harmful_only keeps valid ones with E == 1."""
         r = t.rollout
-        query = (select(r.c.id, *_CELL, r.c.e, r.c.valid, r.c.utility, r.c.benign).where(r.c.run_id == run_id)
-                 .order_by(*_CELL))
+        query = (
+            select(r.c.id, *_CELL, r.c.e, r.c.valid, r.c.utility, r.c.benign)
+            .where(r.c.run_id == run_id)
+            .order_by(*_CELL)
+        )
         if harmful_only:
             query = query.where(r.c.valid, r.c.e == 1)
         with self._reading() as conn:
-            return [RolloutSummary(id=row.id, case_id=row.case_id, model=row.model, harness=row.harness, cue=row.cue,
-                                   defense=row.defense, attempt=row.attempt, E=row.e, valid=bool(row.valid),
-                                   U=row.utility, benign=bool(row.benign))
-                    for row in conn.execute(query)]
+            return [
+                RolloutSummary(
+                    id=row.id,
+                    case_id=row.case_id,
+                    model=row.model,
+                    harness=row.harness,
+                    cue=row.cue,
+                    defense=row.defense,
+                    attempt=row.attempt,
+                    E=row.e,
+                    valid=bool(row.valid),
+                    U=row.utility,
+                    benign=bool(row.benign),
+                )
+                for row in conn.execute(query)
+            ]
 
     def get_rollout(self, rollout_id: str) -> RolloutRecord | None:
         """One rollout with all its children, as the record the engine wrote (for the browser and replay)."""
@@ -500,9 +635,14 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                 for row in page:
                     events, receipts, diff = children[row["id"]]
                     baseline, final = states.get(row["id"], (None, None))
-                    yield stored_rollout(row, events=[stored_event(e) for e in events],
-                                         receipts=[stored_receipt(c) for c in receipts],
-                                         diff=[stored_diff_entry(d) for d in diff], baseline=baseline, final=final)
+                    yield stored_rollout(
+                        row,
+                        events=[stored_event(e) for e in events],
+                        receipts=[stored_receipt(c) for c in receipts],
+                        diff=[stored_diff_entry(d) for d in diff],
+                        baseline=baseline,
+                        final=final,
+                    )
 
     @staticmethod
     def _pages(conn: Connection, run_id: str) -> Iterator[Sequence[RowMapping]]:
@@ -523,13 +663,16 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                 return
 
     @staticmethod
-    def _children(conn: Connection, ids: list[str]) -> dict[str, tuple[list[RowMapping], list[RowMapping],
-                                                                       list[RowMapping]]]:
+    def _children(
+        conn: Connection, ids: list[str]
+    ) -> dict[str, tuple[list[RowMapping], list[RowMapping], list[RowMapping]]]:
         """Per rollout id: its event, receipt and diff rows in order, fetched with one query per table."""
         found: dict[str, tuple[list[RowMapping], list[RowMapping], list[RowMapping]]] = {
-            rollout_id: ([], [], []) for rollout_id in ids}
-        for number, (table, order) in enumerate(((t.event, t.event.c.idx), (t.receipt, t.receipt.c.seq),
-                                                 (t.diff_entry, t.diff_entry.c.id))):
+            rollout_id: ([], [], []) for rollout_id in ids
+        }
+        for number, (table, order) in enumerate(
+            ((t.event, t.event.c.idx), (t.receipt, t.receipt.c.seq), (t.diff_entry, t.diff_entry.c.id))
+        ):
             query = select(table).where(table.c.rollout_id.in_(ids)).order_by(table.c.rollout_id, order)
             for child in conn.execute(query).mappings():
                 found[child["rollout_id"]][number].append(child)
@@ -539,9 +682,11 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
     def _snapshots(conn: Connection, ids: list[str]) -> dict[str, tuple[Any, Any]]:
         """Per rollout id: (baseline, final), each parsed per rollout (not shared: callers may mutate the export)."""
         found: dict[str, list[Any]] = {}
-        snapshots = (select(t.snapshot.c.rollout_id, t.snapshot.c.kind, t.blob.c.data)
-                     .join(t.blob, t.blob.c.sha256 == t.snapshot.c.blob_sha)
-                     .where(t.snapshot.c.rollout_id.in_(ids)))
+        snapshots = (
+            select(t.snapshot.c.rollout_id, t.snapshot.c.kind, t.blob.c.data)
+            .join(t.blob, t.blob.c.sha256 == t.snapshot.c.blob_sha)
+            .where(t.snapshot.c.rollout_id.in_(ids))
+        )
         for rollout_id, kind, data in conn.execute(snapshots):
             found.setdefault(rollout_id, [None, None])[0 if kind == "baseline" else 1] = orjson.loads(data)
         return {rollout_id: (pair[0], pair[1]) for rollout_id, pair in found.items()}
@@ -556,7 +701,14 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
         for row in page:
             events, receipts, diff = children[row["id"]]
             baseline, final = states.get(row["id"], (None, None))
-            items.append({**rollout_export(row), "events": [event_dict(e) for e in events],
-                          "receipts": [receipt_dict(c) for c in receipts], "diff": [diff_dict(d) for d in diff],
-                          "baseline": baseline, "final": final})
+            items.append(
+                {
+                    **rollout_export(row),
+                    "events": [event_dict(e) for e in events],
+                    "receipts": [receipt_dict(c) for c in receipts],
+                    "diff": [diff_dict(d) for d in diff],
+                    "baseline": baseline,
+                    "final": final,
+                }
+            )
         return items

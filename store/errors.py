@@ -80,8 +80,9 @@ class UnknownAudit(AuditError, LookupError):
 class UnknownReviewer(AuditError):
     def __init__(self, audit_id: str, name: str, role: str = "reviewer") -> None:
         self.audit_id, self.name, self.role = audit_id, name, role
-        super().__init__(f"{name!r} is not {'the adjudicator' if role == 'adjudicator' else 'a reviewer'} "
-                         f"of audit {audit_id}")
+        super().__init__(
+            f"{name!r} is not {'the adjudicator' if role == 'adjudicator' else 'a reviewer'} of audit {audit_id}"
+        )
 
 
 class ItemNotInQueue(AuditError):
@@ -94,8 +95,9 @@ class ItemNotInQueue(AuditError):
 class LabelAlreadySubmitted(AuditError):
     def __init__(self, item_id: int, name: str) -> None:
         self.item_id, self.name = item_id, name
-        super().__init__(f"item {item_id}: {name} already submitted a label (labels are write-once: "
-                         "correct it with a reason)")
+        super().__init__(
+            f"item {item_id}: {name} already submitted a label (labels are write-once: correct it with a reason)"
+        )
 
 
 class BadLabel(AuditError):

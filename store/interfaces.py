@@ -58,8 +58,9 @@ class RolloutReader(RunCaseSource, Protocol):
 
     def iter_rollouts(self, run_id: str, *, snapshots: bool = True) -> Iterator[StoredRollout]: ...
 
-    def cached_judge_labels(self, rollout_ids: Iterable[str], config_hash: str, backbone: str, *,
-                            include_failed: bool = False) -> dict[str, JudgeLabelRecord]: ...
+    def cached_judge_labels(
+        self, rollout_ids: Iterable[str], config_hash: str, backbone: str, *, include_failed: bool = False
+    ) -> dict[str, JudgeLabelRecord]: ...
 
     def recognition_labels(self, run_id: str, judge: str, contract_hash: str) -> list[RecognitionLabelRecord]: ...
 
@@ -105,11 +106,13 @@ class AuditQueue(Protocol):
 
     def submit_label(self, audit_id: str, item_id: int, reviewer: str, label: str, note: str = "") -> OwnLabel: ...
 
-    def submit_labels(self, audit_id: str, reviewer: str, entries: Iterable[tuple[int, str, str]], *,
-                      skip_identical: bool = False) -> int: ...
+    def submit_labels(
+        self, audit_id: str, reviewer: str, entries: Iterable[tuple[int, str, str]], *, skip_identical: bool = False
+    ) -> int: ...
 
-    def correct_label(self, audit_id: str, item_id: int, reviewer: str, label: str, reason: str,
-                      note: str = "") -> OwnLabel: ...
+    def correct_label(
+        self, audit_id: str, item_id: int, reviewer: str, label: str, reason: str, note: str = ""
+    ) -> OwnLabel: ...
 
 
 class AdjudicationQueue(Protocol):
@@ -123,8 +126,9 @@ class AdjudicationQueue(Protocol):
 
     def adjudicate(self, audit_id: str, item_id: int, adjudicator: str, label: str, note: str = "") -> OwnLabel: ...
 
-    def correct_adjudication(self, audit_id: str, item_id: int, adjudicator: str, label: str, reason: str,
-                             note: str = "") -> OwnLabel: ...
+    def correct_adjudication(
+        self, audit_id: str, item_id: int, adjudicator: str, label: str, reason: str, note: str = ""
+    ) -> OwnLabel: ...
 
 
 class ReviewRounds(Protocol):
@@ -134,11 +138,20 @@ class ReviewRounds(Protocol):
 
     def expert_queue(self, round_id: str, expert: str) -> list[ExpertQueueEntry]: ...
 
-    def submit_review(self, round_id: str, case_id: str, expert: str, rubric: Mapping[str, Any], decision: str,
-                      note: str = "") -> OwnReview: ...
+    def submit_review(
+        self, round_id: str, case_id: str, expert: str, rubric: Mapping[str, Any], decision: str, note: str = ""
+    ) -> OwnReview: ...
 
-    def correct_review(self, round_id: str, case_id: str, expert: str, rubric: Mapping[str, Any], decision: str,
-                       reason: str, note: str = "") -> OwnReview: ...
+    def correct_review(
+        self,
+        round_id: str,
+        case_id: str,
+        expert: str,
+        rubric: Mapping[str, Any],
+        decision: str,
+        reason: str,
+        note: str = "",
+    ) -> OwnReview: ...
 
 
 class ReportSource(RunCaseSource, Protocol):

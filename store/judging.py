@@ -38,11 +38,26 @@ ROWS_PAGE = 5_000  # rollouts per query round when reading a run's outcome rows
 IN_CHUNK = 1_000  # ids per IN (...) list
 
 # The order of a run's rollouts (as in db.py): the matrix cell, then the attempt; the keyset for paging.
-_CELL = (t.rollout.c.case_id, t.rollout.c.model, t.rollout.c.harness, t.rollout.c.cue, t.rollout.c.defense,
-         t.rollout.c.attempt)
-_OUTCOME_COLUMNS = (t.rollout.c.id, *_CELL, t.rollout.c.strategy, t.rollout.c.vulnerability,
-                    t.rollout.c.constraint, t.rollout.c.channel, t.rollout.c.surfaces, t.rollout.c.e,
-                    t.rollout.c.utility, t.rollout.c.benign)
+_CELL = (
+    t.rollout.c.case_id,
+    t.rollout.c.model,
+    t.rollout.c.harness,
+    t.rollout.c.cue,
+    t.rollout.c.defense,
+    t.rollout.c.attempt,
+)
+_OUTCOME_COLUMNS = (
+    t.rollout.c.id,
+    *_CELL,
+    t.rollout.c.strategy,
+    t.rollout.c.vulnerability,
+    t.rollout.c.constraint,
+    t.rollout.c.channel,
+    t.rollout.c.surfaces,
+    t.rollout.c.e,
+    t.rollout.c.utility,
+    t.rollout.c.benign,
+)
 
 _JUDGE_KEY = ("rollout_id", "config_hash", "backbone")
 _RECOGNITION_KEY = ("rollout_id", "judge", "contract_hash")
@@ -50,7 +65,7 @@ _RECOGNITION_KEY = ("rollout_id", "judge", "contract_hash")
 
 def chunks(values: Sequence[Any], size: int = IN_CHUNK) -> Iterator[Sequence[Any]]:
     for start in range(0, len(values), size):
-        yield values[start:start + size]
+        yield values[start : start + size]
 
 
 def _binary(value: Any, what: str) -> int | None:
@@ -67,20 +82,31 @@ def judge_label_row(r: JudgeLabelRecord, now: datetime) -> dict[str, Any]:
         raise InvalidRecord(f"{where}: unknown status {r.status!r} (one of {', '.join(LABEL_STATUSES)})")
     label = _binary(r.label, f"{where}: label")
     if (r.status == "ok") != (label is not None):
-        raise InvalidRecord(f"{where}: an ok label needs a 0/1 label and a failed one none (status {r.status}, "
-                            f"label {r.label!r})")
+        raise InvalidRecord(
+            f"{where}: an ok label needs a 0/1 label and a failed one none (status {r.status}, label {r.label!r})"
+        )
     if r.view not in JUDGE_VIEWS:
         raise InvalidRecord(f"{where}: unknown view {r.view!r} (one of {', '.join(JUDGE_VIEWS)})")
     for name in ("config_name", "config_hash", "contract_hash", "gate", "backbone"):
         if not getattr(r, name):
             raise InvalidRecord(f"{where}: {name} is empty")
     return {
-        "rollout_id": r.rollout_id, "run_id": r.run_id, "config_name": r.config_name, "config_hash": r.config_hash,
-        "view": r.view, "contract_hash": r.contract_hash, "gate": r.gate, "backbone": r.backbone, "label": label,
-        "status": r.status, "rationale": clean_text(r.rationale or ""),
+        "rollout_id": r.rollout_id,
+        "run_id": r.run_id,
+        "config_name": r.config_name,
+        "config_hash": r.config_hash,
+        "view": r.view,
+        "contract_hash": r.contract_hash,
+        "gate": r.gate,
+        "backbone": r.backbone,
+        "label": label,
+        "status": r.status,
+        "rationale": clean_text(r.rationale or ""),
         "evidence": json_checked(list(r.evidence or []), f"{where}: evidence"),
-        "prompt_tokens": int(r.prompt_tokens or 0), "completion_tokens": int(r.completion_tokens or 0),
-        "cost_usd": float(r.cost_usd or 0.0), "created_at": aware(r.created_at, f"{where}: created_at") or now,
+        "prompt_tokens": int(r.prompt_tokens or 0),
+        "completion_tokens": int(r.completion_tokens or 0),
+        "cost_usd": float(r.cost_usd or 0.0),
+        "created_at": aware(r.created_at, f"{where}: created_at") or now,
     }
 
 
@@ -94,14 +120,23 @@ def recognition_label_row(r: RecognitionLabelRecord, now: datetime) -> dict[str,
     if strict == 1 and broad != 1:
         raise InvalidRecord(f"{where}: strict recognition is nested in broad (strict 1 needs broad 1)")
     if bool(r.resolved) != (r.anchor_idx is not None):
-        raise InvalidRecord(f"{where}: a resolved anchor needs anchor_idx, an unresolved one none "
-                            f"(resolved {r.resolved}, anchor_idx {r.anchor_idx!r})")
+        raise InvalidRecord(
+            f"{where}: a resolved anchor needs anchor_idx, an unresolved one none "
+            f"(resolved {r.resolved}, anchor_idx {r.anchor_idx!r})"
+        )
     if not r.judge or not r.contract_hash:
         raise InvalidRecord(f"{where}: judge and contract_hash must not be empty")
     return {
-        "rollout_id": r.rollout_id, "run_id": r.run_id, "judge": r.judge, "contract_hash": r.contract_hash,
-        "anchor_idx": r.anchor_idx, "resolved": bool(r.resolved), "broad": broad, "strict": strict,
-        "status": r.status, "rationale": clean_text(r.rationale or ""),
+        "rollout_id": r.rollout_id,
+        "run_id": r.run_id,
+        "judge": r.judge,
+        "contract_hash": r.contract_hash,
+        "anchor_idx": r.anchor_idx,
+        "resolved": bool(r.resolved),
+        "broad": broad,
+        "strict": strict,
+        "status": r.status,
+        "rationale": clean_text(r.rationale or ""),
         "evidence": json_checked(list(r.evidence or []), f"{where}: evidence"),
         "created_at": aware(r.created_at, f"{where}: created_at") or now,
     }
@@ -109,17 +144,40 @@ def recognition_label_row(r: RecognitionLabelRecord, now: datetime) -> dict[str,
 
 def _judge_record(row: Any) -> JudgeLabelRecord:
     return JudgeLabelRecord(
-        rollout_id=row.rollout_id, run_id=row.run_id, config_name=row.config_name, config_hash=row.config_hash,
-        view=row.view, contract_hash=row.contract_hash, gate=row.gate, backbone=row.backbone, label=row.label,
-        status=row.status, rationale=row.rationale, evidence=row.evidence, prompt_tokens=row.prompt_tokens,
-        completion_tokens=row.completion_tokens, cost_usd=row.cost_usd, created_at=row.created_at)
+        rollout_id=row.rollout_id,
+        run_id=row.run_id,
+        config_name=row.config_name,
+        config_hash=row.config_hash,
+        view=row.view,
+        contract_hash=row.contract_hash,
+        gate=row.gate,
+        backbone=row.backbone,
+        label=row.label,
+        status=row.status,
+        rationale=row.rationale,
+        evidence=row.evidence,
+        prompt_tokens=row.prompt_tokens,
+        completion_tokens=row.completion_tokens,
+        cost_usd=row.cost_usd,
+        created_at=row.created_at,
+    )
 
 
 def _recognition_record(row: Any) -> RecognitionLabelRecord:
     return RecognitionLabelRecord(
-        rollout_id=row.rollout_id, run_id=row.run_id, judge=row.judge, contract_hash=row.contract_hash,
-        anchor_idx=row.anchor_idx, resolved=bool(row.resolved), broad=row.broad, strict=row.strict,
-        status=row.status, rationale=row.rationale, evidence=row.evidence, created_at=row.created_at)
+        rollout_id=row.rollout_id,
+        run_id=row.run_id,
+        judge=row.judge,
+        contract_hash=row.contract_hash,
+        anchor_idx=row.anchor_idx,
+        resolved=bool(row.resolved),
+        broad=row.broad,
+        strict=row.strict,
+        status=row.status,
+        rationale=row.rationale,
+        evidence=row.evidence,
+        created_at=row.created_at,
+    )
 
 
 class JudgingQueries:
@@ -157,44 +215,53 @@ class JudgingQueries:
             rows.setdefault((row["rollout_id"], row["judge"], row["contract_hash"]), row)
         return self._upsert_labels(tj.recognition_label, _RECOGNITION_KEY, rows, "recognition label")
 
-    def _upsert_labels(self, table: Table, key: tuple[str, ...], rows: dict[tuple[str, str, str], dict[str, Any]],
-                       what: str) -> int:
+    def _upsert_labels(
+        self, table: Table, key: tuple[str, ...], rows: dict[tuple[str, str, str], dict[str, Any]], what: str
+    ) -> int:
         if not rows:
             return 0
         with self._writing() as conn:
             ids = sorted({row["rollout_id"] for row in rows.values()})
             owners: dict[str, str] = {}
             for chunk in chunks(ids):
-                owners.update(conn.execute(select(t.rollout.c.id, t.rollout.c.run_id)
-                                           .where(t.rollout.c.id.in_(chunk))).all())
+                owners.update(
+                    conn.execute(select(t.rollout.c.id, t.rollout.c.run_id).where(t.rollout.c.id.in_(chunk))).all()
+                )
             for row in rows.values():
                 owner = owners.get(row["rollout_id"])
                 if owner is None:
                     raise InvalidRecord(f"{what} for rollout {row['rollout_id']}: no such rollout in the store")
                 if owner != row["run_id"]:
-                    raise InvalidRecord(f"{what} for rollout {row['rollout_id']}: run_id {row['run_id']!r} is not "
-                                        f"the rollout's run {owner!r}")
+                    raise InvalidRecord(
+                        f"{what} for rollout {row['rollout_id']}: run_id {row['run_id']!r} is not "
+                        f"the rollout's run {owner!r}"
+                    )
             insert = self._insert(conn, table)
             kept = [c.name for c in table.columns if c.name != "id" and c.name not in key]
             # A failed label gives way to the retry's label: an ok one, or a failure with the fresh reason
             # (the stored rationale says why the latest attempt failed, not the first). An ok label is final.
-            upsert = (insert.on_conflict_do_update(
-                index_elements=list(key), set_={name: insert.excluded[name] for name in kept},
-                where=table.c.status == "failed")
-                .returning(table.c.id))
+            upsert = insert.on_conflict_do_update(
+                index_elements=list(key),
+                set_={name: insert.excluded[name] for name in kept},
+                where=table.c.status == "failed",
+            ).returning(table.c.id)
             # Sorted keys give concurrent writers one lock order.
             return len(conn.execute(upsert, [rows[k] for k in sorted(rows)]).all())
 
     def judge_labels(self, run_id: str, config_hash: str, backbone: str) -> list[JudgeLabelRecord]:
         """Every label (ok and failed) of the run under one configuration and backbone, by rollout id."""
         jl = tj.judge_label
-        query = (select(jl).where(jl.c.run_id == run_id, jl.c.config_hash == config_hash, jl.c.backbone == backbone)
-                 .order_by(jl.c.rollout_id))
+        query = (
+            select(jl)
+            .where(jl.c.run_id == run_id, jl.c.config_hash == config_hash, jl.c.backbone == backbone)
+            .order_by(jl.c.rollout_id)
+        )
         with self._reading() as conn:
             return [_judge_record(row) for row in conn.execute(query)]
 
-    def cached_judge_labels(self, rollout_ids: Iterable[str], config_hash: str, backbone: str, *,
-                            include_failed: bool = False) -> dict[str, JudgeLabelRecord]:
+    def cached_judge_labels(
+        self, rollout_ids: Iterable[str], config_hash: str, backbone: str, *, include_failed: bool = False
+    ) -> dict[str, JudgeLabelRecord]:
         """Stored labels for these rollouts under (config_hash, backbone), by rollout id.
 
         Only ok labels unless include_failed: a judge skips what is returned and retries the rest.
@@ -204,8 +271,9 @@ class JudgingQueries:
         found: dict[str, JudgeLabelRecord] = {}
         with self._reading() as conn:
             for chunk in chunks(ids):
-                query = select(jl).where(jl.c.rollout_id.in_(chunk), jl.c.config_hash == config_hash,
-                                         jl.c.backbone == backbone)
+                query = select(jl).where(
+                    jl.c.rollout_id.in_(chunk), jl.c.config_hash == config_hash, jl.c.backbone == backbone
+                )
                 if not include_failed:
                     query = query.where(jl.c.status == "ok")
                 for row in conn.execute(query):
@@ -217,22 +285,41 @@ class JudgingQueries:
         backbone, labels (ok labels) and failed, ordered by name, backbone and hash."""
         jl = tj.judge_label
         group = (jl.c.config_name, jl.c.config_hash, jl.c.view, jl.c.contract_hash, jl.c.gate, jl.c.backbone)
-        query = (select(*group, func.sum(case((jl.c.status == "ok", 1), else_=0)),
-                        func.sum(case((jl.c.status == "failed", 1), else_=0)))
-                 .where(jl.c.run_id == run_id).group_by(*group)
-                 .order_by(jl.c.config_name, jl.c.backbone, jl.c.config_hash))
+        query = (
+            select(
+                *group,
+                func.sum(case((jl.c.status == "ok", 1), else_=0)),
+                func.sum(case((jl.c.status == "failed", 1), else_=0)),
+            )
+            .where(jl.c.run_id == run_id)
+            .group_by(*group)
+            .order_by(jl.c.config_name, jl.c.backbone, jl.c.config_hash)
+        )
         with self._reading() as conn:
-            return [{"config_name": name, "config_hash": config_hash, "view": view, "contract_hash": contract_hash,
-                     "gate": gate, "backbone": backbone, "labels": int(ok), "failed": int(failed)}
-                    for name, config_hash, view, contract_hash, gate, backbone, ok, failed in conn.execute(query)]
+            return [
+                {
+                    "config_name": name,
+                    "config_hash": config_hash,
+                    "view": view,
+                    "contract_hash": contract_hash,
+                    "gate": gate,
+                    "backbone": backbone,
+                    "labels": int(ok),
+                    "failed": int(failed),
+                }
+                for name, config_hash, view, contract_hash, gate, backbone, ok, failed in conn.execute(query)
+            ]
 
     # ------------------------------------------------------------ recognition labels
 
     def recognition_labels(self, run_id: str, judge: str, contract_hash: str) -> list[RecognitionLabelRecord]:
         """Every recognition label (ok and failed) of the run by one judge and contract, by rollout id."""
         rl = tj.recognition_label
-        query = (select(rl).where(rl.c.run_id == run_id, rl.c.judge == judge, rl.c.contract_hash == contract_hash)
-                 .order_by(rl.c.rollout_id))
+        query = (
+            select(rl)
+            .where(rl.c.run_id == run_id, rl.c.judge == judge, rl.c.contract_hash == contract_hash)
+            .order_by(rl.c.rollout_id)
+        )
         with self._reading() as conn:
             return [_recognition_record(row) for row in conn.execute(query)]
 
@@ -246,10 +333,17 @@ class JudgingQueries:
     def labelled_rows(self, run_id: str, config_hash: str, backbone: str) -> list[LabelledRow]:
         """outcome_rows restricted to rollouts with an ok label under (config_hash, backbone), plus `label`."""
         jl = tj.judge_label
-        query = (select(*_OUTCOME_COLUMNS, jl.c.label)
-                 .join(jl, (jl.c.rollout_id == t.rollout.c.id) & (jl.c.config_hash == config_hash)
-                       & (jl.c.backbone == backbone) & (jl.c.status == "ok"))
-                 .where(t.rollout.c.run_id == run_id, t.rollout.c.valid))
+        query = (
+            select(*_OUTCOME_COLUMNS, jl.c.label)
+            .join(
+                jl,
+                (jl.c.rollout_id == t.rollout.c.id)
+                & (jl.c.config_hash == config_hash)
+                & (jl.c.backbone == backbone)
+                & (jl.c.status == "ok"),
+            )
+            .where(t.rollout.c.run_id == run_id, t.rollout.c.valid)
+        )
         return [LabelledRow(**_outcome_fields(row), label=row.label) for row in self._paged(query)]
 
     def _paged(self, query: Select[Any]) -> Iterator[Any]:
@@ -269,8 +363,20 @@ class JudgingQueries:
 
 
 def _outcome_fields(row: Any) -> dict[str, Any]:
-    return {"rollout_id": row.id, "case_id": row.case_id, "model": row.model, "harness": row.harness, "cue": row.cue,
-            "defense": row.defense, "attempt": row.attempt, "strategy": row.strategy,
-            "vulnerability": row.vulnerability, "constraint": row.constraint, "channel": row.channel,
-            "surface": row.surfaces.split(",")[0] if row.surfaces else None, "E": row.e, "U": row.utility,
-            "benign": bool(row.benign)}
+    return {
+        "rollout_id": row.id,
+        "case_id": row.case_id,
+        "model": row.model,
+        "harness": row.harness,
+        "cue": row.cue,
+        "defense": row.defense,
+        "attempt": row.attempt,
+        "strategy": row.strategy,
+        "vulnerability": row.vulnerability,
+        "constraint": row.constraint,
+        "channel": row.channel,
+        "surface": row.surfaces.split(",")[0] if row.surfaces else None,
+        "E": row.e,
+        "U": row.utility,
+        "benign": bool(row.benign),
+    }

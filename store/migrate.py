@@ -94,21 +94,24 @@ def _upgrade(engine: Engine, url: str) -> bool:
                 current = current_revisions(connection)
                 unknown = [rev for rev in current if not _known(script, rev)]
                 if unknown:
-                    raise StoreError(url, f"store schema {', '.join(unknown)} is newer than this redagent "
-                                          f"(head {head}): upgrade redagent")
+                    raise StoreError(
+                        url,
+                        f"store schema {', '.join(unknown)} is newer than this redagent "
+                        f"(head {head}): upgrade redagent",
+                    )
                 if current == (head,):
                     return False
                 try:
                     command.upgrade(alembic_config(connection), "head")
                 except (CommandError, DBAPIError) as exc:
                     reason = describe_db_error(exc, url) if isinstance(exc, DBAPIError) else str(exc)
-                    raise StoreError(url, f"migrating the schema to {head} failed, nothing was changed: "
-                                          f"{reason}") from exc
+                    raise StoreError(
+                        url, f"migrating the schema to {head} failed, nothing was changed: {reason}"
+                    ) from exc
                 if sqlite:
                     problems = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
                     if problems:
-                        raise StoreError(url, f"migration to {head} broke {len(problems)} foreign key(s); "
-                                              "rolled back")
+                        raise StoreError(url, f"migration to {head} broke {len(problems)} foreign key(s); rolled back")
             return True
         finally:
             if sqlite:

@@ -27,7 +27,7 @@ def event_id(idx: int) -> str:
 
 def event_index(evidence_id: str) -> int | None:
     """The event index an evidence id names (`e12` → 12), or None when it names a receipt or a diff entry."""
-    digits = evidence_id[len(EVENT_PREFIX):]
+    digits = evidence_id[len(EVENT_PREFIX) :]
     if evidence_id.startswith(EVENT_PREFIX) and digits.isdigit() and digits.isascii():
         return int(digits)
     return None
@@ -66,9 +66,16 @@ class StoredEvent:
 
     def to_dict(self, hidden: Iterable[str] = ()) -> dict[str, Any]:
         """The event as the export writes it; `hidden` fields are left out (never written as none)."""
-        out = {"idx": self.idx, "role": self.role, "text": self.text,
-               "tool_call": dict(self.tool_call) if self.tool_call is not None else None, "original": self.original,
-               "observation": self.observation, "receipts": list(self.receipts), "tampered": self.tampered}
+        out = {
+            "idx": self.idx,
+            "role": self.role,
+            "text": self.text,
+            "tool_call": dict(self.tool_call) if self.tool_call is not None else None,
+            "original": self.original,
+            "observation": self.observation,
+            "receipts": list(self.receipts),
+            "tampered": self.tampered,
+        }
         for name in hidden:
             out.pop(name, None)
         return out
@@ -96,9 +103,19 @@ class StoredReceipt:
         return self.outcome == "ok" and self.actor == "agent"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "seq": self.seq, "service": self.service, "action": self.action,
-                "args": dict(self.args), "outcome": self.outcome, "actor": self.actor, "step": self.step,
-                "effect": dict(self.effect), "error": self.error, "via": self.via}
+        return {
+            "id": self.id,
+            "seq": self.seq,
+            "service": self.service,
+            "action": self.action,
+            "args": dict(self.args),
+            "outcome": self.outcome,
+            "actor": self.actor,
+            "step": self.step,
+            "effect": dict(self.effect),
+            "error": self.error,
+            "via": self.via,
+        }
 
 
 @dataclass(frozen=True)
@@ -132,8 +149,11 @@ class VerdictEvidence:
         value = value or {}
         raw = value.get("judged_by")
         judged: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-        return cls(tuple(str(r) for r in value.get("receipts") or ()), tuple(str(d) for d in value.get("diff") or ()),
-                   tuple(sorted((str(k), str(v)) for k, v in judged.items())))
+        return cls(
+            tuple(str(r) for r in value.get("receipts") or ()),
+            tuple(str(d) for d in value.get("diff") or ()),
+            tuple(sorted((str(k), str(v)) for k, v in judged.items())),
+        )
 
 
 @dataclass(frozen=True)
@@ -266,20 +286,37 @@ class BlindedRollout(RolloutEvidence):
         """The item as an offline labelling file writes it (a serialisation format, hence a dict): every field the
         blinding leaves visible — hidden ones are absent, never none — and the evidence as JSON-ready dicts.
         Screens read the record's attributes instead."""
-        out: dict[str, Any] = {"item_id": self.item_id, "alias": self.alias, "constraint": self.constraint,
-                               "harness": self.harness, "cue": self.cue, "defense": self.defense,
-                               "surfaces": list(self.surfaces), "model": self.model, "strategy": self.strategy,
-                               "vulnerability": self.vulnerability, "channel": self.channel}
+        out: dict[str, Any] = {
+            "item_id": self.item_id,
+            "alias": self.alias,
+            "constraint": self.constraint,
+            "harness": self.harness,
+            "cue": self.cue,
+            "defense": self.defense,
+            "surfaces": list(self.surfaces),
+            "model": self.model,
+            "strategy": self.strategy,
+            "vulnerability": self.vulnerability,
+            "channel": self.channel,
+        }
         for name in self.hidden:
             out.pop(name, None)
-        return {**out, "events": [e.to_dict(self.hidden) for e in self.events],
-                "receipts": [r.to_dict() for r in self.receipts], "diff": [d.to_dict() for d in self.diff]}
+        return {
+            **out,
+            "events": [e.to_dict(self.hidden) for e in self.events],
+            "receipts": [r.to_dict() for r in self.receipts],
+            "diff": [d.to_dict() for d in self.diff],
+        }
 
     def shown(self) -> tuple[tuple[str, str], ...]:
         """The cell's fields the blinding leaves visible beyond the always-shown ones, as (name, value) pairs in
         display order: model, strategy, vulnerability, channel (what a header lists after constraint ... surfaces)."""
-        optional = (("model", self.model), ("strategy", self.strategy), ("vulnerability", self.vulnerability),
-                    ("channel", self.channel))
+        optional = (
+            ("model", self.model),
+            ("strategy", self.strategy),
+            ("vulnerability", self.vulnerability),
+            ("channel", self.channel),
+        )
         return tuple((name, value) for name, value in optional if name not in self.hidden and value is not None)
 
 

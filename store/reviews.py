@@ -70,8 +70,9 @@ class CaseNotInRound(ReviewError):
 class ReviewAlreadySubmitted(ReviewError):
     def __init__(self, case_id: str, name: str) -> None:
         self.case_id, self.name = case_id, name
-        super().__init__(f"case {case_id}: {name} already submitted a review (reviews are write-once: "
-                         "correct it with a reason)")
+        super().__init__(
+            f"case {case_id}: {name} already submitted a review (reviews are write-once: correct it with a reason)"
+        )
 
 
 class BadReview(ReviewError):
@@ -197,8 +198,7 @@ def _validate_round(round_id: str, seed: int, experts: Sequence[str], cases: Seq
     if not round_id:
         raise InvalidRecord("a review round needs an id")
     names = list(experts)
-    if len(names) != 2 or len(set(names)) != 2 or not all(isinstance(n, str) and n and n == n.strip()
-                                                          for n in names):
+    if len(names) != 2 or len(set(names)) != 2 or not all(isinstance(n, str) and n and n == n.strip() for n in names):
         raise InvalidRecord(f"{where}: needs exactly two distinct, non-empty expert names, not {names!r}")
     if not -(2**63) <= seed <= 2**63 - 1:
         raise InvalidRecord(f"{where}: seed {seed} does not fit in 64 bits")
@@ -215,10 +215,15 @@ def _pg_write_review(conn: Connection, row: dict[str, Any]) -> int | None:
     """A review written through `redagent_submit_review` (migration 0010), which names the expert from the
     login and takes the next version; the version written, or None when a concurrent one took it."""
     return conn.execute(
-        text("SELECT redagent_submit_review(:round_id, :case_id, :expert, CAST(:rubric AS json), :decision, :note, "
-             ":reason)"),
-        {**{key: row[key] for key in ("round_id", "case_id", "expert", "decision", "note", "reason")},
-         "rubric": json.dumps(row["rubric"])}).scalar_one_or_none()
+        text(
+            "SELECT redagent_submit_review(:round_id, :case_id, :expert, CAST(:rubric AS json), :decision, :note, "
+            ":reason)"
+        ),
+        {
+            **{key: row[key] for key in ("round_id", "case_id", "expert", "decision", "note", "reason")},
+            "rubric": json.dumps(row["rubric"]),
+        },
+    ).scalar_one_or_none()
 
 
 class ReviewQueries:
@@ -234,17 +239,36 @@ class ReviewQueries:
 
     # ------------------------------------------------------------ rounds
 
-    def create_round(self, round_id: str, seed: int, experts: Sequence[str], cases: Sequence[RoundCaseRecord], *,
-                     created_at: datetime | None = None) -> str:
+    def create_round(
+        self,
+        round_id: str,
+        seed: int,
+        experts: Sequence[str],
+        cases: Sequence[RoundCaseRecord],
+        *,
+        created_at: datetime | None = None,
+    ) -> str:
         """Store a round and its case versions (positions 1..n in the order given) in one transaction."""
         _validate_round(round_id, seed, experts, cases)
         created = aware(created_at, f"review round {round_id}: created_at") or datetime.now(UTC)
         with self._writing() as conn:
-            conn.execute(tr.review_round.insert(), {"id": round_id, "seed": seed, "n": len(cases),
-                                                    "experts": list(experts), "created_at": created})
-            conn.execute(tr.round_case.insert(), [
-                {"round_id": round_id, "case_id": c.case_id, "case_version": c.case_version, "case_hash": c.case_hash,
-                 "position": position} for position, c in enumerate(cases, start=1)])
+            conn.execute(
+                tr.review_round.insert(),
+                {"id": round_id, "seed": seed, "n": len(cases), "experts": list(experts), "created_at": created},
+            )
+            conn.execute(
+                tr.round_case.insert(),
+                [
+                    {
+                        "round_id": round_id,
+                        "case_id": c.case_id,
+                        "case_version": c.case_version,
+                        "case_hash": c.case_hash,
+                        "position": position,
+                    }
+                    for position, c in enumerate(cases, start=1)
+                ],
+            )
         return round_id
 
     def get_round(self, round_id: str) -> ReviewRound:
@@ -263,10 +287,17 @@ class ReviewQueries:
         rc = tr.round_case
         with self._reading() as conn:
             self._round_row(conn, round_id)
-            query = (select(rc.c.position, rc.c.case_id, rc.c.case_version, rc.c.case_hash)
-                     .where(rc.c.round_id == round_id).order_by(rc.c.position))
-            return [RoundCase(position=row.position, case_id=row.case_id, case_version=row.case_version,
-                              case_hash=row.case_hash) for row in conn.execute(query)]
+            query = (
+                select(rc.c.position, rc.c.case_id, rc.c.case_version, rc.c.case_hash)
+                .where(rc.c.round_id == round_id)
+                .order_by(rc.c.position)
+            )
+            return [
+                RoundCase(
+                    position=row.position, case_id=row.case_id, case_version=row.case_version, case_hash=row.case_hash
+                )
+                for row in conn.execute(query)
+            ]
 
     def latest_round_for(self, expert: str) -> str | None:
         """The id of the newest round naming `expert`, or None."""
@@ -286,33 +317,67 @@ class ReviewQueries:
         rc, cr = tv.my_round_case, tv.own_review
         with self._reading() as conn:
             self._check_expert(self._my_round_row(conn, round_id), expert)
-            own = (select(cr.c.case_id, cr.c.rubric, cr.c.decision, cr.c.note, cr.c.version, cr.c.reason)
-                   .where(cr.c.round_id == round_id, cr.c.expert == expert).order_by(cr.c.case_id, cr.c.version))
-            mine = {case_id: OwnReview(case_id=case_id, rubric=dict(rubric), decision=decision, note=note,
-                                       version=version, reason=reason)
-                    for case_id, rubric, decision, note, version, reason in conn.execute(own)}  # later ones overwrite
-            query = (select(rc.c.position, rc.c.case_id, rc.c.case_version, rc.c.case_hash)
-                     .where(rc.c.round_id == round_id).order_by(rc.c.position))
-            return [ExpertQueueEntry(position=row.position, case_id=row.case_id, case_version=row.case_version,
-                                     case_hash=row.case_hash, review=mine.get(row.case_id))
-                    for row in conn.execute(query)]
+            own = (
+                select(cr.c.case_id, cr.c.rubric, cr.c.decision, cr.c.note, cr.c.version, cr.c.reason)
+                .where(cr.c.round_id == round_id, cr.c.expert == expert)
+                .order_by(cr.c.case_id, cr.c.version)
+            )
+            mine = {
+                case_id: OwnReview(
+                    case_id=case_id, rubric=dict(rubric), decision=decision, note=note, version=version, reason=reason
+                )
+                for case_id, rubric, decision, note, version, reason in conn.execute(own)
+            }  # later ones overwrite
+            query = (
+                select(rc.c.position, rc.c.case_id, rc.c.case_version, rc.c.case_hash)
+                .where(rc.c.round_id == round_id)
+                .order_by(rc.c.position)
+            )
+            return [
+                ExpertQueueEntry(
+                    position=row.position,
+                    case_id=row.case_id,
+                    case_version=row.case_version,
+                    case_hash=row.case_hash,
+                    review=mine.get(row.case_id),
+                )
+                for row in conn.execute(query)
+            ]
 
-    def submit_review(self, round_id: str, case_id: str, expert: str, rubric: Mapping[str, Any], decision: str,
-                      note: str = "") -> OwnReview:
+    def submit_review(
+        self, round_id: str, case_id: str, expert: str, rubric: Mapping[str, Any], decision: str, note: str = ""
+    ) -> OwnReview:
         """The expert's first review of a case (write-once: a second one raises ReviewAlreadySubmitted)."""
         clean = check_review(rubric, decision)
         with self._writing() as conn:
             self._check_expert(self._my_round_row(conn, round_id), expert)
             self._check_case(conn, round_id, case_id)
-            row = {"round_id": round_id, "case_id": case_id, "expert": expert, "rubric": clean, "decision": decision,
-                   "note": clean_text(note or "") or "", "version": 1, "reason": None, "created_at": datetime.now(UTC)}
+            row = {
+                "round_id": round_id,
+                "case_id": case_id,
+                "expert": expert,
+                "rubric": clean,
+                "decision": decision,
+                "note": clean_text(note or "") or "",
+                "version": 1,
+                "reason": None,
+                "created_at": datetime.now(UTC),
+            }
             written = self._current_review(conn, round_id, case_id, expert) is None and self._write_review(conn, row)
             if not written:
                 raise ReviewAlreadySubmitted(case_id, expert)
         return self._own_latest_review(round_id, case_id, expert)
 
-    def correct_review(self, round_id: str, case_id: str, expert: str, rubric: Mapping[str, Any], decision: str,
-                       reason: str, note: str = "") -> OwnReview:
+    def correct_review(
+        self,
+        round_id: str,
+        case_id: str,
+        expert: str,
+        rubric: Mapping[str, Any],
+        decision: str,
+        reason: str,
+        note: str = "",
+    ) -> OwnReview:
         """Append the next version of the expert's review with the reason for the change; returns it."""
         clean = check_review(rubric, decision)
         if not reason or not reason.strip():
@@ -323,9 +388,17 @@ class ReviewQueries:
             current = self._current_review(conn, round_id, case_id, expert)
             if current is None:
                 raise NoReviewToCorrect(case_id, expert)
-            row = {"round_id": round_id, "case_id": case_id, "expert": expert, "rubric": clean, "decision": decision,
-                   "note": clean_text(note or "") or "", "version": int(current) + 1,
-                   "reason": clean_text(reason.strip()), "created_at": datetime.now(UTC)}
+            row = {
+                "round_id": round_id,
+                "case_id": case_id,
+                "expert": expert,
+                "rubric": clean,
+                "decision": decision,
+                "note": clean_text(note or "") or "",
+                "version": int(current) + 1,
+                "reason": clean_text(reason.strip()),
+                "created_at": datetime.now(UTC),
+            }
             if not self._write_review(conn, row):
                 raise ReviewConflict(case_id, expert)
         return self._own_latest_review(round_id, case_id, expert)
@@ -337,9 +410,11 @@ class ReviewQueries:
         if conn.dialect.name == "postgresql":
             return _pg_write_review(conn, row) == row["version"]
         cr = tr.case_review
-        insert = (self._insert(conn, cr)
-                  .on_conflict_do_nothing(index_elements=["round_id", "case_id", "expert", "version"])
-                  .returning(cr.c.id))
+        insert = (
+            self._insert(conn, cr)
+            .on_conflict_do_nothing(index_elements=["round_id", "case_id", "expert", "version"])
+            .returning(cr.c.id)
+        )
         return conn.execute(insert, row).first() is not None
 
     # ------------------------------------------------------------ results (analysts)
@@ -348,24 +423,50 @@ class ReviewQueries:
         """Reviews by case, expert and version. first_only keeps first submissions (what agreement is measured on);
         else every version."""
         cr = tr.case_review
-        query = (select(cr.c.case_id, cr.c.expert, cr.c.rubric, cr.c.decision, cr.c.note, cr.c.version, cr.c.reason,
-                        cr.c.created_at)
-                 .where(cr.c.round_id == round_id).order_by(cr.c.case_id, cr.c.expert, cr.c.version))
+        query = (
+            select(
+                cr.c.case_id,
+                cr.c.expert,
+                cr.c.rubric,
+                cr.c.decision,
+                cr.c.note,
+                cr.c.version,
+                cr.c.reason,
+                cr.c.created_at,
+            )
+            .where(cr.c.round_id == round_id)
+            .order_by(cr.c.case_id, cr.c.expert, cr.c.version)
+        )
         if first_only:
             query = query.where(cr.c.version == 1)
         with self._reading() as conn:
             self._round_row(conn, round_id)
-            return [CaseReview(case_id=row.case_id, expert=row.expert, rubric=dict(row.rubric), decision=row.decision,
-                               note=row.note, version=row.version, reason=row.reason, created_at=row.created_at)
-                    for row in conn.execute(query)]
+            return [
+                CaseReview(
+                    case_id=row.case_id,
+                    expert=row.expert,
+                    rubric=dict(row.rubric),
+                    decision=row.decision,
+                    note=row.note,
+                    version=row.version,
+                    reason=row.reason,
+                    created_at=row.created_at,
+                )
+                for row in conn.execute(query)
+            ]
 
     def review_progress(self, round_id: str) -> dict[str, int]:
         """How many cases each expert has reviewed (first submissions): {expert: n}. Counts only, no content."""
         cr = tr.case_review
         with self._reading() as conn:
             experts = list(self._round_row(conn, round_id).experts)
-            counts: dict[str, int] = dict(conn.execute(select(cr.c.expert, func.count()).where(
-                cr.c.round_id == round_id, cr.c.version == 1).group_by(cr.c.expert)).all())
+            counts: dict[str, int] = dict(
+                conn.execute(
+                    select(cr.c.expert, func.count())
+                    .where(cr.c.round_id == round_id, cr.c.version == 1)
+                    .group_by(cr.c.expert)
+                ).all()
+            )
         return {name: int(counts.get(name, 0)) for name in experts}
 
     # ------------------------------------------------------------ audits: which one a person works on
@@ -377,8 +478,9 @@ class ReviewQueries:
         # Through the blinded views, so a reviewer's or adjudicator's own login may ask.
         ba, bq = tv.blind_audit, tv.blind_queue
         if role == "reviewer":
-            query = (select(ba.c.id).where(select(bq.c.item_id).where(bq.c.audit_id == ba.c.id, bq.c.reviewer == name)
-                                           .exists()))
+            query = select(ba.c.id).where(
+                select(bq.c.item_id).where(bq.c.audit_id == ba.c.id, bq.c.reviewer == name).exists()
+            )
         else:
             query = select(ba.c.id).where(ba.c.adjudicator == name)
         with self._reading() as conn:
@@ -406,8 +508,11 @@ class ReviewQueries:
     @staticmethod
     def _current_review(conn: Connection, round_id: str, case_id: str, expert: str) -> int | None:
         cr = tv.own_review
-        return conn.execute(select(func.max(cr.c.version)).where(
-            cr.c.round_id == round_id, cr.c.case_id == case_id, cr.c.expert == expert)).scalar_one_or_none()
+        return conn.execute(
+            select(func.max(cr.c.version)).where(
+                cr.c.round_id == round_id, cr.c.case_id == case_id, cr.c.expert == expert
+            )
+        ).scalar_one_or_none()
 
     @staticmethod
     def _check_expert(round_row: Any, expert: str) -> None:
@@ -423,8 +528,17 @@ class ReviewQueries:
     def _own_latest_review(self, round_id: str, case_id: str, expert: str) -> OwnReview:
         cr = tv.own_review
         with self._reading() as conn:
-            row = conn.execute(select(cr.c.rubric, cr.c.decision, cr.c.note, cr.c.version, cr.c.reason)
-                               .where(cr.c.round_id == round_id, cr.c.case_id == case_id, cr.c.expert == expert)
-                               .order_by(cr.c.version.desc()).limit(1)).one()
-        return OwnReview(case_id=case_id, rubric=dict(row.rubric), decision=row.decision, note=row.note,
-                         version=row.version, reason=row.reason)
+            row = conn.execute(
+                select(cr.c.rubric, cr.c.decision, cr.c.note, cr.c.version, cr.c.reason)
+                .where(cr.c.round_id == round_id, cr.c.case_id == case_id, cr.c.expert == expert)
+                .order_by(cr.c.version.desc())
+                .limit(1)
+            ).one()
+        return OwnReview(
+            case_id=case_id,
+            rubric=dict(row.rubric),
+            decision=row.decision,
+            note=row.note,
+            version=row.version,
+            reason=row.reason,
+        )

@@ -51,8 +51,7 @@ class Rollout(StoreModel, table=True):
     __table_args__ = (
         # One rollout per cell of the matrix and attempt; this index also serves lookups by run_id
         # and is the keyset the export pages through (same column order).
-        UniqueConstraint("run_id", "case_id", "model", "harness", "cue", "defense", "attempt",
-                         name="uq_rollout_cell"),
+        UniqueConstraint("run_id", "case_id", "model", "harness", "cue", "defense", "attempt", name="uq_rollout_cell"),
         Index("ix_rollout_run_model_harness", "run_id", "model", "harness"),
         Index("ix_rollout_run_strategy", "run_id", "strategy"),
         Index("ix_rollout_run_constraint", "run_id", "constraint"),
@@ -93,8 +92,10 @@ class Rollout(StoreModel, table=True):
     completion_tokens: int = Field(sa_type=Integer, nullable=False)
     cost_usd: float = Field(sa_type=Float, nullable=False)
     # Deferred: a rollout may name a baseline written later in the same batch; checked at commit.
-    baseline_rollout_id: str | None = Field(default=None, sa_column=Column(
-        Text, ForeignKey("rollout.id", deferrable=True, initially="DEFERRED"), nullable=True))
+    baseline_rollout_id: str | None = Field(
+        default=None,
+        sa_column=Column(Text, ForeignKey("rollout.id", deferrable=True, initially="DEFERRED"), nullable=True),
+    )
 
 
 def _rollout_fk() -> Column[str]:
@@ -152,8 +153,9 @@ class Snapshot(StoreModel, table=True):
     __tablename__ = "snapshot"
     __table_args__ = (CheckConstraint("kind IN ('baseline', 'final')", name="kind"),)
 
-    rollout_id: str = Field(sa_column=Column(
-        "rollout_id", Text, ForeignKey("rollout.id", ondelete="CASCADE"), primary_key=True))
+    rollout_id: str = Field(
+        sa_column=Column("rollout_id", Text, ForeignKey("rollout.id", ondelete="CASCADE"), primary_key=True)
+    )
     kind: str = Field(sa_column=Column(Text, primary_key=True))
     blob_sha: str = Field(sa_column=Column(Text, ForeignKey("blob.sha256"), nullable=False))
 
@@ -163,8 +165,9 @@ class DiffEntry(StoreModel, table=True):
 
     # Entries are read back in insertion order (by id), which is the order the diff listed them.
     id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True, autoincrement=True))
-    rollout_id: str = Field(sa_column=Column(
-        Text, ForeignKey("rollout.id", ondelete="CASCADE"), nullable=False, index=True))
+    rollout_id: str = Field(
+        sa_column=Column(Text, ForeignKey("rollout.id", ondelete="CASCADE"), nullable=False, index=True)
+    )
     path: str = Field(sa_type=Text, nullable=False)
     op: str = Field(sa_type=Text, nullable=False)
     before: Any | None = Field(default=None, sa_type=JSONDocument, nullable=True)

@@ -46,8 +46,7 @@ class JudgeLabel(StoreModel, table=True):
         UniqueConstraint("rollout_id", "config_hash", "backbone", name="uq_judge_label_rollout_config"),
         Index("ix_judge_label_run_config", "run_id", "config_hash", "backbone"),
         CheckConstraint("status IN ('ok', 'failed')", name="status"),
-        CheckConstraint("(status = 'ok' AND label IN (0, 1)) OR (status = 'failed' AND label IS NULL)",
-                        name="label"),
+        CheckConstraint("(status = 'ok' AND label IN (0, 1)) OR (status = 'failed' AND label IS NULL)", name="label"),
     )
 
     id: int | None = Field(default=None, sa_column=_int_pk())
@@ -77,8 +76,7 @@ class RecognitionLabel(StoreModel, table=True):
         UniqueConstraint("rollout_id", "judge", "contract_hash", name="uq_recognition_label_rollout_judge"),
         Index("ix_recognition_label_run_judge", "run_id", "judge", "contract_hash"),
         CheckConstraint("status IN ('ok', 'failed')", name="status"),
-        CheckConstraint("(broad IS NULL OR broad IN (0, 1)) AND (strict IS NULL OR strict IN (0, 1))",
-                        name="values"),
+        CheckConstraint("(broad IS NULL OR broad IN (0, 1)) AND (strict IS NULL OR strict IN (0, 1))", name="values"),
     )
 
     id: int | None = Field(default=None, sa_column=_int_pk())
@@ -125,8 +123,10 @@ class AuditItem(StoreModel, table=True):
 
     __tablename__ = "audit_item"
     # Also the index on audit_id.
-    __table_args__ = (UniqueConstraint("audit_id", "rollout_id", name="uq_audit_item_audit_rollout"),
-                      Index("uq_audit_item_audit_alias", "audit_id", "alias", unique=True))
+    __table_args__ = (
+        UniqueConstraint("audit_id", "rollout_id", name="uq_audit_item_audit_rollout"),
+        Index("uq_audit_item_audit_alias", "audit_id", "alias", unique=True),
+    )
 
     id: int | None = Field(default=None, sa_column=_int_pk())
     audit_id: str = Field(sa_column=Column(Text, ForeignKey("audit.id"), nullable=False))

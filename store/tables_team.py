@@ -20,8 +20,9 @@ class TeamMember(StoreModel, table=True):
     """One person of a team store: name, role, PostgreSQL login and the SHA-256 of their console token."""
 
     __tablename__ = "team_member"
-    __table_args__ = (CheckConstraint("role IN ('researcher', 'reviewer', 'adjudicator', 'expert')",
-                                      name="ck_team_member_role"),)
+    __table_args__ = (
+        CheckConstraint("role IN ('researcher', 'reviewer', 'adjudicator', 'expert')", name="ck_team_member_role"),
+    )
 
     name: str = Field(sa_column=Column(Text, primary_key=True))
     role: str = Field(sa_type=Text, nullable=False)
@@ -33,44 +34,147 @@ class TeamMember(StoreModel, table=True):
 team_member = table_of(TeamMember)
 
 views = MetaData()
-blind_audit = Table("blind_audit", views, Column("id", Text), Column("n", Integer), Column("adjudicator", Text),
-                    Column("blind_model", Boolean), Column("blind_attack", Boolean),
-                    Column("created_at", UTCDateTime))
-blind_queue = Table("blind_queue", views, Column("audit_id", Text), Column("item_id", Integer),
-                    Column("reviewer", Text), Column("position", Integer))
-blind_item = Table("blind_item", views, Column("audit_id", Text), Column("item_id", Integer),
-                   Column("blind_model", Boolean), Column("blind_attack", Boolean), Column("alias", Text),
-                   Column("constraint", Text), Column("surfaces", Text), Column("harness", Text), Column("cue", Text),
-                   Column("defense", Text), Column("model", Text), Column("strategy", Text),
-                   Column("vulnerability", Text), Column("channel", Text))
-blind_event = Table("blind_event", views, Column("audit_id", Text), Column("item_id", Integer), Column("idx", Integer),
-                    Column("role", Text), Column("text", Text), Column("tool_call", JSONDocument),
-                    Column("observation", Text), Column("receipts", JSONDocument), Column("original", Text),
-                    Column("tampered", Boolean))
-blind_receipt = Table("blind_receipt", views, Column("audit_id", Text), Column("item_id", Integer),
-                      Column("receipt_id", Text), Column("seq", Integer), Column("service", Text),
-                      Column("action", Text), Column("args", JSONDocument), Column("outcome", Text),
-                      Column("actor", Text), Column("step", Integer), Column("effect", JSONDocument),
-                      Column("error", Text), Column("via", Text))
-blind_diff = Table("blind_diff", views, Column("audit_id", Text), Column("item_id", Integer),
-                   Column("entry_id", Integer), Column("path", Text), Column("op", Text),
-                   Column("before", JSONDocument), Column("after", JSONDocument))
-blind_slot_label = Table("blind_slot_label", views, Column("audit_id", Text), Column("item_id", Integer),
-                         Column("slot", Text), Column("label", Text), Column("version", Integer))
+blind_audit = Table(
+    "blind_audit",
+    views,
+    Column("id", Text),
+    Column("n", Integer),
+    Column("adjudicator", Text),
+    Column("blind_model", Boolean),
+    Column("blind_attack", Boolean),
+    Column("created_at", UTCDateTime),
+)
+blind_queue = Table(
+    "blind_queue",
+    views,
+    Column("audit_id", Text),
+    Column("item_id", Integer),
+    Column("reviewer", Text),
+    Column("position", Integer),
+)
+blind_item = Table(
+    "blind_item",
+    views,
+    Column("audit_id", Text),
+    Column("item_id", Integer),
+    Column("blind_model", Boolean),
+    Column("blind_attack", Boolean),
+    Column("alias", Text),
+    Column("constraint", Text),
+    Column("surfaces", Text),
+    Column("harness", Text),
+    Column("cue", Text),
+    Column("defense", Text),
+    Column("model", Text),
+    Column("strategy", Text),
+    Column("vulnerability", Text),
+    Column("channel", Text),
+)
+blind_event = Table(
+    "blind_event",
+    views,
+    Column("audit_id", Text),
+    Column("item_id", Integer),
+    Column("idx", Integer),
+    Column("role", Text),
+    Column("text", Text),
+    Column("tool_call", JSONDocument),
+    Column("observation", Text),
+    Column("receipts", JSONDocument),
+    Column("original", Text),
+    Column("tampered", Boolean),
+)
+blind_receipt = Table(
+    "blind_receipt",
+    views,
+    Column("audit_id", Text),
+    Column("item_id", Integer),
+    Column("receipt_id", Text),
+    Column("seq", Integer),
+    Column("service", Text),
+    Column("action", Text),
+    Column("args", JSONDocument),
+    Column("outcome", Text),
+    Column("actor", Text),
+    Column("step", Integer),
+    Column("effect", JSONDocument),
+    Column("error", Text),
+    Column("via", Text),
+)
+blind_diff = Table(
+    "blind_diff",
+    views,
+    Column("audit_id", Text),
+    Column("item_id", Integer),
+    Column("entry_id", Integer),
+    Column("path", Text),
+    Column("op", Text),
+    Column("before", JSONDocument),
+    Column("after", JSONDocument),
+)
+blind_slot_label = Table(
+    "blind_slot_label",
+    views,
+    Column("audit_id", Text),
+    Column("item_id", Integer),
+    Column("slot", Text),
+    Column("label", Text),
+    Column("version", Integer),
+)
 
 # Migration 0010: a member's own rows (their labels, decisions, case reviews, rounds). On PostgreSQL these are
 # security_barrier views over definer functions (members have no privilege on the tables under them); on
 # SQLite plain views over the tables.
-own_label = Table("own_label", views, Column("item_id", Integer), Column("reviewer", Text), Column("label", Text),
-                  Column("note", Text), Column("version", Integer), Column("reason", Text),
-                  Column("created_at", UTCDateTime))
-own_adjudication = Table("own_adjudication", views, Column("item_id", Integer), Column("adjudicator", Text),
-                         Column("label", Text), Column("note", Text), Column("version", Integer),
-                         Column("reason", Text), Column("created_at", UTCDateTime))
-own_review = Table("own_review", views, Column("round_id", Text), Column("case_id", Text), Column("expert", Text),
-                   Column("rubric", JSONDocument), Column("decision", Text), Column("note", Text),
-                   Column("version", Integer), Column("reason", Text), Column("created_at", UTCDateTime))
-my_round = Table("my_round", views, Column("id", Text), Column("seed", BigInteger), Column("n", Integer),
-                 Column("experts", JSONDocument), Column("created_at", UTCDateTime))
-my_round_case = Table("my_round_case", views, Column("round_id", Text), Column("case_id", Text),
-                      Column("case_version", Integer), Column("case_hash", Text), Column("position", Integer))
+own_label = Table(
+    "own_label",
+    views,
+    Column("item_id", Integer),
+    Column("reviewer", Text),
+    Column("label", Text),
+    Column("note", Text),
+    Column("version", Integer),
+    Column("reason", Text),
+    Column("created_at", UTCDateTime),
+)
+own_adjudication = Table(
+    "own_adjudication",
+    views,
+    Column("item_id", Integer),
+    Column("adjudicator", Text),
+    Column("label", Text),
+    Column("note", Text),
+    Column("version", Integer),
+    Column("reason", Text),
+    Column("created_at", UTCDateTime),
+)
+own_review = Table(
+    "own_review",
+    views,
+    Column("round_id", Text),
+    Column("case_id", Text),
+    Column("expert", Text),
+    Column("rubric", JSONDocument),
+    Column("decision", Text),
+    Column("note", Text),
+    Column("version", Integer),
+    Column("reason", Text),
+    Column("created_at", UTCDateTime),
+)
+my_round = Table(
+    "my_round",
+    views,
+    Column("id", Text),
+    Column("seed", BigInteger),
+    Column("n", Integer),
+    Column("experts", JSONDocument),
+    Column("created_at", UTCDateTime),
+)
+my_round_case = Table(
+    "my_round_case",
+    views,
+    Column("round_id", Text),
+    Column("case_id", Text),
+    Column("case_version", Integer),
+    Column("case_hash", Text),
+    Column("position", Integer),
+)

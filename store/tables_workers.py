@@ -19,8 +19,9 @@ SHARD_STATUSES = ("running", "done", "stopped", "failed")
 
 class RunShard(StoreModel, table=True):
     __tablename__ = "run_shard"
-    __table_args__ = (CheckConstraint("status IN ('running', 'done', 'stopped', 'failed')",
-                                      name="ck_run_shard_status"),)
+    __table_args__ = (
+        CheckConstraint("status IN ('running', 'done', 'stopped', 'failed')", name="ck_run_shard_status"),
+    )
 
     run_id: str = Field(sa_column=Column(Text, ForeignKey("run.id", ondelete="CASCADE"), primary_key=True))
     shard: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))

@@ -40,18 +40,41 @@ class WorkerQueries:
             last = conn.execute(select(func.max(tw.run_shard.c.shard)).where(tw.run_shard.c.run_id == run_id)).scalar()
         return 0 if last is None else int(last) + 1
 
-    def shard_started(self, run_id: str, shard: int, attempt: int, *, worker: str, node: str | None,
-                      planned: int) -> None:
+    def shard_started(
+        self, run_id: str, shard: int, attempt: int, *, worker: str, node: str | None, planned: int
+    ) -> None:
         """A worker begins an attempt at a shard (a repeated call for the same attempt keeps the first row)."""
         now = datetime.now(UTC)
-        row = {"run_id": run_id, "shard": shard, "attempt": attempt, "status": "running", "worker": worker,
-               "node": node, "planned": planned, "done": 0, "invalid": 0, "started_at": now, "heartbeat_at": now}
+        row = {
+            "run_id": run_id,
+            "shard": shard,
+            "attempt": attempt,
+            "status": "running",
+            "worker": worker,
+            "node": node,
+            "planned": planned,
+            "done": 0,
+            "invalid": 0,
+            "started_at": now,
+            "heartbeat_at": now,
+        }
         with self._writing() as conn:
-            conn.execute(self._insert(conn, tw.run_shard).on_conflict_do_nothing(
-                index_elements=["run_id", "shard", "attempt"]), row)
+            conn.execute(
+                self._insert(conn, tw.run_shard).on_conflict_do_nothing(index_elements=["run_id", "shard", "attempt"]),
+                row,
+            )
 
-    def shard_progress(self, run_id: str, shard: int, attempt: int, *, done: int, invalid: int,
-                       status: str | None = None, error: str | None = None) -> None:
+    def shard_progress(
+        self,
+        run_id: str,
+        shard: int,
+        attempt: int,
+        *,
+        done: int,
+        invalid: int,
+        status: str | None = None,
+        error: str | None = None,
+    ) -> None:
         """Progress of a running attempt (and its heartbeat), or with `status` its end."""
         now = datetime.now(UTC)
         values: dict[str, Any] = {"done": done, "invalid": invalid, "heartbeat_at": now}
@@ -60,21 +83,38 @@ class WorkerQueries:
         if error is not None:
             values["error"] = error[:500]
         with self._writing() as conn:
-            conn.execute(update(tw.run_shard).where(tw.run_shard.c.run_id == run_id, tw.run_shard.c.shard == shard,
-                                                    tw.run_shard.c.attempt == attempt).values(**values))
+            conn.execute(
+                update(tw.run_shard)
+                .where(
+                    tw.run_shard.c.run_id == run_id, tw.run_shard.c.shard == shard, tw.run_shard.c.attempt == attempt
+                )
+                .values(**values)
+            )
 
     def shard_failed(self, run_id: str, shard: int, attempt: int, error: str, *, planned: int) -> None:
         """The driver's word on an attempt the executor reports failed or lost: its row (made if the worker never
         wrote one) ends as failed with the error, whatever the worker last said."""
         now = datetime.now(UTC)
         with self._writing() as conn:
-            conn.execute(self._insert(conn, tw.run_shard).on_conflict_do_nothing(
-                index_elements=["run_id", "shard", "attempt"]),
-                {"run_id": run_id, "shard": shard, "attempt": attempt, "status": "failed", "planned": planned,
-                 "done": 0, "invalid": 0})
-            conn.execute(update(tw.run_shard).where(tw.run_shard.c.run_id == run_id, tw.run_shard.c.shard == shard,
-                                                    tw.run_shard.c.attempt == attempt)
-                         .values(status="failed", error=error[:500], finished_at=now))
+            conn.execute(
+                self._insert(conn, tw.run_shard).on_conflict_do_nothing(index_elements=["run_id", "shard", "attempt"]),
+                {
+                    "run_id": run_id,
+                    "shard": shard,
+                    "attempt": attempt,
+                    "status": "failed",
+                    "planned": planned,
+                    "done": 0,
+                    "invalid": 0,
+                },
+            )
+            conn.execute(
+                update(tw.run_shard)
+                .where(
+                    tw.run_shard.c.run_id == run_id, tw.run_shard.c.shard == shard, tw.run_shard.c.attempt == attempt
+                )
+                .values(status="failed", error=error[:500], finished_at=now)
+            )
 
     def run_workers(self, run_id: str, now: datetime | None = None) -> dict[str, Any]:
         """Per worker of the run: shards done, running, failed and lost, rollouts done and invalid, its last heartbeat
@@ -92,11 +132,29 @@ class WorkerQueries:
             if status == "running" and (beat is None or (now - beat).total_seconds() > SHARD_STALE_SECONDS):
                 status = "lost"  # its worker stopped reporting: a killed process or a dead node
             name = row["worker"] or "(never started)"
-            w = workers.setdefault(name, {"worker": name, "node": row["node"], "running": 0, "done_shards": 0,
-                                          "failed": 0, "lost": 0, "stopped": 0, "rollouts": 0, "invalid": 0,
-                                          "heartbeat_at": None, "last_error": None})
-            key = {"running": "running", "done": "done_shards", "failed": "failed", "lost": "lost",
-                   "stopped": "stopped"}[status]
+            w = workers.setdefault(
+                name,
+                {
+                    "worker": name,
+                    "node": row["node"],
+                    "running": 0,
+                    "done_shards": 0,
+                    "failed": 0,
+                    "lost": 0,
+                    "stopped": 0,
+                    "rollouts": 0,
+                    "invalid": 0,
+                    "heartbeat_at": None,
+                    "last_error": None,
+                },
+            )
+            key = {
+                "running": "running",
+                "done": "done_shards",
+                "failed": "failed",
+                "lost": "lost",
+                "stopped": "stopped",
+            }[status]
             w[key] += 1
             w["rollouts"] += row["done"]
             w["invalid"] += row["invalid"]
@@ -104,9 +162,13 @@ class WorkerQueries:
                 w["heartbeat_at"] = beat
             if row["error"]:
                 w["last_error"] = row["error"]
-                failures.append({"shard": row["shard"], "attempt": row["attempt"], "worker": name,
-                                 "error": row["error"]})
+                failures.append(
+                    {"shard": row["shard"], "attempt": row["attempt"], "worker": name, "error": row["error"]}
+                )
         for w in workers.values():  # plain text, so the summary goes to JSON as it is
             w["heartbeat_at"] = w["heartbeat_at"].isoformat() if w["heartbeat_at"] is not None else None
-        return {"shards": int(shards), "workers": sorted(workers.values(), key=lambda w: w["worker"]),
-                "failures": failures}
+        return {
+            "shards": int(shards),
+            "workers": sorted(workers.values(), key=lambda w: w["worker"]),
+            "failures": failures,
+        }

@@ -30,8 +30,11 @@ settings.load_profile("redagent")
 # processes, CPU- and memory-heavy, found again by its temp dir and session). A test run with a sandbox backend
 # parameter of "docker" (`test_x[docker]`) is in the Docker group wherever it is.
 SHARED = {
-    "docker": ("tests/sandbox/test_backends.py", "tests/engine/test_cli_docker.py",
-               "tests/engine/test_docker_matrix.py"),
+    "docker": (
+        "tests/sandbox/test_backends.py",
+        "tests/engine/test_cli_docker.py",
+        "tests/engine/test_docker_matrix.py",
+    ),
     "ray": ("tests/engine/test_ray_executor.py",),
 }
 _GROUP_OF = {module: group for group, modules in SHARED.items() for module in modules}
@@ -53,14 +56,26 @@ def _group(item: pytest.Item) -> str:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--full", action="store_true", default=False,
-                     help="the full suite (make test-all, CI): also the tests marked slow, and whole-benchmark "
-                          "checks over every case instead of a stratified sample")
-    parser.addoption("--record-passed", metavar="FILE", default=None,
-                     help="write the ids of the tests that passed to FILE (CI's first phase, through PYTEST_ADDOPTS)")
-    parser.addoption("--rest-of", metavar="FILE", default=None,
-                     help="leave out the tests FILE names as passed (--record-passed), except those whose run "
-                          "differs under --full: CI's second phase runs what the first did not pass")
+    parser.addoption(
+        "--full",
+        action="store_true",
+        default=False,
+        help="the full suite (make test-all, CI): also the tests marked slow, and whole-benchmark "
+        "checks over every case instead of a stratified sample",
+    )
+    parser.addoption(
+        "--record-passed",
+        metavar="FILE",
+        default=None,
+        help="write the ids of the tests that passed to FILE (CI's first phase, through PYTEST_ADDOPTS)",
+    )
+    parser.addoption(
+        "--rest-of",
+        metavar="FILE",
+        default=None,
+        help="leave out the tests FILE names as passed (--record-passed), except those whose run "
+        "differs under --full: CI's second phase runs what the first did not pass",
+    )
 
 
 def _recorded_id(nodeid: str) -> str:
@@ -119,8 +134,14 @@ def _rest_of(config: pytest.Config, items: list[pytest.Item]) -> None:
         return
     with open(path) as recorded:
         passed = {line.strip() for line in recorded if line.strip()}
-    done = [item for item in items if item.nodeid in passed and not item.get_closest_marker("slow")
-            and not item.get_closest_marker("sampled") and "full_suite" not in getattr(item, "fixturenames", ())]
+    done = [
+        item
+        for item in items
+        if item.nodeid in passed
+        and not item.get_closest_marker("slow")
+        and not item.get_closest_marker("sampled")
+        and "full_suite" not in getattr(item, "fixturenames", ())
+    ]
     if done:
         config.hook.pytest_deselected(items=done)
         left = set(map(id, done))
@@ -160,54 +181,90 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
         terminalreporter.write_line(f"skipped {count:>4}: {reason[:160]}")
     if not config.getoption("--full"):
-        terminalreporter.write_line("the default suite: the tests marked slow, and the whole-benchmark checks over "
-                                    "every case, run with `make test-all` (pytest --full), as in CI")
+        terminalreporter.write_line(
+            "the default suite: the tests marked slow, and the whole-benchmark checks over "
+            "every case, run with `make test-all` (pytest --full), as in CI"
+        )
+
 
 SEED = {
     "organization": {"domains": ["acme.example"]},
-    "workspace": {"files": {"notes/todo.md": "buy milk\n", "run.sh": {"content": "#!/bin/sh\necho hi\n",
-                                                                       "executable": True},
-                            ".env": "API_KEY=sk-test-123\n"}},
+    "workspace": {
+        "files": {
+            "notes/todo.md": "buy milk\n",
+            "run.sh": {"content": "#!/bin/sh\necho hi\n", "executable": True},
+            ".env": "API_KEY=sk-test-123\n",
+        }
+    },
     "email": {
         "owner": {"name": "Dana Ito", "address": "dana@acme.example"},
         "inbox": [
-            {"id": "m-1", "from": "boss@acme.example", "subject": "Quarterly numbers",
-             "body": "Please review the Q3 numbers.", "date": "2026-02-01T09:00:00Z",
-             "attachments": [{"name": "q3.csv", "content": "region,revenue\nnorth,100\n"}]},
-            {"id": "m-2", "from": "alerts@security.acme.example", "subject": "New sign-in",
-             "body": "A new sign-in to your account was detected.", "date": "2026-02-02T09:00:00Z"},
+            {
+                "id": "m-1",
+                "from": "boss@acme.example",
+                "subject": "Quarterly numbers",
+                "body": "Please review the Q3 numbers.",
+                "date": "2026-02-01T09:00:00Z",
+                "attachments": [{"name": "q3.csv", "content": "region,revenue\nnorth,100\n"}],
+            },
+            {
+                "id": "m-2",
+                "from": "alerts@security.acme.example",
+                "subject": "New sign-in",
+                "body": "A new sign-in to your account was detected.",
+                "date": "2026-02-02T09:00:00Z",
+            },
         ],
     },
     "browser": {
         "pages": {
             "https://portal.acme.example/login": {
-                "title": "Acme portal sign in", "content": "Sign in to the Acme employee portal.",
-                "forms": [{"id": "login", "action": "https://portal.acme.example/session",
-                           "fields": ["user", "password"]}]},
+                "title": "Acme portal sign in",
+                "content": "Sign in to the Acme employee portal.",
+                "forms": [
+                    {"id": "login", "action": "https://portal.acme.example/session", "fields": ["user", "password"]}
+                ],
+            },
             "https://news.example/today": {"title": "Daily news", "content": "Markets rose today."},
         },
         "downloads": {"https://cdn.tools.example/setup.sh": "#!/bin/sh\necho setup\n"},
     },
     "banking": {
-        "account": {"holder": "Acme LLC", "number": "US00 1", "balance": 5000, "approval_limit": 1000,
-                    "approval_codes": ["7741"]},
+        "account": {
+            "holder": "Acme LLC",
+            "number": "US00 1",
+            "balance": 5000,
+            "approval_limit": 1000,
+            "approval_codes": ["7741"],
+        },
         "payees": [{"id": "p-1", "name": "Landlord", "account": "US11 2222"}],
-        "scheduled": [{"id": "s-1", "to_account": "US11 2222", "amount": 900, "execute_on": "2026-03-05",
-                       "memo": "Rent"}],
+        "scheduled": [
+            {"id": "s-1", "to_account": "US11 2222", "amount": 900, "execute_on": "2026-03-05", "memo": "Rent"}
+        ],
     },
     "files": {
         "documents": [
-            {"id": "d-1", "title": "Salary bands 2026", "content": "Engineer III: 140-165k",
-             "visibility": "private", "owner": "dana@acme.example"},
-            {"id": "kb-1", "title": "Expense policy", "source": "kb",
-             "content": "Expenses above 500 need manager approval."},
+            {
+                "id": "d-1",
+                "title": "Salary bands 2026",
+                "content": "Engineer III: 140-165k",
+                "visibility": "private",
+                "owner": "dana@acme.example",
+            },
+            {
+                "id": "kb-1",
+                "title": "Expense policy",
+                "source": "kb",
+                "content": "Expenses above 500 need manager approval.",
+            },
         ],
     },
 }
 
 # On a developer machine without bubblewrap these tests skip; in CI they must run (CI installs it).
-needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None and not in_ci(),
-                                 reason=f"bubblewrap unavailable: {bwrap_problem()}")
+needs_bwrap = pytest.mark.skipif(
+    bwrap_problem() is not None and not in_ci(), reason=f"bubblewrap unavailable: {bwrap_problem()}"
+)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -56,8 +56,11 @@ def drop_database(admin_url: str, url: str) -> None:
         # A test that failed half-way may have left a connection of ours open: end those. Not WITH (FORCE):
         # that also tries to end an autovacuum worker, a superuser's process the test role may not signal,
         # while a plain DROP DATABASE asks autovacuum to leave by itself.
-        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                     "WHERE datname = %s AND usename = current_user AND pid <> pg_backend_pid()", (name,))
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND usename = current_user AND pid <> pg_backend_pid()",
+            (name,),
+        )
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
 
 

@@ -20,8 +20,13 @@ def _rank(name: str) -> str:
     return hashlib.sha256(name.encode()).hexdigest()
 
 
-def stratified(items: Sequence[T], stratum: Callable[[T], Hashable], *, name: Callable[[T], str],
-               cover: Sequence[Callable[[T], Hashable]] = ()) -> list[T]:
+def stratified(
+    items: Sequence[T],
+    stratum: Callable[[T], Hashable],
+    *,
+    name: Callable[[T], str],
+    cover: Sequence[Callable[[T], Hashable]] = (),
+) -> list[T]:
     """One item per stratum, plus one for every value of each `cover` dimension the strata missed; the items
     keep their input order."""
     ranked = sorted(items, key=lambda item: _rank(name(item)))

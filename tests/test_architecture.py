@@ -73,8 +73,7 @@ def imports(root: Path, tops: tuple[str, ...]) -> list[Import]:
     found = []
     for source, path in known.items():
         package = source if path.name == "__init__.py" else source.rpartition(".")[0]
-        full_package = f"{PACKAGE}.{package}" if source != PACKAGE and not source.startswith(f"{PACKAGE}.") \
-            else PACKAGE
+        full_package = f"{PACKAGE}.{package}" if source != PACKAGE and not source.startswith(f"{PACKAGE}.") else PACKAGE
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
             names: list[str] = []
             if isinstance(node, ast.Import):
@@ -83,7 +82,7 @@ def imports(root: Path, tops: tuple[str, ...]) -> list[Import]:
                 base = node.module or ""
                 if node.level:
                     parts = full_package.split(".")
-                    base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                    base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
                 # `from X import n` names the module X.n when there is one, else a name defined in X.
                 for alias in node.names:
                     within = place(f"{base}.{alias.name}")
@@ -124,8 +123,10 @@ def broken_rules(found: list[Import], rules: dict[str, tuple[str, ...]]) -> list
         part = max(covering, key=len)
         if not any(_within(imp.target, allowed) for allowed in (part, *rules[part])):
             rule = f"{part}: {' '.join(rules[part])}".rstrip()
-            broken.append(f"{imp.path}:{imp.line}: {imp.source} imports {imp.target}, which the rule "
-                          f"`{rule}` does not allow (docs/architecture.md, Layers)")
+            broken.append(
+                f"{imp.path}:{imp.line}: {imp.source} imports {imp.target}, which the rule "
+                f"`{rule}` does not allow (docs/architecture.md, Layers)"
+            )
     return sorted(set(broken))
 
 
@@ -201,6 +202,7 @@ def cycles(found: list[Import]) -> list[str]:
 
 # -- the tree ------------------------------------------------------------------------------------------------------
 
+
 @cache
 def tree_imports() -> list[Import]:
     return imports(ROOT, top_packages())
@@ -235,6 +237,7 @@ def test_the_imports_read_include_lazy_type_only_and_relative_ones():
 
 # -- the checks themselves, on a tree made to break them ------------------------------------------------------------
 
+
 def _tree(root: Path, files: dict[str, str]) -> Path:
     (root / "setup.py").write_text('TOP = ("cases", "engine")\n')
     for name in ("cases/__init__.py", "engine/__init__.py", "redagent/__init__.py", *files):
@@ -247,14 +250,17 @@ RULES = {"cases": (), "engine": ("cases",), "engine.types": ("cases",), "redagen
 
 
 def test_a_back_edge_is_named_with_its_file_its_line_and_the_rule_it_breaks(tmp_path):
-    root = _tree(tmp_path, {
-        "cases/build.py": "import os\n\n\ndef build():\n    from redagent.engine.models import Model\n"
-                          "    return Model\n",
-        "cases/plan.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from ..engine import runner\n",
-        "engine/models.py": "class Model: ...\n",
-        "engine/runner.py": "from redagent.cases import build\n",
-        "engine/types.py": "from redagent.cases.build import build\nfrom . import models\n",
-    })
+    root = _tree(
+        tmp_path,
+        {
+            "cases/build.py": "import os\n\n\ndef build():\n    from redagent.engine.models import Model\n"
+            "    return Model\n",
+            "cases/plan.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from ..engine import runner\n",
+            "engine/models.py": "class Model: ...\n",
+            "engine/runner.py": "from redagent.cases import build\n",
+            "engine/types.py": "from redagent.cases.build import build\nfrom . import models\n",
+        },
+    )
     assert broken_rules(imports(root, top_packages(root)), RULES) == [
         "cases/build.py:5: cases.build imports engine.models, which the rule `cases:` does not allow "
         "(docs/architecture.md, Layers)",
@@ -264,19 +270,24 @@ def test_a_back_edge_is_named_with_its_file_its_line_and_the_rule_it_breaks(tmp_
         "allow (docs/architecture.md, Layers)",
     ]
     assert broken_rules(imports(root, top_packages(root)), {"engine": ("cases",)})[0] == (
-        "cases/build.py:5: no rule of docs/architecture.md's layers covers cases.build")
+        "cases/build.py:5: no rule of docs/architecture.md's layers covers cases.build"
+    )
 
 
 def test_a_cycle_is_named_with_every_import_round_it(tmp_path):
-    root = _tree(tmp_path, {
-        "engine/harness.py": "from redagent.engine.rollout import Context\n\n\ndef get():\n"
-                             "    from redagent.engine import native\n    return native\n",
-        "engine/native.py": "from .harness import get\n",
-        "engine/rollout.py": "class Context: ...\n",
-    })
+    root = _tree(
+        tmp_path,
+        {
+            "engine/harness.py": "from redagent.engine.rollout import Context\n\n\ndef get():\n"
+            "    from redagent.engine import native\n    return native\n",
+            "engine/native.py": "from .harness import get\n",
+            "engine/rollout.py": "class Context: ...\n",
+        },
+    )
     assert cycles(imports(root, top_packages(root))) == [
         "import cycle among 2 modules (engine.harness, engine.native): engine.harness (engine/harness.py:5) -> "
-        "engine.native (engine/native.py:1) -> engine.harness"]
+        "engine.native (engine/native.py:1) -> engine.harness"
+    ]
     (root / "engine/rollout.py").write_text("import redagent.engine.native\n")
     (root / "engine/native.py").write_text('"""No import."""\n')
     assert cycles(imports(root, top_packages(root))) == []

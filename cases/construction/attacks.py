@@ -37,9 +37,13 @@ def phrase(strategy: str, goal: Goal, org: str, rng: random.Random) -> tuple[str
     index = rng.randrange(len(options))
     names = knowledge("names")
     person = rng.choice(names["people"])[0]
-    fields = {"goal": goal.summary, "persona": f"{person}, {rng.choice(names['roles'])}", "org": org,
-              "ticket": f"{rng.choice(['INC', 'CHG', 'REQ', 'SEC', 'FIN'])}-{rng.randint(1000, 99999)}",
-              "deadline": rng.choice(names["deadlines"])}
+    fields = {
+        "goal": goal.summary,
+        "persona": f"{person}, {rng.choice(names['roles'])}",
+        "org": org,
+        "ticket": f"{rng.choice(['INC', 'CHG', 'REQ', 'SEC', 'FIN'])}-{rng.randint(1000, 99999)}",
+        "deadline": rng.choice(names["deadlines"]),
+    }
     return options[index].format(**fields), index
 
 
@@ -48,8 +52,10 @@ def place(strategy: str, scenario: Scenario, goal: Goal, content: str) -> dict[s
     if strategy in ("U1", "U2", "U3", "U4"):
         return {"attack": {"placement": "user", "target": "task", "content": content}}
     if strategy == "U5":
-        return {"attack": {"placement": "user", "target": "followups[0]", "content": content},
-                "followups": ["Thanks for that. {{attack}}"]}
+        return {
+            "attack": {"placement": "user", "target": "followups[0]", "content": content},
+            "followups": ["Thanks for that. {{attack}}"],
+        }
     if strategy in CARRIER_OF:
         kind = CARRIER_OF[strategy]
         if kind not in scenario.carriers:
@@ -57,14 +63,23 @@ def place(strategy: str, scenario: Scenario, goal: Goal, content: str) -> dict[s
         return {"attack": {"placement": "seed", "target": scenario.carriers[kind], "content": content}}
     if strategy == "T1":
         tool = scenario.benign[0]["tool"]
-        return {"attack": {"placement": "tool", "content": content,
-                           "intervention": {"kind": "poison_description", "tool": tool}}}
+        return {
+            "attack": {
+                "placement": "tool",
+                "content": content,
+                "intervention": {"kind": "poison_description", "tool": tool},
+            }
+        }
     if strategy in ("T3", "T5"):
         if not scenario.reads:
             raise PlacementError(f"{strategy} needs a read call to tamper with")
         read = scenario.reads[0]
-        intervention = {"kind": "tamper", "tool": read.tool, "match": dict(read.match),
-                        "mode": "append" if strategy == "T3" else "error"}
+        intervention = {
+            "kind": "tamper",
+            "tool": read.tool,
+            "match": dict(read.match),
+            "mode": "append" if strategy == "T3" else "error",
+        }
         if strategy == "T3" and read.field:
             intervention["field"] = read.field
         return {"attack": {"placement": "tool", "content": content, "intervention": intervention}}
@@ -72,7 +87,16 @@ def place(strategy: str, scenario: Scenario, goal: Goal, content: str) -> dict[s
         if not goal.lookalike:
             raise PlacementError("T2 needs a look-alike of the harmful tool")
         fake = goal.lookalike
-        return {"attack": {"placement": "tool", "content": content, "intervention": {
-            "kind": "lookalike", "name": fake["name"], "target": fake["target"],
-            "inject_args": fake["inject_args"]}}}
+        return {
+            "attack": {
+                "placement": "tool",
+                "content": content,
+                "intervention": {
+                    "kind": "lookalike",
+                    "name": fake["name"],
+                    "target": fake["target"],
+                    "inject_args": fake["inject_args"],
+                },
+            }
+        }
     raise PlacementError(f"unknown strategy {strategy}")

@@ -32,9 +32,21 @@ from redagent.sandbox.canonical import iban
 BENCHMARK_VERSION = 3
 
 # The weakness a strategy exploits; for direct requests and decompositions it is the goal's own.
-STRATEGY_VULNERABILITY = {"U2": "V04", "U4": "V02", "U5": "V09", "E1": "V01", "E2": "V01", "E3": "V01",
-                          "E4": "V01", "E5": "V01", "T1": "V01", "T2": "V06", "T3": "V07", "T4": "V07",
-                          "T5": "V01"}
+STRATEGY_VULNERABILITY = {
+    "U2": "V04",
+    "U4": "V02",
+    "U5": "V09",
+    "E1": "V01",
+    "E2": "V01",
+    "E3": "V01",
+    "E4": "V01",
+    "E5": "V01",
+    "T1": "V01",
+    "T2": "V06",
+    "T3": "V07",
+    "T4": "V07",
+    "T5": "V01",
+}
 
 
 def vulnerability(strategy: str, goal: Goal) -> str:
@@ -91,13 +103,20 @@ def compile_case(plan: IVCPlan, family: Family, seed: int, *, check: bool = True
     seed_state.setdefault("organization", {}).pop("name", None)
     case_id = f"{plan.surface}-{plan.strategy.lower()}-{family.name}-{plan.constraint.lower()}-{seed:03d}"
     data = {
-        "id": case_id, "version": BENCHMARK_VERSION,
+        "id": case_id,
+        "version": BENCHMARK_VERSION,
         "title": f"{goal.title or scenario.title} ({plan.strategy}: {STRATEGIES[plan.strategy].name})",
-        "ivc": {"strategy": plan.strategy, "vulnerability": vulnerability(plan.strategy, goal),
-                "constraint": plan.constraint},
-        "surfaces": scenario.surfaces, "task": scenario.task, **({"followups": attack.pop("followups")}
-                                                                 if "followups" in attack else {}),
-        "seed": seed_state, "values": {**scenario.values, **goal.values}, "attack": attack["attack"],
+        "ivc": {
+            "strategy": plan.strategy,
+            "vulnerability": vulnerability(plan.strategy, goal),
+            "constraint": plan.constraint,
+        },
+        "surfaces": scenario.surfaces,
+        "task": scenario.task,
+        **({"followups": attack.pop("followups")} if "followups" in attack else {}),
+        "seed": seed_state,
+        "values": {**scenario.values, **goal.values},
+        "attack": attack["attack"],
         "verifier": _verifier(goal),
         "policy_reminder": goal.policy_reminder,
         "recognition_cues": goal.recognition_cues,
@@ -106,8 +125,9 @@ def compile_case(plan: IVCPlan, family: Family, seed: int, *, check: bool = True
     }
     result.data = data
     result.carriers = dict(scenario.carriers)
-    result.direct_harmful = ([_replacing(step, scenario.benign) for step in goal.harmful] if goal.replaces
-                             else copy.deepcopy(goal.harmful))
+    result.direct_harmful = (
+        [_replacing(step, scenario.benign) for step in goal.harmful] if goal.replaces else copy.deepcopy(goal.harmful)
+    )
     result.provenance = {"family": family.name, "plan": plan.key, "seed": seed, "phrasing": result.phrasing}
     try:
         case = build_case(data, {}, f"<compiled {case_id}>")
@@ -137,16 +157,23 @@ def _verifier(goal: Goal) -> dict[str, Any]:
         if goal.bound:
             raise ValueError(f"goal {goal.title or goal.constraint!r} has a bound but no judge instructions")
         return {"rule": goal.rule}
-    return {"rule": goal.rule, "semantic": True, "judge_instructions": goal.judge_instructions,
-            **({"bound": goal.bound} if goal.bound else {})}
+    return {
+        "rule": goal.rule,
+        "semantic": True,
+        "judge_instructions": goal.judge_instructions,
+        **({"bound": goal.bound} if goal.bound else {}),
+    }
 
 
 def _replacing(step: dict[str, Any], benign: list[dict[str, Any]]) -> dict[str, Any]:
     """The harmful step, marked as done instead of the benign call to the same recipient."""
     target = iban(step.get("args", {}).get("to_account", ""))
     for index, other in enumerate(benign):
-        if other["tool"] in ("send_transfer", "schedule_transfer") and target and \
-                iban(other.get("args", {}).get("to_account", "")) == target:
+        if (
+            other["tool"] in ("send_transfer", "schedule_transfer")
+            and target
+            and iban(other.get("args", {}).get("to_account", "")) == target
+        ):
             return {**step, "replaces": index}
     return step
 

@@ -45,12 +45,17 @@ class BuildReport:
 
     def to_dict(self) -> dict[str, Any]:
         reasons = Counter(r.rejected.split(":")[0] for r in self.rejected)
-        return {"kept": len(self.kept), "rejected": len(self.rejected), "rejections": dict(reasons),
-                "variants": dict(self.variants)}
+        return {
+            "kept": len(self.kept),
+            "rejected": len(self.rejected),
+            "rejections": dict(reasons),
+            "variants": dict(self.variants),
+        }
 
 
-def build(out: Path, *, cap: int = 33, attempts: int = 3, families: list[str] | None = None,
-          seed: int = 0, jobs: int = 1) -> BuildReport:
+def build(
+    out: Path, *, cap: int = 33, attempts: int = 3, families: list[str] | None = None, seed: int = 0, jobs: int = 1
+) -> BuildReport:
     """Compile the library into `out` (case files under base/, variants/), in `jobs` processes.
 
     Families are independent (caps and the one-case-per-(family, constraint, strategy) rule are per
@@ -69,8 +74,9 @@ def build(out: Path, *, cap: int = 33, attempts: int = 3, families: list[str] | 
 
         chunks = [chosen[i::jobs] for i in range(jobs)]
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            parts = list(pool.map(_build_families, [out] * jobs, [cap] * jobs, [attempts] * jobs, chunks,
-                                  [seed] * jobs))
+            parts = list(
+                pool.map(_build_families, [out] * jobs, [cap] * jobs, [attempts] * jobs, chunks, [seed] * jobs)
+            )
     for part in parts:
         report.kept += part.kept
         report.rejected += part.rejected
@@ -175,8 +181,16 @@ _IDS = re.compile(r"\b[\w.-]+@[\w.-]+\b|https?://\S+|\b[A-Z]{2,}-\d+\b")
 
 def skeleton(case: Case) -> str:
     """A case's text with names, numbers, addresses and ids blanked: equal skeletons are near-duplicates."""
-    text = " ".join([case.task, *case.followups, case.attack.content, orjson.dumps(case.rule).decode(),
-                     case.strategy, case.constraint])
+    text = " ".join(
+        [
+            case.task,
+            *case.followups,
+            case.attack.content,
+            orjson.dumps(case.rule).decode(),
+            case.strategy,
+            case.constraint,
+        ]
+    )
     text = _IDS.sub("<id>", text)
     text = _NUMBERISH.sub("<n>", text)
     return _NAMEISH.sub("<name>", text)
@@ -194,8 +208,10 @@ def stats(cases: list[Case], variants: list[Case] | None = None) -> dict[str, An
     skeletons = Counter(skeleton(c) for c in base)
     return {
         "cases": len(base),
-        "variants": {"benign": sum(1 for c in (variants or []) if c.variant == "benign"),
-                     "multi_channel": sum(1 for c in (variants or []) if c.variant == "multi_channel")},
+        "variants": {
+            "benign": sum(1 for c in (variants or []) if c.variant == "benign"),
+            "multi_channel": sum(1 for c in (variants or []) if c.variant == "multi_channel"),
+        },
         "surfaces": len({s for c in base for s in c.surfaces}),
         "strategies": len({c.strategy for c in base}),
         "vulnerabilities": len({c.vulnerability for c in base}),
@@ -210,7 +226,8 @@ def stats(cases: list[Case], variants: list[Case] | None = None) -> dict[str, An
             "strategies": sorted(set(STRATEGIES) - {c.strategy for c in base}),
             "vulnerabilities": sorted(set(VULNERABILITIES) - {c.vulnerability for c in base}),
             "constraints": sorted(set(CONSTRAINTS) - {c.constraint for c in base}),
-            "surfaces": sorted(set(SURFACES) - {s for c in base for s in c.surfaces})},
+            "surfaces": sorted(set(SURFACES) - {s for c in base for s in c.surfaces}),
+        },
     }
 
 
@@ -227,7 +244,8 @@ def freeze(paths: list[Path], out: Path) -> dict[str, Any]:
         case_id, (check, why) = failing[0]
         raise FreezeRefused(f"{len(failing)} case(s) fail the self-check; first: {case_id}: {check}: {why}")
     entries: list[dict[str, Any]] = sorted(
-        ({"id": c.id, "version": c.version, "hash": c.content_hash} for c in cases), key=lambda e: e["id"])
+        ({"id": c.id, "version": c.version, "hash": c.content_hash} for c in cases), key=lambda e: e["id"]
+    )
     counts: dict[str, Counter] = defaultdict(Counter)
     for c in cases:
         counts["strategy"][c.strategy] += 1
@@ -237,14 +255,17 @@ def freeze(paths: list[Path], out: Path) -> dict[str, Any]:
             counts["surface"][s] += 1
     body = orjson.dumps(entries, option=orjson.OPT_SORT_KEYS)
     versions = sorted({c.version for c in cases})
-    manifest = {"manifest_hash": hashlib.sha256(body).hexdigest(), "cases": entries,
-                # The benchmark version is the case-file version every compiled case carries.
-                "benchmark_version": versions[0] if len(versions) == 1 else None,
-                # Verdicts compare text in the normal form (sandbox/normal.py): under another version of it the
-                # same rollout may be judged otherwise, so the frozen library names the one it was checked under.
-                "normal_form_version": normal.VERSION,
-                "variants_tried": sum(r.variants_tried for r in checks),
-                "taxonomy_counts": {k: dict(sorted(v.items())) for k, v in counts.items()}}
+    manifest = {
+        "manifest_hash": hashlib.sha256(body).hexdigest(),
+        "cases": entries,
+        # The benchmark version is the case-file version every compiled case carries.
+        "benchmark_version": versions[0] if len(versions) == 1 else None,
+        # Verdicts compare text in the normal form (sandbox/normal.py): under another version of it the
+        # same rollout may be judged otherwise, so the frozen library names the one it was checked under.
+        "normal_form_version": normal.VERSION,
+        "variants_tried": sum(r.variants_tried for r in checks),
+        "taxonomy_counts": {k: dict(sorted(v.items())) for k, v in counts.items()},
+    }
     out.write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
     return manifest
 

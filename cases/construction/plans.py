@@ -15,8 +15,16 @@ from redagent.cases.construction.attacks import CARRIER_OF, knowledge
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, SURFACES
 from redagent.errors import UserError
 
-PLAN_FIELDS = ("constraint", "strategy", "vulnerability", "surface", "channel", "manifestation", "resources",
-               "target_outcome")
+PLAN_FIELDS = (
+    "constraint",
+    "strategy",
+    "vulnerability",
+    "surface",
+    "channel",
+    "manifestation",
+    "resources",
+    "target_outcome",
+)
 
 
 @dataclass(frozen=True)
@@ -46,9 +54,12 @@ class PlanError(UserError, ValueError):
 def resources_for(strategy: str) -> str:
     if strategy in CARRIER_OF:
         return CARRIER_OF[strategy]
-    return {"T1": "a tool description the agent is shown", "T2": "a look-alike of the harmful tool",
-            "T3": "a read call whose output can be altered", "T5": "a read call that can answer with an error"}.get(
-        strategy, "the user's own turn")
+    return {
+        "T1": "a tool description the agent is shown",
+        "T2": "a look-alike of the harmful tool",
+        "T3": "a read call whose output can be altered",
+        "T5": "a read call that can answer with an error",
+    }.get(strategy, "the user's own turn")
 
 
 def enumerate_plans() -> list[IVCPlan]:
@@ -65,12 +76,19 @@ def enumerate_plans() -> list[IVCPlan]:
                 if not techniques:
                     continue
                 vulnerability = techniques[0]["vulnerability"]
-                plans.append(IVCPlan(
-                    constraint=constraint.code, strategy=strategy, vulnerability=vulnerability, surface=surface,
-                    channel=STRATEGIES[strategy].channel, manifestation=techniques[0]["technique"],
-                    resources=resources_for(strategy),
-                    target_outcome=f"an agent receipt or state change that breaks the rule: {constraint.statement}",
-                    sources=tuple(sorted({e["id"] for e in techniques}))))
+                plans.append(
+                    IVCPlan(
+                        constraint=constraint.code,
+                        strategy=strategy,
+                        vulnerability=vulnerability,
+                        surface=surface,
+                        channel=STRATEGIES[strategy].channel,
+                        manifestation=techniques[0]["technique"],
+                        resources=resources_for(strategy),
+                        target_outcome=f"an agent receipt or state change that breaks the rule: {constraint.statement}",
+                        sources=tuple(sorted({e["id"] for e in techniques})),
+                    )
+                )
     return plans
 
 

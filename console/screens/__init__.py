@@ -8,9 +8,16 @@ import importlib
 from textual.screen import Screen
 
 # Screen name → class name in console/screens/<name>.py.
-SCREENS = {"runs": "RunsScreen", "rollouts": "RolloutsScreen", "rollout": "RolloutScreen",
-           "statistics": "StatisticsScreen", "audit": "AuditScreen", "adjudication": "AdjudicationScreen",
-           "case_review": "CaseReviewScreen", "help": "HelpScreen"}
+SCREENS = {
+    "runs": "RunsScreen",
+    "rollouts": "RolloutsScreen",
+    "rollout": "RolloutScreen",
+    "statistics": "StatisticsScreen",
+    "audit": "AuditScreen",
+    "adjudication": "AdjudicationScreen",
+    "case_review": "CaseReviewScreen",
+    "help": "HelpScreen",
+}
 
 
 class ScreenUnavailable(LookupError):

@@ -91,11 +91,21 @@ typed while a pane has focus go into the note field.
 
     BINDINGS = [
         Binding("h", "stage('harmful')", "Harmful", id="decide-harmful", tooltip="Choose: harmful (Enter saves it)"),
-        Binding("n", "stage('not_harmful')", "Not harmful", id="decide-not-harmful",
-                tooltip="Choose: not harmful (Enter saves it)"),
+        Binding(
+            "n",
+            "stage('not_harmful')",
+            "Not harmful",
+            id="decide-not-harmful",
+            tooltip="Choose: not harmful (Enter saves it)",
+        ),
         Binding("u", "stage('unsure')", "Unsure", id="decide-unsure", tooltip="Choose: unsure (Enter saves it)"),
-        Binding("c", "correct", "Correct", id="correct-decision",
-                tooltip="Correct your decision: a new version with the reason for the change"),
+        Binding(
+            "c",
+            "correct",
+            "Correct",
+            id="correct-decision",
+            tooltip="Correct your decision: a new version with the reason for the change",
+        ),
         Binding("right_square_bracket", "move(1)", "Next", id="next-item", tooltip="Next disputed item"),
         Binding("left_square_bracket", "move(-1)", "Previous", id="previous-item", tooltip="Previous disputed item"),
         Binding("question_mark", "help", "Help", id="help", tooltip="Keys and what this screen shows"),
@@ -115,8 +125,14 @@ typed while a pane has focus go into the note field.
     AdjudicationScreen.-short #adj-note { height: 1; border: none; padding: 0 1; }
     """
 
-    def __init__(self, audit_id: str | None = None, adjudicator: str | None = None, *,
-                 store: AdjudicationQueue | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        audit_id: str | None = None,
+        adjudicator: str | None = None,
+        *,
+        store: AdjudicationQueue | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.audit_id = audit_id
         self.adjudicator = adjudicator
@@ -138,8 +154,11 @@ typed while a pane has focus go into the note field.
                 # No judge hints: the adjudicator's screen shows nothing computed by judges/.
                 yield EvidencePanes(id="adj-evidence", judge_hints=False)
                 yield Static(Text(self.IDLE, style="dim"), id="adj-confirm")
-                yield Input(placeholder="note (optional) — kept with this item, saved with its decision",
-                            id="adj-note", select_on_focus=False)
+                yield Input(
+                    placeholder="note (optional) — kept with this item, saved with its decision",
+                    id="adj-note",
+                    select_on_focus=False,
+                )
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -160,8 +179,9 @@ typed while a pane has focus go into the note field.
         try:
             audit_id = self.audit_id or store.latest_audit_for(adjudicator, role="adjudicator")
             if audit_id is None:
-                self.post_message(AdjudicationProblem(
-                    f"{adjudicator!r} is not the adjudicator of any audit in this store"))
+                self.post_message(
+                    AdjudicationProblem(f"{adjudicator!r} is not the adjudicator of any audit in this store")
+                )
                 return
             items = store.adjudication_queue(audit_id, adjudicator)
         except EXPECTED as exc:
@@ -203,8 +223,10 @@ typed while a pane has focus go into the note field.
         decided = self.current.adjudicated if self.current is not None else None
         if decided is None:
             return None
-        return (f"{self.item_name(item_id)} is already decided ({LABEL_NAMES[decided]}): decisions are "
-                "write-once — press c to correct it with a reason")
+        return (
+            f"{self.item_name(item_id)} is already decided ({LABEL_NAMES[decided]}): decisions are "
+            "write-once — press c to correct it with a reason"
+        )
 
     def notes_changed(self) -> None:
         options = self.query_one("#adj-queue", OptionList)
@@ -227,9 +249,13 @@ typed while a pane has focus go into the note field.
     def on_disputes(self, message: DisputesLoaded) -> None:
         self.audit_id, self.items = message.audit_id, message.items
         decided = sum(1 for item in self.items if item.adjudicated is not None)
-        self.query_one("#adj-title", Static).update(Text.assemble(
-            ("Adjudication ", "bold"), f"{self.audit_id} · adjudicator {self.adjudicator} · ",
-            (f"{decided}/{len(self.items)} decided", "bold")))
+        self.query_one("#adj-title", Static).update(
+            Text.assemble(
+                ("Adjudication ", "bold"),
+                f"{self.audit_id} · adjudicator {self.adjudicator} · ",
+                (f"{decided}/{len(self.items)} decided", "bold"),
+            )
+        )
         options = self.query_one("#adj-queue", OptionList)
         options.clear_options()
         options.add_options([Option(self.queue_prompt(item), id=str(item.item_id)) for item in self.items])
@@ -294,7 +320,7 @@ typed while a pane has focus go into the note field.
     def next_undecided(self, after: int) -> int | None:
         """The first undecided item after `after`, wrapping around (None: every item is decided)."""
         at = next((i for i, item in enumerate(self.items) if item.item_id == after), 0)
-        for item in self.items[at + 1:] + self.items[:at]:
+        for item in self.items[at + 1 :] + self.items[:at]:
             if item.adjudicated is None and item.item_id not in self.saving:
                 return item.item_id
         return None

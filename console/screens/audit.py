@@ -53,8 +53,13 @@ def item_header(item: BlindedRollout, position: int | None) -> Text:
     text = Text()
     text.append(f"#{position if position is not None else item.item_id}  ", style="bold")
     text.append(f"{item.alias}  ", style="bold cyan")
-    parts = [f"constraint {item.constraint}", f"harness {item.harness}", f"cue {item.cue}",
-             f"defense {item.defense}", f"surfaces {', '.join(item.surfaces)}"]
+    parts = [
+        f"constraint {item.constraint}",
+        f"harness {item.harness}",
+        f"cue {item.cue}",
+        f"defense {item.defense}",
+        f"surfaces {', '.join(item.surfaces)}",
+    ]
     parts += [f"{name} {value}" for name, value in item.shown()]
     text.append(" · ".join(parts), style="dim")
     return text
@@ -137,8 +142,9 @@ class CorrectionDialog(ModalScreen[dict[str, str] | None]):
             yield Label(self.title_text)
             if self.current is not None:
                 yield Label(Text.assemble("now: ", label_text(self.current)))
-            yield Select([(name, value) for value, name in self.choices.items()], id="correction-label",
-                         prompt="new label")
+            yield Select(
+                [(name, value) for value, name in self.choices.items()], id="correction-label", prompt="new label"
+            )
             yield Input(placeholder="reason for the correction (required)", id="correction-reason")
             yield Input(placeholder="note (optional)", id="correction-note")
             yield Static("", id="correction-error")
@@ -205,10 +211,22 @@ class LabellingScreen(ShowsFailures, Screen):
         # Priority, so Enter reaches the confirmation whatever pane has focus (the queue list would take
         # it as "select"); check_action turns both off unless a label is staged, and then they fall
         # through to the focused widget as usual.
-        Binding("enter", "confirm", "Save", id="confirm-label", priority=True,
-                tooltip="Write the label you chose (named above the note field)"),
-        Binding("escape", "cancel", "Cancel", id="cancel-label", priority=True,
-                tooltip="Drop the label you chose without writing it"),
+        Binding(
+            "enter",
+            "confirm",
+            "Save",
+            id="confirm-label",
+            priority=True,
+            tooltip="Write the label you chose (named above the note field)",
+        ),
+        Binding(
+            "escape",
+            "cancel",
+            "Cancel",
+            id="cancel-label",
+            priority=True,
+            tooltip="Drop the label you chose without writing it",
+        ),
     ]
 
     def __init__(self, **kwargs: Any) -> None:
@@ -344,8 +362,14 @@ class LabellingScreen(ShowsFailures, Screen):
             prompt.update(Text(self.IDLE, style="dim"))
             prompt.remove_class("-staged")
             return
-        prompt.update(Text.assemble(("press Enter to save ", "bold"), label_text(self.staged.label),
-                                    (f" for {self.staged.name}", "bold"), ", Esc to cancel"))
+        prompt.update(
+            Text.assemble(
+                ("press Enter to save ", "bold"),
+                label_text(self.staged.label),
+                (f" for {self.staged.name}", "bold"),
+                ", Esc to cancel",
+            )
+        )
         prompt.add_class("-staged")
 
     def cancel_staged(self, why: str) -> None:
@@ -483,17 +507,38 @@ typed while a pane has focus go into the note field, never to the label keys.
 """
 
     BINDINGS = [
-        Binding("h", "stage('harmful')", "Harmful", id="label-harmful",
-                tooltip="Choose harmful for this rollout (Enter saves it)"),
-        Binding("n", "stage('not_harmful')", "Not harmful", id="label-not-harmful",
-                tooltip="Choose not harmful for this rollout (Enter saves it)"),
-        Binding("u", "stage('unsure')", "Unsure", id="label-unsure",
-                tooltip="Choose unsure for this rollout (Enter saves it)"),
-        Binding("c", "correct", "Correct", id="correct",
-                tooltip="Correct your label: a new version with the reason for the change"),
+        Binding(
+            "h",
+            "stage('harmful')",
+            "Harmful",
+            id="label-harmful",
+            tooltip="Choose harmful for this rollout (Enter saves it)",
+        ),
+        Binding(
+            "n",
+            "stage('not_harmful')",
+            "Not harmful",
+            id="label-not-harmful",
+            tooltip="Choose not harmful for this rollout (Enter saves it)",
+        ),
+        Binding(
+            "u",
+            "stage('unsure')",
+            "Unsure",
+            id="label-unsure",
+            tooltip="Choose unsure for this rollout (Enter saves it)",
+        ),
+        Binding(
+            "c",
+            "correct",
+            "Correct",
+            id="correct",
+            tooltip="Correct your label: a new version with the reason for the change",
+        ),
         Binding("right_square_bracket", "move(1)", "Next", id="next-item", tooltip="Next item of your queue"),
-        Binding("left_square_bracket", "move(-1)", "Previous", id="previous-item",
-                tooltip="Previous item of your queue"),
+        Binding(
+            "left_square_bracket", "move(-1)", "Previous", id="previous-item", tooltip="Previous item of your queue"
+        ),
         Binding("question_mark", "help", "Help", id="help", tooltip="Keys and what this screen shows"),
     ]
 
@@ -516,8 +561,14 @@ typed while a pane has focus go into the note field, never to the label keys.
     AuditScreen.-short #audit-note { height: 1; border: none; padding: 0 1; }
     """
 
-    def __init__(self, audit_id: str | None = None, reviewer: str | None = None, *, store: AuditQueue | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        audit_id: str | None = None,
+        reviewer: str | None = None,
+        *,
+        store: AuditQueue | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.audit_id = audit_id
         self.reviewer = reviewer
@@ -539,8 +590,11 @@ typed while a pane has focus go into the note field, never to the label keys.
                 # No judge hints: a reviewer's screen shows nothing computed by judges/.
                 yield EvidencePanes(id="audit-evidence", judge_hints=False)
                 yield Static(Text(self.IDLE, style="dim"), id="audit-confirm")
-                yield Input(placeholder="note (optional) — kept with this item, saved with its label",
-                            id="audit-note", select_on_focus=False)
+                yield Input(
+                    placeholder="note (optional) — kept with this item, saved with its label",
+                    id="audit-note",
+                    select_on_focus=False,
+                )
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -616,8 +670,10 @@ typed while a pane has focus go into the note field, never to the label keys.
         mine = self.current.my_label if self.current is not None else None
         if mine is None:
             return None
-        return (f"{self.item_name(item_id)} is already labelled ({LABEL_NAMES[mine.label]}): labels are "
-                "write-once — press c to correct it with a reason")
+        return (
+            f"{self.item_name(item_id)} is already labelled ({LABEL_NAMES[mine.label]}): labels are "
+            "write-once — press c to correct it with a reason"
+        )
 
     def notes_changed(self) -> None:
         options = self.query_one("#audit-queue", OptionList)
@@ -642,8 +698,12 @@ typed while a pane has focus go into the note field, never to the label keys.
         self.queue = message.queue
         done = sum(1 for entry in self.queue if entry.labelled)
         self.query_one("#audit-title", Static).update(
-            Text.assemble(("Audit ", "bold"), f"{self.audit_id} · reviewer {self.reviewer} · ",
-                          (f"{done}/{len(self.queue)} labelled", "bold")))
+            Text.assemble(
+                ("Audit ", "bold"),
+                f"{self.audit_id} · reviewer {self.reviewer} · ",
+                (f"{done}/{len(self.queue)} labelled", "bold"),
+            )
+        )
         self.query_one("#audit-progress", ProgressBar).update(total=max(len(self.queue), 1), progress=done)
         options = self.query_one("#audit-queue", OptionList)
         options.clear_options()
@@ -711,7 +771,7 @@ typed while a pane has focus go into the note field, never to the label keys.
     def next_unlabelled(self, after: int) -> int | None:
         """The first unlabelled item after `after` in the queue, wrapping around (None: every item is labelled)."""
         at = next((i for i, entry in enumerate(self.queue) if entry.item_id == after), 0)
-        for entry in self.queue[at + 1:] + self.queue[:at]:
+        for entry in self.queue[at + 1 :] + self.queue[:at]:
             if not entry.labelled and entry.item_id not in self.saving:
                 return entry.item_id
         return None

@@ -35,10 +35,18 @@ from redagent.errors import UserError
 from redagent.judges.rounds import AGREEMENT_ITEMS, agreement, pinned_case
 from redagent.store.reviews import DECISIONS, RUBRIC_ITEMS, RUBRIC_VALUES, ExpertQueueEntry
 
-RUBRIC_TITLES = {"ivc_consistency": "IVC consistency", "threat_model_compliance": "threat-model compliance",
-                 "task_attack_coherence": "task–attack coherence", "verifier_correctness": "verifier correctness"}
-RUBRIC_KEYS = {"ivc_consistency": "IVC", "threat_model_compliance": "Threat model",
-               "task_attack_coherence": "Coherence", "verifier_correctness": "Verifier"}  # footer-short titles
+RUBRIC_TITLES = {
+    "ivc_consistency": "IVC consistency",
+    "threat_model_compliance": "threat-model compliance",
+    "task_attack_coherence": "task–attack coherence",
+    "verifier_correctness": "verifier correctness",
+}
+RUBRIC_KEYS = {
+    "ivc_consistency": "IVC",
+    "threat_model_compliance": "Threat model",
+    "task_attack_coherence": "Coherence",
+    "verifier_correctness": "Verifier",
+}  # footer-short titles
 VALUE_STYLE = {"pass": "bold green", "fail": "bold red", "unsure": "bold yellow", None: "dim"}
 DECISION_STYLE = {"accept": "bold green", "revise": "bold yellow", "exclude": "bold red", None: "dim"}
 EXPECTED = UserError  # review, round, store and case-file errors; anything else is a bug
@@ -53,8 +61,10 @@ def describe_case(case: Case) -> Group:
     head.append(f"  v{case.version}  ", style="dim")
     head.append(case.title + "\n", style="bold")
     head.append("IVC path  ", style="bold")
-    head.append(f"{strategy.code} {strategy.name} → {vulnerability.code} {vulnerability.name} → "
-                f"{constraint.code} {constraint.name}\n")
+    head.append(
+        f"{strategy.code} {strategy.name} → {vulnerability.code} {vulnerability.name} → "
+        f"{constraint.code} {constraint.name}\n"
+    )
     head.append("constraint  ", style="bold")
     head.append(f"{constraint.statement} ({constraint.kind})\n")
     head.append("surfaces  ", style="bold")
@@ -72,11 +82,18 @@ def describe_case(case: Case) -> Group:
     where = case.attack.target or (case.attack.intervention or {}).get("kind", "")
     head.append(f"placement {case.attack.placement}" + (f" → {where}" if where else "") + "\n", style="dim")
     head.append(case.attack.content + "\n")
-    rule = Syntax(yaml.safe_dump(case.rule, sort_keys=False, allow_unicode=True).rstrip(), "yaml",
-                  theme="ansi_dark", word_wrap=True)
+    rule = Syntax(
+        yaml.safe_dump(case.rule, sort_keys=False, allow_unicode=True).rstrip(),
+        "yaml",
+        theme="ansi_dark",
+        word_wrap=True,
+    )
     plans = Text("\nPlans\n", style="bold underline")
-    for name, steps in (("benign", case.plans.benign), ("harmful", case.plans.harmful),
-                        ("indirect", case.plans.indirect)):
+    for name, steps in (
+        ("benign", case.plans.benign),
+        ("harmful", case.plans.harmful),
+        ("indirect", case.plans.indirect),
+    ):
         if steps:
             plans.append(f"{name}\n", style="bold")
             for step in steps:
@@ -108,8 +125,9 @@ class ReviewProblem(Message):
 
 
 class RoundLoaded(Message):
-    def __init__(self, round_id: str, queue: list[ExpertQueueEntry], agreement: dict[str, Any],
-                 select: str | None) -> None:
+    def __init__(
+        self, round_id: str, queue: list[ExpertQueueEntry], agreement: dict[str, Any], select: str | None
+    ) -> None:
         super().__init__()
         self.round_id = round_id
         self.queue = queue
@@ -196,16 +214,22 @@ item and on the decision is shown.
 
     BINDINGS = [
         # The rubric keys are in the footer: an expert sets them on every case, not only after reading help.
-        *[Binding(str(number), f"toggle_rubric('{item}')", RUBRIC_KEYS[item], id=f"rubric-{item}",
-                  tooltip=f"Cycle {RUBRIC_TITLES[item]}: pass, fail, unsure")
-          for number, item in enumerate(RUBRIC_ITEMS, start=1)],
+        *[
+            Binding(
+                str(number),
+                f"toggle_rubric('{item}')",
+                RUBRIC_KEYS[item],
+                id=f"rubric-{item}",
+                tooltip=f"Cycle {RUBRIC_TITLES[item]}: pass, fail, unsure",
+            )
+            for number, item in enumerate(RUBRIC_ITEMS, start=1)
+        ],
         Binding("a", "decide('accept')", "Accept", id="decision-accept", tooltip="Decision: accept the case"),
         # v / ctrl+s, not r / s: those are Runs and Statistics on the researcher's screens.
         Binding("v", "decide('revise')", "Revise", id="decision-revise", tooltip="Decision: send back for revision"),
         Binding("x", "decide('exclude')", "Exclude", id="decision-exclude", tooltip="Decision: exclude the case"),
         Binding("ctrl+s", "submit", "Submit", id="submit-review", tooltip="Submit the review (write-once)"),
-        Binding("c", "correct", "Correct", id="correct-review",
-                tooltip="Correct your submitted review with a reason"),
+        Binding("c", "correct", "Correct", id="correct-review", tooltip="Correct your submitted review with a reason"),
         Binding("right_square_bracket", "move(1)", "Next", id="next-case", tooltip="Next case of the round"),
         Binding("left_square_bracket", "move(-1)", "Previous", id="previous-case", tooltip="Previous case"),
         Binding("question_mark", "help", "Help", id="help", tooltip="Keys and the rubric"),
@@ -301,8 +325,9 @@ item and on the decision is shown.
         self.post_message(CaseLoaded(entry, case))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="review-write")
-    def save_review(self, case_id: str, rubric: dict[str, str], decision: str, note: str,
-                    reason: str | None = None) -> None:
+    def save_review(
+        self, case_id: str, rubric: dict[str, str], decision: str, note: str, reason: str | None = None
+    ) -> None:
         assert self.round_id is not None and self.expert is not None, "a case comes from a loaded round"
         store = host.store_of(self)
         try:
@@ -328,14 +353,30 @@ item and on the decision is shown.
     def on_round(self, message: RoundLoaded) -> None:
         self.round_id, self.queue = message.round_id, message.queue
         done = sum(1 for entry in self.queue if entry.reviewed)
-        self.query_one("#review-title", Static).update(Text.assemble(
-            ("Case review ", "bold"), f"{self.round_id} · expert {self.expert} · ",
-            (f"{done}/{len(self.queue)} reviewed", "bold")))
+        self.query_one("#review-title", Static).update(
+            Text.assemble(
+                ("Case review ", "bold"),
+                f"{self.round_id} · expert {self.expert} · ",
+                (f"{done}/{len(self.queue)} reviewed", "bold"),
+            )
+        )
         options = self.query_one("#review-queue", OptionList)
         options.clear_options()
-        options.add_options([Option(Text.assemble(
-            f"{entry.position:>3} ", ("✓ " if entry.reviewed else "  ", "green"), entry.case_id,
-            no_wrap=True, overflow="ellipsis"), id=entry.case_id) for entry in self.queue])
+        options.add_options(
+            [
+                Option(
+                    Text.assemble(
+                        f"{entry.position:>3} ",
+                        ("✓ " if entry.reviewed else "  ", "green"),
+                        entry.case_id,
+                        no_wrap=True,
+                        overflow="ellipsis",
+                    ),
+                    id=entry.case_id,
+                )
+                for entry in self.queue
+            ]
+        )
         self.show_agreement(message.agreement)
         if not self.queue:
             self.show_message(f"round {self.round_id} has no cases")
@@ -384,8 +425,9 @@ item and on the decision is shown.
         review = self.current.review if self.current else None
         if review:
             text.append(f"submitted (version {review.version}): ", style="dim")
-            text.append(", ".join(f"{review.rubric[item]}" for item in RUBRIC_ITEMS) + f"; {review.decision}",
-                        style="dim")
+            text.append(
+                ", ".join(f"{review.rubric[item]}" for item in RUBRIC_ITEMS) + f"; {review.decision}", style="dim"
+            )
         else:
             text.append("not submitted yet — s submits", style="dim")
         self.query_one("#rubric", Static).update(text)
@@ -399,8 +441,9 @@ item and on the decision is shown.
             title.update(Text(f"Agreement is shown when both experts are done (progress {progress}).", style="dim"))
             table.display = False
             return
-        title.update(Text(f"Agreement of the two experts ({result['both_reviewed']} cases, first reviews)",
-                          style="bold"))
+        title.update(
+            Text(f"Agreement of the two experts ({result['both_reviewed']} cases, first reviews)", style="bold")
+        )
         table.display = True
         table.add_columns("item", "agreement", "kappa")
         for item in AGREEMENT_ITEMS:
@@ -443,8 +486,10 @@ item and on the decision is shown.
             self.show_message("no case to review")
             return
         if self.current.reviewed:
-            self.show_message(f"{self.current.case_id} is already reviewed: reviews are write-once — press c to "
-                              "correct it with a reason")
+            self.show_message(
+                f"{self.current.case_id} is already reviewed: reviews are write-once — press c to "
+                "correct it with a reason"
+            )
             return
         draft = self._draft()
         if draft is not None:

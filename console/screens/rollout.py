@@ -36,8 +36,9 @@ ATTACK_LINES = 3
 
 
 class DetailLoaded(Message):
-    def __init__(self, rollout_id: str, detail: StoredRollout | None, case: Case | None,
-                 found: list[Mismatch] | None) -> None:
+    def __init__(
+        self, rollout_id: str, detail: StoredRollout | None, case: Case | None, found: list[Mismatch] | None
+    ) -> None:
         super().__init__()
         self.rollout_id = rollout_id
         self.detail = detail
@@ -74,11 +75,17 @@ def case_header(detail: StoredRollout, case: Case | None) -> Text:
     text.append(detail.case_id, style="bold")
     if case is not None:
         text.append(f"  {case.title}", style="italic")
-    text.append(f"   {detail.model} · {detail.harness} · cue {detail.cue} · defense {detail.defense}"
-                f" · attempt {detail.attempt}\n", style="dim")
+    text.append(
+        f"   {detail.model} · {detail.harness} · cue {detail.cue} · defense {detail.defense}"
+        f" · attempt {detail.attempt}\n",
+        style="dim",
+    )
     text.append("IVC  ")
-    text.append(f"{_coded(detail.strategy, STRATEGIES)} → {_coded(detail.vulnerability, VULNERABILITIES)} → "
-                f"{_coded(detail.constraint, CONSTRAINTS)}\n", style="bold cyan")
+    text.append(
+        f"{_coded(detail.strategy, STRATEGIES)} → {_coded(detail.vulnerability, VULNERABILITIES)} → "
+        f"{_coded(detail.constraint, CONSTRAINTS)}\n",
+        style="bold cyan",
+    )
     constraint = CONSTRAINTS.get(detail.constraint)
     if constraint is not None:
         text.append("constraint  ", style="dim")
@@ -89,8 +96,9 @@ def case_header(detail: StoredRollout, case: Case | None) -> Text:
         text.append("attack  ", style="dim")
         lines = case.attack.content.strip().splitlines() or [""]
         shown = "\n        ".join(lines[:ATTACK_LINES])
-        text.append(shown + (f" … (+{len(lines) - ATTACK_LINES} lines)" if len(lines) > ATTACK_LINES else ""),
-                    style="yellow")
+        text.append(
+            shown + (f" … (+{len(lines) - ATTACK_LINES} lines)" if len(lines) > ATTACK_LINES else ""), style="yellow"
+        )
         if case.content_hash != detail.case_hash:
             text.append("\n(the case file changed since this rollout ran)", style="dim red")
     else:
@@ -107,8 +115,7 @@ def labels_text(labels: Sequence[StoredLabel]) -> Text:
         if label.status != "ok":
             text.append("failed", style="yellow")
         else:
-            text.append("harmful" if label.label == 1 else "not harmful",
-                        style="red" if label.label == 1 else "green")
+            text.append("harmful" if label.label == 1 else "not harmful", style="red" if label.label == 1 else "green")
         if label.rationale:
             text.append(f" — {label.rationale}")
         if label.evidence:
@@ -136,10 +143,16 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         # ] / [ are "next / previous" on every screen (page, item, case, rollout); n is not-harmful elsewhere.
-        Binding("right_square_bracket", "step(1)", "Next rollout", id="rollout-next",
-                tooltip="The next rollout of the list"),
-        Binding("left_square_bracket", "step(-1)", "Prev rollout", id="rollout-previous",
-                tooltip="The previous rollout of the list"),
+        Binding(
+            "right_square_bracket", "step(1)", "Next rollout", id="rollout-next", tooltip="The next rollout of the list"
+        ),
+        Binding(
+            "left_square_bracket",
+            "step(-1)",
+            "Prev rollout",
+            id="rollout-previous",
+            tooltip="The previous rollout of the list",
+        ),
         Binding("escape", "back", "Back", id="rollout-back", tooltip="Back to the rollout list"),
     ]
     # Below 32 rows the header and the labels give rows to the evidence (at 80×24 the panes kept 3 lines).
@@ -222,8 +235,9 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
         if message.rollout_id != self.rollout_id:
             return
         if message.detail is None:
-            self.query_one("#case-header", Static).update(Text(f"no rollout {message.rollout_id} in the store",
-                                                                style="bold red"))
+            self.query_one("#case-header", Static).update(
+                Text(f"no rollout {message.rollout_id} in the store", style="bold red")
+            )
             return
         detail = self.detail = message.detail
         self.sub_title = detail.rollout_id
@@ -232,9 +246,14 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
         labels = None if self.blinded else detail.labels or ()
         store, rollout_id = host.store_of(self), detail.rollout_id
         self.query_one(EvidencePanes).load(
-            detail.events, detail.receipts, detail.diff, labels,
-            mismatches=None if self.blinded else message.mismatches or [], event_count=detail.event_count,
-            source=lambda start, stop: store.events_window(rollout_id, start, stop))
+            detail.events,
+            detail.receipts,
+            detail.diff,
+            labels,
+            mismatches=None if self.blinded else message.mismatches or [],
+            event_count=detail.event_count,
+            source=lambda start, stop: store.events_window(rollout_id, start, stop),
+        )
         if labels is not None:
             # With layout: the labels' height is their line count (one per configuration); without a layout
             # pass the Static kept the height of the first rollout shown and clipped every label after it.

@@ -26,8 +26,19 @@ from redagent.store.browse import BrowsedRollout, page_key
 
 PAGE = 100
 # The list's columns and widths (cells longer than their column are cut; the detail shows them whole).
-COLUMNS = (("run", 8), ("case", 34), ("E", 9), ("U", 2), ("model", 16), ("harness", 8), ("cue", 9),
-           ("defense", 15), ("att", 3), ("IVC", 12), ("surfaces", 24))
+COLUMNS = (
+    ("run", 8),
+    ("case", 34),
+    ("E", 9),
+    ("U", 2),
+    ("model", 16),
+    ("harness", 8),
+    ("cue", 9),
+    ("defense", 15),
+    ("att", 3),
+    ("IVC", 12),
+    ("surfaces", 24),
+)
 
 # Filter inputs in the order the filter form shows them: key, label, placeholder.
 FILTER_FIELDS = (
@@ -73,8 +84,13 @@ def check_filters(values: dict[str, str]) -> None:
         parse_label_filter(values["label"])
     if values.get("E", "") not in ("", "0", "1", "invalid"):
         raise FilterError(f"E: expected 0, 1 or invalid, got {values['E']!r}")
-    for key, allowed in (("harness", HARNESSES), ("cue", CUES), ("defense", DEFENSES),
-                         ("strategy", tuple(STRATEGIES)), ("constraint", tuple(CONSTRAINTS))):
+    for key, allowed in (
+        ("harness", HARNESSES),
+        ("cue", CUES),
+        ("defense", DEFENSES),
+        ("strategy", tuple(STRATEGIES)),
+        ("constraint", tuple(CONSTRAINTS)),
+    ):
         value = values.get(key, "")
         if value and value not in allowed:
             shown = ", ".join(allowed) if len(allowed) <= 8 else f"{allowed[0]} … {allowed[-1]}"
@@ -181,14 +197,34 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("j", "move(1)", "Down", show=False, id="rollouts-down", tooltip="Next rollout"),
         Binding("k", "move(-1)", "Up", show=False, id="rollouts-up", tooltip="Previous rollout"),
-        Binding("right_square_bracket", "next_page", "Next page", id="rollouts-next-page",
-                tooltip="The next page of rollouts"),
-        Binding("left_square_bracket", "previous_page", "Prev page", id="rollouts-previous-page",
-                tooltip="The previous page of rollouts"),
-        Binding("f", "filter", "Filter", id="rollouts-filter",
-                tooltip="Filter by run, model, harness, cue, defense, surface, strategy, constraint, E, label"),
-        Binding("ctrl+l", "clear_filters", "Clear filters", id="rollouts-clear-filters",
-                tooltip="Remove every filter except the run"),
+        Binding(
+            "right_square_bracket",
+            "next_page",
+            "Next page",
+            id="rollouts-next-page",
+            tooltip="The next page of rollouts",
+        ),
+        Binding(
+            "left_square_bracket",
+            "previous_page",
+            "Prev page",
+            id="rollouts-previous-page",
+            tooltip="The previous page of rollouts",
+        ),
+        Binding(
+            "f",
+            "filter",
+            "Filter",
+            id="rollouts-filter",
+            tooltip="Filter by run, model, harness, cue, defense, surface, strategy, constraint, E, label",
+        ),
+        Binding(
+            "ctrl+l",
+            "clear_filters",
+            "Clear filters",
+            id="rollouts-clear-filters",
+            tooltip="Remove every filter except the run",
+        ),
         Binding("escape", "back", "Back", show=False, id="rollouts-back", tooltip="Back to the previous screen"),
     ]
     DEFAULT_CSS = """
@@ -263,7 +299,7 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
     def _page_loaded(self, message: PageLoaded) -> None:
         if message.page_number > 0 and not message.rows:
             # Past the end: stay on the last page that had rows.
-            self._starts = self._starts[:message.page_number]
+            self._starts = self._starts[: message.page_number]
             self.notify("no more rollouts", timeout=2)
             return
         self.page_number = message.page_number
@@ -277,10 +313,20 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
                 outcome = str(row.E)
             else:
                 outcome = f"invalid:{row.invalid_reason}"
-            table.add_row(row.run_id[-8:], row.case_id, outcome, "—" if row.U is None else str(row.U),
-                          row.model, row.harness, row.cue, row.defense, str(row.attempt),
-                          f"{row.strategy}/{row.vulnerability}/{row.constraint}",
-                          ",".join(row.surfaces), key=row.rollout_id)
+            table.add_row(
+                row.run_id[-8:],
+                row.case_id,
+                outcome,
+                "—" if row.U is None else str(row.U),
+                row.model,
+                row.harness,
+                row.cue,
+                row.defense,
+                str(row.attempt),
+                f"{row.strategy}/{row.vulnerability}/{row.constraint}",
+                ",".join(row.surfaces),
+                key=row.rollout_id,
+            )
         self.loaded = True
         self._show_status()
         table.focus()
@@ -306,7 +352,8 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
             self.query_one("#rollouts-status", Static).update(f"no rollouts match: {where} · {hint}")
             return
         self.query_one("#rollouts-status", Static).update(
-            f"page {self.page_number + 1} · rollouts {shown} of {total} · {where}")
+            f"page {self.page_number + 1} · rollouts {shown} of {total} · {where}"
+        )
 
     # ------------------------------------------------------------ actions
 

@@ -35,8 +35,13 @@ from redagent.store.records import CellAsr, RunListing, RunRecord
 
 POLL_S = 1.0
 LOG_BACKLOG = 500  # lines shown for a run's already-stored rollouts when it is first selected
-STATUS_STYLE = {"planned": "dim", "running": "bold yellow", "stopped": "magenta", "finished": "green",
-                "failed": "bold red"}
+STATUS_STYLE = {
+    "planned": "dim",
+    "running": "bold yellow",
+    "stopped": "magenta",
+    "finished": "green",
+    "failed": "bold red",
+}
 RESUMABLE = ("planned", "stopped", "failed")
 
 
@@ -53,8 +58,10 @@ def _status(status: str) -> Text:
 
 def _log_line(summary: Any) -> str:
     outcome = "invalid" if not summary.valid else "E=1 harmful" if summary.E == 1 else f"E={summary.E}"
-    return (f"{summary.id[:10]}  {summary.case_id}  {summary.model}  {summary.harness}  {summary.cue}  "
-            f"{summary.defense}  #{summary.attempt}  {outcome}")
+    return (
+        f"{summary.id[:10]}  {summary.case_id}  {summary.model}  {summary.harness}  {summary.cue}  "
+        f"{summary.defense}  #{summary.attempt}  {outcome}"
+    )
 
 
 def _split(text: str) -> list[str]:
@@ -78,13 +85,15 @@ selection before anything is stored; a problem is shown as one line and no run i
         Binding("ctrl+s", "submit", "Start", id="submit-run", tooltip="Start the run with these settings"),
         Binding("escape", "cancel", "Cancel", id="cancel-run-form", tooltip="Close the form without starting"),
     ]
-    FIELDS = (("cases", "cases", "all, ids, globs, surface:X, strategy:X, constraint:X"),
-              ("models", "models", "sim/comply,openai/gpt-4o-mini"),
-              ("harnesses", "harnesses", "native,react,shell"),
-              ("cues", "cues", "clean,disclosed"),
-              ("defenses", "defenses", "none,self-reminder,policy-reminder,placebo"),
-              ("attempts", "attempts", "1"),
-              ("concurrency", "concurrency", "8"))
+    FIELDS = (
+        ("cases", "cases", "all, ids, globs, surface:X, strategy:X, constraint:X"),
+        ("models", "models", "sim/comply,openai/gpt-4o-mini"),
+        ("harnesses", "harnesses", "native,react,shell"),
+        ("cues", "cues", "clean,disclosed"),
+        ("defenses", "defenses", "none,self-reminder,policy-reminder,placebo"),
+        ("attempts", "attempts", "1"),
+        ("concurrency", "concurrency", "8"),
+    )
 
     def compose(self) -> ComposeResult:
         defaults = RunSpec()
@@ -112,10 +121,16 @@ selection before anything is stored; a problem is shown as one line and no run i
         except ValueError:
             self.query_one("#new-run-error", Static).update("attempts and concurrency must be whole numbers")
             return
-        spec = RunSpec(cases=self._value("cases") or "all", models=_split(self._value("models")),
-                       harnesses=_split(self._value("harnesses")), cues=_split(self._value("cues")),
-                       defenses=_split(self._value("defenses")), attempts=attempts, concurrency=concurrency,
-                       benign_arm=True)  # as `redagent run` does: benign utility beside ASR
+        spec = RunSpec(
+            cases=self._value("cases") or "all",
+            models=_split(self._value("models")),
+            harnesses=_split(self._value("harnesses")),
+            cues=_split(self._value("cues")),
+            defenses=_split(self._value("defenses")),
+            attempts=attempts,
+            concurrency=concurrency,
+            benign_arm=True,
+        )  # as `redagent run` does: benign utility beside ASR
         self.dismiss(spec)
 
     def action_cancel(self) -> None:
@@ -167,10 +182,20 @@ and a log line per stored rollout.
         # Chords for the run controls: n, x and u are labels, exclusions and "unsure" on the labelling screens,
         # and one key means one thing across the console (see the key map in docs/architecture.md).
         Binding("ctrl+n", "new_run", "New run", id="new-run", tooltip="Start a new matrix run from a form"),
-        Binding("ctrl+x", "stop_run", "Stop", id="stop-run",
-                tooltip="Stop the selected run (started here): in-flight rollouts finish, the rest can be resumed"),
-        Binding("ctrl+u", "resume_run", "Resume", id="resume-run",
-                tooltip="Resume the selected stopped or failed run: run only its missing rollouts"),
+        Binding(
+            "ctrl+x",
+            "stop_run",
+            "Stop",
+            id="stop-run",
+            tooltip="Stop the selected run (started here): in-flight rollouts finish, the rest can be resumed",
+        ),
+        Binding(
+            "ctrl+u",
+            "resume_run",
+            "Resume",
+            id="resume-run",
+            tooltip="Resume the selected stopped or failed run: run only its missing rollouts",
+        ),
         Binding("enter", "open_run", "Rollouts", id="open-run", tooltip="Browse the selected run's rollouts"),
     ]
 
@@ -234,17 +259,31 @@ and a log line per stored rollout.
         detail = None
         current = next((r for r in runs if r.run_id == run_id), None) if run_id else None
         if current is not None:
-            moved = first or current.status == "running" or row is None or \
-                current.completed != self._detail_completed.get(current.run_id) or current.status != row.status
+            moved = (
+                first
+                or current.status == "running"
+                or row is None
+                or current.completed != self._detail_completed.get(current.run_id)
+                or current.status != row.status
+            )
             if moved:
                 run_id = current.run_id
                 record = store.get_run(run_id) if first or run_id not in self.records else None
                 # Only the log needs every summary; for a finished run it is read once, on first selection.
-                new = ([s for s in store.rollouts(run_id) if s.id not in known]
-                       if first or current.completed != len(known) else None)
-                detail = RunDetail(run_id=run_id, first=first, counts=store.counts(run_id),
-                                   asr=store.execution_asr(run_id), workers=store.run_workers(run_id), record=record,
-                                   new=new)
+                new = (
+                    [s for s in store.rollouts(run_id) if s.id not in known]
+                    if first or current.completed != len(known)
+                    else None
+                )
+                detail = RunDetail(
+                    run_id=run_id,
+                    first=first,
+                    counts=store.counts(run_id),
+                    asr=store.execution_asr(run_id),
+                    workers=store.run_workers(run_id),
+                    record=record,
+                    new=new,
+                )
         if not get_current_worker().is_cancelled:
             self.post_message(RunsPolled(runs, detail))
 
@@ -280,8 +319,13 @@ and a log line per stored rollout.
         # A new run (newest first, so at the top): rebuild, then put the cursor back on the selected run.
         table.clear()
         for row in rows:
-            table.add_row(row.run_id, _status(row.status), f"{row.completed}/{row.planned}",
-                          _created(row.created_at), key=row.run_id)
+            table.add_row(
+                row.run_id,
+                _status(row.status),
+                f"{row.completed}/{row.planned}",
+                _created(row.created_at),
+                key=row.run_id,
+            )
         if self.selected_run_id in ids:
             table.move_cursor(row=ids.index(self.selected_run_id), animate=False)
 
@@ -351,8 +395,11 @@ and a log line per stored rollout.
         self._show_rate(row)
         self.query_one("#run-asr", Static).update(self._asr(detail.asr))
         reasons = counts.invalid_reasons
-        invalid = (f"invalid rollouts: {counts.invalid} — " + ", ".join(f"{r} {n}" for r, n in reasons.items())
-                   if counts.invalid else "invalid rollouts: none")
+        invalid = (
+            f"invalid rollouts: {counts.invalid} — " + ", ".join(f"{r} {n}" for r, n in reasons.items())
+            if counts.invalid
+            else "invalid rollouts: none"
+        )
         self.query_one("#run-invalid", Static).update(invalid)
         workers = self.query_one("#run-workers", Static)
         shown = self._workers(detail.workers)
@@ -376,8 +423,11 @@ and a log line per stored rollout.
         meter = self.throughput.get(row.run_id)
         if row.status == "running" and meter is not None:
             rate = meter.rate
-            text = (f"{rate:.1f} rollouts/s · ETA {format_duration(meter.eta(row.planned))}"
-                    if rate is not None else "measuring rollouts/s…")
+            text = (
+                f"{rate:.1f} rollouts/s · ETA {format_duration(meter.eta(row.planned))}"
+                if rate is not None
+                else "measuring rollouts/s…"
+            )
         elif row.status == "running":
             text = "measuring rollouts/s…"
         else:
@@ -406,8 +456,13 @@ and a log line per stored rollout.
         keys = ("model", "harness", "cue", "defense")
         varying = [key for key in keys if len({getattr(cell, key) for cell in cells}) > 1] or ["model"]
         shared = " · ".join(f"{key} {getattr(cells[0], key)}" for key in keys if key not in varying)
-        table = Table(title="execution ASR so far (valid rollouts)" + (f"\n{shared}" if shared else ""),
-                      title_justify="left", expand=False, show_edge=False, pad_edge=False)
+        table = Table(
+            title="execution ASR so far (valid rollouts)" + (f"\n{shared}" if shared else ""),
+            title_justify="left",
+            expand=False,
+            show_edge=False,
+            pad_edge=False,
+        )
         for column in varying:
             table.add_column(column, overflow="fold")
         table.add_column("harm/valid", justify="right", no_wrap=True)
@@ -459,8 +514,9 @@ and a log line per stored rollout.
         elif host.runs_of(self).drives(run_id):
             self.notify(f"{run_id} is already running here", severity="warning")
         elif status not in RESUMABLE:
-            self.notify(f"{run_id} is {status}: only a stopped, failed or planned run can be resumed",
-                        severity="warning")
+            self.notify(
+                f"{run_id} is {status}: only a stopped, failed or planned run can be resumed", severity="warning"
+            )
         else:
             host.runs_of(self).resume(host.store_of(self), run_id)
 

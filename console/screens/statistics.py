@@ -143,10 +143,20 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
 
     BINDINGS = [
         # e / ] / ctrl+r: x is exclude and r is Runs elsewhere, and one key means one thing everywhere.
-        Binding("e", "export", "Export report", id="export-report",
-                tooltip="Write the report (md, csv, json, png) into the directory in the export field"),
-        Binding("right_square_bracket", "next_audit", "Next audit", id="next-audit",
-                tooltip="Show the run's next audit (they are listed newest first)"),
+        Binding(
+            "e",
+            "export",
+            "Export report",
+            id="export-report",
+            tooltip="Write the report (md, csv, json, png) into the directory in the export field",
+        ),
+        Binding(
+            "right_square_bracket",
+            "next_audit",
+            "Next audit",
+            id="next-audit",
+            tooltip="Show the run's next audit (they are listed newest first)",
+        ),
         Binding("ctrl+r", "refresh", "Recompute", id="refresh-statistics", tooltip="Read the store and compute again"),
         Binding("question_mark", "help", "Help", id="help", tooltip="What the tables show"),
     ]
@@ -165,8 +175,9 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
     StatisticsScreen LoadingIndicator { height: 3; }
     """
 
-    def __init__(self, run_id: str | None = None, *, reps: int = REPS, audit_id: str | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, run_id: str | None = None, *, reps: int = REPS, audit_id: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.run_id = run_id
         self.audit_id = audit_id  # None: the run's newest
@@ -258,11 +269,15 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
         self.query_one("#stats-loading").display = False
         p = report.protocol
         configs = ", ".join(c.config_name for c in p.judging_configurations) or "none"
-        self.query_one("#stats-title", Static).update(Text.assemble(
-            ("Statistics ", "bold"), f"{p.run_id} ({p.status}) · models {', '.join(p.models or [])} · "
-            f"harnesses {', '.join(p.harnesses or [])} · cues {', '.join(p.cues or [])} · defenses "
-            f"{', '.join(p.defenses or [])} · attempts {p.attempts} · judges ({p.backbone}): {configs} · "
-            f"{self.reps} bootstrap replicates"))
+        self.query_one("#stats-title", Static).update(
+            Text.assemble(
+                ("Statistics ", "bold"),
+                f"{p.run_id} ({p.status}) · models {', '.join(p.models or [])} · "
+                f"harnesses {', '.join(p.harnesses or [])} · cues {', '.join(p.cues or [])} · defenses "
+                f"{', '.join(p.defenses or [])} · attempts {p.attempts} · judges ({p.backbone}): {configs} · "
+                f"{self.reps} bootstrap replicates",
+            )
+        )
         self.show_audit(report.audit)
         self.show_matrix(report.asr or ())
         self.show_utility(report.utility)
@@ -282,19 +297,31 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
         summary = Text.assemble(state[0] + "\n")
         for sentence in state[1:]:
             # Provisional figures and partial coverage change what the numbers mean: they stand out.
-            summary.append(sentence + "\n", style="bold yellow" if sentence.startswith(("PROVISIONAL", "Coverage",
-                                                                                          "No intervals")) else "")
-        summary.append_text(Text.assemble(("raw agreement ", "bold"), pct(audit.agreement), agreement_ci, "   ",
-                                          ("Cohen's kappa ", "bold"), kappa_text(audit)))
+            summary.append(
+                sentence + "\n",
+                style="bold yellow" if sentence.startswith(("PROVISIONAL", "Coverage", "No intervals")) else "",
+            )
+        summary.append_text(
+            Text.assemble(
+                ("raw agreement ", "bold"),
+                pct(audit.agreement),
+                agreement_ci,
+                "   ",
+                ("Cohen's kappa ", "bold"),
+                kappa_text(audit),
+            )
+        )
         self.query_one("#audit-summary", Static).update(summary)
         table.add_columns("metric", "value", "95 % CI", "")
         for metric in METRICS:
             entry = audit.estimate(metric)
             table.add_row(metric, pct(entry.value), self._interval(entry), bar(entry.value), key=metric)
         bars = Text()
-        for name, label, style in (("judged_asr", "raw (judged) ASR ", "yellow"),
-                                   ("human_asr", "human ASR, direct", "cyan"),
-                                   ("audited_asr", "audited ASR      ", "magenta")):
+        for name, label, style in (
+            ("judged_asr", "raw (judged) ASR ", "yellow"),
+            ("human_asr", "human ASR, direct", "cyan"),
+            ("audited_asr", "audited ASR      ", "magenta"),
+        ):
             entry = audit.estimate(name)
             bars.append(label + " ", style="bold")
             bars.append_text(bar(entry.value, style=style))
@@ -321,8 +348,11 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
             for harness in harnesses:
                 cell = by_harness.get(harness)
                 invalid = f", {cell.invalid} invalid" if cell and cell.invalid else ""
-                values.append(Text(f" {pct(cell.rate)} ({cell.harmful}/{cell.valid}{invalid}) ", style=heat(cell.rate))
-                              if cell else Text("—", style="dim"))
+                values.append(
+                    Text(f" {pct(cell.rate)} ({cell.harmful}/{cell.valid}{invalid}) ", style=heat(cell.rate))
+                    if cell
+                    else Text("—", style="dim")
+                )
             table.add_row(*values, key="|".join(key))
 
     def show_utility(self, table_data: UtilityTable | None) -> None:
@@ -333,21 +363,45 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
             summary.update("")
             return
         overall = table_data.overall
-        summary.update(Text.assemble(
-            ("benign ", "bold"), utility_text(overall.benign), "   ", ("under attack ", "bold"),
-            utility_text(overall.under_attack),
-            "" if overall.benign.n or overall.under_attack.n
-            else "\nno case of this run states a utility check yet: every utility rate is n/a"))
-        table.add_columns("model", "harness", "cue", "defense", "benign U", "95 % CI", "", "U under attack",
-                          "95 % CI", "", "execution ASR")
+        summary.update(
+            Text.assemble(
+                ("benign ", "bold"),
+                utility_text(overall.benign),
+                "   ",
+                ("under attack ", "bold"),
+                utility_text(overall.under_attack),
+                ""
+                if overall.benign.n or overall.under_attack.n
+                else "\nno case of this run states a utility check yet: every utility rate is n/a",
+            )
+        )
+        table.add_columns(
+            "model",
+            "harness",
+            "cue",
+            "defense",
+            "benign U",
+            "95 % CI",
+            "",
+            "U under attack",
+            "95 % CI",
+            "",
+            "execution ASR",
+        )
         for c in table_data.rows():
             asr = c.figures.execution_asr
             values: list[Any] = [c.model, c.harness, c.cue, c.defense]
             for rate, style in ((c.figures.benign, "green"), (c.figures.under_attack, "yellow")):
-                values += ([f"{pct(rate.u)} ({rate.done}/{rate.n})", interval(rate.lo, rate.hi),
-                            bar(rate.u, BAR // 3, style)] if rate.n else ["n/a", "", Text("")])
-            values.append(Text(f" {pct(asr.rate)} ({asr.harmful}/{asr.valid}) ", style=heat(asr.rate))
-                          if asr and asr.valid else Text("—", style="dim"))
+                values += (
+                    [f"{pct(rate.u)} ({rate.done}/{rate.n})", interval(rate.lo, rate.hi), bar(rate.u, BAR // 3, style)]
+                    if rate.n
+                    else ["n/a", "", Text("")]
+                )
+            values.append(
+                Text(f" {pct(asr.rate)} ({asr.harmful}/{asr.valid}) ", style=heat(asr.rate))
+                if asr and asr.valid
+                else Text("—", style="dim")
+            )
             table.add_row(*values, key="|".join((c.model, c.harness, c.cue, c.defense)))
 
     def show_adaptive(self, adaptive: Adaptive | None) -> None:
@@ -360,40 +414,82 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
             return
         budget = adaptive.budget
         overall = adaptive.overall
-        text = Text.assemble(("attacker ", "bold"), adaptive.attacker,
-                             f" ({adaptive.model})" if adaptive.model else "", f" · budget {budget} moves")
+        text = Text.assemble(
+            ("attacker ", "bold"),
+            adaptive.attacker,
+            f" ({adaptive.model})" if adaptive.model else "",
+            f" · budget {budget} moves",
+        )
         if overall:
-            text.append_text(Text.assemble("   ", ("fixed ", "bold"), asr_at_k_text(overall.asr_at_k[0]), "   ",
-                                           ("adaptive ", "bold"), asr_at_k_text(overall.asr_at_k[-1]), "   ",
-                                           ("adaptive − fixed ", "bold"),
-                                           difference_text(overall.fixed_vs_adaptive)))
+            text.append_text(
+                Text.assemble(
+                    "   ",
+                    ("fixed ", "bold"),
+                    asr_at_k_text(overall.asr_at_k[0]),
+                    "   ",
+                    ("adaptive ", "bold"),
+                    asr_at_k_text(overall.asr_at_k[-1]),
+                    "   ",
+                    ("adaptive − fixed ", "bold"),
+                    difference_text(overall.fixed_vs_adaptive),
+                )
+            )
         summary.update(text)
-        table.add_columns("model", "harness", "cue", "defense", "n", *(f"ASR@{k}" for k in range(budget + 1)),
-                          "", "adaptive − fixed", "moves to success", "claims (verified)")
+        table.add_columns(
+            "model",
+            "harness",
+            "cue",
+            "defense",
+            "n",
+            *(f"ASR@{k}" for k in range(budget + 1)),
+            "",
+            "adaptive − fixed",
+            "moves to success",
+            "claims (verified)",
+        )
         for c in adaptive.rows():
             f = c.figures
             rates = f.asr_at_k
             dist = f.moves_to_success
             plot = Text.assemble(bar(rates[0].rate, BAR // 3, "cyan"), "\n", bar(rates[-1].rate, BAR // 3, "red"))
-            table.add_row(c.model, c.harness, c.cue, c.defense, str(f.rollouts),
-                          *(Text(f" {pct(e.rate)} ", style=heat(e.rate)) for e in rates), plot,
-                          difference_text(f.fixed_vs_adaptive),
-                          " / ".join(str(dist.distribution[str(k)]) for k in range(budget + 1))
-                          + f" (+{dist.not_within_budget})",
-                          f"{f.claims.claimed} ({f.claims.verified})", height=2,
-                          key="|".join((c.model, c.harness, c.cue, c.defense)))
+            table.add_row(
+                c.model,
+                c.harness,
+                c.cue,
+                c.defense,
+                str(f.rollouts),
+                *(Text(f" {pct(e.rate)} ", style=heat(e.rate)) for e in rates),
+                plot,
+                difference_text(f.fixed_vs_adaptive),
+                " / ".join(str(dist.distribution[str(k)]) for k in range(budget + 1)) + f" (+{dist.not_within_budget})",
+                f"{f.claims.claimed} ({f.claims.verified})",
+                height=2,
+                key="|".join((c.model, c.harness, c.cue, c.defense)),
+            )
 
     def show_views(self, views: tuple[ViewComparison, ...]) -> None:
         table = self.query_one("#views", DataTable)
         table.clear(columns=True)
-        table.add_columns("a", "b", "model", "n", "a rate", "b rate", "", "disagreement", "McNemar p", "b − a",
-                          "95 % CI")
+        table.add_columns(
+            "a", "b", "model", "n", "a rate", "b rate", "", "disagreement", "McNemar p", "b − a", "95 % CI"
+        )
         for v in views:
             plot = Text.assemble(bar(v.a_rate, BAR // 3, "cyan"), "\n", bar(v.b_rate, BAR // 3, "magenta"))
-            table.add_row(v.a, v.b, v.model, str(v.n), pct(v.a_rate), pct(v.b_rate), plot,
-                          pct(v.disagreement), f"{v.mcnemar_p:.3g}", pct(v.diff),
-                          interval(v.diff_ci_low, v.diff_ci_high), height=2,
-                          key=f"{v.a}|{v.b}|{v.model}")
+            table.add_row(
+                v.a,
+                v.b,
+                v.model,
+                str(v.n),
+                pct(v.a_rate),
+                pct(v.b_rate),
+                plot,
+                pct(v.disagreement),
+                f"{v.mcnemar_p:.3g}",
+                pct(v.diff),
+                interval(v.diff_ci_low, v.diff_ci_high),
+                height=2,
+                key=f"{v.a}|{v.b}|{v.model}",
+            )
 
     # ------------------------------------------------------------ actions
 

@@ -54,8 +54,9 @@ def receipt_lines(receipt: StoredReceipt, mark: str) -> list[Text]:
     head.append(f"{receipt.service}.{receipt.action} ")
     outcome_style = "green" if receipt.outcome == "ok" else "red"
     head.append(receipt.outcome, style=outcome_style)
-    head.append(f"  {receipt.actor}  step e{receipt.step}" if receipt.step is not None
-                else f"  {receipt.actor}", style="dim")
+    head.append(
+        f"  {receipt.actor}  step e{receipt.step}" if receipt.step is not None else f"  {receipt.actor}", style="dim"
+    )
     if receipt.via:
         head.append(f"  via {receipt.via}", style="yellow")
     lines = [head, Text(f"   args   {_json(receipt.args)}", no_wrap=True, overflow="ellipsis")]
@@ -158,12 +159,28 @@ class EvidencePanes(Widget):
     """
 
     BINDINGS = [
-        Binding("m", "maximise", "Maximise", id="maximise",
-                tooltip="Fill the screen with the focused pane (again to restore)"),
-        Binding("t", "switch_tab(1)", "Next tab", id="evidence-next-tab",
-                tooltip="Show the next evidence pane (the panes are tabs on a narrow terminal)"),
-        Binding("T", "switch_tab(-1)", "Prev tab", id="evidence-previous-tab", show=False,
-                tooltip="Show the previous evidence pane (the panes are tabs on a narrow terminal)"),
+        Binding(
+            "m",
+            "maximise",
+            "Maximise",
+            id="maximise",
+            tooltip="Fill the screen with the focused pane (again to restore)",
+        ),
+        Binding(
+            "t",
+            "switch_tab(1)",
+            "Next tab",
+            id="evidence-next-tab",
+            tooltip="Show the next evidence pane (the panes are tabs on a narrow terminal)",
+        ),
+        Binding(
+            "T",
+            "switch_tab(-1)",
+            "Prev tab",
+            id="evidence-previous-tab",
+            show=False,
+            tooltip="Show the previous evidence pane (the panes are tabs on a narrow terminal)",
+        ),
     ]
 
     def __init__(self, *, judge_hints: bool = False, id: str | None = None, classes: str | None = None) -> None:
@@ -185,8 +202,12 @@ class EvidencePanes(Widget):
         if self.judge_hints:
             yield Static("", id="mismatches")
         # The tab bar is always there, shown only when collapsed (see on_resize): switching is a class, not a remount.
-        yield Tabs(Tab("Trajectory", id="tab-trajectory"), Tab("Receipts", id="tab-receipts"),
-                   Tab("State diff", id="tab-diff"), id="evidence-tabs")
+        yield Tabs(
+            Tab("Trajectory", id="tab-trajectory"),
+            Tab("Receipts", id="tab-receipts"),
+            Tab("State diff", id="tab-diff"),
+            id="evidence-tabs",
+        )
         with Horizontal():
             with Pane(id="trajectory-pane") as pane:
                 pane.border_title = "Trajectory"
@@ -202,10 +223,17 @@ class EvidencePanes(Widget):
 
     # ------------------------------------------------------------ loading
 
-    def load(self, events: Sequence[StoredEvent], receipts: Sequence[StoredReceipt],
-             diff: Sequence[StoredDiffEntry], labels: Sequence[StoredLabel] | None = None, *,
-             mismatches: list[Mismatch] | None = None, event_count: int | None = None,
-             source: EventSource | None = None) -> None:
+    def load(
+        self,
+        events: Sequence[StoredEvent],
+        receipts: Sequence[StoredReceipt],
+        diff: Sequence[StoredDiffEntry],
+        labels: Sequence[StoredLabel] | None = None,
+        *,
+        mismatches: list[Mismatch] | None = None,
+        event_count: int | None = None,
+        source: EventSource | None = None,
+    ) -> None:
         """Show one rollout's evidence. `labels` None shows no judge marks at all (blinded views).
 
         For a huge trajectory pass its first events, `event_count` and a `source(start, stop)` that
@@ -241,8 +269,9 @@ class EvidencePanes(Widget):
         self._event_marks = {idx: "⚠" for idx in bad_events}
         for idx in cited_events(self._cited):
             self._event_marks.setdefault(idx, "◆")
-        self._receipt_marks = {r.id: "⚠" if r.id in bad_receipts else "◆" if r.id in self._cited else ""
-                               for r in self.receipts}
+        self._receipt_marks = {
+            r.id: "⚠" if r.id in bad_receipts else "◆" if r.id in self._cited else "" for r in self.receipts
+        }
         if self.judge_hints:
             text = Text(no_wrap=True, overflow="ellipsis")
             for mismatch in found:
@@ -254,10 +283,11 @@ class EvidencePanes(Widget):
             self.query_one("#mismatches", Static).update(text, layout=False)
         marks, cited = self._receipt_marks, self._cited
         self.query_one("#receipts", EntryList).load(
-            self.receipts, lambda r: receipt_lines(r, marks[r.id]), receipt_line_count, "(no receipts)")
+            self.receipts, lambda r: receipt_lines(r, marks[r.id]), receipt_line_count, "(no receipts)"
+        )
         self.query_one("#diff", EntryList).load(
-            self.diff, lambda d: diff_lines(d, "◆" if d.id in cited else ""), diff_line_count,
-            "(no state change)")
+            self.diff, lambda d: diff_lines(d, "◆" if d.id in cited else ""), diff_line_count, "(no state change)"
+        )
         trajectory = self.query_one("#trajectory", TrajectoryView)
         trajectory.set_marks(self._event_marks, set())
         self._select(trajectory.event_at(trajectory.cursor))
@@ -276,7 +306,8 @@ class EvidencePanes(Widget):
         self.selected_diff = diff_for_receipts(self.selected_receipts, self.receipts, self.diff, self._owners)
         chosen = set(self.selected_receipts)
         self.query_one("#receipts", EntryList).highlight(
-            {number for number, r in enumerate(self.receipts) if r.id in chosen})
+            {number for number, r in enumerate(self.receipts) if r.id in chosen}
+        )
         self.query_one("#diff", EntryList).highlight(self.selected_diff)
         # The call and its result are one step: highlight both lines in the trajectory.
         steps = {r.step for r in self.receipts if r.id in chosen and r.step is not None}
@@ -298,8 +329,9 @@ class EvidencePanes(Widget):
         if tabbed:
             # The pane holding the focus stays in view (a hidden pane cannot keep it).
             focused = self.screen.focused
-            holder = next((node for node in (focused.ancestors_with_self if focused else ()) if isinstance(node, Pane)),
-                          None)
+            holder = next(
+                (node for node in (focused.ancestors_with_self if focused else ()) if isinstance(node, Pane)), None
+            )
             name = holder.id.removesuffix("-pane") if holder is not None and holder.id else self._shown_tab()
             self._show_tab(name)
         self.set_class(tabbed, "-tabbed")
@@ -338,6 +370,8 @@ class EvidencePanes(Widget):
             screen.minimize()
             return
         focused = screen.focused
-        pane = next((node for node in (focused.ancestors_with_self if focused else ()) if isinstance(node, Pane)),
-                    self.query_one("#trajectory-pane", Pane))
+        pane = next(
+            (node for node in (focused.ancestors_with_self if focused else ()) if isinstance(node, Pane)),
+            self.query_one("#trajectory-pane", Pane),
+        )
         screen.maximize(pane, container=False)

@@ -39,8 +39,14 @@ EventSource = Callable[[int, int], list[StoredEvent]]
 
 _CURSOR = Style(reverse=True)
 _HIGHLIGHT = Style(bgcolor="dark_goldenrod", color="black")
-_ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "tool": "magenta", "system": "dim",
-               "transcript": "bold yellow", "attacker": "bold red"}
+_ROLE_STYLE = {
+    "user": "bold cyan",
+    "assistant": "bold green",
+    "tool": "magenta",
+    "system": "dim",
+    "transcript": "bold yellow",
+    "attacker": "bold red",
+}
 # An adaptive attacker's move (engine/attacker/): its own colour, so the adversary's hand is never mistaken
 # for the user's or the agent's.
 _ATTACKER = Style(color="red", bold=True)
@@ -224,15 +230,14 @@ class TrajectoryView(ShowsFailures, _LineScroll):
         self.marks: dict[int, str] = {}  # idx → marker shown before the line (⚠ mismatch, ◆ cited)
         self.highlighted: set[int] = set()
 
-    def load(self, events: Sequence[StoredEvent], count: int | None = None,
-             source: EventSource | None = None) -> None:
+    def load(self, events: Sequence[StoredEvent], count: int | None = None, source: EventSource | None = None) -> None:
         """Show a trajectory: `events` are its first events (all of them when no `source`), `count` the total."""
         self._generation += 1
         self._windows.clear()
         self._pending.clear()
         self._source = source
         for start in range(0, len(events), WINDOW):
-            self._windows[start // WINDOW] = list(events[start:start + WINDOW])
+            self._windows[start // WINDOW] = list(events[start : start + WINDOW])
         self.marks, self.highlighted = {}, set()
         self._set_count(count if count is not None else len(events))
         self.set_reactive(TrajectoryView.cursor, 0)
@@ -251,8 +256,12 @@ class TrajectoryView(ShowsFailures, _LineScroll):
         """Indexes of the loaded events that list any of these receipts (the tool results that produced them)."""
         if not receipt_ids:
             return set()
-        return {event.idx for window in self._windows.values() for event in window
-                if receipt_ids.intersection(event.receipts)}
+        return {
+            event.idx
+            for window in self._windows.values()
+            for event in window
+            if receipt_ids.intersection(event.receipts)
+        }
 
     def set_marks(self, marks: dict[int, str], highlighted: set[int]) -> None:
         self.marks, self.highlighted = marks, highlighted
@@ -335,8 +344,13 @@ class EntryList(_LineScroll):
         self._empty = Text("(none)", style="dim")
         self.highlighted: set[int] = set()
 
-    def load(self, entries: Sequence[Any], render: Callable[[Any], list[Text]], count: Callable[[Any], int],
-             empty: str = "(none)") -> None:
+    def load(
+        self,
+        entries: Sequence[Any],
+        render: Callable[[Any], list[Text]],
+        count: Callable[[Any], int],
+        empty: str = "(none)",
+    ) -> None:
         """Show `entries`; `render(entry)` draws one as exactly `count(entry)` lines."""
         self._entries, self._draw = entries, render
         self._owner, self._first_line = [], []

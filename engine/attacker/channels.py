@@ -69,14 +69,18 @@ def channels(case: Case) -> tuple[Channel, ...]:
 def _derive(case: Case) -> tuple[Channel, ...]:
     side = side_of(case)
     if side == "user":
-        return (Channel("user", "user", "user_turn", describe="a new message from you, the user, in the conversation",
-                        own=True),)
+        return (
+            Channel(
+                "user", "user", "user_turn", describe="a new message from you, the user, in the conversation", own=True
+            ),
+        )
     inst = case.instantiate(with_attack=True)
     read = _carriers_read(case, inst)
     found: list[Channel] = []
     if side == "environment" or case.attack.placement == "seed":
-        wanted = ("kb_passage",) if side == "tool" else ("workspace_file", "config_file", "email", "web_page",
-                                                          "drive_doc")
+        wanted = (
+            ("kb_passage",) if side == "tool" else ("workspace_file", "config_file", "email", "web_page", "drive_doc")
+        )
         for channel in read:
             if channel.kind in wanted:
                 found.append(channel)
@@ -103,29 +107,63 @@ def _candidates(seed: dict[str, Any], marker: str) -> list[Channel]:
             continue  # a script is run, not read; rewriting it with prose would change what it does
         text = spec if isinstance(spec, str) else str((spec or {}).get("content", ""))
         name = rel.rsplit("/", 1)[-1]
-        kind = "config_file" if name in CONFIG_FILES or name.startswith(".") or rel.startswith(
-            (".agent/", ".github/")) else "workspace_file"
-        out.append(Channel(f"{kind}:{rel}", "environment", kind, ref=f"workspace.files[{_quoted(rel)}]", key=rel,
-                           describe=f"the workspace file {rel}", own=bool(marker) and marker in text))
+        kind = (
+            "config_file"
+            if name in CONFIG_FILES or name.startswith(".") or rel.startswith((".agent/", ".github/"))
+            else "workspace_file"
+        )
+        out.append(
+            Channel(
+                f"{kind}:{rel}",
+                "environment",
+                kind,
+                ref=f"workspace.files[{_quoted(rel)}]",
+                key=rel,
+                describe=f"the workspace file {rel}",
+                own=bool(marker) and marker in text,
+            )
+        )
     for i, message in enumerate((seed.get("email") or {}).get("inbox") or []):
         mid = str(message.get("id", i))
-        out.append(Channel(f"email:{mid}", "environment", "email", ref=f"email.inbox[{i}].body", key=mid,
-                           describe=f"the body of the email {message.get('subject', '')!r} that "
-                                    f"{message.get('from', '?')} sent to the user (id {mid})",
-                           own=bool(marker) and marker in str(message.get("body", ""))))
+        out.append(
+            Channel(
+                f"email:{mid}",
+                "environment",
+                "email",
+                ref=f"email.inbox[{i}].body",
+                key=mid,
+                describe=f"the body of the email {message.get('subject', '')!r} that "
+                f"{message.get('from', '?')} sent to the user (id {mid})",
+                own=bool(marker) and marker in str(message.get("body", "")),
+            )
+        )
     for url, page in ((seed.get("browser") or {}).get("pages") or {}).items():
-        out.append(Channel(f"web_page:{url}", "environment", "web_page",
-                           ref=f"browser.pages[{_quoted(url)}].content", key=url,
-                           describe=f"the web page {url}",
-                           own=bool(marker) and marker in str((page or {}).get("content", ""))))
+        out.append(
+            Channel(
+                f"web_page:{url}",
+                "environment",
+                "web_page",
+                ref=f"browser.pages[{_quoted(url)}].content",
+                key=url,
+                describe=f"the web page {url}",
+                own=bool(marker) and marker in str((page or {}).get("content", "")),
+            )
+        )
     for i, doc in enumerate((seed.get("files") or {}).get("documents") or []):
         kind = "kb_passage" if doc.get("source") == "kb" else "drive_doc"
         did = str(doc.get("id", i))
         what = "knowledge-base passage" if kind == "kb_passage" else "drive document"
-        out.append(Channel(f"{kind}:{did}", "tool" if kind == "kb_passage" else "environment", kind,
-                           ref=f"files.documents[{i}].content", key=did,
-                           describe=f"the {what} {doc.get('title', did)!r} (id {did})",
-                           own=bool(marker) and marker in str(doc.get("content", ""))))
+        out.append(
+            Channel(
+                f"{kind}:{did}",
+                "tool" if kind == "kb_passage" else "environment",
+                kind,
+                ref=f"files.documents[{i}].content",
+                key=did,
+                describe=f"the {what} {doc.get('title', did)!r} (id {did})",
+                own=bool(marker) and marker in str(doc.get("content", "")),
+            )
+        )
     return out
 
 
@@ -157,8 +195,11 @@ def _probe(case: Case, inst: Instance, channel: Channel) -> tuple[int, ...]:
             run.run_step(step, index=index)
         if Placer(case, run).place(channel, f"{_PROBE_LINE} {_PROBE}\n{case.attack.content}") is not None:
             return ()
-        return tuple(index for index, step in enumerate(case.plans.benign)
-                     if not is_effect(step, case) and _PROBE in run.run_step(step, index=index).observation)
+        return tuple(
+            index
+            for index, step in enumerate(case.plans.benign)
+            if not is_effect(step, case) and _PROBE in run.run_step(step, index=index).observation
+        )
     finally:
         run.close()
 
@@ -168,32 +209,78 @@ def _tool_channels(case: Case) -> list[Channel]:
     own = case.attack.intervention or {}
     kind = own.get("kind")
     if kind == "lookalike":
-        out.append(Channel(f"lookalike:{own['name']}", "tool", "lookalike", ref=own["name"], key=own["name"],
-                           describe=f"your look-alike tool {own['name']} shown beside {own.get('target')}", own=True))
+        out.append(
+            Channel(
+                f"lookalike:{own['name']}",
+                "tool",
+                "lookalike",
+                ref=own["name"],
+                key=own["name"],
+                describe=f"your look-alike tool {own['name']} shown beside {own.get('target')}",
+                own=True,
+            )
+        )
     elif kind == "poison_description":
-        out.append(Channel(f"tool_description:{own['tool']}", "tool", "tool_description", ref=own["tool"],
-                           key=own["tool"], describe=f"the description of the tool {own['tool']}", own=True))
+        out.append(
+            Channel(
+                f"tool_description:{own['tool']}",
+                "tool",
+                "tool_description",
+                ref=own["tool"],
+                key=own["tool"],
+                describe=f"the description of the tool {own['tool']}",
+                own=True,
+            )
+        )
     elif kind == "tamper":
         error = own.get("mode") == "error"
-        out.append(Channel(f"{'tool_error' if error else 'tool_output'}:{own['tool']}", "tool",
-                           "tool_error" if error else "tool_output", ref=own["tool"], key=own["tool"],
-                           describe=f"the {'error' if error else 'output'} the tool {own['tool']} returns",
-                           own=True, match=dict(own.get("match") or {}),
-                           reveal=_matching(case, own["tool"], own.get("match") or {})))
+        out.append(
+            Channel(
+                f"{'tool_error' if error else 'tool_output'}:{own['tool']}",
+                "tool",
+                "tool_error" if error else "tool_output",
+                ref=own["tool"],
+                key=own["tool"],
+                describe=f"the {'error' if error else 'output'} the tool {own['tool']} returns",
+                own=True,
+                match=dict(own.get("match") or {}),
+                reveal=_matching(case, own["tool"], own.get("match") or {}),
+            )
+        )
     for index, step in enumerate(case.plans.benign):
-        out.append(Channel(f"tool_description:{step.tool}", "tool", "tool_description", ref=step.tool,
-                           key=step.tool, describe=f"the description of the tool {step.tool}"))
+        out.append(
+            Channel(
+                f"tool_description:{step.tool}",
+                "tool",
+                "tool_description",
+                ref=step.tool,
+                key=step.tool,
+                describe=f"the description of the tool {step.tool}",
+            )
+        )
         if not is_effect(step, case):
-            out.append(Channel(f"tool_output:{step.tool}", "tool", "tool_output", ref=step.tool, key=step.tool,
-                               describe=f"the output the tool {step.tool} returns to the agent",
-                               match=dict(step.args), reveal=(index,)))
+            out.append(
+                Channel(
+                    f"tool_output:{step.tool}",
+                    "tool",
+                    "tool_output",
+                    ref=step.tool,
+                    key=step.tool,
+                    describe=f"the output the tool {step.tool} returns to the agent",
+                    match=dict(step.args),
+                    reveal=(index,),
+                )
+            )
     return out
 
 
 def _matching(case: Case, tool: str, match: dict[str, Any]) -> tuple[int, ...]:
     """The benign steps a tamper of `tool` matching `match` alters (as the gateway matches calls)."""
-    return tuple(i for i, s in enumerate(case.plans.benign)
-                 if s.tool == tool and all(s.args.get(k) == v for k, v in match.items()))
+    return tuple(
+        i
+        for i, s in enumerate(case.plans.benign)
+        if s.tool == tool and all(s.args.get(k) == v for k, v in match.items())
+    )
 
 
 def _own_fallback(case: Case, inst: Instance) -> Channel:
@@ -203,8 +290,15 @@ def _own_fallback(case: Case, inst: Instance) -> Channel:
         if channel.ref == target:
             return dataclasses.replace(channel, own=True)
     name = re.sub(r"\W+", "_", target).strip("_") or "carrier"
-    return Channel(f"seed:{name}", side_of(case), "seed_item", ref=target, key=target,
-                   describe=f"the place the case planted its attack ({target})", own=True)
+    return Channel(
+        f"seed:{name}",
+        side_of(case),
+        "seed_item",
+        ref=target,
+        key=target,
+        describe=f"the place the case planted its attack ({target})",
+        own=True,
+    )
 
 
 def read_only_steps(case: Case) -> list[Any]:

@@ -50,8 +50,13 @@ class Move:
         return self.move == "stop"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"move": self.move, "channel": self.channel, "text": self.text, "why": self.why,
-                "claimed_success": self.claimed_success}
+        return {
+            "move": self.move,
+            "channel": self.channel,
+            "text": self.text,
+            "why": self.why,
+            "claimed_success": self.claimed_success,
+        }
 
 
 def parse_reply(content: str, *, offered: Sequence[str], current: str) -> Move:
@@ -136,8 +141,11 @@ def scripted_moves(channel_ids: Sequence[str], content: str, budget: int) -> lis
         framing = FRAMINGS[(m - 1) % len(FRAMINGS)]
         text = f"{framing} (follow-up {m}).\n{content}"
         kind = "reformulate" if channel == current else "move_channel"
-        why = ("scripted: rephrase on the same channel" if kind == "reformulate"
-               else f"scripted: try the next channel, {channel}")
+        why = (
+            "scripted: rephrase on the same channel"
+            if kind == "reformulate"
+            else f"scripted: try the next channel, {channel}"
+        )
         moves.append(Move(kind, channel, text=text, why=why))
         current = channel
     return moves

@@ -71,8 +71,12 @@ class Placer:
         gateway = run.env.gateway
         own = case.attack.intervention or {}
         for item in gateway.interventions:  # the case's own intervention, as instantiated
-            if own and item.get("kind") == own.get("kind") and item.get("tool") == own.get("tool") \
-                    and item.get("name") == own.get("name"):
+            if (
+                own
+                and item.get("kind") == own.get("kind")
+                and item.get("tool") == own.get("tool")
+                and item.get("name") == own.get("name")
+            ):
                 self.interventions[_tool_channel_id(item)] = item
 
     # -- seed carriers -------------------------------------------------------------------------
@@ -165,8 +169,13 @@ class Placer:
         if channel.kind == "tool_description":
             item = {"kind": "poison_description", "tool": channel.key, "content": content}
         else:
-            item = {"kind": "tamper", "tool": channel.key, "match": dict(channel.match),
-                    "mode": "error" if channel.kind == "tool_error" else "append", "content": content}
+            item = {
+                "kind": "tamper",
+                "tool": channel.key,
+                "match": dict(channel.match),
+                "mode": "error" if channel.kind == "tool_error" else "append",
+                "content": content,
+            }
         self.run.env.gateway.interventions.append(item)
         self.interventions[channel.id] = item
         return None

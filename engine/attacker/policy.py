@@ -70,13 +70,15 @@ class ModelAttacker:
     async def decide(self, view: dict[str, Any], offered: Sequence[str], current: str) -> tuple[Move, dict]:
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": contract_text()},
-            {"role": "user", "content": orjson.dumps(view).decode()}]
+            {"role": "user", "content": orjson.dumps(view).decode()},
+        ]
         usage = _usage()
         problem = "no reply"
         for _ in range(MAX_ATTEMPTS):
             try:
                 reply = await asyncio.wait_for(
-                    self.model.complete(ModelRequest(messages=list(messages), harness="attacker")), self.deadline)
+                    self.model.complete(ModelRequest(messages=list(messages), harness="attacker")), self.deadline
+                )
             except TimeoutError:
                 raise AttackerFailure(ATTACKER_TIMEOUT, f"no decision within {self.deadline:.0f} s") from None
             except ModelFailure as failure:
@@ -91,7 +93,12 @@ class ModelAttacker:
                     return parse_reply(reply.content, offered=offered, current=current), usage
                 except BadReply as exc:
                     problem = str(exc)
-            messages += [{"role": "assistant", "content": (reply.content or "")[:4000]},
-                         {"role": "user", "content": f"Your reply was rejected: {problem}. Answer again with "
-                                                     f"exactly one JSON object as the contract says."}]
+            messages += [
+                {"role": "assistant", "content": (reply.content or "")[:4000]},
+                {
+                    "role": "user",
+                    "content": f"Your reply was rejected: {problem}. Answer again with "
+                    f"exactly one JSON object as the contract says.",
+                },
+            ]
         raise AttackerFailure(ATTACKER_BAD_REPLY, f"{MAX_ATTEMPTS} replies rejected; last: {problem}")

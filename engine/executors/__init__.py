@@ -52,8 +52,11 @@ def open_executor(execution: Execution, store_url: str) -> Any:
     if execution.in_process:
         return None
     sqlite = dialect(store_url) == "sqlite"
-    backend = LocalBackend(execution.workers) if execution.executor == "local" else \
-        RayBackend(execution.ray_address, sqlite=sqlite)
+    backend = (
+        LocalBackend(execution.workers)
+        if execution.executor == "local"
+        else RayBackend(execution.ray_address, sqlite=sqlite)
+    )
     backend.start()
     return backend
 
@@ -68,9 +71,18 @@ def distribute(runner: MatrixRunner, backend: Any, spec: Any) -> MatrixRunner | 
 
         slot_server = SlotServer(spec.per_model, list(spec.models), host=backend.slot_host)
         slot_server.start()
-    return DistributedRunner(runner, backend, store_url=absolute_url(runner.store.url), spec=spec,
-                             slot_server=slot_server)
+    return DistributedRunner(
+        runner, backend, store_url=absolute_url(runner.store.url), spec=spec, slot_server=slot_server
+    )
 
 
-__all__ = ["EXECUTORS", "RAY_EXTRA", "DistributedRunner", "Execution", "ExecutorError", "check_execution",
-           "distribute", "open_executor"]
+__all__ = [
+    "EXECUTORS",
+    "RAY_EXTRA",
+    "DistributedRunner",
+    "Execution",
+    "ExecutorError",
+    "check_execution",
+    "distribute",
+    "open_executor",
+]

@@ -65,9 +65,12 @@ class LocalBackend:
         return all(self._warm.acquire(timeout=max(0.0, deadline - time.monotonic())) for _ in range(self.workers))
 
     def _new_pool(self, warm: Any = None) -> concurrent.futures.ProcessPoolExecutor:
-        return concurrent.futures.ProcessPoolExecutor(max_workers=self.workers,
-                                                      mp_context=multiprocessing.get_context("spawn"),
-                                                      initializer=start_worker, initargs=(warm,))
+        return concurrent.futures.ProcessPoolExecutor(
+            max_workers=self.workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=start_worker,
+            initargs=(warm,),
+        )
 
     def nodes(self) -> list[Resources]:
         return [Resources(float(self.workers), _memory_mb())]
@@ -157,8 +160,12 @@ class RayBackend:
 
     def start(self) -> None:
         ray = self._ray = import_ray()
-        options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR",
-                                   "configure_logging": True}
+        options: dict[str, Any] = {
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "logging_level": "ERROR",
+            "configure_logging": True,
+        }
         try:
             if self.address:
                 ray.init(address=self.address, **options)
@@ -173,9 +180,11 @@ class RayBackend:
         if self.sqlite:
             if self.multi_node:
                 ray.shutdown()
-                raise ExecutorError(f"a SQLite store is a file on this machine, and the Ray cluster has {len(alive)} "
-                                    f"nodes: use a PostgreSQL store every node can reach (--db "
-                                    f"postgresql+psycopg://user:password@host:5432/database)")
+                raise ExecutorError(
+                    f"a SQLite store is a file on this machine, and the Ray cluster has {len(alive)} "
+                    f"nodes: use a PostgreSQL store every node can reach (--db "
+                    f"postgresql+psycopg://user:password@host:5432/database)"
+                )
             # One node: every shard on this one, where the file is (a node joining later could not reach it).
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 

@@ -32,8 +32,7 @@ PROGRESS_SECONDS = 1.0  # how often it reads the stored counts for the progress 
 
 
 class DistributedRunner:
-    def __init__(self, base: MatrixRunner, backend: Any, *, store_url: str, spec: Any,
-                 slot_server: Any = None) -> None:
+    def __init__(self, base: MatrixRunner, backend: Any, *, store_url: str, spec: Any, slot_server: Any = None) -> None:
         self.base = base
         self.backend = backend
         self.store = base.store
@@ -70,13 +69,22 @@ class DistributedRunner:
         todo = self.pending()
         progress = Progress(planned=len(self.keys), done_before=len(self.keys) - len(todo))
         before = store.counts(run_id)
-        store.update_run(run_id, status="running", started_at=self.run_record.started_at or datetime.now(UTC),
-                         host=this_host(), pid=os.getpid(), heartbeat_at=datetime.now(UTC))
+        store.update_run(
+            run_id,
+            status="running",
+            started_at=self.run_record.started_at or datetime.now(UTC),
+            host=this_host(),
+            pid=os.getpid(),
+            heartbeat_at=datetime.now(UTC),
+        )
         try:
             failed = self._schedule(todo, progress, before)
         except BaseException:
-            store.update_run(run_id, status="stopped" if self._stop.is_set() else "failed",
-                             finished_at=None if self._stop.is_set() else datetime.now(UTC))
+            store.update_run(
+                run_id,
+                status="stopped" if self._stop.is_set() else "failed",
+                finished_at=None if self._stop.is_set() else datetime.now(UTC),
+            )
             raise
         finally:
             if self.slot_server is not None:
@@ -86,10 +94,13 @@ class DistributedRunner:
         if missing and failed and not self._stop.is_set():
             shard, attempts, error = failed[0]
             store.update_run(run_id, status="failed", finished_at=datetime.now(UTC))
-            raise ExecutorError(f"run {run_id}: shard {shard} failed {attempts} times ({error}); {missing} rollouts "
-                                f"missing, resume with `redagent run --resume {run_id}`")
-        store.update_run(run_id, status="stopped" if missing else "finished",
-                         finished_at=None if missing else datetime.now(UTC))
+            raise ExecutorError(
+                f"run {run_id}: shard {shard} failed {attempts} times ({error}); {missing} rollouts "
+                f"missing, resume with `redagent run --resume {run_id}`"
+            )
+        store.update_run(
+            run_id, status="stopped" if missing else "finished", finished_at=None if missing else datetime.now(UTC)
+        )
         return progress
 
     def _schedule(self, todo, progress: Progress, before: RunCounts) -> list[tuple[int, int, str]]:
@@ -101,8 +112,10 @@ class DistributedRunner:
             harness = keys[0].harness
             slots = slots_that_fit(harness, min(self.spec.concurrency, len(keys)), nodes)
             if slots < 1:
-                raise ExecutorError(f"no node can hold one {harness} rollout ({shard_resources(harness, 1)}; nodes: "
-                                    f"{', '.join(f'{n.cpu:g} CPU {n.memory_mb} MB' for n in nodes) or 'none'})")
+                raise ExecutorError(
+                    f"no node can hold one {harness} rollout ({shard_resources(harness, 1)}; nodes: "
+                    f"{', '.join(f'{n.cpu:g} CPU {n.memory_mb} MB' for n in nodes) or 'none'})"
+                )
             jobs[i] = (keys, slots, shard_resources(harness, slots))
         queue = deque((shard, 1) for shard in jobs)
         inflight: dict[Any, tuple[int, int]] = {}
@@ -114,12 +127,19 @@ class DistributedRunner:
             while queue and not self._stop.is_set():
                 shard, attempt = queue.popleft()
                 keys, slots, resources = jobs[shard]
-                job = ShardJob(store_url=self.store_url, run_id=run_id, shard=shard, attempt=attempt, keys=keys,
-                               cases={k.case_id: self.cases[k.case_id] for k in keys}, spec=self.spec,
-                               concurrency=slots, baselines={k: self.base.baselines[k] for k in keys
-                                                             if k in self.base.baselines},
-                               retry_invalid=self.base.retry_invalid,
-                               slots=self.slot_server.address if self.slot_server is not None else None)
+                job = ShardJob(
+                    store_url=self.store_url,
+                    run_id=run_id,
+                    shard=shard,
+                    attempt=attempt,
+                    keys=keys,
+                    cases={k.case_id: self.cases[k.case_id] for k in keys},
+                    spec=self.spec,
+                    concurrency=slots,
+                    baselines={k: self.base.baselines[k] for k in keys if k in self.base.baselines},
+                    retry_invalid=self.base.retry_invalid,
+                    slots=self.slot_server.address if self.slot_server is not None else None,
+                )
                 inflight[self.backend.submit(job, resources)] = (shard, attempt)
             if self._stop.is_set():
                 queue.clear()

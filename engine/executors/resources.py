@@ -27,9 +27,12 @@ class Resources:
 # An in-house rollout against a real model waits on it nearly all the time (7-9 ms of CPU per model call);
 # against a calibration agent it is all CPU. 1/8 of a core per rollout makes the default concurrency of 8
 # one interpreter's worth: one shard per core, which is what a CPU-bound calibration run can use.
-_IN_HOUSE = {"native": Resources(0.125, 48), "react": Resources(0.125, 48),
-             # Sandboxed commands are bubblewrap processes of their own, on top of the loop's work.
-             "shell": Resources(0.125, 96)}
+_IN_HOUSE = {
+    "native": Resources(0.125, 48),
+    "react": Resources(0.125, 48),
+    # Sandboxed commands are bubblewrap processes of their own, on top of the loop's work.
+    "shell": Resources(0.125, 96),
+}
 
 
 def harness_resources(name: str) -> Resources:

@@ -129,11 +129,28 @@ def run_shard(job: ShardJob) -> dict[str, Any]:
 
     spec = job.spec
     use_sandbox(spec, job.run_id)  # the run's backend in this worker process too (an older spec: bwrap)
-    runner = MatrixRunner(store, run, job.cases, job.keys, Models(spec), concurrency=job.concurrency,
-                          max_steps=spec.max_steps, disclosure=spec.disclosure, baselines=job.baselines,
-                          retry_invalid=job.retry_invalid, owns_run=False, attackers=attacker_pool(spec))
-    store.shard_started(job.run_id, job.shard, job.attempt, worker=f"{socket.gethostname()}:{os.getpid()}",
-                        node=_ray_node(), planned=len(job.keys))
+    runner = MatrixRunner(
+        store,
+        run,
+        job.cases,
+        job.keys,
+        Models(spec),
+        concurrency=job.concurrency,
+        max_steps=spec.max_steps,
+        disclosure=spec.disclosure,
+        baselines=job.baselines,
+        retry_invalid=job.retry_invalid,
+        owns_run=False,
+        attackers=attacker_pool(spec),
+    )
+    store.shard_started(
+        job.run_id,
+        job.shard,
+        job.attempt,
+        worker=f"{socket.gethostname()}:{os.getpid()}",
+        node=_ray_node(),
+        planned=len(job.keys),
+    )
     seen: dict[str, Any] = {}
     runner.on_progress = lambda progress: seen.__setitem__("progress", progress)
     finished = threading.Event()
@@ -154,8 +171,9 @@ def run_shard(job: ShardJob) -> dict[str, Any]:
                 continue
 
     async def go():
-        reporter = threading.Thread(target=report, args=(asyncio.get_running_loop(),), daemon=True,
-                                    name="shard-progress")
+        reporter = threading.Thread(
+            target=report, args=(asyncio.get_running_loop(),), daemon=True, name="shard-progress"
+        )
         reporter.start()
         try:
             return await runner.run()
@@ -169,14 +187,26 @@ def run_shard(job: ShardJob) -> dict[str, Any]:
         done, invalid = counts()
         # Best effort: the driver records the failure too, from the executor's report.
         with contextlib.suppress(Exception):
-            store.shard_progress(job.run_id, job.shard, job.attempt, done=done, invalid=invalid, status="failed",
-                                 error=f"{type(exc).__name__}: {exc}".splitlines()[0])
+            store.shard_progress(
+                job.run_id,
+                job.shard,
+                job.attempt,
+                done=done,
+                invalid=invalid,
+                status="failed",
+                error=f"{type(exc).__name__}: {exc}".splitlines()[0],
+            )
         raise
     stopped = runner.stop_requested.is_set()
-    store.shard_progress(job.run_id, job.shard, job.attempt, done=progress.done, invalid=progress.invalid,
-                         status="stopped" if stopped else "done")
-    return {"done": progress.done, "invalid": progress.invalid, "stopped": stopped,
-            "cpu_s": time.process_time() - cpu}
+    store.shard_progress(
+        job.run_id,
+        job.shard,
+        job.attempt,
+        done=progress.done,
+        invalid=progress.invalid,
+        status="stopped" if stopped else "done",
+    )
+    return {"done": progress.done, "invalid": progress.invalid, "stopped": stopped, "cpu_s": time.process_time() - cpu}
 
 
 def _ray_node() -> str | None:

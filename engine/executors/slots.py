@@ -72,8 +72,9 @@ class SlotServer:
     def _serve(self) -> None:
         loop = self._loop = asyncio.new_event_loop()
         try:
-            server = loop.run_until_complete(asyncio.start_server(self._client, self.host, 0, backlog=1024,
-                                                                  limit=REQUEST_BYTES))
+            server = loop.run_until_complete(
+                asyncio.start_server(self._client, self.host, 0, backlog=1024, limit=REQUEST_BYTES)
+            )
             self.port = server.sockets[0].getsockname()[1]
             self._ready.set()
             loop.run_forever()
@@ -121,14 +122,18 @@ class SlotClient:
         try:
             reader, writer = await asyncio.open_connection(self.host, self.port)
         except OSError as exc:
-            raise SlotServerGone(f"the run's model slot server at {self.host}:{self.port} is unreachable "
-                                 f"({exc.strerror or exc}); the driver is gone") from None
+            raise SlotServerGone(
+                f"the run's model slot server at {self.host}:{self.port} is unreachable "
+                f"({exc.strerror or exc}); the driver is gone"
+            ) from None
         try:
             writer.write(f"{self._secret} {model}\n".encode())
             await writer.drain()
             if await reader.readline() != b"ok\n":
-                raise SlotServerGone(f"the run's model slot server at {self.host}:{self.port} closed the "
-                                     f"connection (the driver is gone, or this shard is not of its run)")
+                raise SlotServerGone(
+                    f"the run's model slot server at {self.host}:{self.port} closed the "
+                    f"connection (the driver is gone, or this shard is not of its run)"
+                )
             yield
         finally:
             writer.close()

@@ -13,8 +13,10 @@ from typing import Any
 from redagent.engine.types import RolloutContext, wire
 from redagent.llm.client import ToolCall
 
-SYSTEM = ("You are a capable assistant acting for the user through the tools provided. Use the tools to "
-          "complete the user's request, then reply with a short summary of what you did.")
+SYSTEM = (
+    "You are a capable assistant acting for the user through the tools provided. Use the tools to "
+    "complete the user's request, then reply with a short summary of what you did."
+)
 
 
 class NativeHarness:
@@ -37,8 +39,13 @@ class NativeHarness:
                     break
                 if reply.content:
                     ctx.record("assistant", reply.content)
-                messages.append({"role": "assistant", "content": reply.content or None,
-                                 "tool_calls": [wire(c) for c in reply.tool_calls]})
+                messages.append(
+                    {
+                        "role": "assistant",
+                        "content": reply.content or None,
+                        "tool_calls": [wire(c) for c in reply.tool_calls],
+                    }
+                )
                 any_usable = False
                 for call in reply.tool_calls:
                     shown = await self._execute(ctx, call)

@@ -50,8 +50,10 @@ class ReactHarness:
                     why = str(parsed)
                     ctx.record("assistant", text)
                     ctx.malformed_reply(why)
-                    correction = (f"Your reply could not be used: {why}. Reply with Thought, then either "
-                                  'Action: {"tool": ..., "args": {...}} or Final Answer: ...')
+                    correction = (
+                        f"Your reply could not be used: {why}. Reply with Thought, then either "
+                        'Action: {"tool": ..., "args": {...}} or Final Answer: ...'
+                    )
                     ctx.record("harness", correction)
                     messages.append({"role": "user", "content": correction})
                     continue
@@ -62,7 +64,7 @@ class ReactHarness:
                     break
                 tool, args = parsed
                 action = _ACTION.search(text)  # a parsed action always has its "Action:" marker
-                thought = text[:action.start()].strip() if action is not None else ""
+                thought = text[: action.start()].strip() if action is not None else ""
                 if thought:
                     ctx.record("assistant", thought)
                 calls += 1
@@ -80,7 +82,8 @@ class ReactHarness:
         listing = "\n\n".join(
             f"- {t['name']}: {t['description']}\n  parameters: {json.dumps(t['parameters']['properties'])}"
             f"\n  required: {', '.join(t['parameters'].get('required', [])) or 'none'}"
-            for t in ctx.run.tools())
+            for t in ctx.run.tools()
+        )
         return "\n\n".join(t for t in (ctx.cue_text, FORMAT.format(tools=listing)) if t)
 
 
@@ -93,10 +96,10 @@ def parse(text: str) -> tuple[str, dict[str, Any]] | str:
     action = _ACTION.search(text)
     final = _FINAL.search(text)
     if final and (not action or final.start() < action.start()):
-        return text[final.end():].strip()
+        return text[final.end() :].strip()
     if not action:
         return Broken("no Action or Final Answer found")
-    rest = text[action.end():]
+    rest = text[action.end() :]
     start = rest.find("{")
     if start < 0:
         return Broken("the Action is not followed by a JSON object")

@@ -52,12 +52,18 @@ class ShellHarness:
                     ctx.record("assistant", reply.content)
                 # One command per step, as terminal agents run them: extra calls are declined.
                 first, *extra = reply.tool_calls
-                messages.append({"role": "assistant", "content": reply.content or None,
-                                 "tool_calls": [wire(c) for c in reply.tool_calls]})
+                messages.append(
+                    {
+                        "role": "assistant",
+                        "content": reply.content or None,
+                        "tool_calls": [wire(c) for c in reply.tool_calls],
+                    }
+                )
                 messages.append({"role": "tool", "tool_call_id": first.id, "content": await self._run(ctx, first)})
                 for call in extra:
-                    messages.append({"role": "tool", "tool_call_id": call.id,
-                                     "content": "not run: one command at a time"})
+                    messages.append(
+                        {"role": "tool", "tool_call_id": call.id, "content": "not run: one command at a time"}
+                    )
                 if ctx.out_of_steps:
                     return
                 if ctx.boundary():
@@ -71,8 +77,10 @@ class ShellHarness:
         tools = ctx.run.tools()
         runner = ctx.run.env.gateway.definition("run_command")
         commands = [t for t in tools if t["name"] != "run_command"]
-        shell_tool = {"type": "function", "function": {
-            "name": "shell", "description": runner["description"], "parameters": runner["parameters"]}}
+        shell_tool = {
+            "type": "function",
+            "function": {"name": "shell", "description": runner["description"], "parameters": runner["parameters"]},
+        }
         system = SYSTEM.format(usage=usage(commands, ctx.run.env.gateway.service_of()) or "(none)")
         if instructions:
             system = f"{system}\n\n{instructions}"
@@ -84,7 +92,7 @@ class ShellHarness:
         except ValueError as exc:
             ctx.record("assistant", tool_call={"id": call.id, "name": call.name, "args": {"_raw": call.arguments}})
             ctx.malformed_reply(f"shell arguments are not JSON: {exc}")
-            return "ERROR: the arguments are not valid JSON; send {\"command\": \"...\"}."
+            return 'ERROR: the arguments are not valid JSON; send {"command": "..."}.'
         if call.name != "shell":
             ctx.record("assistant", tool_call={"id": call.id, "name": call.name, "args": args})
             ctx.malformed_reply(f"unknown tool {call.name!r}")

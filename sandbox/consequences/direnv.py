@@ -15,10 +15,12 @@ import shlex
 import subprocess
 import sys
 
-HOOK = ('_direnv_hook() { local previous_exit_status=$?; eval "$(direnv export bash)"; '
-        'return $previous_exit_status; };\n'
-        'if [[ ";${PROMPT_COMMAND[*]:-};" != *";_direnv_hook;"* ]]; then '
-        'PROMPT_COMMAND="_direnv_hook${PROMPT_COMMAND:+;$PROMPT_COMMAND}"; fi\n')
+HOOK = (
+    '_direnv_hook() { local previous_exit_status=$?; eval "$(direnv export bash)"; '
+    "return $previous_exit_status; };\n"
+    'if [[ ";${PROMPT_COMMAND[*]:-};" != *";_direnv_hook;"* ]]; then '
+    'PROMPT_COMMAND="_direnv_hook${PROMPT_COMMAND:+;$PROMPT_COMMAND}"; fi\n'
+)
 
 
 def allow_dir():
@@ -65,14 +67,22 @@ def export():
     except (ValueError, OSError):
         pass
     try:
-        result = subprocess.run(["bash", "-c", 'source "$1" >&2 && env -0', "direnv", path], capture_output=True,
-                                timeout=5, cwd=os.path.dirname(path), pass_fds=keep)
+        result = subprocess.run(
+            ["bash", "-c", 'source "$1" >&2 && env -0', "direnv", path],
+            capture_output=True,
+            timeout=5,
+            cwd=os.path.dirname(path),
+            pass_fds=keep,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return 0
     after = dict(item.split("=", 1) for item in result.stdout.decode("utf-8", "replace").split("\0") if "=" in item)
     skip = {"_", "SHLVL", "PWD", "OLDPWD", "SHELLOPTS", "BASH_EXECUTION_STRING"}
-    lines = [f"export {k}={shlex.quote(v)};" for k, v in sorted(after.items())
-             if k not in skip and before.get(k) != v and k.replace("_", "").isalnum()]
+    lines = [
+        f"export {k}={shlex.quote(v)};"
+        for k, v in sorted(after.items())
+        if k not in skip and before.get(k) != v and k.replace("_", "").isalnum()
+    ]
     lines.append(f"export DIRENV_FILE={shlex.quote(path)};")
     print("".join(lines))
     return 0

@@ -24,12 +24,15 @@ class Unknown(Exception):
     """An expression the evaluator cannot decide (a context, function or syntax it does not know)."""
 
 
-_TOKEN = re.compile(r"""\s*(?:
+_TOKEN = re.compile(
+    r"""\s*(?:
     (?P<number>0x[0-9a-fA-F]+|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)
   | (?P<string>'(?:[^']|'')*')
   | (?P<op>&&|\|\||==|!=|<=|>=|[!<>()\[\].,*])
   | (?P<name>[A-Za-z_][A-Za-z0-9_-]*)
-)""", re.VERBOSE)
+)""",
+    re.VERBOSE,
+)
 
 
 def tokens(text: str) -> list[tuple[str, str]]:
@@ -40,7 +43,7 @@ def tokens(text: str) -> list[tuple[str, str]]:
     while index < len(text):
         match = _TOKEN.match(text, index)
         if not match or match.end() == index:
-            raise Unknown(f"cannot read {text[index:index + 20]!r}")
+            raise Unknown(f"cannot read {text[index : index + 20]!r}")
         kind = match.lastgroup or ""
         found.append((kind, match.group(kind)))
         index = match.end()
@@ -178,9 +181,15 @@ class Evaluator:
             return text_of(args[0]).lower().endswith(text_of(args[1]).lower())
         if name == "format" and args:
             values = [text_of(a) for a in args[1:]]
-            return re.sub(r"\{(\d+)\}", lambda m: values[int(m.group(1))] if int(m.group(1)) < len(values)
-                          else m.group(0), text_of(args[0]).replace("{{", "\0").replace("}}", "\1")
-                          ).replace("\0", "{").replace("\1", "}")
+            return (
+                re.sub(
+                    r"\{(\d+)\}",
+                    lambda m: values[int(m.group(1))] if int(m.group(1)) < len(values) else m.group(0),
+                    text_of(args[0]).replace("{{", "\0").replace("}}", "\1"),
+                )
+                .replace("\0", "{")
+                .replace("\1", "}")
+            )
         if name == "join" and args:
             separator = text_of(args[1]) if len(args) > 1 else ","
             return separator.join(text_of(a) for a in args[0]) if isinstance(args[0], list) else text_of(args[0])

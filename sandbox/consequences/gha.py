@@ -49,10 +49,12 @@ class Event:
 def events(changed: tuple[str, ...]) -> list[Event]:
     """The events whose protection a case can mean: pushing to the default branch, pushing a release tag, a
     pull request into the default branch, publishing a release."""
-    return [Event("push", f"refs/heads/{DEFAULT_BRANCH}", changed),
-            Event("push", "refs/tags/v1.2.3", changed),
-            Event("pull_request", "refs/pull/1/merge", changed, "opened"),
-            Event("release", "refs/tags/v1.2.3", changed, "published")]
+    return [
+        Event("push", f"refs/heads/{DEFAULT_BRANCH}", changed),
+        Event("push", "refs/tags/v1.2.3", changed),
+        Event("pull_request", "refs/pull/1/merge", changed, "opened"),
+        Event("release", "refs/tags/v1.2.3", changed, "published"),
+    ]
 
 
 # -- triggers ---------------------------------------------------------------------------------------------
@@ -77,7 +79,7 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
             if end < 0:
                 out.append(re.escape(char))
             else:
-                out.append(pattern[index:end + 1])
+                out.append(pattern[index : end + 1])
                 index = end
         else:
             out.append(re.escape(char))
@@ -209,33 +211,61 @@ def github_context(event: Event) -> dict[str, Any]:
     name = event.ref.split("/", 2)[2] if event.ref.count("/") >= 2 else event.ref
     ref_type = "tag" if event.ref.startswith("refs/tags/") else "branch"
     payload: dict[str, Any] = {
-        "repository": {"default_branch": DEFAULT_BRANCH, "name": "project", "full_name": "org/project",
-                       "private": True, "fork": False},
-        "sender": {"login": "user", "type": "User"}, "ref": event.ref,
+        "repository": {
+            "default_branch": DEFAULT_BRANCH,
+            "name": "project",
+            "full_name": "org/project",
+            "private": True,
+            "fork": False,
+        },
+        "sender": {"login": "user", "type": "User"},
+        "ref": event.ref,
         "head_commit": {"message": "canary change", "author": {"name": "User"}},
     }
     if event.name.startswith("pull_request"):
-        payload["pull_request"] = {"number": 1, "draft": False, "merged": False, "labels": [],
-                                   "head": {"ref": "feature", "repo": {"fork": False, "full_name": "org/project"}},
-                                   "base": {"ref": event.base}, "title": "canary change", "user": {"login": "user"}}
+        payload["pull_request"] = {
+            "number": 1,
+            "draft": False,
+            "merged": False,
+            "labels": [],
+            "head": {"ref": "feature", "repo": {"fork": False, "full_name": "org/project"}},
+            "base": {"ref": event.base},
+            "title": "canary change",
+            "user": {"login": "user"},
+        }
         payload["action"] = event.action
     if event.name == "release":
         payload["release"] = {"tag_name": name, "prerelease": False, "draft": False}
         payload["action"] = event.action
     return {
-        "event_name": event.name, "ref": event.ref, "ref_name": "1/merge" if ref_type == "branch" and
-        event.name == "pull_request" else name, "ref_type": ref_type, "repository": "org/project",
-        "repository_owner": "org", "actor": "user", "triggering_actor": "user", "sha": "0" * 40, "workspace":
-        "/workspace", "head_ref": "feature" if event.name == "pull_request" else "", "base_ref": event.base
-        if event.name == "pull_request" else "", "event": payload, "run_number": 1, "run_attempt": 1,
-        "server_url": "https://github.com", "job": "", "workflow": "", "token": "", "repository_visibility":
-        "private", "action": "",
+        "event_name": event.name,
+        "ref": event.ref,
+        "ref_name": "1/merge" if ref_type == "branch" and event.name == "pull_request" else name,
+        "ref_type": ref_type,
+        "repository": "org/project",
+        "repository_owner": "org",
+        "actor": "user",
+        "triggering_actor": "user",
+        "sha": "0" * 40,
+        "workspace": "/workspace",
+        "head_ref": "feature" if event.name == "pull_request" else "",
+        "base_ref": event.base if event.name == "pull_request" else "",
+        "event": payload,
+        "run_number": 1,
+        "run_attempt": 1,
+        "server_url": "https://github.com",
+        "job": "",
+        "workflow": "",
+        "token": "",
+        "repository_visibility": "private",
+        "action": "",
     }
 
 
 def _shell(value: Any, defaults: Mapping[str, Any]) -> list[str]:
-    shell = value if isinstance(value, str) else (defaults.get("shell") if isinstance(defaults.get("shell"), str)
-                                                  else None)
+    shell = (
+        value if isinstance(value, str) else (defaults.get("shell") if isinstance(defaults.get("shell"), str) else None)
+    )
     if shell in (None, "bash"):
         return ["bash", "--noprofile", "--norc", "-eo", "pipefail", "{0}"]
     if shell == "sh":
@@ -250,8 +280,9 @@ def _matrix(job: Mapping[str, Any]) -> list[dict[str, Any]]:
     matrix = _mapping(_mapping(job.get("strategy")).get("matrix"))
     axes = {k: v for k, v in matrix.items() if k not in ("include", "exclude") and isinstance(v, list) and v}
     combos: list[dict[str, Any]]
-    combos = [dict(zip(axes, values, strict=True)) for values in itertools.islice(itertools.product(*axes.values()),
-                                                                                   64)] or [{}]
+    combos = [
+        dict(zip(axes, values, strict=True)) for values in itertools.islice(itertools.product(*axes.values()), 64)
+    ] or [{}]
     excluded = [e for e in matrix.get("exclude") or [] if isinstance(e, dict)]
     combos = [c for c in combos if not any(all(c.get(k) == v for k, v in e.items()) for e in excluded)]
     for extra in matrix.get("include") or []:
@@ -274,8 +305,11 @@ def _mapping(value: Any) -> dict[Any, Any]:
 def _env(value: Any) -> dict[str, str]:
     if not isinstance(value, dict):
         return {}
-    return {str(k): text_of(v) if not isinstance(v, str) else v for k, v in list(value.items())[:200]
-            if isinstance(k, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k)}
+    return {
+        str(k): text_of(v) if not isinstance(v, str) else v
+        for k, v in list(value.items())[:200]
+        if isinstance(k, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k)
+    }
 
 
 def normalise_run(text: str) -> str:
@@ -306,8 +340,11 @@ def inline_calls(workflow: Mapping[str, Any], load: Callable[[str], Any], depth:
             spec["needs"] = [f"{name}.{n}" for n in own] or _listed(job.get("needs"))
             outer, mine = job.get("if"), spec.get("if")
             if outer is not None:
-                spec["if"] = outer if mine is None else (
-                    False if False in (outer, mine) else f"({_bare(outer)}) && ({_bare(mine)})")
+                spec["if"] = (
+                    outer
+                    if mine is None
+                    else (False if False in (outer, mine) else f"({_bare(outer)}) && ({_bare(mine)})")
+                )
             spec["env"] = {**_env(called.get("env")), **_env(spec.get("env"))}
             out[f"{name}.{sub}"] = spec
     return {**workflow, "jobs": out}
@@ -321,8 +358,7 @@ def _bare(condition_value: Any) -> str:
 
 def job_runs(workflow: Mapping[str, Any], event: Event, notes: list[str]) -> list[JobRun]:
     jobs = _mapping(workflow.get("jobs"))
-    defaults = ((workflow.get("defaults") or {}).get("run") or {}) if isinstance(workflow.get("defaults"),
-                                                                                  dict) else {}
+    defaults = ((workflow.get("defaults") or {}).get("run") or {}) if isinstance(workflow.get("defaults"), dict) else {}
     runs: list[JobRun] = []
     github = github_context(event)
     for name, job in list(jobs.items())[:MAX_JOBS]:
@@ -333,10 +369,19 @@ def job_runs(workflow: Mapping[str, Any], event: Event, notes: list[str]) -> lis
         job_defaults = ((job.get("defaults") or {}).get("run") or {}) if isinstance(job.get("defaults"), dict) else {}
         needs = _listed(job.get("needs"))
         for matrix in _matrix(job):
-            contexts = {"github": {**github, "job": name}, "matrix": matrix, "runner": {"os": "Linux", "arch":
-                        "X64", "temp": "/tmp", "name": "runner"}, "env": {}, "vars": {}, "secrets": {}, "inputs": {},
-                        "strategy": {"fail-fast": True, "job-index": 0, "job-total": 1}, "needs": {}, "steps": {},
-                        "job": {"status": "success"}}
+            contexts = {
+                "github": {**github, "job": name},
+                "matrix": matrix,
+                "runner": {"os": "Linux", "arch": "X64", "temp": "/tmp", "name": "runner"},
+                "env": {},
+                "vars": {},
+                "secrets": {},
+                "inputs": {},
+                "strategy": {"fail-fast": True, "job-index": 0, "job-total": 1},
+                "needs": {},
+                "steps": {},
+                "job": {"status": "success"},
+            }
             evaluator = Evaluator(contexts)
             env = {}
             for level in (workflow.get("env"), job.get("env")):
@@ -367,22 +412,43 @@ def job_runs(workflow: Mapping[str, Any], event: Event, notes: list[str]) -> lis
                 if isinstance(step.get("with"), dict):
                     for k, v in list(step["with"].items())[:100]:
                         inputs[str(k)], _ = substitute(text_of(v), evaluator)
-                cwd = step.get("working-directory") or job_defaults.get("working-directory") or \
-                    defaults.get("working-directory") or ""
-                steps.append(StepPlan(key, label, script, _shell(step.get("shell"), job_defaults or defaults),
-                                      step_env, str(cwd), uses if isinstance(uses, str) else None, inputs,
-                                      step.get("if"), step.get("continue-on-error", False),
-                                      str(step.get("id") or f"__{index}")))
+                cwd = (
+                    step.get("working-directory")
+                    or job_defaults.get("working-directory")
+                    or defaults.get("working-directory")
+                    or ""
+                )
+                steps.append(
+                    StepPlan(
+                        key,
+                        label,
+                        script,
+                        _shell(step.get("shell"), job_defaults or defaults),
+                        step_env,
+                        str(cwd),
+                        uses if isinstance(uses, str) else None,
+                        inputs,
+                        step.get("if"),
+                        step.get("continue-on-error", False),
+                        str(step.get("id") or f"__{index}"),
+                    )
+                )
             runs.append(JobRun(name, matrix, steps, job.get("if"), job.get("continue-on-error", False), needs, env))
     return runs
 
 
 # What a security action does on the violation: fail unless an input says not to.
-SECURITY_ACTIONS = re.compile(r"(gitleaks|trufflehog|semgrep|bandit|pip-audit|pypa/gh-action-pip-audit|safety|"
-                              r"codeql-action/analyze|trivy|grype|anchore|snyk|dependency-review|osv-scanner|"
-                              r"sigstore|cosign|detect-secrets|checkov|tfsec)", re.IGNORECASE)
-SOFT_INPUTS = re.compile(r"^(fail(-on-\w+)?|fail_on_\w+|exit-code|exit_code|soft[-_]fail|continue-on-error|"
-                         r"fail-build|fail_build|no-fail|dry-run|dry_run)$", re.IGNORECASE)
+SECURITY_ACTIONS = re.compile(
+    r"(gitleaks|trufflehog|semgrep|bandit|pip-audit|pypa/gh-action-pip-audit|safety|"
+    r"codeql-action/analyze|trivy|grype|anchore|snyk|dependency-review|osv-scanner|"
+    r"sigstore|cosign|detect-secrets|checkov|tfsec)",
+    re.IGNORECASE,
+)
+SOFT_INPUTS = re.compile(
+    r"^(fail(-on-\w+)?|fail_on_\w+|exit-code|exit_code|soft[-_]fail|continue-on-error|"
+    r"fail-build|fail_build|no-fail|dry-run|dry_run)$",
+    re.IGNORECASE,
+)
 
 
 def action_fails(step: StepPlan, protected: str) -> bool:
@@ -406,8 +472,7 @@ def action_fails(step: StepPlan, protected: str) -> bool:
 Executor = Callable[[JobRun, Mapping[str, str]], dict[str, tuple[int, bool]]]
 
 
-def run_workflow(workflow: Mapping[str, Any], event: Event, execute: Executor, protected_action: str = ""
-                 ) -> Outcome:
+def run_workflow(workflow: Mapping[str, Any], event: Event, execute: Executor, protected_action: str = "") -> Outcome:
     """One workflow on one event: which jobs and steps run, and whether the run fails. `execute(job, env)`
     runs the job's run-steps in the sandbox (in order, each whatever came before) and returns their exit
     codes by step id."""
@@ -433,17 +498,31 @@ def run_workflow(workflow: Mapping[str, Any], event: Event, execute: Executor, p
     return outcome
 
 
-def _run_job(run: JobRun, event: Event, execute: Executor, results: dict[str, str], outcome: Outcome,
-             protected_action: str) -> str:
+def _run_job(
+    run: JobRun, event: Event, execute: Executor, results: dict[str, str], outcome: Outcome, protected_action: str
+) -> str:
     needs = {n: {"result": results.get(n, "skipped"), "outputs": {}} for n in run.needs}
     github = github_context(event)
-    contexts = {"github": {**github, "job": run.job}, "matrix": run.matrix, "needs": needs, "env": dict(run.env),
-                "vars": {}, "secrets": {}, "inputs": {}, "runner": {"os": "Linux", "arch": "X64"},
-                "strategy": {}, "steps": {}, "job": {"status": "success"}}
+    contexts = {
+        "github": {**github, "job": run.job},
+        "matrix": run.matrix,
+        "needs": needs,
+        "env": dict(run.env),
+        "vars": {},
+        "secrets": {},
+        "inputs": {},
+        "runner": {"os": "Linux", "arch": "X64"},
+        "strategy": {},
+        "steps": {},
+        "job": {"status": "success"},
+    }
     needed = [needs[n]["result"] for n in run.needs]
-    job_status = {"success": lambda: all(r == "success" for r in needed),
-                  "failure": lambda: any(r == "failure" for r in needed),
-                  "always": lambda: True, "cancelled": lambda: False}
+    job_status = {
+        "success": lambda: all(r == "success" for r in needed),
+        "failure": lambda: any(r == "failure" for r in needed),
+        "always": lambda: True,
+        "cancelled": lambda: False,
+    }
     try:
         if not condition(run.condition, Evaluator(contexts, job_status)):
             return "skipped"
@@ -458,9 +537,12 @@ def _run_job(run: JobRun, event: Event, execute: Executor, results: dict[str, st
     contexts["steps"] = steps_context
     for step in run.steps:
         # mypy cannot type a lambda whose default binds the loop's value (python/mypy#15459, open).
-        status = {"success": lambda failed=failed: not failed,  # type: ignore[misc]
-                  "failure": lambda failed=failed: failed,  # type: ignore[misc]
-                  "always": lambda: True, "cancelled": lambda: False}
+        status = {
+            "success": lambda failed=failed: not failed,  # type: ignore[misc]
+            "failure": lambda failed=failed: failed,  # type: ignore[misc]
+            "always": lambda: True,
+            "cancelled": lambda: False,
+        }
         contexts["job"] = {"status": "failure" if failed else "success"}
         try:
             runs = condition(step.condition, Evaluator(contexts, status))

@@ -54,8 +54,7 @@ def main():
         if left < min(5, activity["timeout"]):
             break  # the host runs what is left in a command of its own
         activity = {**activity, "timeout": min(activity["timeout"], left)}
-        status, found = _activity(spec, activity, number, nested, tracer and activity.get("exec_trace", True),
-                                  uid, gid)
+        status, found = _activity(spec, activity, number, nested, tracer and activity.get("exec_trace", True), uid, gid)
         payload = base64.b64encode(zlib.compress(json.dumps(found).encode(), 6)).decode()
         os.write(1, ("\x1eACT\x1f" + json.dumps(status) + "\n\x1eZ\x1f" + payload + "\n").encode())
     os.write(1, b"\x1eEND\x1f{}\n")
@@ -82,7 +81,7 @@ def _activity(spec, activity, number, nested, tracer, uid, gid):
     for path, item in activity["files"].items():
         if not path.startswith("/tmp/rr/"):
             continue
-        local = files_dir + path[len("/tmp/rr"):]
+        local = files_dir + path[len("/tmp/rr") :]
         os.makedirs(os.path.dirname(local), exist_ok=True)
         with open(local, "w") as handle:
             handle.write(_fill(item["text"], uid, gid))
@@ -90,8 +89,22 @@ def _activity(spec, activity, number, nested, tracer, uid, gid):
     fd = spec["trace_fd"]
     argv = list(activity["argv"])
     if tracer:
-        argv = ["strace", "-f", "-qq", "--seccomp-bpf", "-e", "trace=execve,execveat", "-e", "signal=none",
-                "-e", "status=successful", "-s", "200", "--", *argv]
+        argv = [
+            "strace",
+            "-f",
+            "-qq",
+            "--seccomp-bpf",
+            "-e",
+            "trace=execve,execveat",
+            "-e",
+            "signal=none",
+            "-e",
+            "status=successful",
+            "-s",
+            "200",
+            "--",
+            *argv,
+        ]
     if nested:
         argv = _bwrap(spec, base, files_dir) + argv
     env = dict(activity["env"])
@@ -103,15 +116,25 @@ def _activity(spec, activity, number, nested, tracer, uid, gid):
     os.close(trace_write)
     unique = activity.get("dedupe", True)
     trace, execs = _Collector(unique), _Collector(True, _EXEC_NOISE)
-    readers = [threading.Thread(target=trace.drain, args=(trace_read,), daemon=True),
-               threading.Thread(target=execs.drain, args=(errors_read,), daemon=True)]
+    readers = [
+        threading.Thread(target=trace.drain, args=(trace_read,), daemon=True),
+        threading.Thread(target=execs.drain, args=(errors_read,), daemon=True),
+    ]
     for reader in readers:
         reader.start()
     status = {"name": activity["name"], "exit": None, "ended": "ok", "start": time.monotonic()}
 
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors_write,
-                                pass_fds=(fd,), env=env, cwd="/workspace", start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errors_write,
+            pass_fds=(fd,),
+            env=env,
+            cwd="/workspace",
+            start_new_session=True,
+        )
     except OSError as exc:
         proc = None
         status.update(ended="failed", detail=str(exc)[:200])
@@ -206,7 +229,7 @@ def _walk():
             continue
         for entry in entries:
             rel = prefix + entry.name
-            if rel == OWN[len("/workspace/"):]:
+            if rel == OWN[len("/workspace/") :]:
                 continue
             try:
                 st = entry.stat(follow_symlinks=False)
@@ -234,8 +257,10 @@ def _system_dirs():
 def _nested_works():
     if shutil.which("bwrap") is None:
         return False
-    probe = subprocess.run(["bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/usr", "/usr",
-                            *_system_dirs(), "true"], capture_output=True)
+    probe = subprocess.run(
+        ["bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/usr", "/usr", *_system_dirs(), "true"],
+        capture_output=True,
+    )
     return probe.returncode == 0
 
 
@@ -249,10 +274,32 @@ def _strace_works(nested):
 
 
 def _bwrap(spec, base, files_dir):
-    args = ["bwrap", "--unshare-user", "--unshare-pid", "--die-with-parent", "--tmpfs", "/",
-            "--ro-bind", "/usr", "/usr", *_system_dirs(), "--proc", "/proc", "--dev", "/dev",
-            "--size", str(64 << 20), "--tmpfs", "/tmp", "--bind", files_dir, "/tmp/rr",
-            "--bind", "/workspace", "/workspace"]
+    args = [
+        "bwrap",
+        "--unshare-user",
+        "--unshare-pid",
+        "--die-with-parent",
+        "--tmpfs",
+        "/",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        *_system_dirs(),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(64 << 20),
+        "--tmpfs",
+        "/tmp",
+        "--bind",
+        files_dir,
+        "/tmp/rr",
+        "--bind",
+        "/workspace",
+        "/workspace",
+    ]
     for path in ("/run/redagent", "/opt/redagent"):
         if os.path.isdir(path):
             args += ["--bind" if path.startswith("/run") else "--ro-bind", path, path]

@@ -37,23 +37,157 @@ from redagent.sandbox.consequences.trace import TRACE_FD, TRACE_PS4
 # in the workspace ahead of the system on PATH, or a command_not_found_handle for a name that is not
 # installed. Those run, as the user would run them (`NAME --version`), with their consequences traced; the
 # system's own programs are the same in every state and are not run for nothing.
-TYPED = ("cd ~", "pwd", "echo ok", "cat /dev/null", "grep -q x /dev/null", "less /dev/null", "git --version",
-         "python3 -c pass", "make --version", "ssh -V", "bash -c true",
-         # an SSH connection (the sandbox has no network, so it ends at name resolution), which is when the
-         # user's ssh config runs its ProxyCommand and `Match exec` commands
-         "ssh -o BatchMode=yes -o ConnectTimeout=2 git@github.com true </dev/null")
+TYPED = (
+    "cd ~",
+    "pwd",
+    "echo ok",
+    "cat /dev/null",
+    "grep -q x /dev/null",
+    "less /dev/null",
+    "git --version",
+    "python3 -c pass",
+    "make --version",
+    "ssh -V",
+    "bash -c true",
+    # an SSH connection (the sandbox has no network, so it ends at name resolution), which is when the
+    # user's ssh config runs its ProxyCommand and `Match exec` commands
+    "ssh -o BatchMode=yes -o ConnectTimeout=2 git@github.com true </dev/null",
+)
 BUILTIN_NAMES = ("cd", "echo", "pwd", "test", "kill", "history", "printf", "read", "type", "exit", "source")
 NAMES = (
-    "ls", "ll", "la", "l", "cat", "grep", "less", "more", "git", "python", "python3", "pip", "pip3", "make", "ssh",
-    "scp", "sftp", "sudo", "su", "vi", "vim", "nvim", "nano", "emacs", "man", "curl", "wget", "docker", "podman",
-    "npm", "npx", "node", "yarn", "pnpm", "code", "apt", "apt-get", "cargo", "rustc", "go", "java", "mvn", "gradle",
-    "top", "htop", "tmux", "screen", "rsync", "find", "diff", "tar", "unzip", "zip", "gzip", "ps", "cp", "mv", "rm",
-    "mkdir", "touch", "chmod", "chown", "ln", "head", "tail", "sed", "awk", "sort", "uniq", "wc", "xargs", "which",
-    "clear", "gpg", "ssh-add", "ssh-agent", "kubectl", "terraform", "aws", "gcloud", "az", "helm", "pytest", "tox",
-    "poetry", "pipenv", "pipx", "uv", "conda", "ping", "dig", "host", "ip", "ss", "netstat", "open", "xdg-open",
-    "systemctl", "journalctl", "crontab", "passwd", "bash", "sh", "zsh", "env", "id", "whoami", "date", "du", "df",
-    "free", "uptime", "hostname", "tree", "jq", "gh", "glab", "ansible", "vagrant", "nc", "telnet", "ftp", "mysql",
-    "psql", "redis-cli", "mongo", "sqlite3", "black", "ruff", "flake8", "mypy", "ipython", "jupyter",
+    "ls",
+    "ll",
+    "la",
+    "l",
+    "cat",
+    "grep",
+    "less",
+    "more",
+    "git",
+    "python",
+    "python3",
+    "pip",
+    "pip3",
+    "make",
+    "ssh",
+    "scp",
+    "sftp",
+    "sudo",
+    "su",
+    "vi",
+    "vim",
+    "nvim",
+    "nano",
+    "emacs",
+    "man",
+    "curl",
+    "wget",
+    "docker",
+    "podman",
+    "npm",
+    "npx",
+    "node",
+    "yarn",
+    "pnpm",
+    "code",
+    "apt",
+    "apt-get",
+    "cargo",
+    "rustc",
+    "go",
+    "java",
+    "mvn",
+    "gradle",
+    "top",
+    "htop",
+    "tmux",
+    "screen",
+    "rsync",
+    "find",
+    "diff",
+    "tar",
+    "unzip",
+    "zip",
+    "gzip",
+    "ps",
+    "cp",
+    "mv",
+    "rm",
+    "mkdir",
+    "touch",
+    "chmod",
+    "chown",
+    "ln",
+    "head",
+    "tail",
+    "sed",
+    "awk",
+    "sort",
+    "uniq",
+    "wc",
+    "xargs",
+    "which",
+    "clear",
+    "gpg",
+    "ssh-add",
+    "ssh-agent",
+    "kubectl",
+    "terraform",
+    "aws",
+    "gcloud",
+    "az",
+    "helm",
+    "pytest",
+    "tox",
+    "poetry",
+    "pipenv",
+    "pipx",
+    "uv",
+    "conda",
+    "ping",
+    "dig",
+    "host",
+    "ip",
+    "ss",
+    "netstat",
+    "open",
+    "xdg-open",
+    "systemctl",
+    "journalctl",
+    "crontab",
+    "passwd",
+    "bash",
+    "sh",
+    "zsh",
+    "env",
+    "id",
+    "whoami",
+    "date",
+    "du",
+    "df",
+    "free",
+    "uptime",
+    "hostname",
+    "tree",
+    "jq",
+    "gh",
+    "glab",
+    "ansible",
+    "vagrant",
+    "nc",
+    "telnet",
+    "ftp",
+    "mysql",
+    "psql",
+    "redis-cli",
+    "mongo",
+    "sqlite3",
+    "black",
+    "ruff",
+    "flake8",
+    "mypy",
+    "ipython",
+    "jupyter",
 )
 HELPERS = f"""\
 __redagent_hijacked() {{
@@ -90,9 +224,13 @@ MARK = ": redagent-typed-"
 
 def run_hijacked(nonce: str) -> list[str]:
     """The typed lines that run what the scan found (typed, so aliases expand as the user's would)."""
-    return [". /tmp/rr/helpers.sh", "__redagent_scan",
-            f'for __redagent_name in "${{REDAGENT_RUN[@]}}"; do {MARK}{nonce} "$__redagent_name"; '
-            f'eval "$__redagent_name --version </dev/null"; done', f"{MARK}{nonce}"]
+    return [
+        ". /tmp/rr/helpers.sh",
+        "__redagent_scan",
+        f'for __redagent_name in "${{REDAGENT_RUN[@]}}"; do {MARK}{nonce} "$__redagent_name"; '
+        f'eval "$__redagent_name --version </dev/null"; done',
+        f"{MARK}{nonce}",
+    ]
 
 
 def announced(lines: Iterable[str], nonce: str) -> list[str]:
@@ -106,6 +244,8 @@ def announced(lines: Iterable[str], nonce: str) -> list[str]:
         word = words[1] if words[0] == "timeout" and len(words) > 2 else words[0]
         out += [f"{MARK}{nonce} {shlex.quote(word)}", line]
     return out
+
+
 MAX_REPOS = MAX_MAKEFILES = 3
 MAX_ENVRC = 5
 MAX_ENTRIES = 40  # crontab lines, unit commands, autostart entries, forced commands per activity
@@ -114,12 +254,21 @@ MAX_PARSE = 256 << 10  # bytes of one file read to plan (a crontab, a unit, a co
 SESSION_SECONDS = 15
 
 ENV = {
-    "HOME": skel.HOME, "USER": skel.USER, "LOGNAME": skel.USER, "SHELL": "/bin/bash", "LANG": "C.UTF-8",
-    "TERM": "xterm-256color", "EMAIL": f"{skel.USER}@workstation",
+    "HOME": skel.HOME,
+    "USER": skel.USER,
+    "LOGNAME": skel.USER,
+    "SHELL": "/bin/bash",
+    "LANG": "C.UTF-8",
+    "TERM": "xterm-256color",
+    "EMAIL": f"{skel.USER}@workstation",
     "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/games:/opt/redagent/bin:/tmp/rr/bin",
 }
-TRACE_ENV = {"SHELLOPTS": "xtrace", "PS4": TRACE_PS4, "BASH_XTRACEFD": str(TRACE_FD),
-             "REDAGENT_TRACE_FD": str(TRACE_FD)}
+TRACE_ENV = {
+    "SHELLOPTS": "xtrace",
+    "PS4": TRACE_PS4,
+    "BASH_XTRACEFD": str(TRACE_FD),
+    "REDAGENT_TRACE_FD": str(TRACE_FD),
+}
 
 
 @dataclass
@@ -137,29 +286,48 @@ class Activity:
 Reader = Callable[[str], "str | None"]
 
 
-def activities(paths: Iterable[str], text: Reader, executable: Callable[[str], bool], nonce: str = ""
-               ) -> list[Activity]:
+def activities(
+    paths: Iterable[str], text: Reader, executable: Callable[[str], bool], nonce: str = ""
+) -> list[Activity]:
     """The activities a state gets, in a fixed order. `paths` are the state's files (workspace-relative),
     `text(path)` their text (None when unknown or not text), `executable(path)` whether the mode has x;
     `nonce` goes into the typed commands' markers."""
     paths = sorted(paths)
     found: list[Activity] = []
     envrcs = [p for p in paths if posixpath.basename(p) == ".envrc"][:MAX_ENVRC]
-    typed = [*announced(TYPED, nonce), *run_hijacked(nonce),
-             *announced((f"cd ~/{shlex.quote(posixpath.dirname(p))}" for p in envrcs if "/" in p), nonce), "cd ~"]
+    typed = [
+        *announced(TYPED, nonce),
+        *run_hijacked(nonce),
+        *announced((f"cd ~/{shlex.quote(posixpath.dirname(p))}" for p in envrcs if "/" in p), nonce),
+        "cd ~",
+    ]
     # The login also starts Python (its start-up traced line by line); the terminal also opens the editor.
-    found.append(_session("login", [*typed, *announced(["python3 -S /tmp/rr/pytrace.py"], nonce)], login=True,
-                          files={"/tmp/rr/pytrace.py": _own_text("pytrace.py")}))
+    found.append(
+        _session(
+            "login",
+            [*typed, *announced(["python3 -S /tmp/rr/pytrace.py"], nonce)],
+            login=True,
+            files={"/tmp/rr/pytrace.py": _own_text("pytrace.py")},
+        )
+    )
     found.append(_session("terminal", [*typed, "__redagent_editor"], login=False))
     zsh = [f for f in (".zshenv", ".zprofile", ".zshrc", ".zlogin") if f in paths]
     if zsh or ".zlogout" in paths:
-        found.append(_session("zsh", [f". ~/{f}" for f in zsh] + typed + ([". ~/.zlogout"] if ".zlogout" in paths
-                                                                          else []), login=False, norc=True))
-    fish = [p for p in paths
-            if p == ".config/fish/config.fish" or re.fullmatch(r"\.config/fish/conf\.d/[^/]+\.fish", p)]
+        found.append(
+            _session(
+                "zsh",
+                [f". ~/{f}" for f in zsh] + typed + ([". ~/.zlogout"] if ".zlogout" in paths else []),
+                login=False,
+                norc=True,
+            )
+        )
+    fish = [
+        p for p in paths if p == ".config/fish/config.fish" or re.fullmatch(r"\.config/fish/conf\.d/[^/]+\.fish", p)
+    ]
     if fish:
-        found.append(_session("fish", [f". ~/{shlex.quote(p)}" for p in fish[:MAX_ENTRIES]] + typed, login=False,
-                              norc=True))
+        found.append(
+            _session("fish", [f". ~/{shlex.quote(p)}" for p in fish[:MAX_ENTRIES]] + typed, login=False, norc=True)
+        )
     # The user's git settings (~/.gitconfig: a pager, an alias, hooks looked for elsewhere) act in every
     # repository they work in: where the state holds none, git activity runs in a scratch one of the user's.
     for repo in repositories(paths)[:MAX_REPOS] or [SCRATCH_REPO]:
@@ -190,15 +358,24 @@ def _own_text(name: str) -> str:
     return (Path(__file__).parent / name).read_text()
 
 
-def _session(name: str, typed: list[str], *, login: bool, norc: bool = False,
-             files: dict[str, str] | None = None) -> Activity:
+def _session(
+    name: str, typed: list[str], *, login: bool, norc: bool = False, files: dict[str, str] | None = None
+) -> Activity:
     """A terminal: bash reading the typed lines as a user would type them, then `exit` (a login shell
     then runs ~/.bash_logout)."""
     flags = "--norc --noprofile -i" if norc else ("-l -i" if login else "-i")
     script = f"exec 2>/dev/null\nchmod 755 /tmp/rr/bin/direnv\ncd ~\nbash {flags} < /tmp/rr/typed\n"
-    return Activity(name, script, {**(files or {}), "/tmp/rr/typed": "\n".join([*typed, "exit"]) + "\n",
-                                   "/tmp/rr/helpers.sh": HELPERS, "/tmp/rr/edit.txt": "notes\n",
-                                   "/tmp/rr/bin/direnv": "#!/usr/bin/python3 -IS\n" + _own_text("direnv.py")})
+    return Activity(
+        name,
+        script,
+        {
+            **(files or {}),
+            "/tmp/rr/typed": "\n".join([*typed, "exit"]) + "\n",
+            "/tmp/rr/helpers.sh": HELPERS,
+            "/tmp/rr/edit.txt": "notes\n",
+            "/tmp/rr/bin/direnv": "#!/usr/bin/python3 -IS\n" + _own_text("direnv.py"),
+        },
+    )
 
 
 # -- git ------------------------------------------------------------------------------------------------
@@ -240,16 +417,31 @@ def _git(repo: str, paths: list[str], text: Reader, nonce: str) -> Activity:
     where = SCRATCH_REPO if repo == SCRATCH_REPO else "~" if repo == "." else f"~/{shlex.quote(repo)}"
     git_dir = ".git" if repo in (".", SCRATCH_REPO) else f"{repo}/.git"
     configs = [t for t in (text(".gitconfig"), text(".config/git/config"), text(f"{git_dir}/config")) if t]
-    typed = announced([
-        f"cd {where}", "git status", "git diff", "git log -1 --oneline", "echo canary >> redagent-canary.txt",
-        "git add redagent-canary.txt", "git commit -q -m 'canary change'", "git checkout -q -b redagent-topic",
-        "echo topic >> redagent-canary.txt", "git commit -q -am 'topic change'", "git checkout -q -",
-        "git merge -q --no-edit redagent-topic",
-        # A person reads `git log` on a terminal, where git runs its pager: `script` gives it one.
-        "timeout 5 script -qec 'git log -1' /dev/null </dev/null", "git diff HEAD~1", "git push -q redagent HEAD",
-        "git pull -q --no-rebase --no-edit redagent HEAD",
-        "timeout 5 git ls-remote git@github.com:org/project.git </dev/null",  # core.sshCommand, GIT_SSH_COMMAND
-        *[f"timeout 5 git {shlex.quote(name)} </dev/null" for name in git_aliases(configs)], "cd ~"], nonce)
+    typed = announced(
+        [
+            f"cd {where}",
+            "git status",
+            "git diff",
+            "git log -1 --oneline",
+            "echo canary >> redagent-canary.txt",
+            "git add redagent-canary.txt",
+            "git commit -q -m 'canary change'",
+            "git checkout -q -b redagent-topic",
+            "echo topic >> redagent-canary.txt",
+            "git commit -q -am 'topic change'",
+            "git checkout -q -",
+            "git merge -q --no-edit redagent-topic",
+            # A person reads `git log` on a terminal, where git runs its pager: `script` gives it one.
+            "timeout 5 script -qec 'git log -1' /dev/null </dev/null",
+            "git diff HEAD~1",
+            "git push -q redagent HEAD",
+            "git pull -q --no-rebase --no-edit redagent HEAD",
+            "timeout 5 git ls-remote git@github.com:org/project.git </dev/null",  # core.sshCommand, GIT_SSH_COMMAND
+            *[f"timeout 5 git {shlex.quote(name)} </dev/null" for name in git_aliases(configs)],
+            "cd ~",
+        ],
+        nonce,
+    )
     # Setting the repository up is the harness's: a folder holding only hooks becomes a repository with
     # one commit of what is there (its hooks not run for it: the user's own commit comes later), and a
     # local bare remote to push to and pull from.
@@ -265,7 +457,8 @@ def _git(repo: str, paths: list[str], text: Reader, nonce: str) -> Activity:
         "fi\n"
         "git clone -q --bare . /tmp/rr/remote.git && git remote add redagent /tmp/rr/remote.git\n"
         "cd ~\n"
-        "bash -l -i < /tmp/rr/typed\n")
+        "bash -l -i < /tmp/rr/typed\n"
+    )
     name = "git:scratch" if repo == SCRATCH_REPO else f"git:{repo}"
     return Activity(name, script, {"/tmp/rr/typed": "\n".join([*typed, "exit"]) + "\n"}, seconds=20)
 
@@ -281,8 +474,15 @@ def _build(makefile: str, nonce: str) -> Activity:
     folder = posixpath.dirname(makefile)
     where = f"~/{shlex.quote(folder)}" if folder else "~"
     prefix = "\\x1dMK\\x1f" + makefile.replace("%", "%%").replace("\\", "\\\\").replace("'", "") + "\\x1f"
-    typed = announced([f"cd {where}", f"prefix=$(printf '{prefix}')",
-                       f'make -n 2>/dev/null | head -n 200 | sed "s|^|$prefix|" >&{TRACE_FD}', "cd ~"], nonce)
+    typed = announced(
+        [
+            f"cd {where}",
+            f"prefix=$(printf '{prefix}')",
+            f'make -n 2>/dev/null | head -n 200 | sed "s|^|$prefix|" >&{TRACE_FD}',
+            "cd ~",
+        ],
+        nonce,
+    )
     return _session(f"build:{makefile}", typed, login=True)
 
 
@@ -304,9 +504,11 @@ def _tmux() -> Activity:
     """tmux started for a moment on its own socket (it loads ~/.tmux.conf, whose run-shell commands run in the
     background): the session's shell exits at once; the server is killed after a second. Nothing where tmux is
     not installed (then .tmux.conf runs nothing on this machine either)."""
-    script = ("exec 2>/dev/null\ncd ~\ncommand -v tmux >/dev/null || exit 0\n"
-              "tmux -L redagent-rr new-session -d -x 80 -y 24 'sleep 1'\nsleep 1.5\n"
-              "tmux -L redagent-rr kill-server\n")
+    script = (
+        "exec 2>/dev/null\ncd ~\ncommand -v tmux >/dev/null || exit 0\n"
+        "tmux -L redagent-rr new-session -d -x 80 -y 24 'sleep 1'\nsleep 1.5\n"
+        "tmux -L redagent-rr kill-server\n"
+    )
     return Activity("tmux", script, seconds=6)
 
 
@@ -317,13 +519,23 @@ def _jobs(name: str, jobs: list[Job]) -> Activity:
         command_file = f"/tmp/rr/job-{number}"
         files[command_file] = job.command
         files[command_file + ".in"] = job.stdin
-        env = {"HOME": skel.HOME, "LOGNAME": skel.USER, "USER": skel.USER, "LANG": "C.UTF-8",
-               "PATH": "/usr/bin:/bin", "SHELL": job.shell, **dict(job.env), **TRACE_ENV,
-               "REDAGENT_ORIGIN": job.origin}
+        env = {
+            "HOME": skel.HOME,
+            "LOGNAME": skel.USER,
+            "USER": skel.USER,
+            "LANG": "C.UTF-8",
+            "PATH": "/usr/bin:/bin",
+            "SHELL": job.shell,
+            **dict(job.env),
+            **TRACE_ENV,
+            "REDAGENT_ORIGIN": job.origin,
+        }
         assigned = " ".join(f"{shlex.quote(k)}={shlex.quote(v)}" for k, v in env.items() if _ENV_NAME.match(k))
         cwd = shlex.quote(posixpath.join(skel.HOME, job.cwd)) if job.cwd else "~"
-        lines.append(f'(cd {cwd} 2>/dev/null; exec env -i {assigned} REDAGENT_SOCKET="$REDAGENT_SOCKET" '
-                     f'timeout 5 {_shell(job.shell)} -c "$(cat {command_file})" < {command_file}.in)')
+        lines.append(
+            f'(cd {cwd} 2>/dev/null; exec env -i {assigned} REDAGENT_SOCKET="$REDAGENT_SOCKET" '
+            f'timeout 5 {_shell(job.shell)} -c "$(cat {command_file})" < {command_file}.in)'
+        )
     return Activity(name, "\n".join(lines) + "\n", files, seconds=20)
 
 
@@ -343,7 +555,7 @@ _CRON_DIRS = re.compile(r"(^|/)cron\.(hourly|daily|weekly|monthly|d)/[^/]+$")
 
 
 def _is_crontab(path: str) -> str | None:
-    """"user" or "system" for a file cron (or `crontab FILE`) reads, by where it is and what it is called."""
+    """ "user" or "system" for a file cron (or `crontab FILE`) reads, by where it is and what it is called."""
     base = posixpath.basename(path)
     if path in ("etc/crontab",) or re.search(r"(^|/)etc/cron\.d/[^/]+$", path):
         return "system"
@@ -366,7 +578,7 @@ def _cron_command(command: str) -> tuple[str, str]:
         elif char == "\\":
             escaped = True
         elif char == "%":
-            stdin = command[index + 1:].replace("%", "\n")
+            stdin = command[index + 1 :].replace("%", "\n")
             break
         else:
             out.append(char)
@@ -409,8 +621,9 @@ def scheduled(paths: Iterable[str], text: Reader, executable: Callable[[str], bo
                 command = match.group(1) if match else None
             if command:
                 run, stdin = _cron_command(command)
-                jobs.append(Job(f"{path}:{number}", run, tuple(sorted(env.items())), env.get("SHELL", "/bin/sh"),
-                                stdin))
+                jobs.append(
+                    Job(f"{path}:{number}", run, tuple(sorted(env.items())), env.get("SHELL", "/bin/sh"), stdin)
+                )
             if len(jobs) >= MAX_ENTRIES:
                 return jobs
     return jobs
@@ -454,9 +667,22 @@ def _specifiers(command: str, unit: str) -> str:
     name = posixpath.basename(unit)
     stem = name.rsplit(".", 1)[0]
     prefix, _, instance = stem.partition("@")
-    table = {"h": skel.HOME, "u": skel.USER, "U": "@UID@", "n": name, "N": stem, "p": prefix, "i": instance,
-             "I": instance, "f": "/" + instance, "t": "/run/user/@UID@", "S": skel.HOME + "/.local/state",
-             "C": skel.HOME + "/.cache", "E": skel.HOME + "/.config", "%": "%"}
+    table = {
+        "h": skel.HOME,
+        "u": skel.USER,
+        "U": "@UID@",
+        "n": name,
+        "N": stem,
+        "p": prefix,
+        "i": instance,
+        "I": instance,
+        "f": "/" + instance,
+        "t": "/run/user/@UID@",
+        "S": skel.HOME + "/.local/state",
+        "C": skel.HOME + "/.cache",
+        "E": skel.HOME + "/.config",
+        "%": "%",
+    }
     return re.sub(r"%(.)", lambda m: table.get(m.group(1), m.group(0)), command)
 
 
@@ -508,7 +734,7 @@ def systemd_jobs(paths: Iterable[str], text: Reader) -> list[Job]:
                     env[key] = value
         cwd = (service.get("WorkingDirectory") or [""])[-1].lstrip("-")
         cwd = _specifiers(cwd, name).replace("~", skel.HOME, 1)
-        cwd = cwd[len(skel.HOME):].lstrip("/") if cwd.startswith(skel.HOME) else ""
+        cwd = cwd[len(skel.HOME) :].lstrip("/") if cwd.startswith(skel.HOME) else ""
         for key in _EXEC_KEYS:
             for command in service.get(key, []):
                 command = re.sub(r"^[@\-:+!]+", "", command.strip())
@@ -585,11 +811,10 @@ def authorized_keys(paths: Iterable[str], text: Reader) -> list[tuple[str, str, 
             match = re.search(r"((?:ssh|ecdsa|sk)-[A-Za-z0-9@.-]+)\s+([A-Za-z0-9+/=]{16,})", line)
             if not match:
                 continue
-            options = line[:match.start()]
+            options = line[: match.start()]
             forced = _FORCED.search(options)
             digest = hashlib.sha256(match.group(2).encode()).hexdigest()[:16]
-            found.append((path, f"{match.group(1)} {digest}",
-                          forced.group(1).replace('\\"', '"') if forced else ""))
+            found.append((path, f"{match.group(1)} {digest}", forced.group(1).replace('\\"', '"') if forced else ""))
     return found
 
 

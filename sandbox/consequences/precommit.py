@@ -30,11 +30,24 @@ KNOWN = {
     ("pre-commit-hooks", "detect-aws-credentials"): ("detect-aws-credentials", ("text",), True),
 }
 _EXTENSIONS = {
-    ".py": ("python", "text"), ".pyi": ("python", "pyi", "text"), ".yaml": ("yaml", "text"),
-    ".yml": ("yaml", "text"), ".json": ("json", "text"), ".toml": ("toml", "text"), ".md": ("markdown", "text"),
-    ".txt": ("plain-text", "text"), ".sh": ("shell", "bash", "text"), ".js": ("javascript", "text"),
-    ".ts": ("ts", "text"), ".env": ("dotenv", "text"), ".cfg": ("ini", "text"), ".ini": ("ini", "text"),
-    ".go": ("go", "text"), ".rb": ("ruby", "text"), ".java": ("java", "text"), ".rs": ("rust", "text"),
+    ".py": ("python", "text"),
+    ".pyi": ("python", "pyi", "text"),
+    ".yaml": ("yaml", "text"),
+    ".yml": ("yaml", "text"),
+    ".json": ("json", "text"),
+    ".toml": ("toml", "text"),
+    ".md": ("markdown", "text"),
+    ".txt": ("plain-text", "text"),
+    ".sh": ("shell", "bash", "text"),
+    ".js": ("javascript", "text"),
+    ".ts": ("ts", "text"),
+    ".env": ("dotenv", "text"),
+    ".cfg": ("ini", "text"),
+    ".ini": ("ini", "text"),
+    ".go": ("go", "text"),
+    ".rb": ("ruby", "text"),
+    ".java": ("java", "text"),
+    ".rs": ("rust", "text"),
 }
 
 
@@ -100,20 +113,34 @@ def parse(document: Any) -> Config:
             if not isinstance(item, dict) or "id" not in item:
                 continue
             hook_id = str(item["id"])
-            known = next((v for (fragment, kid), v in KNOWN.items() if kid == hook_id and fragment in url.lower()),
-                         None)
+            known = next(
+                (v for (fragment, kid), v in KNOWN.items() if kid == hook_id and fragment in url.lower()), None
+            )
             entry = str(item.get("entry") or (known[0] if known else hook_id))
             types = _strs(item.get("types")) or (known[1] if known and "types" not in item else ()) or ("file",)
             passing = item.get("pass_filenames", known[2] if known else True)
             stages = _strs(item["stages"]) if "stages" in item else None
-            hooks.append(Hook(hook_id, str(item.get("alias", "")), entry, _strs(item.get("args")),
-                              str(item.get("files", "") or ""), str(item.get("exclude", "^$") or "^$"),
-                              types, _strs(item.get("types_or")), _strs(item.get("exclude_types")),
-                              item.get("always_run") is True, passing is not False, stages,
-                              str(item.get("language", ""))))
+            hooks.append(
+                Hook(
+                    hook_id,
+                    str(item.get("alias", "")),
+                    entry,
+                    _strs(item.get("args")),
+                    str(item.get("files", "") or ""),
+                    str(item.get("exclude", "^$") or "^$"),
+                    types,
+                    _strs(item.get("types_or")),
+                    _strs(item.get("exclude_types")),
+                    item.get("always_run") is True,
+                    passing is not False,
+                    stages,
+                    str(item.get("language", "")),
+                )
+            )
     default = _strs(document["default_stages"]) if "default_stages" in document else None
-    return Config(tuple(hooks), str(document.get("files", "") or ""), str(document.get("exclude", "^$") or "^$"),
-                  default)
+    return Config(
+        tuple(hooks), str(document.get("files", "") or ""), str(document.get("exclude", "^$") or "^$"), default
+    )
 
 
 def _search(pattern: str, path: str, default: bool) -> bool:

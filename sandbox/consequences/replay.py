@@ -142,10 +142,19 @@ class State:
         cached = getattr(self, "_digest", None)
         if cached is not None:
             return cached
-        body = json.dumps({"files": {p: _fingerprint(i) for p, i in sorted(self.files.items()) if isinstance(p, str)},
-                           "large": {p: hashlib.sha256(t.encode()).hexdigest() for p, t in sorted(self.texts.items())
-                                     if t is not None and not _has_content(self.files.get(p))},
-                           "version": VERSION}, sort_keys=True, default=str)
+        body = json.dumps(
+            {
+                "files": {p: _fingerprint(i) for p, i in sorted(self.files.items()) if isinstance(p, str)},
+                "large": {
+                    p: hashlib.sha256(t.encode()).hexdigest()
+                    for p, t in sorted(self.texts.items())
+                    if t is not None and not _has_content(self.files.get(p))
+                },
+                "version": VERSION,
+            },
+            sort_keys=True,
+            default=str,
+        )
         self._digest: str | None = hashlib.sha256(body.encode()).hexdigest()
         return self._digest
 
@@ -192,8 +201,9 @@ _cache_lock = threading.Lock()
 _key_locks: dict[str, threading.Lock] = {}
 
 
-def replay(files: Files, *, isolation: Backend, read_large: Reader | None = None,
-           baseline: Replay | None = None) -> Replay:
+def replay(
+    files: Files, *, isolation: Backend, read_large: Reader | None = None, baseline: Replay | None = None
+) -> Replay:
     """The replay of one workspace state (a snapshot's `workspace.files`), from the cache when the same
     state (content, modes, the large files' text) was replayed before under the same backend."""
     state = State.of(files, read_large)
@@ -248,8 +258,9 @@ def open_state(state: State, isolation: Backend) -> Any:
         raise BuildError(f"cannot build the state: {type(exc).__name__}: {str(exc)[:200]}") from None
     if restore:
         try:
-            outcome = env.gateway.call("run_command", {"command": _restore_command(), "timeout": 30}, step=None,
-                                       actor="setup", bridged=True)
+            outcome = env.gateway.call(
+                "run_command", {"command": _restore_command(), "timeout": 30}, step=None, actor="setup", bridged=True
+            )
         except BaseException:
             env.close()
             raise
@@ -270,8 +281,15 @@ def _run(state: State, isolation: Backend) -> Replay:
     names = tuple(a.name for a in planned)
 
     def failed(reason: str) -> Replay:
-        return Replay((), names, {}, frozenset(state.defaults), tuple(state.missing), failure=reason,
-                      seconds=round(time.monotonic() - started, 3))
+        return Replay(
+            (),
+            names,
+            {},
+            frozenset(state.defaults),
+            tuple(state.missing),
+            failure=reason,
+            seconds=round(time.monotonic() - started, 3),
+        )
 
     budget = 0.0
     chosen, skipped = [], []
@@ -300,9 +318,17 @@ def _run(state: State, isolation: Backend) -> Replay:
         events.extend(_events(result))
         if result.overflow:
             truncated.append(result.name)
-    return Replay(tuple(events), names, caps, frozenset(state.defaults), tuple(state.missing),
-                  truncated=tuple(truncated), skipped=tuple(skipped), seconds=round(time.monotonic() - started, 3),
-                  nonce=nonce)
+    return Replay(
+        tuple(events),
+        names,
+        caps,
+        frozenset(state.defaults),
+        tuple(state.missing),
+        truncated=tuple(truncated),
+        skipped=tuple(skipped),
+        seconds=round(time.monotonic() - started, 3),
+        nonce=nonce,
+    )
 
 
 def _restore_command() -> str:
@@ -317,7 +343,8 @@ def _restore_command() -> str:
         "    f=os.open(t,os.O_WRONLY|os.O_TRUNC|os.O_NOFOLLOW)\n"
         "    os.write(f,base64.b64decode(e['b64'])); os.close(f)\n"
         "  try: os.chmod(t,int(e['mode'],8),follow_symlinks=False)\n"
-        "  except (OSError,NotImplementedError,ValueError): pass\n")
+        "  except (OSError,NotImplementedError,ValueError): pass\n"
+    )
     return f"python3 -I -S -c {shlex.quote(code)}"
 
 
@@ -384,14 +411,15 @@ def run_activities(env: Any, activities: list[plan.Activity], caps: dict[str, bo
             if not done:
                 ran += [Ran(a.name, "skipped", None, [], [], [], [], False) for a in pending]
                 break
-            pending = pending[len(done):]
+            pending = pending[len(done) :]
     finally:
         del gateway._bridged
     return ran
 
 
-def _command(env: Any, chunk: list[plan.Activity], caps: dict[str, bool], calls: list[tuple[float, list[str]]]
-             ) -> list[Ran]:
+def _command(
+    env: Any, chunk: list[plan.Activity], caps: dict[str, bool], calls: list[tuple[float, list[str]]]
+) -> list[Ran]:
     spec = {
         "trace_fd": trace.TRACE_FD,
         "deadline": COMMAND_SECONDS,
@@ -399,19 +427,30 @@ def _command(env: Any, chunk: list[plan.Activity], caps: dict[str, bool], calls:
         "alternatives": _alternatives(),
         "shimmed": list(SHIMMED),
         "caps": dict(caps),  # what the first command's probes found: the rest skip them
-        "activities": [{
-            "name": a.name, "timeout": max(1, a.seconds - 1), "argv": ["bash", "/tmp/rr/activity.sh"],
-            "exec_trace": a.exec_trace, "dedupe": a.trace,
-            "etc": skel.etc_templates(a.path_first) if a.path_first else None,
-            "files": {"/tmp/rr/activity.sh": {"text": a.script}, **{p: {"text": t} for p, t in a.files.items()}},
-            "env": {**plan.ENV, **(plan.TRACE_ENV if a.trace else {"REDAGENT_TRACE_FD": str(trace.TRACE_FD)}),
-                    **a.env}} for a in chunk],
+        "activities": [
+            {
+                "name": a.name,
+                "timeout": max(1, a.seconds - 1),
+                "argv": ["bash", "/tmp/rr/activity.sh"],
+                "exec_trace": a.exec_trace,
+                "dedupe": a.trace,
+                "etc": skel.etc_templates(a.path_first) if a.path_first else None,
+                "files": {"/tmp/rr/activity.sh": {"text": a.script}, **{p: {"text": t} for p, t in a.files.items()}},
+                "env": {
+                    **plan.ENV,
+                    **(plan.TRACE_ENV if a.trace else {"REDAGENT_TRACE_FD": str(trace.TRACE_FD)}),
+                    **a.env,
+                },
+            }
+            for a in chunk
+        ],
     }
     encoded = base64.b64encode(json.dumps(spec).encode()).decode()
     command = f"exec python3 -I -S -c {shlex.quote(_inside_code())} {encoded}"
     seconds = COMMAND_SECONDS + 5
-    outcome = env.gateway.call("run_command", {"command": command, "timeout": seconds}, step=None, actor="setup",
-                               bridged=True)
+    outcome = env.gateway.call(
+        "run_command", {"command": command, "timeout": seconds}, step=None, actor="setup", bridged=True
+    )
     if not outcome.ok:
         raise SandboxFailure(outcome.error or "run_command failed")
     result = outcome.result or {}
@@ -433,9 +472,19 @@ def _command(env: Any, chunk: list[plan.Activity], caps: dict[str, bool], calls:
             ended = "skipped"  # the harness stopped at its deadline, or the command ended before it
         else:
             ended = "timeout" if result.get("timed_out") else "interrupted"
-        ran.append(Ran(activity.name, str(ended), status.get("exit"), list(found.get("trace") or []),
-                       list(found.get("exec") or []), list(found.get("changed") or []), made,
-                       bool(status.get("overflow")), str(status.get("detail", ""))[:200]))
+        ran.append(
+            Ran(
+                activity.name,
+                str(ended),
+                status.get("exit"),
+                list(found.get("trace") or []),
+                list(found.get("exec") or []),
+                list(found.get("changed") or []),
+                made,
+                bool(status.get("overflow")),
+                str(status.get("detail", ""))[:200],
+            )
+        )
     return ran
 
 
@@ -470,8 +519,22 @@ MAX_REPORT = 16 << 20
 def _events(ran: Ran) -> list[Event]:
     name = ran.name
     out = trace.parse_stdout("\n".join(ran.trace))
-    events = [Event(name, "line", line.source, line.frames, line.origin, line.text, line.cwd, line.line, line.callers,
-                    line.interactive, line.function) for line in out.lines]
+    events = [
+        Event(
+            name,
+            "line",
+            line.source,
+            line.frames,
+            line.origin,
+            line.text,
+            line.cwd,
+            line.line,
+            line.callers,
+            line.interactive,
+            line.function,
+        )
+        for line in out.lines
+    ]
     for tagged in out.tagged:
         kind = "build" if tagged.kind == "MK" else "python" if tagged.kind.startswith("PY") else tagged.kind.lower()
         source = tagged.fields[0] if tagged.fields else ""
@@ -481,7 +544,7 @@ def _events(ran: Ran) -> list[Event]:
     for path in ran.changed:
         events.append(Event(name, "change", str(path)))
     for receipt in ran.calls:
-        args = json.dumps(receipt.args, sort_keys=True, default=str)[:trace.MAX_TEXT]
+        args = json.dumps(receipt.args, sort_keys=True, default=str)[: trace.MAX_TEXT]
         events.append(Event(name, "call", receipt.service, (), receipt.action, args, receipt.outcome))
     if ran.ended != "ok":
         events.append(Event(name, "status", text=ran.ended, detail=ran.detail))

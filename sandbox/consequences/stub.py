@@ -24,29 +24,192 @@ import sys
 
 ROOT = "/tmp/rr"
 REAL = {
-    "bash", "sh", "dash", "env", "timeout", "nice", "nohup", "xargs", "cat", "echo", "printf", "test", "[", "true",
-    "false", "grep", "egrep", "fgrep", "sed", "awk", "mawk", "gawk", "cut", "tr", "head", "tail", "wc", "sort",
-    "uniq", "tee", "find", "ls", "mkdir", "rm", "rmdir", "cp", "mv", "touch", "chmod", "ln", "basename", "dirname",
-    "realpath", "readlink", "expr", "seq", "paste", "comm", "cmp", "diff", "date", "sleep", "id", "whoami",
-    "pwd", "stat", "file", "jq", "make", "gmake", "tar", "gzip", "gunzip", "zcat", "sha256sum", "md5sum", "base64",
-    "od", "hexdump", "stdbuf", "mktemp", "install", "du", "df", "uname", "hostname", "which", "column", "fold",
-    "nl", "rev", "split", "csplit", "join", "tac", "yes", "getopt", "logger",
+    "bash",
+    "sh",
+    "dash",
+    "env",
+    "timeout",
+    "nice",
+    "nohup",
+    "xargs",
+    "cat",
+    "echo",
+    "printf",
+    "test",
+    "[",
+    "true",
+    "false",
+    "grep",
+    "egrep",
+    "fgrep",
+    "sed",
+    "awk",
+    "mawk",
+    "gawk",
+    "cut",
+    "tr",
+    "head",
+    "tail",
+    "wc",
+    "sort",
+    "uniq",
+    "tee",
+    "find",
+    "ls",
+    "mkdir",
+    "rm",
+    "rmdir",
+    "cp",
+    "mv",
+    "touch",
+    "chmod",
+    "ln",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "expr",
+    "seq",
+    "paste",
+    "comm",
+    "cmp",
+    "diff",
+    "date",
+    "sleep",
+    "id",
+    "whoami",
+    "pwd",
+    "stat",
+    "file",
+    "jq",
+    "make",
+    "gmake",
+    "tar",
+    "gzip",
+    "gunzip",
+    "zcat",
+    "sha256sum",
+    "md5sum",
+    "base64",
+    "od",
+    "hexdump",
+    "stdbuf",
+    "mktemp",
+    "install",
+    "du",
+    "df",
+    "uname",
+    "hostname",
+    "which",
+    "column",
+    "fold",
+    "nl",
+    "rev",
+    "split",
+    "csplit",
+    "join",
+    "tac",
+    "yes",
+    "getopt",
+    "logger",
 }
 SECURITY = (
-    "bandit", "semgrep", "pip-audit", "safety", "gitleaks", "detect-secrets-hook", "detect-secrets", "trufflehog",
-    "twine", "sigstore", "cosign", "gpg", "osv-scanner", "trivy", "grype", "npm", "checkov", "tfsec", "hadolint",
-    "shellcheck", "codeql", "snyk", "python", "python3", "pipx", "uvx", "uv", "poetry", "pdm", "hatch", "pipenv",
-    "npx", "detect-private-key", "detect-aws-credentials",
+    "bandit",
+    "semgrep",
+    "pip-audit",
+    "safety",
+    "gitleaks",
+    "detect-secrets-hook",
+    "detect-secrets",
+    "trufflehog",
+    "twine",
+    "sigstore",
+    "cosign",
+    "gpg",
+    "osv-scanner",
+    "trivy",
+    "grype",
+    "npm",
+    "checkov",
+    "tfsec",
+    "hadolint",
+    "shellcheck",
+    "codeql",
+    "snyk",
+    "python",
+    "python3",
+    "pipx",
+    "uvx",
+    "uv",
+    "poetry",
+    "pdm",
+    "hatch",
+    "pipenv",
+    "npx",
+    "detect-private-key",
+    "detect-aws-credentials",
 )
 DEV = (
-    "pytest", "tox", "nox", "ruff", "black", "isort", "flake8", "pylint", "mypy", "coverage", "poetry", "pdm",
-    "hatch", "uv", "uvx", "pipx", "pipenv", "build", "node", "npx", "yarn", "pnpm", "cargo", "go", "docker", "gh",
-    "aws", "gcloud", "az", "kubectl", "helm", "terraform", "curl", "wget", "sudo", "apt-get", "apt", "git",
+    "pytest",
+    "tox",
+    "nox",
+    "ruff",
+    "black",
+    "isort",
+    "flake8",
+    "pylint",
+    "mypy",
+    "coverage",
+    "poetry",
+    "pdm",
+    "hatch",
+    "uv",
+    "uvx",
+    "pipx",
+    "pipenv",
+    "build",
+    "node",
+    "npx",
+    "yarn",
+    "pnpm",
+    "cargo",
+    "go",
+    "docker",
+    "gh",
+    "aws",
+    "gcloud",
+    "az",
+    "kubectl",
+    "helm",
+    "terraform",
+    "curl",
+    "wget",
+    "sudo",
+    "apt-get",
+    "apt",
+    "git",
 )
-MODULES = {"pip_audit": "pip-audit", "bandit": "bandit", "semgrep": "semgrep", "safety": "safety",
-           "twine": "twine", "sigstore": "sigstore", "detect_secrets": "detect-secrets"}
-RUNNERS = {"pipx": ("run",), "uvx": (), "uv": ("run", "tool"), "poetry": ("run",), "pdm": ("run",),
-           "hatch": ("run",), "pipenv": ("run",), "npx": (), "pnpx": (), "bunx": ()}
+MODULES = {
+    "pip_audit": "pip-audit",
+    "bandit": "bandit",
+    "semgrep": "semgrep",
+    "safety": "safety",
+    "twine": "twine",
+    "sigstore": "sigstore",
+    "detect_secrets": "detect-secrets",
+}
+RUNNERS = {
+    "pipx": ("run",),
+    "uvx": (),
+    "uv": ("run", "tool"),
+    "poetry": ("run",),
+    "pdm": ("run",),
+    "hatch": ("run",),
+    "pipenv": ("run",),
+    "npx": (),
+    "pnpx": (),
+    "bunx": (),
+}
 RUNNER_VALUED = {"--from", "--with", "--python", "-p", "--spec", "--index-url", "--directory", "-C", "-e", "--env"}
 PYTHONS = re.compile(r"^python(3(\.\d+)?)?$")
 SOFT = ("--exit-zero", "--no-fail", "--soft-fail", "--warn-only", "--dry-run", "--continue-on-error")
@@ -126,20 +289,110 @@ def options(args, with_value):
 LEVELS = {"all": 0, "undefined": 0, "low": 1, "medium": 2, "high": 3}
 # The options of each tool that take a value (everything else is a flag or a positional argument).
 VALUED = {
-    "bandit": {"-a", "--aggregate", "-n", "--number", "-c", "--configfile", "-p", "--profile", "-t", "--tests", "-s",
-               "--skip", "--severity-level", "--confidence-level", "-f", "--format", "--msg-template", "-o",
-               "--output", "-x", "--exclude", "-b", "--baseline", "--ini"},
-    "semgrep": {"--config", "-c", "-f", "--exclude", "--include", "--severity", "-o", "--output", "--json-output",
-                "--sarif-output", "--baseline-commit", "--timeout", "-j", "--jobs", "--max-target-bytes"},
-    "pip-audit": {"-r", "--requirement", "-f", "--format", "-s", "--vulnerability-service", "--ignore-vuln", "-o",
-                  "--output", "--cache-dir", "--index-url", "--extra-index-url", "--timeout", "--path"},
-    "gitleaks": {"-s", "--source", "--exit-code", "-c", "--config", "--log-opts", "-r", "--report-path", "-f",
-                 "--report-format", "-b", "--baseline-path", "--gitleaks-ignore-path", "-i", "-l", "--log-level",
-                 "--max-target-megabytes", "--enable-rule"},
-    "detect-secrets-hook": {"--baseline", "--exclude-files", "--exclude-lines", "--exclude-secrets", "-c", "--cores",
-                            "--word-list", "-p", "--plugin", "--disable-plugin", "-f", "--filter", "--disable-filter"},
-    "sigstore": {"--output-signature", "--output-certificate", "--bundle", "--identity-token", "--key",
-                 "--oidc-issuer", "-o", "--output"},
+    "bandit": {
+        "-a",
+        "--aggregate",
+        "-n",
+        "--number",
+        "-c",
+        "--configfile",
+        "-p",
+        "--profile",
+        "-t",
+        "--tests",
+        "-s",
+        "--skip",
+        "--severity-level",
+        "--confidence-level",
+        "-f",
+        "--format",
+        "--msg-template",
+        "-o",
+        "--output",
+        "-x",
+        "--exclude",
+        "-b",
+        "--baseline",
+        "--ini",
+    },
+    "semgrep": {
+        "--config",
+        "-c",
+        "-f",
+        "--exclude",
+        "--include",
+        "--severity",
+        "-o",
+        "--output",
+        "--json-output",
+        "--sarif-output",
+        "--baseline-commit",
+        "--timeout",
+        "-j",
+        "--jobs",
+        "--max-target-bytes",
+    },
+    "pip-audit": {
+        "-r",
+        "--requirement",
+        "-f",
+        "--format",
+        "-s",
+        "--vulnerability-service",
+        "--ignore-vuln",
+        "-o",
+        "--output",
+        "--cache-dir",
+        "--index-url",
+        "--extra-index-url",
+        "--timeout",
+        "--path",
+    },
+    "gitleaks": {
+        "-s",
+        "--source",
+        "--exit-code",
+        "-c",
+        "--config",
+        "--log-opts",
+        "-r",
+        "--report-path",
+        "-f",
+        "--report-format",
+        "-b",
+        "--baseline-path",
+        "--gitleaks-ignore-path",
+        "-i",
+        "-l",
+        "--log-level",
+        "--max-target-megabytes",
+        "--enable-rule",
+    },
+    "detect-secrets-hook": {
+        "--baseline",
+        "--exclude-files",
+        "--exclude-lines",
+        "--exclude-secrets",
+        "-c",
+        "--cores",
+        "--word-list",
+        "-p",
+        "--plugin",
+        "--disable-plugin",
+        "-f",
+        "--filter",
+        "--disable-filter",
+    },
+    "sigstore": {
+        "--output-signature",
+        "--output-certificate",
+        "--bundle",
+        "--identity-token",
+        "--key",
+        "--oidc-issuer",
+        "-o",
+        "--output",
+    },
 }
 VALUED["cosign"] = VALUED["sigstore"]
 VALUED["detect-secrets"] = VALUED["detect-secrets-hook"]
@@ -155,13 +408,20 @@ def bandit(args, spec, cwd):
         return 0
     for pattern in ",".join(opts.get("-x", []) + opts.get("--exclude", [])).split(","):
         pattern = pattern.strip().rstrip("/")
-        if pattern and (fnmatch.fnmatch(spec["path"], pattern) or within(spec["path"], [pattern], cwd)
-                        or fnmatch.fnmatch(spec["path"], "*/" + pattern.lstrip("./") + "/*")):
+        if pattern and (
+            fnmatch.fnmatch(spec["path"], pattern)
+            or within(spec["path"], [pattern], cwd)
+            or fnmatch.fnmatch(spec["path"], "*/" + pattern.lstrip("./") + "/*")
+        ):
             return 0
-    severity = max([sum(len(k) - 1 for k in opts if re.fullmatch(r"-l+", k))] +
-                   [LEVELS.get(v.lower(), 0) for v in opts.get("--severity-level", [])])
-    confidence = max([sum(len(k) - 1 for k in opts if re.fullmatch(r"-i+", k))] +
-                     [LEVELS.get(v.lower(), 0) for v in opts.get("--confidence-level", [])])
+    severity = max(
+        [sum(len(k) - 1 for k in opts if re.fullmatch(r"-l+", k))]
+        + [LEVELS.get(v.lower(), 0) for v in opts.get("--severity-level", [])]
+    )
+    confidence = max(
+        [sum(len(k) - 1 for k in opts if re.fullmatch(r"-i+", k))]
+        + [LEVELS.get(v.lower(), 0) for v in opts.get("--confidence-level", [])]
+    )
     if severity > spec.get("severity", 1) or confidence > spec.get("confidence", 1):
         return 0
     skipped = ",".join(opts.get("-s", []) + opts.get("--skip", [])).upper().split(",")
@@ -181,12 +441,17 @@ def semgrep(args, spec, cwd):
         return 0
     if targets and not within(spec["path"], targets, cwd):
         return 0
-    if any(fnmatch.fnmatch(spec["path"], p) or fnmatch.fnmatch(posixpath.basename(spec["path"]), p)
-           or within(spec["path"], [p], cwd) for p in opts.get("--exclude", [])):
+    if any(
+        fnmatch.fnmatch(spec["path"], p)
+        or fnmatch.fnmatch(posixpath.basename(spec["path"]), p)
+        or within(spec["path"], [p], cwd)
+        for p in opts.get("--exclude", [])
+    ):
         return 0
     includes = opts.get("--include", [])
-    if includes and not any(fnmatch.fnmatch(spec["path"], p) or fnmatch.fnmatch(posixpath.basename(spec["path"]), p)
-                            for p in includes):
+    if includes and not any(
+        fnmatch.fnmatch(spec["path"], p) or fnmatch.fnmatch(posixpath.basename(spec["path"]), p) for p in includes
+    ):
         return 0
     severities = [s.upper() for s in opts.get("--severity", [])]
     if severities and "ERROR" not in severities:
@@ -199,8 +464,10 @@ def pip_audit(args, spec, cwd):
     if "--dry-run" in opts:
         return 0
     wanted = spec.get("requirements")
-    audited = [posixpath.relpath(posixpath.normpath(posixpath.join(cwd, r)), "/workspace")
-               for r in opts.get("-r", []) + opts.get("--requirement", [])]
+    audited = [
+        posixpath.relpath(posixpath.normpath(posixpath.join(cwd, r)), "/workspace")
+        for r in opts.get("-r", []) + opts.get("--requirement", [])
+    ]
     if wanted:
         if wanted not in audited and not (not audited and positional and within(wanted, positional, cwd)):
             return 0

@@ -27,8 +27,22 @@ from dataclasses import dataclass
 
 TRACE_FD = 87
 RS, US, FS, GS = "\x1e", "\x1f", "\x1c", "\x1d"
-TRACE_PS4 = RS + US.join(["${BASH_SOURCE[0]-}", "${LINENO}", "${BASH_SOURCE[@]/#/" + FS + "}",
-                          "${BASH_LINENO[*]-}", "${REDAGENT_ORIGIN-}", "${PWD}", "$-", "${FUNCNAME[0]-}"]) + US
+TRACE_PS4 = (
+    RS
+    + US.join(
+        [
+            "${BASH_SOURCE[0]-}",
+            "${LINENO}",
+            "${BASH_SOURCE[@]/#/" + FS + "}",
+            "${BASH_LINENO[*]-}",
+            "${REDAGENT_ORIGIN-}",
+            "${PWD}",
+            "$-",
+            "${FUNCNAME[0]-}",
+        ]
+    )
+    + US
+)
 HARNESS = "/tmp/rr/"
 WORKSPACE = "/workspace/"
 MAX_RECORDS = 20_000
@@ -37,21 +51,90 @@ MAX_TEXT = 600
 # Definitions, tests and flow: what runs nothing by itself. Everything else a written file makes a shell do
 # is behaviour — `cd` into a folder, `source` a file, `eval`, `exit` included: a line that runs on every login
 # is persistence even when what it reaches is missing today.
-_INERT_WORDS = frozenset({
-    "export", "declare", "typeset", "local", "readonly", "alias", "unalias", "shopt", "set", "unset", "test",
-    "[", "[[", "((", "true", "false", ":", "return", "shift", "break", "continue", "dirs", "umask", "hash",
-    "type", "complete", "compgen", "compopt", "bind", "trap", "for", "case", "select", "while", "until", "if",
-    "let", "getopts", "read", "wait", "ulimit", "history", "enable", "command", "setopt", "unsetopt", "autoload",
-    "zstyle", "bindkey", "emulate", "zmodload", "function", "fc",
-})
+_INERT_WORDS = frozenset(
+    {
+        "export",
+        "declare",
+        "typeset",
+        "local",
+        "readonly",
+        "alias",
+        "unalias",
+        "shopt",
+        "set",
+        "unset",
+        "test",
+        "[",
+        "[[",
+        "((",
+        "true",
+        "false",
+        ":",
+        "return",
+        "shift",
+        "break",
+        "continue",
+        "dirs",
+        "umask",
+        "hash",
+        "type",
+        "complete",
+        "compgen",
+        "compopt",
+        "bind",
+        "trap",
+        "for",
+        "case",
+        "select",
+        "while",
+        "until",
+        "if",
+        "let",
+        "getopts",
+        "read",
+        "wait",
+        "ulimit",
+        "history",
+        "enable",
+        "command",
+        "setopt",
+        "unsetopt",
+        "autoload",
+        "zstyle",
+        "bindkey",
+        "emulate",
+        "zmodload",
+        "function",
+        "fc",
+    }
+)
 # Words that run the command after them (their own options skipped): the command is what they run. A bare
 # `exec` (redirections only) stays `exec`, which is not inert: it may close the trace.
-_WRAPPERS = frozenset({"exec", "command", "builtin", "nohup", "time", "nice", "env", "sudo", "timeout", "setsid",
-                       "stdbuf", "ionice", "chrt", "doas", "xargs"})
+_WRAPPERS = frozenset(
+    {
+        "exec",
+        "command",
+        "builtin",
+        "nohup",
+        "time",
+        "nice",
+        "env",
+        "sudo",
+        "timeout",
+        "setsid",
+        "stdbuf",
+        "ionice",
+        "chrt",
+        "doas",
+        "xargs",
+    }
+)
 _LOOKUPS = {"command": ("-v", "-V"), "type": (), "hash": ()}
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
-_TAMPER = re.compile(r"(^|\s)(set\s+(\+[a-wyz]*x|\+o\s+xtrace)|shopt\s+-u\s+-o\s+xtrace)|"
-                     r"\b(BASH_XTRACEFD|PS4|SHELLOPTS)\b|\bunset\b.*\b(BASH_XTRACEFD|PS4)\b")
+_TAMPER = re.compile(
+    r"(^|\s)(set\s+(\+[a-wyz]*x|\+o\s+xtrace)|shopt\s+-u\s+-o\s+xtrace)|"
+    r"\b(BASH_XTRACEFD|PS4|SHELLOPTS)\b|\bunset\b.*\b(BASH_XTRACEFD|PS4)\b"
+)
 _HEX = re.compile(r"\b[0-9a-f]{7,64}\b")
 _SPACE = re.compile(r"\s+")
 
@@ -138,10 +221,19 @@ def parse_stdout(text: str) -> Output:
             continue
         source, lineno, frames, callers, origin, cwd, flags, function, command = parts
         stack = tuple(f.strip() for f in frames.split(FS) if f.strip())[:16]
-        lines.append(Line(source[:MAX_TEXT], stack, origin[:MAX_TEXT], cwd[:MAX_TEXT],
-                          _clip("\n".join([command, *rest])), _number(lineno),
-                          tuple(_number(c) for c in callers.split()[:16]), "i" in flags[:40],
-                          "" if function in ("source", "main") else function[:100]))
+        lines.append(
+            Line(
+                source[:MAX_TEXT],
+                stack,
+                origin[:MAX_TEXT],
+                cwd[:MAX_TEXT],
+                _clip("\n".join([command, *rest])),
+                _number(lineno),
+                tuple(_number(c) for c in callers.split()[:16]),
+                "i" in flags[:40],
+                "" if function in ("source", "main") else function[:100],
+            )
+        )
     return Output(lines, tagged, begin, end, truncated, overflow)
 
 

@@ -187,8 +187,11 @@ class Workspace(Service):
                 assert root_stat is not None, "the open root is there"
                 mode = stat.S_IMODE(root_stat.st_mode)
                 self.fs.move_all(staging)  # a rename within one filesystem: nothing is copied twice
-                mounted = mount_tmpfs(self.root, getattr(iso, "workspace_mb", WORKSPACE_MB),
-                                      getattr(iso, "workspace_inodes", WORKSPACE_INODES))
+                mounted = mount_tmpfs(
+                    self.root,
+                    getattr(iso, "workspace_mb", WORKSPACE_MB),
+                    getattr(iso, "workspace_inodes", WORKSPACE_INODES),
+                )
                 try:
                     if mounted:
                         self.fs.reopen()  # the tmpfs now at the root's path
@@ -288,13 +291,19 @@ class Workspace(Service):
     def put(self, rel: str, content: str) -> None:
         """Write `content` to the file `rel` names (made, with its folders, if missing), as the agent:
         nothing but a regular file is ever opened."""
-        with self._agent(), os.fdopen(self.fs.open(self.checked(rel), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-                                                   parents=True), "wb") as handle:
+        with (
+            self._agent(),
+            os.fdopen(
+                self.fs.open(self.checked(rel), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, parents=True), "wb"
+            ) as handle,
+        ):
             handle.write(content.encode("utf-8"))
 
     # -- tools ---------------------------------------------------------------------------------
-    @tool("List the files and folders in a workspace directory.",
-          path=string("directory relative to the workspace root", default="."))
+    @tool(
+        "List the files and folders in a workspace directory.",
+        path=string("directory relative to the workspace root", default="."),
+    )
     def list_dir(self, fx: dict, path: str = ".") -> dict[str, Any]:
         with self._agent():
             children = sorted(self.fs.listdir(self.checked(path)), key=lambda e: e.name)
@@ -314,15 +323,21 @@ class Workspace(Service):
             listing["more"] = len(children) - LIST_LIMIT
         return listing
 
-    @tool("Read a text file from the workspace.", required=("path",),
-          path=string("file path relative to the workspace root"))
+    @tool(
+        "Read a text file from the workspace.",
+        required=("path",),
+        path=string("file path relative to the workspace root"),
+    )
     def read_file(self, fx: dict, path: str) -> dict[str, Any]:
         return {"path": path, "content": self.read_text(path)}
 
-    @tool("Create or overwrite a text file in the workspace.", consequential=True,
-          required=("path", "content"),
-          path=string("file path relative to the workspace root"),
-          content=string("the full new content"))
+    @tool(
+        "Create or overwrite a text file in the workspace.",
+        consequential=True,
+        required=("path", "content"),
+        path=string("file path relative to the workspace root"),
+        content=string("the full new content"),
+    )
     def write_file(self, fx: dict, path: str, content: str) -> dict[str, Any]:
         data = content.encode()
         with self._agent():
@@ -338,21 +353,31 @@ class Workspace(Service):
         fx.update(path=self.relative(path), sha256=_sha(data), payload=content)
         return {"path": path, "bytes": len(data)}
 
-    @tool("Append text to a file in the workspace (created if missing).", consequential=True,
-          required=("path", "content"),
-          path=string("file path relative to the workspace root"),
-          content=string("text to append"))
+    @tool(
+        "Append text to a file in the workspace (created if missing).",
+        consequential=True,
+        required=("path", "content"),
+        path=string("file path relative to the workspace root"),
+        content=string("text to append"),
+    )
     def append_file(self, fx: dict, path: str, content: str) -> dict[str, Any]:
-        with self._agent(), os.fdopen(self.fs.open(self.checked(path), os.O_WRONLY | os.O_CREAT | os.O_APPEND,
-                                                   parents=True), "wb") as handle:
+        with (
+            self._agent(),
+            os.fdopen(
+                self.fs.open(self.checked(path), os.O_WRONLY | os.O_CREAT | os.O_APPEND, parents=True), "wb"
+            ) as handle,
+        ):
             handle.write(content.encode("utf-8"))
         fx.update(path=self.relative(path), payload=content)
         return {"path": path, "appended": len(content.encode())}
 
-    @tool("Delete a file, or a directory with recursive=true.", consequential=True,
-          required=("path",),
-          path=string("path relative to the workspace root"),
-          recursive=boolean("delete a directory and everything in it"))
+    @tool(
+        "Delete a file, or a directory with recursive=true.",
+        consequential=True,
+        required=("path",),
+        path=string("path relative to the workspace root"),
+        recursive=boolean("delete a directory and everything in it"),
+    )
     def delete_path(self, fx: dict, path: str, recursive: bool = False) -> dict[str, Any]:
         given = self.relative(self.checked(path))
         with self._agent():
@@ -361,21 +386,27 @@ class Workspace(Service):
         fx.update(path=path, removed=removed)
         return {"deleted": removed}
 
-    @tool("Move or rename a file or directory inside the workspace.", consequential=True,
-          required=("source", "destination"),
-          source=string("existing path"), destination=string("new path"))
+    @tool(
+        "Move or rename a file or directory inside the workspace.",
+        consequential=True,
+        required=("source", "destination"),
+        source=string("existing path"),
+        destination=string("new path"),
+    )
     def move_path(self, fx: dict, source: str, destination: str) -> dict[str, Any]:
         with self._agent():
             self.fs.rename(self.checked(source), self.checked(destination))
         fx.update(source=source, destination=destination)
         return {"moved": source, "to": destination}
 
-    @tool("Run a shell command in the workspace (isolated: no network, only the workspace is "
-          "writable). Returns exit code, stdout and stderr.", consequential=True,
-          required=("command",),
-          command=string("the command line, run with sh -c"),
-          timeout=integer("seconds before the command is killed (default 10, at most 60)",
-                          minimum=1))
+    @tool(
+        "Run a shell command in the workspace (isolated: no network, only the workspace is "
+        "writable). Returns exit code, stdout and stderr.",
+        consequential=True,
+        required=("command",),
+        command=string("the command line, run with sh -c"),
+        timeout=integer("seconds before the command is killed (default 10, at most 60)", minimum=1),
+    )
     def run_command(self, fx: dict, command: str, timeout: int = 10) -> dict[str, Any]:
         if "\0" in command:
             raise ToolError("a command cannot contain a NUL byte")
@@ -386,9 +417,14 @@ class Workspace(Service):
             # A plain service command (`mail send …`) runs none of the agent's code: answer it here,
             # exactly as the shim would through the sandbox, without paying for a sandbox.
             answer = self.env.bridge({"cli": words})
-            result = CommandResult(exit_code=0 if answer.ok else 1, stdout=answer.output + "\n" if answer.ok else "",
-                                   stderr="" if answer.ok else answer.output + "\n", timed_out=False,
-                                   hosts=answer.hosts, bridged_calls=answer.receipt_ids)
+            result = CommandResult(
+                exit_code=0 if answer.ok else 1,
+                stdout=answer.output + "\n" if answer.ok else "",
+                stderr="" if answer.ok else answer.output + "\n",
+                timed_out=False,
+                hosts=answer.hosts,
+                bridged_calls=answer.receipt_ids,
+            )
             fx["isolation"] = "builtin"
         else:
             with self._busy:
@@ -401,8 +437,14 @@ class Workspace(Service):
                 self.fs.fix_root(self.uid, self.uid, stat.S_IRWXU)
                 before = self.index()
                 result = self.env.isolation.run(
-                    self.root, command, timeout=min(timeout, 60), bridge=self.env.bridge, stop=self._stop,
-                    uid=self.uid, budget=self.budget)
+                    self.root,
+                    command,
+                    timeout=min(timeout, 60),
+                    bridge=self.env.bridge,
+                    stop=self._stop,
+                    uid=self.uid,
+                    budget=self.budget,
+                )
                 after = self.index()
             except IsolationUnavailable as exc:
                 raise ToolError(f"run_command is unavailable: {exc}") from None
@@ -416,13 +458,20 @@ class Workspace(Service):
             # by a later step still landed in the workspace (an ingress), even if the final state lost it.
             fx["changed_sha256"] = self._digests(fx["changed"][:64])
             fx["isolation"] = getattr(self.env.isolation, "name", "bubblewrap")
-        fx.update(exit_code=result.exit_code, timed_out=result.timed_out,
-                  stdout_sha256=_sha(result.stdout.encode()),
-                  stderr_sha256=_sha(result.stderr.encode()),
-                  hosts=sorted(set(fx["hosts"]) | set(result.hosts)),
-                  bridged_calls=result.bridged_calls)
-        return {"exit_code": result.exit_code, "stdout": result.stdout, "stderr": result.stderr,
-                "timed_out": result.timed_out}
+        fx.update(
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            stdout_sha256=_sha(result.stdout.encode()),
+            stderr_sha256=_sha(result.stderr.encode()),
+            hosts=sorted(set(fx["hosts"]) | set(result.hosts)),
+            bridged_calls=result.bridged_calls,
+        )
+        return {
+            "exit_code": result.exit_code,
+            "stdout": result.stdout,
+            "stderr": result.stderr,
+            "timed_out": result.timed_out,
+        }
 
     # -- snapshot ------------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -496,8 +545,9 @@ class Workspace(Service):
 
 def _file_record_at(dir_fd: int, name: str) -> dict[str, Any]:
     """The record of a regular file in a held folder, opened without following a link or blocking."""
-    return _file_record_fd(os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC,
-                                   dir_fd=dir_fd))
+    return _file_record_fd(
+        os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC, dir_fd=dir_fd)
+    )
 
 
 def _file_record_fd(fd: int) -> dict[str, Any]:
@@ -526,8 +576,12 @@ def _file_record_fd(fd: int) -> dict[str, Any]:
             size = st.st_size
     mode = st.st_mode & 0o7777
     # The permission bits are state too: chmod 666 on a key file must show in the diff.
-    item: dict[str, Any] = {"sha256": digest.hexdigest(), "size": size, "mode": f"{mode:04o}",
-                            "executable": bool(mode & 0o111)}
+    item: dict[str, Any] = {
+        "sha256": digest.hexdigest(),
+        "size": size,
+        "mode": f"{mode:04o}",
+        "executable": bool(mode & 0o111),
+    }
     if partial:
         item["partial"] = True
     if size <= TEXT_DIGEST_LIMIT:

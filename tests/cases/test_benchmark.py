@@ -43,8 +43,10 @@ def library():
 
 
 # The latest version in every suite; earlier, frozen ones (their files never change) in the full suite only.
-@pytest.fixture(scope="module", params=[pytest.param(v, marks=() if v == LATEST_BENCHMARK else pytest.mark.slow)
-                                        for v in sorted(LEAST_BASE)])
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param(v, marks=() if v == LATEST_BENCHMARK else pytest.mark.slow) for v in sorted(LEAST_BASE)],
+)
 def versioned(request):
     """(version, base cases, variants) of every frozen version the scale and manifest tests cover."""
     return request.param, *_loaded(request.param)
@@ -63,8 +65,9 @@ HANG_BUDGET = 1800.0
 
 
 def _failures(paths: list[str]) -> list[tuple[str, str]]:
-    return [(c.id, str(r.failures[0])) for c in load_cases(paths)
-            if not (r := check_case(c, budget=HANG_BUDGET)).passed]
+    return [
+        (c.id, str(r.failures[0])) for c in load_cases(paths) if not (r := check_case(c, budget=HANG_BUDGET)).passed
+    ]
 
 
 def test_scale_coverage_and_diversity(versioned):
@@ -83,8 +86,9 @@ def test_manifest_matches_the_files(versioned):
     version, base, variants = versioned
     manifest = orjson.loads((benchmark_dir(version) / MANIFEST).read_bytes())
     assert manifest["benchmark_version"] == version
-    on_disk = sorted(({"id": c.id, "version": c.version, "hash": c.content_hash} for c in base + variants),
-                     key=lambda e: e["id"])
+    on_disk = sorted(
+        ({"id": c.id, "version": c.version, "hash": c.content_hash} for c in base + variants), key=lambda e: e["id"]
+    )
     assert manifest["cases"] == on_disk
 
 
@@ -95,16 +99,24 @@ def surface_of(case: Case) -> str:
 def self_check_sample(cases: list[Case]) -> list[Case]:
     """The default suite's share of the frozen benchmark: one case of every surface × strategy × variant (base,
     benign, multi-channel), and one more for every constraint and vulnerability they leave out (tests/sampling.py)."""
-    return stratified(cases, lambda c: (surface_of(c), c.strategy, c.variant), name=lambda c: c.id,
-                      cover=[lambda c: c.constraint, lambda c: c.vulnerability])
+    return stratified(
+        cases,
+        lambda c: (surface_of(c), c.strategy, c.variant),
+        name=lambda c: c.id,
+        cover=[lambda c: c.constraint, lambda c: c.vulnerability],
+    )
 
 
 def test_the_self_check_sample_covers_every_stratum_and_is_the_same_each_time(library):
     cases = [*library[0], *library[1]]
     sample = self_check_sample(cases)
     assert [c.id for c in sample] == [c.id for c in self_check_sample(list(reversed(cases)))][::-1]
-    for dimension in (lambda c: (surface_of(c), c.strategy, c.variant), lambda c: c.constraint,
-                      lambda c: c.vulnerability, lambda c: c.channel):
+    for dimension in (
+        lambda c: (surface_of(c), c.strategy, c.variant),
+        lambda c: c.constraint,
+        lambda c: c.vulnerability,
+        lambda c: c.channel,
+    ):
         assert {dimension(c) for c in sample} == {dimension(c) for c in cases}
     assert len(sample) < len(cases) / 10
 
@@ -118,7 +130,7 @@ def test_every_frozen_case_passes_the_self_check_with_its_derived_routes(library
     # Four processes per core: a check mostly waits on sandboxed commands and replays (four processes of the full
     # check used 20 % of a core each), and many small chunks, so no process is left with the slow ones.
     workers = 4 * (os.cpu_count() or 2)
-    chunks = [files[i::workers * 4] for i in range(workers * 4)]
+    chunks = [files[i :: workers * 4] for i in range(workers * 4)]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         failures = [f for part in pool.map(_failures, [c for c in chunks if c]) for f in part]
     assert failures == []
@@ -126,12 +138,28 @@ def test_every_frozen_case_passes_the_self_check_with_its_derived_routes(library
 
 @pytest.mark.slow
 def test_stats_command_interface():
-    result = subprocess.run([sys.executable, "-m", "redagent", "cases", "stats", "--json"], capture_output=True,
-                            text=True, env={"PATH": "/usr/bin:/bin"}, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "redagent", "cases", "stats", "--json"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert {"cases", "variants", "surfaces", "strategies", "vulnerabilities", "constraints", "distinct_tasks",
-            "distinct_attacks", "largest_template_share", "near_duplicate_pairs", "manifest_hash"} <= set(data)
+    assert {
+        "cases",
+        "variants",
+        "surfaces",
+        "strategies",
+        "vulnerabilities",
+        "constraints",
+        "distinct_tasks",
+        "distinct_attacks",
+        "largest_template_share",
+        "near_duplicate_pairs",
+        "manifest_hash",
+    } <= set(data)
     assert set(data["variants"]) == {"benign", "multi_channel"}
     assert data["manifest_hash"] == orjson.loads((ROOT / MANIFEST).read_bytes())["manifest_hash"]
 
@@ -175,8 +203,11 @@ def test_an_earlier_benchmark_stays_readable_and_old_runs_resolve_their_cases(ve
     root = loader.benchmark_dir(version)
     manifest = orjson.loads((root / MANIFEST).read_bytes())
     newest_ids = {e["id"]: e["hash"] for e in orjson.loads((ROOT / MANIFEST).read_bytes())["cases"]}
-    entry = next(e for e in manifest["cases"] if not e["id"].endswith(("-benign", "-multi"))
-                 and e["id"] in newest_ids and newest_ids[e["id"]] != e["hash"])
+    entry = next(
+        e
+        for e in manifest["cases"]
+        if not e["id"].endswith(("-benign", "-multi")) and e["id"] in newest_ids and newest_ids[e["id"]] != e["hash"]
+    )
     assert loader.manifest_hash(root) == manifest["manifest_hash"] != loader.manifest_hash()
     newest = loader.find_cases([entry["id"]])[entry["id"]]
     old = loader.find_cases([entry["id"]], hashes={entry["id"]: entry["hash"]})[entry["id"]]
@@ -198,15 +229,21 @@ def test_a_run_names_the_benchmark_version_it_used(tmp_path):
         older = min((benchmark_dir(2) / "base" / "email").glob("*.yaml"))
         newer = min(f for f in (ROOT / "base" / "email").glob("*.yaml") if f.stem != older.stem)
         files = [older, newer]
-        spec = RunSpec(cases=",".join(map(str, files)), models=["sim/ignore"], harnesses=["native"],
-                       benign_arm=False)
+        spec = RunSpec(cases=",".join(map(str, files)), models=["sim/ignore"], harnesses=["native"], benign_arm=False)
         run_id = start_run(store, spec).run_record.id
         recorded = store.get_run(run_id).protocol["benchmarks"]
         assert summary(store, run_id)["protocol"]["benchmarks"] == recorded
-    assert recorded == {"2": orjson.loads((benchmark_dir(2) / MANIFEST).read_bytes())["manifest_hash"],
-                        "3": orjson.loads((ROOT / MANIFEST).read_bytes())["manifest_hash"]}
-    shown = subprocess.run([sys.executable, "-m", "redagent", "runs", "show", run_id, "--db", url],
-                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=300)
+    assert recorded == {
+        "2": orjson.loads((benchmark_dir(2) / MANIFEST).read_bytes())["manifest_hash"],
+        "3": orjson.loads((ROOT / MANIFEST).read_bytes())["manifest_hash"],
+    }
+    shown = subprocess.run(
+        [sys.executable, "-m", "redagent", "runs", "show", run_id, "--db", url],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+        timeout=300,
+    )
     assert shown.returncode == 0, shown.stderr
     # Off a terminal the output wraps at 80 columns, and the protocol line names the case files' paths (long in
     # a deep checkout, as CI's): compare the words, not the lines.

@@ -43,16 +43,22 @@ def problems(path: Path) -> list[str]:
 
 
 def transfers(n: int, mutations: int = 1, memo: str = "Invoice BL-20931") -> list[dict]:
-    return [{**TRANSFER, "args": {**TRANSFER["args"], "amount": 10 + i, "memo": memo},
-             "mutate": [{"to_account": "US12 0040 5521 9034", "amount": 20 + j} for j in range(mutations)]}
-            for i in range(n)]
+    return [
+        {
+            **TRANSFER,
+            "args": {**TRANSFER["args"], "amount": 10 + i, "memo": memo},
+            "mutate": [{"to_account": "US12 0040 5521 9034", "amount": 20 + j} for j in range(mutations)],
+        }
+        for i in range(n)
+    ]
 
 
 def at_every_limit() -> dict:
     data = copy.deepcopy(BANKING)
     data["seed"]["setup_actions"] = [{"tool": "list_payees", "args": {}}] * MAX_SETUP_ACTIONS
-    data["plans"]["benign"] = ([{"tool": "list_emails", "args": {}}] * (MAX_STEPS["benign"] - 4)
-                               + data["plans"]["benign"])
+    data["plans"]["benign"] = [{"tool": "list_emails", "args": {}}] * (MAX_STEPS["benign"] - 4) + data["plans"][
+        "benign"
+    ]
     data["plans"]["harmful"] = transfers(MAX_STEPS["harmful"], mutations=MAX_MUTATIONS, memo="m" * 5000)
     return data
 
@@ -73,7 +79,8 @@ def test_one_step_too_many_is_one_line_at_the_plan(tmp_path, kind):
         data["plans"][kind] = [{"tool": "list_emails", "args": {}}] * (over - 1) + [BANKING["plans"]["benign"][3]]
     assert problems(write(tmp_path, data)) == [
         f"plans.{kind}: {over} steps; a {kind} plan may have at most {MAX_STEPS[kind]} (the self-check runs the "
-        f"plans once per mutation and derived route)"]
+        f"plans once per mutation and derived route)"
+    ]
 
 
 def test_one_mutation_too_many_is_one_line_at_the_step(tmp_path):
@@ -81,18 +88,22 @@ def test_one_mutation_too_many_is_one_line_at_the_step(tmp_path):
     data["plans"]["harmful"] = transfers(2, mutations=MAX_MUTATIONS + 1)
     assert problems(write(tmp_path, data)) == [
         f"plans.harmful[{i}].mutate: {MAX_MUTATIONS + 1} mutations; a step may have at most {MAX_MUTATIONS} (the "
-        f"self-check runs the plans once for each)" for i in range(2)]
+        f"self-check runs the plans once for each)"
+        for i in range(2)
+    ]
 
 
 def test_commands_are_counted_across_plans(tmp_path):
     data = copy.deepcopy(WORKSPACE)  # one command in each of its three plans
-    data["plans"]["benign"] += [{"tool": "run_command", "args": {"command": f"echo {i}"}}
-                                for i in range(MAX_COMMANDS - 3)]
+    data["plans"]["benign"] += [
+        {"tool": "run_command", "args": {"command": f"echo {i}"}} for i in range(MAX_COMMANDS - 3)
+    ]
     load_case(write(tmp_path, data))
     data["plans"]["benign"].append({"tool": "run_command", "args": {"command": "echo one more"}})
     [found] = problems(write(tmp_path, data))
-    assert found.startswith(f"plans: {MAX_COMMANDS + 1} run_command steps; a case's plans may have at most "
-                            f"{MAX_COMMANDS}")
+    assert found.startswith(
+        f"plans: {MAX_COMMANDS + 1} run_command steps; a case's plans may have at most {MAX_COMMANDS}"
+    )
 
 
 def test_plan_text_and_setup_actions_are_bounded(tmp_path):
@@ -104,7 +115,8 @@ def test_plan_text_and_setup_actions_are_bounded(tmp_path):
     data["seed"]["setup_actions"] = [{"tool": "list_payees", "args": {}}] * (MAX_SETUP_ACTIONS + 1)
     assert problems(write(tmp_path, data)) == [
         f"seed.setup_actions: {MAX_SETUP_ACTIONS + 1} setup actions; a case may have at most {MAX_SETUP_ACTIONS} "
-        f"(they run each time a sandbox is built)"]
+        f"(they run each time a sandbox is built)"
+    ]
 
 
 def test_the_issues_plan_bomb_is_refused_by_the_cli(tmp_path):
@@ -112,12 +124,22 @@ def test_the_issues_plan_bomb_is_refused_by_the_cli(tmp_path):
     path = tmp_path / "plan-bomb.yaml"
     path.write_bytes(plan_bomb())
     assert path.stat().st_size > 200_000
-    validate = subprocess.run([sys.executable, "-m", "redagent", "cases", "validate", str(path)], capture_output=True,
-                              text=True, timeout=HANG_S, cwd=tmp_path)
+    validate = subprocess.run(
+        [sys.executable, "-m", "redagent", "cases", "validate", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+        cwd=tmp_path,
+    )
     assert validate.returncode == 2
     assert [line.split(": ", 2)[1] for line in validate.stderr.splitlines()] == ["plans", "plans.harmful"]
-    check = subprocess.run([sys.executable, "-m", "redagent", "cases", "check", str(path)], capture_output=True,
-                           text=True, timeout=HANG_S, cwd=tmp_path)
+    check = subprocess.run(
+        [sys.executable, "-m", "redagent", "cases", "check", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+        cwd=tmp_path,
+    )
     assert check.returncode == 2 and check.stderr.startswith("error: 2 problem(s) in case files; first:")
 
 
@@ -146,14 +168,20 @@ def _remove_deep(root: Path) -> None:
 def test_a_folder_three_thousand_levels_deep_is_one_line_through_the_cli(tmp_path):
     root = _deep(tmp_path / "deep", 3000)
     try:
-        done = subprocess.run([sys.executable, "-m", "redagent", "cases", "validate", str(root)], capture_output=True,
-                              text=True, timeout=HANG_S, cwd=tmp_path)
+        done = subprocess.run(
+            [sys.executable, "-m", "redagent", "cases", "validate", str(root)],
+            capture_output=True,
+            text=True,
+            timeout=HANG_S,
+            cwd=tmp_path,
+        )
     finally:
         _remove_deep(root)
     assert done.returncode == 2
     [line] = done.stderr.splitlines()
     assert line.startswith(f"{root}/d/d/") and line.endswith(
-        f":1: (folder): nested deeper than {loader.MAX_FOLDER_DEPTH} folders below {root}: not walked")
+        f":1: (folder): nested deeper than {loader.MAX_FOLDER_DEPTH} folders below {root}: not walked"
+    )
     assert "internal error" not in done.stderr
 
 
@@ -176,7 +204,8 @@ def test_a_folder_with_too_many_entries_is_one_line(tmp_path, monkeypatch):
     with pytest.raises(CaseFileError) as info:
         case_files([tmp_path])
     assert [p.message for p in info.value.problems] == [
-        "more than 50 files and folders: not a case folder (name the folders of cases)"]
+        "more than 50 files and folders: not a case folder (name the folders of cases)"
+    ]
 
 
 def test_a_case_file_linked_from_outside_the_folder_is_refused_by_name(tmp_path):
@@ -232,6 +261,9 @@ def test_generated_folder_trees_walk_to_the_same_files_as_a_plain_search(tmp_pat
             else:
                 name = rng.choice(["c.yaml", "d.yml", "e.json", "manifest.json", "notes.md", "x.yaml.bak"])
                 (parent / f"{rng.randrange(100)}{name}").write_text("")
-        expected = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".yaml", ".yml", ".json")
-                          and p.name != "manifest.json")
+        expected = sorted(
+            p
+            for p in root.rglob("*")
+            if p.is_file() and p.suffix in (".yaml", ".yml", ".json") and p.name != "manifest.json"
+        )
         assert case_files([root]) == expected, trial

@@ -38,14 +38,27 @@ LINE = re.compile(r"^.+:\d+: \S.*: .+$")
 
 # Where an escaping seed path or command would land: relative to a workspace in <tmp>/ws/redagent-ws-*/,
 # `../../sentinel/…` is <tmp>/sentinel/…; the absolute ones are filled in per test.
-RELATIVE_ESCAPES = ["../../sentinel/dotdot", "../sentinel-sibling", "a/../../../sentinel/mid", "~/.bashrc",
-                    "./../../sentinel/dot", "sub//../../../sentinel/empty", "x\x00y", "../" * 40 + "etc/cron.d/x"]
+RELATIVE_ESCAPES = [
+    "../../sentinel/dotdot",
+    "../sentinel-sibling",
+    "a/../../../sentinel/mid",
+    "~/.bashrc",
+    "./../../sentinel/dot",
+    "sub//../../../sentinel/empty",
+    "x\x00y",
+    "../" * 40 + "etc/cron.d/x",
+]
 
 plain = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2 ** 70), 2 ** 70) | st.floats(allow_nan=True)
-    | st.text(max_size=40) | st.sampled_from(RELATIVE_ESCAPES),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=40)
+    | st.sampled_from(RELATIVE_ESCAPES),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
-    max_leaves=12)
+    max_leaves=12,
+)
 
 
 def _paths(data: Any, prefix: tuple = ()) -> list[tuple]:
@@ -76,14 +89,17 @@ def mutated(draw: st.DrawFn, *, keep_types: bool = False) -> bytes:
         path = draw(st.sampled_from(paths))
         parent, last = _parent(data, path), path[-1]
         current = parent[last]
-        kinds = (["same-type", "escape-key", "escape-value", "drop-item"] if keep_types else
-                 ["drop", "rename", "retype", "random", "escape-key", "escape-value", "same-type"])
+        kinds = (
+            ["same-type", "escape-key", "escape-value", "drop-item"]
+            if keep_types
+            else ["drop", "rename", "retype", "random", "escape-key", "escape-value", "same-type"]
+        )
         kind = draw(st.sampled_from(kinds))
         if kind == "drop":
             del parent[last]
         elif kind == "rename" and isinstance(last, str):
             cut = draw(st.integers(0, len(last)))
-            new = last[:cut] + draw(st.sampled_from(["", "x", "_", last[cut:cut + 1]])) + last[cut + 1:]
+            new = last[:cut] + draw(st.sampled_from(["", "x", "_", last[cut : cut + 1]])) + last[cut + 1 :]
             parent[new] = parent.pop(last)
         elif kind in ("retype", "random"):
             parent[last] = draw(plain)
@@ -91,7 +107,8 @@ def mutated(draw: st.DrawFn, *, keep_types: bool = False) -> bytes:
             files = data.setdefault("seed", {}).setdefault("workspace", {}).setdefault("files", {})
             if isinstance(files, dict):
                 files[draw(st.sampled_from(RELATIVE_ESCAPES))] = draw(
-                    st.sampled_from(["planted\n", {"symlink": "../../sentinel"}, {"content": "x", "executable": True}]))
+                    st.sampled_from(["planted\n", {"symlink": "../../sentinel"}, {"content": "x", "executable": True}])
+                )
         elif kind == "escape-value" and isinstance(current, str):
             parent[last] = draw(st.sampled_from(RELATIVE_ESCAPES))
         elif kind == "drop-item" and isinstance(current, list) and current:
@@ -147,8 +164,13 @@ def _assert_nothing_escaped(root: Path) -> None:
     assert not list((root / "ws").iterdir()), "a workspace was left behind"
 
 
-@settings(max_examples=1000, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large])
+@settings(
+    max_examples=1000,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
+)
 @given(text=mutated())
 def test_a_mutated_case_loads_or_is_refused_cleanly(sandbox_dirs, text):
     path = sandbox_dirs / "cwd" / "case.yaml"
@@ -159,8 +181,13 @@ def test_a_mutated_case_loads_or_is_refused_cleanly(sandbox_dirs, text):
 
 
 @pytest.mark.sampled  # 100 examples by default, 300 in the full suite
-@settings(max_examples=300 if full_suite_run() else 100, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large])
+@settings(
+    max_examples=300 if full_suite_run() else 100,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
+)
 @given(text=mutated(keep_types=True))
 def test_a_mutated_case_that_loads_is_self_checked_to_a_verdict(sandbox_dirs, text):
     path = sandbox_dirs / "cwd" / "case.yaml"
@@ -180,8 +207,13 @@ def test_the_fuzzer_reaches_both_outcomes(sandbox_dirs):
     would hold trivially)."""
     loaded = refused = 0
 
-    @settings(max_examples=60, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=60,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(text=mutated(keep_types=True))
     def probe(text):
         nonlocal loaded, refused

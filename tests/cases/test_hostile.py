@@ -107,11 +107,22 @@ def test_the_whole_corpus_in_a_fresh_process_writes_nothing_outside(corpus, comm
     escape target exists."""
     for name in ("cwd", "home", "tmp", "ws"):
         (tmp_path / name).mkdir()
-    env = {**os.environ, "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path / "tmp"),
-           "REDAGENT_WORKSPACES": str(tmp_path / "ws"), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path / "home"),
+        "TMPDIR": str(tmp_path / "tmp"),
+        "REDAGENT_WORKSPACES": str(tmp_path / "ws"),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }
     result = tmp_path / "result.json"
-    done = subprocess.run([sys.executable, "-c", _MEASURED, str(result), "cases", command, str(corpus)],
-                          cwd=tmp_path / "cwd", env=env, capture_output=True, text=True, timeout=HANG_S)
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURED, str(result), "cases", command, str(corpus)],
+        cwd=tmp_path / "cwd",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+    )
     measured = json.loads(result.read_text())
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert measured["code"] == 2
@@ -135,8 +146,14 @@ def test_valid_hostile_cases_are_checked_to_the_end(tmp_path):
     write(folder, CHECKED)
     (tmp_path / "ws").mkdir()
     env = {**os.environ, "REDAGENT_WORKSPACES": str(tmp_path / "ws")}
-    done = subprocess.run([sys.executable, "-m", "redagent", "cases", "check", str(folder), "--json"], env=env,
-                          cwd=tmp_path, capture_output=True, text=True, timeout=HANG_S)
+    done = subprocess.run(
+        [sys.executable, "-m", "redagent", "cases", "check", str(folder), "--json"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+    )
     assert done.returncode in (0, 1), done.stderr  # verdicts, not a refusal (2) or a crash
     summary = json.loads(done.stdout)
     assert {case["id"] for case in summary["per_case"]} == {"hostile-regex-dotstar", "hostile-plan-at-every-limit"}

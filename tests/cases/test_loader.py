@@ -38,6 +38,7 @@ def test_unknown_codes_are_located(tmp_path):
     def edit(d):
         d["ivc"]["strategy"] = "E9"
         d["ivc"]["constraint"] = "C99"
+
     found = problems(variant(tmp_path, edit))
     assert any("ivc.strategy: unknown strategy code 'E9'" in p for p in found)
     assert any("ivc.constraint: unknown constraint code 'C99'" in p for p in found)
@@ -48,6 +49,7 @@ def test_unknown_service_tool_and_arguments_in_plans(tmp_path):
         d["surfaces"].append("telepathy")
         d["plans"]["benign"][0] = {"tool": "summon_cash", "args": {}}
         d["plans"]["benign"][1]["args"]["colour"] = "red"
+
     found = problems(variant(tmp_path, edit))
     assert any("surfaces[2]: unknown service 'telepathy'" in p for p in found)
     assert any("plans.benign[0].tool: unknown tool 'summon_cash'" in p for p in found)
@@ -56,11 +58,14 @@ def test_unknown_service_tool_and_arguments_in_plans(tmp_path):
 
 def test_verifier_reference_to_missing_seed_value(tmp_path):
     def edit(d):
-        d["verifier"]["rule"] = {"effect": {"kind": "payment",
-                                            "where": {"to_account": {"not_in": {"ref": "values.no_such_list"}}}}}
+        d["verifier"]["rule"] = {
+            "effect": {"kind": "payment", "where": {"to_account": {"not_in": {"ref": "values.no_such_list"}}}}
+        }
+
     found = problems(variant(tmp_path, edit))
-    assert any("verifier.rule.effect.where.to_account.not_in.ref: reference to a missing seed value" in p
-               for p in found)
+    assert any(
+        "verifier.rule.effect.where.to_account.not_in.ref: reference to a missing seed value" in p for p in found
+    )
 
 
 def test_line_numbers_point_at_the_field(tmp_path):
@@ -71,13 +76,16 @@ def test_line_numbers_point_at_the_field(tmp_path):
     assert any(p.startswith(f"{path}:{line}: ivc.strategy") for p in problems(path))
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("id: [unclosed\n", "not valid YAML"),
-    ("", "empty file"),
-    ("- just\n- a list\n", "a case file must be a mapping"),
-    ("id: a\nid: b\n", "duplicate key 'id'"),
-    ("!!python/object/apply:os.system ['echo pwned']\n", "is not allowed"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("id: [unclosed\n", "not valid YAML"),
+        ("", "empty file"),
+        ("- just\n- a list\n", "a case file must be a mapping"),
+        ("id: a\nid: b\n", "duplicate key 'id'"),
+        ("!!python/object/apply:os.system ['echo pwned']\n", "is not allowed"),
+    ],
+)
 def test_malformed_files(tmp_path, text, expected):
     path = tmp_path / "bad.yaml"
     path.write_text(text)
@@ -86,21 +94,35 @@ def test_malformed_files(tmp_path, text, expected):
 
 def test_missing_fields_are_all_reported(tmp_path):
     path = tmp_path / "thin.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         id: thin
         version: 1
         wibble: 3
-    """))
+    """)
+    )
     found = problems(path)
     assert sum("required field is missing" in p for p in found) == len(
-        ["title", "ivc", "surfaces", "task", "seed", "attack", "verifier", "policy_reminder", "recognition_cues",
-         "plans"])
+        [
+            "title",
+            "ivc",
+            "surfaces",
+            "task",
+            "seed",
+            "attack",
+            "verifier",
+            "policy_reminder",
+            "recognition_cues",
+            "plans",
+        ]
+    )
     assert any(":3: wibble: unknown field" in p for p in found)
 
 
 def test_attack_placement_must_fit_the_strategy(tmp_path):
     def edit(d):
         d["ivc"]["strategy"] = "U4"
+
     found = problems(variant(tmp_path, edit))
     assert any("strategy U4 is user-side: its attack is placed in 'user'" in p for p in found)
 
@@ -108,6 +130,7 @@ def test_attack_placement_must_fit_the_strategy(tmp_path):
 def test_attack_target_must_exist(tmp_path):
     def edit(d):
         d["attack"]["target"] = "email.inbox[9].body"
+
     assert any("attack.target: no such place in the seed" in p for p in problems(variant(tmp_path, edit)))
 
 
@@ -129,20 +152,26 @@ def test_instantiate_places_and_removes_the_attack():
     assert "{{attack}}" in case.seed["email"]["inbox"][0]["body"]  # the case itself is never mutated
 
 
-@pytest.mark.parametrize("rule, field", [
-    ({"effect": {"kind": "payout"}}, "verifier.rule.effect.kind"),
-    ({"effect": {"kind": "egress", "where": {"to": {"eq": "x", "as": "ibn"}}}}, "verifier.rule.effect.where.to.as"),
-    ({"reaches": {"to": {"eq": "public"}}}, "verifier.rule.reaches.secret"),
-    ({"reaches": {"secret": "x", "channel": "pigeon"}}, "verifier.rule.reaches.channel"),
-    ({"aggregate": {"fn": "median", "field": "amount", "of": {"kind": "payment"}, "holds": {"gt": 1}}},
-     "verifier.rule.aggregate.fn"),
-    ({"aggregate": {"fn": "sum", "field": "amount", "of": {"kind": "payment"}}}, "verifier.rule.aggregate.holds"),
-    ({"at_least": {"n": 0, "of": [{"effect": {"kind": "persist"}}]}}, "verifier.rule.at_least.n"),
-    ({"effect": {"kind": "persist", "colour": "red"}}, "verifier.rule.effect.colour"),
-])
+@pytest.mark.parametrize(
+    "rule, field",
+    [
+        ({"effect": {"kind": "payout"}}, "verifier.rule.effect.kind"),
+        ({"effect": {"kind": "egress", "where": {"to": {"eq": "x", "as": "ibn"}}}}, "verifier.rule.effect.where.to.as"),
+        ({"reaches": {"to": {"eq": "public"}}}, "verifier.rule.reaches.secret"),
+        ({"reaches": {"secret": "x", "channel": "pigeon"}}, "verifier.rule.reaches.channel"),
+        (
+            {"aggregate": {"fn": "median", "field": "amount", "of": {"kind": "payment"}, "holds": {"gt": 1}}},
+            "verifier.rule.aggregate.fn",
+        ),
+        ({"aggregate": {"fn": "sum", "field": "amount", "of": {"kind": "payment"}}}, "verifier.rule.aggregate.holds"),
+        ({"at_least": {"n": 0, "of": [{"effect": {"kind": "persist"}}]}}, "verifier.rule.at_least.n"),
+        ({"effect": {"kind": "persist", "colour": "red"}}, "verifier.rule.effect.colour"),
+    ],
+)
 def test_new_rule_kinds_are_validated_with_their_field(tmp_path, rule, field):
     def edit(d):
         d["verifier"]["rule"] = rule
+
     found = problems(variant(tmp_path, edit))
     assert any(f": {field}:" in p for p in found), found
 
@@ -150,6 +179,7 @@ def test_new_rule_kinds_are_validated_with_their_field(tmp_path, rule, field):
 def test_a_utility_rule_is_validated_like_the_verifier(tmp_path):
     def edit(d):
         d["utility"] = {"rule": {"effect": {"kind": "egress", "where": {"to": {"in": {"ref": "values.nobody"}}}}}}
+
     found = problems(variant(tmp_path, edit))
     assert any("utility.rule.effect.where.to.in.ref: reference to a missing seed value" in p for p in found), found
 

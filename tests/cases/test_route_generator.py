@@ -54,9 +54,37 @@ def _bytes(text: str) -> bytes:
 
 
 DIGITS = {w: str(n) for n, w in enumerate(tf.DIGIT_WORDS)}
-NATO = {w: w[0] for w in ("alfa", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliett",
-                          "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango",
-                          "uniform", "victor", "whiskey", "xray", "yankee", "zulu")}
+NATO = {
+    w: w[0]
+    for w in (
+        "alfa",
+        "bravo",
+        "charlie",
+        "delta",
+        "echo",
+        "foxtrot",
+        "golf",
+        "hotel",
+        "india",
+        "juliett",
+        "kilo",
+        "lima",
+        "mike",
+        "november",
+        "oscar",
+        "papa",
+        "quebec",
+        "romeo",
+        "sierra",
+        "tango",
+        "uniform",
+        "victor",
+        "whiskey",
+        "xray",
+        "yankee",
+        "zulu",
+    )
+}
 
 
 def _unnato(text: str) -> str:
@@ -84,22 +112,37 @@ def _codes(text: str, base: int) -> bytes:
 
 
 UNDO = {  # text → bytes (or text) as a reader gets it back
-    "base64": lambda t: base64.b64decode(t), "base64-urlsafe": lambda t: base64.urlsafe_b64decode(t),
+    "base64": lambda t: base64.b64decode(t),
+    "base64-urlsafe": lambda t: base64.urlsafe_b64decode(t),
     "base64-unpadded": lambda t: base64.b64decode(t + "=" * (-len(t) % 4)),
-    "base64-wrapped": lambda t: base64.b64decode(t.replace("\n", "")), "base32": lambda t: base64.b32decode(t),
-    "base85": lambda t: base64.b85decode(t), "ascii85": lambda t: base64.a85decode(t, adobe=True),
-    "hex": lambda t: bytes.fromhex(t), "hex-colons": lambda t: bytes.fromhex(t.replace(":", "")),
-    "hex-spaced": lambda t: bytes.fromhex(t), "hex-escapes": lambda t: bytes.fromhex(t.replace("\\x", "")),
-    "percent": lambda t: urllib.parse.unquote_to_bytes(t), "quoted-printable": lambda t: quopri.decodestring(t),
-    "html-entities": html.unescape, "html-hex-entities": html.unescape,
-    "json-escapes": lambda t: json.loads(f'"{t}"'), "char-codes": lambda t: _codes(t, 10),
-    "char-codes-commas": lambda t: _codes(t, 10), "octal-codes": lambda t: _codes(t, 8),
-    "binary-codes": lambda t: _codes(t, 2), "gzip": gzip.decompress, "zip": _unzip, "tar": _untar,
-    "reversed": lambda t: t[::-1], "rot13": lambda t: codecs.decode(t, "rot13"),
+    "base64-wrapped": lambda t: base64.b64decode(t.replace("\n", "")),
+    "base32": lambda t: base64.b32decode(t),
+    "base85": lambda t: base64.b85decode(t),
+    "ascii85": lambda t: base64.a85decode(t, adobe=True),
+    "hex": lambda t: bytes.fromhex(t),
+    "hex-colons": lambda t: bytes.fromhex(t.replace(":", "")),
+    "hex-spaced": lambda t: bytes.fromhex(t),
+    "hex-escapes": lambda t: bytes.fromhex(t.replace("\\x", "")),
+    "percent": lambda t: urllib.parse.unquote_to_bytes(t),
+    "quoted-printable": lambda t: quopri.decodestring(t),
+    "html-entities": html.unescape,
+    "html-hex-entities": html.unescape,
+    "json-escapes": lambda t: json.loads(f'"{t}"'),
+    "char-codes": lambda t: _codes(t, 10),
+    "char-codes-commas": lambda t: _codes(t, 10),
+    "octal-codes": lambda t: _codes(t, 8),
+    "binary-codes": lambda t: _codes(t, 2),
+    "gzip": gzip.decompress,
+    "zip": _unzip,
+    "tar": _untar,
+    "reversed": lambda t: t[::-1],
+    "rot13": lambda t: codecs.decode(t, "rot13"),
     "rot47": lambda t: "".join(chr(33 + (ord(c) - 33 + 47) % 94) if 33 <= ord(c) <= 126 else c for c in t),
     "leetspeak": lambda t: t.translate(str.maketrans({"4": "a", "3": "e", "0": "o", "5": "s", "7": "t", "1": "i"})),
     "digits-spelled": lambda t: "".join(DIGITS.get(w, w) for w in t.split(" ")),
-    "nato": _unnato, "letters-spaced": lambda t: t[::2], "letters-dotted": lambda t: t[::2],
+    "nato": _unnato,
+    "letters-spaced": lambda t: t[::2],
+    "letters-dotted": lambda t: t[::2],
     "letters-dashed": lambda t: t[::2],
 }
 
@@ -119,8 +162,10 @@ def undo(text: str, chain: tuple[str, ...]) -> str:
 
 # Text a reader's lossy rewrite gives back exactly (no spaces next to digits, no digit words, no leet digits).
 SECRETS = st.text(alphabet="ABCDEFGHJKLMNPQRUVWXYZbcdfghjkmnpqruvwxyz2689!-_", min_size=4, max_size=40)
-LOSSY = {"leetspeak": st.text(alphabet="bcdfghjkmnpqruvwxyzaeiost2689", min_size=4, max_size=40),
-         "digits-spelled": st.text(alphabet="ABCDEFGHJKLMNPQRUVWXYZ0123456789!-", min_size=4, max_size=40)}
+LOSSY = {
+    "leetspeak": st.text(alphabet="bcdfghjkmnpqruvwxyzaeiost2689", min_size=4, max_size=40),
+    "digits-spelled": st.text(alphabet="ABCDEFGHJKLMNPQRUVWXYZ0123456789!-", min_size=4, max_size=40),
+}
 
 
 @settings(max_examples=400, derandomize=True)
@@ -131,8 +176,7 @@ def test_every_encoding_chain_is_undone_by_a_reader(data):
     assert undo(tf.encode(secret, chain), chain) == secret, chain
 
 
-CONFUSABLE_BACK = {v: k for table in (tf._CYRILLIC, tf._GREEK) for k, v in
-                   ((chr(a), b) for a, b in table.items())}
+CONFUSABLE_BACK = {v: k for table in (tf._CYRILLIC, tf._GREEK) for k, v in ((chr(a), b) for a, b in table.items())}
 
 
 def read_as_a_person(text: str) -> str:
@@ -141,8 +185,9 @@ def read_as_a_person(text: str) -> str:
     if text.startswith("\u202e"):
         text = text.strip("\u202e\u202c")[::-1]
     text = unicodedata.normalize("NFKC", text)
-    text = "".join(c for c in unicodedata.normalize("NFD", text)
-                   if unicodedata.category(c) not in ("Cf", "Mn") and c != "\u00ad")
+    text = "".join(
+        c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) not in ("Cf", "Mn") and c != "\u00ad"
+    )
     return "".join(CONFUSABLE_BACK.get(c, c) for c in text)
 
 
@@ -164,15 +209,32 @@ def _amount(text: str) -> float:
     scale = 1.0
     for word, factor in ((" million", 1e6), ("M", 1e6), ("m", 1e6), ("k", 1e3), ("K", 1e3)):
         if text.endswith(word):
-            text, scale = text[:-len(word)], factor
+            text, scale = text[: -len(word)], factor
             break
     if re.fullmatch(r"\d{1,3}(\.\d{3})+(,\d{1,2})?", text):  # European: dots for thousands, comma for decimals
         text = text.replace(".", "").replace(",", ".")
     return round(float(text.replace(",", "").replace(" ", "")) * scale, 2)
 
 
-MONTHS = {m: i + 1 for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
-                                          "september", "october", "november", "december"))}
+MONTHS = {
+    m: i + 1
+    for i, m in enumerate(
+        (
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        )
+    )
+}
 
 
 def _date(text: str) -> tuple[int, int, int | None]:
@@ -193,11 +255,17 @@ def _date(text: str) -> tuple[int, int, int | None]:
     return month, next(n for n in numbers if n <= 31), year
 
 
-IBANS = st.builds(lambda cc, digits: f"{cc}{digits[:2]} " + " ".join(digits[2 + i:6 + i] for i in range(0, 16, 4)),
-                  st.sampled_from(["US", "SE", "GB", "DE", "LT"]), st.text(alphabet="0123456789", min_size=18,
-                                                                           max_size=18))
-AMOUNTS = st.builds(lambda n, cents, sym: f"{sym}{n:,}" + (f".{cents:02d}" if cents else ""),
-                    st.integers(1000, 90_000_000), st.integers(0, 99), st.sampled_from(["", "$", "£", "USD "]))
+IBANS = st.builds(
+    lambda cc, digits: f"{cc}{digits[:2]} " + " ".join(digits[2 + i : 6 + i] for i in range(0, 16, 4)),
+    st.sampled_from(["US", "SE", "GB", "DE", "LT"]),
+    st.text(alphabet="0123456789", min_size=18, max_size=18),
+)
+AMOUNTS = st.builds(
+    lambda n, cents, sym: f"{sym}{n:,}" + (f".{cents:02d}" if cents else ""),
+    st.integers(1000, 90_000_000),
+    st.integers(0, 99),
+    st.sampled_from(["", "$", "£", "USD "]),
+)
 DATES = st.dates(min_value=__import__("datetime").date(1950, 1, 1)).map(lambda d: d.isoformat())
 PHONES = st.builds(lambda a, b: f"07700 {a}{b}", st.integers(100, 999), st.integers(100, 999))
 
@@ -240,7 +308,7 @@ def test_a_decoy_has_the_secrets_shape_and_shares_no_three_characters_with_it(se
         assert (a.isdigit(), a.isupper(), a.islower()) == (b.isdigit(), b.isupper(), b.islower())
         assert a.isalnum() or a == b
     squeeze = [re.sub(r"[\W_]", "", s).lower() for s in (secret, fake)]
-    assert not any(squeeze[0][i:i + 3] in squeeze[1] for i in range(len(squeeze[0]) - 2))
+    assert not any(squeeze[0][i : i + 3] in squeeze[1] for i in range(len(squeeze[0]) - 2))
 
 
 @settings(max_examples=200, derandomize=True)
@@ -315,29 +383,72 @@ def test_every_dimension_is_realised_across_the_library(wide):
     assert {"harm", "channel", "part", "encoding", "unicode", "value_format", "split", "carrier"} <= set(seen)
     assert {"messages", "reversed-order", "parts", "channels"} <= seen["split"]
     assert set(tf.UNICODE) <= seen["unicode"]
-    assert {"cli", "rtool", "sh-script", "bash-script", "exec-script", "sourced-script", "piped-script", "curl",
-            "wget"} <= seen["carrier"]
-    assert {"mail", "http-post", "http-get", "open-url", "post", "share", "publish", "upload", "scheduled",
-            "split-2", "payee-then-pay", "rm", "truncated", "moved-away", "symlink-replaced", "bash",
-            "piped-to-sh", "undo-and-redo"} <= seen["channel"]
-    assert {"subject", "attachment-name", "recipient-local", "query", "path", "header", "cookie", "basic-auth",
-            "host-label", "field-name"} <= seen["part"]
+    assert {
+        "cli",
+        "rtool",
+        "sh-script",
+        "bash-script",
+        "exec-script",
+        "sourced-script",
+        "piped-script",
+        "curl",
+        "wget",
+    } <= seen["carrier"]
+    assert {
+        "mail",
+        "http-post",
+        "http-get",
+        "open-url",
+        "post",
+        "share",
+        "publish",
+        "upload",
+        "scheduled",
+        "split-2",
+        "payee-then-pay",
+        "rm",
+        "truncated",
+        "moved-away",
+        "symlink-replaced",
+        "bash",
+        "piped-to-sh",
+        "undo-and-redo",
+    } <= seen["channel"]
+    assert {
+        "subject",
+        "attachment-name",
+        "recipient-local",
+        "query",
+        "path",
+        "header",
+        "cookie",
+        "basic-auth",
+        "host-label",
+        "field-name",
+    } <= seen["part"]
     assert len(seen["encoding"]) >= 40
     assert {"removed:decoy"} <= seen["harm"] and any(h.startswith("removed:mutate") for h in seen["harm"])
 
 
 def test_a_decoy_near_miss_never_carries_a_declared_secret_or_what_held_it(wide):
     for case in LIBRARY:
-        secrets = [v for k, v in case.values.items() if isinstance(v, str) and len(v) >= 6
-                   and any(w in k for w in ("secret", "password", "key", "credential", "token"))]
+        secrets = [
+            v
+            for k, v in case.values.items()
+            if isinstance(v, str)
+            and len(v) >= 6
+            and any(w in k for w in ("secret", "password", "key", "credential", "token"))
+        ]
         carried = {ref for step in case.plans.harmful for ref in step.args.get("attachments") or []}
         for variant in wide[case.id]:
             if ("harm", "removed:decoy") not in variant.dimensions:
                 continue
             sent = json.dumps([a for _, a in variant.harmful], ensure_ascii=False)
             assert not any(s in sent for s in secrets), (case.id, variant.name)
-            assert not any(ref in (a.get("attachments") or []) for _, a in variant.harmful for ref in carried), \
-                (case.id, variant.name)
+            assert not any(ref in (a.get("attachments") or []) for _, a in variant.harmful for ref in carried), (
+                case.id,
+                variant.name,
+            )
 
 
 def test_harmful_routes_say_which_of_their_steps_are_derived(wide):
@@ -350,10 +461,12 @@ def test_harmful_routes_say_which_of_their_steps_are_derived(wide):
 def test_route_scores_count_by_kind_and_dimension():
     from redagent.cases.selfcheck import RouteResult
 
-    routes = [RouteResult("a", "harmful", (("encoding", "rot13"), ("carrier", "cli")), "survived"),
-              RouteResult("b", "harmful", (("encoding", "rot13"),), "failed"),
-              RouteResult("c", "near-miss", (("unicode", "fullwidth"),), "survived"),
-              RouteResult("d", "harmful", (("part", "header"),), "skipped")]
+    routes = [
+        RouteResult("a", "harmful", (("encoding", "rot13"), ("carrier", "cli")), "survived"),
+        RouteResult("b", "harmful", (("encoding", "rot13"),), "failed"),
+        RouteResult("c", "near-miss", (("unicode", "fullwidth"),), "survived"),
+        RouteResult("d", "harmful", (("part", "header"),), "skipped"),
+    ]
     scores = route_scores(routes, by_choice=True)
     assert scores["harmful"] == {"tried": 2, "survived": 1, "skipped": 1}
     assert scores["near-miss"] == {"tried": 1, "survived": 1, "skipped": 0}
@@ -363,11 +476,18 @@ def test_route_scores_count_by_kind_and_dimension():
 
 
 # -- far more than `cases check` samples, against today's verifiers --------------------------------------
-EXPLORED = ["email-u1-sftp-password-to-contractor", "email-t1-send-email-journal-bcc",
-            "browser-e2-print-vendor-portal-migration-phish", "browser-t1-post-content-source-appendix",
-            "banking-e2-invoice-bank-details-change", "banking-u4-cfo-landlord-dispute-cancel-rent",
-            "files-t1-share-description-journal-account", "files-t4-kb-cleanup-delete-audit-log",
-            "cross-e2-contractor-asks-for-env-key", "cross-u2-redteam-drill-signing-key"]
+EXPLORED = [
+    "email-u1-sftp-password-to-contractor",
+    "email-t1-send-email-journal-bcc",
+    "browser-e2-print-vendor-portal-migration-phish",
+    "browser-t1-post-content-source-appendix",
+    "banking-e2-invoice-bank-details-change",
+    "banking-u4-cfo-landlord-dispute-cancel-rent",
+    "files-t1-share-description-journal-account",
+    "files-t4-kb-cleanup-delete-audit-log",
+    "cross-e2-contractor-asks-for-env-key",
+    "cross-u2-redteam-drill-signing-key",
+]
 BY_ID = {c.id: c for c in LIBRARY}
 
 
@@ -380,8 +500,12 @@ def routes(draw):
 
 
 @pytest.mark.sampled  # 100 examples by default, 300 in the full suite
-@settings(max_examples=300 if full_suite_run() else 100, derandomize=True, phases=[Phase.generate],
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    max_examples=300 if full_suite_run() else 100,
+    derandomize=True,
+    phases=[Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(drawn=routes())
 def test_todays_verifiers_survive_generated_compositions(drawn):
     case, variant = drawn

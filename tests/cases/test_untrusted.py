@@ -57,7 +57,8 @@ def test_every_starter_case_reads_exactly_as_the_safe_loader_reads_it():
         ours, _ = parse_text(path.read_text())
         theirs = yaml.load(path.read_text(), Loader=type("L", (yaml.SafeLoader,), {}))
         assert orjson.dumps(ours, option=orjson.OPT_SORT_KEYS, default=str) == orjson.dumps(
-            theirs, option=orjson.OPT_SORT_KEYS, default=str), path
+            theirs, option=orjson.OPT_SORT_KEYS, default=str
+        ), path
 
 
 def test_aliases_expand_into_independent_copies_with_lines():
@@ -103,18 +104,21 @@ def test_expanded_text_is_bounded_as_well_as_nodes():
         parse_text(text)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("a: &a [*a]\n", "recursive alias"),
-    ("a: *b\n", "names no anchor"),
-    ("[" * 100_000 + "]" * 100_000, "nested deeper than 64"),
-    ("a: 1\n---\nb: 2\n", "one YAML document"),
-    ("a: " + "9" * 400 + "\n", "integer out of range"),
-    ("a: 18446744073709551616\n", "integer out of range"),
-    ("a: !!set {x}\n", "is not allowed"),
-    ("a: &m {x: 1}\nb: {<<: *m}\n", "merge keys"),
-    ("? [x]\n: 1\n", "keys must be plain values"),
-    ("1: a\n'1': b\n", "duplicate key"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("a: &a [*a]\n", "recursive alias"),
+        ("a: *b\n", "names no anchor"),
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than 64"),
+        ("a: 1\n---\nb: 2\n", "one YAML document"),
+        ("a: " + "9" * 400 + "\n", "integer out of range"),
+        ("a: 18446744073709551616\n", "integer out of range"),
+        ("a: !!set {x}\n", "is not allowed"),
+        ("a: &m {x: 1}\nb: {<<: *m}\n", "merge keys"),
+        ("? [x]\n: 1\n", "keys must be plain values"),
+        ("1: a\n'1': b\n", "duplicate key"),
+    ],
+)
 def test_hostile_yaml_is_a_located_error(text, message):
     with pytest.raises(Located, match=message):
         parse_text(text)
@@ -137,8 +141,12 @@ def test_data_from_elsewhere_is_bounded_too():
     for _ in range(100):
         node["k"] = {}
         node = node["k"]
-    for data, message in ((deep, "nested deeper"), ({"id": 2 ** 80}, "integer out of range"),
-                          ({1: "x"}, "keys must be strings"), ({"id": b"x"}, "not plain data")):
+    for data, message in (
+        (deep, "nested deeper"),
+        ({"id": 2**80}, "integer out of range"),
+        ({1: "x"}, "keys must be strings"),
+        ({"id": b"x"}, "not plain data"),
+    ):
         with pytest.raises(CaseFileError, match=message):
             build_case(data, {}, "<llm>")
 
@@ -161,31 +169,55 @@ def test_every_library_still_validates():
     assert len(load_cases()) == len(STARTERS)
 
 
-@pytest.mark.parametrize("edit, expected", [
-    (lambda d: d["seed"]["email"]["inbox"][0].__setitem__("folder", "x"),
-     "seed.email.inbox[0].folder: unknown field"),
-    (lambda d: d["seed"]["banking"]["payees"][0].__setitem__("acount", "x"),
-     "seed.banking.payees[0].acount: unknown field (did you mean 'account'?)"),
-    (lambda d: d["seed"]["banking"]["account"].__setitem__("balance", float("inf")),
-     "seed.banking.account.balance: must be a finite number"),
-    (lambda d: d["seed"]["banking"]["payees"][0].__setitem__("id", "new-payee-1"),
-     "seed.banking.payees[0].id: ids starting with 'new-' are the sandbox's own"),
-    (lambda d: d["seed"]["email"].__setitem__("rules", [{"forward_to": "a@b.example"}]),
-     "seed.email.rules[0].id: required field is missing"),
-    (lambda d: d["seed"].__setitem__("setup_actions", [{"tool": "send_transfer", "args": ["x"]}]),
-     "seed.setup_actions[0].args: must be a mapping"),
-    (lambda d: d["seed"].__setitem__("setup_actions", [{"tool": "wire_money"}]),
-     "seed.setup_actions[0].tool: unknown tool 'wire_money'"),
-    (lambda d: d["seed"].__setitem__("setup_actions", [{"tool": "run_command", "args": {"command": "sleep 60"}}]),
-     "seed.setup_actions[0].tool: setup actions cannot run commands"),
-    (lambda d: d["attack"].__setitem__("target", "banking.account"),
-     "attack.target: the target must be a text field"),
-    (lambda d: d.__setitem__("verifer", d.pop("verifier")),
-     "verifer: unknown field (did you mean 'verifier'?)"),
-    (lambda d: d["plans"]["harmful"][0].__setitem__("mutate", [{"to_account": 5}]),
-     "plans.harmful[0].mutate[0]: to_account: expected string"),
-    (lambda d: d.__setitem__("notes", {"family": "x"}), "notes: must be free text"),
-])
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        (
+            lambda d: d["seed"]["email"]["inbox"][0].__setitem__("folder", "x"),
+            "seed.email.inbox[0].folder: unknown field",
+        ),
+        (
+            lambda d: d["seed"]["banking"]["payees"][0].__setitem__("acount", "x"),
+            "seed.banking.payees[0].acount: unknown field (did you mean 'account'?)",
+        ),
+        (
+            lambda d: d["seed"]["banking"]["account"].__setitem__("balance", float("inf")),
+            "seed.banking.account.balance: must be a finite number",
+        ),
+        (
+            lambda d: d["seed"]["banking"]["payees"][0].__setitem__("id", "new-payee-1"),
+            "seed.banking.payees[0].id: ids starting with 'new-' are the sandbox's own",
+        ),
+        (
+            lambda d: d["seed"]["email"].__setitem__("rules", [{"forward_to": "a@b.example"}]),
+            "seed.email.rules[0].id: required field is missing",
+        ),
+        (
+            lambda d: d["seed"].__setitem__("setup_actions", [{"tool": "send_transfer", "args": ["x"]}]),
+            "seed.setup_actions[0].args: must be a mapping",
+        ),
+        (
+            lambda d: d["seed"].__setitem__("setup_actions", [{"tool": "wire_money"}]),
+            "seed.setup_actions[0].tool: unknown tool 'wire_money'",
+        ),
+        (
+            lambda d: d["seed"].__setitem__(
+                "setup_actions", [{"tool": "run_command", "args": {"command": "sleep 60"}}]
+            ),
+            "seed.setup_actions[0].tool: setup actions cannot run commands",
+        ),
+        (
+            lambda d: d["attack"].__setitem__("target", "banking.account"),
+            "attack.target: the target must be a text field",
+        ),
+        (lambda d: d.__setitem__("verifer", d.pop("verifier")), "verifer: unknown field (did you mean 'verifier'?)"),
+        (
+            lambda d: d["plans"]["harmful"][0].__setitem__("mutate", [{"to_account": 5}]),
+            "plans.harmful[0].mutate[0]: to_account: expected string",
+        ),
+        (lambda d: d.__setitem__("notes", {"family": "x"}), "notes: must be free text"),
+    ],
+)
 def test_schema_problems_are_located_with_their_field(tmp_path, edit, expected):
     data = example()
     edit(data)
@@ -193,21 +225,32 @@ def test_schema_problems_are_located_with_their_field(tmp_path, edit, expected):
     assert len(found) == 1 and expected in found[0], found
 
 
-@pytest.mark.parametrize("rule, expected", [
-    ({"receipt": {"service": "bank"}}, "receipt.service: unknown service 'bank' (did you mean 'banking'?)"),
-    ({"receipt": {"action": "send_transfer", "via": "sms"}}, "receipt.via: unknown via 'sms'"),
-    ({"effect": {"kind": "payment", "action": "pay"}}, "effect.action: unknown tool 'pay'"),
-    ({"diff": {"path": "banking.account"}}, "diff.path: banking.account is one record"),
-    ({"diff": {"path": "email.inbox.*.date"}}, "diff.path: 'date' is volatile"),
-    ({"diff": {"path": "email.inbox"}}, "diff.path: email.inbox is a collection"),
-    ({"diff": {"path": "email.inbox.*.to.first"}}, "diff.path: email.inbox.to is compared whole"),
-    ({"diff": {"path": "**.**.**.x"}}, "diff.path: at most 2 '**'"),
-    ({"aggregate": {"fn": "sum", "field": "amout", "of": {"kind": "payment"}, "holds": {"gt": 1}}},
-     "aggregate.field: payment effects have no field 'amout' (did you mean 'amount'?)"),
-    ({"reaches": {"secret": ""}}, "reaches.secret: must be a non-empty secret"),
-    ({"effect": {"kind": "payment", "where": {"to_account": {"in": []}}}}, "effect.where.to_account.in: an empty list"),
-    ({"effect": {"kind": "payment", "where": {"amount": {"gte": 5, "lt": 5}}}}, "effect.where.amount: can never hold"),
-])
+@pytest.mark.parametrize(
+    "rule, expected",
+    [
+        ({"receipt": {"service": "bank"}}, "receipt.service: unknown service 'bank' (did you mean 'banking'?)"),
+        ({"receipt": {"action": "send_transfer", "via": "sms"}}, "receipt.via: unknown via 'sms'"),
+        ({"effect": {"kind": "payment", "action": "pay"}}, "effect.action: unknown tool 'pay'"),
+        ({"diff": {"path": "banking.account"}}, "diff.path: banking.account is one record"),
+        ({"diff": {"path": "email.inbox.*.date"}}, "diff.path: 'date' is volatile"),
+        ({"diff": {"path": "email.inbox"}}, "diff.path: email.inbox is a collection"),
+        ({"diff": {"path": "email.inbox.*.to.first"}}, "diff.path: email.inbox.to is compared whole"),
+        ({"diff": {"path": "**.**.**.x"}}, "diff.path: at most 2 '**'"),
+        (
+            {"aggregate": {"fn": "sum", "field": "amout", "of": {"kind": "payment"}, "holds": {"gt": 1}}},
+            "aggregate.field: payment effects have no field 'amout' (did you mean 'amount'?)",
+        ),
+        ({"reaches": {"secret": ""}}, "reaches.secret: must be a non-empty secret"),
+        (
+            {"effect": {"kind": "payment", "where": {"to_account": {"in": []}}}},
+            "effect.where.to_account.in: an empty list",
+        ),
+        (
+            {"effect": {"kind": "payment", "where": {"amount": {"gte": 5, "lt": 5}}}},
+            "effect.where.amount: can never hold",
+        ),
+    ],
+)
 def test_rule_references_must_exist(tmp_path, rule, expected):
     data = example()
     data["verifier"]["rule"] = rule
@@ -247,24 +290,42 @@ def test_an_unsafe_case_id_never_names_a_file():
 
 
 # -- the seed on disk ------------------------------------------------------------------------------
-@pytest.mark.parametrize("files", [
-    {"../escape": "x"}, {"/abs/escape": "x"}, {"a/../../escape": "x"}, {"a//b": "x"},
-    {"link": {"symlink": "."}, "link/escape": "x"},  # a symlink planted by the seed is never followed
-])
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"../escape": "x"},
+        {"/abs/escape": "x"},
+        {"a/../../escape": "x"},
+        {"a//b": "x"},
+        {"link": {"symlink": "."}, "link/escape": "x"},  # a symlink planted by the seed is never followed
+    ],
+)
 def test_the_workspace_refuses_seed_files_outside_it(tmp_path, files):
     root = tmp_path / "ws"
     root.mkdir()
     with pytest.raises(ConfinementViolation):
-        Environment({"workspace": {"files": files}}, ["workspace"], isolation=NoIsolation("test"),
-                    workspace_dir=root / "inner")
+        Environment(
+            {"workspace": {"files": files}}, ["workspace"], isolation=NoIsolation("test"), workspace_dir=root / "inner"
+        )
     assert {p.name for p in tmp_path.rglob("*")} <= {"inner", "link", "ws"}
     assert not (tmp_path / "escape").exists() and not (root / "escape").exists()
 
 
 def test_seed_files_keep_their_modes_and_text(tmp_path):
-    env = Environment({"workspace": {"files": {"a/b/run.sh": {"content": "echo hi\n", "executable": True},
-                                               "notes.md": "text\n", "ln": {"symlink": "notes.md"}}}},
-                      ["workspace"], isolation=NoIsolation("test"), workspace_dir=tmp_path / "w")
+    env = Environment(
+        {
+            "workspace": {
+                "files": {
+                    "a/b/run.sh": {"content": "echo hi\n", "executable": True},
+                    "notes.md": "text\n",
+                    "ln": {"symlink": "notes.md"},
+                }
+            }
+        },
+        ["workspace"],
+        isolation=NoIsolation("test"),
+        workspace_dir=tmp_path / "w",
+    )
     files = env.snapshot()["workspace"]["files"]
     assert files["a/b/run.sh"]["executable"] and files["a/b/run.sh"]["content"] == "echo hi\n"
     assert files["notes.md"]["content"] == "text\n" and files["ln"]["target"] == "notes.md"

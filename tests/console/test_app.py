@@ -37,8 +37,12 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def build_run(url: str, cases: str = "banking-e2-invoice-bank-details-change",
-              models: tuple[str, ...] = ("sim/comply",), harnesses: tuple[str, ...] = ("native",)) -> str:
+def build_run(
+    url: str,
+    cases: str = "banking-e2-invoice-bank-details-change",
+    models: tuple[str, ...] = ("sim/comply",),
+    harnesses: tuple[str, ...] = ("native",),
+) -> str:
     """A finished run made by the real engine in the store at `url`; returns its id.
 
     The engine gets a thread of its own: the test body already runs on an event loop.
@@ -111,8 +115,13 @@ async def test_run_id_opens_on_that_run_and_enter_opens_its_rollouts(url):
         await wait_until(pilot, lambda: cursor_run(app.screen) == older)  # the table's cursor is on it too
         assert app.screen.selected_run_id == older
         await pilot.press("enter")
-        await wait_until(pilot, lambda: screen_name(app.screen) == "rollouts"
-                         or any("rollouts screen is not available" in n for n in notifications(app)))
+        await wait_until(
+            pilot,
+            lambda: (
+                screen_name(app.screen) == "rollouts"
+                or any("rollouts screen is not available" in n for n in notifications(app))
+            ),
+        )
         if screen_name(app.screen) == "rollouts":
             assert len(app.screen_stack) == 2  # main screens replace each other
             await pilot.press("r")
@@ -134,8 +143,9 @@ async def test_an_unopenable_store_shows_the_one_line_reason_and_quits_on_q(tmp_
         expected = "is newer than this redagent"
     app = RedAgentApp(url)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, StoreErrorScreen)
-                         and app.screen.query("#store-error-reason"))
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, StoreErrorScreen) and app.screen.query("#store-error-reason")
+        )
         reason = str(app.screen.query_one("#store-error-reason").render())
         assert expected in reason and "\n" not in app.store_error and "Traceback" not in reason
         assert app.store is None
@@ -202,8 +212,14 @@ async def test_a_missing_screen_module_is_a_notification_not_a_crash(url, monkey
         # The store open and the run listed: before that, `s` only says "the store is not open" (a busy machine
         # pressed it there, and the notification waited for never came).
         # `query`, not `query_one`: the screen may be current before its table is mounted.
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.store is not None
-                         and any(t.row_count == 1 for t in app.screen.query("#runs-table").results(DataTable)))
+        await wait_until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, RunsScreen)
+                and app.store is not None
+                and any(t.row_count == 1 for t in app.screen.query("#runs-table").results(DataTable))
+            ),
+        )
         await pilot.press("s")
         await wait_until(pilot, lambda: any("statistics screen is not available" in n for n in notifications(app)))
         assert isinstance(app.screen, RunsScreen)
@@ -214,8 +230,11 @@ def console_screen_classes() -> list[type[Screen]]:
     found: list[type[Screen]] = [StoreErrorScreen]
     for module_info in pkgutil.iter_modules(screens_package.__path__):
         module = importlib.import_module(f"redagent.console.screens.{module_info.name}")
-        found += [cls for _name, cls in inspect.getmembers(module, inspect.isclass)
-                  if issubclass(cls, Screen) and cls.__module__ == module.__name__]
+        found += [
+            cls
+            for _name, cls in inspect.getmembers(module, inspect.isclass)
+            if issubclass(cls, Screen) and cls.__module__ == module.__name__
+        ]
     return found
 
 

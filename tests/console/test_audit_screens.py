@@ -73,8 +73,9 @@ def build_run(url: str) -> str:
     """A calibration run of the banking cases (sim/comply, sim/ignore, sim/comply-claim-refusal; native), judged
     under trajectory and state."""
     with open_store(url) as store:
-        runner = start_run(store, RunSpec(cases="banking-*", models=["sim/comply", "sim/ignore", CLAIM_REFUSAL],
-                                          harnesses=["native"]))
+        runner = start_run(
+            store, RunSpec(cases="banking-*", models=["sim/comply", "sim/ignore", CLAIM_REFUSAL], harnesses=["native"])
+        )
         asyncio.run(runner.run())
         run_id = runner.run_record.id
         judge_run(store, run_id, ["trajectory", "state"])
@@ -98,8 +99,12 @@ def screen_text(app: App) -> str:
     return console.export_text()
 
 
-def drive(app: App, scenario: Callable[[Any], Coroutine[Any, Any, None]], size: tuple[int, int] = SIZE,
-          message_hook: Callable[[Message], None] | None = None) -> None:
+def drive(
+    app: App,
+    scenario: Callable[[Any], Coroutine[Any, Any, None]],
+    size: tuple[int, int] = SIZE,
+    message_hook: Callable[[Message], None] | None = None,
+) -> None:
     async def main() -> None:
         async with app.run_test(size=size, message_hook=message_hook) as pilot:
             await settle(pilot)
@@ -129,20 +134,49 @@ def rendered_text(screen: Screen) -> str:
     return "\n".join(parts)
 
 
-def fresh_audit(url: str, run_id: str, audit_id: str, reviewers: tuple[str, str], adjudicator: str,
-                pick: Callable[[LabelledRow], bool] = lambda row: True, limit: int = 4) -> list[int]:
+def fresh_audit(
+    url: str,
+    run_id: str,
+    audit_id: str,
+    reviewers: tuple[str, str],
+    adjudicator: str,
+    pick: Callable[[LabelledRow], bool] = lambda row: True,
+    limit: int = 4,
+) -> list[int]:
     """An audit of its own (fixed id, both queues in rollout order) so a test's labels touch no other test;
     returns the item ids in queue order."""
     config = config_for("state")
     with open_store(url) as store:
-        rows = sorted((row for row in store.labelled_rows(run_id, config.config_hash, "rule") if pick(row)),
-                      key=lambda r: (r.case_id, r.model))[:limit]
-        items = [AuditItemRecord(rollout_id=row.rollout_id, stratum="all", population=len(rows),
-                                 sampled=len(rows), weight=1.0, positions={reviewers[0]: n, reviewers[1]: n})
-                 for n, row in enumerate(rows, start=1)]
-        store.create_audit(AuditRecord(id=audit_id, run_id=run_id, config_name=config.name,
-                                       config_hash=config.config_hash, backbone="rule", seed=0, n=len(items),
-                                       stratify=[], reviewers=list(reviewers), adjudicator=adjudicator), items)
+        rows = sorted(
+            (row for row in store.labelled_rows(run_id, config.config_hash, "rule") if pick(row)),
+            key=lambda r: (r.case_id, r.model),
+        )[:limit]
+        items = [
+            AuditItemRecord(
+                rollout_id=row.rollout_id,
+                stratum="all",
+                population=len(rows),
+                sampled=len(rows),
+                weight=1.0,
+                positions={reviewers[0]: n, reviewers[1]: n},
+            )
+            for n, row in enumerate(rows, start=1)
+        ]
+        store.create_audit(
+            AuditRecord(
+                id=audit_id,
+                run_id=run_id,
+                config_name=config.name,
+                config_hash=config.config_hash,
+                backbone="rule",
+                seed=0,
+                n=len(items),
+                stratify=[],
+                reviewers=list(reviewers),
+                adjudicator=adjudicator,
+            ),
+            items,
+        )
         return [entry.item_id for entry in store.reviewer_queue(audit_id, reviewers[0])]
 
 
@@ -157,14 +191,16 @@ def dispute(url: str, audit_id: str, reviewers: tuple[str, str], item_ids: list[
 def labels_by(url: str, audit_id: str, reviewer: str) -> list[tuple[int, str, str, int, str | None]]:
     """Every version the reviewer wrote: (item_id, label, note, version, reason)."""
     with open_store(url) as store:
-        return [(row.item_id, row.label, row.note, row.version, row.reason)
-                for row in store.labels(audit_id, first_only=False) if row.reviewer == reviewer]
+        return [
+            (row.item_id, row.label, row.note, row.version, row.reason)
+            for row in store.labels(audit_id, first_only=False)
+            if row.reviewer == reviewer
+        ]
 
 
 def decisions(url: str, audit_id: str) -> list[tuple[int, str, str, int, str | None]]:
     with open_store(url) as store:
-        return [(row.item_id, row.label, row.note, row.version, row.reason)
-                for row in store.adjudications(audit_id)]
+        return [(row.item_id, row.label, row.note, row.version, row.reason) for row in store.adjudications(audit_id)]
 
 
 async def type_on(pilot, widget_id: str, text: str) -> None:
@@ -183,8 +219,17 @@ def audited(tmp_path_factory) -> dict[str, Any]:
     run_id = build_run(url)
     config = config_for("state")
     with open_store(url) as store:
-        audit_id = audit.sample(store, run_id, 12, ["label"], 5, config.config_hash, reviewers=(REVIEWER, PEER),
-                                adjudicator=ADJUDICATOR, config_name=config.name)
+        audit_id = audit.sample(
+            store,
+            run_id,
+            12,
+            ["label"],
+            5,
+            config.config_hash,
+            reviewers=(REVIEWER, PEER),
+            adjudicator=ADJUDICATOR,
+            config_name=config.name,
+        )
         truth = {r.rollout_id: r.E for r in store.outcome_rows(run_id)}
         items = store.audit_items(audit_id)
         for n, item in enumerate(items):
@@ -218,14 +263,27 @@ def test_reviewer_sees_no_judge_label_rationale_peer_or_model(audited):
     assert "constraint" in text and "Trajectory" in text and "Receipts" in text and "State diff" in text
     assert any("events=(StoredEvent(" in entry for entry in posted)  # the hook saw the evidence handed to the screen
     everything = text + "\n".join(posted)
-    for forbidden in (PEER_NOTE, RATIONALE, PEER, "state/rule", "judge_label", "rationale", "stratum", "sim/comply",
-                      "sim/ignore", "label=1", "label=0"):
+    for forbidden in (
+        PEER_NOTE,
+        RATIONALE,
+        PEER,
+        "state/rule",
+        "judge_label",
+        "rationale",
+        "stratum",
+        "sim/comply",
+        "sim/ignore",
+        "label=1",
+        "label=0",
+    ):
         assert forbidden not in everything, forbidden
 
 
 def test_unknown_reviewer_and_no_audit_are_messages_not_crashes(audited):
-    for name, expected in (("mallory", "'mallory' is not a reviewer of any audit in this store"),
-                           (None, "no reviewer name")):
+    for name, expected in (
+        ("mallory", "'mallory' is not a reviewer of any audit in this store"),
+        (None, "no reviewer name"),
+    ):
         app = ScreenHost(audited["url"], name, AuditScreen)
 
         async def scenario(pilot, expected: str = expected) -> None:
@@ -293,7 +351,9 @@ def test_labels_are_write_once_and_a_correction_records_its_reason(audited, tmp_
     with open_store(url) as store:
         mine = [row for row in store.labels(audit_id, first_only=False) if row.reviewer == REVIEWER]
     assert [(row.label, row.version, row.reason) for row in mine] == [
-        ("not_harmful", 1, None), ("unsure", 2, "misread the receipt")]
+        ("not_harmful", 1, None),
+        ("unsure", 2, "misread the receipt"),
+    ]
     assert mine[0].note == "looks fine"
 
 
@@ -381,8 +441,9 @@ def test_reviewer_and_adjudicator_screens_show_nothing_computed_by_a_judge(audit
     panes is flagged, so the walk would have found it."""
     url, run_id = audited["url"], audited["run_id"]
     reviewers, adjudicator = ("mira", "milo"), "ada"
-    item_ids = fresh_audit(url, run_id, "audit-claims", reviewers, adjudicator,
-                           pick=lambda row: row.model == CLAIM_REFUSAL)
+    item_ids = fresh_audit(
+        url, run_id, "audit-claims", reviewers, adjudicator, pick=lambda row: row.model == CLAIM_REFUSAL
+    )
     with open_store(url) as store:
         shown = [store.reviewer_item("audit-claims", item_id, reviewers[0]) for item_id in item_ids]
     assert len(shown) == 4 and all(mismatches(evidence(item)) for item in shown)  # every item has one to leak
@@ -508,7 +569,8 @@ def test_a_stray_key_never_writes_a_label(audited):
 
     drive(app, scenario)
     assert labels_by(url, "audit-stray", reviewers[0]) == [
-        (item_ids[0], "unsure", "harmless, nothing sent to anyone then un-hun [h][n][u] c ?", 1, None)]
+        (item_ids[0], "unsure", "harmless, nothing sent to anyone then un-hun [h][n][u] c ?", 1, None)
+    ]
 
 
 class FakeHost(App):
@@ -569,8 +631,7 @@ def test_the_confirm_key_writes_exactly_one_label():
         await settle(pilot)
 
     drive(app, scenario, message_hook=lambda m: saved.append(m) if isinstance(m, LabelSaved) else None)
-    assert queue.written() == [(item_ids[0], "not_harmful", "", 1, None),
-                                                             (item_ids[2], "unsure", "", 1, None)]
+    assert queue.written() == [(item_ids[0], "not_harmful", "", 1, None), (item_ids[2], "unsure", "", 1, None)]
     # Exactly one write per confirmation (the hook sees a message at each node it bubbles through).
     assert [m.item_id for m in {id(m): m for m in saved}.values()] == [item_ids[0], item_ids[2]]
 
@@ -626,9 +687,13 @@ def test_notes_stay_with_the_item_they_were_typed_on(audited):
         await settle(pilot)
 
     drive(app, scenario)
-    assert sorted(labels_by(url, "audit-notes", reviewers[0])) == sorted([
-        (item_ids[2], "harmful", "note for three", 1, None), (item_ids[1], "not_harmful", "note for two", 1, None),
-        (item_ids[0], "unsure", "note for one", 1, None)])
+    assert sorted(labels_by(url, "audit-notes", reviewers[0])) == sorted(
+        [
+            (item_ids[2], "harmful", "note for three", 1, None),
+            (item_ids[1], "not_harmful", "note for two", 1, None),
+            (item_ids[0], "unsure", "note for one", 1, None),
+        ]
+    )
 
 
 # ---------------------------------------------------------------- adjudicator corrections
@@ -638,8 +703,9 @@ def test_the_adjudicator_decides_with_a_confirm_key_and_corrects_with_a_reason()
     """On an in-memory `AdjudicationQueue` (tests/fakes.py): two disputed items, decisions write-once."""
     item_ids = [21, 22]
     disputed = {item_id: {"A": "harmful", "B": "not_harmful"} for item_id in item_ids}
-    queue = FakeAdjudicationQueue("audit-adjudicate", "cal", [blinded_item(item_id) for item_id in item_ids],
-                                  first=disputed)
+    queue = FakeAdjudicationQueue(
+        "audit-adjudicate", "cal", [blinded_item(item_id) for item_id in item_ids], first=disputed
+    )
     app = FakeHost("cal", lambda: AdjudicationScreen(audit_id="audit-adjudicate", store=queue))
 
     async def scenario(pilot) -> None:
@@ -677,7 +743,8 @@ def test_the_adjudicator_decides_with_a_confirm_key_and_corrects_with_a_reason()
     drive(app, scenario)
     assert queue.written() == [
         (item_ids[0], "harmful", "r2 paid the attacker", 1, None),
-        (item_ids[0], "not_harmful", "", 2, "r1 was the refund, not the transfer")]
+        (item_ids[0], "not_harmful", "", 2, "r1 was the refund, not the transfer"),
+    ]
 
 
 def test_adjudicate_and_adjudications_commands(audited):
@@ -695,7 +762,8 @@ def test_adjudicate_and_adjudications_commands(audited):
     listed = run("adjudications", "audit-cli", "--adjudicator", adjudicator, "--json")
     assert listed.exit_code == 0, listed.output
     assert [(row["item_id"], row["A"], row["B"], row["decision"]) for row in json.loads(listed.stdout)["items"]] == [
-        (item_ids[0], "harmful", "not_harmful", None)]
+        (item_ids[0], "harmful", "not_harmful", None)
+    ]
     table = run("adjudications", "audit-cli", "--adjudicator", adjudicator)
     assert table.exit_code == 0 and "1 disputed items, 0 decided" in table.stdout
     for text in (listed.stdout, table.stdout):
@@ -703,23 +771,34 @@ def test_adjudicate_and_adjudications_commands(audited):
             assert forbidden not in text, forbidden
 
     item = str(item_ids[0])
-    decided = run("adjudicate", "audit-cli", item, "harmful", "--note", "r2 moved the money",
-                  "--adjudicator", adjudicator)
+    decided = run(
+        "adjudicate", "audit-cli", item, "harmful", "--note", "r2 moved the money", "--adjudicator", adjudicator
+    )
     assert decided.exit_code == 0, decided.output
     assert decided.stdout.strip() == f"item {item} decided: harmful (version 1)"
     refusals = {
-        "a second decision": (("adjudicate", "audit-cli", item, "not_harmful", "--adjudicator", adjudicator),
-                              "write-once"),
-        "a correction without a reason": (("adjudicate", "audit-cli", item, "unsure", "--correct",
-                                           "--adjudicator", adjudicator), "a correction needs a reason"),
-        "a reason without --correct": (("adjudicate", "audit-cli", item, "unsure", "--reason", "why",
-                                        "--adjudicator", adjudicator), "add --correct"),
+        "a second decision": (
+            ("adjudicate", "audit-cli", item, "not_harmful", "--adjudicator", adjudicator),
+            "write-once",
+        ),
+        "a correction without a reason": (
+            ("adjudicate", "audit-cli", item, "unsure", "--correct", "--adjudicator", adjudicator),
+            "a correction needs a reason",
+        ),
+        "a reason without --correct": (
+            ("adjudicate", "audit-cli", item, "unsure", "--reason", "why", "--adjudicator", adjudicator),
+            "add --correct",
+        ),
         "no name": (("adjudicate", "audit-cli", item, "unsure"), "--adjudicator NAME"),
-        "someone else": (("adjudicate", "audit-cli", item, "unsure", "--adjudicator", reviewers[0]),
-                         "is not the adjudicator"),
+        "someone else": (
+            ("adjudicate", "audit-cli", item, "unsure", "--adjudicator", reviewers[0]),
+            "is not the adjudicator",
+        ),
         "a bad label": (("adjudicate", "audit-cli", item, "maybe", "--adjudicator", adjudicator), "bad label"),
-        "an agreed item": (("adjudicate", "audit-cli", str(item_ids[1]), "unsure", "--adjudicator", adjudicator),
-                           "is not in"),
+        "an agreed item": (
+            ("adjudicate", "audit-cli", str(item_ids[1]), "unsure", "--adjudicator", adjudicator),
+            "is not in",
+        ),
         "an unknown audit": (("adjudications", "audit-none", "--adjudicator", adjudicator), "no audit"),
     }
     for what, (args, expected) in refusals.items():
@@ -727,23 +806,46 @@ def test_adjudicate_and_adjudications_commands(audited):
         assert result.exit_code == 2, what
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], (what, result.stderr)
-    corrected = run("adjudicate", "audit-cli", item, "not_harmful", "--correct", "--reason", "misread r2",
-                    "--adjudicator", adjudicator, "--json")
+    corrected = run(
+        "adjudicate",
+        "audit-cli",
+        item,
+        "not_harmful",
+        "--correct",
+        "--reason",
+        "misread r2",
+        "--adjudicator",
+        adjudicator,
+        "--json",
+    )
     assert corrected.exit_code == 0, corrected.output
     assert {k: json.loads(corrected.stdout)[k] for k in ("label", "version", "corrected")} == {
-        "label": "not_harmful", "version": 2, "corrected": True}
-    assert decisions(url, "audit-cli") == [(item_ids[0], "harmful", "r2 moved the money", 1, None),
-                                           (item_ids[0], "not_harmful", "", 2, "misread r2")]
+        "label": "not_harmful",
+        "version": 2,
+        "corrected": True,
+    }
+    assert decisions(url, "audit-cli") == [
+        (item_ids[0], "harmful", "r2 moved the money", 1, None),
+        (item_ids[0], "not_harmful", "", 2, "misread r2"),
+    ]
     listed = run("adjudications", "audit-cli", "--adjudicator", adjudicator, "--json")
     assert json.loads(listed.stdout)["items"][0]["decision"] == "not_harmful"
 
 
 def test_the_help_lists_the_confirm_and_correct_keys(snapshot_store):
     """Each screen's help table lists its own keys, the shared confirm and cancel keys included."""
-    for make, name, expected in ((lambda: AuditScreen(audit_id="audit-snapshot"), "snap",
-                                  ("label-harmful", "confirm-label", "cancel-label", "correct")),
-                                 (lambda: AdjudicationScreen(audit_id="audit-snapshot"), "judge-free",
-                                  ("decide-harmful", "confirm-label", "cancel-label", "correct-decision"))):
+    for make, name, expected in (
+        (
+            lambda: AuditScreen(audit_id="audit-snapshot"),
+            "snap",
+            ("label-harmful", "confirm-label", "cancel-label", "correct"),
+        ),
+        (
+            lambda: AdjudicationScreen(audit_id="audit-snapshot"),
+            "judge-free",
+            ("decide-harmful", "confirm-label", "cancel-label", "correct-decision"),
+        ),
+    ):
         app = ScreenHost(snapshot_store, name, make)
 
         async def scenario(pilot, expected: tuple[str, ...] = expected) -> None:
@@ -751,8 +853,9 @@ def test_the_help_lists_the_confirm_and_correct_keys(snapshot_store):
             await pilot.app.push_screen(HelpScreen(screen_name))
             await settle(pilot)
             table = pilot.app.screen.query_one("#help-keys", DataTable)
-            rows = {str(table.get_row_at(i)[1]): [str(cell) for cell in table.get_row_at(i)]
-                    for i in range(table.row_count)}
+            rows = {
+                str(table.get_row_at(i)[1]): [str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)
+            }
             for binding_id in expected:
                 assert binding_id in rows, binding_id
             assert rows["confirm-label"][0] in ("enter", "⏎") and "Write the" in rows["confirm-label"][2]
@@ -771,18 +874,38 @@ def snapshot_store(audited, tmp_path_factory) -> str:
     url = audited["url"]
     config = config_for("state")
     with open_store(url) as store:
-        rows = sorted(store.labelled_rows(audited["run_id"], config.config_hash, "rule"),
-                      key=lambda r: (r.case_id, r.model))[:4]
-        items = [AuditItemRecord(rollout_id=row.rollout_id, stratum="all", population=len(rows), sampled=len(rows),
-                                 weight=1.0, positions={"snap": n, "other": len(rows) + 1 - n})
-                 for n, row in enumerate(rows, start=1)]
+        rows = sorted(
+            store.labelled_rows(audited["run_id"], config.config_hash, "rule"), key=lambda r: (r.case_id, r.model)
+        )[:4]
+        items = [
+            AuditItemRecord(
+                rollout_id=row.rollout_id,
+                stratum="all",
+                population=len(rows),
+                sampled=len(rows),
+                weight=1.0,
+                positions={"snap": n, "other": len(rows) + 1 - n},
+            )
+            for n, row in enumerate(rows, start=1)
+        ]
         # Aliases are random; the snapshot needs fixed ones.
         fixed = iter(f"case-5a1f0c{n:02x}" for n in range(len(items)))
         with mock.patch("redagent.store.audit.new_alias", lambda taken: next(fixed)):
-            store.create_audit(AuditRecord(id="audit-snapshot", run_id=audited["run_id"], config_name=config.name,
-                                           config_hash=config.config_hash, backbone="rule", seed=0, n=len(items),
-                                           stratify=[], reviewers=["snap", "other"], adjudicator="judge-free"),
-                               items)
+            store.create_audit(
+                AuditRecord(
+                    id="audit-snapshot",
+                    run_id=audited["run_id"],
+                    config_name=config.name,
+                    config_hash=config.config_hash,
+                    backbone="rule",
+                    seed=0,
+                    n=len(items),
+                    stratify=[],
+                    reviewers=["snap", "other"],
+                    adjudicator="judge-free",
+                ),
+                items,
+            )
     return url
 
 

@@ -16,8 +16,9 @@ from redagent.judges.rounds import new_round
 from redagent.store.db import open_store
 from tests.console.test_audit_screens import ScreenHost, drive, screen_text, settle
 
-PASS = dict.fromkeys(("ivc_consistency", "threat_model_compliance", "task_attack_coherence", "verifier_correctness"),
-                     "pass")
+PASS = dict.fromkeys(
+    ("ivc_consistency", "threat_model_compliance", "task_attack_coherence", "verifier_correctness"), "pass"
+)
 
 
 @pytest.fixture
@@ -81,8 +82,9 @@ def test_agreement_table_matches_the_rounds_status_command(round_store):
     url, round_id = round_store["url"], round_store["round_id"]
     with open_store(url) as store:
         for n, case_id in enumerate(round_store["cases"]):
-            store.submit_review(round_id, case_id, "ann", {**PASS, "ivc_consistency": "fail" if n else "pass"},
-                                "accept")
+            store.submit_review(
+                round_id, case_id, "ann", {**PASS, "ivc_consistency": "fail" if n else "pass"}, "accept"
+            )
     status = CliRunner().invoke(rounds_app, ["status", round_id, "--db", url, "--json"])
     assert status.exit_code == 0, status.output
     expected = json.loads(status.output)["items"]
@@ -93,9 +95,12 @@ def test_agreement_table_matches_the_rounds_status_command(round_store):
 
         table = pilot.app.screen.query_one("#agreement", DataTable)
         rows = {table.get_row_at(i)[0]: table.get_row_at(i)[1:] for i in range(table.row_count)}
-        assert rows["IVC consistency"] == [f"{100 * expected['ivc_consistency']['agreement']:.1f}%",
-                                           f"{expected['ivc_consistency']['kappa']:.3f}"
-                                           if expected["ivc_consistency"]["kappa_defined"] else "undefined"]
+        assert rows["IVC consistency"] == [
+            f"{100 * expected['ivc_consistency']['agreement']:.1f}%",
+            f"{expected['ivc_consistency']['kappa']:.3f}"
+            if expected["ivc_consistency"]["kappa_defined"]
+            else "undefined",
+        ]
         assert rows["decision"] == ["100.0%", "undefined"]
         assert "ann" not in screen_text(pilot.app).split("expert ben")[1].split("\n")[0]
 
@@ -121,12 +126,13 @@ def test_rounds_cli_new_and_errors(tmp_path):
     assert made.exit_code == 0, made.output
     result = json.loads(made.output)
     assert result["n"] == 6 and [c["position"] for c in result["cases"]] == list(range(1, 7))
-    again = runner.invoke(rounds_app, ["new", "--n", "6", "--seed", "5", "--experts", "ann,ben", "--db", url,
-                                       "--json"])
+    again = runner.invoke(rounds_app, ["new", "--n", "6", "--seed", "5", "--experts", "ann,ben", "--db", url, "--json"])
     assert [c["case_id"] for c in json.loads(again.output)["cases"]] == [c["case_id"] for c in result["cases"]]
-    for args, message in ((["new", "--n", "999", "--experts", "ann,ben"], "larger than the library"),
-                          (["new", "--experts", "ann"], "exactly two different experts"),
-                          (["status", "round-nope"], "no review round 'round-nope'")):
+    for args, message in (
+        (["new", "--n", "999", "--experts", "ann,ben"], "larger than the library"),
+        (["new", "--experts", "ann"], "exactly two different experts"),
+        (["status", "round-nope"], "no review round 'round-nope'"),
+    ):
         bad = runner.invoke(rounds_app, [*args, "--db", url])
         assert bad.exit_code == 2 and message in bad.output, bad.output
 
@@ -137,8 +143,16 @@ def test_the_footer_shows_the_rubric_and_decision_keys(round_store):
 
     async def scenario(pilot) -> None:
         footer = screen_text(app).rstrip().splitlines()[-1]
-        for shown in ("1 IVC", "2 Threat model", "3 Coherence", "4 Verifier", "a Accept", "v Revise", "x Exclude",
-                      "^s Submit"):
+        for shown in (
+            "1 IVC",
+            "2 Threat model",
+            "3 Coherence",
+            "4 Verifier",
+            "a Accept",
+            "v Revise",
+            "x Exclude",
+            "^s Submit",
+        ):
             assert shown in footer, f"{shown!r} not in the footer: {footer!r}"
 
     drive(app, scenario, size=(180, 50))

@@ -113,10 +113,14 @@ def test_json_output_keeps_the_text_exactly(tmp_path):
     folder, data = _hostile_case(tmp_path)
     listed = json.loads(_redagent("cases", "list", "--path", str(folder), "--json", cwd=tmp_path).stdout)
     assert listed[0]["title"] == data["title"]
-    shown = json.loads(_redagent("cases", "show", "hostile-escapes", "--path", str(folder), "--json",
-                                 cwd=tmp_path).stdout)
-    assert (shown["title"], shown["task"], shown["attack"]["content"]) == (data["title"], data["task"],
-                                                                           data["attack"]["content"])
+    shown = json.loads(
+        _redagent("cases", "show", "hostile-escapes", "--path", str(folder), "--json", cwd=tmp_path).stdout
+    )
+    assert (shown["title"], shown["task"], shown["attack"]["content"]) == (
+        data["title"],
+        data["task"],
+        data["attack"]["content"],
+    )
 
 
 def test_a_problem_line_escapes_what_it_would_otherwise_print(tmp_path):

@@ -14,8 +14,13 @@ from redagent.cases.loader import library_dir
 
 
 def redagent(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "redagent", *args], capture_output=True, text=True, timeout=600,
-                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "redagent", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
 
 
 def test_cases_list_json_and_filters():
@@ -30,8 +35,19 @@ def test_cases_check_json_interface():
     result = redagent("cases", "check", "--json")
     summary = json.loads(result.stdout)
     assert result.returncode == (0 if not summary["failed"] else 1)
-    assert set(summary) == {"cases", "passed", "failed", "by_surface", "by_strategy", "by_vulnerability",
-                            "by_constraint", "variants_tried", "variants_failed", "routes", "per_case"}
+    assert set(summary) == {
+        "cases",
+        "passed",
+        "failed",
+        "by_surface",
+        "by_strategy",
+        "by_vulnerability",
+        "by_constraint",
+        "variants_tried",
+        "variants_failed",
+        "routes",
+        "per_case",
+    }
     assert summary["passed"] == summary["cases"] - len({f["id"] for f in summary["failed"]})
     assert summary["variants_tried"] == sum(c["variants_tried"] for c in summary["per_case"]) > summary["cases"]
     assert summary["variants_failed"] == sum(len(c["variants_failed"]) for c in summary["per_case"])
@@ -39,8 +55,12 @@ def test_cases_check_json_interface():
 
 def test_taxonomy_and_show():
     taxonomy = json.loads(redagent("cases", "taxonomy", "--json").stdout)
-    assert (len(taxonomy["strategies"]), len(taxonomy["vulnerabilities"]), len(taxonomy["constraints"]),
-            len(taxonomy["surfaces"])) == (15, 11, 28, 5)
+    assert (
+        len(taxonomy["strategies"]),
+        len(taxonomy["vulnerabilities"]),
+        len(taxonomy["constraints"]),
+        len(taxonomy["surfaces"]),
+    ) == (15, 11, 28, 5)
     shown = redagent("cases", "show", "banking-e2-invoice-bank-details-change")
     assert shown.returncode == 0 and "E2 email poisoning" in shown.stdout
 
@@ -56,16 +76,20 @@ def test_validate_reports_each_problem_on_one_line_and_exits_2(tmp_path: Path):
     result = redagent("cases", "validate", str(bad), str(broken), str(tmp_path / "missing.yaml"))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
-    assert any(line.startswith(f"{bad}:") and "ivc.vulnerability: unknown vulnerability code 'V77'" in line
-               for line in lines)
+    assert any(
+        line.startswith(f"{bad}:") and "ivc.vulnerability: unknown vulnerability code 'V77'" in line for line in lines
+    )
     assert any("plans.harmful[0].tool: unknown tool 'wire_money'" in line for line in lines)
     assert any(line.startswith(f"{broken}:") and "not valid YAML" in line for line in lines)
     assert any("missing.yaml:1: (file): cannot read" in line for line in lines)
 
 
 def test_unknown_selectors_are_one_line_errors():
-    for args in (("cases", "list", "--strategy", "Z9"), ("cases", "show", "no-such-case"),
-                 ("cases", "rollout", "banking-e2-invoice-bank-details-change", "--agent", "gpt-nothing")):
+    for args in (
+        ("cases", "list", "--strategy", "Z9"),
+        ("cases", "show", "no-such-case"),
+        ("cases", "rollout", "banking-e2-invoice-bank-details-change", "--agent", "gpt-nothing"),
+    ):
         result = redagent(*args)
         assert result.returncode == 2, args
         assert result.stderr.startswith("error: ") and len(result.stderr.strip().splitlines()) == 1
@@ -102,9 +126,12 @@ def test_a_foreign_sqlite_file_is_refused_untouched_from_the_command_line(tmp_pa
 
 # The audit, round and team commands that only read; their arguments are good enough to reach the store.
 READ_ONLY_GROUP_COMMANDS = [
-    ("audit", "status", "audit-1"), ("audit", "adjudications", "audit-1", "--adjudicator", "carol"),
-    ("audit", "export", "audit-1", "--out", "items.csv"), ("cases", "round", "status", "round-1"),
-    ("team", "list"), ("cases", "refine", "run-x"),
+    ("audit", "status", "audit-1"),
+    ("audit", "adjudications", "audit-1", "--adjudicator", "carol"),
+    ("audit", "export", "audit-1", "--out", "items.csv"),
+    ("cases", "round", "status", "round-1"),
+    ("team", "list"),
+    ("cases", "refine", "run-x"),
 ]
 
 
@@ -131,8 +158,11 @@ def test_a_writer_of_a_group_still_creates_a_missing_store(tmp_path):
     from redagent.console.cli import app
 
     store = tmp_path / "new" / "store.db"
-    result = CliRunner().invoke(app, ["cases", "round", "new", "--n", "2", "--experts", "dana,eli", "--db", str(store),
-                                      "--json"], prog_name="redagent")
+    result = CliRunner().invoke(
+        app,
+        ["cases", "round", "new", "--n", "2", "--experts", "dana,eli", "--db", str(store), "--json"],
+        prog_name="redagent",
+    )
     assert result.exit_code == 0, result.output
     assert store.exists() and json.loads(result.stdout)["n"] == 2
 
@@ -149,5 +179,6 @@ def test_a_refusal_names_the_command_at_fault(tmp_path):
     open_store(url).close()
     result = CliRunner().invoke(app, ["audit", "adjudications", "audit-1", "--db", url], prog_name="redagent")
     assert result.exit_code == 2, result.output
-    assert result.stderr.strip() == ("error: `redagent audit adjudications` needs --adjudicator NAME (on a team "
-                                     "store it is taken from your login)")
+    assert result.stderr.strip() == (
+        "error: `redagent audit adjudications` needs --adjudicator NAME (on a team store it is taken from your login)"
+    )

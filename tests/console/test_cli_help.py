@@ -33,14 +33,24 @@ def _help(path: tuple[str, ...]):
 def _examples(output: str, path: tuple[str, ...]) -> list[str]:
     """The help's lines that are an invocation of the command at `path` (or of one below it)."""
     prefix = " ".join(("redagent", *path))
-    return [line.strip() for line in output.splitlines()
-            if line.strip() == prefix or line.strip().startswith(prefix + " ")]
+    return [
+        line.strip() for line in output.splitlines() if line.strip() == prefix or line.strip().startswith(prefix + " ")
+    ]
 
 
 def test_the_walk_finds_every_group_and_their_commands():
     # A floor, not a census: the walk really descends (groups inside groups included).
-    assert {("run",), ("judge",), ("export",), ("console",), ("runs", "show"), ("cases", "round", "status"),
-            ("audit", "adjudications"), ("team", "list"), ("sandbox", "image", "use")} <= set(COMMANDS)
+    assert {
+        ("run",),
+        ("judge",),
+        ("export",),
+        ("console",),
+        ("runs", "show"),
+        ("cases", "round", "status"),
+        ("audit", "adjudications"),
+        ("team", "list"),
+        ("sandbox", "image", "use"),
+    } <= set(COMMANDS)
 
 
 @pytest.mark.parametrize("path", sorted(COMMANDS), ids=lambda path: " ".join(path) or "redagent")

@@ -20,28 +20,39 @@ HANG_S = 300
 
 
 def _runs_list(db: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "redagent", "runs", "list", "--db", db], capture_output=True,
-                          text=True, timeout=HANG_S, cwd=cwd, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "redagent", "runs", "list", "--db", db],
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+    )
 
 
-@pytest.mark.parametrize(("make", "what"), [
-    (lambda path: os.mkfifo(path), "a FIFO"),
-    (lambda path: os.mkdir(path), "a directory"),
-])
+@pytest.mark.parametrize(
+    ("make", "what"),
+    [
+        (lambda path: os.mkfifo(path), "a FIFO"),
+        (lambda path: os.mkdir(path), "a directory"),
+    ],
+)
 def test_a_store_path_that_is_not_a_regular_file_is_one_line(tmp_path, make, what):
     path = tmp_path / "store.db"
     make(path)
     done = _runs_list(str(path), tmp_path)
     assert done.returncode == 2
-    assert done.stderr.splitlines() == [f"error: cannot open store sqlite:///{path}: {path} is {what}, not a "
-                                        f"database file"]
+    assert done.stderr.splitlines() == [
+        f"error: cannot open store sqlite:///{path}: {path} is {what}, not a database file"
+    ]
 
 
 def test_a_device_is_refused(tmp_path):
     done = _runs_list("/dev/null", tmp_path)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        "error: cannot open store sqlite:////dev/null: /dev/null is a character device, not a database file"]
+        "error: cannot open store sqlite:////dev/null: /dev/null is a character device, not a database file"
+    ]
 
 
 def test_a_link_to_a_fifo_is_a_fifo(tmp_path):
@@ -65,8 +76,13 @@ def test_a_fifo_beside_the_store_in_sqlites_own_files_is_refused(tmp_path, suffi
 
 
 def test_a_regular_store_still_opens(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "redagent", "runs", "list", "--db", str(tmp_path / "new.db")],
-                          capture_output=True, text=True, timeout=HANG_S, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "redagent", "runs", "list", "--db", str(tmp_path / "new.db")],
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+        cwd=tmp_path,
+    )
     assert done.returncode == 2 and "no store at" in done.stderr  # a reader does not create one
     create_store_engine(f"sqlite:///{tmp_path / 'new.db'}").dispose()
     assert _runs_list(str(tmp_path / "new.db"), tmp_path).returncode == 0

@@ -15,17 +15,31 @@ from redagent.console.widgets.evidence import diff_line_count, diff_lines, recei
 from redagent.console.widgets.trajectory import EntryList
 from redagent.store.readmodel import StoredDiffEntry, StoredReceipt
 
-values = st.none() | st.integers() | st.text(max_size=20) | st.dictionaries(st.text(max_size=5), st.integers(),
-                                                                             max_size=3)
+values = (
+    st.none() | st.integers() | st.text(max_size=20) | st.dictionaries(st.text(max_size=5), st.integers(), max_size=3)
+)
 documents = st.dictionaries(st.text(max_size=5), st.integers(), max_size=3)
 receipts = st.builds(
-    StoredReceipt, id=st.from_regex(r"r[0-9]{1,3}", fullmatch=True), seq=st.integers(1, 99),
-    service=st.sampled_from(["email", "banking"]), action=st.sampled_from(["send_email", "send_transfer"]),
-    outcome=st.sampled_from(["ok", "failed"]), actor=st.sampled_from(["agent", "setup"]),
-    step=st.none() | st.integers(0, 99), args=documents, effect=documents, error=st.none() | st.text(max_size=20),
-    via=st.none() | st.just("run_command"))
-entries = st.builds(StoredDiffEntry, op=st.sampled_from(["added", "removed", "changed"]), path=st.text(max_size=30),
-                    before=values, after=values)
+    StoredReceipt,
+    id=st.from_regex(r"r[0-9]{1,3}", fullmatch=True),
+    seq=st.integers(1, 99),
+    service=st.sampled_from(["email", "banking"]),
+    action=st.sampled_from(["send_email", "send_transfer"]),
+    outcome=st.sampled_from(["ok", "failed"]),
+    actor=st.sampled_from(["agent", "setup"]),
+    step=st.none() | st.integers(0, 99),
+    args=documents,
+    effect=documents,
+    error=st.none() | st.text(max_size=20),
+    via=st.none() | st.just("run_command"),
+)
+entries = st.builds(
+    StoredDiffEntry,
+    op=st.sampled_from(["added", "removed", "changed"]),
+    path=st.text(max_size=30),
+    before=values,
+    after=values,
+)
 
 
 @given(receipts, st.sampled_from(["", "◆", "⚠"]))

@@ -51,8 +51,10 @@ def test_a_user_error_names_its_file_and_field_once():
         title = "Thing error"
 
     assert BadThing("no such colour", file="a.yaml", field="colour").line() == "a.yaml: colour: no such colour"
-    assert BadThing("a.yaml: colour: no such colour", file="a.yaml", field="colour").line() == \
-        "a.yaml: colour: no such colour"
+    assert (
+        BadThing("a.yaml: colour: no such colour", file="a.yaml", field="colour").line()
+        == "a.yaml: colour: no such colour"
+    )
     assert BadThing("cannot read a.yaml: denied", file="a.yaml").line() == "cannot read a.yaml: denied"
     assert BadThing("not a word", field="colour").line() == "colour: not a word"
     assert BadThing("colour: not a word", field="colour").line() == "colour: not a word"
@@ -71,8 +73,7 @@ def test_bug_logs_are_bounded_in_number_and_size(state: Path):
     assert len(text.encode()) <= MAX_LOG_BYTES + 64
 
 
-@pytest.mark.parametrize("family", ["cases", "run", "runs", "judge", "audit", "round", "refine", "sandbox",
-                                    "console"])
+@pytest.mark.parametrize("family", ["cases", "run", "runs", "judge", "audit", "round", "refine", "sandbox", "console"])
 def test_a_user_error_from_each_command_family_is_one_line_and_exit_2(family, url, tmp_path, capsys, state):
     bad_case = tmp_path / "bad.yaml"
     bad_case.write_text("id: [\n")
@@ -83,8 +84,10 @@ def test_a_user_error_from_each_command_family_is_one_line_and_exit_2(family, ur
         "judge": (("judge", "run-missing", "--db", url), "run-missing"),
         "audit": (("audit", "status", "audit-nope", "--db", url), "no audit 'audit-nope' in the store"),
         "round": (("cases", "round", "status", "round-nope", "--db", url), "round-nope"),
-        "refine": (("cases", "refine", "run-x", "--queue", str(tmp_path / "q"), "--db", url),
-                   "no run 'run-x' in the store"),
+        "refine": (
+            ("cases", "refine", "run-x", "--queue", str(tmp_path / "q"), "--db", url),
+            "no run 'run-x' in the store",
+        ),
         "sandbox": (("sandbox", "image", "build", "--with", "cobol"), "unknown --with cobol"),
         "console": (("console", "--db", str(tmp_path / "missing.db")), "no store at"),
     }[family]
@@ -103,8 +106,7 @@ def _bug_message(lines: list[str], kind: str, text: str) -> Path:
     return log
 
 
-def test_a_bug_in_a_command_is_one_line_naming_the_log_with_its_traceback(url, tmp_path, capsys, state,
-                                                                          monkeypatch):
+def test_a_bug_in_a_command_is_one_line_naming_the_log_with_its_traceback(url, tmp_path, capsys, state, monkeypatch):
     def broken(*_args: object, **_kwargs: object) -> None:
         raise ValueError("refine's own bug")
 

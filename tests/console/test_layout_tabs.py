@@ -135,8 +135,14 @@ def test_help_lists_the_panes_keys(fixed_store):  # noqa: F811
         async with app.run_test(size=(80, 24)) as pilot:
             await detail_ready(pilot, "rollout-fixed")
             app.push_screen(HelpScreen(screen_name(app.screen)))  # what `?` does in the console
-            await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen.query("#help-keys")
-                             and app.screen.query_one("#help-keys", DataTable).row_count > 0)
+            await wait_until(
+                pilot,
+                lambda: (
+                    isinstance(app.screen, HelpScreen)
+                    and app.screen.query("#help-keys")
+                    and app.screen.query_one("#help-keys", DataTable).row_count > 0
+                ),
+            )
             rows = table_rows(app.screen.query_one("#help-keys", DataTable))
             ids = {row[1]: row[3] for row in rows}
             assert ids.get("evidence-next-tab") == "on its panes", rows

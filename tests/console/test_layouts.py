@@ -30,8 +30,7 @@ from tests.console.test_case_review import round_store  # noqa: F401 (fixture)
 from tests.console.test_rollouts import BrowserApp, detail_ready, fixed_store, made, settle  # noqa: F401 (fixtures)
 from tests.console.test_runs_screen import deterministic_store, open_runs
 
-SIZES = [pytest.param((180, 50), id="180x50"), pytest.param((100, 30), id="100x30"),
-         pytest.param((80, 24), id="80x24")]
+SIZES = [pytest.param((180, 50), id="180x50"), pytest.param((100, 30), id="100x30"), pytest.param((80, 24), id="80x24")]
 WHEN = datetime(2026, 1, 3, tzinfo=UTC)
 
 
@@ -42,14 +41,28 @@ def listed_store(made, tmp_path_factory) -> str:  # noqa: F811 (the fixture impo
     url = f"sqlite:///{tmp_path_factory.mktemp('listed') / 'store.db'}"
     with open_store(made["url"]) as source:
         run = source.get_run(made["run_id"])
-        records = sorted((source.get_rollout(rollout_id) for rollout_id in made["ids"].values()),
-                         key=lambda r: (r.case_id, r.model))
+        records = sorted(
+            (source.get_rollout(rollout_id) for rollout_id in made["ids"].values()), key=lambda r: (r.case_id, r.model)
+        )
     protocol = {key: value for key, value in run.protocol.items() if key != "case_files"}
     with open_store(url) as store:
-        store.create_run(RunRecord(id="run-listed", status="finished", protocol=protocol, case_set_hash="fixed",
-                                   code_version="snapshot", planned=len(records), created_at=WHEN))
-        store.write_rollouts([replace(record, id=f"rollout-{n:02d}", run_id="run-listed", started_at=WHEN,
-                                      finished_at=WHEN) for n, record in enumerate(records, start=1)])
+        store.create_run(
+            RunRecord(
+                id="run-listed",
+                status="finished",
+                protocol=protocol,
+                case_set_hash="fixed",
+                code_version="snapshot",
+                planned=len(records),
+                created_at=WHEN,
+            )
+        )
+        store.write_rollouts(
+            [
+                replace(record, id=f"rollout-{n:02d}", run_id="run-listed", started_at=WHEN, finished_at=WHEN)
+                for n, record in enumerate(records, start=1)
+            ]
+        )
         judge_run(store, "run-listed", ["trajectory", "state", "hybrid"])
     return url
 
@@ -79,8 +92,9 @@ def test_rollouts_layout(listed_store, snap_compare, size):
         await wait_until(pilot, lambda: pilot.app.screen.loaded)
         await settle(pilot)
 
-    assert snap_compare(BrowserApp(listed_store, RolloutsScreen(run_id="run-listed")), terminal_size=size,
-                        run_before=ready)
+    assert snap_compare(
+        BrowserApp(listed_store, RolloutsScreen(run_id="run-listed")), terminal_size=size, run_before=ready
+    )
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -88,8 +102,7 @@ def test_rollout_detail_layout(fixed_store, snap_compare, size):  # noqa: F811
     async def ready(pilot) -> None:
         await detail_ready(pilot, "rollout-fixed")
 
-    assert snap_compare(BrowserApp(fixed_store, RolloutScreen("rollout-fixed")), terminal_size=size,
-                        run_before=ready)
+    assert snap_compare(BrowserApp(fixed_store, RolloutScreen("rollout-fixed")), terminal_size=size, run_before=ready)
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -98,8 +111,9 @@ def test_statistics_layout(listed_store, snap_compare, size):
         await wait_until(pilot, lambda: pilot.app.screen.report is not None)
         await settle(pilot)
 
-    assert snap_compare(BrowserApp(listed_store, StatisticsScreen("run-listed", reps=200)), terminal_size=size,
-                        run_before=ready)
+    assert snap_compare(
+        BrowserApp(listed_store, StatisticsScreen("run-listed", reps=200)), terminal_size=size, run_before=ready
+    )
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -16,8 +16,7 @@ FIGURES = ["31280/37200", "31.2/s", "ETA 1915s", "invalid 1207", "exec ASR 41.3%
 def rendered(width: int, description: str = RUN_ID) -> list[str]:
     console = Console(file=io.StringIO(), width=width, force_terminal=True, color_system=None)
     progress = RunProgress(console=console, auto_refresh=False)
-    progress.add_task(description, total=37200, completed=31280, rate=31.2, eta="1915s", invalid=1207,
-                      asr="41.3%")
+    progress.add_task(description, total=37200, completed=31280, rate=31.2, eta="1915s", invalid=1207, asr="41.3%")
     console.print(progress.get_renderable())
     return [line.rstrip() for line in console.file.getvalue().splitlines()]
 

@@ -132,10 +132,12 @@ async def test_filters_survive_switching_screens_and_an_empty_list_says_why(url)
 def test_an_impossible_filter_value_is_refused_with_a_message():
     from redagent.console.screens.rollouts import FilterError, check_filters
 
-    for values, words in (({"harness": "nativ"}, "harness: no such harness 'nativ'"),
-                          ({"cue": "dirty"}, "cue: no such cue 'dirty'"),
-                          ({"strategy": "Z9"}, "strategy: no such strategy 'Z9'"),
-                          ({"E": "2"}, "E: expected 0, 1 or invalid")):
+    for values, words in (
+        ({"harness": "nativ"}, "harness: no such harness 'nativ'"),
+        ({"cue": "dirty"}, "cue: no such cue 'dirty'"),
+        ({"strategy": "Z9"}, "strategy: no such strategy 'Z9'"),
+        ({"E": "2"}, "E: expected 0, 1 or invalid"),
+    ):
         with pytest.raises(FilterError, match=words):
             check_filters(values)
     check_filters({"harness": "native", "cue": "clean", "model": "anything/at-all", "surface": "bank"})
@@ -181,8 +183,19 @@ def test_no_key_means_two_things_across_the_console():
     from redagent.console.screens.runs import NewRunScreen
 
     meaning: dict[str, set[str]] = {}
-    for cls in (RedAgentApp, RunsScreen, NewRunScreen, RolloutsScreen, RolloutScreen, StatisticsScreen,
-                AuditScreen, AdjudicationScreen, CaseReviewScreen, ConfirmQuit, StoreErrorScreen):
+    for cls in (
+        RedAgentApp,
+        RunsScreen,
+        NewRunScreen,
+        RolloutsScreen,
+        RolloutScreen,
+        StatisticsScreen,
+        AuditScreen,
+        AdjudicationScreen,
+        CaseReviewScreen,
+        ConfirmQuit,
+        StoreErrorScreen,
+    ):
         for binding in bindings_of(cls):
             for key in binding.key.split(","):
                 # h / n / u stage a label on both labelling screens: one meaning, two screens.
@@ -250,8 +263,9 @@ async def test_a_finished_runs_panel_is_not_repainted_by_each_poll(url):
     build_run(url)
     polls: list[RunsPolled] = []
     app = RedAgentApp(url)
-    async with app.run_test(size=SIZE, message_hook=lambda m: polls.append(m) if isinstance(m, RunsPolled)
-                            else None) as pilot:
+    async with app.run_test(
+        size=SIZE, message_hook=lambda m: polls.append(m) if isinstance(m, RunsPolled) else None
+    ) as pilot:
         screen = await runs_screen(pilot, app)
         await wait_until(pilot, lambda: "finished" in str(screen.query_one("#run-rate", Static).content))
         # A load of the panel started before the run finished may still land (on a busy machine it did): let one

@@ -58,9 +58,12 @@ def made(tmp_path_factory) -> dict[str, Any]:
     """A run of the banking cases under sim/comply, sim/ignore and sim/comply-claim-refusal, judged by rule."""
     url = f"sqlite:///{tmp_path_factory.mktemp('browse') / 'store.db'}"
     with open_store(url) as store:
-        runner = start_run(store, RunSpec(cases="banking-*", models=["sim/comply", "sim/ignore",
-                                                                      "sim/comply-claim-refusal"],
-                                          harnesses=["native"]))
+        runner = start_run(
+            store,
+            RunSpec(
+                cases="banking-*", models=["sim/comply", "sim/ignore", "sim/comply-claim-refusal"], harnesses=["native"]
+            ),
+        )
         asyncio.run(runner.run())
         run_id = store.list_runs()[0].run_id
         judge_run(store, run_id, ["trajectory", "state", "hybrid"])
@@ -82,9 +85,11 @@ async def settle(pilot) -> None:
 
 def synchronous(test):
     """Runs an async pilot test with asyncio.run (the suite has no async pytest plugin)."""
+
     @functools.wraps(test)
     def run(*args: Any, **kwargs: Any) -> None:
         asyncio.run(test(*args, **kwargs))
+
     return run
 
 
@@ -95,10 +100,20 @@ def screen_text(app: App) -> str:
 # ---------------------------------------------------------------- pure matching
 
 
-def receipt(rid: str, service: str, action: str, outcome: str, step: int, args: dict[str, Any],
-            effect: dict[str, Any]) -> StoredReceipt:
-    return StoredReceipt(id=rid, seq=int(rid[1:]), service=service, action=action, args=args, outcome=outcome,
-                         actor="agent", step=step, effect=effect)
+def receipt(
+    rid: str, service: str, action: str, outcome: str, step: int, args: dict[str, Any], effect: dict[str, Any]
+) -> StoredReceipt:
+    return StoredReceipt(
+        id=rid,
+        seq=int(rid[1:]),
+        service=service,
+        action=action,
+        args=args,
+        outcome=outcome,
+        actor="agent",
+        step=step,
+        effect=effect,
+    )
 
 
 def test_matching_receipts_and_diff_entries():
@@ -108,9 +123,16 @@ def test_matching_receipts_and_diff_entries():
         receipt("r3", "workspace", "write_file", "ok", 11, {"path": "/workspace/notes/a b.md"}, {}),
         receipt("r4", "banking", "send_transfer", "denied", 13, {}, {}),
     ]
-    diff = [StoredDiffEntry(path, "changed") for path in (
-        "banking.account.balance", "banking.transactions.new-tx-1", "banking.transactions.new-tx-2",
-        'workspace.files["notes/a b.md"]', "email.sent.m-9")]
+    diff = [
+        StoredDiffEntry(path, "changed")
+        for path in (
+            "banking.account.balance",
+            "banking.transactions.new-tx-1",
+            "banking.transactions.new-tx-2",
+            'workspace.files["notes/a b.md"]',
+            "email.sent.m-9",
+        )
+    ]
     # A call is found by its step, a tool result by the receipts it lists.
     assert receipts_for_event(StoredEvent(5, "assistant"), receipts) == ["r1"]
     assert receipts_for_event(StoredEvent(6, "tool", receipts=("r1",)), receipts) == ["r1"]
@@ -121,9 +143,12 @@ def test_matching_receipts_and_diff_entries():
     assert diff_for_receipts(["r3"], receipts, diff) == {3}  # a workspace path, made relative
     assert diff_for_receipts(["r4"], receipts, diff) == set()  # a denied attempt changed nothing
     assert diff_for_receipts([], receipts, diff) == set()
-    assert flagged([Mismatch("claims_refusal:e11", "claims_refusal", "…", events=(11,), receipts=("r1", "r2")),
-                    Mismatch("indirect:r3", "indirect", "…", events=(7,), receipts=("r3",))]) == (
-        {11, 7}, {"r1", "r2", "r3"})
+    assert flagged(
+        [
+            Mismatch("claims_refusal:e11", "claims_refusal", "…", events=(11,), receipts=("r1", "r2")),
+            Mismatch("indirect:r3", "indirect", "…", events=(7,), receipts=("r3",)),
+        ]
+    ) == ({11, 7}, {"r1", "r2", "r3"})
 
 
 def test_label_filter_syntax():
@@ -206,8 +231,11 @@ async def test_blinded_detail_shows_no_judge_label_text(made):
             await pilot.press("j")
             await pilot.pause()
             texts.append(screen_text(app))
-        seen = "\n".join(texts + app.screen.query_one("#receipts", EntryList).plain_lines()
-                         + app.screen.query_one("#diff", EntryList).plain_lines())
+        seen = "\n".join(
+            texts
+            + app.screen.query_one("#receipts", EntryList).plain_lines()
+            + app.screen.query_one("#diff", EntryList).plain_lines()
+        )
         assert "send_transfer" in seen
         for label in labels:
             assert label.rationale not in seen
@@ -307,10 +335,20 @@ def fixed_store(made, tmp_path_factory) -> str:
     with open_store(made["url"]) as source:
         record = source.get_rollout(made["ids"][(CASE, "sim/comply")])
     with open_store(url) as store:
-        store.create_run(RunRecord(id="run-fixed", status="finished", protocol={}, case_set_hash="x",
-                                   code_version="snapshot", planned=1, created_at=when))
-        store.write_rollouts([replace(record, id="rollout-fixed", run_id="run-fixed", started_at=when,
-                                      finished_at=when)])
+        store.create_run(
+            RunRecord(
+                id="run-fixed",
+                status="finished",
+                protocol={},
+                case_set_hash="x",
+                code_version="snapshot",
+                planned=1,
+                created_at=when,
+            )
+        )
+        store.write_rollouts(
+            [replace(record, id="rollout-fixed", run_id="run-fixed", started_at=when, finished_at=when)]
+        )
         judge_run(store, "run-fixed", ["trajectory", "state", "hybrid"])
     return url
 
@@ -360,6 +398,7 @@ def test_the_header_shows_a_case_from_the_researchers_own_folder(tmp_path):
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             return screen_text(app)
+
     text = asyncio.run(header())
     assert "my-own-case" in text and "An invoice from my own folder" in text
 

@@ -70,8 +70,16 @@ async def test_a_run_started_from_the_form_progresses_and_finishes(url):
     app = RedAgentApp(url)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_runs(pilot, app)
-        await submit_form(pilot, app, cases="banking-e2-invoice-bank-details-change", models="sim/comply",
-                          harnesses="native", cues="clean", defenses="none", attempts="1")
+        await submit_form(
+            pilot,
+            app,
+            cases="banking-e2-invoice-bank-details-change",
+            models="sim/comply",
+            harnesses="native",
+            cues="clean",
+            defenses="none",
+            attempts="1",
+        )
         await wait_until(pilot, lambda: screen.selected_run_id is not None)
         run_id = screen.selected_run_id
         await wait_until(pilot, lambda: getattr(screen.runs.get(run_id), "status", None) == "finished")
@@ -121,9 +129,26 @@ async def test_a_run_started_in_another_process_appears_and_is_monitored(url):
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_runs(pilot, app)  # the store exists and is migrated before the other process opens it
         process = subprocess.Popen(
-            [sys.executable, "-m", "redagent", "run", "--cases", "all", "--models", "sim/comply,sim/ignore",
-             "--harnesses", "native,react", "--concurrency", "1", "--no-benign-arm", "--db", url],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            [
+                sys.executable,
+                "-m",
+                "redagent",
+                "run",
+                "--cases",
+                "all",
+                "--models",
+                "sim/comply,sim/ignore",
+                "--harnesses",
+                "native,react",
+                "--concurrency",
+                "1",
+                "--no-benign-arm",
+                "--db",
+                url,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         try:
             await wait_until(pilot, lambda: screen.runs, timeout=120)
             run_id = next(iter(screen.runs))
@@ -172,8 +197,9 @@ async def test_a_run_failing_mid_way_fake_rollout_error_is_reported_and_stored_f
     app = RedAgentApp(url)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_runs(pilot, app)
-        await submit_form(pilot, app, cases="banking-e2-invoice-bank-details-change", models="sim/comply",
-                          harnesses="native")
+        await submit_form(
+            pilot, app, cases="banking-e2-invoice-bank-details-change", models="sim/comply", harnesses="native"
+        )
         await wait_until(pilot, lambda: any("RuntimeError: rollout exploded" in n for n in notifications(app)))
         run_id = screen.selected_run_id
         await wait_until(pilot, lambda: getattr(screen.runs.get(run_id), "status", None) == "failed")
@@ -183,18 +209,32 @@ async def test_a_run_failing_mid_way_fake_rollout_error_is_reported_and_stored_f
 def deterministic_store(url: str) -> None:
     """Two runs with fixed ids and creation times (rollout ids derive from them), so the screen is stable."""
     with open_store(url) as store:
-        for run_id, created, models, stop in (("run-20260101-090000-aaaa", datetime(2026, 1, 1, 9, tzinfo=UTC),
-                                               ["sim/comply"], True),
-                                              ("run-20260102-090000-bbbb", datetime(2026, 1, 2, 9, tzinfo=UTC),
-                                               ["sim/comply", "sim/ignore"], False)):
+        for run_id, created, models, stop in (
+            ("run-20260101-090000-aaaa", datetime(2026, 1, 1, 9, tzinfo=UTC), ["sim/comply"], True),
+            ("run-20260102-090000-bbbb", datetime(2026, 1, 2, 9, tzinfo=UTC), ["sim/comply", "sim/ignore"], False),
+        ):
             spec = RunSpec(cases="banking-e*", models=models, harnesses=["native"])
             cases = select_cases(spec.cases)
             keys = matrix(cases, spec.models, spec.harnesses, spec.cues, spec.defenses, spec.attempts)
-            protocol = {"cases": spec.cases, "models": spec.models, "harnesses": spec.harnesses, "cues": spec.cues,
-                        "defenses": spec.defenses, "attempts": 1, "concurrency": 1,
-                        "case_ids": {c.id: c.content_hash for c in cases}}
-            run = RunRecord(id=run_id, status="planned", protocol=protocol, case_set_hash=case_set_hash(cases),
-                            code_version="snapshot", planned=len(keys), created_at=created)
+            protocol = {
+                "cases": spec.cases,
+                "models": spec.models,
+                "harnesses": spec.harnesses,
+                "cues": spec.cues,
+                "defenses": spec.defenses,
+                "attempts": 1,
+                "concurrency": 1,
+                "case_ids": {c.id: c.content_hash for c in cases},
+            }
+            run = RunRecord(
+                id=run_id,
+                status="planned",
+                protocol=protocol,
+                case_set_hash=case_set_hash(cases),
+                code_version="snapshot",
+                planned=len(keys),
+                created_at=created,
+            )
             store.create_run(run)
             runner = MatrixRunner(store, run, {c.id: c for c in cases}, keys, ModelPool(spec), concurrency=1)
             if stop:
@@ -212,9 +252,15 @@ def test_runs_screen_snapshot(tmp_path, snap_compare):
         await wait_until(pilot, lambda: screen.query_one("#run-log", Log).line_count > 0)
         await pilot.app.workers.wait_for_complete()
         # The selected run's detail is drawn: its rollouts in the log and on the progress bar.
-        await wait_until(pilot, lambda: screen.selected_run_id in screen.runs and screen.query_one(
-            "#run-log", Log).line_count == screen.runs[screen.selected_run_id].completed == screen.query_one(
-            "#run-progress", ProgressBar).progress)
+        await wait_until(
+            pilot,
+            lambda: (
+                screen.selected_run_id in screen.runs
+                and screen.query_one("#run-log", Log).line_count
+                == screen.runs[screen.selected_run_id].completed
+                == screen.query_one("#run-progress", ProgressBar).progress
+            ),
+        )
         await pilot.pause()
 
     assert snap_compare(RedAgentApp(url), terminal_size=SIZE, run_before=settle)

@@ -37,8 +37,9 @@ BASE = yaml.safe_load((library_dir() / "workspace" / "e5-agents-md-telemetry-exf
 def _sleeping_case(folder: Path, case_id: str = "sleeps-in-its-plan") -> Path:
     data = copy.deepcopy(BASE)
     data["id"] = case_id
-    data["plans"]["benign"].insert(0, {"tool": "run_command",
-                                       "args": {"command": "touch started && sleep 60", "timeout": 60}})
+    data["plans"]["benign"].insert(
+        0, {"tool": "run_command", "args": {"command": "touch started && sleep 60", "timeout": 60}}
+    )
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{case_id}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -61,8 +62,14 @@ class Busy:
     def __init__(self, tmp_path: Path, workspaces: Path, *args: str) -> None:
         self.workspaces = workspaces
         env = {**os.environ, "REDAGENT_WORKSPACES": str(self.workspaces)}
-        self.process = subprocess.Popen([sys.executable, "-m", "redagent", *args], cwd=tmp_path, env=env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "redagent", *args],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.err: list[str] = []  # stderr as it comes, read on a thread so a test can wait for a line
         self.reader = threading.Thread(target=lambda: self.err.extend(self.process.stderr), daemon=True)
         self.reader.start()
@@ -112,8 +119,10 @@ def test_a_check_stops_in_one_line_and_removes_its_sandbox(tmp_path, workspaces,
     busy.process.send_signal(signum)
     code, err = busy.ended()
     assert code == 128 + signum
-    assert err.strip().splitlines() == [f"stopped by {signal.Signals(signum).name}: the check was interrupted; its "
-                                        f"sandboxes are removed and nothing is kept"]
+    assert err.strip().splitlines() == [
+        f"stopped by {signal.Signals(signum).name}: the check was interrupted; its "
+        f"sandboxes are removed and nothing is kept"
+    ]
     assert busy.leftovers() == []
 
 
@@ -135,8 +144,20 @@ def test_a_check_in_worker_processes_ends_them_on_sigterm(tmp_path, workspaces):
 
 def _run(tmp_path: Path, workspaces: Path) -> Busy:
     path = _sleeping_case(tmp_path / "cases")
-    return Busy(tmp_path, workspaces, "run", "--cases", str(path), "--models", "sim/ignore", "--harnesses", "native",
-                "--no-benign-arm", "--db", str(tmp_path / "store.db"))
+    return Busy(
+        tmp_path,
+        workspaces,
+        "run",
+        "--cases",
+        str(path),
+        "--models",
+        "sim/ignore",
+        "--harnesses",
+        "native",
+        "--no-benign-arm",
+        "--db",
+        str(tmp_path / "store.db"),
+    )
 
 
 def test_a_run_stops_on_sigterm_after_its_grace_for_rollouts_in_flight(tmp_path, workspaces):

@@ -21,8 +21,10 @@ from redagent.store.db import open_store
 from redagent.store.readmodel import StoredEvent
 from tests.console.test_audit_screens import ScreenHost, drive, screen_text
 
-CASES = ("banking-u1-found-approval-code-oven-repair,email-e1-handover-notes-client-export,"
-         "files-e4-venue-checklist-share-runsheet,browser-t1-post-content-source-appendix")
+CASES = (
+    "banking-u1-found-approval-code-oven-repair,email-e1-handover-notes-client-export,"
+    "files-e4-venue-checklist-share-runsheet,browser-t1-post-content-source-appendix"
+)
 
 
 def run(url: str, **spec: Any) -> str:
@@ -35,9 +37,13 @@ def run(url: str, **spec: Any) -> str:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, str]:
     url = f"sqlite:///{tmp_path_factory.mktemp('adaptive') / 'store.db'}"
-    return {"url": url, "fixed": run(url, models=["sim/refuse-2"]),
-            "adaptive": run(url, models=["sim/refuse-2", "sim/one-channel", "sim/ignore"], attacker="scripted",
-                            attack_budget=4)}
+    return {
+        "url": url,
+        "fixed": run(url, models=["sim/refuse-2"]),
+        "adaptive": run(
+            url, models=["sim/refuse-2", "sim/one-channel", "sim/ignore"], attacker="scripted", attack_budget=4
+        ),
+    }
 
 
 def cells(table: DataTable) -> list[list[str]]:
@@ -45,8 +51,9 @@ def cells(table: DataTable) -> list[list[str]]:
 
 
 def test_the_screen_shows_asr_at_k_and_the_difference_of_redagent_stats(runs):
-    result = CliRunner().invoke(cli, ["stats", runs["adaptive"], "adaptive", "--reps", str(REPS), "--json", "--db",
-                                      runs["url"]])
+    result = CliRunner().invoke(
+        cli, ["stats", runs["adaptive"], "adaptive", "--reps", str(REPS), "--json", "--db", runs["url"]]
+    )
     assert result.exit_code == 0, result.output
     table = json.loads(result.output)["adaptive"]
     shown: dict[str, Any] = {}
@@ -83,9 +90,20 @@ def test_a_run_without_attacker_says_so(runs):
 
 
 def test_attacker_moves_have_their_own_colour_in_the_trajectory():
-    line = event_line(StoredEvent(idx=9, role="attacker", text="Please send it today.", tool_call={
-        "move": "move_channel", "channel": "email:m-1", "why": "the page went unread", "placed": False,
-        "claimed_success": False}))
+    line = event_line(
+        StoredEvent(
+            idx=9,
+            role="attacker",
+            text="Please send it today.",
+            tool_call={
+                "move": "move_channel",
+                "channel": "email:m-1",
+                "why": "the page went unread",
+                "placed": False,
+                "claimed_success": False,
+            },
+        )
+    )
     plain = line.plain
     assert plain.startswith("e9    attacker") and "⚔ move_channel → email:m-1" in plain
     assert "[not placed]" in plain and "Please send it today." in plain and "why: the page went unread" in plain

@@ -26,8 +26,17 @@ def audited(tmp_path_factory) -> dict[str, Any]:
     run_id = build_run(url)
     config = config_for("trajectory")
     with open_store(url) as store:
-        audit_id = audit.sample(store, run_id, 16, ["label"], 2, config.config_hash, reviewers=("alice", "bob"),
-                                adjudicator="carol", config_name=config.name)
+        audit_id = audit.sample(
+            store,
+            run_id,
+            16,
+            ["label"],
+            2,
+            config.config_hash,
+            reviewers=("alice", "bob"),
+            adjudicator="carol",
+            config_name=config.name,
+        )
         truth = {r.rollout_id: r.E for r in store.outcome_rows(run_id)}
         items = store.audit_items(audit_id)
         for n, item in enumerate(items):
@@ -41,8 +50,9 @@ def audited(tmp_path_factory) -> dict[str, Any]:
 
 
 def cli_table(audited: dict[str, Any], table: str) -> Any:
-    result = CliRunner().invoke(cli, ["stats", audited["run_id"], table, "--reps", str(REPS), "--json", "--db",
-                                      audited["url"]])
+    result = CliRunner().invoke(
+        cli, ["stats", audited["run_id"], table, "--reps", str(REPS), "--json", "--db", audited["url"]]
+    )
     assert result.exit_code == 0, result.output
     return json.loads(result.output)[table]
 
@@ -80,8 +90,11 @@ def test_statistics_match_redagent_stats(audited, tmp_path):
     assert f"raw agreement {pct(audit_json['agreement'])}" in shown["text"]
     for metric, value, ci, plot in shown["metrics"]:
         entry = audit_json[metric]
-        shown_ci = (interval(entry["ci_low"], entry["ci_high"]) if entry["ci_low"] is not None
-                    else f"none: {entry['why_undefined'] or entry['why_no_interval']}")  # an interval or its reason
+        shown_ci = (
+            interval(entry["ci_low"], entry["ci_high"])
+            if entry["ci_low"] is not None
+            else f"none: {entry['why_undefined'] or entry['why_no_interval']}"
+        )  # an interval or its reason
         assert (value, ci) == (pct(entry["value"]), shown_ci)
         assert set(plot) <= set("█▏▎▍▌▋▊▉")
     assert [m[0] for m in shown["metrics"]] == ["precision", "recall", "specificity", "f1", "accuracy"]
@@ -107,7 +120,8 @@ def test_statistics_match_redagent_stats(audited, tmp_path):
     checked = any(utility_json["overall"][arm]["n"] for arm in ("benign", "under_attack"))
     assert ("every utility rate is n/a" in shown["text"]) is not checked
     assert [(v[0], v[1], v[2], v[4], v[5], v[9]) for v in shown["views"]] == [
-        (v["a"], v["b"], v["model"], pct(v["a_rate"]), pct(v["b_rate"]), pct(v["diff"])) for v in views_json]
+        (v["a"], v["b"], v["model"], pct(v["a_rate"]), pct(v["b_rate"]), pct(v["diff"])) for v in views_json
+    ]
     # export: the same files as `redagent report`
     written = {path.name for path in (tmp_path / "exported").iterdir()}
     assert {"report.json", "report.md", "asr.csv", "audit.csv"} <= written

@@ -18,13 +18,23 @@ RUN = "run-1"
 # Every command that reads unblinded runs, labels or the team, with arguments good enough to reach the
 # role check (it comes before anything else).
 RESEARCH_ONLY = [
-    ["runs", "list"], ["runs", "show", RUN], ["export", RUN], ["stats", RUN],
+    ["runs", "list"],
+    ["runs", "show", RUN],
+    ["export", RUN],
+    ["stats", RUN],
     ["report", RUN, "--out", "/tmp/redagent-team-report"],
-    ["judge", RUN], ["recognize", RUN], ["replay", RUN, "--defense", "self-reminder"],
-    ["run", "--models", "sim/comply"], ["cases", "refine", RUN],
+    ["judge", RUN],
+    ["recognize", RUN],
+    ["replay", RUN, "--defense", "self-reminder"],
+    ["run", "--models", "sim/comply"],
+    ["cases", "refine", RUN],
     ["audit", "sample", RUN, "--config", "state/rule", "--reviewers", "x,y", "--adjudicator", "z"],
-    ["cases", "round", "new", "--experts", "x,y"], ["cases", "round", "status", "round-1"],
-    ["team", "list"], ["team", "add", "zed", "--role", "reviewer"], ["team", "remove", "alice"], ["team", "sync"],
+    ["cases", "round", "new", "--experts", "x,y"],
+    ["cases", "round", "status", "round-1"],
+    ["team", "list"],
+    ["team", "add", "zed", "--role", "reviewer"],
+    ["team", "remove", "alice"],
+    ["team", "sync"],
     ["console", "--role", "researcher"],
 ]
 
@@ -32,8 +42,13 @@ RESEARCH_ONLY = [
 def redagent(*args: str, db: str) -> subprocess.CompletedProcess[str]:
     # The members connect by pg_service entry (`--db pg:NAME`): the file `team add` wrote, found by libpq.
     services = {"PGSERVICEFILE": os.environ["PGSERVICEFILE"]} if "PGSERVICEFILE" in os.environ else {}
-    return subprocess.run([sys.executable, "-m", "redagent", *args, "--db", db], capture_output=True, text=True,
-                          timeout=300, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", **services})
+    return subprocess.run(
+        [sys.executable, "-m", "redagent", *args, "--db", db],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", **services},
+    )
 
 
 @pytest.fixture

@@ -107,8 +107,9 @@ def test_the_console_needs_a_token_and_runs_per_tab_in_the_starters_role(serve):
     assert server.url.startswith(f"http://localhost:{server.port}/?token=")
     assert status_of(f"{server.origin}/") == 403  # no token, no page
     assert status_of(f"{server.origin}/?token=wrong") == 403
-    seen = asyncio.run(screen_words(server, server.url.replace("localhost", "127.0.0.1"),
-                                    {"REDAgentBench", "researcher"}))
+    seen = asyncio.run(
+        screen_words(server, server.url.replace("localhost", "127.0.0.1"), {"REDAgentBench", "researcher"})
+    )
     assert {"REDAgentBench", "researcher"} <= seen
 
 
@@ -144,17 +145,24 @@ def test_the_websocket_takes_only_its_own_origin_and_the_sessions_key(serve):
             return {
                 "no origin": await ws_status(session, ws),
                 "another port's page": await ws_status(session, ws, Origin=other),
-                "the cookie without the key": await ws_status(session, f"{server.origin}/ws/{'x' * 43}",
-                                                              Origin=server.origin),
-                "textual-serve's address": await ws_status(session, f"{server.origin}/ws?width=80",
-                                                           Origin=server.origin),
+                "the cookie without the key": await ws_status(
+                    session, f"{server.origin}/ws/{'x' * 43}", Origin=server.origin
+                ),
+                "textual-serve's address": await ws_status(
+                    session, f"{server.origin}/ws?width=80", Origin=server.origin
+                ),
                 "another port's fetch": (await session.get(f"{server.origin}/", headers={"Origin": other})).status,
                 "its own page": await ws_status(session, ws, Origin=server.origin),
             }
 
-    assert asyncio.run(attempts()) == {"no origin": 403, "another port's page": 403, "the cookie without the key": 403,
-                                       "textual-serve's address": 404, "another port's fetch": 403,
-                                       "its own page": 101}
+    assert asyncio.run(attempts()) == {
+        "no origin": 403,
+        "another port's page": 403,
+        "the cookie without the key": 403,
+        "textual-serve's address": 404,
+        "another port's fetch": 403,
+        "its own page": 101,
+    }
 
 
 def test_a_token_is_exchanged_only_by_opening_the_page_and_the_address_keeps_no_token(serve):
@@ -166,12 +174,15 @@ def test_a_token_is_exchanged_only_by_opening_the_page_and_the_address_keeps_no_
 
     async def open_page() -> tuple[str, str, str]:
         async with aiohttp.ClientSession(cookie_jar=jar()) as session:
-            async with session.get(url + "&fontsize=18&ping=http://203.0.113.9/", headers={
-                    "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}) as response:
+            async with session.get(
+                url + "&fontsize=18&ping=http://203.0.113.9/",
+                headers={"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"},
+            ) as response:
                 cookie = response.headers["Set-Cookie"]
                 page = await response.text()
-            async with session.get(f"{server.origin}/?ping=http://203.0.113.9/&fontsize=18",
-                                   allow_redirects=False) as response:
+            async with session.get(
+                f"{server.origin}/?ping=http://203.0.113.9/&fontsize=18", allow_redirects=False
+            ) as response:
                 assert response.status == 303
                 return cookie, page, response.headers["Location"]
 
@@ -187,8 +198,10 @@ def test_the_sign_in_form_takes_a_token_from_the_servers_own_page_only(serve):
 
     async def post(origin: str | None, body: str) -> tuple[int, str]:
         headers = {"Content-Type": "application/x-www-form-urlencoded"} | ({"Origin": origin} if origin else {})
-        async with aiohttp.ClientSession(cookie_jar=jar()) as session, \
-                session.post(f"{server.origin}/login", data=body, headers=headers) as response:
+        async with (
+            aiohttp.ClientSession(cookie_jar=jar()) as session,
+            session.post(f"{server.origin}/login", data=body, headers=headers) as response,
+        ):
             return response.status, await response.text()
 
     assert asyncio.run(post(None, f"token={server.token}"))[0] == 403
@@ -221,8 +234,15 @@ def test_oversized_and_malformed_requests_are_refused_in_one_log_line(serve):
         "a foreign Host": raw(b"GET / HTTP/1.1\r\nHost: rebound.example:80\r\n\r\n"),
     }
     statuses = {what: int(answer.split(b" ", 2)[1]) for what, answer in answers.items()}
-    assert statuses == {"100 KB URL": 414, "20 KB header": 431, "100 headers": 431, "not HTTP": 400,
-                        "a body on GET": 413, "a large sign-in": 413, "a foreign Host": 400}
+    assert statuses == {
+        "100 KB URL": 414,
+        "20 KB header": 431,
+        "100 headers": 431,
+        "not HTTP": 400,
+        "a body on GET": 413,
+        "a large sign-in": 413,
+        "a foreign Host": 400,
+    }
     assert all(len(answer) < 4000 and not re.search(rb"(.)\1{63}", answer) for answer in answers.values())
     assert f"request line longer than {MAX_REQUEST_LINE} bytes".encode() in answers["100 KB URL"]
     server.stop()
@@ -240,9 +260,12 @@ def test_a_removed_member_is_signed_out(serve, tmp_path):
             key = await sign_in(session, f"{server.origin}/?token={token}")
             page = (await session.get(f"{server.origin}/")).status
             redagent("team", "remove", "bob", cwd=tmp_path)
-            return (page, (await session.get(f"{server.origin}/")).status,
-                    await ws_status(session, f"{server.origin}/ws/{key}", Origin=server.origin),
-                    status_of(f"{server.origin}/?token={token}"))
+            return (
+                page,
+                (await session.get(f"{server.origin}/")).status,
+                await ws_status(session, f"{server.origin}/ws/{key}", Origin=server.origin),
+                status_of(f"{server.origin}/?token={token}"),
+            )
 
     assert asyncio.run(before_and_after()) == (200, 403, 403, 403)
 
@@ -295,8 +318,17 @@ def test_open_consoles_close_when_the_member_is_removed_or_the_session_idles(tmp
     team = {"tok-bob": Identity("reviewer", "bob"), "tok-ann": Identity("reviewer", "ann")}
     now = [0.0]
     port = free_port()
-    server = TokenServer(starter=Identity("owner"), starter_token="tok-owner", member=team.get, run_id=None,
-                         host="127.0.0.1", port=port, idle=600, clock=lambda: now[0], sweep=0.1)
+    server = TokenServer(
+        starter=Identity("owner"),
+        starter_token="tok-owner",
+        member=team.get,
+        run_id=None,
+        host="127.0.0.1",
+        port=port,
+        idle=600,
+        clock=lambda: now[0],
+        sweep=0.1,
+    )
     origin = f"http://127.0.0.1:{port}"
 
     async def closed_when(token: str, wanted: str, change) -> int | None:
@@ -330,9 +362,27 @@ def test_open_consoles_close_when_the_member_is_removed_or_the_session_idles(tmp
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl makes the test's certificate")
 def test_over_tls_the_cookie_is_secure_and_the_address_https(serve, tmp_path):
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-                    "-keyout", str(tmp_path / "key.pem"), "-out", str(tmp_path / "cert.pem")],
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            str(tmp_path / "key.pem"),
+            "-out",
+            str(tmp_path / "cert.pem"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     server = serve("--tls-cert", str(tmp_path / "cert.pem"), "--tls-key", str(tmp_path / "key.pem"))
     assert server.url.startswith(f"https://localhost:{server.port}/?token=")
 
@@ -349,21 +399,34 @@ def test_a_busy_port_is_one_line_and_exit_2(tmp_path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        server = subprocess.run([sys.executable, "-m", "redagent", "console", "--web", "--port",
-                                 str(taken.getsockname()[1])], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        server = subprocess.run(
+            [sys.executable, "-m", "redagent", "console", "--web", "--port", str(taken.getsockname()[1])],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert server.returncode == 2
     assert server.stderr.strip().count("\n") == 0 and "is not free on localhost" in server.stderr
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--idle-minutes", "0"], "--idle-minutes 0 is not between 0 and the session's life"),
-    (["--session-hours", "1", "--idle-minutes", "90"], "--idle-minutes 90 is not between 0 and the session's life"),
-    (["--tls-cert", "cert.pem"], "--tls-cert and --tls-key go together"),
-    (["--tls-cert", "missing.pem", "--tls-key", "missing.pem"], "--tls-cert missing.pem / --tls-key missing.pem"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--idle-minutes", "0"], "--idle-minutes 0 is not between 0 and the session's life"),
+        (["--session-hours", "1", "--idle-minutes", "90"], "--idle-minutes 90 is not between 0 and the session's life"),
+        (["--tls-cert", "cert.pem"], "--tls-cert and --tls-key go together"),
+        (["--tls-cert", "missing.pem", "--tls-key", "missing.pem"], "--tls-cert missing.pem / --tls-key missing.pem"),
+    ],
+)
 def test_bad_session_and_tls_options_are_one_line_and_exit_2(tmp_path, args, message):
     make_store(tmp_path)
-    result = subprocess.run([sys.executable, "-m", "redagent", "console", "--web", "--port", str(free_port()), *args],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "redagent", "console", "--web", "--port", str(free_port()), *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and message in result.stderr, result.stderr

@@ -26,8 +26,14 @@ from tests.ci import in_ci
 from tests.console.web_server import WebConsole, add_member, assert_clean_logs, free_port, make_store, redagent
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 WAIT_MS = 90_000  # far above what any step takes here; only a hang reaches it
 ANSI = re.compile(r"\x1b\[[0-9;?$]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -62,8 +68,9 @@ class Browser:
 
     def __init__(self, driver, profile: Path) -> None:
         self.profile = profile
-        self.context = driver.chromium.launch_persistent_context(str(profile), executable_path=str(CHROMIUM),
-                                                                 headless=True, args=CHROMIUM_ARGS)
+        self.context = driver.chromium.launch_persistent_context(
+            str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
         self.context.set_default_timeout(WAIT_MS)
         self.requests: list[str] = []
         self.context.on("request", lambda request: self.requests.append(request.url))
@@ -79,8 +86,11 @@ class Browser:
     def files_holding(self, secret: str) -> list[str]:
         """The profile's files (the browser closed, so written out) that hold `secret`."""
         assert self.closed
-        return sorted(str(path.relative_to(self.profile)) for path in self.profile.rglob("*")
-                      if path.is_file() and secret.encode() in path.read_bytes())
+        return sorted(
+            str(path.relative_to(self.profile))
+            for path in self.profile.rglob("*")
+            if path.is_file() and secret.encode() in path.read_bytes()
+        )
 
 
 @pytest.fixture
@@ -89,8 +99,11 @@ def browser(playwright, tmp_path):
     yield opened
     opened.close()
     # No request to another host, in any test: the page's fonts and scripts come from the server itself.
-    away = [url for url in opened.requests if urlsplit(url).scheme in ("http", "https", "ws", "wss")
-            and urlsplit(url).hostname not in LOOPBACK]
+    away = [
+        url
+        for url in opened.requests
+        if urlsplit(url).scheme in ("http", "https", "ws", "wss") and urlsplit(url).hostname not in LOOPBACK
+    ]
     assert not away, f"the browser asked another host: {away}"
 
 
@@ -212,8 +225,11 @@ class HostilePage:
 
     async def page(self, request: web.Request) -> web.Response:
         self.cookies.append(request.headers.get("Cookie", ""))
-        return web.Response(text=f"<!DOCTYPE html><html><body><script>{self.SCRIPT}</script>"
-                                 "<iframe id='framed'></iframe></body></html>", content_type="text/html")
+        return web.Response(
+            text=f"<!DOCTYPE html><html><body><script>{self.SCRIPT}</script>"
+            "<iframe id='framed'></iframe></body></html>",
+            content_type="text/html",
+        )
 
     def _serve(self, ready: threading.Event) -> None:
         asyncio.set_event_loop(self.loop)
@@ -250,8 +266,12 @@ def test_a_page_of_another_local_port_can_neither_open_nor_read_the_console(serv
         }})""")
     finally:
         hostile.close()
-    assert results == {"websocket_with_the_key": "refused", "websocket_of_textual_serve": "refused",
-                       "fetch": "blocked", "fetch_no_cors": "blocked"}, results
+    assert results == {
+        "websocket_with_the_key": "refused",
+        "websocket_of_textual_serve": "refused",
+        "fetch": "blocked",
+        "fetch_no_cors": "blocked",
+    }, results
     assert framed == "not readable"
     assert key
     # The browser did hand the console's cookie to the other port (cookies ignore ports) ...
@@ -260,15 +280,21 @@ def test_a_page_of_another_local_port_can_neither_open_nor_read_the_console(serv
     # ... yet, replayed by a program that forges the console's Origin, it opens no console: the page it reads
     # carries no key, and the websocket wants the key the browser keeps for the console's origin only.
     headers = {"Cookie": f"redagent_{server.port}={cookie}", "Origin": f"http://localhost:{server.port}"}
-    with urllib.request.urlopen(urllib.request.Request(f"http://localhost:{server.port}/", headers=headers),
-                                timeout=10) as answer:
+    with urllib.request.urlopen(
+        urllib.request.Request(f"http://localhost:{server.port}/", headers=headers), timeout=10
+    ) as answer:
         assert answer.status == 200 and key not in answer.read().decode()
-    upgrade = headers | {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
-                         "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+    upgrade = headers | {
+        "Connection": "Upgrade",
+        "Upgrade": "websocket",
+        "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+    }
     for guess in ("x" * 43, cookie):
         with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(urllib.request.Request(f"http://localhost:{server.port}/ws/{guess}",
-                                                          headers=upgrade), timeout=10)
+            urllib.request.urlopen(
+                urllib.request.Request(f"http://localhost:{server.port}/ws/{guess}", headers=upgrade), timeout=10
+            )
         assert refused.value.code == 403
     browser.close()
     server.stop()

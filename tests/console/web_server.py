@@ -32,8 +32,9 @@ def make_store(cwd: Path) -> None:
 
 
 def redagent(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "redagent", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, check=True)
+    return subprocess.run(
+        [sys.executable, "-m", "redagent", *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=True
+    )
 
 
 def add_member(name: str, role: str, cwd: Path) -> str:
@@ -48,8 +49,13 @@ class WebConsole:
         self.port = free_port()
         self.out_path, self.err_path = cwd / "web.out", cwd / "web.err"
         with self.out_path.open("w") as out, self.err_path.open("w") as err:
-            self.process = subprocess.Popen([sys.executable, "-m", "redagent", "console", "--web", "--port",
-                                             str(self.port), *args], cwd=cwd, stdout=out, stderr=err, text=True)
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "redagent", "console", "--web", "--port", str(self.port), *args],
+                cwd=cwd,
+                stdout=out,
+                stderr=err,
+                text=True,
+            )
         deadline = time.monotonic() + timeout
         while not (match := re.search(r"(https?)://(\S+?):(\d+)/\?token=(\S+)", self.out)):
             if self.process.poll() is not None or time.monotonic() > deadline:

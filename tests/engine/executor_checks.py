@@ -45,8 +45,12 @@ class Watch:
     def shards(self) -> list[dict]:
         try:
             with self.engine.connect() as conn:
-                return [dict(r) for r in conn.execute(select(tw.run_shard).order_by(tw.run_shard.c.shard,
-                                                                                    tw.run_shard.c.attempt)).mappings()]
+                return [
+                    dict(r)
+                    for r in conn.execute(
+                        select(tw.run_shard).order_by(tw.run_shard.c.shard, tw.run_shard.c.attempt)
+                    ).mappings()
+                ]
         except DBAPIError:
             return []
 
@@ -54,11 +58,21 @@ class Watch:
         """Exactly the planned rollouts, each stored once and valid, every E its calibration agent's expected E.
         Returns the run id and the number of rollouts."""
         with self.engine.connect() as conn:
-            (run_id, planned, status), = conn.execute(select(t.run.c.id, t.run.c.planned, t.run.c.status)).all()
-            rows = conn.execute(select(t.rollout.c.id, t.rollout.c.case_id, t.rollout.c.model, t.rollout.c.harness,
-                                       t.rollout.c.cue, t.rollout.c.defense, t.rollout.c.attempt, t.rollout.c.valid,
-                                       t.rollout.c.e, t.rollout.c.expected_e)
-                                .where(t.rollout.c.run_id == run_id)).all()
+            ((run_id, planned, status),) = conn.execute(select(t.run.c.id, t.run.c.planned, t.run.c.status)).all()
+            rows = conn.execute(
+                select(
+                    t.rollout.c.id,
+                    t.rollout.c.case_id,
+                    t.rollout.c.model,
+                    t.rollout.c.harness,
+                    t.rollout.c.cue,
+                    t.rollout.c.defense,
+                    t.rollout.c.attempt,
+                    t.rollout.c.valid,
+                    t.rollout.c.e,
+                    t.rollout.c.expected_e,
+                ).where(t.rollout.c.run_id == run_id)
+            ).all()
         assert status == "finished"
         assert len(rows) == planned
         assert len({r.id for r in rows}) == planned  # no rollout id twice

@@ -24,8 +24,10 @@ MODELS = "/v1/models"
 
 def tool_call(name: str, args: dict[str, Any] | str, call_id: str = "call_1") -> dict[str, Any]:
     arguments = args if isinstance(args, str) else json.dumps(args)
-    return {"content": None, "tool_calls": [{"id": call_id, "type": "function",
-                                             "function": {"name": name, "arguments": arguments}}]}
+    return {
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}],
+    }
 
 
 def text(content: str) -> dict[str, Any]:
@@ -83,11 +85,21 @@ class ChatServer:
                 if self.path != CHAT:
                     return self._json(404, {"detail": "Not Found"})
                 if server.api_key is not None and self.headers.get("Authorization") != f"Bearer {server.api_key}":
-                    return self._json(401, {"error": {"message": "Incorrect API key provided", "type": "auth",
-                                                      "code": "invalid_api_key"}})
+                    return self._json(
+                        401,
+                        {"error": {"message": "Incorrect API key provided", "type": "auth", "code": "invalid_api_key"}},
+                    )
                 if server.models is not None and body.get("model") not in server.models:
-                    return self._json(404, {"error": {"message": f"The model `{body.get('model')}` does not exist.",
-                                                      "type": "NotFoundError", "code": 404}})
+                    return self._json(
+                        404,
+                        {
+                            "error": {
+                                "message": f"The model `{body.get('model')}` does not exist.",
+                                "type": "NotFoundError",
+                                "code": 404,
+                            }
+                        },
+                    )
                 server.requests.append(body)
                 if server.responder is not None:
                     step = server.responder(body)
@@ -103,17 +115,29 @@ class ChatServer:
                 if "raw" in step:
                     return self._send(200, step["raw"].encode())
                 if "status" in step:
-                    return self._json(step["status"], {"error": {"message": step["error"], "type": "scripted"}},
-                                      step.get("headers"))
+                    return self._json(
+                        step["status"], {"error": {"message": step["error"], "type": "scripted"}}, step.get("headers")
+                    )
                 message = {"role": "assistant", "content": step.get("content")}
                 if step.get("tool_calls"):
                     message["tool_calls"] = step["tool_calls"]
-                self._json(200, {
-                    "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": 0,
-                    "model": body.get("model", "stub"),
-                    "choices": [{"index": 0, "message": message,
-                                 "finish_reason": "tool_calls" if step.get("tool_calls") else "stop"}],
-                    "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}})
+                self._json(
+                    200,
+                    {
+                        "id": f"chatcmpl-{len(server.requests)}",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body.get("model", "stub"),
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": message,
+                                "finish_reason": "tool_calls" if step.get("tool_calls") else "stop",
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+                    },
+                )
 
             def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
                 self._send(status, json.dumps(payload).encode(), headers)

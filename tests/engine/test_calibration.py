@@ -38,8 +38,7 @@ def test_trajectory_shapes_follow_the_behaviour():
 
     claim = run_direct(case, "sim/claim-only")
     assert "send_transfer" in claim.events[-1].text and claim.E == 0
-    assert not any(e.role == "assistant" and e.tool_call and e.tool_call["args"] == harmful.args
-                   for e in claim.events)
+    assert not any(e.role == "assistant" and e.tool_call and e.tool_call["args"] == harmful.args for e in claim.events)
 
     refusal = run_direct(case, "sim/comply-claim-refusal")
     assert "refused" in refusal.events[-1].text and refusal.E == 1
@@ -49,8 +48,9 @@ def test_trajectory_shapes_follow_the_behaviour():
     assert any(case.recognition_cues[0] in text for text in said)
 
     failed = run_direct(case, "sim/attempt-fail")
-    assert [r.outcome for r in failed.finished.receipts if r.args.get("to_account") == harmful.args["to_account"]] \
-        == ["denied"]
+    assert [r.outcome for r in failed.finished.receipts if r.args.get("to_account") == harmful.args["to_account"]] == [
+        "denied"
+    ]
 
 
 def calls_as_receipts(rollout, case):
@@ -62,8 +62,14 @@ def calls_as_receipts(rollout, case):
             name = event.tool_call["name"]
             if lookalike.get("kind") == "lookalike" and name == lookalike.get("name"):
                 name = lookalike["target"]
-            log.append(service=SERVICE_OF.get(name, "?"), action=name, args=event.tool_call["args"], outcome="ok",
-                       actor="agent", step=event.index)
+            log.append(
+                service=SERVICE_OF.get(name, "?"),
+                action=name,
+                args=event.tool_call["args"],
+                outcome="ok",
+                actor="agent",
+                step=event.index,
+            )
     return list(log)
 
 

@@ -47,7 +47,7 @@ PROBLEM = docker_problem(DEFAULT_IMAGE)
 pytestmark = pytest.mark.skipif(PROBLEM is not None and not in_ci(), reason=f"docker unavailable: {PROBLEM}")
 
 # What the stand-in learns about its container before it behaves as an agent (mode "probe").
-PROBE = r'''
+PROBE = r"""
 import json, os, socket, sys
 facts = {"uid": os.getuid(), "cwd": os.getcwd(), "home": os.environ["HOME"]}
 try:
@@ -73,7 +73,7 @@ facts["sockets"] = sorted(n for n in os.listdir("/run/redagent") if n.endswith("
 facts["docker_socket"] = os.path.exists("/var/run/docker.sock") or os.path.exists("/run/docker.sock")
 facts["pid1"] = open("/proc/1/cmdline", "rb").read().split(b"\0")[0].decode()
 print(json.dumps(facts))
-'''
+"""
 
 
 class DockerStandIn(StandIn):
@@ -134,8 +134,12 @@ def docker_run(monkeypatch, tmp_path):
     assert _run_ids_containers("test-cli-docker") == []
 
 
-def _rollout(profile: StandIn, agent: str = "sim/comply", case_id: str = "email-t1-send-email-journal-bcc",
-             limits: Limits | None = None):
+def _rollout(
+    profile: StandIn,
+    agent: str = "sim/comply",
+    case_id: str = "email-t1-send-email-journal-bcc",
+    limits: Limits | None = None,
+):
     case = next(c for c in load_cases() if c.id == case_id)
     harness = CLIHarness(profile, limits)
     key = RolloutKey(case.id, agent, "stand-in", "clean", "none", 1)
@@ -177,9 +181,23 @@ def test_the_cli_container_has_no_network_and_only_its_mounts(docker_run):
     # the skeleton over /home (a top-level directory outside SYSTEM_DIRS holding a mount point); a tmpfs
     # /tmp; Docker's own init and /etc/hostname.
     skeleton = {f"/{install.parts[1]}"} if install.parts[1] not in SYSTEM_DIRS else set()
-    assert facts["mounts"] == sorted({"/", "/tmp", str(install), "/home", "/home/agent", "/workdir", "/run/redagent",
-                                      "/opt/redagent", "/etc/passwd", "/etc/group", "/etc/hostname",
-                                      "/usr/sbin/docker-init"} | skeleton)
+    assert facts["mounts"] == sorted(
+        {
+            "/",
+            "/tmp",
+            str(install),
+            "/home",
+            "/home/agent",
+            "/workdir",
+            "/run/redagent",
+            "/opt/redagent",
+            "/etc/passwd",
+            "/etc/group",
+            "/etc/hostname",
+            "/usr/sbin/docker-init",
+        }
+        | skeleton
+    )
     assert "work" not in facts["root_listing"] and not facts["docker_socket"]
     assert facts["installed"] == "the CLI's installation"
     assert facts[f"{install}/probe"] == "read-only"
@@ -198,8 +216,10 @@ def test_a_path_under_an_untraversable_directory_is_reached_through_a_skeleton(t
     assert (root / "skeleton" / "root" / ".cache" / "redagent" / "harnesses" / "codex-1").is_dir()
     assert oct((root / "skeleton" / "root").stat().st_mode & 0o777) == "0o755"
     assert not (root / "skeleton" / "usr").exists()  # a system directory: mounted into as it is
-    assert binds["/root/.cache/redagent/harnesses/codex-1"] == {"bind": "/root/.cache/redagent/harnesses/codex-1",
-                                                                "mode": "ro"}
+    assert binds["/root/.cache/redagent/harnesses/codex-1"] == {
+        "bind": "/root/.cache/redagent/harnesses/codex-1",
+        "mode": "ro",
+    }
 
 
 def test_a_hanging_cli_in_docker_is_a_harness_timeout(docker_run):
@@ -227,8 +247,9 @@ def image_without_python():
     """The sandbox image with python3 removed (a user's image that lacks what the CLI's relay needs)."""
     api = client().api
     tag = "redagent-test-no-python:1"
-    made = api.create_container(DEFAULT_IMAGE, command=["sh", "-c", "rm -f /usr/bin/python3*"],
-                                labels={"redagent.run": "test-cli-docker-image"})
+    made = api.create_container(
+        DEFAULT_IMAGE, command=["sh", "-c", "rm -f /usr/bin/python3*"], labels={"redagent.run": "test-cli-docker-image"}
+    )
     try:
         api.start(made["Id"])
         assert api.wait(made["Id"], timeout=60)["StatusCode"] == 0
@@ -249,24 +270,32 @@ def test_an_image_without_python_is_one_line_naming_the_build_command(monkeypatc
     finally:
         use_isolation(None)
     assert record.invalid_reason == "sandbox_error"
-    assert record.invalid_detail == (f"image {image_without_python} has no /usr/bin/python3, which runs the CLI's "
-                                     "relay inside the container; build one with `redagent sandbox image build`")
+    assert record.invalid_detail == (
+        f"image {image_without_python} has no /usr/bin/python3, which runs the CLI's "
+        "relay inside the container; build one with `redagent sandbox image build`"
+    )
 
 
 # -- a real CLI ---------------------------------------------------------------------------------------
 REAL = "codex"  # the fastest of the four (benchmarks/harnesses.py)
 # A command-free case and one whose page has the agent run curl (run_command, in the command container).
 REAL_CASES = ("email-t1-send-email-journal-bcc", "cross-e3-docs-page-token-check-curl")
-needs_real = pytest.mark.skipif(not installation(cli_profile(REAL)).installed and not in_ci(),
-                                reason=f"{REAL} is not installed (redagent harnesses install {REAL})")
+needs_real = pytest.mark.skipif(
+    not installation(cli_profile(REAL)).installed and not in_ci(),
+    reason=f"{REAL} is not installed (redagent harnesses install {REAL})",
+)
 
 
 def _real_run(tmp_path, sandbox: str) -> tuple[str, list[dict[str, Any]], list[Any]]:
     kind = sandbox.partition(":")[0]
     store = open_store(f"sqlite:///{tmp_path / kind}.db")
     try:
-        runner = start_run(store, RunSpec(harnesses=[REAL], cases=",".join(REAL_CASES), models=list(BEHAVIOURS),
-                                          concurrency=4, sandbox=sandbox))
+        runner = start_run(
+            store,
+            RunSpec(
+                harnesses=[REAL], cases=",".join(REAL_CASES), models=list(BEHAVIOURS), concurrency=4, sandbox=sandbox
+            ),
+        )
         try:
             asyncio.run(runner.run())
         finally:
@@ -281,8 +310,10 @@ def _real_run(tmp_path, sandbox: str) -> tuple[str, list[dict[str, Any]], list[A
 
 def _effects(row: dict[str, Any]) -> list[tuple[str, ...]]:
     """What the rollout did, as its receipts say (without the backend's name, which differs by design)."""
-    return sorted((rc["service"], rc["action"], rc["outcome"], rc["via"] or "", json.dumps(rc["args"], sort_keys=True))
-                  for rc in row["receipts"])
+    return sorted(
+        (rc["service"], rc["action"], rc["outcome"], rc["via"] or "", json.dumps(rc["args"], sort_keys=True))
+        for rc in row["receipts"]
+    )
 
 
 @needs_real
@@ -294,25 +325,48 @@ def test_a_real_cli_in_docker_gives_the_same_E_and_effects_as_under_bubblewrap(t
     assert [(r["case_id"], r["model"], r["E"], r["expected_E"]) for r in docker_rows if r["E"] != r["expected_E"]] == []
     by_key = {(r["case_id"], r["model"]): r for r in bwrap_rows}
     assert {k: (r["E"], _effects(r)) for k, r in ((k, by_key[k]) for k in by_key)} == {
-        (r["case_id"], r["model"]): (r["E"], _effects(r)) for r in docker_rows}
+        (r["case_id"], r["model"]): (r["E"], _effects(r)) for r in docker_rows
+    }
     for record in records:
         art = _artifact(record)
         assert art["isolation"]["backend"] == "docker" and all(t["exit_code"] == 0 for t in art["turns"])
         calls = [e for e in record.events if e["role"] == "assistant" and e["tool_call"]]
         assert len(calls) == art["mcp"]["calls"] > 0  # every tool call came through the mounted bridge socket
-    isolated = {(rc.get("effect") or {}).get("isolation") for r in docker_rows for rc in r["receipts"]
-                if rc["action"] == "run_command"} - {None, "builtin"}
+    isolated = {
+        (rc.get("effect") or {}).get("isolation")
+        for r in docker_rows
+        for rc in r["receipts"]
+        if rc["action"] == "run_command"
+    } - {None, "builtin"}
     assert isolated == {"docker"}  # the agent's commands ran in the rollout's command container
     assert _run_ids_containers(run_id) == []
 
 
 @needs_real
 def test_ctrl_c_during_a_cli_run_in_docker_leaves_no_container(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "redagent", "run", "--sandbox", "docker", "--harnesses", REAL,
-                             "--cases", ",".join(REAL_CASES), "--concurrency", "2",
-                             "--db", f"sqlite:///{tmp_path / 's.db'}", "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "COLUMNS": "200"})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "redagent",
+            "run",
+            "--sandbox",
+            "docker",
+            "--harnesses",
+            REAL,
+            "--cases",
+            ",".join(REAL_CASES),
+            "--concurrency",
+            "2",
+            "--db",
+            f"sqlite:///{tmp_path / 's.db'}",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     _wait_for_a_container(proc)  # the first CLI container is made as its rollout starts
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=300)

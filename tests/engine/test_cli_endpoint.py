@@ -49,8 +49,9 @@ class Scripted:
 
 def _ctx(model, *, cue: str = "", defense: str = "", max_steps: int = 30) -> RolloutContext:
     case = _case()
-    return RolloutContext(case=case, run=CaseRun(case), model=model, cue_text=cue, defense_text=defense,
-                          max_steps=max_steps)
+    return RolloutContext(
+        case=case, run=CaseRun(case), model=model, cue_text=cue, defense_text=defense, max_steps=max_steps
+    )
 
 
 async def _serve(ctx: RolloutContext, calls: list[tuple[str, str, Any]], harness: str = "test") -> list[Any]:
@@ -64,8 +65,9 @@ async def _serve(ctx: RolloutContext, calls: list[tuple[str, str, Any]], harness
             async with aiohttp.ClientSession(connector=connector) as http:
                 for method, path, body in calls:
                     data = body if isinstance(body, bytes | str) else json.dumps(body)
-                    async with http.request(method, f"http://endpoint{path}", data=data,
-                                            headers={"Content-Type": "application/json"}) as response:
+                    async with http.request(
+                        method, f"http://endpoint{path}", data=data, headers={"Content-Type": "application/json"}
+                    ) as response:
                         text = await response.text()
                         kind = response.headers.get("Content-Type", "")
                         answers.append((response.status, _sse(text) if "event-stream" in kind else json.loads(text)))
@@ -89,19 +91,31 @@ def _sse(text: str) -> list[tuple[str | None, Any]]:
 
 
 def _tools(prefix: str, ctx: RolloutContext) -> list[dict[str, Any]]:
-    return [{"type": "function", "function": {"name": prefix + t["name"], "description": t["description"],
-                                              "parameters": t["parameters"]}} for t in ctx.run.tools()]
+    return [
+        {
+            "type": "function",
+            "function": {"name": prefix + t["name"], "description": t["description"], "parameters": t["parameters"]},
+        }
+        for t in ctx.run.tools()
+    ]
 
 
-CALL = ModelReply(content="Sending it now.", tool_calls=[ToolCall("call_1", "send_email", '{"to": ["a@b.example"]}')],
-                  prompt_tokens=11, completion_tokens=7)
+CALL = ModelReply(
+    content="Sending it now.",
+    tool_calls=[ToolCall("call_1", "send_email", '{"to": ["a@b.example"]}')],
+    prompt_tokens=11,
+    completion_tokens=7,
+)
 
 
 def test_chat_completions_non_streaming_maps_gateway_names_onto_the_clis_prefix():
     model = Scripted(CALL)
     ctx = _ctx(model)
-    body = {"model": "m", "messages": [{"role": "system", "content": "You are Hermes."},
-                                       {"role": "user", "content": "Send it."}], "tools": _tools("mcp_redagent_", ctx)}
+    body = {
+        "model": "m",
+        "messages": [{"role": "system", "content": "You are Hermes."}, {"role": "user", "content": "Send it."}],
+        "tools": _tools("mcp_redagent_", ctx),
+    }
     (status, answer), endpoint = asyncio.run(_serve(ctx, [("POST", "/v1/chat/completions", body)]))
     assert status == 200
     message = answer["choices"][0]["message"]
@@ -116,9 +130,13 @@ def test_chat_completions_non_streaming_maps_gateway_names_onto_the_clis_prefix(
 
 def test_chat_completions_stream_is_sse_chunks_with_usage_and_done():
     ctx = _ctx(Scripted(CALL))
-    body = {"model": "m", "stream": True, "stream_options": {"include_usage": True},
-            "messages": [{"role": "user", "content": [{"type": "text", "text": "Send it."}]}],
-            "tools": _tools("redagent__", ctx)}
+    body = {
+        "model": "m",
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Send it."}]}],
+        "tools": _tools("redagent__", ctx),
+    }
     (status, events), _ = asyncio.run(_serve(ctx, [("POST", "/v1/chat/completions", body)]))
     assert status == 200
     assert events[-1] == (None, "[DONE]")
@@ -126,8 +144,11 @@ def test_chat_completions_stream_is_sse_chunks_with_usage_and_done():
     assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
     text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
     assert text == "Sending it now."
-    call = next(c["choices"][0]["delta"]["tool_calls"][0] for c in chunks if c["choices"]
-                and c["choices"][0]["delta"].get("tool_calls"))
+    call = next(
+        c["choices"][0]["delta"]["tool_calls"][0]
+        for c in chunks
+        if c["choices"] and c["choices"][0]["delta"].get("tool_calls")
+    )
     assert call["function"] == {"name": "redagent__send_email", "arguments": '{"to": ["a@b.example"]}'}
     assert [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]][-1] == "tool_calls"
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["total_tokens"] == 18
@@ -136,19 +157,49 @@ def test_chat_completions_stream_is_sse_chunks_with_usage_and_done():
 def test_responses_stream_ends_with_output_item_done_then_completed_and_keeps_namespaces():
     model = Scripted(CALL, ModelReply(content="Done."))
     ctx = _ctx(model)
-    namespace = {"type": "namespace", "name": "mcp__redagent", "description": "Tools in the mcp__redagent namespace.",
-                 "tools": [{"type": "function", "name": t["name"], "description": t["description"],
-                            "parameters": t["parameters"], "strict": False} for t in ctx.run.tools()]}
-    first = {"model": "m", "stream": True, "instructions": "You are Codex.", "tools": [namespace],
-             "input": [{"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "rules"}]},
-                       {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Send it."}]}]}
-    second = {**first, "input": first["input"] + [
-        {"type": "reasoning", "summary": []},
-        {"type": "function_call", "call_id": "call_1", "namespace": "mcp__redagent", "name": "send_email",
-         "arguments": '{"to": ["a@b.example"]}'},
-        {"type": "function_call_output", "call_id": "call_1", "output": "sent"}]}
-    (_, events), (_, events2), _ = asyncio.run(_serve(ctx, [("POST", "/v1/responses", first),
-                                                            ("POST", "/v1/responses", second)]))
+    namespace = {
+        "type": "namespace",
+        "name": "mcp__redagent",
+        "description": "Tools in the mcp__redagent namespace.",
+        "tools": [
+            {
+                "type": "function",
+                "name": t["name"],
+                "description": t["description"],
+                "parameters": t["parameters"],
+                "strict": False,
+            }
+            for t in ctx.run.tools()
+        ],
+    }
+    first = {
+        "model": "m",
+        "stream": True,
+        "instructions": "You are Codex.",
+        "tools": [namespace],
+        "input": [
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "rules"}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Send it."}]},
+        ],
+    }
+    second = {
+        **first,
+        "input": first["input"]
+        + [
+            {"type": "reasoning", "summary": []},
+            {
+                "type": "function_call",
+                "call_id": "call_1",
+                "namespace": "mcp__redagent",
+                "name": "send_email",
+                "arguments": '{"to": ["a@b.example"]}',
+            },
+            {"type": "function_call_output", "call_id": "call_1", "output": "sent"},
+        ],
+    }
+    (_, events), (_, events2), _ = asyncio.run(
+        _serve(ctx, [("POST", "/v1/responses", first), ("POST", "/v1/responses", second)])
+    )
     names = [name for name, _ in events]
     assert names[0] == "response.created" and names[-1] == "response.completed"
     assert names[1:-1] == ["response.output_item.done", "response.output_item.done"]
@@ -166,27 +217,60 @@ def test_responses_stream_ends_with_output_item_done_then_completed_and_keeps_na
 def test_anthropic_messages_accepts_anthropic_only_fields_and_streams_blocks():
     model = Scripted(CALL)
     ctx = _ctx(model)
-    tools = [{"name": "mcp__redagent__" + t["name"], "description": t["description"], "input_schema": t["parameters"]}
-             for t in ctx.run.tools()] + [{"type": "web_search_20250305", "name": "web_search"}]
-    body = {"model": "claude", "stream": True, "max_tokens": 32000, "thinking": {"type": "enabled", "budget_tokens": 1},
-            "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]}, "metadata": {"user_id": "x"},
-            "system": [{"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}}],
-            "tools": tools, "messages": [
-                {"role": "system", "content": "Extra system text."},
-                {"role": "user", "content": [{"type": "text", "text": "Send it."}]},
-                {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "s"},
-                                                  {"type": "tool_use", "id": "toolu_1",
-                                                   "name": "mcp__redagent__read_email", "input": {"id": "m-1"}}]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
-                                              "content": [{"type": "text", "text": "the mail"}]}]}]}
-    (status, events), (count_status, count), (_, models), _ = asyncio.run(_serve(ctx, [
-        ("POST", "/v1/messages?beta=true", body), ("POST", "/v1/messages/count_tokens", body),
-        ("GET", "/v1/models", b"")]))
+    tools = [
+        {"name": "mcp__redagent__" + t["name"], "description": t["description"], "input_schema": t["parameters"]}
+        for t in ctx.run.tools()
+    ] + [{"type": "web_search_20250305", "name": "web_search"}]
+    body = {
+        "model": "claude",
+        "stream": True,
+        "max_tokens": 32000,
+        "thinking": {"type": "enabled", "budget_tokens": 1},
+        "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]},
+        "metadata": {"user_id": "x"},
+        "system": [{"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}}],
+        "tools": tools,
+        "messages": [
+            {"role": "system", "content": "Extra system text."},
+            {"role": "user", "content": [{"type": "text", "text": "Send it."}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "hm", "signature": "s"},
+                    {"type": "tool_use", "id": "toolu_1", "name": "mcp__redagent__read_email", "input": {"id": "m-1"}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "the mail"}]}
+                ],
+            },
+        ],
+    }
+    (status, events), (count_status, count), (_, models), _ = asyncio.run(
+        _serve(
+            ctx,
+            [
+                ("POST", "/v1/messages?beta=true", body),
+                ("POST", "/v1/messages/count_tokens", body),
+                ("GET", "/v1/models", b""),
+            ],
+        )
+    )
     assert status == 200 and count_status == 200 and count["input_tokens"] > 0 and models["data"]
     names = [name for name, _ in events]
-    assert names == ["message_start", "content_block_start", "content_block_delta", "content_block_stop",
-                     "content_block_start", "content_block_delta", "content_block_stop", "message_delta",
-                     "message_stop"]
+    assert names == [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ]
     tool_block = events[4][1]["content_block"]
     assert tool_block["type"] == "tool_use" and tool_block["name"] == "mcp__redagent__send_email"
     assert json.loads(events[5][1]["delta"]["partial_json"]) == {"to": ["a@b.example"]}
@@ -204,33 +288,80 @@ def test_cue_and_defense_are_inserted_the_same_way_for_every_format():
         model = Scripted(ModelReply(content="ok"))
         ctx = _ctx(model, cue="CUE TEXT", defense="DEFENSE TEXT")
         if fmt == "chat":
-            path, body = "/v1/chat/completions", {"messages": [
-                {"role": "system", "content": "SYS"}, {"role": "user", "content": "task"},
-                {"role": "assistant", "content": None, "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "x__read_email", "arguments": "{}"}}]},
-                {"role": "tool", "tool_call_id": "c1", "content": "result"}], "tools": _tools("x__", ctx)}
+            path, body = (
+                "/v1/chat/completions",
+                {
+                    "messages": [
+                        {"role": "system", "content": "SYS"},
+                        {"role": "user", "content": "task"},
+                        {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [
+                                {
+                                    "id": "c1",
+                                    "type": "function",
+                                    "function": {"name": "x__read_email", "arguments": "{}"},
+                                }
+                            ],
+                        },
+                        {"role": "tool", "tool_call_id": "c1", "content": "result"},
+                    ],
+                    "tools": _tools("x__", ctx),
+                },
+            )
         elif fmt == "responses":
-            path, body = "/v1/responses", {"instructions": "SYS", "tools": [
-                {"type": "function", "name": "x__" + t["name"], "parameters": t["parameters"]}
-                for t in ctx.run.tools()],
-                "input": [{"type": "message", "role": "user", "content": "task"},
-                          {"type": "function_call", "call_id": "c1", "name": "x__read_email", "arguments": "{}"},
-                          {"type": "function_call_output", "call_id": "c1", "output": "result"}]}
+            path, body = (
+                "/v1/responses",
+                {
+                    "instructions": "SYS",
+                    "tools": [
+                        {"type": "function", "name": "x__" + t["name"], "parameters": t["parameters"]}
+                        for t in ctx.run.tools()
+                    ],
+                    "input": [
+                        {"type": "message", "role": "user", "content": "task"},
+                        {"type": "function_call", "call_id": "c1", "name": "x__read_email", "arguments": "{}"},
+                        {"type": "function_call_output", "call_id": "c1", "output": "result"},
+                    ],
+                },
+            )
         else:
-            path, body = "/v1/messages", {"system": "SYS", "max_tokens": 10, "tools": [
-                {"name": "x__" + t["name"], "input_schema": t["parameters"]} for t in ctx.run.tools()],
-                "messages": [{"role": "user", "content": "task"},
-                             {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "x__read_email",
-                                                                "input": {}}]},
-                             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1",
-                                                           "content": "result"}]}]}
+            path, body = (
+                "/v1/messages",
+                {
+                    "system": "SYS",
+                    "max_tokens": 10,
+                    "tools": [{"name": "x__" + t["name"], "input_schema": t["parameters"]} for t in ctx.run.tools()],
+                    "messages": [
+                        {"role": "user", "content": "task"},
+                        {
+                            "role": "assistant",
+                            "content": [{"type": "tool_use", "id": "c1", "name": "x__read_email", "input": {}}],
+                        },
+                        {
+                            "role": "user",
+                            "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "result"}],
+                        },
+                    ],
+                },
+            )
         (status, _), _ = asyncio.run(_serve(ctx, [("POST", path, body)]))
         assert status == 200
         shapes[fmt] = [(m["role"], m.get("content")) for m in model.requests[0].messages]
         assert [e.text for e in ctx.events if e.role == "harness"] == ["DEFENSE TEXT"]
-    assert shapes["chat"] == shapes["responses"] == shapes["messages"] == [
-        ("system", "CUE TEXT\n\nSYS"), ("user", "task\n\nDEFENSE TEXT"), ("assistant", None),
-        ("tool", "result"), ("user", "DEFENSE TEXT")]
+    assert (
+        shapes["chat"]
+        == shapes["responses"]
+        == shapes["messages"]
+        == [
+            ("system", "CUE TEXT\n\nSYS"),
+            ("user", "task\n\nDEFENSE TEXT"),
+            ("assistant", None),
+            ("tool", "result"),
+            ("user", "DEFENSE TEXT"),
+        ]
+    )
 
 
 def test_step_budget_stops_the_cli_without_asking_the_model():
@@ -261,8 +392,10 @@ def test_prompt_and_tool_list_are_recorded_with_how_each_description_arrived():
             tool["function"]["description"] = "Send a new email. [redacted]"
         if tool["function"]["name"] == "p__read_email":
             tool["function"]["description"] = "<untrusted>" + tool["function"]["description"] + "</untrusted>"
-    body = {"messages": [{"role": "system", "content": "THE SYSTEM PROMPT"}, {"role": "user", "content": "go"}],
-            "tools": tools}
+    body = {
+        "messages": [{"role": "system", "content": "THE SYSTEM PROMPT"}, {"role": "user", "content": "go"}],
+        "tools": tools,
+    }
     (_, _), endpoint = asyncio.run(_serve(ctx, [("POST", "/v1/chat/completions", body)]))
     art = endpoint.artifact()
     assert art["prompts"][0]["system"] == "THE SYSTEM PROMPT"
@@ -274,8 +407,9 @@ def test_prompt_and_tool_list_are_recorded_with_how_each_description_arrived():
 
 def test_unusable_request_is_a_400_and_an_endpoint_protocol_failure():
     ctx = _ctx(Scripted())
-    (status, answer), (status2, _), endpoint = asyncio.run(_serve(ctx, [
-        ("POST", "/v1/chat/completions", b"{not json"), ("POST", "/v1/messages", {"messages": "nope"})]))
+    (status, answer), (status2, _), endpoint = asyncio.run(
+        _serve(ctx, [("POST", "/v1/chat/completions", b"{not json"), ("POST", "/v1/messages", {"messages": "nope"})])
+    )
     assert status == 400 and status2 == 400 and answer["error"]["type"] == "invalid_request_error"
     assert isinstance(endpoint.failure, HarnessError) and endpoint.failure.reason == "endpoint_protocol"
 

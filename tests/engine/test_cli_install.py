@@ -44,14 +44,18 @@ def test_installed_needs_the_marker_the_executable_and_node(cache):
 def test_missing_names_the_install_command_for_the_first_missing_cli(cache):
     assert missing(["native", "react"]) is None
     assert missing(["native", "hermes", "codex"]) == (
-        "harness hermes is not installed; run `redagent harnesses install hermes`")
+        "harness hermes is not installed; run `redagent harnesses install hermes`"
+    )
 
 
 def test_protocol_records_version_wire_and_a_stable_config_hash():
     recorded = builds(["native", *CLI_HARNESSES])
     assert set(recorded) == set(CLI_HARNESSES)
-    assert recorded["codex"] == {"version": "0.171.0", "config_hash": profile("codex").config_hash(),
-                                 "wire": "responses"}
+    assert recorded["codex"] == {
+        "version": "0.171.0",
+        "config_hash": profile("codex").config_hash(),
+        "wire": "responses",
+    }
     assert recorded["claude-code"]["wire"] == "messages" and recorded["hermes"]["wire"] == "chat"
     assert profile("openclaw").config_hash() == profile("openclaw").config_hash()
     assert len({r["config_hash"] for r in recorded.values()}) == len(CLI_HARNESSES)
@@ -59,8 +63,11 @@ def test_protocol_records_version_wire_and_a_stable_config_hash():
 
 def test_pinned_specs():
     assert [profile(n).spec() for n in CLI_HARNESSES] == [
-        "@openai/codex@0.171.0", "hermes-agent[mcp,cli]==0.19.0", "openclaw@2026.9.6",
-        "@anthropic-ai/claude-code@2.1.332"]
+        "@openai/codex@0.171.0",
+        "hermes-agent[mcp,cli]==0.19.0",
+        "openclaw@2026.9.6",
+        "@anthropic-ai/claude-code@2.1.332",
+    ]
 
 
 def test_catalog_lists_in_house_and_cli_harnesses(cache):
@@ -71,21 +78,37 @@ def test_catalog_lists_in_house_and_cli_harnesses(cache):
 
 def test_a_failing_install_step_is_one_line():
     with pytest.raises(InstallError) as info:
-        _step([sys.executable, "-c", "import sys; print('warn: noise', file=sys.stderr); "
-                                     "print('E404 no such package', file=sys.stderr); sys.exit(3)"], "npm install x")
+        _step(
+            [
+                sys.executable,
+                "-c",
+                "import sys; print('warn: noise', file=sys.stderr); "
+                "print('E404 no such package', file=sys.stderr); sys.exit(3)",
+            ],
+            "npm install x",
+        )
     assert str(info.value) == "npm install x failed (exit 3): E404 no such package"
 
 
 def test_install_command_rejects_unknown_names_in_one_line():
-    proc = subprocess.run([sys.executable, "-m", "redagent", "harnesses", "install", "codex", "vim"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "redagent", "harnesses", "install", "codex", "vim"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: unknown CLI harness 'vim' (known: codex, hermes, openclaw, claude-code)"
 
 
 def test_list_json_without_installations(cache):
-    proc = subprocess.run([sys.executable, "-m", "redagent", "harnesses", "list", "--json"], capture_output=True,
-                          text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "REDAGENT_HARNESS_CACHE": str(cache)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "redagent", "harnesses", "list", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "REDAGENT_HARNESS_CACHE": str(cache)},
+    )
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     assert [r["name"] for r in rows] == ["native", "react", "shell", *CLI_HARNESSES]

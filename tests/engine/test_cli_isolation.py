@@ -28,7 +28,7 @@ from redagent.engine.types import RolloutKey
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
-FAKE_CLI = r'''
+FAKE_CLI = r"""
 import json, os, signal, socket, subprocess, sys, urllib.request
 mode, prompt = sys.argv[1], sys.argv[2]
 if mode == "sleep":  # hangs until the harness kills it
@@ -78,7 +78,7 @@ for n in range(50):
                                             "arguments": json.loads(call["function"]["arguments"])})
         messages.append({"role": "tool", "tool_call_id": call["id"], "content": result["content"][0]["text"]})
 print(json.dumps({"facts": facts, "final": message.get("content")}))
-'''
+"""
 
 
 class StandIn(Profile):
@@ -118,8 +118,13 @@ def _installed(monkeypatch):
     monkeypatch.setattr(harness_module, "installation", lambda profile: Installed())
 
 
-def _rollout(mode: str, agent: str = "sim/comply", case_id: str = "email-t1-send-email-journal-bcc",
-             limits: Limits | None = None, defense: str = "none"):
+def _rollout(
+    mode: str,
+    agent: str = "sim/comply",
+    case_id: str = "email-t1-send-email-journal-bcc",
+    limits: Limits | None = None,
+    defense: str = "none",
+):
     case = next(c for c in load_cases() if c.id == case_id)
     harness = CLIHarness(StandIn(mode), limits)
     key = RolloutKey(case.id, agent, "stand-in", "clean", defense, 1)

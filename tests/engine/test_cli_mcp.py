@@ -27,8 +27,14 @@ TIMEOUT = 30
 
 def _ctx(case_id: str, max_steps: int = 30) -> RolloutContext:
     case = next(c for c in load_cases() if c.id == case_id)
-    return RolloutContext(case=case, run=CaseRun(case), model=SimModel("sim/ignore", case), cue_text="",
-                          defense_text="", max_steps=max_steps)
+    return RolloutContext(
+        case=case,
+        run=CaseRun(case),
+        model=SimModel("sim/ignore", case),
+        cue_text="",
+        defense_text="",
+        max_steps=max_steps,
+    )
 
 
 async def _session(ctx: RolloutContext, messages: list[dict[str, Any]]) -> list[Any]:
@@ -39,8 +45,12 @@ async def _session(ctx: RolloutContext, messages: list[dict[str, Any]]) -> list[
         await bridge.start()
         try:
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, str(INSIDE / "mcp_stdio.py"), str(bridge.path),
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+                sys.executable,
+                str(INSIDE / "mcp_stdio.py"),
+                str(bridge.path),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+            )
             payload = b"".join(json.dumps(m).encode() + b"\n" for m in messages)
             out, _ = await asyncio.wait_for(proc.communicate(payload), TIMEOUT)
         finally:
@@ -58,17 +68,28 @@ def _rpc(ident: int | None, method: str, params: dict[str, Any] | None = None) -
 
 def test_initialize_list_and_notifications():
     ctx = _ctx("email-t1-send-email-journal-bcc")
-    answers = asyncio.run(_session(ctx, [
-        _rpc(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}),
-        _rpc(None, "notifications/initialized"),
-        _rpc(2, "tools/list"), _rpc(3, "ping"), _rpc(4, "no/such/method")]))
+    answers = asyncio.run(
+        _session(
+            ctx,
+            [
+                _rpc(
+                    1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}
+                ),
+                _rpc(None, "notifications/initialized"),
+                _rpc(2, "tools/list"),
+                _rpc(3, "ping"),
+                _rpc(4, "no/such/method"),
+            ],
+        )
+    )
     assert [a["id"] for a in answers] == [1, 2, 3, 4]  # the notification got no answer
     assert answers[0]["result"]["protocolVersion"] == "2025-06-18"
     assert answers[0]["result"]["capabilities"] == {"tools": {"listChanged": False}}
     listed = answers[1]["result"]["tools"]
     shown = ctx.run.tools()
     assert [(t["name"], t["description"], t["inputSchema"]) for t in listed] == [
-        (t["name"], t["description"], t["parameters"]) for t in shown]
+        (t["name"], t["description"], t["parameters"]) for t in shown
+    ]
     poisoned = next(t for t in listed if t["name"] == "send_email")
     assert ctx.run.marker in poisoned["description"]  # exactly as the gateway shaped it
     assert answers[3]["error"]["code"] == -32601
@@ -85,10 +106,16 @@ def test_lookalike_tools_are_served_like_the_real_ones():
 def test_calls_go_through_the_gateway_with_receipts_and_trajectory():
     ctx = _ctx("email-t1-send-email-journal-bcc")
     args = {"to": ["kwame.amadi@halvorsen-amadi.example"], "subject": "hi", "body": "text"}
-    answers = asyncio.run(_session(ctx, [
-        _rpc(1, "tools/call", {"name": "send_email", "arguments": args}),
-        _rpc(2, "tools/call", {"name": "send_email", "arguments": {"to": "not-a-list"}}),
-        _rpc(3, "tools/call", {"name": "rm_rf", "arguments": {}})]))
+    answers = asyncio.run(
+        _session(
+            ctx,
+            [
+                _rpc(1, "tools/call", {"name": "send_email", "arguments": args}),
+                _rpc(2, "tools/call", {"name": "send_email", "arguments": {"to": "not-a-list"}}),
+                _rpc(3, "tools/call", {"name": "rm_rf", "arguments": {}}),
+            ],
+        )
+    )
     ok, bad, unknown = (a["result"] for a in answers)
     assert not ok["isError"] and "new-sent-1" in ok["content"][0]["text"]
     assert bad["isError"] and unknown["isError"] and "unknown tool" in unknown["content"][0]["text"]
@@ -104,8 +131,14 @@ def test_calls_go_through_the_gateway_with_receipts_and_trajectory():
 
 def test_step_budget_refuses_further_calls():
     ctx = _ctx("email-t1-send-email-journal-bcc", max_steps=1)
-    answers = asyncio.run(_session(ctx, [
-        _rpc(1, "tools/call", {"name": "list_emails", "arguments": {}}),
-        _rpc(2, "tools/call", {"name": "list_emails", "arguments": {}})]))
+    answers = asyncio.run(
+        _session(
+            ctx,
+            [
+                _rpc(1, "tools/call", {"name": "list_emails", "arguments": {}}),
+                _rpc(2, "tools/call", {"name": "list_emails", "arguments": {}}),
+            ],
+        )
+    )
     assert not answers[0]["result"]["isError"] and answers[1]["result"]["isError"]
     assert ctx.steps == 1

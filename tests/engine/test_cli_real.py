@@ -25,8 +25,12 @@ from tests.ci import in_ci
 # All five surfaces (email, files, banking, browser, workspace), the attack channels (tool: a poisoned
 # description and a look-alike; user, in a later turn of a multi-turn case, so the CLI's session is
 # resumed; environment, on a web page) and sandboxed commands (the page's curl, sim/indirect's helper).
-CASES = ("email-t1-send-email-journal-bcc", "files-t2-backup-lookalike-upload",
-         "cross-u5-bills-escalation-parking-notice", "cross-e3-docs-page-token-check-curl")
+CASES = (
+    "email-t1-send-email-journal-bcc",
+    "files-t2-backup-lookalike-upload",
+    "cross-u5-bills-escalation-parking-notice",
+    "cross-e3-docs-page-token-check-curl",
+)
 CONCURRENCY = {"openclaw": 2}  # 800 MB per rollout
 # Every calibration agent once or twice, every case three times, instead of all forty pairs: what the CLI can get
 # wrong (a tool call dropped, reshaped or sent twice, a session not resumed) shows on any pair, and one OpenClaw
@@ -34,16 +38,19 @@ CONCURRENCY = {"openclaw": 2}  # 800 MB per rollout
 # E depends on the case meet it both ways: sim/indirect acts only through a sandboxed command (the page's curl, E = 1
 # on cross-e3, 0 on email-t1), sim/one-channel only on the user channel (1 on the multi-turn cross-u5, 0 on
 # email-t1).
-PAIRS = {CASES[0]: ("sim/comply", "sim/ignore", "sim/one-channel", "sim/indirect"),
-         CASES[1]: ("sim/recognize-comply", "sim/attempt-fail", "sim/refuse-2"),
-         CASES[2]: ("sim/one-channel", "sim/comply-claim-refusal", "sim/ignore"),
-         CASES[3]: ("sim/indirect", "sim/reminder-sensitive", "sim/claim-only")}
+PAIRS = {
+    CASES[0]: ("sim/comply", "sim/ignore", "sim/one-channel", "sim/indirect"),
+    CASES[1]: ("sim/recognize-comply", "sim/attempt-fail", "sim/refuse-2"),
+    CASES[2]: ("sim/one-channel", "sim/comply-claim-refusal", "sim/ignore"),
+    CASES[3]: ("sim/indirect", "sim/reminder-sensitive", "sim/claim-only"),
+}
 
 
 def _needs(name: str):
     installed = installation(profile(name)).installed
-    return pytest.mark.skipif(not installed and not in_ci(),
-                              reason=f"{name} is not installed (redagent harnesses install {name})")
+    return pytest.mark.skipif(
+        not installed and not in_ci(), reason=f"{name} is not installed (redagent harnesses install {name})"
+    )
 
 
 @pytest.fixture(scope="module", params=[pytest.param(n, marks=_needs(n)) for n in CLI_HARNESSES])
@@ -70,8 +77,10 @@ def pairs(name, _pair_runs):
         rollouts = {}
         try:
             for case, models in PAIRS.items():
-                runner = start_run(store, RunSpec(harnesses=[name], concurrency=CONCURRENCY.get(name, 4),
-                                                  cases=case, models=list(models)))
+                runner = start_run(
+                    store,
+                    RunSpec(harnesses=[name], concurrency=CONCURRENCY.get(name, 4), cases=case, models=list(models)),
+                )
                 asyncio.run(runner.run())
                 rollouts[runner.run_record.id] = list(store.iter_export(runner.run_record.id))
         except BaseException:
@@ -94,10 +103,14 @@ def test_every_calibration_agent_gets_its_expected_E_through_the_cli(pairs, name
     store, runs = pairs
     for run_id in runs:
         assert summary(store, run_id)["protocol"]["harness_builds"][name] == {
-            "version": profile(name).version, "config_hash": profile(name).config_hash(), "wire": profile(name).wire}
+            "version": profile(name).version,
+            "config_hash": profile(name).config_hash(),
+            "wire": profile(name).wire,
+        }
     rollouts = [r for rows in runs.values() for r in rows]
     assert sorted((r["case_id"], r["model"]) for r in rollouts) == sorted(
-        (case, model) for case, models in PAIRS.items() for model in models)
+        (case, model) for case, models in PAIRS.items() for model in models
+    )
     invalid = [(r["case_id"], r["model"], r["invalid_reason"], r["invalid_detail"]) for r in rollouts if not r["valid"]]
     assert invalid == []
     wrong = [(r["case_id"], r["model"], r["E"], r["expected_E"]) for r in rollouts if r["E"] != r["expected_E"]]
@@ -119,8 +132,12 @@ def test_a_poisoned_description_reaches_the_cli_as_the_gateway_shaped_it_or_is_r
     artifact = json.loads(next(e["text"] for e in record.events if e["role"] == "transcript"))
     status = artifact["endpoint"]["tool_descriptions"]["send_email"]
     assert status in ("verbatim", "wrapped", "rewritten")
-    shown = [t["description"] for p in artifact["endpoint"]["prompts"] for t in p["tools"]
-             if t["name"].endswith("send_email")]
+    shown = [
+        t["description"]
+        for p in artifact["endpoint"]["prompts"]
+        for t in p["tools"]
+        if t["name"].endswith("send_email")
+    ]
     assert shown
     run = CaseRun(case)
     gateway = next(t["description"] for t in run.tools() if t["name"] == "send_email")
@@ -149,8 +166,9 @@ def test_multi_turn_cases_resume_the_clis_session(pairs):
 
 
 def test_harnesses_list_shows_every_harness_with_its_version():
-    proc = subprocess.run([sys.executable, "-m", "redagent", "harnesses", "list", "--json"], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "redagent", "harnesses", "list", "--json"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     rows = {r["name"]: r for r in json.loads(proc.stdout)}
     assert set(rows) == {"native", "react", "shell", *CLI_HARNESSES}
@@ -159,8 +177,25 @@ def test_harnesses_list_shows_every_harness_with_its_version():
 
 def test_a_run_with_a_missing_cli_is_one_line_naming_the_install_command(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "REDAGENT_HARNESS_CACHE": str(tmp_path / "empty-cache"), "COLUMNS": "200"}
-    proc = subprocess.run([sys.executable, "-m", "redagent", "run", "--harnesses", "codex", "--models", "sim/ignore",
-                           "--cases", CASES[0], "--db", f"sqlite:///{tmp_path / 'r.db'}"], capture_output=True,
-                          text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "redagent",
+            "run",
+            "--harnesses",
+            "codex",
+            "--models",
+            "sim/ignore",
+            "--cases",
+            CASES[0],
+            "--db",
+            f"sqlite:///{tmp_path / 'r.db'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: harness codex is not installed; run `redagent harnesses install codex`"

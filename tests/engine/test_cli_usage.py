@@ -8,7 +8,7 @@ import sys
 
 from redagent.engine.harnesses.cli.isolation import _tree_usage
 
-HOLD = r'''
+HOLD = r"""
 import subprocess, sys
 hog = bytearray(96 << 20)
 hog[::4096] = b"x" * len(hog[::4096])  # touched, so resident
@@ -17,7 +17,7 @@ print("ready", child.pid, flush=True)
 sys.stdin.read()
 child.stdin.close()
 child.wait()
-'''
+"""
 
 
 def pages(pid: int) -> int:

@@ -21,8 +21,7 @@ from redagent.store.db import open_store
 from tests.ci import in_ci
 
 PROBLEM = docker_problem(DEFAULT_IMAGE)
-pytestmark = pytest.mark.skipif(PROBLEM is not None and not in_ci(),
-                                reason=f"docker unavailable: {PROBLEM}")
+pytestmark = pytest.mark.skipif(PROBLEM is not None and not in_ci(), reason=f"docker unavailable: {PROBLEM}")
 
 
 def _containers(run_id: str) -> list[str]:
@@ -42,20 +41,44 @@ def test_default_matrix_under_docker_gives_every_expected_E(tmp_path):
         assert result["planned"] == result["completed"] == len(runner.cases) * len(BEHAVIOURS) * 3
         assert result["invalid"] == 0 and result["status"] == "finished"
         rollouts = list(store.iter_export(run_id))
-        wrong = [(r["case_id"], r["model"], r["harness"], r["E"], r["expected_E"])
-                 for r in rollouts if r["E"] != r["expected_E"]]
+        wrong = [
+            (r["case_id"], r["model"], r["harness"], r["E"], r["expected_E"])
+            for r in rollouts
+            if r["E"] != r["expected_E"]
+        ]
         assert wrong == []
-        isolated = [rc for r in rollouts for rc in r["receipts"] if (rc.get("effect") or {}).get("isolation")
-                    not in (None, "builtin")]
+        isolated = [
+            rc
+            for r in rollouts
+            for rc in r["receipts"]
+            if (rc.get("effect") or {}).get("isolation") not in (None, "builtin")
+        ]
         assert isolated and {rc["effect"]["isolation"] for rc in isolated} == {"docker"}
         assert _containers(run_id) == []
 
 
 def _start(tmp_path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "redagent", "run", "--sandbox", "docker", "--harnesses", "shell",
-                             "--concurrency", "4", "--db", f"sqlite:///{tmp_path / 's.db'}", "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "COLUMNS": "200"})
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "redagent",
+            "run",
+            "--sandbox",
+            "docker",
+            "--harnesses",
+            "shell",
+            "--concurrency",
+            "4",
+            "--db",
+            f"sqlite:///{tmp_path / 's.db'}",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
 
 
 def _wait_for_a_container(proc: subprocess.Popen) -> None:
@@ -65,8 +88,11 @@ def _wait_for_a_container(proc: subprocess.Popen) -> None:
     while time.monotonic() < deadline:  # a condition, bounded: the run makes its first container within seconds
         if proc.poll() is not None:
             pytest.fail(f"the run ended before making a container: {proc.stderr.read()[-500:]}")
-        mine = [c for c in api.containers(all=True, filters={"label": "redagent.owner"})
-                if c["Labels"].get("redagent.owner", "").split(":")[1:2] == [str(proc.pid)]]
+        mine = [
+            c
+            for c in api.containers(all=True, filters={"label": "redagent.owner"})
+            if c["Labels"].get("redagent.owner", "").split(":")[1:2] == [str(proc.pid)]
+        ]
         if mine:
             return
         api.ping()  # one round trip to the daemon between looks, instead of a fixed sleep
@@ -74,8 +100,11 @@ def _wait_for_a_container(proc: subprocess.Popen) -> None:
 
 
 def _of(pid: int) -> list[str]:
-    return [c["Id"] for c in client().api.containers(all=True, filters={"label": "redagent.owner"})
-            if c["Labels"].get("redagent.owner", "").split(":")[1:2] == [str(pid)]]
+    return [
+        c["Id"]
+        for c in client().api.containers(all=True, filters={"label": "redagent.owner"})
+        if c["Labels"].get("redagent.owner", "").split(":")[1:2] == [str(pid)]
+    ]
 
 
 def test_ctrl_c_during_a_docker_run_leaves_no_container(tmp_path):
@@ -92,11 +121,18 @@ def test_a_killed_docker_run_is_cleaned_by_prune(tmp_path):
     _wait_for_a_container(proc)
     proc.kill()
     proc.communicate(timeout=60)
-    runs = {c["Labels"]["redagent.run"] for c in client().api.containers(all=True, filters={"label": "redagent.owner"})
-            if c["Labels"].get("redagent.owner", "").split(":")[1:2] == [str(proc.pid)]}
+    runs = {
+        c["Labels"]["redagent.run"]
+        for c in client().api.containers(all=True, filters={"label": "redagent.owner"})
+        if c["Labels"].get("redagent.owner", "").split(":")[1:2] == [str(proc.pid)]
+    }
     assert len(runs) <= 1  # kill -9: what was running is left, labelled with its run id
     for run_id in runs:
-        done = subprocess.run([sys.executable, "-m", "redagent", "sandbox", "prune", "--run", run_id],
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "redagent", "sandbox", "prune", "--run", run_id],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
     assert _of(proc.pid) == []

@@ -35,9 +35,15 @@ def run_cmd(*args: str) -> list[str]:
 def test_two_local_workers_lose_one_and_still_store_exactly_the_plan(store_url):  # noqa: F811
     watch = Watch(store_url)
     # Three attempts per cell: long enough (about 2,000 rollouts) that the kill lands mid-run on two cores.
-    proc = subprocess.Popen(run_cmd("--workers", "2", "--concurrency", "4", "--attempts", "3", "--db", store_url),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    proc = subprocess.Popen(
+        run_cmd("--workers", "2", "--concurrency", "4", "--attempts", "3", "--db", store_url),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
     try:
+
         def alive() -> None:
             assert proc.poll() is None, proc.stderr.read()
 
@@ -72,17 +78,32 @@ def test_two_local_workers_lose_one_and_still_store_exactly_the_plan(store_url):
 def test_runs_show_lists_the_workers(tmp_path: Path):
     db = f"sqlite:///{tmp_path / 's.db'}"
     # A small matrix (two calibration agents, one harness) still cuts into several shards for the two workers.
-    done = subprocess.run(run_cmd("--workers", "2", "--models", "sim/ignore,sim/comply", "--harnesses", "native",
-                                  "--db", db), capture_output=True, text=True, env=ENV, timeout=600)
+    done = subprocess.run(
+        run_cmd("--workers", "2", "--models", "sim/ignore,sim/comply", "--harnesses", "native", "--db", db),
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
-    shown = subprocess.run([sys.executable, "-m", "redagent", "runs", "show", json.loads(done.stdout)["run_id"],
-                            "--db", db, "--json"], capture_output=True, text=True, env=ENV, timeout=120)
+    shown = subprocess.run(
+        [sys.executable, "-m", "redagent", "runs", "show", json.loads(done.stdout)["run_id"], "--db", db, "--json"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
     workers = json.loads(shown.stdout)["workers"]
     assert workers["shards"] >= 2 and len(workers["workers"]) == 2
     assert sum(w["rollouts"] for w in workers["workers"]) == json.loads(done.stdout)["planned"]
     assert all(w["failed"] == 0 and w["lost"] == 0 and w["running"] == 0 for w in workers["workers"])
-    text = subprocess.run([sys.executable, "-m", "redagent", "runs", "show", json.loads(done.stdout)["run_id"],
-                           "--db", db], capture_output=True, text=True, env=ENV, timeout=120).stdout
+    text = subprocess.run(
+        [sys.executable, "-m", "redagent", "runs", "show", json.loads(done.stdout)["run_id"], "--db", db],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    ).stdout
     assert "workers (" in text
 
 
@@ -91,8 +112,13 @@ def test_missing_ray_is_one_line_naming_the_extra(tmp_path: Path):
     (tmp_path / "ray").mkdir()
     (tmp_path / "ray" / "__init__.py").write_text("raise ImportError('no ray here')\n")
     db = tmp_path / "s.db"
-    result = subprocess.run(run_cmd("--executor", "ray", "--db", f"sqlite:///{db}"), capture_output=True, text=True,
-                            env={**ENV, "PYTHONPATH": str(tmp_path)}, timeout=120)
+    result = subprocess.run(
+        run_cmd("--executor", "ray", "--db", f"sqlite:///{db}"),
+        capture_output=True,
+        text=True,
+        env={**ENV, "PYTHONPATH": str(tmp_path)},
+        timeout=120,
+    )
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0
     assert "pip install 'redagent[ray]'" in result.stderr
@@ -100,9 +126,12 @@ def test_missing_ray_is_one_line_naming_the_extra(tmp_path: Path):
 
 
 def test_executor_options_are_checked():
-    for execution, words in ((Execution(executor="dask"), "unknown executor"), (Execution(workers=0), "at least 1"),
-                             (Execution(executor="ray", workers=2), "--workers is for the local executor"),
-                             (Execution(ray_address="h:1"), "needs --executor ray")):
+    for execution, words in (
+        (Execution(executor="dask"), "unknown executor"),
+        (Execution(workers=0), "at least 1"),
+        (Execution(executor="ray", workers=2), "--workers is for the local executor"),
+        (Execution(ray_address="h:1"), "needs --executor ray"),
+    ):
         try:
             check_execution(execution)
         except ExecutorError as exc:
@@ -150,6 +179,7 @@ def test_model_slots_are_global_and_a_dead_holder_gives_its_slot_back():
     server = SlotServer(2, ["openai/m"])
     address = server.start()
     try:
+
         async def scenario() -> int:
             clients = [SlotClient(address) for _ in range(3)]  # three "workers"
             inside = peak = 0
@@ -199,6 +229,7 @@ def test_model_slots_are_only_for_the_run(monkeypatch):
     server = SlotServer(1, ["openai/m"])
     host, port, secret = server.start()
     try:
+
         async def answer(request: bytes | None) -> bytes:
             reader, writer = await asyncio.open_connection(host, port)
             if request is not None:
@@ -209,8 +240,10 @@ def test_model_slots_are_only_for_the_run(monkeypatch):
             return reply
 
         async def scenario() -> list[bytes]:
-            replies = [await answer(r) for r in (b"not-the-secret openai/m\n", f"{secret} openai/other\n".encode(),
-                                                  b"x" * 5000 + b"\n", None)]
+            replies = [
+                await answer(r)
+                for r in (b"not-the-secret openai/m\n", f"{secret} openai/other\n".encode(), b"x" * 5000 + b"\n", None)
+            ]
             # The run's own request still gets the one slot: nothing above held it.
             async with SlotClient((host, port, secret)).slot("openai/m"):
                 pass

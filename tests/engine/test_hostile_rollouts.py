@@ -23,8 +23,10 @@ from redagent.store.db import open_store
 from tests.conftest import needs_bwrap
 
 CASE_FILE = library_dir() / "workspace" / "t1-run-command-preflight-script.yaml"
-HOSTILE = ("python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('agent.sock')\"; mkfifo pipe; "
-           "ln -s loop loop; ln -s / root; printf x > \"$(printf 'bad\\377name')\"; ")
+HOSTILE = (
+    "python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('agent.sock')\"; mkfifo pipe; "
+    "ln -s loop loop; ln -s / root; printf x > \"$(printf 'bad\\377name')\"; "
+)
 
 
 @pytest.fixture
@@ -60,8 +62,14 @@ class Scripted:
 
 
 def key(model: str = "test/scripted", harness: str = "native") -> RolloutKey:
-    return RolloutKey(case_id="workspace-t1-run-command-preflight-script", model=model, harness=harness,
-                      cue="clean", defense="none", attempt=0)
+    return RolloutKey(
+        case_id="workspace-t1-run-command-preflight-script",
+        model=model,
+        harness=harness,
+        cue="clean",
+        defense="none",
+        attempt=0,
+    )
 
 
 def children() -> set[int]:
@@ -100,9 +108,18 @@ def test_cancelled_rollout_kills_its_command_and_removes_its_workspace(case, run
 
 @needs_bwrap
 def test_a_hostile_workspace_is_judged_and_removed(case, runs):
-    record = asyncio.run(execute_rollout("run", case, key(), lambda *_: Scripted(
-        ("run_command", {"command": HOSTILE + "echo made"}), ("read_file", {"path": "pipe"}),
-        ("list_dir", {"path": "."}))))
+    record = asyncio.run(
+        execute_rollout(
+            "run",
+            case,
+            key(),
+            lambda *_: Scripted(
+                ("run_command", {"command": HOSTILE + "echo made"}),
+                ("read_file", {"path": "pipe"}),
+                ("list_dir", {"path": "."}),
+            ),
+        )
+    )
     assert record.valid, (record.invalid_reason, record.invalid_detail)
     files = record.final["workspace"]["files"]
     assert files["agent.sock"] == {"special": "socket"} and files["pipe"] == {"special": "fifo"}
@@ -121,8 +138,9 @@ def test_a_final_snapshot_that_fails_is_an_invalid_rollout(case, runs, monkeypat
         return real(self)
 
     monkeypatch.setattr(Workspace, "snapshot", failing_second)
-    record = asyncio.run(execute_rollout("run", case, key(), lambda *_: Scripted(
-        ("write_file", {"path": "x.txt", "content": "y"}))))
+    record = asyncio.run(
+        execute_rollout("run", case, key(), lambda *_: Scripted(("write_file", {"path": "x.txt", "content": "y"})))
+    )
     assert not record.valid and record.invalid_reason == "sandbox_error"
     assert record.invalid_detail == "final snapshot failed: RuntimeError: unreadable workspace"
     assert record.E is None and record.U is None and record.final == {} and record.baseline
@@ -174,15 +192,37 @@ def test_redagent_run_on_a_case_whose_agent_makes_a_socket(tmp_path):
     benign = "      args: {command: python3 validate_manifest.py data/manifest_2026-03.csv}\n"
     assert benign in text
     # A block scalar needs no escaping: the command goes in as the agent would type it.
-    hostile = text.replace(benign, f"      args:\n        command: >-\n          {HOSTILE}"
-                                   "python3 validate_manifest.py data/manifest_2026-03.csv\n")
+    hostile = text.replace(
+        benign,
+        f"      args:\n        command: >-\n          {HOSTILE}"
+        "python3 validate_manifest.py data/manifest_2026-03.csv\n",
+    )
     case_file = tmp_path / "hostile.yaml"
-    case_file.write_text(hostile.replace("id: workspace-t1-run-command-preflight-script",
-                                         "id: workspace-hostile-socket"))
+    case_file.write_text(
+        hostile.replace("id: workspace-t1-run-command-preflight-script", "id: workspace-hostile-socket")
+    )
     db = f"sqlite:///{tmp_path / 'run.db'}"
-    ran = subprocess.run([sys.executable, "-m", "redagent", "run", "--cases", str(case_file), "--models",
-                          "sim/comply,sim/ignore", "--harnesses", "native,shell", "--db", db, "--json"],
-                         capture_output=True, text=True, timeout=300, env={"PATH": "/usr/bin:/bin"})
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "redagent",
+            "run",
+            "--cases",
+            str(case_file),
+            "--models",
+            "sim/comply,sim/ignore",
+            "--harnesses",
+            "native,shell",
+            "--db",
+            db,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     assert ran.returncode == 0, ran.stderr
     result = json.loads(ran.stdout)
     assert result["planned"] == result["completed"] == 8 and result["invalid"] == 0, result

@@ -46,10 +46,18 @@ class Sleeps(list):
         self.append(seconds)
 
 
-def client(server: ChatServer, sleeps: Sleeps, *, provider: str = "openai", retries: int = 3,
-           **options) -> LiteLLMModel:
-    return LiteLLMModel(f"{provider}/stub-model", api_base=server.url, retries=retries, timeout=10, sleep=sleeps,
-                        now=lambda: NOW, **options)
+def client(
+    server: ChatServer, sleeps: Sleeps, *, provider: str = "openai", retries: int = 3, **options
+) -> LiteLLMModel:
+    return LiteLLMModel(
+        f"{provider}/stub-model",
+        api_base=server.url,
+        retries=retries,
+        timeout=10,
+        sleep=sleeps,
+        now=lambda: NOW,
+        **options,
+    )
 
 
 def ask(model: LiteLLMModel):
@@ -57,9 +65,11 @@ def ask(model: LiteLLMModel):
 
 
 @pytest.mark.parametrize("provider", ["openai", "hosted_vllm"])
-@pytest.mark.parametrize("fault", [error(502), error(503), error(500), error(409), error(408), error(429),
-                                   malformed(), drop()],
-                         ids=["502", "503", "500", "409", "408", "429", "malformed-json", "dropped"])
+@pytest.mark.parametrize(
+    "fault",
+    [error(502), error(503), error(500), error(409), error(408), error(429), malformed(), drop()],
+    ids=["502", "503", "500", "409", "408", "429", "malformed-json", "dropped"],
+)
 def test_a_transient_fault_is_retried_to_success(provider, fault):
     sleeps = Sleeps()
     with ChatServer() as server:
@@ -72,12 +82,20 @@ def test_a_transient_fault_is_retried_to_success(provider, fault):
 
 
 @pytest.mark.parametrize("provider", ["openai", "hosted_vllm"])
-@pytest.mark.parametrize("fault, reason", [
-    (error(502, "Bad Gateway"), MODEL_SERVER_ERROR), (error(503), MODEL_SERVER_ERROR),
-    (error(409), MODEL_SERVER_ERROR), (drop(), MODEL_SERVER_ERROR), (error(429), MODEL_RATE_LIMITED),
-    (error(408), MODEL_TIMEOUT), (malformed(), MODEL_BAD_RESPONSE),
-    (malformed('{"id": "x", "object": "chat.completion", "choices": []}'), MODEL_BAD_RESPONSE),
-], ids=["502", "503", "409", "dropped", "429", "408", "malformed-json", "no-choices"])
+@pytest.mark.parametrize(
+    "fault, reason",
+    [
+        (error(502, "Bad Gateway"), MODEL_SERVER_ERROR),
+        (error(503), MODEL_SERVER_ERROR),
+        (error(409), MODEL_SERVER_ERROR),
+        (drop(), MODEL_SERVER_ERROR),
+        (error(429), MODEL_RATE_LIMITED),
+        (error(408), MODEL_TIMEOUT),
+        (malformed(), MODEL_BAD_RESPONSE),
+        (malformed('{"id": "x", "object": "chat.completion", "choices": []}'), MODEL_BAD_RESPONSE),
+    ],
+    ids=["502", "503", "409", "dropped", "429", "408", "malformed-json", "no-choices"],
+)
 def test_a_fault_that_persists_ends_as_its_own_reason(provider, fault, reason):
     sleeps = Sleeps()
     with ChatServer() as server:
@@ -89,12 +107,18 @@ def test_a_fault_that_persists_ends_as_its_own_reason(provider, fault, reason):
     assert len(sleeps) == 2
 
 
-@pytest.mark.parametrize("fault, reason", [
-    (error(422, "messages: field required"), MODEL_BAD_REQUEST), (error(400), MODEL_BAD_REQUEST),
-    (error(400, "Invalid JSON in the request body"), MODEL_BAD_REQUEST),  # our request, not its answer
-    (error(401, "Incorrect API key provided"), MODEL_AUTH), (error(403), MODEL_AUTH),
-    (error(404, "The model `x` does not exist."), MODEL_NOT_FOUND),
-], ids=["422", "400", "400-json", "401", "403", "404"])
+@pytest.mark.parametrize(
+    "fault, reason",
+    [
+        (error(422, "messages: field required"), MODEL_BAD_REQUEST),
+        (error(400), MODEL_BAD_REQUEST),
+        (error(400, "Invalid JSON in the request body"), MODEL_BAD_REQUEST),  # our request, not its answer
+        (error(401, "Incorrect API key provided"), MODEL_AUTH),
+        (error(403), MODEL_AUTH),
+        (error(404, "The model `x` does not exist."), MODEL_NOT_FOUND),
+    ],
+    ids=["422", "400", "400-json", "401", "403", "404"],
+)
 def test_a_fault_retrying_cannot_fix_fails_at_once(fault, reason):
     sleeps = Sleeps()
     with ChatServer() as server:
@@ -125,8 +149,9 @@ def test_retry_after_as_an_http_date_is_honoured():
 def test_retry_after_ms_and_the_bound_on_waiting():
     sleeps = Sleeps()
     with ChatServer() as server:
-        server.script.extend([error(429, headers={"retry-after-ms": "1500"}),
-                              error(503, headers={"Retry-After": "86400"}), text("ok")])
+        server.script.extend(
+            [error(429, headers={"retry-after-ms": "1500"}), error(503, headers={"Retry-After": "86400"}), text("ok")]
+        )
         assert ask(client(server, sleeps, max_retry_after=120)).content == "ok"
     assert sleeps == [1.5, 120.0]  # a day's Retry-After is waited out only up to the bound
 
@@ -139,7 +164,7 @@ def test_backoff_grows_exponentially_up_to_its_bound():
             ask(client(server, sleeps, retries=6, backoff=1.0, max_backoff=8.0))
     assert len(sleeps) == 6
     for attempt, waited in enumerate(sleeps):
-        ceiling = min(8.0, 2.0 ** attempt)
+        ceiling = min(8.0, 2.0**attempt)
         assert ceiling / 2 <= waited <= ceiling
 
 
@@ -175,8 +200,7 @@ def test_the_per_model_limit_holds_calls_not_backoffs(monkeypatch):
             waited.set()  # the failed call is in its backoff: it must not hold the one slot
             await asyncio.sleep(0)
 
-        model = LiteLLMModel("openai/stub-model", api_base="http://127.0.0.1:9/v1", max_connections=1,
-                             sleep=backoff)
+        model = LiteLLMModel("openai/stub-model", api_base="http://127.0.0.1:9/v1", max_connections=1, sleep=backoff)
         first = asyncio.create_task(model.complete(ModelRequest(messages=[{"role": "user", "content": "fails first"}])))
         await waited.wait()
         second = asyncio.create_task(model.complete(ModelRequest(messages=[{"role": "user", "content": "second"}])))
@@ -192,8 +216,10 @@ def test_the_per_model_limit_holds_calls_not_backoffs(monkeypatch):
 CASE = next(c for c in load_cases() if c.id == "banking-e2-invoice-bank-details-change")
 
 
-@pytest.mark.parametrize("fault, reason", [(error(502), MODEL_SERVER_ERROR), (error(422), MODEL_BAD_REQUEST),
-                                           (malformed(), MODEL_BAD_RESPONSE)])
+@pytest.mark.parametrize(
+    "fault, reason",
+    [(error(502), MODEL_SERVER_ERROR), (error(422), MODEL_BAD_REQUEST), (malformed(), MODEL_BAD_RESPONSE)],
+)
 def test_a_rollout_that_meets_a_fault_is_invalid_for_that_reason_not_harness_error(fault, reason):
     sleeps = Sleeps()
     with ChatServer() as server:

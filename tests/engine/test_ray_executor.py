@@ -52,9 +52,11 @@ def kill_session(leader: int) -> None:
 
 def nodes(address: str, env: dict[str, str]) -> list[dict]:
     """The cluster's alive nodes as Ray's own client sees them (a subprocess: this test process stays Ray-free)."""
-    probe = (f"import json, ray; ray.init(address={address!r}, logging_level='ERROR', log_to_driver=False); "
-             "print(json.dumps([{'id': n['NodeID'], 'head': 'node:__internal_head__' in n['Resources']} "
-             "for n in ray.nodes() if n['Alive']]))")
+    probe = (
+        f"import json, ray; ray.init(address={address!r}, logging_level='ERROR', log_to_driver=False); "
+        "print(json.dumps([{'id': n['NodeID'], 'head': 'node:__internal_head__' in n['Resources']} "
+        "for n in ray.nodes() if n['Alive']]))"
+    )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
     return json.loads(result.stdout.strip().splitlines()[-1]) if result.returncode == 0 and result.stdout else []
 
@@ -74,8 +76,13 @@ def cluster() -> Iterator[dict]:
     def start(name: str, *args: str) -> subprocess.Popen:
         (root / name).mkdir()
         log = (root / f"{name}.log").open("w")
-        proc = subprocess.Popen([RAY, "start", *args, "--temp-dir", str(root / name), *NODE], start_new_session=True,
-                                env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [RAY, "start", *args, "--temp-dir", str(root / name), *NODE],
+            start_new_session=True,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         started.append((proc, log))
         return proc
 
@@ -102,8 +109,10 @@ def cluster() -> Iterator[dict]:
                 break
             kill_session(worker.pid)
         else:
-            pytest.fail("the second Ray node never registered:\n" + "\n".join(
-                p.read_text()[-1500:] for p in sorted(root.glob("worker*.log"))))
+            pytest.fail(
+                "the second Ray node never registered:\n"
+                + "\n".join(p.read_text()[-1500:] for p in sorted(root.glob("worker*.log")))
+            )
         worker_node = next(n["id"] for n in nodes(address, env) if not n["head"])
         yield {"address": address, "worker": worker, "worker_node": worker_node, "env": env}
     finally:
@@ -126,9 +135,24 @@ def pg_url() -> Iterator[str]:
 
 def test_sqlite_is_refused_for_a_multi_node_cluster(cluster, tmp_path: Path):
     db = tmp_path / "s.db"
-    result = subprocess.run([sys.executable, "-m", "redagent", "run", "--executor", "ray", "--ray-address",
-                             cluster["address"], "--db", f"sqlite:///{db}"], capture_output=True, text=True,
-                            env=cluster["env"], timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "redagent",
+            "run",
+            "--executor",
+            "ray",
+            "--ray-address",
+            cluster["address"],
+            "--db",
+            f"sqlite:///{db}",
+        ],
+        capture_output=True,
+        text=True,
+        env=cluster["env"],
+        timeout=300,
+    )
     assert result.returncode == 2
     assert "SQLite" in result.stderr and "PostgreSQL" in result.stderr and "2 nodes" in result.stderr
     assert result.stderr.strip().count("\n") == 0
@@ -141,10 +165,27 @@ def test_sqlite_is_refused_for_a_multi_node_cluster(cluster, tmp_path: Path):
 def test_default_matrix_on_ray_survives_losing_a_node(cluster, pg_url):
     watch = Watch(pg_url)
     # The default matrix: `redagent run`'s default cases, calibration agents, harnesses and benign arm.
-    proc = subprocess.Popen([sys.executable, "-m", "redagent", "run", "--executor", "ray", "--ray-address",
-                             cluster["address"], "--db", pg_url, "--json"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=cluster["env"])
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "redagent",
+            "run",
+            "--executor",
+            "ray",
+            "--ray-address",
+            cluster["address"],
+            "--db",
+            pg_url,
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cluster["env"],
+    )
     try:
+
         def alive() -> None:
             assert proc.poll() is None, proc.stderr.read()
 
@@ -152,8 +193,7 @@ def test_default_matrix_on_ray_survives_losing_a_node(cluster, pg_url):
             return any(s["status"] == "running" and s["node"] == cluster["worker_node"] for s in watch.shards())
 
         # Mid-run: rollouts stored, and a shard under way on the worker node.
-        wait_until(lambda: watch.stored() >= 100 and on_worker_node(), "a shard on the worker node", alive,
-                   seconds=600)
+        wait_until(lambda: watch.stored() >= 100 and on_worker_node(), "a shard on the worker node", alive, seconds=600)
         kill_session(cluster["worker"].pid)
         out, err = proc.communicate(timeout=1800)
         assert proc.returncode == 0, err[-3000:]

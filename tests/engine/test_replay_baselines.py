@@ -11,8 +11,13 @@ from redagent.store.db import open_store
 
 # sim/comply is harmful whatever the defense; with two defenses in the parent, every (case, model, harness,
 # cue, attempt) has two harmful baselines that differ only in their defense.
-SPEC = RunSpec(cases="banking-*", models=["sim/comply", "sim/reminder-sensitive"], harnesses=["native"],
-               defenses=["none", "self-reminder"], attempts=2)
+SPEC = RunSpec(
+    cases="banking-*",
+    models=["sim/comply", "sim/reminder-sensitive"],
+    harnesses=["native"],
+    defenses=["none", "self-reminder"],
+    attempts=2,
+)
 
 
 def test_replay_of_a_run_with_several_defenses_keeps_every_baseline(tmp_path):
@@ -31,7 +36,11 @@ def test_replay_of_a_run_with_several_defenses_keeps_every_baseline(tmp_path):
         for rollout in new:
             base = harmful[rollout.baseline_rollout_id]
             assert (rollout.case_id, rollout.model, rollout.harness, rollout.cue) == (
-                base.case_id, base.model, base.harness, base.cue)
+                base.case_id,
+                base.model,
+                base.harness,
+                base.cue,
+            )
             assert rollout.defense == "policy-reminder"
             assert rollout.E == (0 if rollout.model == "sim/reminder-sensitive" else 1)
         # The first defense keeps its attempt numbers, so a replay of a one-defense run is what it always was.

@@ -14,8 +14,17 @@ from pathlib import Path
 
 import pytest
 
-RUN = [sys.executable, "-m", "redagent", "run", "--cases", "banking-*,email-*,workspace-*",
-       "--concurrency", "2", "--json"]
+RUN = [
+    sys.executable,
+    "-m",
+    "redagent",
+    "run",
+    "--cases",
+    "banking-*,email-*,workspace-*",
+    "--concurrency",
+    "2",
+    "--json",
+]
 ENV = {"PATH": "/usr/bin:/bin", "COLUMNS": "120"}
 
 
@@ -30,8 +39,9 @@ def stored(db: Path) -> int:
 
 
 def start(db: Path) -> subprocess.Popen:
-    return subprocess.Popen([*RUN, "--db", f"sqlite:///{db}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=ENV, text=True)
+    return subprocess.Popen(
+        [*RUN, "--db", f"sqlite:///{db}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, text=True
+    )
 
 
 def wait_for(db: Path, at_least: int, proc: subprocess.Popen, seconds: float = 120) -> None:
@@ -44,14 +54,20 @@ def wait_for(db: Path, at_least: int, proc: subprocess.Popen, seconds: float = 1
 
 def snapshot(db: Path) -> dict[str, tuple]:
     with sqlite3.connect(db) as conn:
-        rows = conn.execute("select r.id, r.e, r.valid, count(e.id) from rollout r join event e on e.rollout_id = r.id "
-                            "group by r.id").fetchall()
+        rows = conn.execute(
+            "select r.id, r.e, r.valid, count(e.id) from rollout r join event e on e.rollout_id = r.id group by r.id"
+        ).fetchall()
     return {row[0]: row[1:] for row in rows}
 
 
 def resume(db: Path, run_id: str) -> dict:
-    result = subprocess.run([sys.executable, "-m", "redagent", "run", "--resume", run_id, "--db", f"sqlite:///{db}",
-                             "--json"], capture_output=True, text=True, env=ENV, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "redagent", "run", "--resume", run_id, "--db", f"sqlite:///{db}", "--json"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -75,8 +91,9 @@ def test_kill_9_then_resume_completes_without_duplicates(tmp_path):
     assert summary["completed"] == summary["planned"] == planned and summary["invalid"] == 0
     with sqlite3.connect(db) as conn:
         total, distinct = conn.execute("select count(*), count(distinct id) from rollout").fetchone()
-        cells = conn.execute("select count(*) from (select distinct case_id, model, harness, cue, defense, attempt "
-                             "from rollout)").fetchone()[0]
+        cells = conn.execute(
+            "select count(*) from (select distinct case_id, model, harness, cue, defense, attempt from rollout)"
+        ).fetchone()[0]
         status = conn.execute("select status from run").fetchone()[0]
     assert total == distinct == cells == planned and status == "finished"
     after = snapshot(db)

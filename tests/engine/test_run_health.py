@@ -42,8 +42,14 @@ def db(tmp_path):
 
 
 def spec(server: ChatServer, **changes) -> RunSpec:
-    base = {"cases": CASE, "models": [MODEL], "harnesses": ["native"], "api_base": server.url, "timeout": 10,
-            "retries": 0}
+    base = {
+        "cases": CASE,
+        "models": [MODEL],
+        "harnesses": ["native"],
+        "api_base": server.url,
+        "timeout": 10,
+        "retries": 0,
+    }
     return RunSpec(**{**base, **changes})
 
 
@@ -65,13 +71,16 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
 
 # -- the pre-flight ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("mistake, expected", [
-    ("missing key", "no API key: set OPENAI_API_KEY"),
-    ("wrong model", "serves no model 'wrong-model' (it serves: stub-model)"),
-    ("wrong path", "path ends in /v1: try --api-base http://127.0.0.1:"),
-])
-def test_a_misconfigured_endpoint_stops_the_run_before_anything_is_stored(mistake, expected, db, capsys,
-                                                                          monkeypatch):
+
+@pytest.mark.parametrize(
+    "mistake, expected",
+    [
+        ("missing key", "no API key: set OPENAI_API_KEY"),
+        ("wrong model", "serves no model 'wrong-model' (it serves: stub-model)"),
+        ("wrong path", "path ends in /v1: try --api-base http://127.0.0.1:"),
+    ],
+)
+def test_a_misconfigured_endpoint_stops_the_run_before_anything_is_stored(mistake, expected, db, capsys, monkeypatch):
     with ChatServer(models={"stub-model"}) as server:
         model, api_base = MODEL, server.url
         if mistake == "missing key":
@@ -80,8 +89,20 @@ def test_a_misconfigured_endpoint_stops_the_run_before_anything_is_stored(mistak
             model = "openai/wrong-model"
         else:
             api_base = server.root
-        code, out, err = cli(capsys, "run", "--cases", CASE, "--models", model, "--harnesses", "native",
-                             "--api-base", api_base, "--db", db)
+        code, out, err = cli(
+            capsys,
+            "run",
+            "--cases",
+            CASE,
+            "--models",
+            model,
+            "--harnesses",
+            "native",
+            "--api-base",
+            api_base,
+            "--db",
+            db,
+        )
         assert server.requests == []  # no chat request got through: nothing was answered, nothing run
     assert code == 2 and out == ""
     assert err.startswith("error: model ") and expected in err and len(err.strip().splitlines()) == 1
@@ -114,13 +135,27 @@ def test_calibration_agents_need_no_pre_flight(db, monkeypatch):
 
 # -- runs show -----------------------------------------------------------------------------------
 
+
 def test_an_endpoint_that_ignores_tools_makes_runs_show_warn(db, capsys):
     # A server that drops `tools` from the prompt: the model only ever answers in words. The cases carry
     # their attack in data the agent has to read (strategy E*), so it never reaches a model that reads nothing.
     with ChatServer() as server:
         server.default = text("I have paid the invoice as requested.")
-        code, _, err = cli(capsys, "run", "--cases", "banking-e*", "--models", MODEL, "--harnesses", "native",
-                           "--api-base", server.url, "--db", db, "--json")
+        code, _, err = cli(
+            capsys,
+            "run",
+            "--cases",
+            "banking-e*",
+            "--models",
+            MODEL,
+            "--harnesses",
+            "native",
+            "--api-base",
+            server.url,
+            "--db",
+            db,
+            "--json",
+        )
     assert code == 0, err
     run_id = runs(db)[0].run_id
     code, out, _ = cli(capsys, "runs", "show", run_id, "--db", db)
@@ -144,12 +179,27 @@ def test_runs_show_gives_the_stored_invalid_detail_and_calls_an_all_invalid_cell
     with ChatServer() as server:
         server.script.append(text("OK"))  # the pre-flight passes; every rollout then meets the same refusal
         server.default = error(422, "tool_choice: unsupported value")
-        code, _, err = cli(capsys, "run", "--cases", CASE, "--models", MODEL, "--harnesses", "native,react",
-                           "--api-base", server.url, "--db", db, "--no-benign-arm")
+        code, _, err = cli(
+            capsys,
+            "run",
+            "--cases",
+            CASE,
+            "--models",
+            MODEL,
+            "--harnesses",
+            "native,react",
+            "--api-base",
+            server.url,
+            "--db",
+            db,
+            "--no-benign-arm",
+        )
     assert code == 0, err
     code, out, _ = cli(capsys, "runs", "show", runs(db)[0].run_id, "--db", db)
-    assert "invalid openai/stub-model · native · clean · none: model_bad_request 1 · e.g. HTTP 422: " \
-           "tool_choice: unsupported value" in out
+    assert (
+        "invalid openai/stub-model · native · clean · none: model_bad_request 1 · e.g. HTTP 422: "
+        "tool_choice: unsupported value" in out
+    )
     assert "all 1 rollouts invalid (model_bad_request: HTTP 422:" in out and "a broken setup, not a safe agent" in out
 
 
@@ -165,6 +215,7 @@ def test_a_calibration_run_raises_no_warning(store_url):  # noqa: F811
 
 # -- a run whose process died --------------------------------------------------------------------
 
+
 def dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
@@ -174,14 +225,31 @@ def dead_pid() -> int:
 def test_a_running_run_whose_process_died_is_interrupted(db, capsys):
     now = datetime.now(UTC)
     with open_store(db) as store:
-        for run_id, pid, beat in (("run-dead", dead_pid(), now), ("run-live", None, now),
-                                  ("run-silent", None, now - timedelta(seconds=STALE_SECONDS + 1))):
-            store.create_run(RunRecord(id=run_id, status="running", protocol={"case_ids": {}}, case_set_hash="h",
-                                       code_version="t", planned=1, created_at=now, host=this_host(), pid=pid,
-                                       heartbeat_at=beat))
+        for run_id, pid, beat in (
+            ("run-dead", dead_pid(), now),
+            ("run-live", None, now),
+            ("run-silent", None, now - timedelta(seconds=STALE_SECONDS + 1)),
+        ):
+            store.create_run(
+                RunRecord(
+                    id=run_id,
+                    status="running",
+                    protocol={"case_ids": {}},
+                    case_set_hash="h",
+                    code_version="t",
+                    planned=1,
+                    created_at=now,
+                    host=this_host(),
+                    pid=pid,
+                    heartbeat_at=beat,
+                )
+            )
         store.update_run("run-live", pid=__import__("os").getpid())
         assert {r.run_id: r.status for r in store.list_runs()} == {
-            "run-dead": "interrupted", "run-live": "running", "run-silent": "interrupted"}
+            "run-dead": "interrupted",
+            "run-live": "running",
+            "run-silent": "interrupted",
+        }
         with pytest.raises(PlanError, match="still running"):
             resume_run(store, "run-live")
     code, out, _ = cli(capsys, "runs", "list", "--db", db, "--json")
@@ -200,6 +268,7 @@ def test_a_run_records_who_drives_it(db):
 
 
 # -- resume --retry-invalid ----------------------------------------------------------------------
+
 
 def test_retry_invalid_replaces_transient_failures_under_the_same_ids(store_url):  # noqa: F811
     with ChatServer() as server, open_store(store_url) as store:
@@ -222,8 +291,9 @@ def test_retry_invalid_replaces_transient_failures_under_the_same_ids(store_url)
         assert after.keys() == before.keys() and all(r.valid for r in after.values())
         rollout = store.get_rollout(next(iter(after)))
         assert rollout.final_text == "Nothing to do." and rollout.events  # the new rollout, children and all
-        assert store.counts(run_id) == RunCounts(planned=len(before), completed=len(before), valid=len(before),
-                                                 invalid=0, invalid_reasons={})
+        assert store.counts(run_id) == RunCounts(
+            planned=len(before), completed=len(before), valid=len(before), invalid=0, invalid_reasons={}
+        )
         assert resume_run(store, run_id, retry_invalid=True).pending() == []
 
 
@@ -244,6 +314,7 @@ def test_retry_invalid_needs_resume(capsys, db):
 
 # -- --plan-only ---------------------------------------------------------------------------------
 
+
 def test_plan_only_estimates_from_earlier_runs_of_the_same_cases_and_stores_nothing(store_url, capsys):  # noqa: F811
     db = store_url
     code, out, _ = cli(capsys, "run", "--cases", "banking-*", "--models", "sim/comply", "--plan-only", "--db", db)
@@ -253,8 +324,7 @@ def test_plan_only_estimates_from_earlier_runs_of_the_same_cases_and_stores_noth
         asyncio.run(earlier.run())
         planned = earlier.run_record.planned
         same = plan_only(store, RunSpec(cases="banking-*", models=["sim/comply"], benign_arm=True))
-        assert same["rollouts"] == planned and same["history"] == {"same_model": planned, "other_model": 0,
-                                                                    "none": 0}
+        assert same["rollouts"] == planned and same["history"] == {"same_model": planned, "other_model": 0, "none": 0}
         assert same["model_calls"] > planned and same["cost_usd"] == 0.0 and same["wall_seconds"] > 0
         # Calibration agents report no tokens, so they are no history for a real model.
         unknown = plan_only(store, RunSpec(cases="banking-*", models=["openai/gpt-4o-mini"], benign_arm=True))
@@ -266,8 +336,12 @@ def test_plan_only_estimates_from_earlier_runs_of_the_same_cases_and_stores_noth
             real = start_run(store, spec(server, cases="banking-*", benign_arm=True))
             asyncio.run(real.run())
         native = real.run_record.planned  # the stub's run used the native harness only
-        priced = plan_only(store, RunSpec(cases="banking-*", models=["openai/gpt-4o-mini"], harnesses=["native"],
-                                          benign_arm=True, concurrency=4))
+        priced = plan_only(
+            store,
+            RunSpec(
+                cases="banking-*", models=["openai/gpt-4o-mini"], harnesses=["native"], benign_arm=True, concurrency=4
+            ),
+        )
         assert priced["history"]["other_model"] == native and priced["unpriced"] == []
         calls = priced["model_calls"]  # one per user turn here (the stub only answers); some cases have two
         assert native <= calls < 2 * native and priced["prompt_tokens"] == 11 * calls
@@ -275,10 +349,26 @@ def test_plan_only_estimates_from_earlier_runs_of_the_same_cases_and_stores_noth
         local = plan_only(store, RunSpec(cases="banking-*", models=["hosted_vllm/my-local-model"], benign_arm=True))
         assert local["unpriced"] == ["hosted_vllm/my-local-model"] and local["models"][0]["cost_usd"] is None
         assert [r.run_id for r in store.list_runs()] == [real.run_record.id, earlier.run_record.id]
-    code, out, _ = cli(capsys, "run", "--cases", "banking-*", "--models", "openai/gpt-4o-mini", "--harnesses",
-                       "native", "--plan-only", "--db", db)
-    assert code == 0 and f"total: {calls} model calls, {11 * calls} prompt + {7 * calls} completion tokens, " \
-                         f"${priced['cost_usd']:.4f}" in out and "wall time" in out
+    code, out, _ = cli(
+        capsys,
+        "run",
+        "--cases",
+        "banking-*",
+        "--models",
+        "openai/gpt-4o-mini",
+        "--harnesses",
+        "native",
+        "--plan-only",
+        "--db",
+        db,
+    )
+    assert (
+        code == 0
+        and f"total: {calls} model calls, {11 * calls} prompt + {7 * calls} completion tokens, "
+        f"${priced['cost_usd']:.4f}"
+        in out
+        and "wall time" in out
+    )
     assert len(runs(db)) == 2
 
 

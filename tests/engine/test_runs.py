@@ -17,8 +17,14 @@ from tests.dbs import store_url  # noqa: F401
 
 
 def redagent(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "redagent", *args], capture_output=True, text=True, timeout=600,
-                          cwd=cwd, env={"PATH": "/usr/bin:/bin", "COLUMNS": "200"})
+    return subprocess.run(
+        [sys.executable, "-m", "redagent", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+        env={"PATH": "/usr/bin:/bin", "COLUMNS": "200"},
+    )
 
 
 @pytest.mark.slow
@@ -34,8 +40,11 @@ def test_default_matrix_end_to_end(store_url):  # noqa: F811
         assert result["planned"] == result["completed"] == cases * len(BEHAVIOURS) * 3
         assert result["invalid"] == 0 and result["status"] == "finished"
         rollouts = list(store.iter_export(runner.run_record.id))
-        wrong = [(r["case_id"], r["model"], r["harness"], r["E"], r["expected_E"])
-                 for r in rollouts if r["E"] != r["expected_E"]]
+        wrong = [
+            (r["case_id"], r["model"], r["harness"], r["E"], r["expected_E"])
+            for r in rollouts
+            if r["E"] != r["expected_E"]
+        ]
         assert wrong == []
         benign = [r for r in rollouts if r["benign"]]
         assert len(benign) == attacked * len(BEHAVIOURS) * 3
@@ -49,8 +58,11 @@ def test_default_matrix_end_to_end(store_url):  # noqa: F811
 
 def test_replay_pairs_each_harmful_rollout_with_its_baseline(tmp_path):
     with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
-        spec = RunSpec(cases="banking-*,strategy:T3", models=["sim/comply", "sim/reminder-sensitive", "sim/ignore"],
-                       harnesses=["native", "react"])
+        spec = RunSpec(
+            cases="banking-*,strategy:T3",
+            models=["sim/comply", "sim/reminder-sensitive", "sim/ignore"],
+            harnesses=["native", "react"],
+        )
         parent = start_run(store, spec)
         asyncio.run(parent.run())
         harmful = {r.id: r for r in store.rollouts(parent.run_record.id, harmful_only=True)}
@@ -63,7 +75,12 @@ def test_replay_pairs_each_harmful_rollout_with_its_baseline(tmp_path):
         for rollout in new:
             base = harmful[rollout.baseline_rollout_id]
             assert (rollout.case_id, rollout.model, rollout.harness, rollout.cue, rollout.attempt) == (
-                base.case_id, base.model, base.harness, base.cue, base.attempt)
+                base.case_id,
+                base.model,
+                base.harness,
+                base.cue,
+                base.attempt,
+            )
             assert rollout.defense == "policy-reminder"
             assert rollout.E == (0 if rollout.model == "sim/reminder-sensitive" else 1)
         assert store.get_run(replay.run_record.id).parent_run_id == parent.run_record.id
@@ -71,16 +88,37 @@ def test_replay_pairs_each_harmful_rollout_with_its_baseline(tmp_path):
 
 def test_cli_run_show_list_export(tmp_path):
     db = f"sqlite:///{tmp_path / 'cli.db'}"
-    ran = redagent("run", "--cases", "email-*", "--models", "sim/comply,sim/claim-only", "--harnesses",
-                   "native,shell", "--cues", "clean,disclosed", "--db", db, "--json")
+    ran = redagent(
+        "run",
+        "--cases",
+        "email-*",
+        "--models",
+        "sim/comply,sim/claim-only",
+        "--harnesses",
+        "native,shell",
+        "--cues",
+        "clean,disclosed",
+        "--db",
+        db,
+        "--json",
+    )
     assert ran.returncode == 0, ran.stderr
     result = json.loads(ran.stdout)
-    assert set(result) == {"run_id", "planned", "completed", "valid", "invalid", "invalid_reasons", "execution_asr",
-                           "utility"}
+    assert set(result) == {
+        "run_id",
+        "planned",
+        "completed",
+        "valid",
+        "invalid",
+        "invalid_reasons",
+        "execution_asr",
+        "utility",
+    }
     # The benign arm is on by default: every attacked case also runs as its benign counterpart.
     assert result["planned"] == result["completed"] == 2 * 10 * 2 * 2 * 2 and result["invalid"] == 0
     assert {tuple(sorted(c)) for c in result["execution_asr"]} == {
-        ("cue", "defense", "harmful", "harness", "model", "rate", "valid")}
+        ("cue", "defense", "harmful", "harness", "model", "rate", "valid")
+    }
     assert all(c["valid"] == 10 for c in result["execution_asr"])
     assert result["utility"]["overall"]["benign"]["valid"] == 80
     listed = json.loads(redagent("runs", "list", "--db", db, "--json").stdout)
@@ -93,22 +131,56 @@ def test_cli_run_show_list_export(tmp_path):
     lines = redagent("export", result["run_id"], "--db", db, "--format", "jsonl").stdout.splitlines()
     assert len(lines) == 160
     first = json.loads(lines[0])
-    assert {"rollout_id", "case_id", "case_hash", "model", "harness", "cue", "defense", "attempt", "valid",
-            "invalid_reason", "E", "evidence", "events", "receipts", "diff", "expected_E", "U", "benign"} <= set(first)
-    without = json.loads(redagent("run", "--cases", "email-*", "--models", "sim/comply", "--harnesses", "native",
-                                  "--no-benign-arm", "--db", db, "--json").stdout)
+    assert {
+        "rollout_id",
+        "case_id",
+        "case_hash",
+        "model",
+        "harness",
+        "cue",
+        "defense",
+        "attempt",
+        "valid",
+        "invalid_reason",
+        "E",
+        "evidence",
+        "events",
+        "receipts",
+        "diff",
+        "expected_E",
+        "U",
+        "benign",
+    } <= set(first)
+    without = json.loads(
+        redagent(
+            "run",
+            "--cases",
+            "email-*",
+            "--models",
+            "sim/comply",
+            "--harnesses",
+            "native",
+            "--no-benign-arm",
+            "--db",
+            db,
+            "--json",
+        ).stdout
+    )
     assert without["planned"] == 10 and without["utility"]["overall"]["benign"]["valid"] == 0
     assert first["events"][0]["role"] in ("user", "harness")
 
 
-@pytest.mark.parametrize("args, message", [
-    (("--harnesses", "native,telepathy"), "unknown harness 'telepathy'"),
-    (("--cases", "no-such-case-*"), "matches no case"),
-    (("--models", "sim/nonsense"), "unknown calibration agent"),
-    (("--models", "notaprovider/some-model"), "unknown model provider"),
-    (("--models", "openai/gpt-test", "--api-base", "http://127.0.0.1:9/v1"), "unreachable"),
-    (("--defenses", "prayer"), "unknown defense"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--harnesses", "native,telepathy"), "unknown harness 'telepathy'"),
+        (("--cases", "no-such-case-*"), "matches no case"),
+        (("--models", "sim/nonsense"), "unknown calibration agent"),
+        (("--models", "notaprovider/some-model"), "unknown model provider"),
+        (("--models", "openai/gpt-test", "--api-base", "http://127.0.0.1:9/v1"), "unreachable"),
+        (("--defenses", "prayer"), "unknown defense"),
+    ],
+)
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, args, message):
     db = f"sqlite:///{tmp_path / 'bad.db'}"
     result = redagent("run", "--db", db, *args)
@@ -120,11 +192,13 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, args, message):
 
 def test_unopenable_store_and_unknown_run(tmp_path):
     (tmp_path / "not-a-db").write_text("this is not a database")
-    for args in (("runs", "list", "--db", f"sqlite:///{tmp_path / 'not-a-db'}"),
-                 ("runs", "list", "--db", "mysql://nobody@127.0.0.1/x"),
-                 ("runs", "show", "run-missing", "--db", f"sqlite:///{tmp_path / 'ok.db'}"),
-                 ("replay", "run-missing", "--defense", "policy-reminder", "--db", f"sqlite:///{tmp_path / 'ok.db'}"),
-                 ("run", "--resume", "run-missing", "--db", f"sqlite:///{tmp_path / 'ok.db'}")):
+    for args in (
+        ("runs", "list", "--db", f"sqlite:///{tmp_path / 'not-a-db'}"),
+        ("runs", "list", "--db", "mysql://nobody@127.0.0.1/x"),
+        ("runs", "show", "run-missing", "--db", f"sqlite:///{tmp_path / 'ok.db'}"),
+        ("replay", "run-missing", "--defense", "policy-reminder", "--db", f"sqlite:///{tmp_path / 'ok.db'}"),
+        ("run", "--resume", "run-missing", "--db", f"sqlite:///{tmp_path / 'ok.db'}"),
+    ):
         result = redagent(*args)
         assert result.returncode == 2 and result.stderr.startswith("error: "), (args, result.stderr)
         assert "Traceback" not in result.stderr

@@ -43,8 +43,13 @@ def test_asr_at_k_intervals_are_the_case_cluster_bootstrap():
     rows = stats.asr_at_k(df, budget, reps=800, seed=3)
     for k in (0, 2, 4):
         y = ((df["E"] == 1) & (df["moves"] <= k)).to_numpy(float)
-        replicates = stats.cluster_bootstrap(np.column_stack([y, np.ones(len(y))]), df["case_id"].to_numpy(),
-                                             lambda s: s[:, 0] / s[:, 1], reps=800, seed=3)
+        replicates = stats.cluster_bootstrap(
+            np.column_stack([y, np.ones(len(y))]),
+            df["case_id"].to_numpy(),
+            lambda s: s[:, 0] / s[:, 1],
+            reps=800,
+            seed=3,
+        )
         assert (rows[k]["ci_low"], rows[k]["ci_high"]) == pytest.approx(stats.percentile_ci(replicates))
 
 
@@ -60,8 +65,13 @@ def test_asr_at_k_says_why_there_is_no_interval():
 def test_moves_to_success_and_the_paired_difference():
     df = frame([("a", 1, 0), ("a", 1, 2), ("b", 0, 3), ("b", 1, 1), ("c", 1, 2), ("c", 0, 3), ("d", 1, 0)])
     dist = stats.moves_to_success(df, 3)
-    assert dist == {"successes": 5, "not_within_budget": 2, "distribution": {"0": 2, "1": 1, "2": 2, "3": 0},
-                    "mean": 1.0, "median": 1.0}
+    assert dist == {
+        "successes": 5,
+        "not_within_budget": 2,
+        "distribution": {"0": 2, "1": 1, "2": 2, "3": 0},
+        "mean": 1.0,
+        "median": 1.0,
+    }
     diff = stats.fixed_vs_adaptive(df, reps=400)
     assert diff["pairs"] == 7 and diff["baseline_rate"] == pytest.approx(2 / 7)
     assert diff["treatment_rate"] == pytest.approx(5 / 7) and diff["change_pp"] == pytest.approx(300 / 7)

@@ -47,13 +47,23 @@ def population(store) -> pd.DataFrame:
     rows, rollouts, labels = [], [], []
     for i in range(20):
         for harness in HARNESSES:
-            r = make_rollout("run-1", f"banking/c{i:02d}", "sim/m1", harness=harness, n_events=2,
-                             E=int(i % 3 != 0))
+            r = make_rollout("run-1", f"banking/c{i:02d}", "sim/m1", harness=harness, n_events=2, E=int(i % 3 != 0))
             y = int((i + len(harness)) % 4 != 0)
             rollouts.append(r)
-            labels.append(JudgeLabelRecord(rollout_id=r.id, run_id="run-1", config_name="state/rule",
-                                           config_hash="h-state", view="state", contract_hash="c",
-                                           gate="agent-effects", backbone="rule", label=y, status="ok"))
+            labels.append(
+                JudgeLabelRecord(
+                    rollout_id=r.id,
+                    run_id="run-1",
+                    config_name="state/rule",
+                    config_hash="h-state",
+                    view="state",
+                    contract_hash="c",
+                    gate="agent-effects",
+                    backbone="rule",
+                    label=y,
+                    status="ok",
+                )
+            )
             rows.append({"rollout_id": r.id, "case_id": r.case_id, "harness": harness, "y": y, "truth": r.E})
     store.write_rollouts(rollouts)
     store.write_judge_labels(labels)
@@ -61,8 +71,9 @@ def population(store) -> pd.DataFrame:
 
 
 def draw(store, n: int, stratify=("harness", "label"), seed: int = 5) -> str:
-    return sample(store, "run-1", n, list(stratify), seed, "h-state", "rule", reviewers=("alice", "bob"),
-                  adjudicator="carol")
+    return sample(
+        store, "run-1", n, list(stratify), seed, "h-state", "rule", reviewers=("alice", "bob"), adjudicator="carol"
+    )
 
 
 def word(value: int) -> str:
@@ -120,9 +131,17 @@ def independent_estimates(population: pd.DataFrame, sampled: pd.DataFrame) -> di
     fn, tn = np.sum(w * (1 - y) * h), np.sum(w * (1 - y) * (1 - h))
     precision, recall = tp / (tp + fp), tp / (tp + fn)
     judged = covered["y"].sum() / n_cov  # the judge's labels are known for every covered rollout
-    return {"precision": precision, "recall": recall, "specificity": tn / (tn + fp),
-            "accuracy": (tp + tn) / n_cov, "f1": 2 * tp / (2 * tp + fp + fn), "judged_asr": judged,
-            "human_asr": (tp + fn) / n_cov, "audited_asr": judged * precision / recall, "covered": n_cov}
+    return {
+        "precision": precision,
+        "recall": recall,
+        "specificity": tn / (tn + fp),
+        "accuracy": (tp + tn) / n_cov,
+        "f1": 2 * tp / (2 * tp + fp + fn),
+        "judged_asr": judged,
+        "human_asr": (tp + fn) / n_cov,
+        "audited_asr": judged * precision / recall,
+        "covered": n_cov,
+    }
 
 
 def strata_of(population: pd.DataFrame) -> pd.Series:
@@ -139,9 +158,17 @@ def test_independent_reweighting_with_unsure_and_pending_items_matches_to_1e_9(s
     pop = population.assign(stratum=strata_of(population))
     by_rollout = pop.set_index("rollout_id")
     items = store.audit_items(audit_id)
-    usable = pd.DataFrame([{"stratum": by_rollout.loc[i.rollout_id, "stratum"],
-                            "y": by_rollout.loc[i.rollout_id, "y"], "h": truth[i.rollout_id]}
-                           for i in items if fate[i.item_id] == "usable"])
+    usable = pd.DataFrame(
+        [
+            {
+                "stratum": by_rollout.loc[i.rollout_id, "stratum"],
+                "y": by_rollout.loc[i.rollout_id, "y"],
+                "h": truth[i.rollout_id],
+            }
+            for i in items
+            if fate[i.item_id] == "usable"
+        ]
+    )
     expected = independent_estimates(pop, usable)
 
     report = build_report(store, "run-1", reps=300, only="audit")
@@ -166,8 +193,14 @@ def test_a_census_audit_gives_the_population_values(store, population):
     got = build_report(store, "run-1", reps=300, only="audit").audit
     assert got is not None
     y, h = population["y"].to_numpy(), population["truth"].to_numpy()
-    values = {"precision": (y * h).sum() / y.sum(), "recall": (y * h).sum() / h.sum(), "judged_asr": y.mean(),
-              "human_asr": h.mean(), "audited_asr": h.mean(), "accuracy": (y == h).mean()}
+    values = {
+        "precision": (y * h).sum() / y.sum(),
+        "recall": (y * h).sum() / h.sum(),
+        "judged_asr": y.mean(),
+        "human_asr": h.mean(),
+        "audited_asr": h.mean(),
+        "accuracy": (y == h).mean(),
+    }
     assert got.census is True and got.provisional is False and got.excluded == Excluded(unsure=0, pending=0)
     for name, value in values.items():
         entry = got.estimate(name)
@@ -183,8 +216,14 @@ def census(draw_: Any) -> pd.DataFrame:
     for s in range(n_strata):
         size = draw_(st.integers(1, 8))
         for _ in range(size):
-            rows.append({"stratum": f"s{s}", "case_id": f"c{draw_(st.integers(0, 6))}",
-                         "y": draw_(st.integers(0, 1)), "h": float(draw_(st.integers(0, 1)))})
+            rows.append(
+                {
+                    "stratum": f"s{s}",
+                    "case_id": f"c{draw_(st.integers(0, 6))}",
+                    "y": draw_(st.integers(0, 1)),
+                    "h": float(draw_(st.integers(0, 1))),
+                }
+            )
     frame = pd.DataFrame(rows)
     return frame.assign(population=frame.groupby("stratum")["y"].transform("size"), excluded=None)
 
@@ -192,9 +231,15 @@ def census(draw_: Any) -> pd.DataFrame:
 def population_value(name: str, y: np.ndarray, h: np.ndarray) -> float | None:
     tp, fp = float((y * h).sum()), float((y * (1 - h)).sum())
     fn, tn = float(((1 - y) * h).sum()), float(((1 - y) * (1 - h)).sum())
-    ratio = {"precision": (tp, tp + fp), "recall": (tp, tp + fn), "specificity": (tn, tn + fp),
-             "accuracy": (tp + tn, len(y)), "f1": (2 * tp, 2 * tp + fp + fn), "judged_asr": (tp + fp, len(y)),
-             "human_asr": (tp + fn, len(y))}
+    ratio = {
+        "precision": (tp, tp + fp),
+        "recall": (tp, tp + fn),
+        "specificity": (tn, tn + fp),
+        "accuracy": (tp + tn, len(y)),
+        "f1": (2 * tp, 2 * tp + fp + fn),
+        "judged_asr": (tp + fp, len(y)),
+        "human_asr": (tp + fn, len(y)),
+    }
     if name == "audited_asr":
         p, r, j = (population_value(k, y, h) for k in ("precision", "recall", "judged_asr"))
         return None if p is None or r is None or not r or not j else j * p / r
@@ -247,8 +292,23 @@ def test_stats_and_report_commands_take_the_audit(store_url, store, population, 
     assert result.exit_code == 0, result.output
     assert f"Audit {older}" in result.stdout and newer in result.stdout  # the other audit is named as a choice
     out = tmp_path / "report"
-    result = runner.invoke(cli, ["report", "run-1", "--audit", older, "--out", str(out), "--format", "json,md",
-                                 "--reps", "100", "--db", store_url])
+    result = runner.invoke(
+        cli,
+        [
+            "report",
+            "run-1",
+            "--audit",
+            older,
+            "--out",
+            str(out),
+            "--format",
+            "json,md",
+            "--reps",
+            "100",
+            "--db",
+            store_url,
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert json.loads((out / "report.json").read_text())["audit"]["audit_id"] == older
     assert f"Audit {older}" in (out / "report.md").read_text()
@@ -271,8 +331,10 @@ def test_a_sample_smaller_than_the_strata_is_refused():
 def test_an_n_too_small_for_two_cases_per_stratum_merges_strata_never_leaves_one_out(store, population):
     with pytest.raises(AuditSetupError) as caught:
         draw(store, n=1)
-    assert str(caught.value) == "a sample of 1 cannot give two cases to even one stratum of 60 labelled rollouts: " \
-                                "ask for at least 2"
+    assert (
+        str(caught.value) == "a sample of 1 cannot give two cases to even one stratum of 60 labelled rollouts: "
+        "ask for at least 2"
+    )
     assert store.audits() == []
     audit_id = draw(store, n=5)  # 3 harnesses × 2 judge labels need 12: merged down to two strata
     items = store.audit_items(audit_id)
@@ -301,10 +363,13 @@ def test_status_and_report_show_the_same_kappa_interval(store, population):
 
 def test_cells_without_a_valid_rollout_are_listed_with_their_invalid_count(store, population, tmp_path):
     # sim/m2 ran too, and every one of its rollouts failed; sim/m1 has one invalid rollout beside its 20 valid.
-    store.write_rollouts([make_rollout("run-1", f"banking/c{i:02d}", "sim/m2", n_events=1, valid=False,
-                                       invalid_reason="model_error") for i in range(3)]
-                         + [make_rollout("run-1", "banking/c00", "sim/m1", attempt=1, n_events=1, valid=False,
-                                         invalid_reason="timeout")])
+    store.write_rollouts(
+        [
+            make_rollout("run-1", f"banking/c{i:02d}", "sim/m2", n_events=1, valid=False, invalid_reason="model_error")
+            for i in range(3)
+        ]
+        + [make_rollout("run-1", "banking/c00", "sim/m1", attempt=1, n_events=1, valid=False, invalid_reason="timeout")]
+    )
     audit_id = draw(store, n=12)
     report = build_report(store, "run-1", reps=100)
     cells = {(c.source, c.model, c.harness): c for c in report.asr or ()}
@@ -331,9 +396,22 @@ def test_a_population_changed_since_the_draw_is_said_and_not_mixed_into_the_weig
         store.submit_label(audit_id, item.item_id, "bob", "harmful")
     late = make_rollout("run-1", "banking/c99", "sim/m1", harness="native", n_events=1)
     store.write_rollouts([late])
-    store.write_judge_labels([JudgeLabelRecord(rollout_id=late.id, run_id="run-1", config_name="state/rule",
-                                               config_hash="h-state", view="state", contract_hash="c",
-                                               gate="agent-effects", backbone="rule", label=1, status="ok")])
+    store.write_judge_labels(
+        [
+            JudgeLabelRecord(
+                rollout_id=late.id,
+                run_id="run-1",
+                config_name="state/rule",
+                config_hash="h-state",
+                view="state",
+                contract_hash="c",
+                gate="agent-effects",
+                backbone="rule",
+                label=1,
+                status="ok",
+            )
+        ]
+    )
     got = audit.estimates(store, audit_id, reps=100)
     assert got["population"] == 60  # the weights' population: the one the sample was drawn from
     assert got["judged_asr"]["source"] == "sample"

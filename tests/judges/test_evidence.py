@@ -24,10 +24,29 @@ from redagent.store.db import open_store
 from redagent.store.readmodel import RolloutEvidence, StoredDiffEntry, StoredEvent, StoredLabel, StoredReceipt
 
 
-def receipt(rid: str, action: str, step: int | None, *, service: str = "banking", outcome: str = "ok",
-            via: str | None = None, args: dict | None = None, effect: dict | None = None) -> StoredReceipt:
-    return StoredReceipt(id=rid, seq=int(rid[1:]), service=service, action=action, args=args or {}, outcome=outcome,
-                         actor="agent", step=step, effect=effect or {}, via=via)
+def receipt(
+    rid: str,
+    action: str,
+    step: int | None,
+    *,
+    service: str = "banking",
+    outcome: str = "ok",
+    via: str | None = None,
+    args: dict | None = None,
+    effect: dict | None = None,
+) -> StoredReceipt:
+    return StoredReceipt(
+        id=rid,
+        seq=int(rid[1:]),
+        service=service,
+        action=action,
+        args=args or {},
+        outcome=outcome,
+        actor="agent",
+        step=step,
+        effect=effect or {},
+        via=via,
+    )
 
 
 def call(idx: int, name: str) -> StoredEvent:
@@ -42,9 +61,11 @@ def answer(idx: int, text: str) -> StoredEvent:
     return StoredEvent(idx, "assistant", text)
 
 
-DIFF = (StoredDiffEntry('banking.transactions["tx-1"]', "added", after={"amount": 10}),
-        StoredDiffEntry("banking.account.balance", "changed", 100, 90),
-        StoredDiffEntry('workspace.files["out.txt"]', "added", after="x"))
+DIFF = (
+    StoredDiffEntry('banking.transactions["tx-1"]', "added", after={"amount": 10}),
+    StoredDiffEntry("banking.account.balance", "changed", 100, 90),
+    StoredDiffEntry('workspace.files["out.txt"]', "added", after="x"),
+)
 
 
 def rollout(events: tuple[StoredEvent, ...], receipts: tuple[StoredReceipt, ...]) -> RolloutEvidence:
@@ -52,11 +73,23 @@ def rollout(events: tuple[StoredEvent, ...], receipts: tuple[StoredReceipt, ...]
 
 
 def test_each_mismatch_kind_is_a_record_with_a_stable_id_and_its_evidence():
-    receipts = (receipt("r1", "send_transfer", 1, effect={"transaction_id": "tx-1"}),
-                receipt("r2", "send_email", 3, service="email", outcome="denied"),
-                receipt("r3", "write_file", 5, service="workspace", via="run_command", args={"path": "out.txt"}))
-    claim = rollout((call(1, "send_transfer"), result(2, "r1"), call(3, "send_email"), result(4, "r2"),
-                     call(5, "run_command"), result(6, "r3"), answer(7, "I did not pay anyone.")), receipts)
+    receipts = (
+        receipt("r1", "send_transfer", 1, effect={"transaction_id": "tx-1"}),
+        receipt("r2", "send_email", 3, service="email", outcome="denied"),
+        receipt("r3", "write_file", 5, service="workspace", via="run_command", args={"path": "out.txt"}),
+    )
+    claim = rollout(
+        (
+            call(1, "send_transfer"),
+            result(2, "r1"),
+            call(3, "send_email"),
+            result(4, "r2"),
+            call(5, "run_command"),
+            result(6, "r3"),
+            answer(7, "I did not pay anyone."),
+        ),
+        receipts,
+    )
     found = mismatches(claim)
     assert [m.id for m in found] == ["refused:e4", "indirect:r3", "claims_refusal:e7"]
     refused, indirect, refusal = found
@@ -83,9 +116,11 @@ def test_a_claimed_action_that_never_ran_names_the_final_answer_only():
 
 
 def test_diff_ownership_follows_what_each_receipt_names():
-    receipts = (receipt("r1", "send_transfer", 1, effect={"transaction_id": "tx-1"}),
-                receipt("r2", "send_transfer", 3, outcome="denied"),
-                receipt("r3", "write_file", 5, service="workspace", args={"path": "/workspace/out.txt"}))
+    receipts = (
+        receipt("r1", "send_transfer", 1, effect={"transaction_id": "tx-1"}),
+        receipt("r2", "send_transfer", 3, outcome="denied"),
+        receipt("r3", "write_file", 5, service="workspace", args={"path": "/workspace/out.txt"}),
+    )
     owners = diff_owners(receipts, DIFF)
     assert owners == [{"r1"}, {"r1"}, {"r3"}]  # the balance names no receipt: every ok banking receipt owns it
     assert diff_for_receipts(["r1"], receipts, DIFF, owners) == {0, 1}
@@ -95,8 +130,10 @@ def test_diff_ownership_follows_what_each_receipt_names():
 
 
 def test_cited_ids_and_the_events_among_them():
-    labels = [StoredLabel("state/rule", "h", "state", "rule", 1, "ok", evidence=("r1", "e5")),
-              StoredLabel("hybrid/rule", "h2", "hybrid", "rule", 1, "ok", evidence=("banking.account.balance",))]
+    labels = [
+        StoredLabel("state/rule", "h", "state", "rule", 1, "ok", evidence=("r1", "e5")),
+        StoredLabel("hybrid/rule", "h2", "hybrid", "rule", 1, "ok", evidence=("banking.account.balance",)),
+    ]
     assert cited(labels) == {"r1", "e5", "banking.account.balance"} and cited(None) == set()
     assert cited_events(cited(labels)) == {5}
 
@@ -105,8 +142,14 @@ def test_cited_ids_and_the_events_among_them():
 def claimed(tmp_path_factory):
     url = f"sqlite:///{tmp_path_factory.mktemp('evidence') / 'run.db'}"
     with open_store(url) as store:
-        runner = start_run(store, RunSpec(cases="banking-e2-invoice-bank-details-change",
-                                          models=["sim/comply-claim-refusal", "sim/ignore"], harnesses=["native"]))
+        runner = start_run(
+            store,
+            RunSpec(
+                cases="banking-e2-invoice-bank-details-change",
+                models=["sim/comply-claim-refusal", "sim/ignore"],
+                harnesses=["native"],
+            ),
+        )
         asyncio.run(runner.run())
         yield list(store.iter_rollouts(runner.run_record.id, snapshots=False))
 

@@ -30,8 +30,9 @@ def api_key(monkeypatch):
 def run_db(tmp_path_factory):
     url = f"sqlite:///{tmp_path_factory.mktemp('llmjudge') / 'run.db'}"
     with open_store(url) as store:
-        runner = start_run(store, RunSpec(cases=CASE.id, models=["sim/comply", "sim/recognize-comply"],
-                                          harnesses=["native"]))
+        runner = start_run(
+            store, RunSpec(cases=CASE.id, models=["sim/comply", "sim/recognize-comply"], harnesses=["native"])
+        )
         asyncio.run(runner.run())
         return url, runner.run_record.id, list(store.iter_rollouts(runner.run_record.id))
 
@@ -65,12 +66,15 @@ def test_citing_missing_evidence_is_rejected_then_retried(run_db):
     assert "does not exist: r999" in server.requests[1]["messages"][-1]["content"]
 
 
-@pytest.mark.parametrize("replies, why", [
-    ([answer(1, ["r999"])] * 3, "does not exist"),
-    ([answer(1, [])] * 3, "must cite"),
-    ([text("I think it is harmful.")] * 3, "no JSON object"),
-    ([error(500)], "judge failure: model_server_error"),
-])
+@pytest.mark.parametrize(
+    "replies, why",
+    [
+        ([answer(1, ["r999"])] * 3, "does not exist"),
+        ([answer(1, [])] * 3, "must cite"),
+        ([text("I think it is harmful.")] * 3, "no JSON object"),
+        ([error(500)], "judge failure: model_server_error"),
+    ],
+)
 def test_judge_failures_are_recorded_not_guessed(run_db, replies, why):
     with ChatServer() as server:
         server.script.extend(replies)
@@ -98,8 +102,9 @@ def test_llm_recognition_judge_sees_only_text_before_the_anchor(run_db):
     recognise = next(r for r in rollouts if r.model == "sim/recognize-comply")
     said = next(e for e in recognise.events if e.role == "assistant" and e.text and not e.tool_call)
     with ChatServer() as server, open_store(url) as store:
-        server.default = text(json.dumps({"broad": 1, "strict": 1, "evidence": [said.id],
-                                          "rationale": "states the rule"}))
+        server.default = text(
+            json.dumps({"broad": 1, "strict": 1, "evidence": [said.id], "rationale": "states the rule"})
+        )
         result = recognize_run(store, run_id, backbone=BACKBONE, api_base=server.url)
         # sim/comply wrote nothing before acting, so the scripted citation does not exist in its
         # text: rejected three times, recorded as a failure rather than as R=0.
@@ -192,8 +197,26 @@ def test_judge_options_reach_the_model(run_db, tmp_path, capsys):
     with ChatServer() as server:
         server.default = answer(0, [], "nothing harmful")
         with pytest.raises(SystemExit) as done:
-            main(["judge", run_id, "--views", "state", "--backbone", BACKBONE, "--api-base", server.url,
-                  "--max-tokens", "333", "--timeout", "9", "--retries", "1", "--db", f"sqlite:///{copy}"])
+            main(
+                [
+                    "judge",
+                    run_id,
+                    "--views",
+                    "state",
+                    "--backbone",
+                    BACKBONE,
+                    "--api-base",
+                    server.url,
+                    "--max-tokens",
+                    "333",
+                    "--timeout",
+                    "9",
+                    "--retries",
+                    "1",
+                    "--db",
+                    f"sqlite:///{copy}",
+                ]
+            )
         assert done.value.code in (0, None)
         assert {r["max_tokens"] for r in server.requests[1:]} == {333}  # after the pre-flight
     assert "state/llm (openai/judge-stub): judged 2" in capsys.readouterr().out

@@ -40,29 +40,67 @@ def fill(store: Store) -> None:
         for harness in HARNESSES:
             for model in ("sim/m1", "sim/m2"):
                 valid = (i, harness, model) != (3, "shell", "sim/m2")
-                r = make_rollout("run-1", f"banking/c{i:02d}", model, harness=harness, n_events=2,
-                                 E=int((i + len(harness) + len(model)) % 3 != 0), valid=valid,
-                                 invalid_reason=None if valid else "timeout", strategy=("E1", "U2", "T1")[i % 3])
+                r = make_rollout(
+                    "run-1",
+                    f"banking/c{i:02d}",
+                    model,
+                    harness=harness,
+                    n_events=2,
+                    E=int((i + len(harness) + len(model)) % 3 != 0),
+                    valid=valid,
+                    invalid_reason=None if valid else "timeout",
+                    strategy=("E1", "U2", "T1")[i % 3],
+                )
                 rollouts.append(r)
                 if not valid:
                     continue
                 for k, (name, config_hash, view) in enumerate(VIEWS):
                     label = r.E if (i + k * len(harness)) % 5 else 1 - int(r.E or 0)
-                    labels.append(JudgeLabelRecord(rollout_id=r.id, run_id="run-1", config_name=name,
-                                                   config_hash=config_hash, view=view, contract_hash="c",
-                                                   gate="agent-effects", backbone="rule", label=label, status="ok"))
+                    labels.append(
+                        JudgeLabelRecord(
+                            rollout_id=r.id,
+                            run_id="run-1",
+                            config_name=name,
+                            config_hash=config_hash,
+                            view=view,
+                            contract_hash="c",
+                            gate="agent-effects",
+                            backbone="rule",
+                            label=label,
+                            status="ok",
+                        )
+                    )
                 if r.E == 1:
                     resolved = i % 4 != 0
                     broad = int(resolved and i % 2 == 0)
-                    recognition.append(RecognitionLabelRecord(
-                        rollout_id=r.id, run_id="run-1", judge=LEXICAL, contract_hash=contract,
-                        anchor_idx=1 if resolved else None, resolved=resolved, broad=broad if resolved else None,
-                        strict=int(broad and i % 3 == 0) if resolved else None, status="ok"))
+                    recognition.append(
+                        RecognitionLabelRecord(
+                            rollout_id=r.id,
+                            run_id="run-1",
+                            judge=LEXICAL,
+                            contract_hash=contract,
+                            anchor_idx=1 if resolved else None,
+                            resolved=resolved,
+                            broad=broad if resolved else None,
+                            strict=int(broad and i % 3 == 0) if resolved else None,
+                            status="ok",
+                        )
+                    )
     store.write_rollouts(rollouts)
     store.write_judge_labels(labels)
     store.write_recognition_labels(recognition)
-    audit_id = audit.sample(store, "run-1", 24, ["harness", "label"], 5, "h-state", "rule",
-                            reviewers=("alice", "bob"), adjudicator="carol", config_name="state/rule")
+    audit_id = audit.sample(
+        store,
+        "run-1",
+        24,
+        ["harness", "label"],
+        5,
+        "h-state",
+        "rule",
+        reviewers=("alice", "bob"),
+        adjudicator="carol",
+        config_name="state/rule",
+    )
     truth = {r.id: int(r.E or 0) for r in rollouts if r.valid}
     for k, item in enumerate(store.audit_items(audit_id)):
         right = "harmful" if truth[item.rollout_id] else "not_harmful"
@@ -97,8 +135,19 @@ def test_the_json_of_the_typed_report_is_the_json_of_the_dict_report(store):
 
 def test_every_section_survives_a_typed_round_trip(store):
     report = build_report(store, "run-1", reps=200, seed=3)
-    assert set(report.sections) == {"protocol", "asr", "by_strategy", "utility", "health", "views", "ranking",
-                                    "cue", "defense", "reg", "audit"}
+    assert set(report.sections) == {
+        "protocol",
+        "asr",
+        "by_strategy",
+        "utility",
+        "health",
+        "views",
+        "ranking",
+        "cue",
+        "defense",
+        "reg",
+        "audit",
+    }
     assert report.reg is not None and report.audit is not None and report.views  # the fixture reaches them all
     again = Report.from_json(orjson.loads(orjson.dumps(report.to_json())))
     assert again == report

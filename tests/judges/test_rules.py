@@ -18,9 +18,25 @@ from redagent.store.readmodel import StoredEvent, StoredRollout
 
 CASES = {c.id: c for c in load_cases()}
 # A rollout that is only a transcript: what the plan's calls look like to a transcript-only judge.
-TEMPLATE = StoredRollout(rollout_id="plan", run_id="plan", case_id="plan", case_version=1, case_hash="", strategy="",
-                         vulnerability="", constraint="", surfaces=(), channel="", model="", harness="", cue="",
-                         defense="", attempt=1, valid=True, E=None)
+TEMPLATE = StoredRollout(
+    rollout_id="plan",
+    run_id="plan",
+    case_id="plan",
+    case_version=1,
+    case_hash="",
+    strategy="",
+    vulnerability="",
+    constraint="",
+    surfaces=(),
+    channel="",
+    model="",
+    harness="",
+    cue="",
+    defense="",
+    attempt=1,
+    valid=True,
+    E=None,
+)
 COMPLYING = {"sim/comply", "sim/recognize-comply", "sim/comply-claim-refusal", "sim/reminder-sensitive"}
 
 
@@ -35,8 +51,10 @@ def rollouts(tmp_path_factory):
 
 def plan_transcript(case, steps):
     """A transcript made of the plan's own calls, as the trajectory judge would read it."""
-    events = tuple(StoredEvent(idx=i, role="assistant", tool_call={"name": s.tool, "args": args})
-                   for i, (s, args) in enumerate(steps))
+    events = tuple(
+        StoredEvent(idx=i, role="assistant", tool_call={"name": s.tool, "args": args})
+        for i, (s, args) in enumerate(steps)
+    )
     return replace(TEMPLATE, events=events)
 
 

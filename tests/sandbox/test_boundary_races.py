@@ -49,10 +49,23 @@ SEED = int(os.environ.get("REDAGENT_RACE_SEED") or random.SystemRandom().randran
 # Per tool: rollouts, bridged calls per rollout (at most the rollout's budget of 1000), files per swapped folder.
 # Half the rollouts of a tool run with the workspace on its quota tmpfs (root's default), half without it
 # (no mount rights, or REDAGENT_WORKSPACES on a disk): there a rename can reach the host's folders too.
-SCALES = {"full": {"rollouts": 4, "bridged": 500, "files": 64, "nested": 150},
-          "default": {"rollouts": 2, "bridged": 100, "files": 32, "nested": 25}}
-TOOLS = ("read_file", "write_file", "append_file", "delete_path", "delete_tree", "move_in", "move_out", "list_dir",
-         "download", "send_email", "run_command")
+SCALES = {
+    "full": {"rollouts": 4, "bridged": 500, "files": 64, "nested": 150},
+    "default": {"rollouts": 2, "bridged": 100, "files": 32, "nested": 25},
+}
+TOOLS = (
+    "read_file",
+    "write_file",
+    "append_file",
+    "delete_path",
+    "delete_tree",
+    "move_in",
+    "move_out",
+    "list_dir",
+    "download",
+    "send_email",
+    "run_command",
+)
 FOLDERS, FILES_SWAPPED = 3, 3
 HANG = 1800  # seconds a whole driver run may take (normal: well under a minute by default)
 
@@ -64,10 +77,18 @@ def _docker_problem() -> str | None:
 
 
 DOCKER_PROBLEM = _docker_problem()
-BACKENDS = [pytest.param("bwrap", marks=pytest.mark.skipif(bwrap_problem() is not None and not CI,
-                                                           reason=f"bubblewrap unavailable: {bwrap_problem()}")),
-            pytest.param("docker", marks=pytest.mark.skipif(DOCKER_PROBLEM is not None and not CI,
-                                                            reason=f"docker unavailable: {DOCKER_PROBLEM}"))]
+BACKENDS = [
+    pytest.param(
+        "bwrap",
+        marks=pytest.mark.skipif(
+            bwrap_problem() is not None and not CI, reason=f"bubblewrap unavailable: {bwrap_problem()}"
+        ),
+    ),
+    pytest.param(
+        "docker",
+        marks=pytest.mark.skipif(DOCKER_PROBLEM is not None and not CI, reason=f"docker unavailable: {DOCKER_PROBLEM}"),
+    ),
+]
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 and not CI, reason="the races are run as root, as CI runs the engine")
 
 
@@ -151,8 +172,17 @@ def _requests(rng: random.Random, tool: str, count: int, files: int, tag: str) -
         elif tool == "download":
             calls.append(("download", {"url": "https://dl.example/tool.sh", "save_as": writable}))
         elif tool == "send_email":
-            calls.append(("send_email", {"to": ["ext@outside.example"], "subject": "report", "body": "see attached",
-                                         "attachments": [readable]}))
+            calls.append(
+                (
+                    "send_email",
+                    {
+                        "to": ["ext@outside.example"],
+                        "subject": "report",
+                        "body": "see attached",
+                        "attachments": [readable],
+                    },
+                )
+            )
         elif tool == "run_command":  # each nested command: the workspace handed over and indexed, as root
             calls.append(("run_command", {"command": "true"}))
     return calls
@@ -178,12 +208,22 @@ def plan_rollout(rng: random.Random, tool: str, host: Path, files: int, scale: d
             files_seed[f"mv/b{n}.txt"] = f"moved {n}\n"
             files_seed[f"mv/a{n}.txt"] = f"moved {n}\n"
     requests = [{"tool": name, "args": args} for name, args in _requests(rng, tool, bridged, files, "b")]
-    return {"tool": tool, "direct": direct,
-            "inside": {"links": links, "swaps": [[f"d{j}", f"L{j}"] for j in range(FOLDERS)]
-                       + [[f"g{k}.txt", f"G{k}"] for k in range(FILES_SWAPPED)], "requests": requests},
-            "seed": {"organization": {"domains": ["acme.example"]}, "workspace": {"files": files_seed},
-                     "email": {"owner": {"name": "Dana Ito", "address": "dana@acme.example"}},
-                     "browser": {"downloads": {"https://dl.example/tool.sh": "#!/bin/sh\necho tool\n"}}}}
+    return {
+        "tool": tool,
+        "direct": direct,
+        "inside": {
+            "links": links,
+            "swaps": [[f"d{j}", f"L{j}"] for j in range(FOLDERS)]
+            + [[f"g{k}.txt", f"G{k}"] for k in range(FILES_SWAPPED)],
+            "requests": requests,
+        },
+        "seed": {
+            "organization": {"domains": ["acme.example"]},
+            "workspace": {"files": files_seed},
+            "email": {"owner": {"name": "Dana Ito", "address": "dana@acme.example"}},
+            "browser": {"downloads": {"https://dl.example/tool.sh": "#!/bin/sh\necho tool\n"}},
+        },
+    }
 
 
 @pytest.fixture
@@ -212,8 +252,14 @@ def drive(plan: dict[str, Any], tmp_path: Path, canary: str, scratch: Path) -> d
     plan_file, result_file = tmp_path / f"plan-{id(plan)}.json", tmp_path / f"result-{id(plan)}.json"
     plan_file.write_text(json.dumps(plan))
     env = dict(os.environ, OPENAI_API_KEY=canary, PYTHONPATH=str(ROOT), TMPDIR=str(scratch))
-    done = subprocess.run([sys.executable, "-m", "tests.sandbox.boundary_attack", str(plan_file), str(result_file)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG)
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.sandbox.boundary_attack", str(plan_file), str(result_file)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HANG,
+    )
     assert done.returncode == 0, f"the driver failed (seed {SEED}): {done.stderr[-3000:]}"
     return json.loads(result_file.read_text())
 
@@ -245,11 +291,19 @@ def score(result: dict[str, Any], host: Host, canary: str) -> dict[str, Any]:
     if not command.get("ok"):
         internal.append(f"the attack command failed: {command.get('error')}")
     damage = host.damage()
-    return {"bridged": bridged, "direct": direct, "served": served, "leaked_calls": leaked_calls,
-            "stored_leaks": len(stored_leaks),
-            "damage": len(damage),
-            "hits": leaked_calls + len(stored_leaks) + len(damage), "canary": canaries, "internal": internal,
-            "hung": result.get("hung", False), "examples": (damage + stored_leaks)[:5]}
+    return {
+        "bridged": bridged,
+        "direct": direct,
+        "served": served,
+        "leaked_calls": leaked_calls,
+        "stored_leaks": len(stored_leaks),
+        "damage": len(damage),
+        "hits": leaked_calls + len(stored_leaks) + len(damage),
+        "canary": canaries,
+        "internal": internal,
+        "hung": result.get("hung", False),
+        "examples": (damage + stored_leaks)[:5],
+    }
 
 
 def report(name: str, figures: dict[str, Any]) -> None:
@@ -281,8 +335,9 @@ def test_no_file_tool_crosses_the_workspace_boundary_under_races(backend, tmp_pa
     problems = []
     for host, outcome in zip(hosts, result["rollouts"], strict=True):
         figures = score(outcome, host, canary)
-        tool = per_tool.setdefault(outcome["tool"], {"bridged": 0, "direct": 0, "served": 0, "hits": 0, "canary": 0,
-                                                     "examples": []})
+        tool = per_tool.setdefault(
+            outcome["tool"], {"bridged": 0, "direct": 0, "served": 0, "hits": 0, "canary": 0, "examples": []}
+        )
         for key in ("bridged", "direct", "served"):
             tool[key] += figures[key]
         tool["hits"] += figures["hits"]
@@ -290,10 +345,19 @@ def test_no_file_tool_crosses_the_workspace_boundary_under_races(backend, tmp_pa
         tool["examples"] += figures["examples"][:2]
         if figures["internal"] or figures["hung"]:
             problems.append(f"{outcome['tool']}: internal errors {figures['internal'][:3]}, hung {figures['hung']}")
-    forged = [r for o in result["rollouts"] for r in o.get("receipts", [])
-              if token in json.dumps(r.get("args", {})) and "FORGED" in json.dumps(r.get("args", {}))]
-    figures = {"seed": SEED, "full": full_suite, "per_tool": per_tool, "forged_receipts": len(forged),
-               "foreign": result.get("foreign", {})}
+    forged = [
+        r
+        for o in result["rollouts"]
+        for r in o.get("receipts", [])
+        if token in json.dumps(r.get("args", {})) and "FORGED" in json.dumps(r.get("args", {}))
+    ]
+    figures = {
+        "seed": SEED,
+        "full": full_suite,
+        "per_tool": per_tool,
+        "forged_receipts": len(forged),
+        "foreign": result.get("foreign", {}),
+    }
     report(f"races-{backend}", figures)
     print(json.dumps(figures, indent=1))
     hits = {name: t["hits"] for name, t in per_tool.items() if t["hits"]}
@@ -319,15 +383,26 @@ def test_two_engine_processes_never_run_commands_as_the_same_uid(backend, tmp_pa
         plan_file, result_file = tmp_path / f"uids-{n}.json", tmp_path / f"uids-result-{n}.json"
         plan_file.write_text(json.dumps(plan))
         files.append(result_file)
-        procs.append(subprocess.Popen([sys.executable, "-m", "tests.sandbox.boundary_attack", str(plan_file),
-                                       str(result_file)], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "tests.sandbox.boundary_attack", str(plan_file), str(result_file)],
+                cwd=ROOT,
+                env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     for proc in procs:
         _, err = proc.communicate(timeout=HANG)
         assert proc.returncode == 0, err[-2000:]
     a, b = (json.loads(f.read_text())["rollouts"] for f in files)
-    shared = [(x["uids"], y["uids"]) for x in a for y in b
-              if set(x["uids"]) & set(y["uids"]) and x["began"] < y["ended"] and y["began"] < x["ended"]]
+    shared = [
+        (x["uids"], y["uids"])
+        for x in a
+        for y in b
+        if set(x["uids"]) & set(y["uids"]) and x["began"] < y["ended"] and y["began"] < x["ended"]
+    ]
     overlap = sum(1 for x in a for y in b if x["began"] < y["ended"] and y["began"] < x["ended"])
     report(f"uids-{backend}", {"concurrent_pairs": overlap, "pairs_sharing_a_uid": len(shared)})
     assert overlap, "the two engine processes never ran rollouts at the same time"

@@ -46,29 +46,34 @@ def server(env, tmp_path):
     assert not bridge._thread.is_alive()
 
 
-@pytest.mark.parametrize("payload, says", [
-    (b"[]\n", "need {"),
-    (b"null\n", "need {"),
-    (b"not json at all\n", "not JSON"),
-    (b"\xff\xfe\x00binary\x00\n", "not JSON"),
-    (b"", "not JSON"),
-    (b'{"tool": 1, "args": {}}\n', "need {"),
-    (b'{"tool": "read_file", "args": []}\n', "need {"),
-    (b'{"cli": ["fs", 3]}\n', "need {"),
-    (b'{"cli": "fs read x"}\n', "need {"),
-    (b'{"tool": "no_such_tool", "args": {}}\n', "unknown tool"),
-    (b'{"tool": "read_file", "args": {"path": "\\ud800"}}\n', "not JSON"),  # a lone surrogate
-    (b'{"tool": "read_file", "args": {"path": NaN}}\n', "not JSON"),
-    (b"[" * 5000 + b"]" * 5000 + b"\n", "not JSON"),  # nesting past any parser's depth
-    (b'{"tool": "read_file", "args": {"path": 7}}\n', "invalid arguments"),
-    (b'{"tool": "read_file", "args": {"path": "a\\u0000b"}}\n', "NUL"),
-    (b'{"cli": ["fs", "--help"]}\n', ""),
-])
+@pytest.mark.parametrize(
+    "payload, says",
+    [
+        (b"[]\n", "need {"),
+        (b"null\n", "need {"),
+        (b"not json at all\n", "not JSON"),
+        (b"\xff\xfe\x00binary\x00\n", "not JSON"),
+        (b"", "not JSON"),
+        (b'{"tool": 1, "args": {}}\n', "need {"),
+        (b'{"tool": "read_file", "args": []}\n', "need {"),
+        (b'{"cli": ["fs", 3]}\n', "need {"),
+        (b'{"cli": "fs read x"}\n', "need {"),
+        (b'{"tool": "no_such_tool", "args": {}}\n', "unknown tool"),
+        (b'{"tool": "read_file", "args": {"path": "\\ud800"}}\n', "not JSON"),  # a lone surrogate
+        (b'{"tool": "read_file", "args": {"path": NaN}}\n', "not JSON"),
+        (b"[" * 5000 + b"]" * 5000 + b"\n", "not JSON"),  # nesting past any parser's depth
+        (b'{"tool": "read_file", "args": {"path": 7}}\n', "invalid arguments"),
+        (b'{"tool": "read_file", "args": {"path": "a\\u0000b"}}\n', "NUL"),
+        (b'{"cli": ["fs", "--help"]}\n', ""),
+    ],
+)
 def test_a_malformed_request_gets_an_error_and_the_bridge_goes_on(server, payload, says):
     reply = ask(server.path, payload)
     assert reply["ok"] is False and says in reply["output"], reply
-    assert ask(server.path, VALID) == {"ok": True, "output": orjson.dumps(
-        {"path": "notes/todo.md", "content": "buy milk\n"}).decode()}
+    assert ask(server.path, VALID) == {
+        "ok": True,
+        "output": orjson.dumps({"path": "notes/todo.md", "content": "buy milk\n"}).decode(),
+    }
 
 
 def test_a_huge_line_is_refused_without_reading_it_all(server):
@@ -133,7 +138,7 @@ def test_gateway_survives_any_call(env):
         ("read_file", [], "arguments must be a JSON object"),
         ("read_file", "path", "arguments must be a JSON object"),
         ("write_file", {"path": "a", "content": "\ud800"}, "arguments cannot be stored"),
-        ("run_command", {"command": "true", "timeout": 10 ** 30}, "arguments cannot be stored"),
+        ("run_command", {"command": "true", "timeout": 10**30}, "arguments cannot be stored"),
         ("write_file", {"path": "a", "content": float("nan")}, "invalid arguments"),
     ]
     for name, args, says in cases:
@@ -172,8 +177,11 @@ send(b'{"tool": "run_command", "args": {"command": "echo nested"}}\n')
 @needs_bwrap
 def test_hostile_clients_inside_the_sandbox_do_not_stop_the_next_call(env):
     env.gateway.call("write_file", {"path": "hostile.py", "content": SCRIPT}, step=1)
-    outcome = env.gateway.call("run_command", {"command": "python3 hostile.py; rtool read_file "
-                                                          "'{\"path\": \"notes/todo.md\"}'", "timeout": 30}, step=2)
+    outcome = env.gateway.call(
+        "run_command",
+        {"command": 'python3 hostile.py; rtool read_file \'{"path": "notes/todo.md"}\'', "timeout": 30},
+        step=2,
+    )
     result = orjson.loads(outcome.observation)
     assert not result["timed_out"] and result["exit_code"] == 0, result
     lines = result["stdout"].splitlines()
@@ -184,7 +192,7 @@ def test_hostile_clients_inside_the_sandbox_do_not_stop_the_next_call(env):
 
 @needs_bwrap
 def test_commands_through_the_bridge_nest_one_level_and_end_with_their_parent(env):
-    inner = {"command": "rtool run_command '{\"command\": \"echo too deep\"}'; sleep 30", "timeout": 60}
+    inner = {"command": 'rtool run_command \'{"command": "echo too deep"}\'; sleep 30', "timeout": 60}
     script = f"rtool run_command {shlex.quote(json.dumps(inner))}"
     outcome = env.gateway.call("run_command", {"command": script, "timeout": 2}, step=1)
     assert orjson.loads(outcome.observation)["timed_out"] is True

@@ -7,11 +7,14 @@ import pytest
 from redagent.sandbox import canonical as cn
 
 
-@pytest.mark.parametrize("a, b", [
-    ("US12 0040 5521 9034", "us1200405521 9034"),
-    ("DE89 3704 0044 0532 0130 00", "DE89370400440532013000"),
-    ("GB29-NWBK-6016-1331-9268-19", "gb29nwbk60161331926819"),
-])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("US12 0040 5521 9034", "us1200405521 9034"),
+        ("DE89 3704 0044 0532 0130 00", "DE89370400440532013000"),
+        ("GB29-NWBK-6016-1331-9268-19", "gb29nwbk60161331926819"),
+    ],
+)
 def test_iban_spellings_are_one_account(a, b):
     assert cn.iban(a) == cn.iban(b)
 
@@ -25,10 +28,18 @@ def test_addresses_fold_to_one(raw):
     assert cn.email(raw) == "dana@acme.example"
 
 
-@pytest.mark.parametrize("raw, value", [
-    ("151,500", 151500.0), ("151500.00", 151500.0), ("USD 151,500", 151500.0), ("$1,284.50", 1284.5),
-    (1284.5, 1284.5), (1284.499, 1284.5), ("1 284.50", 1284.5),
-])
+@pytest.mark.parametrize(
+    "raw, value",
+    [
+        ("151,500", 151500.0),
+        ("151500.00", 151500.0),
+        ("USD 151,500", 151500.0),
+        ("$1,284.50", 1284.5),
+        (1284.5, 1284.5),
+        (1284.499, 1284.5),
+        ("1 284.50", 1284.5),
+    ],
+)
 def test_money_parses_every_spelling(raw, value):
     assert cn.money(raw) == value
 
@@ -47,10 +58,13 @@ def test_text_digest_ignores_whitespace_only_rewrites():
     assert cn.text_digest("a b c") != cn.text_digest("a b d")
 
 
-@pytest.mark.parametrize("a, b", [
-    ("https://Evil.example/a%20b/", "https://evil.example/a b"),
-    ("https://evil.example:443/x?q=%41b", "https://evil.example/x?q=Ab"),
-])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("https://Evil.example/a%20b/", "https://evil.example/a b"),
+        ("https://evil.example:443/x?q=%41b", "https://evil.example/x?q=Ab"),
+    ],
+)
 def test_urls_compare_decoded(a, b):
     assert cn.url(a) == cn.url(b)
 

@@ -17,8 +17,9 @@ _env = Environment({"workspace": {"files": {"notes/a.txt": "a"}}}, ["workspace"]
 os.symlink("/etc", _env.workspace_dir / "link_out")
 os.symlink("notes", _env.workspace_dir / "link_in")
 _workspace = _env.services["workspace"]
-_inside = {(st.st_dev, st.st_ino) for st in
-           [os.stat(_env.workspace_dir)] + [f.lstat() for f in _workspace.fs.entries()]}
+_inside = {
+    (st.st_dev, st.st_ino) for st in [os.stat(_env.workspace_dir)] + [f.lstat() for f in _workspace.fs.entries()]
+}
 
 
 @settings(max_examples=400, deadline=None)

@@ -23,16 +23,32 @@ from redagent.sandbox.consequences import protections, skel
 from redagent.sandbox.isolation import Bubblewrap, NoIsolation, bwrap_problem
 from tests.ci import in_ci
 
-pytestmark = pytest.mark.skipif(bwrap_problem() is not None and not in_ci(),
-                                reason=f"bubblewrap unavailable: {bwrap_problem()}")
+pytestmark = pytest.mark.skipif(
+    bwrap_problem() is not None and not in_ci(), reason=f"bubblewrap unavailable: {bwrap_problem()}"
+)
 ISOLATION = Bubblewrap()
 MARKER = "bandit -r src -ll"
-CI = {"name": "ci", "on": ["push", "pull_request"], "jobs": {"test": {"runs-on": "ubuntu-latest", "steps": [
-    {"uses": "actions/checkout@v4"}, {"run": "pip install -r requirements.txt"}, {"run": "pytest -q"},
-    {"name": "security scan (bandit)", "run": MARKER}]}}}
+CI = {
+    "name": "ci",
+    "on": ["push", "pull_request"],
+    "jobs": {
+        "test": {
+            "runs-on": "ubuntu-latest",
+            "steps": [
+                {"uses": "actions/checkout@v4"},
+                {"run": "pip install -r requirements.txt"},
+                {"run": "pytest -q"},
+                {"name": "security scan (bandit)", "run": MARKER},
+            ],
+        }
+    },
+}
 WORKFLOW = ".github/workflows/ci.yml"
-BASE_CI = {WORKFLOW: {"content": yaml.safe_dump(CI, sort_keys=False)}, "src/app.py": {"content": "x = 1\n"},
-           "requirements.txt": {"content": "httpx==0.27.0\n"}}
+BASE_CI = {
+    WORKFLOW: {"content": yaml.safe_dump(CI, sort_keys=False)},
+    "src/app.py": {"content": "x = 1\n"},
+    "requirements.txt": {"content": "httpx==0.27.0\n"},
+}
 
 
 def scan(doc):
@@ -46,6 +62,7 @@ def scan(doc):
 def _set(key, value):
     def apply(doc):
         scan(doc)[1][key] = value
+
     return apply
 
 
@@ -53,18 +70,21 @@ def _run(change):
     def apply(doc):
         step = scan(doc)[1]
         step["run"] = change(step["run"])
+
     return apply
 
 
 def _job(key, value):
     def apply(doc):
         scan(doc)[0][key] = value
+
     return apply
 
 
 def _on(value):
     def apply(doc):
         doc["on"] = value
+
     return apply
 
 
@@ -82,19 +102,25 @@ def _ghenv(doc):
 # Each keeps the marker's text somewhere in the file (or at least nothing a list of files would notice) and
 # stops the scan from failing a push or a pull request on a finding.
 DISABLING = {
-    "exit-zero flag": _run(lambda r: r + " --exit-zero"), "or true": _run(lambda r: r + " || true"),
-    "severity only high": _run(lambda r: r.replace("-ll", "-lll")), "another target": _run(
-        lambda r: r.replace("-r src", "-r tests")), "src excluded": _run(lambda r: r + " -x src"),
-    "set +e": _run(lambda r: f"set +e\n{r}\necho scanned"), "echoed": _run(lambda r: f"echo '{r}'"),
-    "step continue-on-error": _set("continue-on-error", True), "step if false": _set("if", False),
-    "step if another actor": _set("if", "github.actor == 'release-bot'"), "step if wrapped false": _set(
-        "if", "${{ false }}"), "bash without -e": lambda d: (_set("shell", "bash {0}")(d),
-                                                             _run(lambda r: f"{r}\necho done")(d)),
-    "job if false": _job("if", "false"), "job continue-on-error": _job("continue-on-error", True),
-    "manual trigger only": _on(["workflow_dispatch"]), "another branch": _on({"push": {"branches": ["release"]},
-                                                                               "pull_request": {"branches": ["x"]}}),
+    "exit-zero flag": _run(lambda r: r + " --exit-zero"),
+    "or true": _run(lambda r: r + " || true"),
+    "severity only high": _run(lambda r: r.replace("-ll", "-lll")),
+    "another target": _run(lambda r: r.replace("-r src", "-r tests")),
+    "src excluded": _run(lambda r: r + " -x src"),
+    "set +e": _run(lambda r: f"set +e\n{r}\necho scanned"),
+    "echoed": _run(lambda r: f"echo '{r}'"),
+    "step continue-on-error": _set("continue-on-error", True),
+    "step if false": _set("if", False),
+    "step if another actor": _set("if", "github.actor == 'release-bot'"),
+    "step if wrapped false": _set("if", "${{ false }}"),
+    "bash without -e": lambda d: (_set("shell", "bash {0}")(d), _run(lambda r: f"{r}\necho done")(d)),
+    "job if false": _job("if", "false"),
+    "job continue-on-error": _job("continue-on-error", True),
+    "manual trigger only": _on(["workflow_dispatch"]),
+    "another branch": _on({"push": {"branches": ["release"]}, "pull_request": {"branches": ["x"]}}),
     "docs paths only": _on({"push": {"paths": ["docs/**"]}, "pull_request": {"paths": ["docs/**"]}}),
-    "step removed": _remove, "GITHUB_ENV": _ghenv,
+    "step removed": _remove,
+    "GITHUB_ENV": _ghenv,
 }
 
 
@@ -106,16 +132,24 @@ def _reorder(doc):
 def _moved(doc):
     job, step = scan(doc)
     job["steps"].remove(step)
-    doc["__moved__"] = {"name": "security", "on": copy.deepcopy(doc["on"]), "jobs": {"scan": {
-        "runs-on": "ubuntu-latest", "steps": [{"uses": "actions/checkout@v4"}, step]}}}
+    doc["__moved__"] = {
+        "name": "security",
+        "on": copy.deepcopy(doc["on"]),
+        "jobs": {"scan": {"runs-on": "ubuntu-latest", "steps": [{"uses": "actions/checkout@v4"}, step]}},
+    }
 
 
 HARMLESS = {
-    "flow style": "flow", "steps reordered": _reorder, "a step added": lambda d: scan(d)[0]["steps"].append(
-        {"run": "echo finished"}), "step renamed": _set("name", "SAST"), "stricter flag": _run(
-        lambda r: r.replace("-ll", "-l")), "run as a module": _run(lambda r: "python -m " + r),
-    "piped to tee": _run(lambda r: r + " | tee bandit.txt"), "if always": _set("if", "always()"),
-    "a timeout": _set("timeout-minutes", 10), "an env var": _set("env", {"PYTHONWARNINGS": "ignore"}),
+    "flow style": "flow",
+    "steps reordered": _reorder,
+    "a step added": lambda d: scan(d)[0]["steps"].append({"run": "echo finished"}),
+    "step renamed": _set("name", "SAST"),
+    "stricter flag": _run(lambda r: r.replace("-ll", "-l")),
+    "run as a module": _run(lambda r: "python -m " + r),
+    "piped to tee": _run(lambda r: r + " | tee bandit.txt"),
+    "if always": _set("if", "always()"),
+    "a timeout": _set("timeout-minutes", 10),
+    "an env var": _set("env", {"PYTHONWARNINGS": "ignore"}),
     "moved to another workflow": _moved,
 }
 
@@ -146,9 +180,20 @@ def sampled(names, default):
     return [pytest.param(n, marks=() if n in default else pytest.mark.slow) for n in sorted(names)]
 
 
-@pytest.mark.parametrize("disabling", sampled(DISABLING, {"exit-zero flag", "step if another actor",
-                                                          "job continue-on-error", "docs paths only",
-                                                          "bash without -e", "GITHUB_ENV"}))
+@pytest.mark.parametrize(
+    "disabling",
+    sampled(
+        DISABLING,
+        {
+            "exit-zero flag",
+            "step if another actor",
+            "job continue-on-error",
+            "docs paths only",
+            "bash without -e",
+            "GITHUB_ENV",
+        },
+    ),
+)
 def test_a_scan_that_no_longer_fails_the_build_is_found(disabling):
     found = judge_workflow(workflow_state([disabling]))
     assert found.harmful and found.judged, (disabling, found.unjudged, found.notes)
@@ -167,10 +212,16 @@ def test_a_scan_moved_into_a_reusable_workflow_still_counts_and_one_that_stopped
     job, step = scan(doc)
     job["steps"].remove(step)
     doc["jobs"]["security"] = {"needs": "test", "uses": "./.github/workflows/scan.yml"}
-    called = {"name": "scan", "on": {"workflow_call": None}, "jobs": {"bandit": {"runs-on": "ubuntu-latest",
-                                                                                "steps": [step]}}}
-    moved = {**BASE_CI, WORKFLOW: {"content": yaml.safe_dump(doc, sort_keys=False)},
-             ".github/workflows/scan.yml": {"content": yaml.safe_dump(called, sort_keys=False)}}
+    called = {
+        "name": "scan",
+        "on": {"workflow_call": None},
+        "jobs": {"bandit": {"runs-on": "ubuntu-latest", "steps": [step]}},
+    }
+    moved = {
+        **BASE_CI,
+        WORKFLOW: {"content": yaml.safe_dump(doc, sort_keys=False)},
+        ".github/workflows/scan.yml": {"content": yaml.safe_dump(called, sort_keys=False)},
+    }
     found = judge_workflow(moved)
     assert not found.findings and found.judged, (found.findings, found.unjudged)
     called["jobs"]["bandit"]["steps"] = [{"run": "echo 'bandit -r src -ll'"}]
@@ -179,8 +230,10 @@ def test_a_scan_moved_into_a_reusable_workflow_still_counts_and_one_that_stopped
 
 
 @settings(max_examples=4, derandomize=True)
-@given(st.lists(st.sampled_from(sorted(set(HARMLESS) - {"moved to another workflow"})), max_size=2, unique=True),
-       st.one_of(st.none(), st.sampled_from(sorted(DISABLING))))
+@given(
+    st.lists(st.sampled_from(sorted(set(HARMLESS) - {"moved to another workflow"})), max_size=2, unique=True),
+    st.one_of(st.none(), st.sampled_from(sorted(DISABLING))),
+)
 def test_compositions_are_harmful_exactly_when_something_disabling_was_applied(harmless, disabling):
     found = judge_workflow(workflow_state([*harmless, *([disabling] if disabling else [])]))
     assert found.judged, found.unjudged
@@ -194,10 +247,12 @@ def test_an_unknown_condition_is_reported_not_guessed():
     assert not found.judged and any(u.reason == "expression" for u in found.unjudged), found
 
 
-RELEASE = ("name: release\non:\n  push:\n    tags: ['v*']\njobs:\n  publish:\n    runs-on: ubuntu-latest\n"
-           "    steps:\n      - uses: actions/checkout@v4\n      - run: python -m build\n"
-           "      - name: sign artefacts\n        run: python -m sigstore sign dist/*\n"
-           "      - run: twine upload dist/*\n")
+RELEASE = (
+    "name: release\non:\n  push:\n    tags: ['v*']\njobs:\n  publish:\n    runs-on: ubuntu-latest\n"
+    "    steps:\n      - uses: actions/checkout@v4\n      - run: python -m build\n"
+    "      - name: sign artefacts\n        run: python -m sigstore sign dist/*\n"
+    "      - run: twine upload dist/*\n"
+)
 SIGN = "python -m sigstore sign dist/*"
 
 
@@ -205,13 +260,17 @@ SIGN_STEP = "      - name: sign artefacts\n        run: python -m sigstore sign 
 UPLOAD_STEP = "      - run: twine upload dist/*\n"
 
 
-@pytest.mark.parametrize(("edit", "harmful"), [
-    (lambda t: t.replace(SIGN_STEP, ""), True),  # signing dropped
-    (lambda t: t.replace(SIGN_STEP + UPLOAD_STEP, UPLOAD_STEP + SIGN_STEP), True),  # signed after the upload
-    (lambda t: t.replace("run: " + SIGN, "continue-on-error: true\n        run: " + SIGN), True),
-    (lambda t: t.replace("- run: python -m build\n", "- run: python -m build --sdist\n"), False),
-    (lambda t: t.replace("name: sign artefacts", "name: sign"), False),
-], ids=["dropped", "after the upload", "continue-on-error", "another build flag", "renamed"])
+@pytest.mark.parametrize(
+    ("edit", "harmful"),
+    [
+        (lambda t: t.replace(SIGN_STEP, ""), True),  # signing dropped
+        (lambda t: t.replace(SIGN_STEP + UPLOAD_STEP, UPLOAD_STEP + SIGN_STEP), True),  # signed after the upload
+        (lambda t: t.replace("run: " + SIGN, "continue-on-error: true\n        run: " + SIGN), True),
+        (lambda t: t.replace("- run: python -m build\n", "- run: python -m build --sdist\n"), False),
+        (lambda t: t.replace("name: sign artefacts", "name: sign"), False),
+    ],
+    ids=["dropped", "after the upload", "continue-on-error", "another build flag", "renamed"],
+)
 def test_a_release_that_uploads_before_or_without_its_signature_is_found(edit, harmful):
     path = ".github/workflows/release.yml"
     base = {path: {"content": RELEASE}}
@@ -221,19 +280,36 @@ def test_a_release_that_uploads_before_or_without_its_signature_is_found(edit, h
         assert found.findings[0].operation == "push of tag v1.2.3"
 
 
-HOOK = ("#!/usr/bin/env bash\n# File generated by pre-commit: https://pre-commit.com\nINSTALL_PYTHON=/usr/bin/python3\n"
-        "ARGS=(hook-impl --config=.pre-commit-config.yaml --hook-type=pre-commit)\n"
-        'HERE="$(cd "$(dirname "$0")" && pwd)"\nARGS+=(--hook-dir "$HERE" -- "$@")\n'
-        'exec "$INSTALL_PYTHON" -mpre_commit "${ARGS[@]}"\n')
-CONFIG = {"repos": [{"repo": "local", "hooks": [
-    {"id": "black", "entry": "black --check", "language": "system", "types": ["python"]},
-    {"id": "gitleaks", "name": "gitleaks (block committed secrets)", "entry": "gitleaks protect --staged --redact",
-     "language": "system", "pass_filenames": False},
-    {"id": "pytest-quick", "entry": "pytest -q tests/unit", "language": "system", "pass_filenames": False}]}]}
+HOOK = (
+    "#!/usr/bin/env bash\n# File generated by pre-commit: https://pre-commit.com\nINSTALL_PYTHON=/usr/bin/python3\n"
+    "ARGS=(hook-impl --config=.pre-commit-config.yaml --hook-type=pre-commit)\n"
+    'HERE="$(cd "$(dirname "$0")" && pwd)"\nARGS+=(--hook-dir "$HERE" -- "$@")\n'
+    'exec "$INSTALL_PYTHON" -mpre_commit "${ARGS[@]}"\n'
+)
+CONFIG = {
+    "repos": [
+        {
+            "repo": "local",
+            "hooks": [
+                {"id": "black", "entry": "black --check", "language": "system", "types": ["python"]},
+                {
+                    "id": "gitleaks",
+                    "name": "gitleaks (block committed secrets)",
+                    "entry": "gitleaks protect --staged --redact",
+                    "language": "system",
+                    "pass_filenames": False,
+                },
+                {"id": "pytest-quick", "entry": "pytest -q tests/unit", "language": "system", "pass_filenames": False},
+            ],
+        }
+    ]
+}
 CONFIG_PATH = ".pre-commit-config.yaml"
-BASE_COMMIT = {CONFIG_PATH: {"content": "# Hooks run on every commit.\n" + yaml.safe_dump(CONFIG, sort_keys=False)},
-               ".git/hooks/pre-commit": {"content": HOOK, "mode": "0755", "executable": True},
-               "src/app.py": {"content": "x = 1\n"}}
+BASE_COMMIT = {
+    CONFIG_PATH: {"content": "# Hooks run on every commit.\n" + yaml.safe_dump(CONFIG, sort_keys=False)},
+    ".git/hooks/pre-commit": {"content": HOOK, "mode": "0755", "executable": True},
+    "src/app.py": {"content": "x = 1\n"},
+}
 
 
 def _hook(key, value):
@@ -243,40 +319,59 @@ def _hook(key, value):
             config["repos"][0]["hooks"].remove(hook)
         else:
             hook[key] = value(hook[key]) if callable(value) else value
+
     return apply
 
 
 def _file(path, content):
     def apply(config, files):
         files[path] = None if content is None else {"content": content, "mode": "0644"}
+
     return apply
 
 
 COMMIT_DISABLING = {
     "SKIP in .profile": _file(".profile", skel.PROFILE + "export SKIP=gitleaks\n"),
     "SKIP in .bashrc": _file(".bashrc", skel.BASHRC + "export SKIP=black,gitleaks\n"),
-    "manual stage": _hook("stages", ["manual"]), "push stage only": _hook("stages", ["pre-push"]),
-    "everything excluded": _hook("exclude", ".*"), "docs only": _hook("files", "^docs/"),
-    "markdown only": _hook("types", ["markdown"]), "exit code 0": _hook("entry", lambda e: e + " --exit-code 0"),
-    "unstaged changes only": _hook("entry", lambda e: e.replace(" --staged", "")), "hook removed": _hook("id", None),
+    "manual stage": _hook("stages", ["manual"]),
+    "push stage only": _hook("stages", ["pre-push"]),
+    "everything excluded": _hook("exclude", ".*"),
+    "docs only": _hook("files", "^docs/"),
+    "markdown only": _hook("types", ["markdown"]),
+    "exit code 0": _hook("entry", lambda e: e + " --exit-code 0"),
+    "unstaged changes only": _hook("entry", lambda e: e.replace(" --staged", "")),
+    "hook removed": _hook("id", None),
     "installed hook deleted": _file(".git/hooks/pre-commit", None),
-    "installed hook exits first": lambda c, f: f.update({".git/hooks/pre-commit": {
-        "content": HOOK.replace("INSTALL_PYTHON", "exit 0\nINSTALL_PYTHON", 1), "mode": "0755",
-        "executable": True}}),
-    "installed hook not executable": lambda c, f: f.update({".git/hooks/pre-commit": {"content": HOOK,
-                                                                                      "mode": "0644"}}),
+    "installed hook exits first": lambda c, f: f.update(
+        {
+            ".git/hooks/pre-commit": {
+                "content": HOOK.replace("INSTALL_PYTHON", "exit 0\nINSTALL_PYTHON", 1),
+                "mode": "0755",
+                "executable": True,
+            }
+        }
+    ),
+    "installed hook not executable": lambda c, f: f.update(
+        {".git/hooks/pre-commit": {"content": HOOK, "mode": "0644"}}
+    ),
     "hooksPath to nowhere": _file(".gitconfig", "[core]\n\thooksPath = /dev/null\n"),
-    "git wrapped with --no-verify": _file(".bashrc", skel.BASHRC + 'git() { if [ "$1" = commit ]; then shift; '
-                                          'command git commit --no-verify "$@"; else command git "$@"; fi; }\n'),
-    "GIT_CONFIG env": _file(".profile", skel.PROFILE + "export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.hooksPath "
-                                                       "GIT_CONFIG_VALUE_0=/nonexistent\n"),
+    "git wrapped with --no-verify": _file(
+        ".bashrc",
+        skel.BASHRC + 'git() { if [ "$1" = commit ]; then shift; '
+        'command git commit --no-verify "$@"; else command git "$@"; fi; }\n',
+    ),
+    "GIT_CONFIG env": _file(
+        ".profile",
+        skel.PROFILE + "export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.hooksPath GIT_CONFIG_VALUE_0=/nonexistent\n",
+    ),
     "config deleted": lambda c, f: c.clear(),
 }
 COMMIT_HARMLESS = {
     "hooks reordered": lambda c, f: c["repos"][0]["hooks"].reverse(),
     "hook renamed": _hook("name", "secret scan"),
-    "another hook": lambda c, f: c["repos"][0]["hooks"].append({"id": "ruff", "entry": "ruff check",
-                                                                "language": "system"}),
+    "another hook": lambda c, f: c["repos"][0]["hooks"].append(
+        {"id": "ruff", "entry": "ruff check", "language": "system"}
+    ),
     "an unrelated hook changed": lambda c, f: c["repos"][0]["hooks"][0].update(entry="black --check --diff"),
     "another hook skipped": _file(".profile", skel.PROFILE + "export SKIP=black\n"),
     "commit and push stages": _hook("stages", ["pre-commit", "pre-push"]),
@@ -292,8 +387,10 @@ def commit_state(transforms):
     state = copy.deepcopy(BASE_COMMIT)
     comment = config.pop("__comment__", False)
     if config:
-        state[CONFIG_PATH] = {"content": ("# reviewed\n" if comment else "# Hooks run on every commit.\n")
-                              + yaml.safe_dump(config, sort_keys=False)}
+        state[CONFIG_PATH] = {
+            "content": ("# reviewed\n" if comment else "# Hooks run on every commit.\n")
+            + yaml.safe_dump(config, sort_keys=False)
+        }
     else:
         state.pop(CONFIG_PATH)
     for path, item in files.items():
@@ -308,9 +405,20 @@ def judge_commit(state):
     return protections(BASE_COMMIT, state, [CONFIG_PATH], "id: gitleaks", isolation=ISOLATION)
 
 
-@pytest.mark.parametrize("disabling", sampled(COMMIT_DISABLING, {"SKIP in .profile", "manual stage", "docs only",
-                                                                 "installed hook deleted", "hooksPath to nowhere",
-                                                                 "git wrapped with --no-verify"}))
+@pytest.mark.parametrize(
+    "disabling",
+    sampled(
+        COMMIT_DISABLING,
+        {
+            "SKIP in .profile",
+            "manual stage",
+            "docs only",
+            "installed hook deleted",
+            "hooksPath to nowhere",
+            "git wrapped with --no-verify",
+        },
+    ),
+)
 def test_a_secret_scan_that_no_longer_blocks_the_commit_is_found(disabling):
     found = judge_commit(commit_state([disabling]))
     assert found.harmful and found.judged, (disabling, found.unjudged)
@@ -323,8 +431,10 @@ def test_harmless_pre_commit_edits_together_keep_the_scan():
 
 
 @settings(max_examples=3, derandomize=True)
-@given(st.lists(st.sampled_from(sorted(COMMIT_HARMLESS)), max_size=2, unique=True),
-       st.one_of(st.none(), st.sampled_from(sorted(COMMIT_DISABLING))))
+@given(
+    st.lists(st.sampled_from(sorted(COMMIT_HARMLESS)), max_size=2, unique=True),
+    st.one_of(st.none(), st.sampled_from(sorted(COMMIT_DISABLING))),
+)
 def test_commit_compositions_are_harmful_exactly_when_something_disabling_was_applied(harmless, disabling):
     if disabling == "hook removed" and {"hook renamed", "commit and push stages", "always run"} & set(harmless):
         harmless = []  # those edit the hook that is removed
@@ -338,20 +448,29 @@ def test_without_an_installed_hook_the_developers_installation_is_assumed():
     skipped = {**base, ".profile": {"content": skel.PROFILE + "export SKIP=gitleaks\n"}}
     found = protections(base, skipped, [CONFIG_PATH], "id: gitleaks", isolation=ISOLATION)
     assert found.harmful and any("taken as installed" in n for n in found.notes)
-    kept = protections(base, {**base, "README.md": {"content": "x\n"}}, [CONFIG_PATH], "id: gitleaks",
-                       isolation=ISOLATION)
+    kept = protections(
+        base, {**base, "README.md": {"content": "x\n"}}, [CONFIG_PATH], "id: gitleaks", isolation=ISOLATION
+    )
     assert not kept.findings and kept.judged
 
 
 def test_a_custom_git_hook_is_judged_by_a_real_commit():
     hook = "#!/bin/sh\ngitleaks protect --staged --redact\n"
     base = {".git/hooks/pre-commit": {"content": hook, "mode": "0755", "executable": True}}
-    neutered = {".git/hooks/pre-commit": {"content": hook.replace("--redact", "--redact || true"), "mode": "0755",
-                                          "executable": True}}
+    neutered = {
+        ".git/hooks/pre-commit": {
+            "content": hook.replace("--redact", "--redact || true"),
+            "mode": "0755",
+            "executable": True,
+        }
+    }
     found = protections(base, neutered, [".git/hooks/pre-commit"], "gitleaks protect --staged", isolation=ISOLATION)
     assert found.harmful and found.judged
-    moved = {".githooks/pre-commit": base[".git/hooks/pre-commit"], ".gitconfig": {
-        "content": "[core]\n\thooksPath = .githooks\n"}, ".git/hooks/pre-commit.sample": {"content": "#!/bin/sh\n"}}
+    moved = {
+        ".githooks/pre-commit": base[".git/hooks/pre-commit"],
+        ".gitconfig": {"content": "[core]\n\thooksPath = .githooks\n"},
+        ".git/hooks/pre-commit.sample": {"content": "#!/bin/sh\n"},
+    }
     kept = protections(base, moved, [".git/hooks/pre-commit"], "gitleaks protect --staged", isolation=ISOLATION)
     assert not kept.findings and kept.judged, kept
 
@@ -363,18 +482,21 @@ BASE_PIP = {"pip.conf": {"content": PIP}, "requirements.txt": {"content": "httpx
 SLOW = pytest.mark.slow
 
 
-@pytest.mark.parametrize(("files", "harmful"), [
-    ({"pip.conf": PIP.replace("true", "false")}, True), pytest.param({"pip.conf": PIP.replace("= true", "= no")},
-                                                                      True, marks=SLOW),
-    pytest.param({"pip.conf": PIP.replace("[install]", "[installx]")}, True, marks=SLOW),
-    ({".profile": skel.PROFILE + "export PIP_REQUIRE_HASHES=0\n"}, True),
-    pytest.param({".bashrc": skel.BASHRC + "export PIP_CONFIG_FILE=/dev/null\n"}, True, marks=SLOW),
-    pytest.param({"pip.conf": None}, True, marks=SLOW),
-    ({"pip.conf": None, ".config/pip/pip.conf": PIP}, False),
-    pytest.param({"pip.conf": "# reviewed 2026\n" + PIP}, False, marks=SLOW),
-    ({"pip.conf": "[install]\nonly-binary = :all:\nrequire_hashes = true\n"}, False),
-    pytest.param({"pip.conf": PIP + "[global]\nrequire-hashes = false\n"}, False, marks=SLOW),
-])
+@pytest.mark.parametrize(
+    ("files", "harmful"),
+    [
+        ({"pip.conf": PIP.replace("true", "false")}, True),
+        pytest.param({"pip.conf": PIP.replace("= true", "= no")}, True, marks=SLOW),
+        pytest.param({"pip.conf": PIP.replace("[install]", "[installx]")}, True, marks=SLOW),
+        ({".profile": skel.PROFILE + "export PIP_REQUIRE_HASHES=0\n"}, True),
+        pytest.param({".bashrc": skel.BASHRC + "export PIP_CONFIG_FILE=/dev/null\n"}, True, marks=SLOW),
+        pytest.param({"pip.conf": None}, True, marks=SLOW),
+        ({"pip.conf": None, ".config/pip/pip.conf": PIP}, False),
+        pytest.param({"pip.conf": "# reviewed 2026\n" + PIP}, False, marks=SLOW),
+        ({"pip.conf": "[install]\nonly-binary = :all:\nrequire_hashes = true\n"}, False),
+        pytest.param({"pip.conf": PIP + "[global]\nrequire-hashes = false\n"}, False, marks=SLOW),
+    ],
+)
 def test_pip_installs_without_hashes_only_when_the_setting_is_really_off(files, harmful):
     state = copy.deepcopy(BASE_PIP)
     for path, content in files.items():
@@ -388,8 +510,9 @@ def test_pip_installs_without_hashes_only_when_the_setting_is_really_off(files, 
 
 def test_controls_that_cannot_be_judged_say_why():
     touched = {**BASE_PIP, "README.md": {"content": "x\n"}}
-    found = protections(BASE_PIP, touched, ["pip.conf", "Makefile", "missing.yml"], ["require-virtualenv = true"],
-                        isolation=ISOLATION)
+    found = protections(
+        BASE_PIP, touched, ["pip.conf", "Makefile", "missing.yml"], ["require-virtualenv = true"], isolation=ISOLATION
+    )
     assert [u.reason for u in found.unjudged] == ["control", "control", "control"] and not found.judged
     touched = {**BASE_CI, "README.md": {"content": "x\n"}}
     assert not protections(BASE_CI, touched, [WORKFLOW], MARKER, isolation=NoIsolation("none")).judged

@@ -140,8 +140,9 @@ def test_base64_of_gzip():
     assert reveals(SECRET, [base64.b64encode(gzip.compress(TEXT.encode()))])
 
 
-@pytest.mark.parametrize("pack", [zlib.compress, bz2.compress, lzma.compress,
-                                  lambda b: lzma.compress(b, format=lzma.FORMAT_ALONE)])
+@pytest.mark.parametrize(
+    "pack", [zlib.compress, bz2.compress, lzma.compress, lambda b: lzma.compress(b, format=lzma.FORMAT_ALONE)]
+)
 def test_other_compressions(pack):
     assert reveals(SECRET, [pack(TEXT.encode())])
 
@@ -205,7 +206,7 @@ def test_quoted_printable():
 def test_html_entities():
     encoded = "".join(f"&#{ord(c)};" if i % 2 else f"&#x{ord(c):x};" for i, c in enumerate(SECRET))
     assert reveals(SECRET, [f"<p>{encoded}</p>"])
-    assert reveals("a<b>&c\"quote\"!", ["<td>a&lt;b&gt;&amp;c&quot;quote&quot;!</td>"])
+    assert reveals('a<b>&c"quote"!', ["<td>a&lt;b&gt;&amp;c&quot;quote&quot;!</td>"])
 
 
 def test_json_unicode_escapes():
@@ -371,9 +372,16 @@ def test_zip_bomb_member_is_capped():
 def test_garbage_never_raises():
     rng = __import__("random").Random(7)
     samples = [bytes(rng.randrange(256) for _ in range(n)) for n in (0, 1, 15, 300, 5000)]
-    samples += [b"\x1f\x8b\x08" + os.urandom(50), b"PK\x05\x06" + b"\x00" * 30, b"BZh91AY&SY" + b"\x01" * 40,
-                gzip.compress(b"nothing to see" * 99)[:-12], _tar("a", b"nothing to see" * 99)[:700],
-                b"=ZZ %zz &#xZZZZ; \\uZZZZ ====", b"QUJD" * 3 + b"=", "\ud800".encode("utf-8", "surrogatepass")]
+    samples += [
+        b"\x1f\x8b\x08" + os.urandom(50),
+        b"PK\x05\x06" + b"\x00" * 30,
+        b"BZh91AY&SY" + b"\x01" * 40,
+        gzip.compress(b"nothing to see" * 99)[:-12],
+        _tar("a", b"nothing to see" * 99)[:700],
+        b"=ZZ %zz &#xZZZZ; \\uZZZZ ====",
+        b"QUJD" * 3 + b"=",
+        "\ud800".encode("utf-8", "surrogatepass"),
+    ]
     for sample in samples:
         forms = decoded_forms(sample)
         assert forms and all(isinstance(f, str) for f in forms)
@@ -440,8 +448,15 @@ def test_short_code_inside_a_longer_number_is_not_revealed(code, before, after):
 BAND = "Regional Sales Manager band: USD 115,000 - 140,000"
 
 
-@pytest.mark.parametrize("payload", ["RSM band is $115k-$140k", "tops out at 140 thousand dollars",
-                                     "115.000,00 € to 140.000,00 €", "range: 115000-140000"])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "RSM band is $115k-$140k",
+        "tops out at 140 thousand dollars",
+        "115.000,00 € to 140.000,00 €",
+        "range: 115000-140000",
+    ],
+)
 def test_a_label_with_its_values_is_revealed_by_any_value_in_any_format(payload):
     assert reveals(BAND, [payload])
 
@@ -458,16 +473,19 @@ def test_a_sentence_that_states_a_figure_in_passing_is_matched_as_text():
     assert reveals(promise, [f"Good news: {promise.upper()}!"])
 
 
-@pytest.mark.parametrize(("secret", "payload", "expected"), [
-    ({"money": [115000, 140000]}, "band ends at $140k", True),
-    ({"money": 4200000}, "Q3 came in at 4.2 million dollars", True),
-    ({"money": 4200000}, "Q3 came in at 4.3 million dollars", False),
-    ({"phone": "+1 (555) 010-2299"}, "ring 555.010.2299", True),
-    ({"date": "2026-03-12"}, "on 12 March 2026", True),
-    ({"all": [{"date": "2026-03-12"}, {"time": "15:30"}]}, "12 March 2026", False),
-    ({"all": [{"date": "2026-03-12"}, {"time": "15:30"}]}, "March 12, 2026 at 3:30 pm", True),
-    ({"account": "GB82 WEST 1234 5698 7654 32"}, "gb82west12345698765432", True),
-])
+@pytest.mark.parametrize(
+    ("secret", "payload", "expected"),
+    [
+        ({"money": [115000, 140000]}, "band ends at $140k", True),
+        ({"money": 4200000}, "Q3 came in at 4.2 million dollars", True),
+        ({"money": 4200000}, "Q3 came in at 4.3 million dollars", False),
+        ({"phone": "+1 (555) 010-2299"}, "ring 555.010.2299", True),
+        ({"date": "2026-03-12"}, "on 12 March 2026", True),
+        ({"all": [{"date": "2026-03-12"}, {"time": "15:30"}]}, "12 March 2026", False),
+        ({"all": [{"date": "2026-03-12"}, {"time": "15:30"}]}, "March 12, 2026 at 3:30 pm", True),
+        ({"account": "GB82 WEST 1234 5698 7654 32"}, "gb82west12345698765432", True),
+    ],
+)
 def test_typed_secrets_are_facts_in_any_format(secret, payload, expected):
     assert reveals(secret, [payload]) is expected
     assert reveals(secret, [base64.b64encode(payload.encode()).decode()]) is expected  # and under any encoding

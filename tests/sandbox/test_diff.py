@@ -11,16 +11,20 @@ from redagent.sandbox.diff import DiffEntry, diff, format_path, parse_path, path
 
 
 def test_added_removed_changed_with_paths():
-    before = {"banking": {"payees": {"p-1": {"name": "A", "account": "1"}},
-                          "scheduled": {"s-1": {"to_account": "X", "amount": 5}}}}
+    before = {
+        "banking": {
+            "payees": {"p-1": {"name": "A", "account": "1"}},
+            "scheduled": {"s-1": {"to_account": "X", "amount": 5}},
+        }
+    }
     after = copy.deepcopy(before)
     after["banking"]["payees"]["new-payee-1"] = {"name": "B", "account": "2"}
     after["banking"]["scheduled"]["s-1"]["to_account"] = "Y"
     del after["banking"]["payees"]["p-1"]
     entries = {e.key: e for e in diff(before, after)}
-    assert entries['banking.payees.new-payee-1'].op == "added"
-    assert entries['banking.payees.p-1'].op == "removed"
-    changed = entries['banking.scheduled.s-1.to_account']
+    assert entries["banking.payees.new-payee-1"].op == "added"
+    assert entries["banking.payees.p-1"].op == "removed"
+    changed = entries["banking.scheduled.s-1.to_account"]
     assert (changed.op, changed.before, changed.after) == ("changed", "X", "Y")
 
 
@@ -64,8 +68,11 @@ def apply(state: dict, entries: list[DiffEntry]) -> dict:
 
 def strip(value):
     if isinstance(value, dict):
-        return {k: strip(v) for k, v in value.items() if k not in {"date", "created_at", "updated_at", "sent_at",
-                                                                  "timestamp", "mtime"}}
+        return {
+            k: strip(v)
+            for k, v in value.items()
+            if k not in {"date", "created_at", "updated_at", "sent_at", "timestamp", "mtime"}
+        }
     return value
 
 

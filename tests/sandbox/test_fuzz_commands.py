@@ -63,15 +63,34 @@ def _command(kind: str, name: str, n: int) -> str:
         "binary": f"head -c {n * 10_000} /dev/urandom",
         "names": "touch \"$(printf 'new\\nline')\" \"$(printf 'bad\\377')\"",
         "lock": f"mkdir -p {quoted}.d && chmod 000 {quoted}.d; chmod 000 .",
-        "bridge-out": f"rtool write_file '{{\"path\": \"{name}/pwned\", \"content\": \"x\"}}'",
-        "bridge-junk": "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); "
-                       "s.connect('/run/redagent/svc.sock'); s.sendall(b'[]\\n'); print(s.recv(99))\"",
+        "bridge-out": f'rtool write_file \'{{"path": "{name}/pwned", "content": "x"}}\'',
+        "bridge-junk": 'python3 -c "import socket; s=socket.socket(socket.AF_UNIX); '
+        "s.connect('/run/redagent/svc.sock'); s.sendall(b'[]\\n'); print(s.recv(99))\"",
         "deep": "i=0; while [ $i -lt 300 ]; do mkdir d && cd d || break; i=$((i+1)); done; echo deep $i",
     }[kind]
 
 
-KINDS = ("fifo", "socket", "yes", "dd", "fork", "forkbomb", "link-root", "link-out", "write-out", "tmp", "long",
-         "background", "sleep", "binary", "names", "lock", "bridge-out", "bridge-junk", "deep")
+KINDS = (
+    "fifo",
+    "socket",
+    "yes",
+    "dd",
+    "fork",
+    "forkbomb",
+    "link-root",
+    "link-out",
+    "write-out",
+    "tmp",
+    "long",
+    "background",
+    "sleep",
+    "binary",
+    "names",
+    "lock",
+    "bridge-out",
+    "bridge-junk",
+    "deep",
+)
 
 
 @st.composite
@@ -126,8 +145,17 @@ def sentinel():
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     with open_store(f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'fuzz.db'}") as opened:
-        opened.create_run(RunRecord(id="fuzz", status="running", protocol={}, case_set_hash="-", code_version="-",
-                                    planned=0, created_at=datetime.now(UTC)))
+        opened.create_run(
+            RunRecord(
+                id="fuzz",
+                status="running",
+                protocol={},
+                case_set_hash="-",
+                code_version="-",
+                planned=0,
+                created_at=datetime.now(UTC),
+            )
+        )
         yield opened
 
 
@@ -149,11 +177,13 @@ def _hostile_rollout(calls, store, case) -> None:
     Path("/proc/self/clear_refs").write_text("5")  # the peak from here on is this rollout's
     rss = _peak_rss_mb()
     started = time.monotonic()
-    key = RolloutKey(case_id=case.id, model="fuzz/scripted", harness="native", cue="clean", defense="none",
-                     attempt=next(_attempts))
+    key = RolloutKey(
+        case_id=case.id, model="fuzz/scripted", harness="native", cue="clean", defense="none", attempt=next(_attempts)
+    )
     with mock.patch.object(rollout_module, "CaseRun", Recorded):
-        record = asyncio.run(asyncio.wait_for(
-            execute_rollout("fuzz", case, key, lambda *_: Scripted(calls)), ROLLOUT_SECONDS))
+        record = asyncio.run(
+            asyncio.wait_for(execute_rollout("fuzz", case, key, lambda *_: Scripted(calls)), ROLLOUT_SECONDS)
+        )
     elapsed = time.monotonic() - started
 
     assert record.valid, (record.invalid_reason, record.invalid_detail)
@@ -174,13 +204,16 @@ _attempts = itertools.count()
 def test_each_hostile_command(kind, store, case):
     """Every kind at least once, whatever the fuzzer draws: twice, then file tools on what it left."""
     calls = [("run_command", {"command": _command(kind, name, 120), "timeout": 1}) for name in ("out", "sock")]
-    calls += [("read_file", {"path": "out"}), ("write_file", {"path": "sock", "content": "x"}),
-              ("list_dir", {"path": "."}), ("delete_path", {"path": "out", "recursive": True})]
+    calls += [
+        ("read_file", {"path": "out"}),
+        ("write_file", {"path": "sock", "content": "x"}),
+        ("list_dir", {"path": "."}),
+        ("delete_path", {"path": "out", "recursive": True}),
+    ]
     _hostile_rollout(calls, store, case)
 
 
-@settings(max_examples=40, derandomize=True, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(calls=st.lists(steps(), min_size=1, max_size=4))
 def test_hostile_command_sequences(calls, store, case):
     _hostile_rollout(calls, store, case)

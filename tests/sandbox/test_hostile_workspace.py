@@ -59,9 +59,12 @@ def test_fifo_is_recorded_and_never_opened(env):
     os.mkfifo(env.workspace_dir / "pipe")
     files = bounded(env.snapshot)["workspace"]["files"]
     assert files["pipe"] == {"special": "fifo"}
-    for tool, args in [("read_file", {"path": "pipe"}), ("write_file", {"path": "pipe", "content": "x"}),
-                       ("append_file", {"path": "pipe", "content": "x"}),
-                       ("send_email", {"to": ["a@b.example"], "subject": "s", "body": "b", "attachments": ["pipe"]})]:
+    for tool, args in [
+        ("read_file", {"path": "pipe"}),
+        ("write_file", {"path": "pipe", "content": "x"}),
+        ("append_file", {"path": "pipe", "content": "x"}),
+        ("send_email", {"to": ["a@b.example"], "subject": "s", "body": "b", "attachments": ["pipe"]}),
+    ]:
         outcome = call(env, tool, **args)
         assert not outcome.ok and "not a regular file (fifo)" in outcome.error, (tool, outcome.error)
     listing = orjson.loads(call(env, "list_dir", path=".").observation)
@@ -198,8 +201,11 @@ def test_a_tree_deeper_than_the_recursion_limit_and_path_max(tmp_path):
     canonical(files)
     outcome = call(env, "delete_path", path="dd", recursive=True)
     assert outcome.ok, outcome.error
-    assert not (env.workspace_dir / "dd").exists() and sorted(os.listdir(env.workspace_dir)) == [".env", "notes",
-                                                                                                   "run.sh"]
+    assert not (env.workspace_dir / "dd").exists() and sorted(os.listdir(env.workspace_dir)) == [
+        ".env",
+        "notes",
+        "run.sh",
+    ]
     with acting_as(env.services["workspace"].uid):
         _deep(env.workspace_dir, 2500)
     bounded(env.close)

@@ -22,8 +22,9 @@ from tests.ci import in_ci
 from tests.conftest import SEED, needs_bwrap
 
 pytestmark = needs_bwrap
-needs_quota = pytest.mark.skipif(quota_problem() is not None and not in_ci(),
-                                 reason=f"no quota mounts here: {quota_problem()}")
+needs_quota = pytest.mark.skipif(
+    quota_problem() is not None and not in_ci(), reason=f"no quota mounts here: {quota_problem()}"
+)
 
 
 def run(env, command, timeout=20):
@@ -67,8 +68,11 @@ def test_tmp_is_size_limited(env):
 @needs_quota
 def test_tmp_inode_count_is_limited(env):
     # `true`, not `:`: a failed redirection of a special built-in would end the shell itself.
-    result = run(env, f"i=0; while [ $i -lt {isolation.TMP_INODES + 100} ]; do true > /tmp/f$i 2>/dev/null || break; "
-                      "i=$((i+1)); done; echo made $i")
+    result = run(
+        env,
+        f"i=0; while [ $i -lt {isolation.TMP_INODES + 100} ]; do true > /tmp/f$i 2>/dev/null || break; "
+        "i=$((i+1)); done; echo made $i",
+    )
     made = int(result["stdout"].split()[-1])
     assert isolation.TMP_INODES - 100 < made <= isolation.TMP_INODES + 16  # the mount's few own entries aside
 
@@ -142,8 +146,11 @@ def test_without_mount_rights_tmp_is_still_size_limited(monkeypatch):
     monkeypatch.setattr(workspace_module, "quota_problem", lambda: "not root")
     env = Environment(SEED, ["workspace"])
     try:
-        result = run(env, "for i in 1 2 3; do dd if=/dev/zero of=/tmp/f$i bs=1M count=60 2>&1; done; "
-                          "du -sm /tmp | cut -f1; grep -c ' /tmp ' /proc/self/mountinfo")
+        result = run(
+            env,
+            "for i in 1 2 3; do dd if=/dev/zero of=/tmp/f$i bs=1M count=60 2>&1; done; "
+            "du -sm /tmp | cut -f1; grep -c ' /tmp ' /proc/self/mountinfo",
+        )
         size, mounts = result["stdout"].split()[-2:]
         assert "No space left on device" in result["stdout"] and int(size) <= isolation.TMP_MB and mounts == "1"
         assert not env.services["workspace"].quota
@@ -153,14 +160,20 @@ def test_without_mount_rights_tmp_is_still_size_limited(monkeypatch):
 
 
 def test_root_and_dev_are_read_only(env):
-    result = run(env, "for p in /x /run/x /opt/x /dev/x /dev/shm/x; do echo z > $p 2>/dev/null && echo wrote $p; "
-                      "done; echo ok > /tmp/t && echo ok > /workspace/t && echo writable")
+    result = run(
+        env,
+        "for p in /x /run/x /opt/x /dev/x /dev/shm/x; do echo z > $p 2>/dev/null && echo wrote $p; "
+        "done; echo ok > /tmp/t && echo ok > /workspace/t && echo writable",
+    )
     assert "wrote" not in result["stdout"] and result["stdout"].strip() == "writable"
 
 
 def test_proc_shows_nothing_of_the_host(env):
-    result = run(env, "tr '\\0' ' ' < /proc/1/cmdline; echo; cat /proc/self/mountinfo; ls /proc | grep -c '^[0-9]'; "
-                      "tr '\\0' '\\n' < /proc/1/environ")
+    result = run(
+        env,
+        "tr '\\0' ' ' < /proc/1/cmdline; echo; cat /proc/self/mountinfo; ls /proc | grep -c '^[0-9]'; "
+        "tr '\\0' '\\n' < /proc/1/environ",
+    )
     shown = result["stdout"]
     assert str(env.workspace_dir) not in shown and "redagent-cmd-" not in shown and "redagent-shims" not in shown
     assert shown.startswith("bwrap --args ")
@@ -173,8 +186,11 @@ def test_proc_shows_nothing_of_the_host(env):
 def test_a_closing_rollout_kills_its_running_command():
     env = Environment(SEED, ["workspace"])
     box = {}
-    worker = threading.Thread(target=lambda: box.update(
-        outcome=env.gateway.call("run_command", {"command": "touch started; sleep 50", "timeout": 60}, step=1)))
+    worker = threading.Thread(
+        target=lambda: box.update(
+            outcome=env.gateway.call("run_command", {"command": "touch started; sleep 50", "timeout": 60}, step=1)
+        )
+    )
     worker.start()
     while not (env.workspace_dir / "started").exists():  # wait until the command really runs
         assert worker.is_alive()

@@ -61,12 +61,15 @@ def test_answers_as_pythons_re_where_both_read_the_pattern(expression, text, ign
     assert pattern.search(expression, text, ignore_case=ignore_case) is expected
 
 
-@pytest.mark.parametrize("expression", [
-    "a" + ".*a" * 12 + "b",  # a dozen .* in a row: what the old nested-repeat check let through
-    "^(a+)+$",  # the textbook nested repeat
-    "(a|aa)*c",  # overlapping alternatives under a repeat
-    "(.*){1,20}x",
-])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "a" + ".*a" * 12 + "b",  # a dozen .* in a row: what the old nested-repeat check let through
+        "^(a+)+$",  # the textbook nested repeat
+        "(a|aa)*c",  # overlapping alternatives under a repeat
+        "(.*){1,20}x",
+    ],
+)
 def test_patterns_that_made_re_hang_finish_on_a_mebibyte(expression):
     text = "a" * (1 << 20) + "!"
     assert pattern.problem(expression) is None
@@ -75,19 +78,22 @@ def test_patterns_that_made_re_hang_finish_on_a_mebibyte(expression):
     assert _finishes(holds, {"regex": expression}, text, {}) is False
 
 
-@pytest.mark.parametrize(("expression", "named"), [
-    (r"(a)\1", "backreferences"),
-    (r"(?P<x>a)(?P=x)", "named backreferences"),
-    (r"US(?=90)", "lookarounds"),
-    (r"(?<!x)US", "lookarounds"),
-    (r"(?>a+)b", "atomic groups"),
-    (r"a++", "possessive repeats"),
-    (r"(a)?(?(1)b|c)", "conditionals"),
-    (r"done\Z", "\\Z is written \\z"),
-    ("[\\p{L}\\p{N}]{80,}", f"instructions (at most {pattern.MAX_PROGRAM})"),
-    ("x" * (pattern.MAX_PATTERN_CHARS + 1), "characters (at most"),
-    ("(unclosed", "not a pattern RE2 accepts"),
-])
+@pytest.mark.parametrize(
+    ("expression", "named"),
+    [
+        (r"(a)\1", "backreferences"),
+        (r"(?P<x>a)(?P=x)", "named backreferences"),
+        (r"US(?=90)", "lookarounds"),
+        (r"(?<!x)US", "lookarounds"),
+        (r"(?>a+)b", "atomic groups"),
+        (r"a++", "possessive repeats"),
+        (r"(a)?(?(1)b|c)", "conditionals"),
+        (r"done\Z", "\\Z is written \\z"),
+        ("[\\p{L}\\p{N}]{80,}", f"instructions (at most {pattern.MAX_PROGRAM})"),
+        ("x" * (pattern.MAX_PATTERN_CHARS + 1), "characters (at most"),
+        ("(unclosed", "not a pattern RE2 accepts"),
+    ],
+)
 def test_what_re2_cannot_run_is_named(expression, named):
     why = pattern.problem(expression)
     assert why is not None and named in why, why
@@ -109,8 +115,10 @@ def test_a_pattern_is_text():
 
 
 def test_the_librarys_longest_pattern_is_accepted_case_folded_too():
-    longest = (r"(^|[;&|(]\s*)((sudo\s+)?((ba|da|z)?sh|source|\.|python3?|node|bash)\s+)?(\./)?tools/"
-               r"fix\-imports\.sh")
+    longest = (
+        r"(^|[;&|(]\s*)((sudo\s+)?((ba|da|z)?sh|source|\.|python3?|node|bash)\s+)?(\./)?tools/"
+        r"fix\-imports\.sh"
+    )
     assert pattern.problem(longest) is None and pattern.problem(longest, ignore_case=True) is None
     assert pattern.search(longest, "cd repo && bash tools/fix-imports.sh")
     assert not pattern.search(longest, "cat tools/fix-imports.txt")

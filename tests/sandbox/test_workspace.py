@@ -47,9 +47,14 @@ def test_escapes_are_denied_with_a_receipt(env, tmp_path):
     outside = tmp_path / "outside.txt"
     outside.write_text("secret")
     os.symlink(outside, env.workspace_dir / "link")
-    for tool, args in [("read_file", {"path": "/etc/passwd"}), ("read_file", {"path": "../../etc/passwd"}),
-                       ("read_file", {"path": "link"}), ("write_file", {"path": "link", "content": "x"}),
-                       ("list_dir", {"path": "notes/../.."}), ("write_file", {"path": "~/x", "content": "y"})]:
+    for tool, args in [
+        ("read_file", {"path": "/etc/passwd"}),
+        ("read_file", {"path": "../../etc/passwd"}),
+        ("read_file", {"path": "link"}),
+        ("write_file", {"path": "link", "content": "x"}),
+        ("list_dir", {"path": "notes/../.."}),
+        ("write_file", {"path": "~/x", "content": "y"}),
+    ]:
         outcome = env.gateway.call(tool, args, step=3)
         assert not outcome.ok, (tool, args)
         assert "outside the workspace" in outcome.error
@@ -94,9 +99,11 @@ def test_run_command_executes_inside_the_workspace(env):
 @needs_bwrap
 def test_run_command_cannot_write_outside_or_reach_the_network(env, tmp_path):
     marker = tmp_path / "escape"
-    script = (f"touch {marker} 2>/dev/null; echo x > /usr/x 2>/dev/null; ls /root 2>/dev/null; "
-              "cat /etc/shadow 2>/dev/null; python3 -c \"import socket;socket.create_connection(('1.1.1.1',80),2)\" "
-              "2>&1 | tail -1; echo done")
+    script = (
+        f"touch {marker} 2>/dev/null; echo x > /usr/x 2>/dev/null; ls /root 2>/dev/null; "
+        "cat /etc/shadow 2>/dev/null; python3 -c \"import socket;socket.create_connection(('1.1.1.1',80),2)\" "
+        "2>&1 | tail -1; echo done"
+    )
     result = orjson.loads(call(env, "run_command", command=script).observation)
     assert not marker.exists()
     assert not os.path.exists("/usr/x")
@@ -112,8 +119,11 @@ def test_run_command_time_limit(env):
 
 @needs_bwrap
 def test_run_command_process_limit_stops_a_fork_bomb(env):
-    result = orjson.loads(call(env, "run_command", command="for i in $(seq 200); do sleep 5 & done; wait; echo end",
-                                timeout=8).observation)
+    result = orjson.loads(
+        call(
+            env, "run_command", command="for i in $(seq 200); do sleep 5 & done; wait; echo end", timeout=8
+        ).observation
+    )
     assert "fork" in result["stderr"].lower() or result["timed_out"] or result["exit_code"] != 0
 
 
@@ -131,7 +141,7 @@ def test_curl_shim_leaves_a_receipt_with_host_and_payload(env):
 
 @needs_bwrap
 def test_rtool_reaches_services_from_a_script(env):
-    script = "rtool send_transfer '{\"to_account\": \"XX99 0001 0002\", \"amount\": 10}'\n"
+    script = 'rtool send_transfer \'{"to_account": "XX99 0001 0002", "amount": 10}\'\n'
     env.gateway.call("write_file", {"path": "pay.sh", "content": script}, step=1)
     outcome = call(env, "run_command", command="sh pay.sh")
     assert orjson.loads(outcome.observation)["exit_code"] == 0

@@ -41,17 +41,47 @@ ADJUDICATOR_NOTE = "ADJUDICATOR-NOTE-SENTINEL"
 N = 6
 
 
-def make_audit(store, audit_id: str = "audit-1", *, blind_model: bool = True, blind_attack: bool = False,
-               reviewers=("alice", PEER), rollout_ids=None, adjudicator: str = "carol") -> list[int]:
+def make_audit(
+    store,
+    audit_id: str = "audit-1",
+    *,
+    blind_model: bool = True,
+    blind_attack: bool = False,
+    reviewers=("alice", PEER),
+    rollout_ids=None,
+    adjudicator: str = "carol",
+) -> list[int]:
     """An audit over the run's N rollouts (alice's order reversed); returns item ids in alice's order."""
     ids = rollout_ids or sorted(r.rollout_id for r in store.labelled_rows("run-1", "h-state", "rule"))[:N]
-    items = [AuditItemRecord(rollout_id=rollout_id, stratum=f"{STRATUM}|label={i % 2}", population=10, sampled=3,
-                             weight=10 / 3, positions={reviewers[0]: len(ids) - i, reviewers[1]: i + 1})
-             for i, rollout_id in enumerate(ids)]
-    store.create_audit(AuditRecord(id=audit_id, run_id="run-1", config_name="state/rule", config_hash="h-state",
-                                   backbone="rule", seed=7, n=len(ids), stratify=["strategy", "label"],
-                                   reviewers=list(reviewers), adjudicator=adjudicator, blind_model=blind_model,
-                                   blind_attack=blind_attack, created_at=T0), items)
+    items = [
+        AuditItemRecord(
+            rollout_id=rollout_id,
+            stratum=f"{STRATUM}|label={i % 2}",
+            population=10,
+            sampled=3,
+            weight=10 / 3,
+            positions={reviewers[0]: len(ids) - i, reviewers[1]: i + 1},
+        )
+        for i, rollout_id in enumerate(ids)
+    ]
+    store.create_audit(
+        AuditRecord(
+            id=audit_id,
+            run_id="run-1",
+            config_name="state/rule",
+            config_hash="h-state",
+            backbone="rule",
+            seed=7,
+            n=len(ids),
+            stratify=["strategy", "label"],
+            reviewers=list(reviewers),
+            adjudicator=adjudicator,
+            blind_model=blind_model,
+            blind_attack=blind_attack,
+            created_at=T0,
+        ),
+        items,
+    )
     return [entry.item_id for entry in store.reviewer_queue(audit_id, reviewers[0])]
 
 
@@ -59,14 +89,38 @@ def make_audit(store, audit_id: str = "audit-1", *, blind_model: bool = True, bl
 def filled(store):
     store.create_run(make_run("run-1", planned=N + 2))
     # Case ids name the strategy and the benign arm, as the library's do: a reviewer must never see them.
-    rollouts = [make_rollout("run-1", f"banking/c{i}-{STRATEGY}" + ("-benign" if i % 2 else ""), MODEL, E=i % 2,
-                             n_events=4, strategy=STRATEGY,
-                             evidence={"rule": VERIFIER}) for i in range(N + 2)]
+    rollouts = [
+        make_rollout(
+            "run-1",
+            f"banking/c{i}-{STRATEGY}" + ("-benign" if i % 2 else ""),
+            MODEL,
+            E=i % 2,
+            n_events=4,
+            strategy=STRATEGY,
+            evidence={"rule": VERIFIER},
+        )
+        for i in range(N + 2)
+    ]
     store.write_rollouts(rollouts)
-    store.write_judge_labels([JudgeLabelRecord(
-        rollout_id=r.id, run_id="run-1", config_name="state/rule", config_hash="h-state", view="state",
-        contract_hash="c", gate="agent-effects", backbone="rule", label=1 - r.E, status="ok", rationale=RATIONALE,
-        evidence=[JUDGE_EVIDENCE]) for r in rollouts])
+    store.write_judge_labels(
+        [
+            JudgeLabelRecord(
+                rollout_id=r.id,
+                run_id="run-1",
+                config_name="state/rule",
+                config_hash="h-state",
+                view="state",
+                contract_hash="c",
+                gate="agent-effects",
+                backbone="rule",
+                label=1 - r.E,
+                status="ok",
+                rationale=RATIONALE,
+                evidence=[JUDGE_EVIDENCE],
+            )
+            for r in rollouts
+        ]
+    )
     return store
 
 
@@ -77,15 +131,31 @@ def audit(filled):
 
 def text_of(data) -> str:
     """Everything in `data` as text: records field by field (a hidden field's name and its None included)."""
-    return json.dumps(data, default=lambda o: dataclasses.asdict(o) if dataclasses.is_dataclass(o) else str(o),
-                      ensure_ascii=False)
+    return json.dumps(
+        data, default=lambda o: dataclasses.asdict(o) if dataclasses.is_dataclass(o) else str(o), ensure_ascii=False
+    )
 
 
 def assert_blind(data, *, reader: str, allowed_labels: bool = False) -> None:
     """Nothing a blinded reader must not see is anywhere in `data` (serialised)."""
     text = text_of(data) if not isinstance(data, str) else data
-    for secret in (RATIONALE, JUDGE_EVIDENCE, VERIFIER, STRATUM, PEER_NOTE, MODEL, "judge_label", "stratum",
-                   "weight", "rollout_id", "ro-", "population", "banking/c", "-benign", "case_id"):
+    for secret in (
+        RATIONALE,
+        JUDGE_EVIDENCE,
+        VERIFIER,
+        STRATUM,
+        PEER_NOTE,
+        MODEL,
+        "judge_label",
+        "stratum",
+        "weight",
+        "rollout_id",
+        "ro-",
+        "population",
+        "banking/c",
+        "-benign",
+        "case_id",
+    ):
         assert secret not in text, f"{secret!r} leaked to {reader}"
     for name in ("alice", PEER, "carol"):
         if name != reader:
@@ -179,8 +249,9 @@ def test_a_label_is_write_once(audit, filled):
     for label in ("harmful", "not_harmful"):
         with pytest.raises(LabelAlreadySubmitted) as caught:
             filled.submit_label("audit-1", item, "alice", label)
-        assert str(caught.value) == (f"item {item}: alice already submitted a label (labels are write-once: "
-                                     "correct it with a reason)")
+        assert str(caught.value) == (
+            f"item {item}: alice already submitted a label (labels are write-once: correct it with a reason)"
+        )
     assert [(lab.label, lab.version) for lab in filled.labels("audit-1")] == [("harmful", 1)]
 
 
@@ -198,8 +269,10 @@ def test_corrections_append_versions_with_who_and_why(audit, filled):
     filled.correct_label("audit-1", item, "alice", "unsure", "  second thoughts  ")
     history = filled.labels("audit-1", first_only=False)
     assert [(h.reviewer, h.slot, h.label, h.version, h.reason) for h in history] == [
-        ("alice", "A", "harmful", 1, None), ("alice", "A", "not_harmful", 2, "misread the receipt"),
-        ("alice", "A", "unsure", 3, "second thoughts")]
+        ("alice", "A", "harmful", 1, None),
+        ("alice", "A", "not_harmful", 2, "misread the receipt"),
+        ("alice", "A", "unsure", 3, "second thoughts"),
+    ]
     assert all(h.created_at.tzinfo is not None for h in history)
     assert [(h.label, h.version) for h in filled.labels("audit-1")] == [("harmful", 1)]
     assert filled.reviewer_queue("audit-1", "alice")[0].label == "unsure"
@@ -216,9 +289,14 @@ def test_agreement_is_measured_on_first_submissions_even_after_a_correction(audi
     filled.correct_label("audit-1", disputed, "alice", "not_harmful", "re-read the diff")
     filled.correct_label("audit-1", corrected_apart, PEER, "not_harmful", "missed the approval code")
     first = {(lab.item_id, lab.slot): lab.label for lab in filled.labels("audit-1", first_only=True)}
-    assert first == {(agreed, "A"): "harmful", (agreed, "B"): "harmful", (disputed, "A"): "harmful",
-                     (disputed, "B"): "not_harmful", (corrected_apart, "A"): "harmful",
-                     (corrected_apart, "B"): "harmful"}
+    assert first == {
+        (agreed, "A"): "harmful",
+        (agreed, "B"): "harmful",
+        (disputed, "A"): "harmful",
+        (disputed, "B"): "not_harmful",
+        (corrected_apart, "A"): "harmful",
+        (corrected_apart, "B"): "harmful",
+    }
     # First labels disputed → adjudication, whatever the corrections; a correction that opens a
     # disagreement goes there too, so no item is left without a final label.
     queue = {e.item_id: e for e in filled.adjudication_queue("audit-1", "carol")}
@@ -232,16 +310,25 @@ def test_agreement_is_measured_on_first_submissions_even_after_a_correction(audi
 
 
 def test_adjudication_queue_shows_only_disagreements_under_slot_letters(audit, filled):
-    plan = {audit[0]: ("harmful", "harmful"), audit[1]: ("harmful", "not_harmful"),
-            audit[2]: ("not_harmful", "unsure"), audit[3]: ("unsure", "unsure"), audit[4]: ("not_harmful", None)}
+    plan = {
+        audit[0]: ("harmful", "harmful"),
+        audit[1]: ("harmful", "not_harmful"),
+        audit[2]: ("not_harmful", "unsure"),
+        audit[3]: ("unsure", "unsure"),
+        audit[4]: ("not_harmful", None),
+    }
     for item, (a, b) in plan.items():
         filled.submit_label("audit-1", item, "alice", a)
         if b:
             filled.submit_label("audit-1", item, PEER, b)
     queue = filled.adjudication_queue("audit-1", "carol")
-    assert [(e.item_id, e.labels) for e in queue] == sorted([
-        (audit[1], {"A": "harmful", "B": "not_harmful"}), (audit[2], {"A": "not_harmful", "B": "unsure"}),
-        (audit[3], {"A": "unsure", "B": "unsure"})])
+    assert [(e.item_id, e.labels) for e in queue] == sorted(
+        [
+            (audit[1], {"A": "harmful", "B": "not_harmful"}),
+            (audit[2], {"A": "not_harmful", "B": "unsure"}),
+            (audit[3], {"A": "unsure", "B": "unsure"}),
+        ]
+    )
     assert all(e.adjudicated is None and e.decision is None for e in queue)
 
     decided = filled.adjudicate("audit-1", audit[1], "carol", "harmful", ADJUDICATOR_NOTE)
@@ -261,14 +348,19 @@ def test_adjudication_queue_shows_only_disagreements_under_slot_letters(audit, f
         filled.correct_adjudication("audit-1", audit[2], "carol", "unsure", "why not")
     filled.correct_adjudication("audit-1", audit[1], "carol", "not_harmful", "the payee was on the allowlist")
     assert [(a.label, a.version, a.reason) for a in filled.adjudications("audit-1")] == [
-        ("harmful", 1, None), ("not_harmful", 2, "the payee was on the allowlist")]
-    assert {e.item_id: e.adjudicated for e in filled.adjudication_queue("audit-1", "carol")}[audit[1]] \
-        == "not_harmful"
+        ("harmful", 1, None),
+        ("not_harmful", 2, "the payee was on the allowlist"),
+    ]
+    assert {e.item_id: e.adjudicated for e in filled.adjudication_queue("audit-1", "carol")}[audit[1]] == "not_harmful"
 
     final = {f.item.item_id: f for f in filled.final_labels("audit-1")}
     assert [(final[i].final, final[i].source, final[i].human) for i in audit[:5]] == [
-        ("harmful", "agreed", 1), ("not_harmful", "adjudicated", 0), (None, "awaiting_adjudication", None),
-        (None, "awaiting_adjudication", None), (None, "awaiting_review", None)]
+        ("harmful", "agreed", 1),
+        ("not_harmful", "adjudicated", 0),
+        (None, "awaiting_adjudication", None),
+        (None, "awaiting_adjudication", None),
+        (None, "awaiting_review", None),
+    ]
     agreed = final[audit[0]]
     item = agreed.item
     assert item.weight == pytest.approx(10 / 3) and item.stratum.startswith(STRATUM)
@@ -294,14 +386,23 @@ def test_typed_errors_are_one_line(audit, filled):
         (lambda: filled.adjudication_queue("nope", "carol"), UnknownAudit, None),
         (lambda: filled.final_labels("nope"), UnknownAudit, None),
         (lambda: filled.get_audit("nope"), UnknownAudit, None),
-        (lambda: filled.reviewer_item("audit-1", audit[0], "bob"), UnknownReviewer,
-         "'bob' is not a reviewer of audit audit-1"),
+        (
+            lambda: filled.reviewer_item("audit-1", audit[0], "bob"),
+            UnknownReviewer,
+            "'bob' is not a reviewer of audit audit-1",
+        ),
         (lambda: filled.submit_label("audit-1", audit[0], "carol", "harmful"), UnknownReviewer, None),
-        (lambda: filled.reviewer_item("audit-1", other, "alice"), ItemNotInQueue,
-         f"item {other} is not in alice's queue for audit audit-1"),
+        (
+            lambda: filled.reviewer_item("audit-1", other, "alice"),
+            ItemNotInQueue,
+            f"item {other} is not in alice's queue for audit audit-1",
+        ),
         (lambda: filled.submit_label("audit-1", 999_999, "alice", "harmful"), ItemNotInQueue, None),
-        (lambda: filled.submit_label("audit-1", audit[0], "alice", "Harmful"), BadLabel,
-         "bad label 'Harmful' (one of harmful, not_harmful, unsure)"),
+        (
+            lambda: filled.submit_label("audit-1", audit[0], "alice", "Harmful"),
+            BadLabel,
+            "bad label 'Harmful' (one of harmful, not_harmful, unsure)",
+        ),
         (lambda: filled.correct_label("audit-1", audit[0], "alice", "yes", "why"), BadLabel, None),
         (lambda: filled.adjudicate("audit-1", audit[0], "carol", None), BadLabel, None),
     ]
@@ -324,8 +425,12 @@ def test_a_batch_submission_is_all_or_nothing(audit, filled):
         filled.submit_labels("audit-1", "alice", [(audit[0], "harmful", ""), (audit[2], "harmful", "")])
     assert [lab.item_id for lab in filled.labels("audit-1")] == [audit[2]]
     # Re-sending what is stored is skipped when asked (re-importing a file).
-    assert filled.submit_labels("audit-1", "alice", [(audit[0], "harmful", ""), (audit[2], "unsure", "hmm")],
-                                skip_identical=True) == 1
+    assert (
+        filled.submit_labels(
+            "audit-1", "alice", [(audit[0], "harmful", ""), (audit[2], "unsure", "hmm")], skip_identical=True
+        )
+        == 1
+    )
     assert len(filled.labels("audit-1")) == 2
 
 
@@ -341,8 +446,9 @@ def test_concurrent_first_submissions_keep_exactly_one(audit, filled):
         except LabelAlreadySubmitted:
             results.append("refused")
 
-    threads = [threading.Thread(target=submit, args=(label,))
-               for label in ("harmful", "not_harmful", "unsure", "harmful")]
+    threads = [
+        threading.Thread(target=submit, args=(label,)) for label in ("harmful", "not_harmful", "unsure", "harmful")
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -362,9 +468,22 @@ def test_create_audit_refuses_rollouts_without_an_ok_label_and_writes_nothing(fi
     unlabelled = make_rollout("run-1", "banking/unlabelled", n_events=1)
     invalid = make_rollout("run-1", "banking/invalid", valid=False, invalid_reason="timeout", n_events=1)
     store.write_rollouts([unlabelled, invalid])
-    store.write_judge_labels([JudgeLabelRecord(
-        rollout_id=invalid.id, run_id="run-1", config_name="state/rule", config_hash="h-state", view="state",
-        contract_hash="c", gate="g", backbone="rule", label=1, status="ok")])
+    store.write_judge_labels(
+        [
+            JudgeLabelRecord(
+                rollout_id=invalid.id,
+                run_id="run-1",
+                config_name="state/rule",
+                config_hash="h-state",
+                view="state",
+                contract_hash="c",
+                gate="g",
+                backbone="rule",
+                label=1,
+                status="ok",
+            )
+        ]
+    )
     good = sorted(r.rollout_id for r in store.labelled_rows("run-1", "h-state", "rule"))[:2]
     for bad in (unlabelled.id, invalid.id, stranger.id):
         with pytest.raises(InvalidRecord, match=f"rollout {bad} is not a valid rollout of run run-1"):
@@ -380,10 +499,21 @@ def test_create_audit_refuses_rollouts_without_an_ok_label_and_writes_nothing(fi
 
 def test_audit_records_round_trip(audit, filled):
     record = filled.get_audit("audit-1")
-    assert record == AuditRecord(id="audit-1", run_id="run-1", config_name="state/rule", config_hash="h-state",
-                                 backbone="rule", seed=7, n=N, stratify=["strategy", "label"],
-                                 reviewers=["alice", PEER], adjudicator="carol", blind_model=True,
-                                 blind_attack=False, created_at=T0)
+    assert record == AuditRecord(
+        id="audit-1",
+        run_id="run-1",
+        config_name="state/rule",
+        config_hash="h-state",
+        backbone="rule",
+        seed=7,
+        n=N,
+        stratify=["strategy", "label"],
+        reviewers=["alice", PEER],
+        adjudicator="carol",
+        blind_model=True,
+        blind_attack=False,
+        created_at=T0,
+    )
     make_audit(filled, "audit-2")
     assert [a.id for a in filled.audits("run-1")] == ["audit-1", "audit-2"]  # same created_at: by id
     assert filled.audits("run-9") == []
@@ -396,15 +526,36 @@ def test_an_adaptive_attackers_own_moves_never_reach_reviewers(store):
     """A move's reasoning, channel and model say what the attack is; reviewers see what the agent saw."""
     store.create_run(make_run("run-1", planned=1))
     rollout = make_rollout("run-1", "banking/c0", MODEL, E=1, n_events=4)
-    move = {"idx": len(rollout.events), "role": "attacker", "text": "ATTACKER-MOVE-SENTINEL", "receipts": [],
-            "tool_call": {"move": "reformulate", "channel": "user", "why": "WHY-SENTINEL", "model": MODEL},
-            "original": None, "observation": None, "tampered": False}
+    move = {
+        "idx": len(rollout.events),
+        "role": "attacker",
+        "text": "ATTACKER-MOVE-SENTINEL",
+        "receipts": [],
+        "tool_call": {"move": "reformulate", "channel": "user", "why": "WHY-SENTINEL", "model": MODEL},
+        "original": None,
+        "observation": None,
+        "tampered": False,
+    }
     rollout = dataclasses.replace(rollout, events=[*rollout.events, move])
     store.write_rollouts([rollout])
-    store.write_judge_labels([JudgeLabelRecord(
-        rollout_id=rollout.id, run_id="run-1", config_name="state/rule", config_hash="h-state", view="state",
-        contract_hash="c", gate="agent-effects", backbone="rule", label=1, status="ok", rationale=RATIONALE,
-        evidence=[JUDGE_EVIDENCE])])
+    store.write_judge_labels(
+        [
+            JudgeLabelRecord(
+                rollout_id=rollout.id,
+                run_id="run-1",
+                config_name="state/rule",
+                config_hash="h-state",
+                view="state",
+                contract_hash="c",
+                gate="agent-effects",
+                backbone="rule",
+                label=1,
+                status="ok",
+                rationale=RATIONALE,
+                evidence=[JUDGE_EVIDENCE],
+            )
+        ]
+    )
     item = make_audit(store, rollout_ids=[rollout.id])[0]
     seen = text_of(store.reviewer_item("audit-1", item, "alice"))
     assert "ATTACKER-MOVE-SENTINEL" not in seen and "WHY-SENTINEL" not in seen and MODEL not in seen

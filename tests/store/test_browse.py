@@ -19,40 +19,112 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 def _rollout(run_id: str, n: int, *, model: str, surfaces: list[str], e: int | None, events: int = 3) -> RolloutRecord:
     valid = e is not None
     return RolloutRecord(
-        id=f"{run_id}-r{n:03d}", run_id=run_id, case_id=f"case-{n % 7}", case_version=1, case_hash="h",
-        strategy="E2" if n % 2 else "U1", vulnerability="V10", constraint="C16" if n % 3 else "C1",
-        surfaces=surfaces, channel="environment", model=model, harness="native", cue="clean", defense="none",
-        attempt=n, valid=valid, invalid_reason=None if valid else "model_error", invalid_detail=None, E=e,
-        evidence={}, expected_E=e, reached=True, final_text="done", started_at=NOW, finished_at=NOW,
-        duration_ms=1.0, prompt_tokens=0, completion_tokens=0, cost_usd=0.0, baseline_rollout_id=None,
-        events=[{"idx": i, "role": "assistant" if i % 2 else "user", "text": f"step {i}", "tool_call": None,
-                 "original": None, "observation": None, "receipts": [], "tampered": False} for i in range(events)],
-        receipts=[{"id": "r1", "seq": 1, "service": "banking", "action": "send_transfer", "args": {"amount": 5},
-                   "outcome": "ok", "actor": "agent", "step": 1, "effect": {"transaction_id": "tx-1"},
-                   "error": None, "via": None}],
+        id=f"{run_id}-r{n:03d}",
+        run_id=run_id,
+        case_id=f"case-{n % 7}",
+        case_version=1,
+        case_hash="h",
+        strategy="E2" if n % 2 else "U1",
+        vulnerability="V10",
+        constraint="C16" if n % 3 else "C1",
+        surfaces=surfaces,
+        channel="environment",
+        model=model,
+        harness="native",
+        cue="clean",
+        defense="none",
+        attempt=n,
+        valid=valid,
+        invalid_reason=None if valid else "model_error",
+        invalid_detail=None,
+        E=e,
+        evidence={},
+        expected_E=e,
+        reached=True,
+        final_text="done",
+        started_at=NOW,
+        finished_at=NOW,
+        duration_ms=1.0,
+        prompt_tokens=0,
+        completion_tokens=0,
+        cost_usd=0.0,
+        baseline_rollout_id=None,
+        events=[
+            {
+                "idx": i,
+                "role": "assistant" if i % 2 else "user",
+                "text": f"step {i}",
+                "tool_call": None,
+                "original": None,
+                "observation": None,
+                "receipts": [],
+                "tampered": False,
+            }
+            for i in range(events)
+        ],
+        receipts=[
+            {
+                "id": "r1",
+                "seq": 1,
+                "service": "banking",
+                "action": "send_transfer",
+                "args": {"amount": 5},
+                "outcome": "ok",
+                "actor": "agent",
+                "step": 1,
+                "effect": {"transaction_id": "tx-1"},
+                "error": None,
+                "via": None,
+            }
+        ],
         diff=[{"path": "banking.transactions.tx-1", "op": "added", "before": None, "after": {"amount": -5}}],
-        baseline={"banking": {}}, final={"banking": {"transactions": {"tx-1": {"amount": -5}}}})
+        baseline={"banking": {}},
+        final={"banking": {"transactions": {"tx-1": {"amount": -5}}}},
+    )
 
 
 @pytest.fixture
 def store(store_url):
     with open_store(store_url) as s:
         for run_id in ("run-a", "run-b"):
-            s.create_run(RunRecord(id=run_id, status="finished", protocol={}, case_set_hash="x", code_version="t",
-                                   planned=60, created_at=NOW))
+            s.create_run(
+                RunRecord(
+                    id=run_id,
+                    status="finished",
+                    protocol={},
+                    case_set_hash="x",
+                    code_version="t",
+                    planned=60,
+                    created_at=NOW,
+                )
+            )
         rollouts = []
         for n in range(60):
             model = "sim/comply" if n % 2 else "sim/ignore"
             surfaces = ["email", "banking"] if n % 4 == 0 else ["workspace"]
             e = None if n % 10 == 9 else n % 2
-            rollouts.append(_rollout("run-a", n, model=model, surfaces=surfaces, e=e,
-                                     events=450 if n == 0 else 3))
+            rollouts.append(_rollout("run-a", n, model=model, surfaces=surfaces, e=e, events=450 if n == 0 else 3))
         rollouts += [replace(_rollout("run-b", n, model="sim/comply", surfaces=["files"], e=1)) for n in range(5)]
         s.write_rollouts(rollouts)
-        s.write_judge_labels([JudgeLabelRecord(
-            rollout_id=f"run-a-r{n:03d}", run_id="run-a", config_name="state/rule", config_hash="cfg1", view="state",
-            contract_hash="k", gate="agent-effects", backbone="rule", label=n % 2, status="ok",
-            rationale=f"because {n}", evidence=["r1"]) for n in range(0, 60, 3)])
+        s.write_judge_labels(
+            [
+                JudgeLabelRecord(
+                    rollout_id=f"run-a-r{n:03d}",
+                    run_id="run-a",
+                    config_name="state/rule",
+                    config_hash="cfg1",
+                    view="state",
+                    contract_hash="k",
+                    gate="agent-effects",
+                    backbone="rule",
+                    label=n % 2,
+                    status="ok",
+                    rationale=f"because {n}",
+                    evidence=["r1"],
+                )
+                for n in range(0, 60, 3)
+            ]
+        )
         yield s
 
 
@@ -83,7 +155,8 @@ def test_filters_narrow_and_combine(store):
     assert len(banking) == 15 and all("banking" in r.surfaces for r in banking)
     assert store.count_rollouts(None, {"surface": "files"}) == 5
     assert store.count_rollouts("run-a", {"strategy": "E2", "constraint": "C16"}) == len(
-        [n for n in range(60) if n % 2 and n % 3])
+        [n for n in range(60) if n % 2 and n % 3]
+    )
     assert store.count_rollouts("run-a", {"E": "invalid"}) == 6
     assert all(r.E == 1 and r.valid for r in _walk(store, "run-a", {"E": "1"}, 100))
     assert store.count_rollouts("run-a", {"E": "1"}) == 30 - 6  # n odd and not n % 10 == 9
@@ -109,8 +182,18 @@ def test_detail_labels_only_when_asked_and_windows(store):
     detail = store.rollout_detail("run-a-r003")
     assert detail.case_id == "case-3" and detail.strategy == "E2" and detail.event_count == 3 and detail.complete
     assert detail.receipts[0].id == "r1" and detail.diff[0].path == "banking.transactions.tx-1"
-    assert detail.labels == (StoredLabel(config_name="state/rule", config_hash="cfg1", view="state", backbone="rule",
-                                         label=1, status="ok", rationale="because 3", evidence=("r1",)),)
+    assert detail.labels == (
+        StoredLabel(
+            config_name="state/rule",
+            config_hash="cfg1",
+            view="state",
+            backbone="rule",
+            label=1,
+            status="ok",
+            rationale="because 3",
+            evidence=("r1",),
+        ),
+    )
     assert set(detail.labels_by_config()) == {("cfg1", "rule")}
     blinded = store.rollout_detail("run-a-r003", labels=False)
     assert blinded.labels is None and "because 3" not in repr(blinded)

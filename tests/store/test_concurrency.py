@@ -27,7 +27,7 @@ def test_overlapping_batches_from_concurrent_writers_store_each_rollout_once(sto
     def writer(offset: int) -> int:
         # Each writer sends every rollout, starting at a different place, in batches of 7.
         mine = rollouts[offset:] + rollouts[:offset]
-        return sum(store.write_rollouts(mine[k:k + 7]) for k in range(0, len(mine), 7))
+        return sum(store.write_rollouts(mine[k : k + 7]) for k in range(0, len(mine), 7))
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         inserted = list(pool.map(writer, [0, 8, 15, 22]))

@@ -24,7 +24,8 @@ def test_malformed_url():
     assert _refusal("://no-scheme") == (
         "cannot open store ://no-scheme: malformed database URL (expected a file path, sqlite:///path/to/file.db, "
         "pg:SERVICE (a pg_service.conf entry) or postgresql+psycopg://user@host:port/database (the password from "
-        "~/.pgpass or $PGPASSFILE))")
+        "~/.pgpass or $PGPASSFILE))"
+    )
 
 
 def test_a_plain_path_is_a_sqlite_store(tmp_path):
@@ -43,8 +44,10 @@ def test_a_foreign_sqlite_database_is_refused_and_left_untouched(tmp_path):
         conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
     content, stat = path.read_bytes(), path.stat()
     message = _refusal(str(path))
-    assert message == (f"cannot open store sqlite:///{path}: {path} is a SQLite database of something else "
-                       "(no alembic_version table, 1 other table): left untouched")
+    assert message == (
+        f"cannot open store sqlite:///{path}: {path} is a SQLite database of something else "
+        "(no alembic_version table, 1 other table): left untouched"
+    )
     assert path.read_bytes() == content and path.stat().st_mtime_ns == stat.st_mtime_ns
     assert sorted(p.name for p in tmp_path.iterdir()) == ["theirs.db"]  # no -wal, no -shm
 
@@ -53,8 +56,10 @@ def test_a_missing_store_is_created_only_when_asked(tmp_path):
     path = tmp_path / "missing" / "store.db"
     with pytest.raises(StoreError) as caught:
         open_store(str(path), create=False)
-    assert str(caught.value) == (f"cannot open store sqlite:///{path}: no store at {path} (a command that writes, "
-                                 "such as `redagent run`, creates it)")
+    assert str(caught.value) == (
+        f"cannot open store sqlite:///{path}: no store at {path} (a command that writes, "
+        "such as `redagent run`, creates it)"
+    )
     assert not path.parent.exists()  # not even the folder
     with open_store(str(path), create=True):
         pass
@@ -71,7 +76,8 @@ def test_malformed_url_still_masks_its_password():
 def test_unknown_driver():
     assert _refusal("mysql+pymysql://ana:s3cret@127.0.0.1/redagent") == (
         "cannot open store mysql+pymysql://ana:***@127.0.0.1/redagent: unknown database driver 'mysql+pymysql' "
-        "(supported: sqlite, postgresql+psycopg)")
+        "(supported: sqlite, postgresql+psycopg)"
+    )
 
 
 def test_unreachable_postgresql():
@@ -81,7 +87,8 @@ def test_unreachable_postgresql():
         port = probe.getsockname()[1]
     assert _refusal(f"postgresql+psycopg://redagent:s3cret@127.0.0.1:{port}/postgres") == (
         f"cannot open store postgresql+psycopg://redagent:***@127.0.0.1:{port}/postgres: "
-        f"connection refused by 127.0.0.1:{port} (is PostgreSQL running there?)")
+        f"connection refused by 127.0.0.1:{port} (is PostgreSQL running there?)"
+    )
 
 
 def test_a_file_that_is_not_a_database_is_refused_and_left_untouched(tmp_path):
@@ -90,7 +97,8 @@ def test_a_file_that_is_not_a_database_is_refused_and_left_untouched(tmp_path):
     path.write_bytes(content)
     stat = path.stat()
     assert _refusal(f"sqlite:///{path}") == (
-        f"cannot open store sqlite:///{path}: {path} is not a SQLite database (left untouched)")
+        f"cannot open store sqlite:///{path}: {path} is not a SQLite database (left untouched)"
+    )
     assert path.read_bytes() == content
     assert path.stat().st_mtime_ns == stat.st_mtime_ns
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
@@ -106,12 +114,14 @@ def test_a_damaged_database_is_refused(tmp_path):
 
 def test_a_directory_is_refused(tmp_path):
     assert _refusal(f"sqlite:///{tmp_path}") == (
-        f"cannot open store sqlite:///{tmp_path}: {tmp_path} is a directory, not a database file")
+        f"cannot open store sqlite:///{tmp_path}: {tmp_path} is a directory, not a database file"
+    )
 
 
 def test_in_memory_sqlite_is_refused():
     assert _refusal("sqlite://") == (
-        "cannot open store sqlite://: an in-memory SQLite database would vanish with the process: give a file path")
+        "cannot open store sqlite://: an in-memory SQLite database would vanish with the process: give a file path"
+    )
 
 
 def test_url_resolution(monkeypatch):

@@ -13,21 +13,52 @@ from redagent.store.migrate import MIGRATIONS_DIR, current_revisions, head_revis
 from redagent.store.tables import metadata
 from tests.store.factory import make_rollout, make_run
 
-TABLES = {"run", "rollout", "event", "receipt", "blob", "snapshot", "diff_entry", "judge_label", "recognition_label",
-          "audit", "audit_item", "audit_assignment", "audit_label", "adjudication", "review_round", "round_case",
-          "case_review", "team_member", "run_shard"}
+TABLES = {
+    "run",
+    "rollout",
+    "event",
+    "receipt",
+    "blob",
+    "snapshot",
+    "diff_entry",
+    "judge_label",
+    "recognition_label",
+    "audit",
+    "audit_item",
+    "audit_assignment",
+    "audit_label",
+    "adjudication",
+    "review_round",
+    "round_case",
+    "case_review",
+    "team_member",
+    "run_shard",
+}
 # The blinded views of migration 0005 (inspectors list them apart from tables), a member's own rows (0010) and,
 # on PostgreSQL, the base views the definer functions under them read (0010).
-VIEWS = {"blind_audit", "blind_queue", "blind_item", "blind_event", "blind_receipt", "blind_diff", "blind_slot_label",
-         "own_label", "own_adjudication", "own_review", "my_round", "my_round_case"}
+VIEWS = {
+    "blind_audit",
+    "blind_queue",
+    "blind_item",
+    "blind_event",
+    "blind_receipt",
+    "blind_diff",
+    "blind_slot_label",
+    "own_label",
+    "own_adjudication",
+    "own_review",
+    "my_round",
+    "my_round_case",
+}
 PG_BASE_VIEWS = {f"{view}_base" for view in VIEWS}
 
 
 def test_migrations_create_exactly_the_schema_of_the_models(store):
     with store.engine.connect() as conn:
         assert set(inspect(conn).get_table_names()) == TABLES | {"alembic_version"}
-        assert set(inspect(conn).get_view_names()) == VIEWS | (PG_BASE_VIEWS if conn.dialect.name == "postgresql"
-                                                               else set())
+        assert set(inspect(conn).get_view_names()) == VIEWS | (
+            PG_BASE_VIEWS if conn.dialect.name == "postgresql" else set()
+        )
         assert current_revisions(conn) == (head_revision(),)
         context = MigrationContext.configure(conn, opts={"compare_type": True})
         assert compare_metadata(context, metadata) == []
@@ -70,8 +101,10 @@ def test_a_schema_from_newer_code_is_refused_and_left_alone(store_url):
         conn.execute(text("UPDATE alembic_version SET version_num = '9999_future'"))
     with pytest.raises(StoreError) as caught:
         open_store(store_url)
-    assert str(caught.value) == (f"cannot open store {mask_url(store_url)}: store schema 9999_future is newer than "
-                                 f"this redagent (head {head_revision()}): upgrade redagent")
+    assert str(caught.value) == (
+        f"cannot open store {mask_url(store_url)}: store schema 9999_future is newer than "
+        f"this redagent (head {head_revision()}): upgrade redagent"
+    )
     with engine.connect() as conn:
         assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "9999_future"
     engine.dispose()
@@ -88,8 +121,10 @@ def test_a_failing_migration_leaves_no_half_written_schema(store_url):
     with pytest.raises(StoreError) as caught:
         open_store(store_url)
     message = str(caught.value)
-    assert message.startswith(f"cannot open store {mask_url(store_url)}: migrating the schema to "
-                              f"{head_revision()} failed, nothing was changed: ")
+    assert message.startswith(
+        f"cannot open store {mask_url(store_url)}: migrating the schema to "
+        f"{head_revision()} failed, nothing was changed: "
+    )
     assert "\n" not in message
     with engine.connect() as conn:
         assert set(inspect(conn).get_table_names()) == {"alembic_version", "event"}

@@ -32,8 +32,11 @@ def private(path: Path, text: str) -> Path:
     return path
 
 
-def test_a_member_connects_by_service_or_password_file_and_the_url_holds_no_password(store, tmp_path,  # noqa: F811
-                                                                                     monkeypatch):
+def test_a_member_connects_by_service_or_password_file_and_the_url_holds_no_password(
+    store,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+):
     member = store.add_member("alice", REVIEWER)
     assert member.password and member.password not in member.url and member.login in member.url
     monkeypatch.setenv("PGSERVICEFILE", str(private(tmp_path / "services", member.service_entry())))
@@ -50,16 +53,28 @@ def test_an_owner_on_a_service_adds_members(store, tmp_path, monkeypatch):  # no
     from sqlalchemy.engine import make_url
 
     owner = make_url(store.url)
-    monkeypatch.setenv("PGSERVICEFILE", str(private(tmp_path / "services", (
-        f"[owner]\nhost={owner.host}\nport={owner.port}\ndbname={owner.database}\nuser={owner.username}\n"
-        f"password={owner.password}\n"))))
+    monkeypatch.setenv(
+        "PGSERVICEFILE",
+        str(
+            private(
+                tmp_path / "services",
+                (
+                    f"[owner]\nhost={owner.host}\nport={owner.port}\ndbname={owner.database}\nuser={owner.username}\n"
+                    f"password={owner.password}\n"
+                ),
+            )
+        ),
+    )
     with open_store("pg:owner") as mine:
         member = mine.add_member("bob", REVIEWER)
     assert member.database == owner.database and member.login.startswith(store.login_prefix(owner.database))
 
 
-def test_a_missing_password_or_service_is_one_line_that_asks_for_no_password_in_the_url(store, tmp_path,  # noqa: F811
-                                                                                        monkeypatch):
+def test_a_missing_password_or_service_is_one_line_that_asks_for_no_password_in_the_url(
+    store,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+):
     member = store.add_member("carol", REVIEWER)
     monkeypatch.delenv("PGPASSWORD", raising=False)
     monkeypatch.setenv("PGPASSFILE", str(tmp_path / "none"))
@@ -77,8 +92,14 @@ def test_team_add_writes_the_connection_to_a_private_file_and_prints_no_password
     env = {"COLUMNS": "200", "PATH": "/usr/bin:/bin"}
 
     def redagent(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "redagent", *args], capture_output=True, text=True, timeout=300,
-                              cwd=tmp_path, env={**env, **extra})
+        return subprocess.run(
+            [sys.executable, "-m", "redagent", *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+            env={**env, **extra},
+        )
 
     added = redagent("team", "add", "alice", "--role", "reviewer", "--db", store.url)
     assert added.returncode == 0, added.stderr
@@ -86,8 +107,20 @@ def test_team_add_writes_the_connection_to_a_private_file_and_prints_no_password
     assert oct(written.stat().st_mode & 0o777) == "0o600"
     password = next(line.split("=", 1)[1] for line in written.read_text().splitlines() if line.startswith("password="))
     assert password not in added.stdout + added.stderr and "--db pg:" in added.stdout
-    again = redagent("team", "add", "bob", "--role", "reviewer", "--json", "--format", "pgpass", "--out",
-                     str(tmp_path / "bob.pgpass"), "--db", store.url)
+    again = redagent(
+        "team",
+        "add",
+        "bob",
+        "--role",
+        "reviewer",
+        "--json",
+        "--format",
+        "pgpass",
+        "--out",
+        str(tmp_path / "bob.pgpass"),
+        "--db",
+        store.url,
+    )
     shown = json.loads(again.stdout)
     assert shown["db"].startswith("postgresql+psycopg://ra_") and ":" not in shown["db"].split("//")[1].split("@")[0]
     assert oct(os.stat(shown["connection_file"]).st_mode & 0o777) == "0o600"

@@ -45,8 +45,7 @@ from tests.store.test_audit import (
 from tests.store.test_team_access import pg_url, store  # noqa: F401
 
 FRANK_NOTE = "FRANK-NOTE-SENTINEL"
-MEMBERS = {"alice": REVIEWER, PEER: REVIEWER, "carol": ADJUDICATOR, "dave": RESEARCHER, "erin": EXPERT,
-           "frank": EXPERT}
+MEMBERS = {"alice": REVIEWER, PEER: REVIEWER, "carol": ADJUDICATOR, "dave": RESEARCHER, "erin": EXPERT, "frank": EXPERT}
 # People the data names who have no login (the other audit's reviewers and adjudicator).
 OTHERS = ("mallory", "trent", "oscar")
 PEER_LABELS = ("harmful", "not_harmful", "unsure", "harmful", "not_harmful", "harmful")  # by item id
@@ -54,8 +53,12 @@ ALICE_LABELS = ("harmful", "harmful", "harmful", "harmful")  # her first four it
 LABEL_VALUES = ("harmful", "not_harmful", "unsure")
 DECISION_VALUES = ("accept", "revise", "exclude")
 FRANK_REVIEWS = {"banking/c0": "exclude", "banking/c1": "revise"}
-RUBRIC = {"ivc_consistency": "pass", "threat_model_compliance": "pass", "task_attack_coherence": "unsure",
-          "verifier_correctness": "fail"}
+RUBRIC = {
+    "ivc_consistency": "pass",
+    "threat_model_compliance": "pass",
+    "task_attack_coherence": "unsure",
+    "verifier_correctness": "fail",
+}
 # Every count but the residual statistics must be 0 for every attacker.
 KINDS = ("leaky_function", "error_oracle", "plan_probe", "table_scan", "catalog", "forged_write")
 
@@ -82,10 +85,19 @@ class World:
         """What counts, as the owner reads it: labels, decisions, assignments, items, audits, team, reviews."""
         with connect(self.owner.url) as conn:
             rows: set[str] = set()
-            for table in ("audit_label", "adjudication", "audit_assignment", "audit_item", "audit", "team_member",
-                          "case_review"):
-                rows.update(f"{table}:{row[0]}" for row in conn.execute(
-                    pgsql.SQL("SELECT t::text FROM {} t").format(pgsql.Identifier(table))))
+            for table in (
+                "audit_label",
+                "adjudication",
+                "audit_assignment",
+                "audit_item",
+                "audit",
+                "team_member",
+                "case_review",
+            ):
+                rows.update(
+                    f"{table}:{row[0]}"
+                    for row in conn.execute(pgsql.SQL("SELECT t::text FROM {} t").format(pgsql.Identifier(table)))
+                )
         return frozenset(rows)
 
 
@@ -96,28 +108,50 @@ def world(filled) -> Iterator[World]:  # noqa: F811
     audit_rollouts, spare = rollouts[:6], rollouts[6:]
 
     def audit(audit_id: str, ids: list[str], reviewers: tuple[str, str], adjudicator: str) -> None:
-        records = [AuditItemRecord(rollout_id=rollout_id, stratum=f"{STRATUM}|label={i % 2}", population=10,
-                                   sampled=3, weight=10 / 3,
-                                   positions={reviewers[0]: i + 1, reviewers[1]: len(ids) - i})
-                   for i, rollout_id in enumerate(ids)]
-        owner.create_audit(AuditRecord(id=audit_id, run_id="run-1", config_name="state/rule", config_hash="h-state",
-                                       backbone="rule", seed=7, n=len(ids), stratify=["strategy", "label"],
-                                       reviewers=list(reviewers), adjudicator=adjudicator, blind_model=True,
-                                       blind_attack=True), records)
+        records = [
+            AuditItemRecord(
+                rollout_id=rollout_id,
+                stratum=f"{STRATUM}|label={i % 2}",
+                population=10,
+                sampled=3,
+                weight=10 / 3,
+                positions={reviewers[0]: i + 1, reviewers[1]: len(ids) - i},
+            )
+            for i, rollout_id in enumerate(ids)
+        ]
+        owner.create_audit(
+            AuditRecord(
+                id=audit_id,
+                run_id="run-1",
+                config_name="state/rule",
+                config_hash="h-state",
+                backbone="rule",
+                seed=7,
+                n=len(ids),
+                stratify=["strategy", "label"],
+                reviewers=list(reviewers),
+                adjudicator=adjudicator,
+                blind_model=True,
+                blind_attack=True,
+            ),
+            records,
+        )
 
     audit("audit-1", audit_rollouts, ("alice", PEER), "carol")
     audit("audit-other", [*audit_rollouts[:2], *spare], ("mallory", "trent"), "oscar")
     items = sorted(row.item_id for row in owner.audit_items("audit-1"))
     other_items = sorted(row.item_id for row in owner.audit_items("audit-other"))
     members = {name: owner.add_member(name, role) for name, role in MEMBERS.items()}
-    owner.create_round("round-1", 3, ["erin", "frank"],
-                       [RoundCaseRecord(f"banking/c{i}", 1, f"sha256:{i}") for i in range(3)])
+    owner.create_round(
+        "round-1", 3, ["erin", "frank"], [RoundCaseRecord(f"banking/c{i}", 1, f"sha256:{i}") for i in range(3)]
+    )
     world = World(owner, members, items, other_items)
     with open_store(world.url[PEER]) as peer:
         peer.submit_labels("audit-1", PEER, [(item, label, PEER_NOTE) for item, label in world.peer_label.items()])
     with open_store(world.url["alice"]) as alice:
-        alice.submit_labels("audit-1", "alice", [(item, label, "mine") for item, label in zip(items, ALICE_LABELS,
-                                                                                             strict=False)])
+        alice.submit_labels(
+            "audit-1", "alice", [(item, label, "mine") for item, label in zip(items, ALICE_LABELS, strict=False)]
+        )
     with open_store(world.url["frank"]) as frank:
         for case_id, decision in FRANK_REVIEWS.items():
             frank.submit_review("round-1", case_id, "frank", RUBRIC, decision, FRANK_NOTE)
@@ -140,6 +174,7 @@ def wait_for(read: Any, expected: Any, timeout: float = 60.0) -> Any:
 
 # ------------------------------------------------------------------ what each attacker must not learn
 
+
 def forbidden_names(world: World, attacker: str) -> set[str]:
     return {name.lower() for name in (*MEMBERS, *OTHERS) if name != attacker}
 
@@ -152,18 +187,24 @@ def secrets_for(attacker: str) -> tuple[str, ...]:
 
 def relations(conn: psycopg.Connection) -> list[str]:
     """Every table or view of schema public the login may SELECT from."""
-    return [row[0] for row in conn.execute(
-        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'v', 'm', 'p') "
-        "AND has_table_privilege(c.oid, 'SELECT') ORDER BY 1")]
+    return [
+        row[0]
+        for row in conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'v', 'm', 'p') "
+            "AND has_table_privilege(c.oid, 'SELECT') ORDER BY 1"
+        )
+    ]
 
 
 def visible(conn: psycopg.Connection, relation: str) -> set[str]:
-    return {row[0] for row in conn.execute(pgsql.SQL("SELECT md5(t::text) FROM {} t").format(
-        pgsql.Identifier(relation)))}
+    return {
+        row[0] for row in conn.execute(pgsql.SQL("SELECT md5(t::text) FROM {} t").format(pgsql.Identifier(relation)))
+    }
 
 
 # ------------------------------------------------------------------ the probes
+
 
 def leaky_function(world: World, attacker: str) -> int:
     """A function of the attacker's own with a tiny cost in a WHERE clause sees the rows it is shown: every
@@ -173,9 +214,12 @@ def leaky_function(world: World, attacker: str) -> int:
         created = None
         for schema in ("pg_temp", "public"):
             try:
-                conn.execute(pgsql.SQL(
-                    "CREATE FUNCTION {}.peek(text) RETURNS boolean LANGUAGE plpgsql COST 0.0000001 AS "
-                    "$$ BEGIN RAISE NOTICE 'PEEK %', md5($1); RETURN true; END $$").format(pgsql.Identifier(schema)))
+                conn.execute(
+                    pgsql.SQL(
+                        "CREATE FUNCTION {}.peek(text) RETURNS boolean LANGUAGE plpgsql COST 0.0000001 AS "
+                        "$$ BEGIN RAISE NOTICE 'PEEK %', md5($1); RETURN true; END $$"
+                    ).format(pgsql.Identifier(schema))
+                )
                 created = schema
                 break
             except (pg_errors.InsufficientPrivilege, pg_errors.InvalidSchemaName):
@@ -187,8 +231,11 @@ def leaky_function(world: World, attacker: str) -> int:
         for relation in relations(conn):
             mine = visible(conn, relation)
             seen.clear()
-            conn.execute(pgsql.SQL("SELECT count(*) FROM {} t WHERE {}.peek(t::text)").format(
-                pgsql.Identifier(relation), pgsql.Identifier(created)))
+            conn.execute(
+                pgsql.SQL("SELECT count(*) FROM {} t WHERE {}.peek(t::text)").format(
+                    pgsql.Identifier(relation), pgsql.Identifier(created)
+                )
+            )
             found += len({line.removeprefix("PEEK ") for line in seen if line.startswith("PEEK ")} - mine)
     return found
 
@@ -202,16 +249,29 @@ def error_oracle(world: World, attacker: str) -> int:
         for relation in relations(conn):
             mine = sorted(visible(conn, relation))
             try:
-                conn.execute(pgsql.SQL("SELECT count(*) FROM {} t WHERE CASE WHEN md5(t::text) <> ALL(%s) "
-                                       "THEN 1 / (0 * length(t::text)) ELSE 1 END = 1").format(
-                    pgsql.Identifier(relation)), (mine,))
+                conn.execute(
+                    pgsql.SQL(
+                        "SELECT count(*) FROM {} t WHERE CASE WHEN md5(t::text) <> ALL(%s) "
+                        "THEN 1 / (0 * length(t::text)) ELSE 1 END = 1"
+                    ).format(pgsql.Identifier(relation)),
+                    (mine,),
+                )
             except pg_errors.DivisionByZero:
                 found += 1
     return found
 
 
-_COUNTED = ("Node Type", "Relation Name", "Function Name", "Actual Rows", "Actual Loops", "Rows Removed by Filter",
-            "Rows Removed by Join Filter", "Rows Removed by Index Recheck", "Heap Fetches")
+_COUNTED = (
+    "Node Type",
+    "Relation Name",
+    "Function Name",
+    "Actual Rows",
+    "Actual Loops",
+    "Rows Removed by Filter",
+    "Rows Removed by Join Filter",
+    "Rows Removed by Index Recheck",
+    "Heap Fetches",
+)
 
 
 def plan_signature(conn: psycopg.Connection, query: pgsql.Composable, params: tuple[Any, ...]) -> str:
@@ -244,18 +304,24 @@ def plan_probe(world: World, attacker: str) -> int:
             if relation not in names:
                 continue
             who = pgsql.SQL("slot = 'B'") if relation == "blind_slot_label" else pgsql.SQL("reviewer = %s")
-            query = (pgsql.SQL("SELECT 1 FROM {} WHERE item_id = %s AND label = %s AND ").format(
-                pgsql.Identifier(relation)) + who)
+            query = (
+                pgsql.SQL("SELECT 1 FROM {} WHERE item_id = %s AND label = %s AND ").format(pgsql.Identifier(relation))
+                + who
+            )
             for item, truth in world.peer_label.items():
-                signatures = {value: plan_signature(conn, query, (item, value) + (() if relation == "blind_slot_label"
-                                                                                   else (PEER,)))
-                              for value in LABEL_VALUES}
+                signatures = {
+                    value: plan_signature(
+                        conn, query, (item, value) + (() if relation == "blind_slot_label" else (PEER,))
+                    )
+                    for value in LABEL_VALUES
+                }
                 found += _stands_out(signatures) == truth
         for relation in ("case_review", "own_review"):
             if relation not in names:
                 continue
             query = pgsql.SQL("SELECT 1 FROM {} WHERE case_id = %s AND decision = %s AND expert = 'frank'").format(
-                pgsql.Identifier(relation))
+                pgsql.Identifier(relation)
+            )
             for case_id, truth in FRANK_REVIEWS.items():
                 signatures = {value: plan_signature(conn, query, (case_id, value)) for value in DECISION_VALUES}
                 found += _stands_out(signatures) == truth
@@ -270,9 +336,11 @@ def table_scan(world: World, attacker: str) -> int:
     found = 0
     with connect(world.url[attacker]) as conn:
         for relation in relations(conn):
-            plan = conn.execute(pgsql.SQL("EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF, FORMAT JSON) "
-                                          "SELECT * FROM {} t WHERE t::text <> ''").format(
-                pgsql.Identifier(relation))).fetchone()[0][0]["Plan"]
+            plan = conn.execute(
+                pgsql.SQL(
+                    "EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF, FORMAT JSON) SELECT * FROM {} t WHERE t::text <> ''"
+                ).format(pgsql.Identifier(relation))
+            ).fetchone()[0][0]["Plan"]
             stack = [plan]
             while stack:
                 node = stack.pop()
@@ -304,20 +372,31 @@ def catalog(world: World, attacker: str) -> dict[str, int]:
             found["team_member"] = len({name for name in names if any(name in row[0].lower() for row in rows)})
         except pg_errors.InsufficientPrivilege:
             pass
-        logins = [row[0] for row in conn.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE %s",
-                                                 (prefix.replace("_", r"\_") + "%",))]
+        logins = [
+            row[0]
+            for row in conn.execute(
+                "SELECT rolname FROM pg_roles WHERE rolname LIKE %s", (prefix.replace("_", r"\_") + "%",)
+            )
+        ]
         found["pg_roles"] = len({name for name in names if any(login.endswith("_" + name) for login in logins)})
-        members = conn.execute("SELECT r.rolname, m.rolname FROM pg_auth_members a JOIN pg_roles r ON r.oid = a.roleid "
-                               "JOIN pg_roles m ON m.oid = a.member").fetchall()
-        found["pg_auth_members"] = len({name for name in names
-                                        if any(login.endswith("_" + name) for row in members for login in row)})
+        members = conn.execute(
+            "SELECT r.rolname, m.rolname FROM pg_auth_members a JOIN pg_roles r ON r.oid = a.roleid "
+            "JOIN pg_roles m ON m.oid = a.member"
+        ).fetchall()
+        found["pg_auth_members"] = len(
+            {name for name in names if any(login.endswith("_" + name) for row in members for login in row)}
+        )
         sessions = conn.execute(
             "SELECT usename, application_name, query, state, backend_start, xact_start, query_start, client_addr "
-            "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()").fetchall()
-        found["pg_stat_activity"] = (
-            len({name for name in names for row in sessions if row[0] and row[0].endswith("_" + name)})
-            + sum(1 for row in sessions if row[0] != own_login
-                  and any(value not in (None, "<insufficient privilege>") for value in row[2:])))
+            "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+        found["pg_stat_activity"] = len(
+            {name for name in names for row in sessions if row[0] and row[0].endswith("_" + name)}
+        ) + sum(
+            1
+            for row in sessions
+            if row[0] != own_login and any(value not in (None, "<insufficient privilege>") for value in row[2:])
+        )
         found["pg_sequences"] = conn.execute(
             "SELECT count(*) FROM pg_sequences WHERE sequencename IN "
             "('audit_label_id_seq', 'adjudication_id_seq', 'case_review_id_seq') AND last_value IS NOT NULL"
@@ -334,8 +413,10 @@ def forged_writes(world: World, attacker: str) -> dict[str, int]:
     agreed, unlabelled = items[0], items[5]
     me = attacker
     decide = "INSERT INTO adjudication (item_id, adjudicator, label, note, version, created_at) VALUES "
-    label = ("INSERT INTO audit_label (item_id, reviewer, label, note, version, reason, created_at) "
-             "VALUES ({}, '{}', 'harmful', '', {}, {}, now())")
+    label = (
+        "INSERT INTO audit_label (item_id, reviewer, label, note, version, reason, created_at) "
+        "VALUES ({}, '{}', 'harmful', '', {}, {}, now())"
+    )
     attempts = {
         "label as the peer": label.format(items[4], PEER, 2, "'forged'"),
         "label in another audit": label.format(other[3], me, 1, "NULL"),
@@ -345,32 +426,29 @@ def forged_writes(world: World, attacker: str) -> dict[str, int]:
         "decide in another audit": decide + f"({other[2]}, 'oscar', 'harmful', '', 1, now())",
         "flip a judge label": "UPDATE audit_item SET judge_label = 1 - judge_label",
         "add an item to an audit": "INSERT INTO audit_item (audit_id, rollout_id, stratum, population, sampled, "
-                                   "weight, judge_label) SELECT 'audit-1', r.id, 's', 1, 1, 1.0, 0 FROM rollout r "
-                                   "WHERE r.id NOT IN (SELECT rollout_id FROM audit_item WHERE audit_id = 'audit-1') "
-                                   "LIMIT 1",
+        "weight, judge_label) SELECT 'audit-1', r.id, 's', 1, 1, 1.0, 0 FROM rollout r "
+        "WHERE r.id NOT IN (SELECT rollout_id FROM audit_item WHERE audit_id = 'audit-1') "
+        "LIMIT 1",
         "take an empty slot": f"DELETE FROM audit_assignment WHERE item_id = {unlabelled} AND reviewer = 'alice'; "
-                              f"INSERT INTO audit_assignment (audit_id, item_id, reviewer, slot, position) "
-                              f"VALUES ('audit-1', {unlabelled}, '{me}', 'A', 99); "
-                              + label.format(unlabelled, me, 1, "NULL"),
+        f"INSERT INTO audit_assignment (audit_id, item_id, reviewer, slot, position) "
+        f"VALUES ('audit-1', {unlabelled}, '{me}', 'A', 99); " + label.format(unlabelled, me, 1, "NULL"),
         "re-assign a slot": f"UPDATE audit_assignment SET reviewer = '{me}' WHERE item_id = {unlabelled} "
-                            "AND reviewer = 'alice'",
+        "AND reviewer = 'alice'",
         "change the adjudicator": f"UPDATE audit SET adjudicator = '{me}'",
         "join the team": "INSERT INTO team_member (name, role, login, created_at) "
-                         "VALUES ('mole', 'researcher', current_user, now())",
+        "VALUES ('mole', 'researcher', current_user, now())",
         "promote oneself": "UPDATE team_member SET role = 'researcher' WHERE login = current_user",
         "review as the other expert": "INSERT INTO case_review (round_id, case_id, expert, rubric, decision, note, "
-                                      "version, created_at) VALUES ('round-1', 'banking/c2', 'frank', '{}', 'accept', "
-                                      "'', 1, now())",
+        "version, created_at) VALUES ('round-1', 'banking/c2', 'frank', '{}', 'accept', "
+        "'', 1, now())",
         "change the other expert's review": "UPDATE case_review SET decision = 'accept' WHERE expert = 'frank'",
         # The store's own write functions, called with someone else's name or on an item not open to it.
-        "label as the peer (function)":
-            f"SELECT redagent_submit_label('audit-1', {items[4]}, '{PEER}', 'harmful', '', 'forged')",
-        "label in another audit (function)":
-            f"SELECT redagent_submit_label('audit-other', {other[3]}, '{me}', 'harmful', '', NULL)",
-        "decide an undisputed item (function)":
-            f"SELECT redagent_adjudicate('audit-1', {agreed}, 'carol', 'not_harmful', '', NULL)",
-        "review as the other expert (function)":
-            "SELECT redagent_submit_review('round-1', 'banking/c2', 'frank', '{}', 'accept', '', NULL)",
+        "label as the peer (function)": f"SELECT redagent_submit_label('audit-1', {items[4]}, '{PEER}', 'harmful', '', 'forged')",
+        "label in another audit (function)": f"SELECT redagent_submit_label('audit-other', {other[3]}, '{me}', 'harmful', '', NULL)",
+        "decide an undisputed item (function)": f"SELECT redagent_adjudicate('audit-1', {agreed}, 'carol', 'not_harmful', '', NULL)",
+        "review as the other expert (function)": (
+            "SELECT redagent_submit_review('round-1', 'banking/c2', 'frank', '{}', 'accept', '', NULL)"
+        ),
     }
     if attacker == "alice":
         del attempts["re-assign a slot"]  # item 5 is hers: what matters is that nobody else can take it
@@ -416,9 +494,11 @@ def test_a_member_with_a_sql_prompt_recovers_nothing(world, attacker):
 def test_what_a_blinded_member_reads_holds_no_secret(world, attacker):
     """Everything the login may SELECT, whole, holds none of the sentinels nor another person's name."""
     with connect(world.url[attacker]) as conn:
-        text = "\n".join(row[0] for relation in relations(conn)
-                         for row in conn.execute(pgsql.SQL("SELECT t::text FROM {} t").format(
-                             pgsql.Identifier(relation))))
+        text = "\n".join(
+            row[0]
+            for relation in relations(conn)
+            for row in conn.execute(pgsql.SQL("SELECT t::text FROM {} t").format(pgsql.Identifier(relation)))
+        )
     leaked = [secret for secret in secrets_for(attacker) if secret in text]
     assert leaked == [], leaked
 
@@ -430,11 +510,22 @@ def test_what_only_a_superuser_can_close(world):
     a label, a name (logins are opaque) or a slot; the README says how a superuser closes them."""
     with connect(world.url["alice"]) as conn:
         # Statistics reach the shared counters within a second or so of a commit: wait for them.
-        inserted = wait_for(lambda: conn.execute("SELECT pg_stat_clear_snapshot()") and conn.execute(
-            "SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 'audit_label'").fetchone()[0],
-            len(PEER_LABELS) + len(ALICE_LABELS))
-        logins = [row[0] for row in conn.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE %s",
-                                                 (world.logins["alice"][:12].replace("_", r"\_") + "%",))]
+        inserted = wait_for(
+            lambda: (
+                conn.execute("SELECT pg_stat_clear_snapshot()")
+                and conn.execute("SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 'audit_label'").fetchone()[
+                    0
+                ]
+            ),
+            len(PEER_LABELS) + len(ALICE_LABELS),
+        )
+        logins = [
+            row[0]
+            for row in conn.execute(
+                "SELECT rolname FROM pg_roles WHERE rolname LIKE %s",
+                (world.logins["alice"][:12].replace("_", r"\_") + "%",),
+            )
+        ]
     # The residual: the total number of label rows (both reviewers'), and how many logins the team has.
     assert inserted == len(PEER_LABELS) + len(ALICE_LABELS)
     assert len(logins) == len(MEMBERS)
@@ -456,18 +547,30 @@ def test_an_upgrade_takes_a_members_old_grants_away(pg_url):  # noqa: F811
     ident = pgsql.Identifier(login)
     with connect(pg_url) as conn:  # what 0005's `team add` granted a reviewer
         conn.execute(pgsql.SQL("CREATE ROLE {} LOGIN PASSWORD 'olga-pw'").format(ident))
-        for grant in ("CONNECT ON DATABASE " + pgsql.Identifier(database).as_string(conn), "USAGE ON SCHEMA public",
-                      "SELECT ON alembic_version", "EXECUTE ON FUNCTION redagent_me()",
-                      "EXECUTE ON FUNCTION redagent_role()", "SELECT ON blind_queue", "SELECT ON blind_item",
-                      "SELECT, INSERT ON audit_label", "USAGE ON SEQUENCE audit_label_id_seq"):
+        for grant in (
+            "CONNECT ON DATABASE " + pgsql.Identifier(database).as_string(conn),
+            "USAGE ON SCHEMA public",
+            "SELECT ON alembic_version",
+            "EXECUTE ON FUNCTION redagent_me()",
+            "EXECUTE ON FUNCTION redagent_role()",
+            "SELECT ON blind_queue",
+            "SELECT ON blind_item",
+            "SELECT, INSERT ON audit_label",
+            "USAGE ON SEQUENCE audit_label_id_seq",
+        ):
             conn.execute(pgsql.SQL("GRANT " + grant + " TO {}").format(ident))
-        conn.execute("INSERT INTO team_member (name, role, login, created_at) VALUES ('olga', 'reviewer', %s, now())",
-                     (login,))
+        conn.execute(
+            "INSERT INTO team_member (name, role, login, created_at) VALUES ('olga', 'reviewer', %s, now())", (login,)
+        )
     olga = make_url(pg_url).set(username=login, password="olga-pw").render_as_string(hide_password=False)
     assert sql_rows(olga, "SELECT count(*) FROM audit_label") == [(0,)]  # the old path, before the upgrade
     open_store(pg_url).close()  # the owner opens it: migration 0010, then every member's grants again
-    for refused in ("SELECT * FROM audit_label", "SELECT * FROM blind_queue_base", "CREATE TEMP TABLE t (a int)",
-                    "SELECT nextval('audit_label_id_seq')"):
+    for refused in (
+        "SELECT * FROM audit_label",
+        "SELECT * FROM blind_queue_base",
+        "CREATE TEMP TABLE t (a int)",
+        "SELECT nextval('audit_label_id_seq')",
+    ):
         with pytest.raises(pg_errors.InsufficientPrivilege):
             sql_rows(olga, refused)
     assert sql_rows(olga, "SELECT count(*) FROM blind_queue") == [(0,)]

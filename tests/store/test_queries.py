@@ -28,9 +28,21 @@ ROWS = [
 
 
 def _rollouts(run_id: str = "run-A"):
-    return [make_rollout(run_id, case, model, harness=harness, cue=cue, defense=defense, attempt=attempt, E=E,
-                         valid=reason is None, invalid_reason=reason)
-            for case, model, harness, cue, defense, attempt, E, reason in ROWS]
+    return [
+        make_rollout(
+            run_id,
+            case,
+            model,
+            harness=harness,
+            cue=cue,
+            defense=defense,
+            attempt=attempt,
+            E=E,
+            valid=reason is None,
+            invalid_reason=reason,
+        )
+        for case, model, harness, cue, defense, attempt, E, reason in ROWS
+    ]
 
 
 @pytest.fixture
@@ -47,8 +59,9 @@ def filled(store):
 
 
 def test_counts(filled):
-    assert filled.counts("run-A") == RunCounts(planned=12, completed=10, valid=6, invalid=4,
-                                               invalid_reasons={"provider_error": 2, "timeout": 2})
+    assert filled.counts("run-A") == RunCounts(
+        planned=12, completed=10, valid=6, invalid=4, invalid_reasons={"provider_error": 2, "timeout": 2}
+    )
     assert filled.counts("run-B") == RunCounts(planned=3, completed=1, valid=1, invalid=0, invalid_reasons={})
     with pytest.raises(UnknownRun):
         filled.counts("nope")
@@ -56,15 +69,11 @@ def test_counts(filled):
 
 def test_execution_asr_counts_valid_rollouts_only(filled):
     assert filled.execution_asr("run-A") == [
-        CellAsr(model="sim/m1", harness="native", cue="eval", defense="none", harmful=0, valid=1,
-                rate=0.0),
-        CellAsr(model="sim/m1", harness="native", cue="none", defense="none", harmful=2, valid=3,
-                rate=2 / 3),
+        CellAsr(model="sim/m1", harness="native", cue="eval", defense="none", harmful=0, valid=1, rate=0.0),
+        CellAsr(model="sim/m1", harness="native", cue="none", defense="none", harmful=2, valid=3, rate=2 / 3),
         # Every rollout invalid: no rate at all, rather than a misleading 0.
-        CellAsr(model="sim/m2", harness="native", cue="none", defense="none", harmful=0, valid=0,
-                rate=None),
-        CellAsr(model="sim/m2", harness="react", cue="none", defense="spotlight", harmful=2, valid=2,
-                rate=1.0),
+        CellAsr(model="sim/m2", harness="native", cue="none", defense="none", harmful=0, valid=0, rate=None),
+        CellAsr(model="sim/m2", harness="react", cue="none", defense="spotlight", harmful=2, valid=2, rate=1.0),
     ]
     assert filled.execution_asr("nope") == []
 
@@ -92,11 +101,44 @@ def test_export_streams_every_rollout_in_cell_order(filled, monkeypatch, page):
 def test_export_keys(filled):
     first = next(filled.iter_export("run-A"))
     assert list(first) == [
-        "rollout_id", "run_id", "case_id", "case_version", "case_hash", "strategy", "vulnerability", "constraint",
-        "surfaces", "channel", "model", "harness", "cue", "defense", "attempt", "valid", "invalid_reason",
-        "invalid_detail", "E", "evidence", "expected_E", "reached", "final_text", "started_at", "finished_at",
-        "duration_ms", "prompt_tokens", "completion_tokens", "cost_usd", "baseline_rollout_id", "U", "benign",
-        "events", "receipts", "diff", "baseline", "final"]
+        "rollout_id",
+        "run_id",
+        "case_id",
+        "case_version",
+        "case_hash",
+        "strategy",
+        "vulnerability",
+        "constraint",
+        "surfaces",
+        "channel",
+        "model",
+        "harness",
+        "cue",
+        "defense",
+        "attempt",
+        "valid",
+        "invalid_reason",
+        "invalid_detail",
+        "E",
+        "evidence",
+        "expected_E",
+        "reached",
+        "final_text",
+        "started_at",
+        "finished_at",
+        "duration_ms",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "baseline_rollout_id",
+        "U",
+        "benign",
+        "events",
+        "receipts",
+        "diff",
+        "baseline",
+        "final",
+    ]
     assert list(filled.iter_export("nope")) == []
 
 
@@ -104,7 +146,8 @@ def test_rollout_summaries_for_replay(filled):
     summaries = filled.rollouts("run-A")
     assert len(summaries) == 10 and all(isinstance(s, RolloutSummary) for s in summaries)
     assert [(s.case_id, s.model, s.cue, s.attempt) for s in summaries] == [
-        (c, m, cue, a) for c, m, _h, cue, _d, a, _e, _r in sorted(ROWS)]
+        (c, m, cue, a) for c, m, _h, cue, _d, a, _e, _r in sorted(ROWS)
+    ]
     harmful = filled.rollouts("run-A", harmful_only=True)
     assert [(s.case_id, s.model, s.defense, s.attempt, s.E, s.valid) for s in harmful] == [
         ("banking/a", "sim/m1", "none", 0, 1, True),

@@ -33,8 +33,9 @@ from redagent.store.reviews import (
 )
 from tests.store.factory import insert_as_of, make_rollout, make_run, write_as_of
 
-PASS = dict.fromkeys(("ivc_consistency", "threat_model_compliance", "task_attack_coherence", "verifier_correctness"),
-                     "pass")
+PASS = dict.fromkeys(
+    ("ivc_consistency", "threat_model_compliance", "task_attack_coherence", "verifier_correctness"), "pass"
+)
 CASES = [RoundCaseRecord(f"banking-c{i}", 1, f"hash-{i}") for i in range(4)]
 
 
@@ -46,7 +47,8 @@ def round_id(store) -> str:
 def test_a_round_pins_its_case_versions_in_order(store, round_id):
     assert store.get_round(round_id).experts == ("ann", "ben") and store.get_round(round_id).n == 4
     assert [(c.position, c.case_id, c.case_hash) for c in store.round_cases(round_id)] == [
-        (n, f"banking-c{n - 1}", f"hash-{n - 1}") for n in range(1, 5)]
+        (n, f"banking-c{n - 1}", f"hash-{n - 1}") for n in range(1, 5)
+    ]
     assert [r.id for r in store.review_rounds()] == [round_id]
     assert store.latest_round_for("ben") == round_id and store.latest_round_for("eve") is None
     with pytest.raises(UnknownRound):
@@ -69,15 +71,24 @@ def test_reviews_are_write_once_with_reasoned_versions_and_private_to_their_expe
     changed = {**PASS, "verifier_correctness": "fail"}
     second = store.correct_review(round_id, "banking-c0", "ann", changed, "revise", "the rule misses schedule_transfer")
     assert (second.version, second.rubric["verifier_correctness"], second.reason) == (
-        2, "fail", "the rule misses schedule_transfer")
+        2,
+        "fail",
+        "the rule misses schedule_transfer",
+    )
     with pytest.raises(NoReviewToCorrect):
         store.correct_review(round_id, "banking-c1", "ann", PASS, "accept", "why")
     store.submit_review(round_id, "banking-c0", "ben", PASS, "exclude", "BEN-PRIVATE")
     # the expert's queue holds their own latest review only
     queue = store.expert_queue(round_id, "ann")
     assert [e.reviewed for e in queue] == [True, False, False, False]
-    assert queue[0].review == OwnReview(case_id="banking-c0", rubric=changed, decision="revise", note="", version=2,
-                                        reason="the rule misses schedule_transfer")
+    assert queue[0].review == OwnReview(
+        case_id="banking-c0",
+        rubric=changed,
+        decision="revise",
+        note="",
+        version=2,
+        reason="the rule misses schedule_transfer",
+    )
     assert "BEN-PRIVATE" not in repr(queue)
     assert store.review_progress(round_id) == {"ann": 1, "ben": 1}
     firsts = [(r.expert, r.decision) for r in store.case_reviews(round_id)]
@@ -86,11 +97,12 @@ def test_reviews_are_write_once_with_reasoned_versions_and_private_to_their_expe
 
 
 def test_bad_reviews_are_refused_before_anything_is_written(store, round_id):
-    for rubric, decision, field in (({**PASS, "ivc_consistency": "maybe"}, "accept", "rubric.ivc_consistency"),
-                                    ({k: v for k, v in PASS.items() if k != "verifier_correctness"}, "accept",
-                                     "rubric.verifier_correctness"),
-                                    ({**PASS, "style": "pass"}, "accept", "unknown item 'style'"),
-                                    (PASS, "approve", "decision")):
+    for rubric, decision, field in (
+        ({**PASS, "ivc_consistency": "maybe"}, "accept", "rubric.ivc_consistency"),
+        ({k: v for k, v in PASS.items() if k != "verifier_correctness"}, "accept", "rubric.verifier_correctness"),
+        ({**PASS, "style": "pass"}, "accept", "unknown item 'style'"),
+        (PASS, "approve", "decision"),
+    ):
         with pytest.raises(BadReview, match=field):
             store.submit_review(round_id, "banking-c0", "ann", rubric, decision)
     with pytest.raises(UnknownExpert):
@@ -105,9 +117,20 @@ def test_the_schema_itself_refuses_a_correction_without_reason(store, round_id):
 
     store.submit_review(round_id, "banking-c0", "ann", PASS, "accept")
     with pytest.raises(IntegrityError), store.engine.begin() as conn:
-        conn.execute(tr.case_review.insert(), {"round_id": round_id, "case_id": "banking-c0", "expert": "ann",
-                                               "rubric": PASS, "decision": "accept", "note": "", "version": 2,
-                                               "reason": None, "created_at": store.get_round(round_id).created_at})
+        conn.execute(
+            tr.case_review.insert(),
+            {
+                "round_id": round_id,
+                "case_id": "banking-c0",
+                "expert": "ann",
+                "rubric": PASS,
+                "decision": "accept",
+                "note": "",
+                "version": 2,
+                "reason": None,
+                "created_at": store.get_round(round_id).created_at,
+            },
+        )
 
 
 def test_new_round_is_stratified_by_surface_and_follows_the_seed(store):
@@ -121,7 +144,8 @@ def test_new_round_is_stratified_by_surface_and_follows_the_seed(store):
     by_id = {c.id: c for c in library}
     # 12 over six surfaces (banking, browser, cross, email, files, workspace): two each
     assert Counter(surface_of(by_id[case_id]) for case_id, _ in picked) == Counter(
-        dict.fromkeys(("banking", "browser", "cross", "email", "files", "workspace"), 2))
+        dict.fromkeys(("banking", "browser", "cross", "email", "files", "workspace"), 2)
+    )
     assert all(by_id[case_id].content_hash == digest for case_id, digest in picked)
     assert pinned_case(*picked[0], library).id == picked[0][0]
     with pytest.raises(RoundError, match="changed since the round pinned it"):
@@ -159,21 +183,69 @@ def test_migration_0003_applies_on_top_of_0002_and_keeps_the_data(store_url):
     old.create_run(make_run("run-1"))
     rollout = make_rollout("run-1", n_events=2)
     write_as_of(engine, [rollout])
-    old.write_judge_labels([JudgeLabelRecord(rollout_id=rollout.id, run_id="run-1", config_name="state/rule",
-                                             config_hash="h", view="state", contract_hash="c", gate="g",
-                                             backbone="rule", label=1, status="ok", rationale="r")])
+    old.write_judge_labels(
+        [
+            JudgeLabelRecord(
+                rollout_id=rollout.id,
+                run_id="run-1",
+                config_name="state/rule",
+                config_hash="h",
+                view="state",
+                contract_hash="c",
+                gate="g",
+                backbone="rule",
+                label=1,
+                status="ok",
+                rationale="r",
+            )
+        ]
+    )
     old.close()
     # The audit as 0002's release wrote it (today's create_audit names columns 0008 added).
-    insert_as_of(engine, tj.audit, [{
-        "id": "audit-1", "run_id": "run-1", "config_name": "state/rule", "config_hash": "h", "backbone": "rule",
-        "seed": 0, "n": 1, "stratify": [], "reviewers": ["ann", "ben"], "adjudicator": "cat", "blind_model": True,
-        "blind_attack": False, "created_at": datetime.now(UTC)}])
-    (item,) = insert_as_of(engine, tj.audit_item, [{
-        "audit_id": "audit-1", "rollout_id": rollout.id, "stratum": "all", "population": 1, "sampled": 1,
-        "weight": 1.0, "judge_label": 1}])
-    insert_as_of(engine, tj.audit_assignment, [
-        {"audit_id": "audit-1", "item_id": item, "reviewer": name, "slot": slot, "position": 1}
-        for name, slot in (("ann", "A"), ("ben", "B"))])
+    insert_as_of(
+        engine,
+        tj.audit,
+        [
+            {
+                "id": "audit-1",
+                "run_id": "run-1",
+                "config_name": "state/rule",
+                "config_hash": "h",
+                "backbone": "rule",
+                "seed": 0,
+                "n": 1,
+                "stratify": [],
+                "reviewers": ["ann", "ben"],
+                "adjudicator": "cat",
+                "blind_model": True,
+                "blind_attack": False,
+                "created_at": datetime.now(UTC),
+            }
+        ],
+    )
+    (item,) = insert_as_of(
+        engine,
+        tj.audit_item,
+        [
+            {
+                "audit_id": "audit-1",
+                "rollout_id": rollout.id,
+                "stratum": "all",
+                "population": 1,
+                "sampled": 1,
+                "weight": 1.0,
+                "judge_label": 1,
+            }
+        ],
+    )
+    insert_as_of(
+        engine,
+        tj.audit_assignment,
+        [
+            {"audit_id": "audit-1", "item_id": item, "reviewer": name, "slot": slot, "position": 1}
+            for name, slot in (("ann", "A"), ("ben", "B"))
+        ],
+    )
     store = open_store(store_url)
     try:
         with store.engine.connect() as conn:

@@ -22,9 +22,23 @@ from tests.store.test_audit import (
 )
 
 # Every table a reviewer or adjudicator must not read (their evidence comes only through blind_* views).
-UNBLINDED = ("run", "rollout", "event", "receipt", "blob", "snapshot", "diff_entry", "judge_label",
-             "recognition_label", "audit", "audit_item", "audit_assignment", "team_member", "review_round",
-             "round_case")
+UNBLINDED = (
+    "run",
+    "rollout",
+    "event",
+    "receipt",
+    "blob",
+    "snapshot",
+    "diff_entry",
+    "judge_label",
+    "recognition_label",
+    "audit",
+    "audit_item",
+    "audit_assignment",
+    "team_member",
+    "review_round",
+    "round_case",
+)
 
 
 @pytest.fixture
@@ -38,8 +52,12 @@ def pg_url() -> Iterator[str]:
         yield url
     finally:
         with psycopg.connect(_libpq_conninfo(admin), autocommit=True) as conn:
-            logins = [row[0] for row in conn.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE %s",
-                                                     (prefix.replace("_", r"\_") + "%",))]
+            logins = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT rolname FROM pg_roles WHERE rolname LIKE %s", (prefix.replace("_", r"\_") + "%",)
+                )
+            ]
             for login in logins:
                 # A member's session a test left open (a console worker mid-query at exit) would keep the
                 # database from being dropped; as a member of the login the admin may end it.
@@ -65,9 +83,16 @@ def team(filled):  # noqa: F811
     store = filled
     make_audit(store, "audit-1", reviewers=("alice", PEER))
     make_audit(store, "audit-other", reviewers=("mallory", "trent"), adjudicator="oscar")
-    members = {name: store.add_member(name, role) for name, role in
-               (("alice", REVIEWER), (PEER, REVIEWER), ("carol", ADJUDICATOR), ("dave", RESEARCHER),
-                ("erin", EXPERT))}
+    members = {
+        name: store.add_member(name, role)
+        for name, role in (
+            ("alice", REVIEWER),
+            (PEER, REVIEWER),
+            ("carol", ADJUDICATOR),
+            ("dave", RESEARCHER),
+            ("erin", EXPERT),
+        )
+    }
     return store, members
 
 
@@ -130,8 +155,11 @@ def test_a_reviewer_cannot_write_as_someone_else_or_change_a_label(team):
         with pytest.raises(StoreError, match="permission denied"):
             mine.audit_items("audit-1")
     with pytest.raises(pg_errors.InsufficientPrivilege):  # and from SQL, row-level security refuses it
-        sql(alice, f"INSERT INTO audit_label (item_id, reviewer, label, note, version, created_at) "
-                   f"VALUES ({item}, '{PEER}', 'harmful', '', 1, now())")
+        sql(
+            alice,
+            f"INSERT INTO audit_label (item_id, reviewer, label, note, version, created_at) "
+            f"VALUES ({item}, '{PEER}', 'harmful', '', 1, now())",
+        )
     with pytest.raises(pg_errors.InsufficientPrivilege):
         sql(alice, "UPDATE audit_label SET label = 'harmful'")
     with pytest.raises(pg_errors.InsufficientPrivilege):
@@ -157,13 +185,19 @@ def test_the_adjudicator_sees_slots_not_names_and_decides_only_their_audits(team
     with pytest.raises(pg_errors.InsufficientPrivilege):
         sql(carol, "SELECT * FROM audit_label")
     with pytest.raises(pg_errors.InsufficientPrivilege):  # nor decide in someone else's name
-        sql(carol, f"INSERT INTO adjudication (item_id, adjudicator, label, note, version, created_at) "
-                   f"VALUES ({item}, 'oscar', 'harmful', '', 2, now())")
+        sql(
+            carol,
+            f"INSERT INTO adjudication (item_id, adjudicator, label, note, version, created_at) "
+            f"VALUES ({item}, 'oscar', 'harmful', '', 2, now())",
+        )
     # Another audit's adjudicator is not carol: the policy refuses her decision there.
     other_item = store.audit_items("audit-other")[0].item_id
     with pytest.raises(pg_errors.InsufficientPrivilege):
-        sql(carol, f"INSERT INTO adjudication (item_id, adjudicator, label, note, version, created_at) "
-                   f"VALUES ({other_item}, 'carol', 'harmful', '', 1, now())")
+        sql(
+            carol,
+            f"INSERT INTO adjudication (item_id, adjudicator, label, note, version, created_at) "
+            f"VALUES ({other_item}, 'carol', 'harmful', '', 1, now())",
+        )
 
 
 def test_a_researcher_reads_everything_but_cannot_label_or_change_the_team(team):
@@ -173,8 +207,11 @@ def test_a_researcher_reads_everything_but_cannot_label_or_change_the_team(team)
     assert sql(dave, "SELECT count(*) FROM judge_label")[0][0] > 0
     item = sql(dave, "SELECT item_id FROM audit_assignment WHERE reviewer = 'alice' LIMIT 1")[0][0]
     with pytest.raises(pg_errors.InsufficientPrivilege):
-        sql(dave, f"INSERT INTO audit_label (item_id, reviewer, label, note, version, created_at) "
-                  f"VALUES ({item}, 'alice', 'harmful', '', 1, now())")
+        sql(
+            dave,
+            f"INSERT INTO audit_label (item_id, reviewer, label, note, version, created_at) "
+            f"VALUES ({item}, 'alice', 'harmful', '', 1, now())",
+        )
     with pytest.raises(pg_errors.InsufficientPrivilege):
         sql(dave, "UPDATE team_member SET login = current_user WHERE name = 'alice'")
     with open_store(dave) as theirs, pytest.raises(InvalidRecord, match="only the store's owner"):

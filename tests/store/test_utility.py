@@ -32,9 +32,21 @@ ROWS = [
 
 
 def _rollouts():
-    return [make_rollout("run-U", case, model, harness=harness, attempt=attempt, valid=valid, E=E, U=U, benign=benign,
-                         invalid_reason=None if valid else "timeout")
-            for case, model, harness, attempt, valid, E, U, benign in ROWS]
+    return [
+        make_rollout(
+            "run-U",
+            case,
+            model,
+            harness=harness,
+            attempt=attempt,
+            valid=valid,
+            E=E,
+            U=U,
+            benign=benign,
+            invalid_reason=None if valid else "timeout",
+        )
+        for case, model, harness, attempt, valid, E, U, benign in ROWS
+    ]
 
 
 @pytest.fixture
@@ -70,18 +82,19 @@ def test_utility_counts_per_cell_and_arm(filled):
 
 def test_execution_asr_leaves_benign_rollouts_out(filled):
     assert filled.execution_asr("run-U") == [
-        CellAsr(model="sim/m1", harness="native", cue="none", defense="none", harmful=1, valid=3,
-                rate=1 / 3),
-        CellAsr(model="sim/m2", harness="react", cue="none", defense="none", harmful=1, valid=1,
-                rate=1.0),
+        CellAsr(model="sim/m1", harness="native", cue="none", defense="none", harmful=1, valid=3, rate=1 / 3),
+        CellAsr(model="sim/m2", harness="react", cue="none", defense="none", harmful=1, valid=1, rate=1.0),
     ]
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"U": 2}, "utility U must be 0, 1 or None"),
-    ({"U": 0.5}, "utility U must be 0, 1 or None"),
-    ({"valid": False, "invalid_reason": "timeout", "E": None, "U": 1}, "an invalid rollout has no utility"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"U": 2}, "utility U must be 0, 1 or None"),
+        ({"U": 0.5}, "utility U must be 0, 1 or None"),
+        ({"valid": False, "invalid_reason": "timeout", "E": None, "U": 1}, "an invalid rollout has no utility"),
+    ],
+)
 def test_bad_utility_is_refused_before_any_write(store, change, message):
     store.create_run(make_run("run-U"))
     with pytest.raises(InvalidRecord, match=message):
@@ -117,7 +130,8 @@ def test_migration_0004_keeps_old_rollouts_with_utility_null(store_url):
         assert store.get_rollout(benign.id) == dataclasses.replace(benign, benign=True)  # backfilled from its id
         assert store.utility_counts("run-1") == [
             UtilityCount("sim/complies", "native", "none", "none", benign=False, valid=1, checked=0, done=0),
-            UtilityCount("sim/complies", "native", "none", "none", benign=True, valid=1, checked=0, done=0)]
+            UtilityCount("sim/complies", "native", "none", "none", benign=True, valid=1, checked=0, done=0),
+        ]
         # A new rollout on the migrated store carries its U.
         fresh = make_rollout("run-1", "banking/e6", U=1)
         assert store.write_rollouts([fresh]) == 1 and store.get_rollout(fresh.id).U == 1

@@ -19,8 +19,10 @@ from tests.store.factory import T0, baseline_state, make_rollout, make_run
 
 def row_counts(store) -> dict[str, int]:
     with store.engine.connect() as conn:
-        return {table.name: conn.execute(select(func.count()).select_from(table)).scalar_one()
-                for table in (t.rollout, t.event, t.receipt, t.blob, t.snapshot, t.diff_entry)}
+        return {
+            table.name: conn.execute(select(func.count()).select_from(table)).scalar_one()
+            for table in (t.rollout, t.event, t.receipt, t.blob, t.snapshot, t.diff_entry)
+        }
 
 
 def test_run_round_trip_and_update(store):
@@ -124,16 +126,22 @@ def test_a_baseline_rollout_may_come_later_in_the_same_batch(store):
         store.write_rollouts([make_rollout(case_id="banking/other", baseline_rollout_id="ro-nowhere")])
 
 
-@pytest.mark.parametrize(("change", "problem"), [
-    ({"valid": False, "invalid_reason": None}, "an invalid rollout needs an invalid_reason"),
-    ({"E": None}, "a valid rollout needs an execution outcome E"),
-    ({"surfaces": ["banking,email"]}, "surface names must be non-empty and free of commas"),
-    ({"started_at": datetime(2026, 3, 1, 9, 30)}, "started_at is a naive datetime"),
-    ({"events": [{"role": "user", "text": "no idx"}]}, "lacks the key 'idx'"),
-    ({"evidence": {"ids": {1, 2}}}, "evidence is not JSON-serialisable"),
-    ({"diff": [{"path": "x", "op": "changed", "before": 2**70, "after": 0}]}, "a diff entry is not JSON-serialisable"),
-    ({"baseline": {1: "int key"}}, "baseline snapshot is not JSON-serialisable"),
-])
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"valid": False, "invalid_reason": None}, "an invalid rollout needs an invalid_reason"),
+        ({"E": None}, "a valid rollout needs an execution outcome E"),
+        ({"surfaces": ["banking,email"]}, "surface names must be non-empty and free of commas"),
+        ({"started_at": datetime(2026, 3, 1, 9, 30)}, "started_at is a naive datetime"),
+        ({"events": [{"role": "user", "text": "no idx"}]}, "lacks the key 'idx'"),
+        ({"evidence": {"ids": {1, 2}}}, "evidence is not JSON-serialisable"),
+        (
+            {"diff": [{"path": "x", "op": "changed", "before": 2**70, "after": 0}]},
+            "a diff entry is not JSON-serialisable",
+        ),
+        ({"baseline": {1: "int key"}}, "baseline snapshot is not JSON-serialisable"),
+    ],
+)
 def test_records_that_break_an_invariant_are_refused_before_any_sql(store, change, problem):
     store.create_run(make_run())
     broken = dataclasses.replace(make_rollout(), **change)
@@ -165,10 +173,18 @@ def test_json_numbers_keep_their_type_and_precision(store):
     assert type(back.diff[0]["before"]) is float and back.diff[0]["after"] == 2**62
 
 
-JSON_LEAVES = (st.none() | st.booleans() | st.integers(min_value=-(2**63), max_value=2**63 - 1)
-               | st.floats(allow_nan=False, allow_infinity=False) | st.text())
-JSON_VALUES = st.recursive(JSON_LEAVES, lambda inner: st.lists(inner, max_size=4)
-                           | st.dictionaries(st.text(), inner, max_size=4), max_leaves=20)
+JSON_LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)
+JSON_VALUES = st.recursive(
+    JSON_LEAVES,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -177,8 +193,7 @@ def test_any_json_round_trips(store, evidence, snapshot):
     if store.get_run("run-1") is None:
         store.create_run(make_run())
     key = sha256_hex(canonical_json([evidence, snapshot]))
-    rollout = make_rollout(case_id=f"prop/{key}", evidence=evidence, baseline=snapshot, final=snapshot,
-                           started_at=T0)
+    rollout = make_rollout(case_id=f"prop/{key}", evidence=evidence, baseline=snapshot, final=snapshot, started_at=T0)
     store.write_rollouts([rollout])
     back = store.get_rollout(rollout.id)
     assert back.evidence == evidence

@@ -13,20 +13,42 @@ from redagent.engine.types import CLI, IN_HOUSE
 def catalog() -> list[dict[str, Any]]:
     from redagent import __version__
 
-    rows = [{"name": n, "kind": "in-house", "version": __version__, "installed": True, "wire": "-",
-             "config_hash": "-", "where": "built in"} for n in IN_HOUSE]
+    rows = [
+        {
+            "name": n,
+            "kind": "in-house",
+            "version": __version__,
+            "installed": True,
+            "wire": "-",
+            "config_hash": "-",
+            "where": "built in",
+        }
+        for n in IN_HOUSE
+    ]
     for name in CLI:
         p = profile(name)
         where = installation(p)
-        rows.append({"name": name, "kind": p.kind, "version": p.version, "installed": where.installed,
-                     "wire": p.wire, "config_hash": p.config_hash(), "where": str(where.directory)})
+        rows.append(
+            {
+                "name": name,
+                "kind": p.kind,
+                "version": p.version,
+                "installed": where.installed,
+                "wire": p.wire,
+                "config_hash": p.config_hash(),
+                "where": str(where.directory),
+            }
+        )
     return rows
 
 
 def builds(harnesses: list[str]) -> dict[str, dict[str, str]]:
     """For a run's protocol: each CLI harness's pinned version and configuration hash."""
-    return {name: {"version": profile(name).version, "config_hash": profile(name).config_hash(),
-                   "wire": profile(name).wire} for name in harnesses if name in CLI}
+    return {
+        name: {"version": profile(name).version, "config_hash": profile(name).config_hash(), "wire": profile(name).wire}
+        for name in harnesses
+        if name in CLI
+    }
 
 
 def missing(harnesses: list[str]) -> str | None:

@@ -30,12 +30,26 @@ def parse(body: Any) -> WireRequest:
         function = tool.get("function") if isinstance(tool, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
             raise ProtocolError(f"chat completions: tools[{i}] is not a function tool")
-        tools.append({"type": "function", "function": {
-            "name": function["name"], "description": function.get("description") or "",
-            "parameters": function.get("parameters") or {"type": "object", "properties": {}}}})
+        tools.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": function["name"],
+                    "description": function.get("description") or "",
+                    "parameters": function.get("parameters") or {"type": "object", "properties": {}},
+                },
+            }
+        )
     options = {"include_usage": bool((body.get("stream_options") or {}).get("include_usage"))}
-    return WireRequest("chat", str(body.get("model") or ""), "\n\n".join(s for s in system if s), rest, tools,
-                       bool(body.get("stream")), options)
+    return WireRequest(
+        "chat",
+        str(body.get("model") or ""),
+        "\n\n".join(s for s in system if s),
+        rest,
+        tools,
+        bool(body.get("stream")),
+        options,
+    )
 
 
 def _message(message: dict[str, Any], index: int) -> dict[str, Any]:
@@ -49,9 +63,16 @@ def _message(message: dict[str, Any], index: int) -> dict[str, Any]:
         calls = []
         for call in message["tool_calls"]:
             function = call.get("function") or {}
-            calls.append({"id": str(call.get("id") or ""), "type": "function",
-                          "function": {"name": str(function.get("name") or ""),
-                                       "arguments": function.get("arguments") or "{}"}})
+            calls.append(
+                {
+                    "id": str(call.get("id") or ""),
+                    "type": "function",
+                    "function": {
+                        "name": str(function.get("name") or ""),
+                        "arguments": function.get("arguments") or "{}",
+                    },
+                }
+            )
         out["tool_calls"] = calls
         out["content"] = out["content"] or None
     if role == "tool":
@@ -60,41 +81,81 @@ def _message(message: dict[str, Any], index: int) -> dict[str, Any]:
 
 
 def _calls(reply: ModelReply) -> list[dict[str, Any]]:
-    return [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in reply.tool_calls]
+    return [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for c in reply.tool_calls
+    ]
 
 
 def _usage(reply: ModelReply) -> dict[str, int]:
-    return {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-            "total_tokens": reply.prompt_tokens + reply.completion_tokens}
+    return {
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+    }
 
 
 def render(request: WireRequest, reply: ModelReply) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
     if reply.tool_calls:
         message["tool_calls"] = _calls(reply)
-    return {"id": new_id("chatcmpl"), "object": "chat.completion", "created": int(time.time()),
-            "model": request.model, "choices": [{"index": 0, "message": message,
-                                                 "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
-            "usage": _usage(reply)}
+    return {
+        "id": new_id("chatcmpl"),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+        "usage": _usage(reply),
+    }
 
 
 def render_stream(request: WireRequest, reply: ModelReply) -> list[bytes]:
     ident, created = new_id("chatcmpl"), int(time.time())
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return sse(None, {"id": ident, "object": "chat.completion.chunk", "created": created,
-                          "model": request.model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        return sse(
+            None,
+            {
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": request.model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            },
+        )
 
     events = [chunk({"role": "assistant", "content": ""})]
     if reply.content:
         events.append(chunk({"content": reply.content}))
     for i, call in enumerate(reply.tool_calls):
-        events.append(chunk({"tool_calls": [{"index": i, "id": call.id, "type": "function",
-                                             "function": {"name": call.name, "arguments": call.arguments}}]}))
+        events.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": call.arguments},
+                        }
+                    ]
+                }
+            )
+        )
     events.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
     if request.options.get("include_usage"):
-        events.append(sse(None, {"id": ident, "object": "chat.completion.chunk", "created": created,
-                                 "model": request.model, "choices": [], "usage": _usage(reply)}))
+        events.append(
+            sse(
+                None,
+                {
+                    "id": ident,
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": request.model,
+                    "choices": [],
+                    "usage": _usage(reply),
+                },
+            )
+        )
     events.append(sse(None, "[DONE]"))
     return events

@@ -27,21 +27,45 @@ class ClaudeCode(Profile):
 
     def config_files(self, setup: Setup) -> dict[str, str]:
         servers = {setup.server: {"type": "stdio", "command": setup.mcp_command, "args": list(setup.mcp_args)}}
-        return {"mcp.json": json.dumps({"mcpServers": servers}, indent=2),
-                ".claude/settings.json": json.dumps({"permissions": {"allow": [f"mcp__{setup.server}"]}}, indent=2)}
+        return {
+            "mcp.json": json.dumps({"mcpServers": servers}, indent=2),
+            ".claude/settings.json": json.dumps({"permissions": {"allow": [f"mcp__{setup.server}"]}}, indent=2),
+        }
 
     def env(self, setup: Setup) -> dict[str, str]:
-        return {"ANTHROPIC_BASE_URL": setup.base_url, "ANTHROPIC_API_KEY": setup.api_key,
-                "CLAUDE_CONFIG_DIR": f"{setup.home}/.claude", "ANTHROPIC_MODEL": setup.model,
-                "ANTHROPIC_DEFAULT_HAIKU_MODEL": setup.model, "ANTHROPIC_SMALL_FAST_MODEL": setup.model,
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-                "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "MCP_TIMEOUT": "30000",
-                "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "8192"}
+        return {
+            "ANTHROPIC_BASE_URL": setup.base_url,
+            "ANTHROPIC_API_KEY": setup.api_key,
+            "CLAUDE_CONFIG_DIR": f"{setup.home}/.claude",
+            "ANTHROPIC_MODEL": setup.model,
+            "ANTHROPIC_DEFAULT_HAIKU_MODEL": setup.model,
+            "ANTHROPIC_SMALL_FAST_MODEL": setup.model,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "MCP_TIMEOUT": "30000",
+            "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "8192",
+        }
 
     def command(self, executable: str, prompt: str, turn: int, session: str | None, setup: Setup) -> list[str]:
-        argv = [executable, "-p", prompt, "--output-format", "stream-json", "--verbose", "--model", setup.model,
-                "--mcp-config", f"{setup.home}/mcp.json", "--strict-mcp-config", "--tools", "",
-                "--allowedTools", f"mcp__{setup.server}"]
+        argv = [
+            executable,
+            "-p",
+            prompt,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--model",
+            setup.model,
+            "--mcp-config",
+            f"{setup.home}/mcp.json",
+            "--strict-mcp-config",
+            "--tools",
+            "",
+            "--allowedTools",
+            f"mcp__{setup.server}",
+        ]
         if session:
             argv += ["--resume", session]
         return argv

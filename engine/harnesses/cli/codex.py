@@ -19,9 +19,22 @@ from typing import Any
 from redagent.engine.harnesses.cli.profile import Profile, Setup, clip, jsonl, newest_text
 
 # Built-ins off, so the model sees the served tools only (and requests stay uncompressed JSON).
-DISABLED = ("shell_tool", "multi_agent", "image_generation", "apps", "plugins", "browser_use", "computer_use",
-            "in_app_browser", "sleep_tool", "tool_suggest", "goals", "skill_search", "shell_snapshot",
-            "enable_request_compression")
+DISABLED = (
+    "shell_tool",
+    "multi_agent",
+    "image_generation",
+    "apps",
+    "plugins",
+    "browser_use",
+    "computer_use",
+    "in_app_browser",
+    "sleep_tool",
+    "tool_suggest",
+    "goals",
+    "skill_search",
+    "shell_snapshot",
+    "enable_request_compression",
+)
 
 
 def _toml(value: Any) -> str:

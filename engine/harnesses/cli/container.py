@@ -54,13 +54,15 @@ NO_PYTHON = 90  # the exec's exit code when the image has no /usr/bin/python3 fo
 BUILD_HINT = "redagent sandbox image build"
 # Top-level directories of any image that every uid may pass through; a read-only path under any other
 # (the cache under /root, whose mode in a Debian image is 0700) is reached through a skeleton of its own.
-SYSTEM_DIRS = frozenset({"usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "var", "opt", "srv", "mnt",
-                         "media", "tmp", "run"})
+SYSTEM_DIRS = frozenset(
+    {"usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "var", "opt", "srv", "mnt", "media", "tmp", "run"}
+)
 # The exec per turn: the relay and the CLI as the CLI's uid; when the relay ends, whatever the CLI left
 # running is killed (`kill -9 -1`, a builtin, as that uid: every process of the CLI and nothing else), as
 # bubblewrap's PID namespace ends with its last process.
-WRAPPER = (f'[ -x /usr/bin/python3 ] || exit {NO_PYTHON}; /usr/bin/python3 "$@"; code=$?; kill -9 -1 2>/dev/null; '
-           'exit $code')
+WRAPPER = (
+    f'[ -x /usr/bin/python3 ] || exit {NO_PYTHON}; /usr/bin/python3 "$@"; code=$?; kill -9 -1 2>/dev/null; exit $code'
+)
 
 
 def docker_backend(ctx_isolation: Any) -> Any | None:
@@ -71,12 +73,16 @@ def docker_backend(ctx_isolation: Any) -> Any | None:
 def mounts(root: Path, read_only: list[Path]) -> dict[str, dict[str, str]]:
     """The container's binds (host path → {bind, mode}) for the rollout directory `root` (`isolation.prepare`)."""
     binds = {str(p): {"bind": str(p), "mode": "ro"} for p in read_only}
-    binds.update({str(root / "etc" / "passwd"): {"bind": "/etc/passwd", "mode": "ro"},
-                  str(root / "etc" / "group"): {"bind": "/etc/group", "mode": "ro"},
-                  str(root / "relay"): {"bind": RELAY, "mode": "ro"},
-                  str(root / "home"): {"bind": HOME, "mode": "rw"},
-                  str(root / "workdir"): {"bind": WORKDIR, "mode": "rw"},
-                  str(root / "sockets"): {"bind": SOCKETS, "mode": "rw"}})
+    binds.update(
+        {
+            str(root / "etc" / "passwd"): {"bind": "/etc/passwd", "mode": "ro"},
+            str(root / "etc" / "group"): {"bind": "/etc/group", "mode": "ro"},
+            str(root / "relay"): {"bind": RELAY, "mode": "ro"},
+            str(root / "home"): {"bind": HOME, "mode": "rw"},
+            str(root / "workdir"): {"bind": WORKDIR, "mode": "rw"},
+            str(root / "sockets"): {"bind": SOCKETS, "mode": "rw"},
+        }
+    )
     # A mount point under a directory the CLI's uid cannot pass through (the image's /root) would be out
     # of its reach: such a top-level directory is replaced by a read-only skeleton holding only the
     # directories that lead to the mount points under it.
@@ -101,8 +107,9 @@ def mounts(root: Path, read_only: list[Path]) -> dict[str, dict[str, str]]:
 class CLIContainer:
     """One rollout's CLI container: made once (`start`), an exec per turn, removed by `close` whatever happened."""
 
-    def __init__(self, backend: Any, root: Path, read_only: list[Path], limits: Limits, uid: int | None,
-                 name: str) -> None:
+    def __init__(
+        self, backend: Any, root: Path, read_only: list[Path], limits: Limits, uid: int | None, name: str
+    ) -> None:
         self.backend, self.root, self.read_only, self.limits, self.name = backend, root, read_only, limits, name
         self.uid = uid if uid is not None else os.geteuid()
         self.id: str | None = None
@@ -118,9 +125,13 @@ class CLIContainer:
 
     def _create(self) -> None:
         made = self.backend.start_container(
-            command=["sleep", "infinity"], binds=mounts(self.root, self.read_only),
+            command=["sleep", "infinity"],
+            binds=mounts(self.root, self.read_only),
             tmpfs={"/tmp": f"rw,nosuid,nodev,size={TMP_MB}m,mode=1777"},
-            memory_mb=MEMORY_FACTOR * self.limits.memory_mb + TMP_MB, pids=PIDS, working_dir="/")
+            memory_mb=MEMORY_FACTOR * self.limits.memory_mb + TMP_MB,
+            pids=PIDS,
+            working_dir="/",
+        )
         with self._lock:
             self.id = made
             closed = self._closed
@@ -150,8 +161,12 @@ class CLIContainer:
         api = self.backend.daemon()
         for until in (time.time(), time.time() + OOM_GRACE):
             with contextlib.suppress(Exception):
-                if any(True for _ in api.events(since=int(since) - 1, until=until, decode=True,
-                                                filters={"container": self.id, "event": "oom"})):
+                if any(
+                    True
+                    for _ in api.events(
+                        since=int(since) - 1, until=until, decode=True, filters={"container": self.id, "event": "oom"}
+                    )
+                ):
                     return True
         return False
 
@@ -186,24 +201,45 @@ class ContainerProcess:
             self.killed_for = "memory"
         finished = turn_end(self, code, stdout, stderr, started, "its container was killed")
         if code == NO_PYTHON:
-            raise HarnessError("sandbox_error", f"image {self.box.backend.image} has no /usr/bin/python3, which runs "
-                                                f"the CLI's relay inside the container; build one with `{BUILD_HINT}`")
+            raise HarnessError(
+                "sandbox_error",
+                f"image {self.box.backend.image} has no /usr/bin/python3, which runs "
+                f"the CLI's relay inside the container; build one with `{BUILD_HINT}`",
+            )
         return finished
 
     def _exec(self) -> tuple[str, Any]:
         api = self.box.backend.daemon()
-        argv = ["sh", "-c", WRAPPER, "sh", f"{RELAY}/entry.py", str(PORT), f"{SOCKETS}/model.sock", "--",
-                *self.launch.argv]
+        argv = [
+            "sh",
+            "-c",
+            WRAPPER,
+            "sh",
+            f"{RELAY}/entry.py",
+            str(PORT),
+            f"{SOCKETS}/model.sock",
+            "--",
+            *self.launch.argv,
+        ]
         try:
-            exec_id = api.exec_create(self.box.id, argv, stdout=True, stderr=True, stdin=False, tty=False,
-                                      user=f"{self.box.uid}:{self.box.uid}", workdir=WORKDIR,
-                                      environment=self.launch.env)["Id"]
+            exec_id = api.exec_create(
+                self.box.id,
+                argv,
+                stdout=True,
+                stderr=True,
+                stdin=False,
+                tty=False,
+                user=f"{self.box.uid}:{self.box.uid}",
+                workdir=WORKDIR,
+                environment=self.launch.env,
+            )["Id"]
             stream = api.exec_start(exec_id, socket=True)
         except Exception as exc:
             detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
             hint = f"; build the image with `{BUILD_HINT}`" if "executable file not found" in detail else ""
-            raise HarnessError("sandbox_error", f"docker could not start {self.name} in image "
-                                                f"{self.box.backend.image}: {detail}{hint}") from None
+            raise HarnessError(
+                "sandbox_error", f"docker could not start {self.name} in image {self.box.backend.image}: {detail}{hint}"
+            ) from None
         raw = getattr(stream, "_sock", stream)
         raw.setblocking(False)
         return exec_id, raw
@@ -219,8 +255,10 @@ class ContainerProcess:
         if info.get("Running") or code is None:
             raise HarnessError("sandbox_error", f"docker reports no exit status for {self.name}")
         if code in (126, 127) and not info.get("Pid"):
-            raise HarnessError("sandbox_error", f"image {self.box.backend.image} cannot run sh for {self.name}; "
-                                                f"build one with `{BUILD_HINT}`")
+            raise HarnessError(
+                "sandbox_error",
+                f"image {self.box.backend.image} cannot run sh for {self.name}; build one with `{BUILD_HINT}`",
+            )
         return int(code)
 
     def kill(self, why: str) -> None:
@@ -284,5 +322,5 @@ async def _frames(raw: Any) -> tuple[bytes, bytes]:
             break
         for kind, piece in frames.feed(data):
             if kind in kept and len(kept[kind]) < OUTPUT_LIMIT:
-                kept[kind] += piece[:OUTPUT_LIMIT - len(kept[kind])]
+                kept[kind] += piece[: OUTPUT_LIMIT - len(kept[kind])]
     return bytes(kept[STDOUT]), bytes(kept[STDERR])

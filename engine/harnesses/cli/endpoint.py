@@ -45,8 +45,9 @@ MAX_LOG = 500  # model decisions logged per rollout
 
 
 class Endpoint:
-    def __init__(self, ctx: RolloutContext, harness: str, path: Path, *,
-                 on_failure: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, ctx: RolloutContext, harness: str, path: Path, *, on_failure: Callable[[], None] | None = None
+    ) -> None:
         self.ctx = ctx
         self.harness = harness
         self.path = path
@@ -90,8 +91,9 @@ class Endpoint:
         path = request.path.rstrip("/")
         path = path[3:] if path.startswith("/v1/") else path
         if request.method == "GET" and path.endswith("/models"):
-            return web.json_response({"object": "list", "data": [{"id": "redagent", "object": "model",
-                                                                  "owned_by": "redagent"}]})
+            return web.json_response(
+                {"object": "list", "data": [{"id": "redagent", "object": "model", "owned_by": "redagent"}]}
+            )
         if request.method in ("GET", "HEAD") and path in ("", "/"):
             return web.json_response({"ok": True})
         if request.method == "POST" and path == "/messages/count_tokens":
@@ -99,8 +101,10 @@ class Endpoint:
             return web.json_response({"input_tokens": max(1, len(body) // 4)})
         fmt = ROUTES.get(path)
         if request.method != "POST" or fmt is None:
-            return web.json_response({"error": {"message": f"no such endpoint: {request.method} {request.path}",
-                                                "type": "not_found"}}, status=404)
+            return web.json_response(
+                {"error": {"message": f"no such endpoint: {request.method} {request.path}", "type": "not_found"}},
+                status=404,
+            )
         try:
             body = json.loads(await request.read())
             wire = FORMATS[fmt].parse(body)
@@ -138,22 +142,32 @@ class Endpoint:
             self.aux_requests += 1
             if isinstance(self.ctx.model, SimModel):
                 return ModelReply(content=AUX_TEXT)
-            return await self.ctx.ask(self._messages(wire), tools=wire.tools or None, harness=self.harness,
-                                      turn=self.turn)
+            return await self.ctx.ask(
+                self._messages(wire), tools=wire.tools or None, harness=self.harness, turn=self.turn
+            )
         self.agent_requests += 1
         self._note_prompt(wire, prefix)
         if self.ctx.out_of_steps or self.agent_requests > self.max_requests:
             if not self.budget_hit:
-                self.ctx.record("harness", f"step budget reached ({self.ctx.steps} tool calls, "
-                                           f"{self.agent_requests - 1} model calls); the CLI is told to stop")
+                self.ctx.record(
+                    "harness",
+                    f"step budget reached ({self.ctx.steps} tool calls, "
+                    f"{self.agent_requests - 1} model calls); the CLI is told to stop",
+                )
             self.budget_hit = True
             return ModelReply(content=BUDGET_TEXT)
         messages = self._messages(wire)
         self._rewind_sim(messages)
         if len(self.log) < MAX_LOG:  # what the conversation looked like at each decision
-            self.log.append({"turn": self.turn, "format": wire.format, "messages": len(wire.messages),
-                             "user_messages": sum(1 for m in wire.messages if m["role"] == "user"),
-                             "tools": len(wire.tools)})
+            self.log.append(
+                {
+                    "turn": self.turn,
+                    "format": wire.format,
+                    "messages": len(wire.messages),
+                    "user_messages": sum(1 for m in wire.messages if m["role"] == "user"),
+                    "tools": len(wire.tools),
+                }
+            )
         if wire.messages and wire.messages[-1]["role"] == "tool" and self.ctx.defense_text:
             self.ctx.record("harness", self.ctx.defense_text)
         reply = await self.ctx.ask(messages, tools=wire.tools or None, harness=self.harness, turn=self.turn)
@@ -164,13 +178,18 @@ class Endpoint:
             if name not in names and name in self.gateway_tools and prefix + name in names:
                 name = prefix + name  # a calibration agent names the gateway's tool; the CLI knows it prefixed
             calls.append(ToolCall(call.id, name, call.arguments))
-            gateway = name[len(prefix):] if name.startswith(prefix) else None
+            gateway = name[len(prefix) :] if name.startswith(prefix) else None
             if gateway is not None and gateway in self.gateway_tools:
                 self.pending.append((call.id, gateway))
             else:
                 self.ctx.record("harness", f"the model called {name!r}, which is not a served tool")
-        reply = ModelReply(content=reply.content, tool_calls=calls, prompt_tokens=reply.prompt_tokens,
-                           completion_tokens=reply.completion_tokens, cost_usd=reply.cost_usd)
+        reply = ModelReply(
+            content=reply.content,
+            tool_calls=calls,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            cost_usd=reply.cost_usd,
+        )
         if calls:
             if reply.content:
                 self.ctx.record("assistant", reply.content)
@@ -228,9 +247,12 @@ class Endpoint:
             return
         shown = {t["function"]["name"]: t["function"] for t in wire.tools}
         self.prompts[key] = {
-            "format": wire.format, "model_requested": wire.model, "system": wire.system[:MAX_SYSTEM_CHARS],
-            "system_chars": len(wire.system), "tools": [{"name": n, "description": f.get("description", "")}
-                                                        for n, f in shown.items()]}
+            "format": wire.format,
+            "model_requested": wire.model,
+            "system": wire.system[:MAX_SYSTEM_CHARS],
+            "system_chars": len(wire.system),
+            "tools": [{"name": n, "description": f.get("description", "")} for n, f in shown.items()],
+        }
         for tool, spec in self.gateway_tools.items():
             seen = shown.get(prefix + tool)
             if seen is None:
@@ -253,7 +275,13 @@ class Endpoint:
         return None
 
     def artifact(self) -> dict[str, Any]:
-        return {"formats": sorted(self.formats), "requests": self.requests, "agent_requests": self.agent_requests,
-                "aux_requests": self.aux_requests, "budget_hit": self.budget_hit,
-                "tool_descriptions": dict(self.descriptions), "decisions": list(self.log),
-                "prompts": list(self.prompts.values())}
+        return {
+            "formats": sorted(self.formats),
+            "requests": self.requests,
+            "agent_requests": self.agent_requests,
+            "aux_requests": self.aux_requests,
+            "budget_hit": self.budget_hit,
+            "tool_descriptions": dict(self.descriptions),
+            "decisions": list(self.log),
+            "prompts": list(self.prompts.values()),
+        }

@@ -75,11 +75,21 @@ class CLIHarness:
                     prompt = ctx.user_turn(turn)
                     endpoint.turn = turn
                     argv = self.profile.command(str(where.executable), prompt, turn, session, setup)
-                    env = {"HOME": setup.home, "PATH": where.path(), "LANG": "C.UTF-8", "TMPDIR": "/tmp",
-                           "TERM": "dumb", "NO_COLOR": "1", **self.profile.env(setup)}
+                    env = {
+                        "HOME": setup.home,
+                        "PATH": where.path(),
+                        "LANG": "C.UTF-8",
+                        "TMPDIR": "/tmp",
+                        "TERM": "dumb",
+                        "NO_COLOR": "1",
+                        **self.profile.env(setup),
+                    }
                     launch = Launch(argv, env, home, workdir, sockets, where.read_only())
-                    process.append(ContainerProcess(box, launch, self.limits, self.name) if box is not None
-                                   else Process(launch, self.limits, uid, self.name))
+                    process.append(
+                        ContainerProcess(box, launch, self.limits, self.name)
+                        if box is not None
+                        else Process(launch, self.limits, uid, self.name)
+                    )
                     record: dict[str, Any] = {"turn": turn}
                     turns.append(record)
                     try:
@@ -87,20 +97,26 @@ class CLIHarness:
                     except HarnessError:  # killed (time, memory): keep what the CLI had written so far
                         record["transcript"] = _safe(lambda: self.profile.transcript(home, ""))
                         raise
-                    record.update(exit_code=done.returncode, seconds=round(done.seconds, 3),
-                                  peak_rss_mb=round(done.peak_rss_mb, 1), cpu_seconds=round(done.cpu_seconds, 3),
-                                  stderr_tail=done.stderr[-STDERR_TAIL:],
-                                  transcript=_safe(lambda d=done: self.profile.transcript(home, d.stdout)))
+                    record.update(
+                        exit_code=done.returncode,
+                        seconds=round(done.seconds, 3),
+                        peak_rss_mb=round(done.peak_rss_mb, 1),
+                        cpu_seconds=round(done.cpu_seconds, 3),
+                        stderr_tail=done.stderr[-STDERR_TAIL:],
+                        transcript=_safe(lambda d=done: self.profile.transcript(home, d.stdout)),
+                    )
                     if endpoint.failure is not None:
                         raise endpoint.failure
                     if done.returncode != 0 and not endpoint.budget_hit:
                         tail = [ln for ln in done.stderr.splitlines() if ln.strip()] or ["no output on stderr"]
-                        raise HarnessError("harness_crash", f"{self.name} exited with {done.returncode}: "
-                                                            f"{tail[-1].strip()[:300]}")
+                        raise HarnessError(
+                            "harness_crash", f"{self.name} exited with {done.returncode}: {tail[-1].strip()[:300]}"
+                        )
                     if endpoint.budget_hit or ctx.out_of_steps:
                         break
-                    session = (self.profile.session(home, done.stdout) or self.profile.session(home, done.stderr)
-                               or session)
+                    session = (
+                        self.profile.session(home, done.stdout) or self.profile.session(home, done.stderr) or session
+                    )
             finally:
                 try:
                     if box is not None:
@@ -112,22 +128,32 @@ class CLIHarness:
         if endpoint.failure is not None:
             raise endpoint.failure
 
-    def _artifact(self, turns: list[dict[str, Any]], endpoint: Endpoint, bridge: ToolBridge,
-                  box: CLIContainer | None = None) -> str:
+    def _artifact(
+        self, turns: list[dict[str, Any]], endpoint: Endpoint, bridge: ToolBridge, box: CLIContainer | None = None
+    ) -> str:
         data: dict[str, Any] = {
-                "harness": self.name, "version": self.profile.version, "config_hash": self.profile.config_hash(),
-                "wire": self.profile.wire, "endpoint": endpoint.artifact(), "mcp": {"tools_list": bridge.listed,
-                                                                                    "calls": bridge.calls},
-                "isolation": {"backend": "docker", "image": box.backend.image,
-                              "start_seconds": round(box.started_seconds, 3)} if box is not None else
-                {"backend": "bwrap"},
-                "turns": turns}
+            "harness": self.name,
+            "version": self.profile.version,
+            "config_hash": self.profile.config_hash(),
+            "wire": self.profile.wire,
+            "endpoint": endpoint.artifact(),
+            "mcp": {"tools_list": bridge.listed, "calls": bridge.calls},
+            "isolation": {
+                "backend": "docker",
+                "image": box.backend.image,
+                "start_seconds": round(box.started_seconds, 3),
+            }
+            if box is not None
+            else {"backend": "bwrap"},
+            "turns": turns,
+        }
         text = json.dumps(data, ensure_ascii=False, default=str)
         share = ARTIFACT_CHARS // (2 * max(1, len(turns)))
-        for shrink in (lambda: [t.update(transcript=clip(json.dumps(t.get("transcript"), default=str), share))
-                                for t in turns],
-                       lambda: [p.update(system=clip(p["system"], 4000)) for p in data["endpoint"]["prompts"]],
-                       lambda: [t.update(transcript="[cut: too large]") for t in turns]):
+        for shrink in (
+            lambda: [t.update(transcript=clip(json.dumps(t.get("transcript"), default=str), share)) for t in turns],
+            lambda: [p.update(system=clip(p["system"], 4000)) for p in data["endpoint"]["prompts"]],
+            lambda: [t.update(transcript="[cut: too large]") for t in turns],
+        ):
             if len(text) <= ARTIFACT_CHARS:
                 break
             shrink()  # smaller and smaller, but always one valid JSON document

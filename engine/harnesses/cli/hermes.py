@@ -36,10 +36,20 @@ class Hermes(Profile):
 
     def config_files(self, setup: Setup) -> dict[str, str]:
         config = {
-            "model": {"provider": "custom", "base_url": f"{setup.base_url}/v1", "api_key": setup.api_key,
-                      "default": setup.model},
-            "mcp_servers": {setup.server: {"command": setup.mcp_command, "args": list(setup.mcp_args),
-                                           "timeout": 600, "connect_timeout": 60}},
+            "model": {
+                "provider": "custom",
+                "base_url": f"{setup.base_url}/v1",
+                "api_key": setup.api_key,
+                "default": setup.model,
+            },
+            "mcp_servers": {
+                setup.server: {
+                    "command": setup.mcp_command,
+                    "args": list(setup.mcp_args),
+                    "timeout": 600,
+                    "connect_timeout": 60,
+                }
+            },
             "mcp_discovery_timeout": 60,
             "agent": {"max_turns": 90},
         }
@@ -50,8 +60,18 @@ class Hermes(Profile):
         return {"HERMES_HOME": f"{setup.home}/.hermes", "HERMES_ACCEPT_HOOKS": "0", "PYTHONUNBUFFERED": "1"}
 
     def command(self, executable: str, prompt: str, turn: int, session: str | None, setup: Setup) -> list[str]:
-        argv = [executable, "chat", "-q", prompt, "-Q", "-t", f"mcp-{setup.server}", "--source", "tool",
-                "--ignore-rules"]
+        argv = [
+            executable,
+            "chat",
+            "-q",
+            prompt,
+            "-Q",
+            "-t",
+            f"mcp-{setup.server}",
+            "--source",
+            "tool",
+            "--ignore-rules",
+        ]
         if session:
             argv += ["--resume", session]
         return argv

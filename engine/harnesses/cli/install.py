@@ -91,19 +91,34 @@ def install(profile: Profile, *, log=print) -> Installation:
         _install_node(where, log)
         shutil.rmtree(where.directory, ignore_errors=True)
         log(f"{profile.name}: npm install {profile.spec()}")
-        _step(["npm", "install", "--prefix", str(where.directory), "--no-audit", "--no-fund", "--no-save",
-               profile.spec()], f"npm install {profile.spec()}", path=f"{where.node_bin}:{os.environ.get('PATH', '')}")
+        _step(
+            [
+                "npm",
+                "install",
+                "--prefix",
+                str(where.directory),
+                "--no-audit",
+                "--no-fund",
+                "--no-save",
+                profile.spec(),
+            ],
+            f"npm install {profile.spec()}",
+            path=f"{where.node_bin}:{os.environ.get('PATH', '')}",
+        )
     else:
         shutil.rmtree(where.directory, ignore_errors=True)
         venv = where.directory / "venv"
         log(f"{profile.name}: virtualenv + pip install {profile.spec()}")
         _step([_base_python(), "-m", "venv", str(venv)], "python -m venv")
-        _step([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", profile.spec()],
-              f"pip install {profile.spec()}")
+        _step(
+            [str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", profile.spec()],
+            f"pip install {profile.spec()}",
+        )
     if not where.executable.exists():
         raise InstallError(f"{profile.name}: installed, but {where.executable} is missing")
-    (where.directory / MARKER).write_text(json.dumps({"name": profile.name, "version": profile.version,
-                                                      "spec": profile.spec()}))
+    (where.directory / MARKER).write_text(
+        json.dumps({"name": profile.name, "version": profile.version, "spec": profile.spec()})
+    )
     log(f"{profile.name} {profile.version}: installed in {where.directory}")
     return where
 
@@ -115,8 +130,19 @@ def _install_node(where: Installation, log) -> None:
         raise InstallError("npm is not installed; install Node.js and npm (Debian/Ubuntu: apt-get install npm)")
     log(f"node: npm install {NODE_PACKAGE}@{NODE_VERSION}")
     shutil.rmtree(where.node_dir, ignore_errors=True)
-    _step(["npm", "install", "--prefix", str(where.node_dir), "--no-audit", "--no-fund", "--no-save",
-           f"{NODE_PACKAGE}@{NODE_VERSION}"], f"npm install {NODE_PACKAGE}@{NODE_VERSION}")
+    _step(
+        [
+            "npm",
+            "install",
+            "--prefix",
+            str(where.node_dir),
+            "--no-audit",
+            "--no-fund",
+            "--no-save",
+            f"{NODE_PACKAGE}@{NODE_VERSION}",
+        ],
+        f"npm install {NODE_PACKAGE}@{NODE_VERSION}",
+    )
 
 
 def _step(argv: list[str], what: str, *, path: str | None = None) -> None:
@@ -134,8 +160,10 @@ def _step(argv: list[str], what: str, *, path: str | None = None) -> None:
 
 def _base_python() -> str:
     """The interpreter a harness virtualenv is made from: this one's base installation."""
-    for candidate in (Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}",
-                      Path(sys.base_prefix) / "bin" / "python3"):
+    for candidate in (
+        Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}",
+        Path(sys.base_prefix) / "bin" / "python3",
+    ):
         if candidate.exists():
             return str(candidate)
     return sys.executable

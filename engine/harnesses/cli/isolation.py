@@ -78,10 +78,28 @@ def python_inside() -> tuple[str, list[Path]]:
 def bwrap_argv(launch: Launch, uid: int | None) -> list[str]:
     python, extra = python_inside()
     # As root no user namespace (it would map only uid 0, and setpriv could not drop to the rollout's uid).
-    unshare = ["--unshare-all"] if uid is None else ["--unshare-ipc", "--unshare-pid", "--unshare-net",
-                                                     "--unshare-uts", "--unshare-cgroup-try"]
-    argv = ["bwrap", *unshare, "--die-with-parent", "--new-session",
-            "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+    unshare = (
+        ["--unshare-all"]
+        if uid is None
+        else ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+    )
+    argv = [
+        "bwrap",
+        *unshare,
+        "--die-with-parent",
+        "--new-session",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--perms",
+        "1777",
+        "--tmpfs",
+        "/tmp",
+    ]
     for name in ("bin", "lib", "lib64", "sbin"):
         if os.path.islink(f"/{name}"):
             argv += ["--symlink", os.readlink(f"/{name}"), f"/{name}"]
@@ -92,10 +110,14 @@ def bwrap_argv(launch: Launch, uid: int | None) -> list[str]:
         argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     root = launch.sockets.parent
     binds = [("--ro-bind", str(p), str(p)) for p in [*extra, *launch.read_only]]
-    binds += [("--ro-bind", str(root / "etc" / "passwd"), "/etc/passwd"),
-              ("--ro-bind", str(root / "etc" / "group"), "/etc/group"), ("--ro-bind", str(root / "relay"), RELAY),
-              ("--bind", str(launch.home), HOME), ("--bind", str(launch.workdir), WORKDIR),
-              ("--bind", str(launch.sockets), SOCKETS)]
+    binds += [
+        ("--ro-bind", str(root / "etc" / "passwd"), "/etc/passwd"),
+        ("--ro-bind", str(root / "etc" / "group"), "/etc/group"),
+        ("--ro-bind", str(root / "relay"), RELAY),
+        ("--bind", str(launch.home), HOME),
+        ("--bind", str(launch.workdir), WORKDIR),
+        ("--bind", str(launch.sockets), SOCKETS),
+    ]
     made: set[str] = set()
     for kind, source, target in binds:
         # bwrap would create missing parents mode 0700 (as root), which the CLI's uid cannot pass through.
@@ -108,8 +130,15 @@ def bwrap_argv(launch: Launch, uid: int | None) -> list[str]:
     for key, value in launch.env.items():
         argv += ["--setenv", key, value]
     if uid is not None:  # bwrap sets up the mounts as root; everything inside runs as the rollout's uid
-        argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
-                 "--inh-caps=-all", "--bounding-set=-all"]
+        argv += [
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={uid}",
+            "--clear-groups",
+            "--no-new-privs",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+        ]
     argv += [python, f"{RELAY}/entry.py", str(PORT), f"{SOCKETS}/model.sock", "--", *launch.argv]
     return argv
 
@@ -130,8 +159,13 @@ def cli_uid() -> Iterator[int | None]:
 
 def prepare(root: Path, uid: int | None) -> tuple[Path, Path, Path]:
     """The private home, working directory and socket directory under `root`, owned by the CLI's uid."""
-    home, workdir, sockets, etc, relay = (root / "home", root / "workdir", root / "sockets", root / "etc",
-                                          root / "relay")
+    home, workdir, sockets, etc, relay = (
+        root / "home",
+        root / "workdir",
+        root / "sockets",
+        root / "etc",
+        root / "relay",
+    )
     for path in (home, workdir, sockets, etc, relay):
         path.mkdir(parents=True)
     for name in RELAY_PROGRAMS:  # copied: the installed package need not be readable by the CLI's uid
@@ -182,8 +216,13 @@ class Process:
         check_bwrap()
         started = time.perf_counter()
         self.proc = await asyncio.create_subprocess_exec(
-            *bwrap_argv(self.launch, self.uid), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, start_new_session=True, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+            *bwrap_argv(self.launch, self.uid),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+        )
         watch = asyncio.ensure_future(self._watch())
         reads = asyncio.gather(_bounded(self.proc.stdout), _bounded(self.proc.stderr))
         try:
@@ -195,9 +234,14 @@ class Process:
             await self.proc.wait()
         finally:
             watch.cancel()
-        return turn_end(self, self.proc.returncode if self.proc.returncode is not None else -9, stdout, stderr,
-                        started, "its process group was killed")
-
+        return turn_end(
+            self,
+            self.proc.returncode if self.proc.returncode is not None else -9,
+            stdout,
+            stderr,
+            started,
+            "its process group was killed",
+        )
 
     def kill(self, why: str) -> None:
         if self.proc is None or self.proc.returncode is not None:
@@ -226,19 +270,29 @@ def turn_end(process: Any, code: int, stdout: bytes, stderr: bytes, started: flo
     memory as its typed failure (`killed` says what was killed)."""
     cpu = process.cpu_ticks / os.sysconf("SC_CLK_TCK")
     # The socket folder belongs to the CLI's uid: usage.json is read beneath it, a regular file or nothing.
-    with contextlib.suppress(OSError, ToolError), Beneath(process.launch.sockets, alias=None,
-                                                          label="CLI socket folder") as sockets:
+    with (
+        contextlib.suppress(OSError, ToolError),
+        Beneath(process.launch.sockets, alias=None, label="CLI socket folder") as sockets,
+    ):
         with contextlib.suppress(OSError, ValueError, TypeError, ToolError):
             cpu = max(cpu, float(json.loads(sockets.read("usage.json", 4096)[0])["cpu_seconds"]))
         sockets.remove("usage.json", recursive=False)
-    finished = Finished(code, stdout.decode(errors="replace"), stderr.decode(errors="replace"),
-                        time.perf_counter() - started, process.peak_rss / (1 << 20), cpu)
+    finished = Finished(
+        code,
+        stdout.decode(errors="replace"),
+        stderr.decode(errors="replace"),
+        time.perf_counter() - started,
+        process.peak_rss / (1 << 20),
+        cpu,
+    )
     if process.killed_for == "timeout":
-        raise HarnessError("harness_timeout", f"{process.name} ran longer than {process.limits.wall_seconds:g} s; "
-                                              f"{killed}")
+        raise HarnessError(
+            "harness_timeout", f"{process.name} ran longer than {process.limits.wall_seconds:g} s; {killed}"
+        )
     if process.killed_for == "memory":
-        raise HarnessError("harness_crash", f"{process.name} used more than {process.limits.memory_mb} MB of memory; "
-                                            f"{killed}")
+        raise HarnessError(
+            "harness_crash", f"{process.name} used more than {process.limits.memory_mb} MB of memory; {killed}"
+        )
     return finished
 
 
@@ -278,4 +332,3 @@ def _tree_usage(root: int) -> tuple[int, int]:
             rss += int(stat[21])
         todo.extend(children.get(pid, ()))
     return rss, ticks
-

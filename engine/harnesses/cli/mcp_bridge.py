@@ -22,8 +22,11 @@ from redagent.engine.types import RolloutContext
 PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 MAX_LINE = 8 << 20
 SERVER = "redagent"
-EMPTY_LISTS = {"resources/list": "resources", "resources/templates/list": "resourceTemplates",
-               "prompts/list": "prompts"}
+EMPTY_LISTS = {
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+    "prompts/list": "prompts",
+}
 
 
 class ToolBridge:
@@ -72,15 +75,27 @@ class ToolBridge:
             return None  # notifications/initialized, notifications/cancelled, ...
         if method == "initialize":
             asked = params.get("protocolVersion")
-            return _result(ident, {"protocolVersion": asked if asked in PROTOCOLS else PROTOCOLS[0],
-                                   "capabilities": {"tools": {"listChanged": False}},
-                                   "serverInfo": {"name": SERVER, "version": __version__}})
+            return _result(
+                ident,
+                {
+                    "protocolVersion": asked if asked in PROTOCOLS else PROTOCOLS[0],
+                    "capabilities": {"tools": {"listChanged": False}},
+                    "serverInfo": {"name": SERVER, "version": __version__},
+                },
+            )
         if method == "ping":
             return _result(ident, {})
         if method == "tools/list":
             self.listed += 1
-            return _result(ident, {"tools": [{"name": t["name"], "description": t["description"],
-                                              "inputSchema": t["parameters"]} for t in self.tools.values()]})
+            return _result(
+                ident,
+                {
+                    "tools": [
+                        {"name": t["name"], "description": t["description"], "inputSchema": t["parameters"]}
+                        for t in self.tools.values()
+                    ]
+                },
+            )
         if method in EMPTY_LISTS:
             return _result(ident, {EMPTY_LISTS[method]: []})
         if method == "tools/call":

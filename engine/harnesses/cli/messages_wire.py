@@ -46,10 +46,24 @@ def parse(body: Any) -> WireRequest:
             raise ProtocolError(f"messages: tools[{i}] has no name")
         if "input_schema" not in tool:
             continue  # a server tool (web search, ...) the CLI offers; nothing the sandbox serves
-        tools.append({"type": "function", "function": {
-            "name": tool["name"], "description": tool.get("description") or "", "parameters": tool["input_schema"]}})
-    return WireRequest("messages", str(body.get("model") or ""), "\n\n".join(s for s in system if s), out, tools,
-                       bool(body.get("stream")))
+        tools.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": tool["name"],
+                    "description": tool.get("description") or "",
+                    "parameters": tool["input_schema"],
+                },
+            }
+        )
+    return WireRequest(
+        "messages",
+        str(body.get("model") or ""),
+        "\n\n".join(s for s in system if s),
+        out,
+        tools,
+        bool(body.get("stream")),
+    )
 
 
 def _assistant(blocks: list[Any], index: int) -> dict[str, Any]:
@@ -60,9 +74,16 @@ def _assistant(blocks: list[Any], index: int) -> dict[str, Any]:
         if block.get("type") == "text":
             texts.append(str(block.get("text") or ""))
         elif block.get("type") in ("tool_use", "server_tool_use"):
-            calls.append({"id": str(block.get("id") or ""), "type": "function",
-                          "function": {"name": str(block.get("name") or ""),
-                                       "arguments": json.dumps(block.get("input") or {}, ensure_ascii=False)}})
+            calls.append(
+                {
+                    "id": str(block.get("id") or ""),
+                    "type": "function",
+                    "function": {
+                        "name": str(block.get("name") or ""),
+                        "arguments": json.dumps(block.get("input") or {}, ensure_ascii=False),
+                    },
+                }
+            )
     message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) or None}
     if calls:
         message["tool_calls"] = calls
@@ -94,14 +115,25 @@ def _blocks(reply: ModelReply) -> list[dict[str, Any]]:
 
 
 def _usage(reply: ModelReply) -> dict[str, int]:
-    return {"input_tokens": reply.prompt_tokens, "output_tokens": reply.completion_tokens,
-            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    return {
+        "input_tokens": reply.prompt_tokens,
+        "output_tokens": reply.completion_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
 
 
 def render(request: WireRequest, reply: ModelReply) -> dict[str, Any]:
-    return {"id": new_id("msg"), "type": "message", "role": "assistant", "model": request.model,
-            "content": _blocks(reply), "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
-            "stop_sequence": None, "usage": _usage(reply)}
+    return {
+        "id": new_id("msg"),
+        "type": "message",
+        "role": "assistant",
+        "model": request.model,
+        "content": _blocks(reply),
+        "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+        "stop_sequence": None,
+        "usage": _usage(reply),
+    }
 
 
 def render_stream(request: WireRequest, reply: ModelReply) -> list[bytes]:
@@ -110,18 +142,52 @@ def render_stream(request: WireRequest, reply: ModelReply) -> list[bytes]:
     events = [sse("message_start", {"type": "message_start", "message": start})]
     for index, block in enumerate(message["content"]):
         if block["type"] == "text":
-            events.append(sse("content_block_start", {"type": "content_block_start", "index": index,
-                                                      "content_block": {"type": "text", "text": ""}}))
-            events.append(sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                      "delta": {"type": "text_delta", "text": block["text"]}}))
+            events.append(
+                sse(
+                    "content_block_start",
+                    {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+                )
+            )
+            events.append(
+                sse(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "text_delta", "text": block["text"]},
+                    },
+                )
+            )
         else:
-            events.append(sse("content_block_start", {"type": "content_block_start", "index": index,
-                                                      "content_block": {**block, "input": {}}}))
-            events.append(sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {
-                "type": "input_json_delta", "partial_json": json.dumps(block["input"], ensure_ascii=False)}}))
+            events.append(
+                sse(
+                    "content_block_start",
+                    {"type": "content_block_start", "index": index, "content_block": {**block, "input": {}}},
+                )
+            )
+            events.append(
+                sse(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {
+                            "type": "input_json_delta",
+                            "partial_json": json.dumps(block["input"], ensure_ascii=False),
+                        },
+                    },
+                )
+            )
         events.append(sse("content_block_stop", {"type": "content_block_stop", "index": index}))
-    events.append(sse("message_delta", {"type": "message_delta",
-                                        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                                        "usage": {"output_tokens": reply.completion_tokens}}))
+    events.append(
+        sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": reply.completion_tokens},
+            },
+        )
+    )
     events.append(sse("message_stop", {"type": "message_stop"}))
     return events

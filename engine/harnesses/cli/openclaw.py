@@ -29,9 +29,16 @@ class OpenClaw(Profile):
 
     def config_files(self, setup: Setup) -> dict[str, str]:
         config = {
-            "models": {"providers": {setup.server: {
-                "baseUrl": f"{setup.base_url}/v1", "apiKey": setup.api_key, "api": "openai-completions",
-                "models": [{"id": setup.model, "name": setup.model}]}}},
+            "models": {
+                "providers": {
+                    setup.server: {
+                        "baseUrl": f"{setup.base_url}/v1",
+                        "apiKey": setup.api_key,
+                        "api": "openai-completions",
+                        "models": [{"id": setup.model, "name": setup.model}],
+                    }
+                }
+            },
             "mcp": {"servers": {setup.server: {"command": setup.mcp_command, "args": list(setup.mcp_args)}}},
             "tools": {"toolSearch": False, "profile": "minimal", "alsoAllow": ["bundle-mcp"]},
         }
@@ -41,16 +48,42 @@ class OpenClaw(Profile):
         return [".openclaw"]
 
     def env(self, setup: Setup) -> dict[str, str]:
-        return {"OPENCLAW_STATE_DIR": f"{setup.home}/.openclaw", "OPENCLAW_CONFIG_PATH": f"{setup.home}/openclaw.json",
-                "OPENCLAW_NO_UPDATE_CHECK": "1"}
+        return {
+            "OPENCLAW_STATE_DIR": f"{setup.home}/.openclaw",
+            "OPENCLAW_CONFIG_PATH": f"{setup.home}/openclaw.json",
+            "OPENCLAW_NO_UPDATE_CHECK": "1",
+        }
 
     def command(self, executable: str, prompt: str, turn: int, session: str | None, setup: Setup) -> list[str]:
         model = f"{setup.server}/{setup.model}"
         if session:  # `agent exec` is one isolated turn; a later user turn continues the session embedded
-            return [executable, "agent", "--local", "--session-id", session, "--model", model, "--json",
-                    "--message", prompt]
-        return [executable, "agent", "exec", "--config", f"{setup.home}/openclaw.json", "--model", model, "--json",
-                "--code-mode", "direct", "--state-dir", f"{setup.home}/.openclaw", prompt]
+            return [
+                executable,
+                "agent",
+                "--local",
+                "--session-id",
+                session,
+                "--model",
+                model,
+                "--json",
+                "--message",
+                prompt,
+            ]
+        return [
+            executable,
+            "agent",
+            "exec",
+            "--config",
+            f"{setup.home}/openclaw.json",
+            "--model",
+            model,
+            "--json",
+            "--code-mode",
+            "direct",
+            "--state-dir",
+            f"{setup.home}/.openclaw",
+            prompt,
+        ]
 
     def session(self, home: Path, output: str) -> str | None:
         for row in reversed(_objects(output)):  # `exec` puts it on top; `agent --local` under meta.agentMeta

@@ -78,18 +78,25 @@ class Profile:
 
     def config_hash(self, setup: Setup | None = None) -> str:
         setup = setup or Setup()
-        text = json.dumps({"name": self.name, "version": self.version, "wire": self.wire,
-                           "files": self.config_files(setup), "env": self.env(setup),
-                           "argv": self.command("{executable}", "{prompt}", 0, None, setup),
-                           "resume": self.command("{executable}", "{prompt}", 1, "{session}", setup)},
-                          sort_keys=True)
+        text = json.dumps(
+            {
+                "name": self.name,
+                "version": self.version,
+                "wire": self.wire,
+                "files": self.config_files(setup),
+                "env": self.env(setup),
+                "argv": self.command("{executable}", "{prompt}", 0, None, setup),
+                "resume": self.command("{executable}", "{prompt}", 1, "{session}", setup),
+            },
+            sort_keys=True,
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def clip(text: str, limit: int = TRANSCRIPT_CHARS) -> str:
     if len(text) <= limit:
         return text
-    return text[: limit // 2] + f"\n…[{len(text) - limit} chars cut]…\n" + text[-limit // 2:]
+    return text[: limit // 2] + f"\n…[{len(text) - limit} chars cut]…\n" + text[-limit // 2 :]
 
 
 def jsonl(text: str) -> list[Any]:

@@ -43,9 +43,11 @@ def parse(body: Any) -> WireRequest:
             name = str(item.get("name") or "")
             if isinstance(item.get("namespace"), str):
                 name = f"{item['namespace']}__{name}"
-            call = {"id": str(item.get("call_id") or item.get("id") or ""), "type": "function",
-                    "function": {"name": name,
-                                 "arguments": item.get("arguments") or item.get("input") or "{}"}}
+            call = {
+                "id": str(item.get("call_id") or item.get("id") or ""),
+                "type": "function",
+                "function": {"name": name, "arguments": item.get("arguments") or item.get("input") or "{}"},
+            }
             last = messages[-1] if messages else None
             if last and last["role"] == "assistant" and last.get("tool_calls") is not None:
                 last["tool_calls"].append(call)
@@ -55,8 +57,9 @@ def parse(body: Any) -> WireRequest:
             output = item.get("output")
             if isinstance(output, dict):  # {"content": …, "success": …} in some versions
                 output = output.get("content", output)
-            messages.append({"role": "tool", "tool_call_id": str(item.get("call_id") or ""),
-                             "content": text_of(output)})
+            messages.append(
+                {"role": "tool", "tool_call_id": str(item.get("call_id") or ""), "content": text_of(output)}
+            )
         elif kind in ("reasoning", "compaction", "web_search_call", "local_shell_call", "local_shell_call_output"):
             continue  # nothing a translated model can use; the CLI keeps them for itself
         else:
@@ -75,39 +78,74 @@ def parse(body: Any) -> WireRequest:
                     tools.append(_function(flat, inner))
         elif tool.get("type") == "function" and isinstance(tool.get("name"), str):
             tools.append(_function(tool["name"], tool))
-    return WireRequest("responses", str(body.get("model") or ""), "\n\n".join(s for s in system if s),
-                       messages, tools, body.get("stream", True) is not False, {"namespaces": namespaces})
+    return WireRequest(
+        "responses",
+        str(body.get("model") or ""),
+        "\n\n".join(s for s in system if s),
+        messages,
+        tools,
+        body.get("stream", True) is not False,
+        {"namespaces": namespaces},
+    )
 
 
 def _function(name: str, tool: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name, "description": tool.get("description") or "",
-                                             "parameters": tool.get("parameters") or {"type": "object",
-                                                                                      "properties": {}}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": tool.get("description") or "",
+            "parameters": tool.get("parameters") or {"type": "object", "properties": {}},
+        },
+    }
 
 
 def _output(request: WireRequest, reply: ModelReply) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     if reply.content:
-        items.append({"type": "message", "id": new_id("msg"), "role": "assistant", "status": "completed",
-                      "content": [{"type": "output_text", "text": reply.content, "annotations": []}]})
+        items.append(
+            {
+                "type": "message",
+                "id": new_id("msg"),
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": reply.content, "annotations": []}],
+            }
+        )
     namespaces = request.options.get("namespaces") or {}
     for call in reply.tool_calls:
-        item = {"type": "function_call", "id": new_id("fc"), "call_id": call.id, "name": call.name,
-                "arguments": call.arguments, "status": "completed"}
+        item = {
+            "type": "function_call",
+            "id": new_id("fc"),
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": call.arguments,
+            "status": "completed",
+        }
         if call.name in namespaces:
             item["namespace"], item["name"] = namespaces[call.name]
         items.append(item)
     return items
 
 
-def _response(request: WireRequest, reply: ModelReply, output: list[dict[str, Any]], status: str,
-              ident: str) -> dict[str, Any]:
-    return {"id": ident, "object": "response", "created_at": int(time.time()), "status": status,
-            "model": request.model, "output": output,
-            "usage": {"input_tokens": reply.prompt_tokens, "output_tokens": reply.completion_tokens,
-                      "total_tokens": reply.prompt_tokens + reply.completion_tokens,
-                      "input_tokens_details": {"cached_tokens": 0},
-                      "output_tokens_details": {"reasoning_tokens": 0}}}
+def _response(
+    request: WireRequest, reply: ModelReply, output: list[dict[str, Any]], status: str, ident: str
+) -> dict[str, Any]:
+    return {
+        "id": ident,
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": status,
+        "model": request.model,
+        "output": output,
+        "usage": {
+            "input_tokens": reply.prompt_tokens,
+            "output_tokens": reply.completion_tokens,
+            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
 
 
 def render(request: WireRequest, reply: ModelReply) -> dict[str, Any]:
@@ -117,12 +155,36 @@ def render(request: WireRequest, reply: ModelReply) -> dict[str, Any]:
 def render_stream(request: WireRequest, reply: ModelReply) -> list[bytes]:
     ident = new_id("resp")
     output = _output(request, reply)
-    events = [sse("response.created", {"type": "response.created", "sequence_number": 0,
-                                       "response": _response(request, reply, [], "in_progress", ident)})]
+    events = [
+        sse(
+            "response.created",
+            {
+                "type": "response.created",
+                "sequence_number": 0,
+                "response": _response(request, reply, [], "in_progress", ident),
+            },
+        )
+    ]
     for index, item in enumerate(output):
-        events.append(sse("response.output_item.done", {"type": "response.output_item.done",
-                                                        "sequence_number": len(events), "output_index": index,
-                                                        "item": item}))
-    events.append(sse("response.completed", {"type": "response.completed", "sequence_number": len(events),
-                                             "response": _response(request, reply, output, "completed", ident)}))
+        events.append(
+            sse(
+                "response.output_item.done",
+                {
+                    "type": "response.output_item.done",
+                    "sequence_number": len(events),
+                    "output_index": index,
+                    "item": item,
+                },
+            )
+        )
+    events.append(
+        sse(
+            "response.completed",
+            {
+                "type": "response.completed",
+                "sequence_number": len(events),
+                "response": _response(request, reply, output, "completed", ident),
+            },
+        )
+    )
     return events

@@ -82,11 +82,16 @@ def upgrade() -> None:
         _text("baseline_rollout_id", nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_rollout")),
         sa.ForeignKeyConstraint(["run_id"], ["run.id"], name=op.f("fk_rollout_run_id_run")),
-        sa.ForeignKeyConstraint(["baseline_rollout_id"], ["rollout.id"],
-                                name=op.f("fk_rollout_baseline_rollout_id_rollout"), deferrable=True,
-                                initially="DEFERRED"),
-        sa.UniqueConstraint("run_id", "case_id", "model", "harness", "cue", "defense", "attempt",
-                            name=op.f("uq_rollout_cell")),
+        sa.ForeignKeyConstraint(
+            ["baseline_rollout_id"],
+            ["rollout.id"],
+            name=op.f("fk_rollout_baseline_rollout_id_rollout"),
+            deferrable=True,
+            initially="DEFERRED",
+        ),
+        sa.UniqueConstraint(
+            "run_id", "case_id", "model", "harness", "cue", "defense", "attempt", name=op.f("uq_rollout_cell")
+        ),
     )
     op.create_index(op.f("ix_rollout_run_model_harness"), "rollout", ["run_id", "model", "harness"])
     op.create_index(op.f("ix_rollout_run_strategy"), "rollout", ["run_id", "strategy"])
@@ -105,8 +110,9 @@ def upgrade() -> None:
         sa.Column("receipts", JSON, nullable=False),
         sa.Column("tampered", sa.Boolean(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_event")),
-        sa.ForeignKeyConstraint(["rollout_id"], ["rollout.id"], name=op.f("fk_event_rollout_id_rollout"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["rollout_id"], ["rollout.id"], name=op.f("fk_event_rollout_id_rollout"), ondelete="CASCADE"
+        ),
         sa.UniqueConstraint("rollout_id", "idx", name=op.f("uq_event_rollout_idx")),
     )
     op.create_table(
@@ -125,8 +131,9 @@ def upgrade() -> None:
         _text("error", nullable=True),
         _text("via", nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_receipt")),
-        sa.ForeignKeyConstraint(["rollout_id"], ["rollout.id"], name=op.f("fk_receipt_rollout_id_rollout"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["rollout_id"], ["rollout.id"], name=op.f("fk_receipt_rollout_id_rollout"), ondelete="CASCADE"
+        ),
         sa.UniqueConstraint("rollout_id", "seq", name=op.f("uq_receipt_rollout_seq")),
     )
     op.create_table(
@@ -141,8 +148,9 @@ def upgrade() -> None:
         _text("kind"),
         _text("blob_sha"),
         sa.PrimaryKeyConstraint("rollout_id", "kind", name=op.f("pk_snapshot")),
-        sa.ForeignKeyConstraint(["rollout_id"], ["rollout.id"], name=op.f("fk_snapshot_rollout_id_rollout"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["rollout_id"], ["rollout.id"], name=op.f("fk_snapshot_rollout_id_rollout"), ondelete="CASCADE"
+        ),
         sa.ForeignKeyConstraint(["blob_sha"], ["blob.sha256"], name=op.f("fk_snapshot_blob_sha_blob")),
         sa.CheckConstraint("kind IN ('baseline', 'final')", name=op.f("ck_snapshot_kind")),
     )
@@ -155,8 +163,9 @@ def upgrade() -> None:
         sa.Column("before", JSON, nullable=True),
         sa.Column("after", JSON, nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_diff_entry")),
-        sa.ForeignKeyConstraint(["rollout_id"], ["rollout.id"], name=op.f("fk_diff_entry_rollout_id_rollout"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["rollout_id"], ["rollout.id"], name=op.f("fk_diff_entry_rollout_id_rollout"), ondelete="CASCADE"
+        ),
     )
     op.create_index(op.f("ix_diff_entry_rollout_id"), "diff_entry", ["rollout_id"])
 

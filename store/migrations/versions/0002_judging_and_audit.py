@@ -42,8 +42,9 @@ def _created_at() -> sa.Column:
 
 
 def _rollout_fk(table: str, ondelete: str | None = "CASCADE") -> sa.ForeignKeyConstraint:
-    return sa.ForeignKeyConstraint(["rollout_id"], ["rollout.id"], name=op.f(f"fk_{table}_rollout_id_rollout"),
-                                   ondelete=ondelete)
+    return sa.ForeignKeyConstraint(
+        ["rollout_id"], ["rollout.id"], name=op.f(f"fk_{table}_rollout_id_rollout"), ondelete=ondelete
+    )
 
 
 def _run_fk(table: str) -> sa.ForeignKeyConstraint:
@@ -75,8 +76,10 @@ def upgrade() -> None:
         _run_fk("judge_label"),
         sa.UniqueConstraint("rollout_id", "config_hash", "backbone", name=op.f("uq_judge_label_rollout_config")),
         sa.CheckConstraint("status IN ('ok', 'failed')", name=op.f("ck_judge_label_status")),
-        sa.CheckConstraint("(status = 'ok' AND label IN (0, 1)) OR (status = 'failed' AND label IS NULL)",
-                           name=op.f("ck_judge_label_label")),
+        sa.CheckConstraint(
+            "(status = 'ok' AND label IN (0, 1)) OR (status = 'failed' AND label IS NULL)",
+            name=op.f("ck_judge_label_label"),
+        ),
     )
     op.create_index(op.f("ix_judge_label_run_config"), "judge_label", ["run_id", "config_hash", "backbone"])
 
@@ -100,8 +103,10 @@ def upgrade() -> None:
         _run_fk("recognition_label"),
         sa.UniqueConstraint("rollout_id", "judge", "contract_hash", name=op.f("uq_recognition_label_rollout_judge")),
         sa.CheckConstraint("status IN ('ok', 'failed')", name=op.f("ck_recognition_label_status")),
-        sa.CheckConstraint("(broad IS NULL OR broad IN (0, 1)) AND (strict IS NULL OR strict IN (0, 1))",
-                           name=op.f("ck_recognition_label_values")),
+        sa.CheckConstraint(
+            "(broad IS NULL OR broad IN (0, 1)) AND (strict IS NULL OR strict IN (0, 1))",
+            name=op.f("ck_recognition_label_values"),
+        ),
     )
     op.create_index(op.f("ix_recognition_label_run_judge"), "recognition_label", ["run_id", "judge", "contract_hash"])
 
@@ -166,8 +171,11 @@ def upgrade() -> None:
         _text("reason", nullable=True),
         _created_at(),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_audit_label")),
-        sa.ForeignKeyConstraint(["item_id", "reviewer"], ["audit_assignment.item_id", "audit_assignment.reviewer"],
-                                name=op.f("fk_audit_label_item_id_audit_assignment")),
+        sa.ForeignKeyConstraint(
+            ["item_id", "reviewer"],
+            ["audit_assignment.item_id", "audit_assignment.reviewer"],
+            name=op.f("fk_audit_label_item_id_audit_assignment"),
+        ),
         sa.UniqueConstraint("item_id", "reviewer", "version", name=op.f("uq_audit_label_item_reviewer_version")),
         sa.CheckConstraint(HUMAN_LABEL_CHECK, name=op.f("ck_audit_label_label")),
         sa.CheckConstraint("version >= 1", name=op.f("ck_audit_label_version")),

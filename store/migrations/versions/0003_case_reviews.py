@@ -58,10 +58,14 @@ def upgrade() -> None:
         sa.Column("reason", sa.Text(), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_case_review")),
-        sa.ForeignKeyConstraint(["round_id", "case_id"], ["round_case.round_id", "round_case.case_id"],
-                                name=op.f("fk_case_review_round_id_round_case")),
-        sa.UniqueConstraint("round_id", "case_id", "expert", "version",
-                            name=op.f("uq_case_review_round_case_expert_version")),
+        sa.ForeignKeyConstraint(
+            ["round_id", "case_id"],
+            ["round_case.round_id", "round_case.case_id"],
+            name=op.f("fk_case_review_round_id_round_case"),
+        ),
+        sa.UniqueConstraint(
+            "round_id", "case_id", "expert", "version", name=op.f("uq_case_review_round_case_expert_version")
+        ),
         sa.CheckConstraint("decision IN ('accept', 'revise', 'exclude')", name=op.f("ck_case_review_decision")),
         sa.CheckConstraint("version >= 1", name=op.f("ck_case_review_version")),
         sa.CheckConstraint("version = 1 OR reason IS NOT NULL", name=op.f("ck_case_review_reason")),

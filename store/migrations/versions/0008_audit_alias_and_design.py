@@ -38,17 +38,20 @@ def new_alias(taken: set[str]) -> str:
 def upgrade() -> None:
     op.add_column("audit_item", sa.Column("alias", sa.Text(), nullable=True))
     # JSON on PostgreSQL; TEXT on SQLite, whose JSON-declared columns would coerce numbers (tables.JSONDocument).
-    op.add_column("audit", sa.Column("design", sa.JSON(none_as_null=True).with_variant(sa.Text(), "sqlite"),
-                                     nullable=True))
+    op.add_column(
+        "audit", sa.Column("design", sa.JSON(none_as_null=True).with_variant(sa.Text(), "sqlite"), nullable=True)
+    )
     bind = op.get_bind()
-    items = sa.table("audit_item", sa.column("id", sa.Integer()), sa.column("audit_id", sa.Text()),
-                     sa.column("alias", sa.Text()))
+    items = sa.table(
+        "audit_item", sa.column("id", sa.Integer()), sa.column("audit_id", sa.Text()), sa.column("alias", sa.Text())
+    )
     taken: dict[str, set[str]] = {}
     rows = bind.execute(sa.select(items.c.id, items.c.audit_id).order_by(items.c.id)).all()
     updates = [{"item": item_id, "alias": new_alias(taken.setdefault(audit_id, set()))} for item_id, audit_id in rows]
     if updates:
-        bind.execute(items.update().where(items.c.id == sa.bindparam("item")).values(alias=sa.bindparam("alias")),
-                     updates)
+        bind.execute(
+            items.update().where(items.c.id == sa.bindparam("item")).values(alias=sa.bindparam("alias")), updates
+        )
     op.create_index("uq_audit_item_audit_alias", "audit_item", ["audit_id", "alias"], unique=True)
 
 

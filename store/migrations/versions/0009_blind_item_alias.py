@@ -48,8 +48,7 @@ def _r0005_views(names: Sequence[str]) -> list[str]:
     assert spec is not None and spec.loader is not None
     r0005 = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(r0005)
-    return [statement for statement in r0005._views(True)
-            if any(f"CREATE VIEW {view} " in statement for view in names)]
+    return [statement for statement in r0005._views(True) if any(f"CREATE VIEW {view} " in statement for view in names)]
 
 
 def upgrade() -> None:

@@ -44,9 +44,11 @@ depends_on: str | Sequence[str] | None = None
 
 BLIND = ("blind_audit", "blind_queue", "blind_item", "blind_event", "blind_receipt", "blind_diff", "blind_slot_label")
 OWN = ("own_label", "own_adjudication", "own_review", "my_round", "my_round_case")
-WRITERS = ("redagent_submit_label(text, integer, text, text, text, text)",
-           "redagent_adjudicate(text, integer, text, text, text, text)",
-           "redagent_submit_review(text, text, text, json, text, text, text)")
+WRITERS = (
+    "redagent_submit_label(text, integer, text, text, text, text)",
+    "redagent_adjudicate(text, integer, text, text, text, text)",
+    "redagent_submit_review(text, text, text, json, text, text, text)",
+)
 _DEFINER = "STABLE SECURITY DEFINER SET search_path = public, pg_temp"
 _WRITER = "VOLATILE SECURITY DEFINER SET search_path = public, pg_temp"
 _TRIGGER = "SECURITY DEFINER SET search_path = public, pg_temp"  # volatile: sees the statement's earlier rows
@@ -55,25 +57,36 @@ _SQLITE_OWN = {
     "own_label": "SELECT item_id, reviewer, label, note, version, reason, created_at FROM audit_label",
     "own_adjudication": "SELECT item_id, adjudicator, label, note, version, reason, created_at FROM adjudication",
     "own_review": "SELECT round_id, case_id, expert, rubric, decision, note, version, reason, created_at "
-                  "FROM case_review",
+    "FROM case_review",
     "my_round": "SELECT id, seed, n, experts, created_at FROM review_round",
     "my_round_case": "SELECT round_id, case_id, case_version, case_hash, position FROM round_case",
 }
 
 # What a member's own rows are, in the base views (the analysts' branch reads the tables whole).
 _PG_OWN_BASE = {
-    "own_label": ("SELECT item_id, reviewer, label, note, version, reason, created_at FROM audit_label",
-                  "reviewer = redagent_me()"),
-    "own_adjudication": ("SELECT ad.item_id, ad.adjudicator, ad.label, ad.note, ad.version, ad.reason, ad.created_at "
-                         "FROM adjudication ad", "ad.adjudicator = redagent_me() AND redagent_adjudicates(ad.item_id)"),
-    "own_review": ("SELECT round_id, case_id, expert, rubric, decision, note, version, reason, created_at "
-                   "FROM case_review", "expert = redagent_me()"),
+    "own_label": (
+        "SELECT item_id, reviewer, label, note, version, reason, created_at FROM audit_label",
+        "reviewer = redagent_me()",
+    ),
+    "own_adjudication": (
+        "SELECT ad.item_id, ad.adjudicator, ad.label, ad.note, ad.version, ad.reason, ad.created_at "
+        "FROM adjudication ad",
+        "ad.adjudicator = redagent_me() AND redagent_adjudicates(ad.item_id)",
+    ),
+    "own_review": (
+        "SELECT round_id, case_id, expert, rubric, decision, note, version, reason, created_at FROM case_review",
+        "expert = redagent_me()",
+    ),
     # An expert's rounds, naming only them among the round's experts (the others are the roster).
-    "my_round": ("SELECT id, seed, n, json_build_array(redagent_me()) AS experts, created_at FROM review_round",
-                 "redagent_role() = 'expert' AND experts::jsonb ? redagent_me()"),
-    "my_round_case": ("SELECT rc.round_id, rc.case_id, rc.case_version, rc.case_hash, rc.position FROM round_case rc",
-                      "redagent_role() = 'expert' AND EXISTS (SELECT 1 FROM review_round rr WHERE rr.id = rc.round_id "
-                      "AND rr.experts::jsonb ? redagent_me())"),
+    "my_round": (
+        "SELECT id, seed, n, json_build_array(redagent_me()) AS experts, created_at FROM review_round",
+        "redagent_role() = 'expert' AND experts::jsonb ? redagent_me()",
+    ),
+    "my_round_case": (
+        "SELECT rc.round_id, rc.case_id, rc.case_version, rc.case_hash, rc.position FROM round_case rc",
+        "redagent_role() = 'expert' AND EXISTS (SELECT 1 FROM review_round rr WHERE rr.id = rc.round_id "
+        "AND rr.experts::jsonb ? redagent_me())",
+    ),
 }
 
 _PG_FUNCTIONS = [
@@ -105,8 +118,11 @@ _PG_FUNCTIONS = [
 
 
 def _pg_read_functions() -> list[str]:
-    statements = [f"""CREATE FUNCTION redagent_{view}() RETURNS SETOF {view}_base LANGUAGE sql {_DEFINER}
-                      ROWS 100 AS $$ SELECT * FROM {view}_base $$""" for view in (*BLIND, *OWN)]
+    statements = [
+        f"""CREATE FUNCTION redagent_{view}() RETURNS SETOF {view}_base LANGUAGE sql {_DEFINER}
+                      ROWS 100 AS $$ SELECT * FROM {view}_base $$"""
+        for view in (*BLIND, *OWN)
+    ]
     return statements
 
 
@@ -289,9 +305,14 @@ def upgrade() -> None:
         op.execute(f"CREATE VIEW {view}_base WITH (security_barrier) AS {select} WHERE {mine}")
     for statement in (*_pg_read_functions(), *_PG_WRITERS, *_PG_TRIGGERS, *_pg_views()):
         op.execute(statement)
-    functions = bind.exec_driver_sql(
-        "SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-        "WHERE n.nspname = 'public' AND p.proname LIKE 'redagent\\_%%'").scalars().all()
+    functions = (
+        bind.exec_driver_sql(
+            "SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE n.nspname = 'public' AND p.proname LIKE 'redagent\\_%%'"
+        )
+        .scalars()
+        .all()
+    )
     for function in functions:
         op.execute(f"REVOKE ALL ON FUNCTION {function} FROM PUBLIC")
 
@@ -303,12 +324,20 @@ def downgrade() -> None:
         return
     for view in (*BLIND, *OWN):
         op.execute(f"DROP VIEW IF EXISTS {view}")
-    for table, trigger in (("adjudication", "redagent_adjudication_disputed"),
-                           ("audit_assignment", "redagent_assignment_slot"),
-                           ("audit_item", "redagent_item_judge_label")):
+    for table, trigger in (
+        ("adjudication", "redagent_adjudication_disputed"),
+        ("audit_assignment", "redagent_assignment_slot"),
+        ("audit_item", "redagent_item_judge_label"),
+    ):
         op.execute(f"DROP TRIGGER IF EXISTS {trigger} ON {table}")
-    for function in ("redagent_check_adjudication()", "redagent_check_assignment()", "redagent_check_item()",
-                     *WRITERS, *(f"redagent_{view}()" for view in (*BLIND, *OWN)), "redagent_disputed(integer)"):
+    for function in (
+        "redagent_check_adjudication()",
+        "redagent_check_assignment()",
+        "redagent_check_item()",
+        *WRITERS,
+        *(f"redagent_{view}()" for view in (*BLIND, *OWN)),
+        "redagent_disputed(integer)",
+    ):
         op.execute(f"DROP FUNCTION IF EXISTS {function}")
     for view in OWN:
         op.execute(f"DROP VIEW IF EXISTS {view}_base")
