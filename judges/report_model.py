@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, Union
 
+from redagent.store.records import InvalidReason  # a health cell's invalid rollouts by reason, as the store counts them
+
 _OMIT = {"omit_none": True}
 _FLAT = {"flat": True}
 
@@ -180,13 +182,6 @@ class UtilityTable:
 
 
 # -- setup health ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class InvalidReason:
-    n: int
-    detail: str | None  # the most frequent stored detail
-    detail_n: int
-
-
 @dataclass(frozen=True, slots=True)
 class HealthCell:
     model: str
