@@ -94,7 +94,10 @@ def test_runs_show_lists_the_workers(tmp_path: Path):
         timeout=120,
     )
     workers = json.loads(shown.stdout)["workers"]
-    assert workers["shards"] >= 2 and len(workers["workers"]) == 2
+    # Both processes start, but a worker is listed once it claims a shard, and on a busy machine the first one
+    # up may claim them all before the second is: one or two are listed, and together they did every shard.
+    assert workers["shards"] >= 2 and 1 <= len(workers["workers"]) <= 2
+    assert sum(w["done_shards"] for w in workers["workers"]) == workers["shards"]
     assert sum(w["rollouts"] for w in workers["workers"]) == json.loads(done.stdout)["planned"]
     assert all(w["failed"] == 0 and w["lost"] == 0 and w["running"] == 0 for w in workers["workers"])
     text = subprocess.run(

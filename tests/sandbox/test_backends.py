@@ -252,7 +252,9 @@ def test_ctrl_c_removes_the_container():
     proc, container = _holder("test-ctrl-c")
     assert _containers("redagent.run=test-ctrl-c") == [container]
     proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=60)
+    # A hang timeout only (normally under a second): right after the Docker matrix test the daemon is still
+    # removing that run's containers, and this one's removal queued behind them for over a minute once.
+    proc.wait(timeout=300)
     assert _containers("redagent.run=test-ctrl-c") == []
 
 
