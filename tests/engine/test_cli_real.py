@@ -32,7 +32,7 @@ CASES = (
     "cross-e3-docs-page-token-check-curl",
 )
 CONCURRENCY = {"openclaw": 2}  # 800 MB per rollout
-# Every calibration agent once or twice, every case three times, instead of all forty pairs: what the CLI can get
+# Every calibration agent once or twice, every case three or four times, instead of all forty pairs: what the CLI can get
 # wrong (a tool call dropped, reshaped or sent twice, a session not resumed) shows on any pair, and one OpenClaw
 # turn costs ~20 CPU-seconds of Node start-up. The pairs give both outcomes on every case, and the two agents whose
 # E depends on the case meet it both ways: sim/indirect acts only through a sandboxed command (the page's curl, E = 1
