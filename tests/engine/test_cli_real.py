@@ -59,19 +59,19 @@ def name(request) -> str:
 
 
 @pytest.fixture(scope="session")
-def _pair_runs(tmp_path_factory):
+def _pair_runs():
     """One store per CLI, kept for the session rather than the module: however pytest-xdist batches a CLI's tests
     to its worker, the pairs run once (one OpenClaw pass costs minutes)."""
     runs: dict[str, tuple] = {}
-    yield runs, tmp_path_factory
+    yield runs
     for store, _ in runs.values():
         store.close()
 
 
 @pytest.fixture
-def pairs(name, _pair_runs):
+def pairs(name, _pair_runs, tmp_path_factory):
     """The pairs through one CLI, one run per case, once per session: the tests below read its rollouts."""
-    runs, tmp_path_factory = _pair_runs
+    runs = _pair_runs
     if name not in runs:
         store = open_store(f"sqlite:///{tmp_path_factory.mktemp(name) / 'runs.db'}")
         rollouts = {}
