@@ -7,20 +7,24 @@ BEGIN IMMEDIATE on SQLite, a transaction-scoped advisory lock on PostgreSQL.
 
 from __future__ import annotations
 
+import ast
+import functools
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util import CommandError
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import DBAPIError
 
 import redagent.store.migrations as migrations_package
 from redagent.store.connect import WRITE, describe_db_error
 from redagent.store.errors import StoreError
+
+# Alembic is imported only where a schema is migrated: every CLI start opens a store, almost always one already at
+# head, and importing Alembic and reading its script directory cost ~0.2 s of each start.
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
 
 MIGRATIONS_DIR = Path(migrations_package.__file__).resolve().parent
 # Arbitrary but fixed key for pg_advisory_xact_lock: only redagent's migrations take it.
@@ -34,6 +38,8 @@ def alembic_config(connection: Connection | None = None, url: str | None = None)
     To write a new revision: `command.revision(alembic_config(url=...), "message", autogenerate=True)`
     against a scratch database upgraded to head.
     """
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     if url is not None:
@@ -42,16 +48,42 @@ def alembic_config(connection: Connection | None = None, url: str | None = None)
     return config
 
 
+@functools.cache
 def head_revision() -> str:
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    if head is None:
-        raise RuntimeError(f"no migrations found in {MIGRATIONS_DIR}")
-    return head
+    """This code's head: the one revision no other revision names as its `down_revision`. Read from the scripts'
+    module-level assignments without importing them or Alembic (tests/store/test_migrations.py holds it equal to
+    Alembic's own `get_current_head`)."""
+    revisions: dict[str, tuple[str, ...]] = {}
+    for script in sorted((MIGRATIONS_DIR / "versions").glob("*.py")):
+        found = _assignments(script)
+        if "revision" in found:
+            down = found.get("down_revision")
+            revisions[str(found["revision"])] = tuple(down) if isinstance(down, tuple) else (down,) if down else ()
+    parents = {parent for downs in revisions.values() for parent in downs}
+    heads = sorted(set(revisions) - parents)
+    if len(heads) != 1:
+        raise RuntimeError(f"{MIGRATIONS_DIR / 'versions'} has {len(heads)} heads ({', '.join(heads)}), not one")
+    return heads[0]
+
+
+def _assignments(script: Path) -> dict[str, object]:
+    values: dict[str, object] = {}
+    for node in ast.parse(script.read_text(), str(script)).body:
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and target.id in ("revision", "down_revision") and value is not None:
+            values[target.id] = ast.literal_eval(value)
+    return values
 
 
 def current_revisions(connection: Connection) -> tuple[str, ...]:
-    """The revisions the database is stamped with (empty for a fresh database)."""
-    return tuple(MigrationContext.configure(connection).get_current_heads())
+    """The revisions the database is stamped with (empty for a fresh database): Alembic's version table, read
+    without Alembic."""
+    if not inspect(connection).has_table("alembic_version"):
+        return ()
+    return tuple(sorted(row[0] for row in connection.execute(text("SELECT version_num FROM alembic_version"))))
 
 
 _process_locks: dict[str, threading.Lock] = {}
@@ -77,6 +109,10 @@ def upgrade_to_head(engine: Engine, url: str) -> bool:
 
 
 def _upgrade(engine: Engine, url: str) -> bool:
+    from alembic import command
+    from alembic.script import ScriptDirectory
+    from alembic.util import CommandError
+
     script = ScriptDirectory.from_config(alembic_config())
     head = head_revision()
     with engine.connect() as connection:
@@ -127,6 +163,8 @@ def _raw_pragma(connection: Connection, pragma: str) -> None:
 
 
 def _known(script: ScriptDirectory, revision: str) -> bool:
+    from alembic.util import CommandError
+
     try:
         return script.get_revision(revision) is not None
     except CommandError:

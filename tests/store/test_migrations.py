@@ -138,3 +138,20 @@ def test_migration_scripts_are_an_installable_package():
     assert MIGRATIONS_DIR.joinpath("script.py.mako").is_file()
     assert versions.__file__ is not None
     assert head_revision() == "0010"
+
+
+def test_the_head_and_the_stamp_read_without_alembic_are_alembics_own(store, tmp_path):
+    """Opening a store reads the head from the scripts and the stamp from the version table, without Alembic (a
+    CLI start's cost); both must be what Alembic itself reads, for a fresh database and for one at head."""
+    from alembic.script import ScriptDirectory
+
+    from redagent.store.migrate import alembic_config
+
+    assert head_revision() == ScriptDirectory.from_config(alembic_config()).get_current_head()
+    engine = create_engine(f"sqlite:///{tmp_path / 'fresh.db'}")
+    with engine.connect() as conn:
+        assert current_revisions(conn) == tuple(MigrationContext.configure(conn).get_current_heads()) == ()
+    engine.dispose()
+    with store.engine.connect() as conn:  # SQLite, and PostgreSQL where REDAGENT_TEST_PG names one
+        stamped = tuple(MigrationContext.configure(conn).get_current_heads())
+        assert current_revisions(conn) == stamped == (head_revision(),)
