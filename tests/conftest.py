@@ -3,7 +3,7 @@
 Two suites: `make test` runs the default one, `make test-all` (and CI) the full one (`pytest --full`). Tests
 marked `slow` run only in the full suite; checks over the whole frozen benchmark check a stratified sample of it
 by default and all of it under `--full` (`full_suite`, tests/sampling.py). Both run in parallel on pytest-xdist
-(`-n 2 --dist loadgroup`): every test of a module goes to one worker (its module fixtures are built once), and
+(`-n WORKERS --dist loadgroup`, Makefile): every test of a module goes to one worker (its module fixtures are built once), and
 the modules that use one resource of the whole machine share a group, so they run one after another.
 Hypothesis runs without its per-example deadline: a deadline is an assertion on wall-clock time, which a busy
 machine breaks while the code is right.
