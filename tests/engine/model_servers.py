@@ -25,7 +25,7 @@ make tool calls through it. What differs is the server in front of it:
   (lmstudio-ai/docs#177, can1357/llm-git#13).
 
 Every server cuts a reply longer than `max_tokens` (in words) and says `length`; `long_answers` makes the
-toy model's final answers long. `requests` keeps every body received; `shown_tools` whether the model
+toy model's final answers long. `requests` keeps every chat request's body; `shown_tools` whether the model
 saw tools in each answered request.
 """
 
@@ -105,10 +105,7 @@ class StandIn:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
 
                 def post() -> Any:
-                    body = json.loads(raw or b"{}")
-                    with stand_in.lock:
-                        stand_in.requests.append(body)
-                    return stand_in.post(self.path, body)
+                    return stand_in.post(self.path, json.loads(raw or b"{}"))
 
                 self._answer(post)
 
@@ -150,6 +147,11 @@ class StandIn:
         self.httpd.shutdown()
         self.httpd.server_close()
 
+    def received(self, body: dict[str, Any]) -> None:
+        """Keep a chat request's body (what `requests` lists)."""
+        with self.lock:
+            self.requests.append(body)
+
     def get(self, path: str) -> Any:
         raise Refusal(404, {"detail": "Not Found"})
 
@@ -171,6 +173,7 @@ class OpenAICompatible(StandIn):
     def post(self, path: str, body: dict[str, Any]) -> Any:
         if path.rstrip("/") != "/v1/chat/completions":
             raise Refusal(404, {"detail": "Not Found"})
+        self.received(body)
         if not self.any_name and body.get("model") != self.model:
             raise Refusal(
                 404,
@@ -295,7 +298,8 @@ class Ollama(StandIn):
 
     def post(self, path: str, body: dict[str, Any]) -> Any:
         if path.rstrip("/") != "/api/chat":
-            raise Refusal(404, {"error": "not found"})
+            raise Refusal(404, {"error": "not found"})  # litellm also asks /api/show about the model
+        self.received(body)
         name = str(body.get("model") or "")
         if name.removesuffix(":latest") != self.model:
             raise Refusal(404, {"error": f"model '{name}' not found"})

@@ -176,3 +176,107 @@ def test_preflight_warns_when_the_server_returns_no_tool_call():
         found = preflight("openai/toy", server.url, timeout=10, tool_choice="omit")
     assert found.tool_calls is False
     assert len(found.warnings) == 1 and "chatml-function-calling" in found.warnings[0]
+
+
+# ---------------------------------------------------------------- the real-CLI endpoint's translations
+
+
+def _cli_requests(ctx) -> dict[str, tuple[str, list[dict]]]:
+    """Requests as the CLIs send them (shapes recorded from Hermes/OpenClaw, Codex and Claude Code, see
+    test_cli_endpoint.py): a first turn, then the same conversation after one tool call and its result."""
+    tools = ctx.run.tools()
+    chat_tools = [{"type": "function", "function": {"name": "mcp_redagent_" + t["name"], **_spec(t)}} for t in tools]
+    chat_first = {"model": "m", "messages": [{"role": "user", "content": "Do the task."}], "tools": chat_tools}
+    chat_second = {
+        **chat_first,
+        "messages": chat_first["messages"]
+        + [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "mcp_redagent_read_email", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "the mail"},
+        ],
+    }
+    namespace = {
+        "type": "namespace",
+        "name": "mcp__redagent",
+        "tools": [{"type": "function", "name": t["name"], **_spec(t)} for t in tools],
+    }
+    responses_first = {
+        "model": "m",
+        "stream": True,
+        "instructions": "You are Codex.",
+        "tools": [namespace],
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Do the task."}]}],
+    }
+    responses_second = {
+        **responses_first,
+        "input": responses_first["input"]
+        + [
+            {
+                "type": "function_call",
+                "call_id": "c1",
+                "namespace": "mcp__redagent",
+                "name": "read_email",
+                "arguments": "{}",
+            },
+            {"type": "function_call_output", "call_id": "c1", "output": "the mail"},
+        ],
+    }
+    anthropic_tools = [
+        {"name": "mcp__redagent__" + t["name"], "description": t["description"], "input_schema": t["parameters"]}
+        for t in tools
+    ]
+    messages_first = {
+        "model": "claude",
+        "max_tokens": 32000,
+        "system": [{"type": "text", "text": "You are Claude Code."}],
+        "tools": anthropic_tools,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Do the task."}]}],
+    }
+    messages_second = {
+        **messages_first,
+        "messages": messages_first["messages"]
+        + [
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "mcp__redagent__read_email", "input": {}}],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "the mail"}]},
+        ],
+    }
+    return {
+        "chat": ("/v1/chat/completions", [chat_first, chat_second]),
+        "responses": ("/v1/responses", [responses_first, responses_second]),
+        "messages": ("/v1/messages", [messages_first, messages_second]),
+    }
+
+
+def _spec(tool: dict) -> dict:
+    return {"description": tool["description"], "parameters": tool["parameters"]}
+
+
+@pytest.mark.parametrize("wire", ["chat", "responses", "messages"])
+@pytest.mark.parametrize("server_name", list(SERVERS))
+def test_the_cli_endpoints_translations_make_requests_each_server_accepts(server_name, wire):
+    from tests.engine.test_cli_endpoint import _ctx, _serve
+
+    with SERVERS[server_name]() as server:
+        ctx = _ctx(model_for(server))
+        path, bodies = _cli_requests(ctx)[wire]
+        answers = asyncio.run(_serve(ctx, [("POST", path, body) for body in bodies]))
+    endpoint = answers.pop()
+    assert [status for status, _ in answers] == [200, 200], answers
+    assert endpoint.failure is None
+    first, second = server.requests[-2:]
+    assert first["tools"] and any(server.shown_tools)  # the tools reached the model
+    assert endpoint.pending or any(e.tool_call for e in ctx.events)  # the first reply was a tool call
+    if server_name != "ollama":  # litellm drops tool_choice for Ollama, which ignores it anyway
+        assert first["tool_choice"] == "auto" and second["tool_choice"] == "auto"
+    assistant = next(m for m in second["messages"] if m.get("tool_calls"))
+    assert assistant["content"] == ""
+    assert ctx.final_text  # the reply after the tool result ended the turn
