@@ -82,7 +82,8 @@ class RunSpec:
     retries: int = 3
     max_tokens: int = 2048  # per model reply
     # What requests that offer tools say about calling them (llm/client.py TOOL_CHOICES). Stored with the
-    # protocol so a resume sends what the run sent; older protocols resume with "auto".
+    # protocol so a resume sends what the run sent; a protocol from before the option resumes with "omit"
+    # (`_spec`), which is what it sent.
     tool_choice: str = DEFAULT_TOOL_CHOICE
     # The pre-flight's tool probe per real model: True when it answered a tool offer with a tool call.
     # Rollouts count an attack placed only in tool descriptions as exposure when it is True (or when the
@@ -454,7 +455,8 @@ def _own_case_files(cases: list[Case]) -> dict[str, str]:
 
 def _spec(protocol: dict[str, Any]) -> RunSpec:
     known = RunSpec.__dataclass_fields__
-    return RunSpec(**{k: v for k, v in protocol.items() if k in known})
+    # A run stored before --tool-choice existed sent no tool_choice: its resume sends none either.
+    return RunSpec(**{"tool_choice": "omit", **{k: v for k, v in protocol.items() if k in known}})
 
 
 def _cases_of(run: RunRecord, only: set[str] | None = None) -> list[Case]:
@@ -494,6 +496,9 @@ def summary(store: RunMonitor, run_id: str) -> dict[str, Any]:
                     "defenses",
                     "attempts",
                     "max_steps",
+                    "max_tokens",
+                    "tool_choice",
+                    "tool_probe",
                     "harness_builds",
                     "benchmarks",
                 )

@@ -280,3 +280,77 @@ def test_the_cli_endpoints_translations_make_requests_each_server_accepts(server
     assistant = next(m for m in second["messages"] if m.get("tool_calls"))
     assert assistant["content"] == ""
     assert ctx.final_text  # the reply after the tool result ended the turn
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def _run(capsys, db: str, server: StandIn, model: str, *extra: str) -> tuple[int, str, str]:
+    from tests.engine.test_run_health import cli
+
+    return cli(
+        capsys,
+        "run",
+        "--cases",
+        CASE.id,
+        "--models",
+        model,
+        "--harnesses",
+        "native",
+        "--api-base",
+        server.url,
+        "--no-benign-arm",
+        "--db",
+        db,
+        *extra,
+    )
+
+
+def test_run_stops_on_a_misspelt_model_at_a_server_that_answers_any_name(tmp_path, capsys):
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    with LlamaCppPython(model="smollm2-135m") as server:
+        code, out, err = _run(capsys, db, server, "openai/smollm-135m")
+        assert [r for r in server.requests if r.get("tools")] == []  # stopped before the tool probe
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "serves no model 'smollm-135m'" in err and "answers any model name" in err
+    from redagent.store.db import open_store
+
+    with open_store(db) as store:
+        assert store.list_runs() == []
+
+
+def test_tool_choice_is_stored_with_the_run_and_a_dropped_tool_offer_is_said_before_it(tmp_path, capsys):
+    from tests.engine.test_run_health import cli
+
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    with LlamaCppPython() as server:
+        code, out, err = _run(capsys, db, server, "openai/toy", "--tool-choice", "omit", "--json")
+        assert all("tool_choice" not in r for r in server.requests)
+    assert code == 0, err
+    assert "warning: model openai/toy: offered a tool and asked to call it" in err  # before the run
+    run_id = json.loads(out)["run_id"]
+    code, out, _ = cli(capsys, "runs", "show", run_id, "--db", db, "--json")
+    protocol = json.loads(out)["protocol"]
+    assert protocol["tool_choice"] == "omit" and protocol["tool_probe"] == {"openai/toy": False}
+    with LlamaCppPython() as server:
+        code, _, err = _run(capsys, db, server, "openai/toy", "--tool-choice", "sometimes")
+    assert code == 2 and "unknown --tool-choice 'sometimes'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_runs_show_counts_the_replies_cut_at_max_tokens(tmp_path, capsys):
+    from tests.engine.test_run_health import cli
+
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    with LlamaCppPython(long_answers=True) as server:
+        code, out, err = _run(capsys, db, server, "openai/toy", "--max-tokens", "12", "--harnesses", "native,react")
+    assert code == 0, err
+    code, out, _ = cli(capsys, "runs", "show", json.loads(_last_json(capsys, db))["run_id"], "--db", db)
+    assert "invalid: model_truncated 2" in out
+    assert "1 of 1 rollouts ended on a reply cut at the token limit (--max-tokens 12)" in out
+
+
+def _last_json(capsys, db: str) -> str:
+    from tests.engine.test_run_health import cli
+
+    code, out, _ = cli(capsys, "runs", "list", "--db", db, "--json")
+    return json.dumps({"run_id": json.loads(out)[0]["run_id"]})
