@@ -354,3 +354,26 @@ def _last_json(capsys, db: str) -> str:
 
     code, out, _ = cli(capsys, "runs", "list", "--db", db, "--json")
     return json.dumps({"run_id": json.loads(out)[0]["run_id"]})
+
+
+@pytest.mark.parametrize(
+    "wire, path, cut_mark",
+    [
+        ("chat", "/v1/chat/completions", lambda a: a["choices"][0]["finish_reason"] == "length"),
+        ("messages", "/v1/messages", lambda a: a["stop_reason"] == "max_tokens"),
+    ],
+)
+def test_through_the_cli_endpoint_a_cut_decision_fails_the_rollout_and_a_cut_side_request_says_so(wire, path, cut_mark):
+    from tests.engine.test_cli_endpoint import _ctx, _serve
+
+    with LlamaCppPython(long_answers=True) as server:
+        ctx = _ctx(model_for(server, max_tokens=12))
+        first, second = _cli_requests(ctx)[wire][1]
+        side = {**first, "tools": []}  # a title request: no served tool
+        (side_status, side_answer), (status, _), endpoint = asyncio.run(
+            _serve(ctx, [("POST", path, side), ("POST", path, second)])
+        )
+    assert side_status == 200 and cut_mark(side_answer)  # the CLI is told its side reply was cut
+    assert status == 500 and endpoint.failure is not None
+    assert getattr(endpoint.failure, "reason", None) == MODEL_TRUNCATED
+    assert ctx.final_text == ""
