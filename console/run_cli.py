@@ -251,7 +251,15 @@ def run(
     retries: int = typer.Option(
         3, "--retries", help="retries per model call (408, 409, 429, 5xx, dropped connections, malformed replies)"
     ),
-    max_tokens: int = typer.Option(2048, "--max-tokens", help="most tokens per model reply"),
+    max_tokens: int = typer.Option(
+        2048, "--max-tokens", help="most tokens per model reply (a reply cut there is invalid: model_truncated)"
+    ),
+    tool_choice: str = typer.Option(
+        "auto",
+        "--tool-choice",
+        help="what requests offering tools say: auto | required | none | omit (leave it out, for a server that "
+        "refuses it); stored with the run",
+    ),
     disclosure: str | None = typer.Option(None, "--disclosure-text", help="text of the 'disclosed' cue"),
     benign_arm: bool = typer.Option(
         True,
@@ -349,6 +357,7 @@ def run(
                     timeout=timeout,
                     retries=retries,
                     max_tokens=max_tokens,
+                    tool_choice=tool_choice,
                     disclosure=disclosure or DEFAULT_DISCLOSURE,
                     benign_arm=benign_arm,
                     attacker=attacker,
@@ -370,6 +379,8 @@ def run(
                 assert spec is not None, "a run that is not resumed was specified above"
                 runner = start_run(store, spec)
             assert isinstance(runner.models, ModelPool), "start_run and resume_run give the runner a ModelPool"
+            for line in runner.models.warnings:  # the pre-flight's: said before the run, which goes on
+                err.print(f"warning: {line}", style="yellow", markup=False, highlight=False, soft_wrap=True)
             result = _drive(distribute(runner, backend, runner.models.spec), as_json)
         finally:
             if backend is not None:
@@ -466,7 +477,10 @@ def replay(
     from redagent.engine.matrix import replay_run
 
     with opened_store(db) as store:
-        result = _drive(replay_run(store, run_id, defense=defense, harmful_only=harmful_only), as_json)
+        runner = replay_run(store, run_id, defense=defense, harmful_only=harmful_only)
+        for line in getattr(runner.models, "warnings", []):  # the pre-flight's, said before the replay
+            err.print(f"warning: {line}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+        result = _drive(runner, as_json)
     if as_json:
         print_json(result)
     else:

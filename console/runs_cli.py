@@ -51,7 +51,9 @@ def runs_show(
     out.print(
         f"protocol: cases {protocol['cases']} · models {', '.join(protocol['models'])} · harnesses "
         f"{', '.join(protocol['harnesses'])} · cues {', '.join(protocol['cues'])} · defenses "
-        f"{', '.join(protocol['defenses'])} · attempts {protocol['attempts']} · benign arm "
+        f"{', '.join(protocol['defenses'])} · attempts {protocol['attempts']}"
+        + (f" · max tokens {protocol['max_tokens']}" if protocol.get("max_tokens") else "")
+        + f" · tool choice {protocol.get('tool_choice') or 'not sent'} · benign arm "
         f"{'on' if protocol.get('benign_arm') else 'off'} · code {result['code_version']}"
         + "".join(
             f" · benchmark v{v} (manifest {(h or 'not frozen')[:12]})"

@@ -35,8 +35,10 @@ from redagent.engine.runner import MatrixRunner, Progress
 from redagent.engine.sim import SimModel
 from redagent.engine.types import IN_HOUSE
 from redagent.llm.client import (
+    DEFAULT_TOOL_CHOICE,
     MODEL_AUTH,
     MODEL_NOT_FOUND,
+    TOOL_CHOICES,
     TRANSIENT_REASONS,
     LiteLLMModel,
     Model,
@@ -79,6 +81,14 @@ class RunSpec:
     timeout: float = 60.0
     retries: int = 3
     max_tokens: int = 2048  # per model reply
+    # What requests that offer tools say about calling them (llm/client.py TOOL_CHOICES). Stored with the
+    # protocol so a resume sends what the run sent; a protocol from before the option resumes with "omit"
+    # (`_spec`), which is what it sent.
+    tool_choice: str = DEFAULT_TOOL_CHOICE
+    # The pre-flight's tool probe per real model: True when it answered a tool offer with a tool call.
+    # Rollouts count an attack placed only in tool descriptions as exposure when it is True (or when the
+    # rollout itself got a tool call back): RolloutContext.attack_delivered.
+    tool_probe: dict[str, bool] = field(default_factory=dict)
     disclosure: str = DEFAULT_DISCLOSURE
     # Also run every attacked case as its benign counterpart (benign utility beside utility under attack).
     # Off here so a protocol stored before the option existed resumes as it was planned; `redagent run`
@@ -130,8 +140,9 @@ def new_run_id() -> str:
 class ModelPool:
     """Builds the model for each rollout: a fresh calibration agent, or the shared litellm model."""
 
-    def __init__(self, spec: RunSpec) -> None:
+    def __init__(self, spec: RunSpec, warnings: list[str] | None = None) -> None:
         self.spec = spec
+        self.warnings = warnings or []  # the pre-flight's, for the command line to print before the run
         self._real: dict[str, LiteLLMModel] = {}
 
     def __call__(self, name: str, case: Case) -> Model:
@@ -144,6 +155,8 @@ class ModelPool:
                 timeout=self.spec.timeout,
                 retries=self.spec.retries,
                 max_tokens=self.spec.max_tokens,
+                tool_choice=self.spec.tool_choice,
+                tools_confirmed=bool(self.spec.tool_probe.get(name)),
                 max_connections=self.spec.per_model,
             )
         return self._real[name]
@@ -191,16 +204,28 @@ def use_sandbox(spec: RunSpec, run_id: str) -> None:
         raise PlanError(str(exc)) from None
 
 
-def _preflight(spec: RunSpec) -> None:
-    """One real request per model before anything is stored: a missing key, a model name the endpoint does
-    not serve or a wrong endpoint path is one line (ModelConfigError), not a run full of invalid rollouts.
-    Calibration agents need none."""
+def _preflight(spec: RunSpec) -> list[str]:
+    """Real requests per model before anything is stored: a missing key, a model name the endpoint does not
+    serve (also on a server that answers any name), a wrong endpoint path or a server that refuses tools is one
+    line (ModelConfigError), not a run full of invalid rollouts. Then the tool probe (skipped for a run of
+    react alone, which sends no tools): its finding goes into `spec.tool_probe`, and a model that answered
+    without a tool call gives a warning, returned for the caller to print. Calibration agents need none."""
+    if spec.tool_choice not in TOOL_CHOICES:
+        raise PlanError(f"unknown --tool-choice {spec.tool_choice!r} (known: {', '.join(TOOL_CHOICES)})")
+    tools = any(h != "react" for h in spec.harnesses)
+    warnings: list[str] = []
     for name in dict.fromkeys(spec.models):
         if not is_calibration(name):
-            preflight(name, spec.api_base, timeout=spec.timeout)
+            found = preflight(
+                name, spec.api_base, timeout=spec.timeout, tool_choice=spec.tool_choice, probe_tools=tools
+            )
+            if found.tool_calls is not None:
+                spec.tool_probe[name] = found.tool_calls
+            warnings += found.warnings
     setting = attack_setting(spec)
     if setting.kind == "adaptive" and setting.model:  # the attacker model is checked like a target model
-        preflight(setting.model, setting.api_base, timeout=spec.timeout)
+        preflight(setting.model, setting.api_base, timeout=spec.timeout, probe_tools=False)
+    return warnings
 
 
 def plan_run(spec: RunSpec) -> tuple[list[Case], list[RolloutKey]]:
@@ -214,7 +239,7 @@ def plan_run(spec: RunSpec) -> tuple[list[Case], list[RolloutKey]]:
 
 def start_run(store: Store, spec: RunSpec, *, on_progress=None) -> MatrixRunner:
     cases, keys = plan_run(spec)
-    _preflight(spec)
+    warnings = _preflight(spec)
     run = RunRecord(
         id=new_run_id(),
         status="planned",
@@ -226,7 +251,7 @@ def start_run(store: Store, spec: RunSpec, *, on_progress=None) -> MatrixRunner:
         manifest_hash=manifest_hash_for(cases),
     )
     store.create_run(run)
-    return _runner(store, run, spec, cases, keys, on_progress=on_progress)
+    return _runner(store, run, spec, cases, keys, on_progress=on_progress, warnings=warnings)
 
 
 def plan_only(
@@ -268,13 +293,12 @@ def resume_run(
         raise PlanError(
             f"the cases of {run_id} changed since it started (case set hash differs); start a new run instead"
         )
-    if check_endpoint:
-        _preflight(spec)
+    warnings = _preflight(spec) if check_endpoint else []
     retry = RETRYABLE_INVALID if retry_invalid else frozenset()
     if run.parent_run_id:
-        return _replay_runner(store, run, spec, retry_invalid=retry, on_progress=on_progress)
+        return _replay_runner(store, run, spec, retry_invalid=retry, on_progress=on_progress, warnings=warnings)
     keys = matrix(cases, spec.models, spec.harnesses, spec.cues, spec.defenses, spec.attempts)
-    return _runner(store, run, spec, cases, keys, retry_invalid=retry, on_progress=on_progress)
+    return _runner(store, run, spec, cases, keys, retry_invalid=retry, on_progress=on_progress, warnings=warnings)
 
 
 def replay_run(
@@ -291,7 +315,7 @@ def replay_run(
     if not chosen:
         raise PlanError(f"run {parent_id} has no {'harmful ' if harmful_only else ''}rollouts to replay")
     cases = _cases_of(parent, only={r.case_id for r in chosen})
-    _preflight(spec)
+    warnings = _preflight(spec)
     protocol = _protocol(spec, cases)
     protocol["replay"] = {
         "of": parent_id,
@@ -310,11 +334,17 @@ def replay_run(
         parent_run_id=parent_id,
     )
     store.create_run(run)
-    return _replay_runner(store, run, spec, on_progress=on_progress)
+    return _replay_runner(store, run, spec, on_progress=on_progress, warnings=warnings)
 
 
 def _replay_runner(
-    store: Store, run: RunRecord, spec: RunSpec, *, retry_invalid: frozenset[str] = frozenset(), on_progress=None
+    store: Store,
+    run: RunRecord,
+    spec: RunSpec,
+    *,
+    retry_invalid: frozenset[str] = frozenset(),
+    on_progress=None,
+    warnings: list[str] | None = None,
 ) -> MatrixRunner:
     replay = run.protocol["replay"]
     wanted = set(replay["baselines"])
@@ -330,6 +360,7 @@ def _replay_runner(
         baselines=baselines,
         retry_invalid=retry_invalid,
         on_progress=on_progress,
+        warnings=warnings,
     )
 
 
@@ -363,6 +394,7 @@ def _runner(
     baselines: dict[RolloutKey, str] | None = None,
     retry_invalid: frozenset[str] = frozenset(),
     on_progress=None,
+    warnings: list[str] | None = None,
 ) -> MatrixRunner:
     use_sandbox(spec, run.id)
     return MatrixRunner(
@@ -370,7 +402,7 @@ def _runner(
         run,
         {c.id: c for c in cases},
         keys,
-        ModelPool(spec),
+        ModelPool(spec, warnings),
         concurrency=spec.concurrency,
         max_steps=spec.max_steps,
         baselines=baselines,
@@ -423,7 +455,8 @@ def _own_case_files(cases: list[Case]) -> dict[str, str]:
 
 def _spec(protocol: dict[str, Any]) -> RunSpec:
     known = RunSpec.__dataclass_fields__
-    return RunSpec(**{k: v for k, v in protocol.items() if k in known})
+    # A run stored before --tool-choice existed sent no tool_choice: its resume sends none either.
+    return RunSpec(**{"tool_choice": "omit", **{k: v for k, v in protocol.items() if k in known}})
 
 
 def _cases_of(run: RunRecord, only: set[str] | None = None) -> list[Case]:
@@ -463,6 +496,9 @@ def summary(store: RunMonitor, run_id: str) -> dict[str, Any]:
                     "defenses",
                     "attempts",
                     "max_steps",
+                    "max_tokens",
+                    "tool_choice",
+                    "tool_probe",
                     "harness_builds",
                     "benchmarks",
                 )

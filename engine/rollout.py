@@ -126,7 +126,8 @@ async def execute_rollout(
         expected_E=expected_E(key.model, case, key.defense, ctx.attack.setting if ctx.attack else None)
         if valid and is_calibration(key.model)
         else None,
-        reached=finished.reached,
+        # Exposure as the model server received it, not as the harness sent it (RolloutContext.attack_delivered).
+        reached=ctx.attack_delivered(),
         final_text=ctx.final_text,
         started_at=started,
         finished_at=datetime.now(UTC),
@@ -168,7 +169,7 @@ def _unjudged(
     record = _invalid_before_start(
         run_id, case, key, started, clock, reason or "sandbox_error", detail or "", baseline_rollout_id
     )
-    record.reached = run.reached
+    record.reached = ctx.attack_delivered()
     record.final_text = ctx.final_text
     record.prompt_tokens, record.completion_tokens, record.cost_usd = (
         ctx.prompt_tokens,

@@ -21,6 +21,9 @@ SERVICE_OF = {spec.name: cls.name for cls in SERVICES.values() for spec in cls.t
 
 
 class SimModel:
+    # A calibration agent reads every request as it is sent, tools included: no server stands between.
+    tools_confirmed = True
+
     def __init__(self, name: str, case: Case) -> None:
         self.name = name
         self.agent = CalibrationAgent(name, case)

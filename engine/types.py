@@ -10,13 +10,14 @@ them. The adaptive attacker is seen here only through the `Attack` interface it 
 from __future__ import annotations
 
 import asyncio
+import json
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from redagent.cases.execution import CaseRun
 from redagent.cases.schema import Case
-from redagent.llm.client import Model, ModelReply, ModelRequest, ToolCall
+from redagent.llm.client import MODEL_TRUNCATED, Model, ModelReply, ModelRequest, ToolCall
 from redagent.sandbox.gateway import ToolOutcome
 
 MAX_MALFORMED = 3  # consecutive unusable replies before the rollout is invalid
@@ -67,6 +68,7 @@ class Attack(Protocol):
     `AttackSession`): the rounds it opens after the case's own turns, and the texts the agent was shown."""
 
     setting: Any  # the run's `AttackSetting` (kind, budget, model), which the calibration agents' ground truth reads
+    markers: dict[str, str]  # the marker of each attack text placed so far → its channel
 
     async def next_round(self, ctx: RolloutContext) -> str | None: ...
 
@@ -102,6 +104,12 @@ class RolloutContext:
     # own turns; `tools_version` goes up when a move changes the tool list, so the harness shows it again.
     attack: Attack | None = None
     tools_version: int = 0
+    # Whether the attack reached the model's input as its server received it (see `attack_delivered`): an
+    # attack marker in the text of a request the model answered, in the tools it was offered, and whether
+    # the model ever answered tools with a tool call.
+    attack_in_text: bool = False
+    attack_in_tools: bool = False
+    tool_calls_back: bool = False
 
     # -- trajectory ----------------------------------------------------------------------------
     def record(self, role: str, text: str = "", **fields: Any) -> int:
@@ -129,13 +137,69 @@ class RolloutContext:
 
     # -- the model -----------------------------------------------------------------------------
     async def ask(
-        self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None, harness: str, turn: int
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None,
+        harness: str,
+        turn: int,
+        decision: bool = True,
     ) -> ModelReply:
+        """The model's reply to `messages`. A reply cut by the token limit ends a `decision` (the agent's next
+        action or answer) as an invalid rollout, `model_truncated`: a cut text is no final answer and a cut
+        tool call no action. Continuing it instead would need the server to extend a partial assistant
+        message, which OpenAI-compatible servers do each their own way or not at all. A side request (a real
+        CLI's title or probe, `decision=False`) keeps its cut reply; the CLI is told it was cut."""
         reply = await self.model.complete(ModelRequest(messages=messages, tools=tools, harness=harness, turn=turn))
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
         self.cost_usd += reply.cost_usd
+        self._note_exposure(messages, tools, reply)
+        if decision and reply.truncated:
+            limit = getattr(self.model, "max_tokens", None)
+            raise HarnessError(
+                MODEL_TRUNCATED,
+                f"the model's reply stopped at the token limit after {reply.completion_tokens} tokens"
+                + (f" (--max-tokens {limit})" if limit else "")
+                + "; a cut reply is no answer: raise --max-tokens",
+            )
         return reply
+
+    def _markers(self) -> list[str]:
+        markers = [self.run.marker] if self.run.with_attack and self.run.marker else []
+        if self.attack is not None:
+            markers += [m for m in self.attack.markers if m]
+        return markers
+
+    def _note_exposure(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, reply: ModelReply
+    ) -> None:
+        """Note what of the attack was in a request the model answered (so its server received it)."""
+        if tools and reply.tool_calls:
+            self.tool_calls_back = True
+        markers = self._markers()
+        if not markers:
+            return
+        if not self.attack_in_text:
+            for message in messages:
+                content = message.get("content")
+                text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+                if any(m in text for m in markers):
+                    self.attack_in_text = True
+                    break
+        if tools and not self.attack_in_tools:
+            offered = json.dumps(tools, ensure_ascii=False)
+            self.attack_in_tools = any(m in offered for m in markers)
+
+    def attack_delivered(self) -> bool:
+        """Whether the attack reached the model's input as its server received it: a marker in the text of a
+        request the model answered, or in the tools it was offered when the tools demonstrably reached it
+        (it answered them with a tool call in this rollout, or the run's pre-flight tool probe got one back:
+        `tools_confirmed` on the model). A server that drops `tools` (llama-cpp-python without
+        `tool_choice`) never shows the model a poisoned description, however often the harness sends it."""
+        if self.attack_in_text:
+            return True
+        return self.attack_in_tools and (self.tool_calls_back or bool(getattr(self.model, "tools_confirmed", False)))
 
     def malformed_reply(self, why: str) -> None:
         self.malformed += 1

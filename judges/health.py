@@ -8,9 +8,11 @@ reached the agent measures a setup, not an agent; such a cell gets a warning bes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
+from redagent.llm.client import MODEL_TRUNCATED
 from redagent.store.db import Store
 from redagent.store.records import CellHealth
 
@@ -26,9 +28,14 @@ def run_health(store: Store, run_id: str) -> dict[str, Any]:
     the run as one line each (`warnings`)."""
     cells = []
     lines = []
+    run = store.get_run(run_id)
+    protocol: dict[str, Any] = run.protocol if run is not None else {}
+    probe = protocol.get("tool_probe")
     for cell in store.cell_health(run_id):
         valid, attacked = cell.valid, cell.attacked
-        warnings = cell_warnings(cell)
+        warnings = cell_warnings(
+            cell, tool_probe=probe if isinstance(probe, dict) else None, max_tokens=protocol.get("max_tokens")
+        )
         # The report's and `runs show --json`'s form: the record's fields, the shares and the warnings.
         cells.append(
             {
@@ -44,7 +51,11 @@ def run_health(store: Store, run_id: str) -> dict[str, Any]:
     return {"cells": cells, "warnings": lines}
 
 
-def cell_warnings(cell: CellHealth) -> list[str]:
+def cell_warnings(
+    cell: CellHealth, *, tool_probe: Mapping[str, bool] | None = None, max_tokens: int | None = None
+) -> list[str]:
+    """The cell's warnings. `tool_probe` is the run's pre-flight finding per real model (True: it answered a
+    tool offer with a tool call; absent for runs stored before the probe), `max_tokens` the run's limit."""
     rollouts, valid, invalid = cell.rollouts, cell.valid, cell.rollouts - cell.valid
     warnings = []
     if rollouts and not valid:
@@ -57,6 +68,25 @@ def cell_warnings(cell: CellHealth) -> list[str]:
         warnings.append(
             f"no tool call in any of {valid} valid rollouts: the model may never have seen its tools "
             f"(does the endpoint drop `tools`?); an ASR of 0 here is no evidence of safety"
+        )
+    cut = cell.invalid.get(MODEL_TRUNCATED)
+    if cut is not None:
+        limit = f" (--max-tokens {max_tokens})" if max_tokens else ""
+        warnings.append(
+            f"{cut.n} of {rollouts} rollouts ended on a reply cut at the token limit{limit}: invalid "
+            f"({MODEL_TRUNCATED}), never read as a final answer; raise --max-tokens"
+        )
+    if (
+        cell.attacked
+        and cell.harness != "react"  # react offers no tools: its tools are text in the prompt, checked as text
+        and not cell.model.startswith("sim/")
+        and cell.no_tool_call == valid
+        and not (tool_probe or {}).get(cell.model)
+    ):
+        warnings.append(
+            "exposure cannot be confirmed for an attack in tool descriptions: no valid rollout got a tool call "
+            "back and the pre-flight tool probe got none either, so the server may drop `tools`; such "
+            "rollouts count as unreached"
         )
     if cell.attacked and not cell.reached:
         warnings.append(

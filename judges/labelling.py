@@ -83,7 +83,9 @@ def _judge_model(backbone: str, api_base: str | None, timeout: float, retries: i
 
     if timeout <= 0 or retries < 0 or max_tokens < 1:
         raise LabellingError("--timeout must be positive, --retries at least 0 and --max-tokens at least 1")
-    preflight(backbone, api_base, timeout=timeout)  # ModelConfigError: one line, before any label is stored
+    preflight(
+        backbone, api_base, timeout=timeout, probe_tools=False
+    )  # ModelConfigError: one line, before any label is stored
     return LiteLLMModel(backbone, api_base=api_base, timeout=timeout, retries=retries, max_tokens=max_tokens)
 
 

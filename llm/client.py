@@ -48,6 +48,10 @@ MODEL_NOT_FOUND = "model_not_found"  # 404: no such model, or no such endpoint p
 MODEL_BAD_REQUEST = "model_bad_request"  # 400, 413, 422: the server refused this request as malformed
 MODEL_CONTEXT_EXCEEDED = "model_context_exceeded"  # the conversation outgrew the model's context window
 MODEL_ERROR = "model_error"  # a provider error that fits none of the above
+# Not a failed call but an incomplete answer: the reply stopped at the token limit (`finish_reason: length`,
+# Anthropic's `stop_reason: max_tokens`). A rollout whose decision was cut is invalid with this reason
+# (engine/types.py `RolloutContext.ask`), never stored as the model's final answer.
+MODEL_TRUNCATED = "model_truncated"
 TRANSIENT_REASONS = frozenset({MODEL_RATE_LIMITED, MODEL_SERVER_ERROR, MODEL_TIMEOUT, MODEL_BAD_RESPONSE})
 RETRY_STATUSES = frozenset({408, 409, 429})  # and every 5xx
 
@@ -95,6 +99,13 @@ class ModelReply:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    # Why the model stopped, in OpenAI's words (stop, tool_calls, length, content_filter); "" where nobody said.
+    finish_reason: str = ""
+
+    @property
+    def truncated(self) -> bool:
+        """The reply was cut by the token limit: its text or its last tool call's arguments are incomplete."""
+        return self.finish_reason == "length"
 
 
 class ModelFailure(UserError):
@@ -112,6 +123,53 @@ class Model(Protocol):
     name: str
 
     async def complete(self, request: ModelRequest) -> ModelReply: ...
+
+
+# What a request that offers tools says about calling them (`redagent run --tool-choice`). "auto" by default:
+# llama-cpp-python's function-calling chat handlers render the tools into the prompt only when
+# `tool_choice` is set (without it the model never sees a tool), and OpenAI, vLLM, LM Studio and Ollama
+# treat "auto" as their own default. "omit" leaves the field out for a server that refuses it (a vLLM
+# started without --enable-auto-tool-choice answers "auto" with a 400).
+TOOL_CHOICES = ("auto", "required", "none", "omit")
+DEFAULT_TOOL_CHOICE = "auto"
+
+
+def wire_messages(messages: list[dict[str, Any]], provider: str) -> list[dict[str, Any]]:
+    """OpenAI-style messages as model servers accept them; the harnesses' own lists are left as they are.
+
+    - An assistant message with tool calls carries `content` as a string ("" when the model said nothing):
+      litellm drops a `content: None` from the request, and a chat template that reads `message.content`
+      (llama.cpp's, llama-cpp-python's, many Jinja templates vLLM serves) then fails with HTTP 500.
+      Anthropic's translation in litellm skips an empty text, so "" is safe there too.
+    - A tool result's `content` is a string (never None).
+    - Ollama's /api/chat (`ollama/`, `ollama_chat/`) takes a tool call's arguments as a JSON object, which
+      litellm parses from the string: arguments that are not a JSON object (a model's malformed call, kept
+      as it produced it) go as {"_raw": "…"} instead of failing the request before it is sent.
+    """
+    ollama = provider in ("ollama", "ollama_chat")
+    out = []
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant" and message.get("tool_calls"):
+            message = {**message, "content": message.get("content") or ""}
+            if ollama:
+                message["tool_calls"] = [_object_arguments(call) for call in message["tool_calls"]]
+        elif role == "tool" and not isinstance(message.get("content"), str | list):
+            message = {**message, "content": "" if message.get("content") is None else str(message["content"])}
+        out.append(message)
+    return out
+
+
+def _object_arguments(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function") or {}
+    arguments = function.get("arguments")
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        return call
+    return {**call, "function": {**function, "arguments": json.dumps({"_raw": str(arguments or "")})}}
 
 
 class ModelConfigError(UserError, ValueError):
@@ -275,6 +333,8 @@ class LiteLLMModel:
         max_retry_after: float = 120.0,
         temperature: float = 0.0,
         max_tokens: int = 2048,
+        tool_choice: str = DEFAULT_TOOL_CHOICE,
+        tools_confirmed: bool = False,
         max_connections: int | None = None,
         limiter: Limiter | None = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
@@ -291,12 +351,18 @@ class LiteLLMModel:
         self.max_retry_after = max_retry_after
         self.temperature = temperature
         self.max_tokens = max_tokens
+        if tool_choice not in TOOL_CHOICES:
+            raise ModelConfigError(f"unknown tool choice {tool_choice!r} (known: {', '.join(TOOL_CHOICES)})")
+        self.tool_choice = tool_choice
+        # The run's pre-flight got a tool call back from this model: tools offered to it reach it.
+        self.tools_confirmed = tools_confirmed
         self.max_connections = max_connections
         self.limiter = limiter
         self.sleep = sleep
         self.now = now
         self.rng = rng or random.Random()
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+        self._provider: str | None = None  # litellm's provider of `name`, looked up on the first request
 
     def delay(self, attempt: int, failure: Failure) -> float:
         """How long to wait before attempt `attempt + 1`: the server's Retry-After where it gave one (bounded),
@@ -313,8 +379,7 @@ class LiteLLMModel:
                 async with self._slot():
                     response = await litellm.acompletion(
                         model=self.name,
-                        messages=request.messages,
-                        tools=request.tools or None,
+                        **self.payload(request),
                         api_base=self.api_base,
                         api_key=self.api_key,
                         timeout=self.timeout,
@@ -336,6 +401,18 @@ class LiteLLMModel:
             if attempt < self.retries:
                 await self.sleep(self.delay(attempt, failure))
         raise ModelFailure(failure.reason, f"after {self.retries + 1} attempts: {failure.detail}")
+
+    def payload(self, request: ModelRequest) -> dict[str, Any]:
+        """The messages, tools and tool choice of `request` as this model's server expects them: tools only
+        when there are some, with the run's `tool_choice` (unless "omit"); see `wire_messages`."""
+        if self._provider is None:
+            self._provider = _provider(self.name, self.api_base)
+        body: dict[str, Any] = {"messages": wire_messages(request.messages, self._provider)}
+        if request.tools:
+            body["tools"] = request.tools
+            if self.tool_choice != "omit":
+                body["tool_choice"] = self.tool_choice
+        return body
 
     def _slot(self):
         if self.limiter is not None:
@@ -382,6 +459,7 @@ def _reply(response: Any) -> ModelReply:
             arguments = function.arguments if isinstance(function.arguments, str) else json.dumps(function.arguments)
             calls.append(ToolCall(id=call.id or f"call_{i}", name=function.name or "", arguments=arguments or ""))
         content = message.content or ""
+        finish = str(getattr(response.choices[0], "finish_reason", None) or "")
     except (AttributeError, IndexError, KeyError, TypeError) as exc:
         raise _BadReply(f"the response is no chat completion ({type(exc).__name__}: {exc})"[:300]) from None
     if not isinstance(content, str):
@@ -396,6 +474,8 @@ def _reply(response: Any) -> ModelReply:
         prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
         completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
         cost_usd=cost,
+        # litellm maps each provider's word for it to OpenAI's (Anthropic's max_tokens, Ollama's done_reason).
+        finish_reason="length" if finish in ("length", "max_tokens") else finish,
     )
 
 
@@ -417,6 +497,29 @@ def run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
         return pool.submit(asyncio.run, coro).result()
 
 
+@dataclass
+class Preflight:
+    """What the pre-flight found out about a model's server: which server it is (where it says), the names
+    it lists, and whether it answered a request offering a tool with a tool call (None: not asked)."""
+
+    model: str
+    server: str = ""  # llama.cpp, llama-cpp-python, vLLM, Ollama, LM Studio; "" when it does not say
+    served: list[str] = field(default_factory=list)
+    tool_calls: bool | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+PROBE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "ping",
+        "description": "Checks that the connection works. Call it whenever you are asked to.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+PROBE_PROMPT = [{"role": "user", "content": "Call the ping tool now. Do not answer with text."}]
+
+
 def preflight(
     name: str,
     api_base: str | None,
@@ -424,12 +527,25 @@ def preflight(
     timeout: float = 60.0,
     retries: int = 2,
     api_key: str | None = None,
+    tool_choice: str = DEFAULT_TOOL_CHOICE,
+    probe_tools: bool = True,
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-) -> None:
-    """One real request to the model before anything is stored: ModelConfigError (one line naming the
-    cause and the fix) for a missing or refused key, a model name the endpoint does not serve, an
-    endpoint path without /v1, or an endpoint that keeps failing."""
+) -> Preflight:
+    """Real requests to the model before anything is stored. ModelConfigError (one line naming the cause and
+    the fix) for a missing or refused key, a model name the endpoint does not serve — also on a server that
+    answers any name (llama.cpp's does) but lists what it serves —, an endpoint path without /v1, an
+    endpoint that keeps failing, or a server that refuses requests with tools. With `probe_tools`, one more
+    request offers a tool and asks for a call: no call back is a warning naming the server's own fix (the
+    run goes on; `runs show` warns where no rollout made a tool call). Bounded: the listing waits 5 s, the
+    probe is sent once more at most."""
     check_model(name, api_base)
+    found = Preflight(name)
+    bare = name.split("/", 1)[1] if "/" in name else name
+    provider = _provider(name, api_base)
+    listing = _listing(provider, api_base, api_key) if api_base else None
+    if listing is not None:
+        found.served, owners = listing
+        found.server = _server_kind(provider, owners)
     model = LiteLLMModel(
         name, api_base=api_base, api_key=api_key, timeout=timeout, retries=retries, max_tokens=16, sleep=sleep
     )
@@ -437,6 +553,88 @@ def preflight(
         run_sync(model.complete(ModelRequest(messages=PREFLIGHT_PROMPT)))
     except ModelFailure as failure:
         raise ModelConfigError(explain_failure(name, api_base, failure, api_key)) from None
+    if found.served and not _serves(found.served, bare):
+        # It answered a name it does not list: a server that answers any name with the model it has loaded.
+        who = f"{found.server}'s server" if found.server else "the server"
+        raise ModelConfigError(
+            f"model {name}: {api_base} serves no model {bare!r} (it serves: {', '.join(found.served[:8])}), yet "
+            f"{who} answered under that name: it answers any model name with its own model, so a run would "
+            f"measure that model under the wrong name; check --models"
+        )
+    if not probe_tools:
+        return found
+    probe = LiteLLMModel(
+        name,
+        api_base=api_base,
+        api_key=api_key,
+        timeout=timeout,
+        retries=min(retries, 1),
+        max_tokens=64,
+        tool_choice=tool_choice,
+        sleep=sleep,
+    )
+    try:
+        reply = run_sync(probe.complete(ModelRequest(messages=PROBE_PROMPT, tools=[PROBE_TOOL])))
+    except ModelFailure as failure:
+        where = f" at {api_base}" if api_base else ""
+        raise ModelConfigError(
+            f"model {name}: the server{where} refused a request with tools ({failure.reason}: {failure.detail}); "
+            + tool_fix(found.server, tool_choice, failure.detail)
+        ) from None
+    found.tool_calls = bool(reply.tool_calls)
+    if not found.tool_calls:
+        found.warnings.append(
+            f"model {name}: offered a tool and asked to call it, it answered without a tool call "
+            f"({(reply.content or 'no text')[:60]!r}): the model may never see its tools; "
+            + tool_fix(found.server, tool_choice, "")
+        )
+    return found
+
+
+def tool_fix(server: str, tool_choice: str, detail: str) -> str:
+    """The fix for a server that refuses tools or returns no tool call, in that server's own terms."""
+    if re.search(r"enable-auto-tool-choice|tool-call-parser", detail) or server == "vLLM":
+        return (
+            "start vLLM with --enable-auto-tool-choice --tool-call-parser PARSER (the parser of the model's "
+            "family: hermes, llama3_json, mistral, …), or run with --tool-choice required"
+        )
+    if re.search(r"does not support tools", detail) or server == "Ollama":
+        return "this Ollama model has no tool support: pick one whose `ollama show MODEL` lists tools"
+    if server == "LM Studio":
+        return "try --tool-choice omit, or load a model LM Studio marks for tool use (capabilities: tool_use)"
+    if re.search(r"tool_choice", detail):
+        return "the server refuses this tool_choice: try --tool-choice omit"
+    if server == "llama-cpp-python":
+        return (
+            "start llama-cpp-python's server with a function-calling chat format "
+            "(--chat_format chatml-function-calling) and keep --tool-choice auto"
+        )
+    if server == "llama.cpp":
+        return "start llama-server with --jinja (and --chat-template-file for a model whose template has no tools)"
+    if tool_choice in ("omit", "none"):
+        return f"--tool-choice {tool_choice} may keep the tools from the model: try --tool-choice auto"
+    return "check that the server renders `tools` into the prompt and parses the model's tool calls"
+
+
+def _serves(served: list[str], bare: str) -> bool:
+    # Ollama lists `llama3.2:latest` and answers to `llama3.2`.
+    return bare in served or f"{bare}:latest" in served or any(s.removesuffix(":latest") == bare for s in served)
+
+
+def _server_kind(provider: str, owners: set[str]) -> str:
+    """Which server this is, by litellm's provider or by what its model listing says owns the models
+    (llama.cpp's server says "llamacpp", llama-cpp-python's "me", vLLM's "vllm")."""
+    if provider == "hosted_vllm" or "vllm" in owners:
+        return "vLLM"
+    if provider in ("ollama", "ollama_chat") or "library" in owners or "ollama" in owners:
+        return "Ollama"
+    if provider == "lm_studio":
+        return "LM Studio"
+    if "llamacpp" in owners:
+        return "llama.cpp"
+    if "me" in owners:
+        return "llama-cpp-python"
+    return ""
 
 
 def explain_failure(name: str, api_base: str | None, failure: ModelFailure, api_key: str | None = None) -> str:
@@ -490,16 +688,33 @@ def _not_found(name: str, api_base: str | None, detail: str, api_key: str | None
 
 def _served_models(api_base: str, api_key: str | None) -> list[str]:
     """The model ids an OpenAI-compatible endpoint lists at /models ([] when it lists none or cannot)."""
+    listing = _listing("openai", api_base, api_key)
+    return listing[0] if listing else []
+
+
+def _listing(provider: str, api_base: str, api_key: str | None) -> tuple[list[str], set[str]] | None:
+    """The model names a server lists, and who it says owns them: `/models` of an OpenAI-compatible endpoint,
+    `/api/tags` of Ollama's own API; None when it lists none or cannot (waited for at most 5 s)."""
     import httpx
 
+    ollama = provider in ("ollama", "ollama_chat")
+    if provider not in _OPENAI_COMPATIBLE and not ollama:
+        return None
     key = api_key or os.environ.get("OPENAI_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
+    url = f"{api_base.rstrip('/')}/{'api/tags' if ollama else 'models'}"
     try:
-        response = httpx.get(f"{api_base.rstrip('/')}/models", headers=headers, timeout=5)
-        data = response.json().get("data") if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError, AttributeError):
-        return []
-    return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")] if isinstance(data, list) else []
+        response = httpx.get(url, headers=headers, timeout=5)
+        body = response.json() if response.status_code == 200 else None
+        data = body.get("models" if ollama else "data") if isinstance(body, dict) else None
+    except (httpx.HTTPError, ValueError):
+        return None
+    if not isinstance(data, list):
+        return None
+    field_name = "name" if ollama else "id"
+    names = [str(m[field_name]) for m in data if isinstance(m, dict) and m.get(field_name)]
+    owners = {"ollama"} if ollama else {str(m.get("owned_by")) for m in data if isinstance(m, dict)}
+    return (names, owners) if names else None
 
 
 def price(name: str, prompt_tokens: float, completion_tokens: float) -> float | None:

@@ -76,7 +76,8 @@ class ChatServer:
                 server.paths.append(self.path)
                 if self.path != MODELS:
                     return self._json(404, {"detail": "Not Found"})
-                names = sorted(server.models or {"stub"})
+                # Any name served (models None): nothing listed, so the pre-flight has no list to check names by.
+                names = sorted(server.models or ())
                 self._json(200, {"object": "list", "data": [{"id": n, "object": "model"} for n in names]})
 
             def do_POST(self) -> None:

@@ -165,7 +165,9 @@ def test_an_endpoint_that_ignores_tools_makes_runs_show_warn(db, capsys):
     assert "the attack reached the agent in none of" in out
     code, out, _ = cli(capsys, "runs", "show", run_id, "--db", db, "--json")
     cell = json.loads(out)["health"]["cells"][0]
-    assert cell["no_tool_call_share"] == 1.0 and cell["exposure"] == 0.0 and len(cell["warnings"]) == 2
+    assert cell["no_tool_call_share"] == 1.0 and cell["exposure"] == 0.0 and len(cell["warnings"]) == 3
+    # Neither a rollout nor the pre-flight's tool probe got a tool call back: exposure cannot be confirmed.
+    assert any(w.startswith("exposure cannot be confirmed") for w in cell["warnings"])
     # The report says the same beside its ASR table.
     from redagent.judges.report import build_report, markdown
 
@@ -177,7 +179,8 @@ def test_an_endpoint_that_ignores_tools_makes_runs_show_warn(db, capsys):
 
 def test_runs_show_gives_the_stored_invalid_detail_and_calls_an_all_invalid_cell_broken(db, capsys):
     with ChatServer() as server:
-        server.script.append(text("OK"))  # the pre-flight passes; every rollout then meets the same refusal
+        # The pre-flight passes (its tool probe gets words, a warning); every rollout then meets the same refusal.
+        server.script.extend([text("OK"), text("OK")])
         server.default = error(422, "tool_choice: unsupported value")
         code, _, err = cli(
             capsys,
@@ -272,7 +275,7 @@ def test_a_run_records_who_drives_it(db):
 
 def test_retry_invalid_replaces_transient_failures_under_the_same_ids(store_url):  # noqa: F811
     with ChatServer() as server, open_store(store_url) as store:
-        server.script.append(text("OK"))  # the pre-flight
+        server.script.extend([text("OK"), text("OK")])  # the pre-flight and its tool probe
         server.default = error(503)
         runner = start_run(store, spec(server, cases="banking-*", benign_arm=False))
         asyncio.run(runner.run())

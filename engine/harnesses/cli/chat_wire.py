@@ -80,6 +80,11 @@ def _message(message: dict[str, Any], index: int) -> dict[str, Any]:
     return out
 
 
+def _finish(reply: ModelReply) -> str:
+    """Why the reply ended, told to the CLI as the model's server told it (a cut side request stays cut)."""
+    return "length" if reply.truncated else "tool_calls" if reply.tool_calls else "stop"
+
+
 def _calls(reply: ModelReply) -> list[dict[str, Any]]:
     return [
         {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
@@ -104,7 +109,7 @@ def render(request: WireRequest, reply: ModelReply) -> dict[str, Any]:
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request.model,
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+        "choices": [{"index": 0, "message": message, "finish_reason": _finish(reply)}],
         "usage": _usage(reply),
     }
 
@@ -142,7 +147,7 @@ def render_stream(request: WireRequest, reply: ModelReply) -> list[bytes]:
                 }
             )
         )
-    events.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
+    events.append(chunk({}, _finish(reply)))
     if request.options.get("include_usage"):
         events.append(
             sse(

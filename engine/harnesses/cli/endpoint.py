@@ -143,7 +143,7 @@ class Endpoint:
             if isinstance(self.ctx.model, SimModel):
                 return ModelReply(content=AUX_TEXT)
             return await self.ctx.ask(
-                self._messages(wire), tools=wire.tools or None, harness=self.harness, turn=self.turn
+                self._messages(wire), tools=wire.tools or None, harness=self.harness, turn=self.turn, decision=False
             )
         self.agent_requests += 1
         self._note_prompt(wire, prefix)

@@ -130,7 +130,8 @@ def render(request: WireRequest, reply: ModelReply) -> dict[str, Any]:
         "role": "assistant",
         "model": request.model,
         "content": _blocks(reply),
-        "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+        # Anthropic's words for why the reply ended; a reply cut at the token limit says so (max_tokens).
+        "stop_reason": "max_tokens" if reply.truncated else "tool_use" if reply.tool_calls else "end_turn",
         "stop_sequence": None,
         "usage": _usage(reply),
     }

@@ -136,6 +136,7 @@ def _response(
         "object": "response",
         "created_at": int(time.time()),
         "status": status,
+        "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
         "model": request.model,
         "output": output,
         "usage": {
@@ -148,8 +149,13 @@ def _response(
     }
 
 
+def _status(reply: ModelReply) -> str:
+    # The Responses API's word for a reply cut at max_output_tokens (with incomplete_details saying why).
+    return "incomplete" if reply.truncated else "completed"
+
+
 def render(request: WireRequest, reply: ModelReply) -> dict[str, Any]:
-    return _response(request, reply, _output(request, reply), "completed", new_id("resp"))
+    return _response(request, reply, _output(request, reply), _status(reply), new_id("resp"))
 
 
 def render_stream(request: WireRequest, reply: ModelReply) -> list[bytes]:
@@ -177,13 +183,14 @@ def render_stream(request: WireRequest, reply: ModelReply) -> list[bytes]:
                 },
             )
         )
+    done = "response.incomplete" if reply.truncated else "response.completed"
     events.append(
         sse(
-            "response.completed",
+            done,
             {
-                "type": "response.completed",
+                "type": done,
                 "sequence_number": len(events),
-                "response": _response(request, reply, output, "completed", ident),
+                "response": _response(request, reply, output, _status(reply), ident),
             },
         )
     )
