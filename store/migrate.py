@@ -58,7 +58,8 @@ def head_revision() -> str:
         found = _assignments(script)
         if "revision" in found:
             down = found.get("down_revision")
-            revisions[str(found["revision"])] = tuple(down) if isinstance(down, tuple) else (down,) if down else ()
+            downs = down if isinstance(down, tuple) else (down,) if down else ()
+            revisions[str(found["revision"])] = tuple(str(parent) for parent in downs)
     parents = {parent for downs in revisions.values() for parent in downs}
     heads = sorted(set(revisions) - parents)
     if len(heads) != 1:
@@ -69,8 +70,10 @@ def head_revision() -> str:
 def _assignments(script: Path) -> dict[str, object]:
     values: dict[str, object] = {}
     for node in ast.parse(script.read_text(), str(script)).body:
-        target = node.target if isinstance(node, ast.AnnAssign) else None
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target: ast.expr | None = None
+        if isinstance(node, ast.AnnAssign):
+            target = node.target
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
         value = getattr(node, "value", None)
         if isinstance(target, ast.Name) and target.id in ("revision", "down_revision") and value is not None:
