@@ -204,14 +204,14 @@ class Host:
         from redagent.console.screens.rollout import RolloutScreen
         from redagent.store.db import open_store
 
-        class BenchApp(App):
+        class BenchApp(heap.CollectsWhenIdle, App):
             def __init__(self) -> None:
                 super().__init__()
                 self.store = open_store(url)
 
             def on_mount(self) -> None:
                 self.push_screen(first() if callable(first) else first)
-                self.call_after_refresh(heap.settle)  # as RedAgentApp does once its first screen is up
+                self.call_after_refresh(self.settle_heap)  # as RedAgentApp does once its first screen is up
 
             def show(self, name: str, **kwargs: Any) -> None:
                 if name == "rollout":

@@ -139,7 +139,7 @@ here: it labels "not harmful" on the audit screen, and one key means one thing a
         self.dismiss(quit_)
 
 
-class RedAgentApp(ShowsFailures, App):
+class RedAgentApp(ShowsFailures, heap.CollectsWhenIdle, App):
     """`redagent console`: runs, rollouts and statistics for researchers; the blinded audit for reviewers."""
 
     TITLE = "REDAgentBench"
@@ -257,7 +257,7 @@ first if that would stop a run started here or drop unsaved notes). Keys can be 
         else:
             self.show(ROLE_SCREENS[self.role][0])
         # Once the first screen is up, everything alive is start-up state: out of the collector's way.
-        self.call_after_refresh(heap.settle)
+        self.call_after_refresh(self.settle_heap)
 
     @on(StoreFailed)
     def _store_failed(self, message: StoreFailed) -> None:
