@@ -60,6 +60,23 @@ def completion(body: dict[str, Any], content: str = "Done.") -> dict[str, Any]:
     }
 
 
+def warm_litellm() -> None:
+    """litellm's first call in a process imports and builds its provider machinery on the event loop (seconds on
+    a busy machine, all inside the first attempt's timeout): one call here, so a test's short timeouts time
+    requests and not that."""
+    import asyncio
+    import os
+
+    from redagent.llm.client import LiteLLMModel, ModelRequest
+
+    os.environ.setdefault("OPENAI_API_KEY", "sk-loopback-test")
+    with HangingServer(hold=lambda body: False) as server:
+        for provider in ("openai", "hosted_vllm"):
+            model = LiteLLMModel(f"{provider}/stub-model", api_base=server.url, timeout=60, retries=0)
+            reply = asyncio.run(model.complete(ModelRequest(messages=[{"role": "user", "content": "hello"}])))
+            assert reply.content == "Done.", reply
+
+
 class HangingServer:
     """`hold(body)` says which requests to hold (default: all); `key(body)` whose they are (default: one client).
     Requests not held are answered at once; `answer()` makes held requests (and all later ones) be answered."""

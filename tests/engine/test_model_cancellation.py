@@ -14,7 +14,7 @@ import asyncio
 import pytest
 
 from redagent.llm.client import MODEL_TIMEOUT, LiteLLMModel, ModelFailure, ModelRequest
-from tests.engine.hanging_server import HangingServer
+from tests.engine.hanging_server import HangingServer, warm_litellm
 
 ASK = ModelRequest(messages=[{"role": "user", "content": "hello"}])
 HANG_S = 60  # far above any bound exercised here
@@ -27,13 +27,7 @@ def api_key(monkeypatch):
 
 @pytest.fixture(autouse=True, scope="module")
 def warm():
-    """litellm's first call in a process imports and builds its provider machinery on the event loop (seconds on
-    a busy machine, all inside the first attempt's bound): done once here, so the bounds below time requests."""
-    with pytest.MonkeyPatch.context() as patch, HangingServer(hold=lambda body: False) as server:
-        patch.setenv("OPENAI_API_KEY", "sk-loopback-test")
-        for provider in ("openai", "hosted_vllm"):
-            model = LiteLLMModel(f"{provider}/stub-model", api_base=server.url, timeout=HANG_S, retries=0)
-            assert asyncio.run(model.complete(ASK)).content == "Done."
+    warm_litellm()
 
 
 class Sleeps(list):
