@@ -104,8 +104,8 @@ class HangingServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_GET(self) -> None:
-                self._json(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+            def do_GET(self) -> None:  # /v1/models: the pre-flight checks the model name against it
+                self._json(200, {"object": "list", "data": [{"id": "stub-model", "object": "model"}]})
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
