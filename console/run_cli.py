@@ -11,7 +11,18 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from redagent.console.cli_common import DB_OPTION, Commands, err, examples, fail, opened_store, out, print_json, split
+from redagent.console.cli_common import (
+    DB_OPTION,
+    Commands,
+    err,
+    examples,
+    fail,
+    opened_store,
+    out,
+    print_json,
+    split,
+    stoppable,
+)
 
 # Mounted without a name (console/cli.py): its commands are top-level, `redagent run`, `redagent replay`.
 run_app = typer.Typer(cls=Commands)
@@ -23,15 +34,34 @@ def _default_models() -> list[str]:
     return list(BEHAVIOURS)
 
 
-# After a stop (SIGINT, SIGTERM), how long rollouts in flight may go on to finish and be stored before they are
-# cancelled (not stored; a resume runs them again). Under a scheduler's usual 30 s between SIGTERM and SIGKILL.
+# After a stop (SIGINT, SIGTERM), how long calibration rollouts in flight may go on to finish and be stored before
+# they are cancelled (not stored; a resume runs them again). Under a scheduler's usual 30 s between SIGTERM and
+# SIGKILL. Rollouts of served models get none: they are cancelled at once (engine/runner.py request_stop).
 STOP_GRACE_S = 10.0
 
 
+def _stop_line(runner, signum: int) -> str:
+    """What a stop does to this run's rollouts in flight, in one line."""
+    import signal
+
+    base = getattr(runner, "base", runner)  # a multi-worker run's driver stands on the planned MatrixRunner
+    served = {base.served(k) for k in runner.keys}
+    parts = ["no new rollouts"]
+    if True in served:
+        parts.append(
+            "those waiting on a model server are cancelled now (their requests closed; a resume runs them again)"
+        )
+    if False in served:
+        whose = "calibration rollouts" if True in served else "those"
+        parts.append(f"{whose} in flight have {STOP_GRACE_S:g} s to finish (signal again to stop them now)")
+    return f"stopping ({signal.Signals(signum).name}): " + "; ".join(parts)
+
+
 def _drive(runner, as_json: bool) -> dict[str, Any]:
-    """Run a matrix with a live progress bar. SIGINT or SIGTERM stops it: nothing new starts, rollouts in flight
-    get STOP_GRACE_S to finish, then they are cancelled — at once on a second signal — and their sandboxes go.
-    Returns the run's summary with its exit code: 128 + the signal that stopped it, else 0."""
+    """Run a matrix with a live progress bar. SIGINT or SIGTERM stops it: nothing new starts, rollouts waiting on a
+    model server are cancelled at once, calibration rollouts in flight get STOP_GRACE_S to finish, then they are
+    cancelled — at once on a second signal — and their sandboxes go. Returns the run's summary with its exit code:
+    128 + the signal that stopped it, else 0."""
     import asyncio
     import signal
 
@@ -78,11 +108,7 @@ def _drive(runner, as_json: bool) -> dict[str, Any]:
                     cancel()
                     return
                 runner.request_stop()
-                err.print(
-                    f"stopping ({signal.Signals(signum).name}): no new rollouts; those in flight have "
-                    f"{STOP_GRACE_S:g} s to finish (signal again to stop them now)",
-                    highlight=False,
-                )
+                err.print(_stop_line(runner, signum), highlight=False)
                 loop.call_later(STOP_GRACE_S, cancel)
 
             # SIGTERM too: a scheduler or `kill` ends the run like Ctrl-C, with what was finished stored.
@@ -113,6 +139,12 @@ def _drive(runner, as_json: bool) -> dict[str, Any]:
 
 def _exit_after_signal(result: dict[str, Any]) -> None:
     if result.get("exit_code"):
+        # Stopped, with everything stored and said: the process ends now. Left to itself, the interpreter's last
+        # collections walk litellm's object graph one object at a time at exit (seconds on a busy machine);
+        # frozen, those objects are left to the OS with the rest of the process.
+        import gc
+
+        gc.freeze()
         raise typer.Exit(result["exit_code"])
 
 
@@ -373,11 +405,14 @@ def run(
             # Started before the run is stored: a missing Ray, an unreachable cluster or SQLite across nodes is
             # one line with nothing written.
             backend = open_executor(execution, store.url)
-            if resume:
-                runner = resume_run(store, resume, retry_invalid=retry_invalid)
-            else:
-                assert spec is not None, "a run that is not resumed was specified above"
-                runner = start_run(store, spec)
+            # The pre-flight sends a real request, which a server may never answer: a signal here ends it (its
+            # request cancelled, so closed) before any rollout ran.
+            with stoppable("the run had not started; no rollout ran"):
+                if resume:
+                    runner = resume_run(store, resume, retry_invalid=retry_invalid)
+                else:
+                    assert spec is not None, "a run that is not resumed was specified above"
+                    runner = start_run(store, spec)
             assert isinstance(runner.models, ModelPool), "start_run and resume_run give the runner a ModelPool"
             for line in runner.models.warnings:  # the pre-flight's: said before the run, which goes on
                 err.print(f"warning: {line}", style="yellow", markup=False, highlight=False, soft_wrap=True)

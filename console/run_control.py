@@ -50,7 +50,8 @@ class RunControl:
             return run_id in self._active
 
     def stop(self, run_id: str) -> bool:
-        """Ask a run driven here to stop scheduling (in-flight rollouts finish); False if it is not driven here."""
+        """Ask a run driven here to stop scheduling: rollouts waiting on a model server are cancelled (a resume runs
+        them again), calibration rollouts in flight finish; False if it is not driven here."""
         with self._lock:
             active = self._active.get(run_id)
         if active is None:

@@ -9,6 +9,13 @@ rollouts go to one writer thread that stores them in batches, each batch one tra
 killed process loses at most what was in flight and the unwritten batch, and idempotent rollout ids
 mean a resume can never store one twice. The same thread refreshes the run's heartbeat, so a run
 whose process died shows as interrupted.
+
+A stop (`request_stop`) starts nothing new. Rollouts that talk to a model server (a litellm model, or an
+adaptive attacker's) are cancelled at once: such a rollout cannot finish without more model calls, and a
+server that hangs would hold the run for as long as it hangs; cancelling one closes its model connections
+and removes its sandbox, and it is not stored, so a resume runs it again. Calibration agents answer in
+process: their rollouts go on, and the caller decides how long to wait for them (`redagent run` gives them
+a grace) before cancelling the run.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from datetime import UTC, datetime
 from types import EllipsisType
 
 from redagent.cases.schema import Case
+from redagent.engine.calibration import is_calibration
 from redagent.engine.conditions import DEFAULT_DISCLOSURE
 from redagent.engine.plan import rollout_id
 from redagent.engine.rollout import AttackerFactory, ModelFactory, execute_rollout
@@ -155,6 +163,8 @@ class MatrixRunner:
         self.baselines = baselines or {}
         self.on_progress = on_progress
         self.stop_requested = asyncio.Event()
+        self._in_flight: dict[asyncio.Task[RolloutRecord], RolloutKey] = {}
+        self.stopped_in_flight = 0  # rollouts a stop cancelled (not stored; a resume runs them again)
 
     def pending(self) -> list[RolloutKey]:
         run_id = self.run_record.id
@@ -164,7 +174,17 @@ class MatrixRunner:
         return [k for k in self.keys if rollout_id(run_id, k, self.cases[k.case_id].content_hash) not in done]
 
     def request_stop(self) -> None:
+        """Start no new rollout and cancel those that talk to a model server (see the module docstring). Called on
+        the run's event loop (a signal handler, `call_soon_threadsafe` from another thread)."""
         self.stop_requested.set()
+        for task, key in list(self._in_flight.items()):
+            if self.served(key) and not task.done():
+                task.cancel()
+
+    def served(self, key: RolloutKey) -> bool:
+        """Whether this rollout waits on a model server: a litellm target model, or an adaptive attacker's model."""
+        attacker = getattr(self.attackers, "setting", None)
+        return not is_calibration(key.model) or bool(getattr(attacker, "model", None))
 
     async def run(self) -> Progress:
         todo = self.pending()
@@ -192,17 +212,31 @@ class MatrixRunner:
                     key = work.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                record = await execute_rollout(
-                    self.run_record.id,
-                    self.cases[key.case_id],
-                    key,
-                    self.models,
-                    disclosure=self.disclosure,
-                    max_steps=self.max_steps,
-                    executor=executor,
-                    baseline_rollout_id=self.baselines.get(key),
-                    attackers=self.attackers,
+                # Its own task, so that a stop can cancel this rollout alone (request_stop) while the worker ends.
+                rollout = asyncio.ensure_future(
+                    execute_rollout(
+                        self.run_record.id,
+                        self.cases[key.case_id],
+                        key,
+                        self.models,
+                        disclosure=self.disclosure,
+                        max_steps=self.max_steps,
+                        executor=executor,
+                        baseline_rollout_id=self.baselines.get(key),
+                        attackers=self.attackers,
+                    )
                 )
+                self._in_flight[rollout] = key
+                try:
+                    record = await rollout
+                except asyncio.CancelledError:
+                    task = asyncio.current_task()
+                    if task is not None and task.cancelling() == 0 and self.stop_requested.is_set():
+                        self.stopped_in_flight += 1  # the stop cancelled this rollout: nothing stored, the worker ends
+                        return
+                    raise  # the run itself is cancelled
+                finally:
+                    del self._in_flight[rollout]
                 writer.inbox.put(record)
                 progress.done += 1
                 progress.last = record

@@ -372,23 +372,39 @@ class LiteLLMModel:
         return min(self.max_backoff, self.backoff * (2**attempt)) * (0.5 + self.rng.random() / 2)
 
     async def complete(self, request: ModelRequest) -> ModelReply:
+        """One answer, within the retry budget. Each attempt is bounded as a whole by `timeout` and ends by
+        cancelling its request, which closes its connection: a server that notices a client going away stops
+        computing, and the next attempt is sent only once the last one's connection is closed, never beside it.
+        A cancelled call (a run that stops) closes its connection the same way and lets the cancellation
+        through."""
         litellm = _litellm()
         failure = Failure(MODEL_ERROR, "no attempt made", retry=False)
         for attempt in range(self.retries + 1):
             try:
                 async with self._slot():
-                    response = await litellm.acompletion(
-                        model=self.name,
-                        **self.payload(request),
-                        api_base=self.api_base,
-                        api_key=self.api_key,
-                        timeout=self.timeout,
-                        num_retries=0,
-                        max_retries=0,
-                        temperature=self.temperature,
-                        max_tokens=self.max_tokens,
-                    )
+                    # litellm's own timeout is a bound between reads: a server that trickles bytes (or keeps
+                    # a stream alive) never trips it. This bound is on the attempt, and ends it by cancellation.
+                    deadline = asyncio.timeout(self.timeout)
+                    try:
+                        async with deadline:
+                            response = await litellm.acompletion(
+                                model=self.name,
+                                **self.payload(request),
+                                api_base=self.api_base,
+                                api_key=self.api_key,
+                                timeout=self.timeout,
+                                num_retries=0,
+                                max_retries=0,
+                                temperature=self.temperature,
+                                max_tokens=self.max_tokens,
+                            )
+                    except TimeoutError:
+                        if not deadline.expired():
+                            raise
+                        raise _Deadline(f"no answer within {self.timeout:g} s") from None
                 return _reply(response)
+            except _Deadline as exc:
+                failure = Failure(MODEL_TIMEOUT, str(exc), retry=True)
             except _BadReply as exc:
                 failure = Failure(MODEL_BAD_RESPONSE, str(exc), retry=True)
             except Exception as exc:
@@ -398,6 +414,9 @@ class LiteLLMModel:
                 failure = classified
             if not failure.retry:
                 raise ModelFailure(failure.reason, failure.detail) from None
+            # The failed attempt's transport closes its socket on the loop's next turn (a cancelled aiohttp
+            # request closes rather than pools its connection): let that happen before anything else is sent.
+            await asyncio.sleep(0)
             if attempt < self.retries:
                 await self.sleep(self.delay(attempt, failure))
         raise ModelFailure(failure.reason, f"after {self.retries + 1} attempts: {failure.detail}")
@@ -443,6 +462,10 @@ class _NoSlot:
 
 class _BadReply(Exception):
     """A response that parsed but is no chat completion (no choices, no message)."""
+
+
+class _Deadline(Exception):
+    """An attempt that outlived the per-call timeout and was cancelled."""
 
 
 def _one_line(exc: BaseException) -> str:

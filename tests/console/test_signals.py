@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -25,7 +26,10 @@ import pytest
 import yaml
 
 from redagent.cases.loader import library_dir
+from redagent.engine.harnesses.native import SYSTEM as NATIVE_SYSTEM
+from redagent.store.db import open_store
 from tests.conftest import needs_bwrap
+from tests.engine.hanging_server import HangingServer
 
 pytestmark = needs_bwrap  # the sleeping command runs in a sandbox
 
@@ -184,3 +188,119 @@ def test_a_second_sigint_stops_a_run_without_its_grace(tmp_path, workspaces):
     assert code == 128 + signal.SIGINT
     assert "stopped: 0 of 1 rollouts stored" in " ".join(err.split())
     assert busy.leftovers() == []
+
+
+# ---------------------------------------------------------------- a model server that never answers
+
+SERVED = (
+    "banking-e2-invoice-bank-details-change",
+    "email-t1-send-email-journal-bcc",
+    "workspace-e5-agents-md-telemetry-exfil",
+)
+
+
+def _holding_server() -> HangingServer:
+    """Holds the rollouts' requests (the native harness's, by its system prompt) and answers the pre-flight; a
+    request's key is its rollout's task, so `open_at_arrival` counts a rollout's own requests still open."""
+
+    def messages(body: dict) -> list[dict]:
+        return body.get("messages") or []
+
+    return HangingServer(
+        hold=lambda body: any(NATIVE_SYSTEM in str(m.get("content")) for m in messages(body)),
+        key=lambda body: next((str(m.get("content")) for m in messages(body) if m.get("role") == "user"), ""),
+    )
+
+
+def _served_run(tmp_path: Path, workspaces: Path, server: HangingServer, *args: str) -> Busy:
+    return Busy(
+        tmp_path,
+        workspaces,
+        "run",
+        *args,
+        "--db",
+        str(tmp_path / "store.db"),
+        "--api-base",
+        server.url,
+        "--timeout",
+        "600",  # far beyond the test: only the stop may end these calls
+    )
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_run_waiting_on_a_model_that_never_answers_stops_at_once_and_resumes_exactly(
+    tmp_path, workspaces, monkeypatch, signum
+):
+    """Two rollouts wait on requests the server never answers, a third waits to start: one signal ends the run
+    (no grace for rollouts that wait on a model server), their requests are closed, nothing is stored and nothing
+    is sent again. Once the server answers, `--resume` stores each of the three rollouts once."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-test")
+    with _holding_server() as server:
+        busy = _served_run(
+            tmp_path,
+            workspaces,
+            server,
+            "--cases",
+            ",".join(SERVED),
+            "--models",
+            "openai/stub-model",
+            "--harnesses",
+            "native",
+            "--no-benign-arm",
+            "--concurrency",
+            "2",
+        )
+        busy.wait_until(lambda: len(server.holding()) == 2, "two rollouts waiting on the model")
+        busy.process.send_signal(signum)
+        code, err = busy.ended()
+        said = " ".join(err.split())
+        assert code == 128 + signum, err
+        assert f"stopping ({signal.Signals(signum).name}): no new rollouts; those waiting on a model server" in said
+        assert "stopped: 0 of 3 rollouts stored; resume with `redagent run --resume run-" in said
+        assert all(h.closed.wait(HANG_S) for h in server.held)  # the server saw both clients go away
+        assert len(server.held) == 2 and [h.open_at_arrival for h in server.held] == [0, 0]  # nothing re-sent
+        assert busy.leftovers() == []
+        run_id = re.search(r"--resume (run-[\w-]+)", said).group(1)
+        store = open_store(f"sqlite:///{tmp_path / 'store.db'}", create=False)
+        try:
+            assert store.get_run(run_id).status == "stopped"
+            assert store.completed_ids(run_id) == set()  # the cancelled rollouts are not stored, valid or not
+        finally:
+            store.close()
+
+        server.answer()
+        resumed = _served_run(tmp_path, workspaces, server, "--resume", run_id)
+        code, err = resumed.ended()
+        assert code == 0, err
+    store = open_store(f"sqlite:///{tmp_path / 'store.db'}", create=False)
+    try:
+        rollouts = store.rollouts(run_id)
+        assert store.get_run(run_id).status == "finished"
+    finally:
+        store.close()
+    assert sorted(r.case_id for r in rollouts) == sorted(SERVED)  # each planned rollout once
+    assert all(r.valid for r in rollouts)
+
+
+def test_a_signal_during_the_pre_flight_ends_it_and_closes_its_request(tmp_path, workspaces, monkeypatch):
+    """The pre-flight's request, too, is one the server may never answer: SIGTERM ends the command through its
+    cleanup (one line, 143), and the request is closed."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-test")
+    with HangingServer() as server:
+        busy = _served_run(
+            tmp_path,
+            workspaces,
+            server,
+            "--cases",
+            SERVED[0],
+            "--models",
+            "openai/stub-model",
+            "--harnesses",
+            "native",
+        )
+        busy.wait_until(lambda: len(server.holding()) == 1, "the pre-flight request sent")
+        busy.process.send_signal(signal.SIGTERM)
+        code, err = busy.ended()
+        assert code == 128 + signal.SIGTERM, err
+        assert "stopped by SIGTERM: the run had not started; no rollout ran" in " ".join(err.split())
+        assert server.held[0].closed.wait(HANG_S) and len(server.held) == 1

@@ -16,10 +16,18 @@ is the other): assistant texts and final answers are recorded here. It also
 
 A request it cannot translate is answered 400 and marks the rollout invalid (`endpoint_protocol`);
 a model failure is answered 500 and the rollout is invalid with the model's reason.
+
+The upstream call is the run's model client's, with its per-call timeout and retry budget; the endpoint adds
+no retries of its own. A rollout has one model request in flight at a time: a CLI that gives up on a request
+(its own timeout) and sends it again would otherwise queue a second computation beside the first on a slow
+server. So a request whose CLI closes the connection is cancelled (its upstream request closed with it), and
+requests wait their turn for the upstream. Closing the endpoint (the rollout ended, or a stop cancelled it)
+cancels what is still in flight rather than waiting for a model that may never answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections import deque
@@ -42,6 +50,7 @@ AUX_TEXT = "OK"
 MAX_PROMPTS = 8  # distinct (system prompt, tool list) pairs kept per rollout
 MAX_SYSTEM_CHARS = 64_000
 MAX_LOG = 500  # model decisions logged per rollout
+SHUTDOWN_S = 1.0  # what closing waits for a handler after cancelling it (aiohttp's default is 60 s)
 
 
 class Endpoint:
@@ -65,21 +74,52 @@ class Endpoint:
         self.gateway_tools = {t["name"]: t for t in ctx.run.tools()}
         self.max_requests = 4 * ctx.max_steps + 20
         self._runner: web.AppRunner | None = None
+        self._in_flight: set[asyncio.Task[Any]] = set()  # handlers answering a request now
+        self._upstream = asyncio.Lock()  # one model request of this rollout in flight at a time
         self._last_sent: list[dict[str, Any]] = []
         self.log: list[dict[str, Any]] = []
 
     # -- serving -------------------------------------------------------------------------------
     async def start(self) -> None:
-        app = web.Application(client_max_size=MAX_BODY)
+        in_flight = self._in_flight
+
+        @web.middleware
+        async def tracked(request: web.Request, handler: Any) -> web.StreamResponse:
+            task = asyncio.current_task()
+            assert task is not None, "aiohttp runs each handler in a task"
+            in_flight.add(task)
+            try:
+                return await handler(request)
+            finally:
+                in_flight.discard(task)
+
+        app = web.Application(client_max_size=MAX_BODY, middlewares=[tracked])
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        # handler_cancellation: a CLI that closes its connection (gave up on a request) cancels the handler,
+        # and with it the upstream model request, instead of leaving it to compute an answer nobody reads.
+        self._runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, handler_cancellation=True, shutdown_timeout=SHUTDOWN_S
+        )
         await self._runner.setup()
         await web.UnixSite(self._runner, str(self.path)).start()
 
     async def close(self) -> None:
+        handlers = list(self._in_flight)
+        for task in handlers:
+            task.cancel()  # a model call in flight: its request is closed, not waited for
+        if handlers:
+            await asyncio.wait(handlers, timeout=SHUTDOWN_S)
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+    async def _ask(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, decision: bool = True
+    ) -> ModelReply:
+        """The upstream call: the run's model (its timeout and retries), one request of this rollout at a time."""
+        turn = self.turn  # the turn the request came in on, whatever it is once its turn to be sent comes
+        async with self._upstream:
+            return await self.ctx.ask(messages, tools=tools, harness=self.harness, turn=turn, decision=decision)
 
     def fail(self, exc: BaseException) -> None:
         if self.failure is None:
@@ -142,9 +182,7 @@ class Endpoint:
             self.aux_requests += 1
             if isinstance(self.ctx.model, SimModel):
                 return ModelReply(content=AUX_TEXT)
-            return await self.ctx.ask(
-                self._messages(wire), tools=wire.tools or None, harness=self.harness, turn=self.turn, decision=False
-            )
+            return await self._ask(self._messages(wire), wire.tools or None, decision=False)
         self.agent_requests += 1
         self._note_prompt(wire, prefix)
         if self.ctx.out_of_steps or self.agent_requests > self.max_requests:
@@ -170,7 +208,7 @@ class Endpoint:
             )
         if wire.messages and wire.messages[-1]["role"] == "tool" and self.ctx.defense_text:
             self.ctx.record("harness", self.ctx.defense_text)
-        reply = await self.ctx.ask(messages, tools=wire.tools or None, harness=self.harness, turn=self.turn)
+        reply = await self._ask(messages, wire.tools or None)
         names = set(wire.tool_names)
         calls = []
         for call in reply.tool_calls:
