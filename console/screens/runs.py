@@ -24,12 +24,14 @@ from textual.widgets import Button, DataTable, Header, Input, Label, Log, Progre
 from textual.worker import get_current_worker
 
 from redagent.console import host
+from redagent.console.cli_common import clean
 from redagent.console.failures import ShowsFailures
 from redagent.console.messages import RunDetail, RunsPolled
 from redagent.console.throughput import Throughput, format_duration
 from redagent.console.widgets.footer import KeyFooter
 from redagent.console.workers_view import failure_lines, workers_table
 from redagent.engine.matrix import RunSpec
+from redagent.judges.health import run_health
 from redagent.store.interfaces import RunMonitor
 from redagent.store.records import CellAsr, RunListing, RunRecord
 
@@ -230,6 +232,9 @@ and a log line per stored rollout.
                 yield Static("", id="run-rate")
                 yield Static("", id="run-asr")
                 yield Static("", id="run-invalid")
+                health = Static("", id="run-health")  # a broken setup's warnings; a healthy run has none
+                health.display = False
+                yield health
                 workers = Static("", id="run-workers")  # per worker, for --workers N and Ray runs
                 workers.display = False  # a run made by one process has none: the panel keeps its layout
                 yield workers
@@ -275,6 +280,11 @@ and a log line per stored rollout.
                     if first or current.completed != len(known)
                     else None
                 )
+                # The same warnings `runs show` prints (one computation, judges/health.py), re-read only when
+                # something was stored or the status changed: their query walks the run's events.
+                stored = current.completed != self._detail_completed.get(run_id)
+                changed = row is None or current.status != row.status
+                warnings = run_health(store, run_id)["warnings"] if first or stored or changed else None
                 detail = RunDetail(
                     run_id=run_id,
                     first=first,
@@ -283,6 +293,7 @@ and a log line per stored rollout.
                     workers=store.run_workers(run_id),
                     record=record,
                     new=new,
+                    warnings=warnings,
                 )
         if not get_current_worker().is_cancelled:
             self.post_message(RunsPolled(runs, detail))
@@ -369,8 +380,9 @@ and a log line per stored rollout.
         log = self.query_one("#run-log", Log)
         log.clear()
         self.query_one("#run-title", Static).update(Text(run_id, style="bold"))
-        for widget_id in ("#run-protocol", "#run-rate", "#run-asr", "#run-invalid", "#run-workers"):
+        for widget_id in ("#run-protocol", "#run-rate", "#run-asr", "#run-invalid", "#run-workers", "#run-health"):
             self.query_one(widget_id, Static).update("")
+        self.query_one("#run-health", Static).display = False
         self._rate_text = ""
         self.poll()
 
@@ -401,6 +413,10 @@ and a log line per stored rollout.
             else "invalid rollouts: none"
         )
         self.query_one("#run-invalid", Static).update(invalid)
+        if detail.warnings is not None:
+            health = self.query_one("#run-health", Static)
+            health.update(self._warnings(detail.warnings))
+            health.display = bool(detail.warnings)
         workers = self.query_one("#run-workers", Static)
         shown = self._workers(detail.workers)
         workers.update(shown)
@@ -446,6 +462,17 @@ and a log line per stored rollout.
             return ""  # a run made by one process has no workers to show
         failures = failure_lines(workers)
         return Group(table, *(Text(f"shard failure: {line}", style="yellow") for line in failures))
+
+    @staticmethod
+    def _warnings(lines: list[str]) -> Text:
+        """Each warning on its own wrapped line, in the words `runs show` uses; model names and stored details
+        come from outside, so they are shown as text (Text, never markup)."""
+        text = Text()
+        for number, line in enumerate(lines):
+            text.append("\n" if number else "")
+            text.append("warning: ", style="bold yellow")
+            text.append(clean(line), style="yellow")
+        return text
 
     @staticmethod
     def _asr(cells: list[CellAsr]) -> Table | str:
