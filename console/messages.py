@@ -59,8 +59,7 @@ class RunFailed(Message):
 @dataclass(frozen=True, slots=True)
 class RunDetail:
     """What one poll read of the selected run: its counts, execution ASR and workers; its record when first shown
-    (None: unchanged), the rollouts stored since the log last grew (None: the log needs none), and its health
-    warnings as `redagent runs show` prints them (judges/health.py; None: not re-read, nothing stored since)."""
+    (None: unchanged), and the rollouts stored since the log last grew (None: the log needs none)."""
 
     run_id: str
     first: bool  # the run was just selected: its log starts from its backlog
@@ -69,7 +68,6 @@ class RunDetail:
     workers: dict[str, Any]  # Store.run_workers: the run summary's JSON-ready form
     record: RunRecord | None = None
     new: list[RolloutSummary] | None = None
-    warnings: list[str] | None = None
 
 
 class RunsPolled(Message):
