@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.coordinate import Coordinate
+from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Header, Input, Label, Log, ProgressBar, Static
 from textual.worker import get_current_worker
@@ -68,6 +69,16 @@ def _log_line(summary: Any) -> str:
 
 def _split(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+class HealthRead(Message):
+    """A run's health warnings as `redagent runs show` prints them, read at (run id, stored count, status);
+    None when the read failed."""
+
+    def __init__(self, key: tuple[str, int, str], warnings: list[str] | None) -> None:
+        super().__init__()
+        self.key = key
+        self.warnings = warnings
 
 
 class NewRunScreen(ModalScreen[RunSpec | None]):
@@ -212,6 +223,8 @@ and a log line per stored rollout.
         self._shown: dict[str, set[str]] = {}  # rollout ids already in the log, per run
         self._detail_completed: dict[str, int] = {}  # the stored count the shown detail was read at
         self._rate_text = ""  # the progress line on screen
+        self._health_key: tuple[str, int, str] | None = None  # (run, stored count, status) the warnings were read at
+        self._health_reading = False
 
     # ------------------------------------------------------------ layout
 
@@ -280,11 +293,6 @@ and a log line per stored rollout.
                     if first or current.completed != len(known)
                     else None
                 )
-                # The same warnings `runs show` prints (one computation, judges/health.py), re-read only when
-                # something was stored or the status changed: their query walks the run's events.
-                stored = current.completed != self._detail_completed.get(run_id)
-                changed = row is None or current.status != row.status
-                warnings = run_health(store, run_id)["warnings"] if first or stored or changed else None
                 detail = RunDetail(
                     run_id=run_id,
                     first=first,
@@ -293,7 +301,6 @@ and a log line per stored rollout.
                     workers=store.run_workers(run_id),
                     record=record,
                     new=new,
-                    warnings=warnings,
                 )
         if not get_current_worker().is_cancelled:
             self.post_message(RunsPolled(runs, detail))
@@ -383,6 +390,7 @@ and a log line per stored rollout.
         for widget_id in ("#run-protocol", "#run-rate", "#run-asr", "#run-invalid", "#run-workers", "#run-health"):
             self.query_one(widget_id, Static).update("")
         self.query_one("#run-health", Static).display = False
+        self._health_key = None
         self._rate_text = ""
         self.poll()
 
@@ -413,10 +421,7 @@ and a log line per stored rollout.
             else "invalid rollouts: none"
         )
         self.query_one("#run-invalid", Static).update(invalid)
-        if detail.warnings is not None:
-            health = self.query_one("#run-health", Static)
-            health.update(self._warnings(detail.warnings))
-            health.display = bool(detail.warnings)
+        self._check_health(run_id, row)
         workers = self.query_one("#run-workers", Static)
         shown = self._workers(detail.workers)
         workers.update(shown)
@@ -462,6 +467,42 @@ and a log line per stored rollout.
             return ""  # a run made by one process has no workers to show
         failures = failure_lines(workers)
         return Group(table, *(Text(f"shard failure: {line}", style="yellow") for line in failures))
+
+    # ------------------------------------------------------------ health warnings
+
+    def _check_health(self, run_id: str, row: RunListing) -> None:
+        """Read the run's health warnings again if something was stored or its status changed since they were
+        read. On a worker of their own, one at a time: their query walks the run's events, and inside the poll it
+        held up (and got cancelled with) the next one."""
+        key = (run_id, row.completed, row.status)
+        if key != self._health_key and not self._health_reading:
+            self._health_reading = True
+            self._read_health(key)
+
+    @work(thread=True, exit_on_error=False, group="runs-health")
+    def _read_health(self, key: tuple[str, int, str]) -> None:
+        store: RunMonitor = self.store or host.store_of(self)
+        try:
+            warnings = run_health(store, key[0])["warnings"]
+        except BaseException:
+            self.post_message(HealthRead(key, None))  # frees the slot; ShowsFailures shows the failure itself
+            raise
+        self.post_message(HealthRead(key, warnings))
+
+    @on(HealthRead)
+    def _health_read(self, message: HealthRead) -> None:
+        self._health_reading = False
+        selected = self.selected_run_id
+        if message.warnings is None or message.key[0] != selected:
+            # Another run was selected while this one was read: read that one's now (a finished run's detail
+            # is not polled again, so nothing else would).
+            if selected in self.runs and self._health_key is None and message.warnings is not None:
+                self._check_health(selected, self.runs[selected])
+            return
+        self._health_key = message.key
+        health = self.query_one("#run-health", Static)
+        health.update(self._warnings(message.warnings))
+        health.display = bool(message.warnings)
 
     @staticmethod
     def _warnings(lines: list[str]) -> Text:
