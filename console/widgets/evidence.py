@@ -228,11 +228,16 @@ class EvidencePanes(Widget):
         ),
     ]
 
-    def __init__(self, *, judge_hints: bool = False, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self, *, judge_hints: bool = False, details: bool = False, id: str | None = None, classes: str | None = None
+    ) -> None:
         """Off by default — every screen a reviewer or adjudicator sees must show no mismatch line, no ⚠ or ◆;
-        only the researcher's rollout screen asks for `judge_hints=True`."""
+        only the researcher's rollout screen asks for `judge_hints=True`. `details` turns on `enter` for the
+        detail view; off on the labelling screens, where `enter` saves the label the reviewer chose and a stray
+        one must do nothing at all."""
         super().__init__(id=id, classes=classes)
         self.judge_hints = judge_hints
+        self.details = details
         self.receipts: list[StoredReceipt] = []
         self.diff: list[StoredDiffEntry] = []
         self.mismatches: list[Mismatch] = []
@@ -385,6 +390,8 @@ class EvidencePanes(Widget):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "switch_tab":
             return self.tabbed  # side by side there is nothing to switch: the key leaves the footer
+        if action == "open_detail":
+            return self.details  # off, the key goes on to the screen (the labelling screens' Enter)
         return True
 
     def _shown_tab(self) -> str:
