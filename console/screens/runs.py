@@ -21,7 +21,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Header, Input, Label, Log, ProgressBar, Static
+from textual.widgets import Button, DataTable, Input, Label, Log, ProgressBar, Static
 from textual.worker import get_current_worker
 
 from redagent.console import host
@@ -30,6 +30,7 @@ from redagent.console.failures import ShowsFailures
 from redagent.console.messages import RunDetail, RunsPolled
 from redagent.console.throughput import Throughput, format_duration
 from redagent.console.widgets.footer import KeyFooter
+from redagent.console.widgets.header import ConsoleHeader
 from redagent.console.workers_view import failure_lines, workers_table
 from redagent.engine.matrix import RunSpec
 from redagent.judges.health import run_health
@@ -229,7 +230,7 @@ and a log line per stored rollout.
     # ------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield ConsoleHeader()
         with Horizontal(id="runs-body"):
             table: DataTable = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
             # Fixed widths: the layout does not depend on when the table last measured its cells.
