@@ -37,7 +37,7 @@ class KeyFooter(Footer):
         if self.is_mounted and self._bindings_ready:
             self.refresh(recompose=True)  # which keys fit depends on the width
 
-    def compose(self) -> Iterator[Widget]:  # type: ignore[override]  # Footer's compose is a generator too
+    def compose(self) -> Iterator[Widget]:
         hidden = self.hidden_actions()
         for widget in super().compose():
             if isinstance(widget, FooterKey) and widget.action in hidden:

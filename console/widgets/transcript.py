@@ -227,8 +227,9 @@ def turns_of(record: Any) -> tuple[list[Turn], Counter[str]]:
 
 
 def _summary(artifact: dict[str, Any]) -> str:
-    endpoint = artifact.get("endpoint") if isinstance(artifact.get("endpoint"), dict) else {}
-    mcp = artifact.get("mcp") if isinstance(artifact.get("mcp"), dict) else {}
+    found_endpoint, found_mcp = artifact.get("endpoint"), artifact.get("mcp")
+    endpoint: dict[str, Any] = found_endpoint if isinstance(found_endpoint, dict) else {}
+    mcp: dict[str, Any] = found_mcp if isinstance(found_mcp, dict) else {}
     parts = [
         " ".join(str(artifact[key]) for key in ("harness", "version") if artifact.get(key)) or "agent CLI",
         f"wire {artifact['wire']}" if artifact.get("wire") else "",
