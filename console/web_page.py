@@ -151,6 +151,27 @@ def console_page(title: str, nonce: str, font_size: int) -> str:
         }}
         document.getElementById("start").addEventListener("click", restart);
         document.getElementById("restart").addEventListener("click", restart);
+        // Keys go to the console from the first one: xterm's input takes the focus once the console's first
+        // output arrived (textual.js marks the body -first-byte; before that the socket that carries "focus" to
+        // the app is not open), and again whenever the tab comes back. Until then the app showed no footer and
+        // took no key before a click.
+        function focusTerminal() {{
+          var input = terminal.querySelector(".xterm-helper-textarea");
+          if (input && document.body.classList.contains("-first-byte")) {{
+            input.focus({{ preventScroll: true }});
+            return true;
+          }}
+          return false;
+        }}
+        if (key && !focusTerminal()) {{
+          var watcher = new MutationObserver(function () {{
+            if (focusTerminal()) watcher.disconnect();
+          }});
+          watcher.observe(document.body, {{ attributes: true, attributeFilter: ["class"] }});
+        }}
+        window.addEventListener("focus", function () {{
+          if (key && document.activeElement === document.body) focusTerminal();
+        }});
       }})();
     </script>""",
         head=f"""

@@ -13,7 +13,7 @@ from dataclasses import asdict
 from typing import Any
 
 from redagent.llm.client import MODEL_TRUNCATED
-from redagent.store.db import Store
+from redagent.store.interfaces import RunMonitor
 from redagent.store.records import CellHealth
 
 # A cell with at least this share of invalid rollouts is flagged even when some are valid: its ASR
@@ -21,7 +21,7 @@ from redagent.store.records import CellHealth
 MOSTLY_INVALID = 0.5
 
 
-def run_health(store: Store, run_id: str) -> dict[str, Any]:
+def run_health(store: RunMonitor, run_id: str) -> dict[str, Any]:
     """Per (model, harness, cue, defense) cell: rollouts, valid, invalid {reason: {n, detail, detail_n}},
     no_tool_call (valid rollouts without a tool call) and its share, attacked and reached (valid attacked
     rollouts, and those the attack reached) and the exposure share, and warnings; plus every warning of

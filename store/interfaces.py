@@ -32,6 +32,7 @@ from redagent.store.readmodel import (
 from redagent.store.records import (
     AuditRecord,
     CellAsr,
+    CellHealth,
     JudgeLabelRecord,
     LabelledRow,
     OutcomeRow,
@@ -78,7 +79,7 @@ class JudgingStore(RolloutReader, LabelWriter, Protocol):
 
 
 class RunMonitor(Protocol):
-    """How far runs are: listings, counts, per-cell execution ASR, workers."""
+    """How far runs are: listings, counts, per-cell execution ASR and health (judges/health.py), workers."""
 
     def get_run(self, run_id: str) -> RunRecord | None: ...
 
@@ -87,6 +88,8 @@ class RunMonitor(Protocol):
     def counts(self, run_id: str) -> RunCounts: ...
 
     def execution_asr(self, run_id: str) -> list[CellAsr]: ...
+
+    def cell_health(self, run_id: str) -> list[CellHealth]: ...
 
     def run_workers(self, run_id: str, now: datetime | None = None) -> dict[str, Any]: ...
 

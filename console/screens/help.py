@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.cells import cell_len
+from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -11,6 +14,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Markdown, Static
 
 from redagent.console.screens import ScreenUnavailable, screen_class, screen_name
+
+HELP_WIDTH = 100  # the help's width where the terminal allows (styles.tcss: #help-body)
 
 
 def own_bindings(cls: type) -> list[Binding]:
@@ -43,6 +48,7 @@ does. Press `escape` or `?` to close.
     def __init__(self, screen_name: str) -> None:
         super().__init__()
         self.screen_name = screen_name
+        self.keys: list[tuple[str, str, str, str]] = []  # (keys, binding id, what it does, where)
 
     def _live_screen(self) -> Screen | None:
         for screen in reversed(self.app.screen_stack):
@@ -74,12 +80,11 @@ does. Press `escape` or `?` to close.
         with VerticalScroll(id="help-body"):
             yield Markdown(text, id="help-text")
             yield Static("Keys", classes="help-heading")
-            yield DataTable(id="help-keys", cursor_type="row", zebra_stripes=True)
+            yield DataTable(id="help-keys", cursor_type="none", zebra_stripes=True, show_cursor=False)
             yield Static("escape closes", classes="help-hint")
 
     def on_mount(self) -> None:
         table = self.query_one("#help-keys", DataTable)
-        table.add_columns("key", "id", "what it does", "where")
         seen: set[str] = set()
         rows = [(b, "this screen") for b in own_bindings(self._screen_type() or Screen)]
         rows += [(b, "on its panes") for b in self._widget_bindings()]
@@ -89,8 +94,35 @@ does. Press `escape` or `?` to close.
                 continue
             seen.add(binding.id or binding.key)
             keys = ", ".join(self.app.get_key_display(Binding(key, "")) for key in binding.key.split(","))
-            table.add_row(keys, binding.id or "", binding.tooltip or binding.description, where)
-        table.focus()
+            self.keys.append((keys, binding.id or "", binding.tooltip or binding.description, where))
+        self._fill(table)
+        # The help's own scroll takes the keys, at its top: focusing the table scrolled the help down to it,
+        # and the help opened in the middle of a sentence.
+        body = self.query_one("#help-body", VerticalScroll)
+        body.focus(scroll_visible=False)
+        body.scroll_home(animate=False, immediate=True)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.keys:
+            self._fill(self.query_one("#help-keys", DataTable))
+
+    def _fill(self, table: DataTable) -> None:
+        """The keys, each column as wide as it must be and what a key does wrapped into what is left: wider
+        than the help, the table was cut at its right edge (or scrolled sideways, cutting the key column)."""
+        key_width = max(3, *(cell_len(row[0]) for row in self.keys))
+        id_width = max(2, *(cell_len(row[1]) for row in self.keys))
+        where_width = max(5, *(cell_len(row[3]) for row in self.keys))
+        body = self.query_one("#help-body", VerticalScroll)
+        # The help's inner width (its CSS width, less border, padding and scrollbar) less each cell's padding.
+        inner = min(HELP_WIDTH, int(self.app.size.width * 0.95)) - 2 - 4 - body.styles.scrollbar_size_vertical
+        what_width = max(12, inner - key_width - id_width - where_width - 2 * 4)
+        table.clear(columns=True)
+        table.add_column("key", width=key_width)
+        table.add_column("id", width=id_width)
+        table.add_column("what it does", width=what_width)
+        table.add_column("where", width=where_width)
+        for keys, binding_id, what, where in self.keys:
+            table.add_row(keys, binding_id, Text(what), where, height=None)
 
     def _app_binding_active(self, binding: Binding) -> bool:
         action, _, params = binding.action.partition("(")

@@ -19,7 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Static
 
 from redagent.cases.loader import CaseFileError
 from redagent.cases.schema import Case
@@ -27,10 +27,14 @@ from redagent.cases.taxonomy import CHANNELS, CONSTRAINTS, STRATEGIES, VULNERABI
 from redagent.console import host
 from redagent.console.failures import ShowsFailures
 from redagent.console.widgets.evidence import EvidencePanes
+from redagent.console.widgets.footer import KeyFooter
+from redagent.console.widgets.header import ConsoleHeader
 from redagent.judges.evidence import Mismatch, mismatches
 from redagent.judges.labelling import run_cases
 from redagent.store.readmodel import StoredLabel, StoredRollout
 
+# `]` and `[` share one footer entry: the footer fits at 80 columns with the detail key beside them.
+STEP = Binding.Group("Next/prev rollout")
 FIRST_EVENTS = 400  # events read with the detail; the rest come in windows as the trajectory scrolls
 ATTACK_LINES = 3
 
@@ -135,7 +139,10 @@ class RolloutScreen(ShowsFailures, Screen):
 The case on top (IVC path, constraint, channel, attack), then trajectory | receipts | state diff.
 
 - `j` / `k` or the arrows move along the trajectory; selecting a tool call highlights the receipts
-  it produced and the diff entries they changed. The full event is shown under the trajectory.
+  it produced and the diff entries they changed. The event is shown under the trajectory.
+- `enter` opens the entry under the cursor in full — a tool call with every argument, a result, a
+  receipt, a state change — wrapped and scrollable (`escape` closes it); a real agent CLI's own
+  transcript (its last event) opens as a conversation: user, assistant, tool call and tool result turns.
 - `tab` moves between panes; `m` fills the screen with the focused pane (again to restore).
 - ⚠ marks claimed-versus-observed mismatches (listed above the panes); ◆ marks evidence a judge cited.
 - `]` / `[` open the next / previous rollout of the list; `escape` goes back to it.
@@ -144,7 +151,12 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
     BINDINGS: ClassVar[list[BindingType]] = [
         # ] / [ are "next / previous" on every screen (page, item, case, rollout); n is not-harmful elsewhere.
         Binding(
-            "right_square_bracket", "step(1)", "Next rollout", id="rollout-next", tooltip="The next rollout of the list"
+            "right_square_bracket",
+            "step(1)",
+            "Next rollout",
+            id="rollout-next",
+            tooltip="The next rollout of the list",
+            group=STEP,
         ),
         Binding(
             "left_square_bracket",
@@ -152,6 +164,7 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
             "Prev rollout",
             id="rollout-previous",
             tooltip="The previous rollout of the list",
+            group=STEP,
         ),
         Binding("escape", "back", "Back", id="rollout-back", tooltip="Back to the rollout list"),
     ]
@@ -177,13 +190,13 @@ The case on top (IVC path, constraint, channel, attack), then trajectory | recei
         self._cases: dict[tuple[str, str], Case | None] = {}  # (run id, case id) → its case, once resolved
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield ConsoleHeader()
         yield Static("loading…", id="case-header")
-        yield EvidencePanes(id="evidence", judge_hints=not self.blinded)
+        yield EvidencePanes(id="evidence", judge_hints=not self.blinded, details=True)
         if not self.blinded:
             with VerticalScroll(id="labels-scroll"):
                 yield Static("", id="labels")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._load(self.rollout_id)

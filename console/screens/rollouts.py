@@ -16,11 +16,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Header, Input, Label, Static
+from textual.widgets import Button, DataTable, Input, Label, Static
 
 from redagent.console import host
 from redagent.console.failures import ShowsFailures
 from redagent.console.widgets.footer import KeyFooter
+from redagent.console.widgets.header import ConsoleHeader
 from redagent.errors import UserError
 from redagent.store.browse import BrowsedRollout, page_key
 
@@ -246,7 +247,7 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
         self.loaded = False  # True once the first page is on screen
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield ConsoleHeader()
         yield Static("loading…", id="rollouts-status")
         table: DataTable[str] = DataTable(id="rollouts-table", cursor_type="row", zebra_stripes=True)
         # E and U right after the case: the outcome is what the list is read for, and at 100 columns the

@@ -19,17 +19,21 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.coordinate import Coordinate
+from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Header, Input, Label, Log, ProgressBar, Static
+from textual.widgets import Button, DataTable, Input, Label, Log, ProgressBar, Static
 from textual.worker import get_current_worker
 
 from redagent.console import host
+from redagent.console.cli_common import clean
 from redagent.console.failures import ShowsFailures
 from redagent.console.messages import RunDetail, RunsPolled
 from redagent.console.throughput import Throughput, format_duration
 from redagent.console.widgets.footer import KeyFooter
+from redagent.console.widgets.header import ConsoleHeader
 from redagent.console.workers_view import failure_lines, workers_table
 from redagent.engine.matrix import RunSpec
+from redagent.judges.health import run_health
 from redagent.store.interfaces import RunMonitor
 from redagent.store.records import CellAsr, RunListing, RunRecord
 
@@ -66,6 +70,16 @@ def _log_line(summary: Any) -> str:
 
 def _split(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+class HealthRead(Message):
+    """A run's health warnings as `redagent runs show` prints them, read at (run id, stored count, status);
+    None when the read failed."""
+
+    def __init__(self, key: tuple[str, int, str], warnings: list[str] | None) -> None:
+        super().__init__()
+        self.key = key
+        self.warnings = warnings
 
 
 class NewRunScreen(ModalScreen[RunSpec | None]):
@@ -210,11 +224,13 @@ and a log line per stored rollout.
         self._shown: dict[str, set[str]] = {}  # rollout ids already in the log, per run
         self._detail_completed: dict[str, int] = {}  # the stored count the shown detail was read at
         self._rate_text = ""  # the progress line on screen
+        self._health_key: tuple[str, int, str] | None = None  # (run, stored count, status) the warnings were read at
+        self._health_reading = False
 
     # ------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield ConsoleHeader()
         with Horizontal(id="runs-body"):
             table: DataTable = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
             # Fixed widths: the layout does not depend on when the table last measured its cells.
@@ -230,6 +246,9 @@ and a log line per stored rollout.
                 yield Static("", id="run-rate")
                 yield Static("", id="run-asr")
                 yield Static("", id="run-invalid")
+                health = Static("", id="run-health")  # a broken setup's warnings; a healthy run has none
+                health.display = False
+                yield health
                 workers = Static("", id="run-workers")  # per worker, for --workers N and Ray runs
                 workers.display = False  # a run made by one process has none: the panel keeps its layout
                 yield workers
@@ -369,8 +388,10 @@ and a log line per stored rollout.
         log = self.query_one("#run-log", Log)
         log.clear()
         self.query_one("#run-title", Static).update(Text(run_id, style="bold"))
-        for widget_id in ("#run-protocol", "#run-rate", "#run-asr", "#run-invalid", "#run-workers"):
+        for widget_id in ("#run-protocol", "#run-rate", "#run-asr", "#run-invalid", "#run-workers", "#run-health"):
             self.query_one(widget_id, Static).update("")
+        self.query_one("#run-health", Static).display = False
+        self._health_key = None
         self._rate_text = ""
         self.poll()
 
@@ -401,6 +422,7 @@ and a log line per stored rollout.
             else "invalid rollouts: none"
         )
         self.query_one("#run-invalid", Static).update(invalid)
+        self._check_health(run_id, row)
         workers = self.query_one("#run-workers", Static)
         shown = self._workers(detail.workers)
         workers.update(shown)
@@ -446,6 +468,53 @@ and a log line per stored rollout.
             return ""  # a run made by one process has no workers to show
         failures = failure_lines(workers)
         return Group(table, *(Text(f"shard failure: {line}", style="yellow") for line in failures))
+
+    # ------------------------------------------------------------ health warnings
+
+    def _check_health(self, run_id: str, row: RunListing) -> None:
+        """Read the run's health warnings again if something was stored or its status changed since they were
+        read. On a worker of their own, one at a time: their query walks the run's events, and inside the poll it
+        held up (and got cancelled with) the next one."""
+        key = (run_id, row.completed, row.status)
+        if key != self._health_key and not self._health_reading:
+            self._health_reading = True
+            self._read_health(key)
+
+    @work(thread=True, exit_on_error=False, group="runs-health")
+    def _read_health(self, key: tuple[str, int, str]) -> None:
+        store: RunMonitor = self.store or host.store_of(self)
+        try:
+            warnings = run_health(store, key[0])["warnings"]
+        except BaseException:
+            self.post_message(HealthRead(key, None))  # frees the slot; ShowsFailures shows the failure itself
+            raise
+        self.post_message(HealthRead(key, warnings))
+
+    @on(HealthRead)
+    def _health_read(self, message: HealthRead) -> None:
+        self._health_reading = False
+        selected = self.selected_run_id
+        if message.warnings is None or message.key[0] != selected:
+            # Another run was selected while this one was read: read that one's now (a finished run's detail
+            # is not polled again, so nothing else would).
+            if selected in self.runs and self._health_key is None and message.warnings is not None:
+                self._check_health(selected, self.runs[selected])
+            return
+        self._health_key = message.key
+        health = self.query_one("#run-health", Static)
+        health.update(self._warnings(message.warnings))
+        health.display = bool(message.warnings)
+
+    @staticmethod
+    def _warnings(lines: list[str]) -> Text:
+        """Each warning on its own wrapped line, in the words `runs show` uses; model names and stored details
+        come from outside, so they are shown as text (Text, never markup)."""
+        text = Text()
+        for number, line in enumerate(lines):
+            text.append("\n" if number else "")
+            text.append("warning: ", style="bold yellow")
+            text.append(clean(line), style="yellow")
+        return text
 
     @staticmethod
     def _asr(cells: list[CellAsr]) -> Table | str:

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
 from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
@@ -26,7 +25,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static, Tab, Tabs
 
+from redagent.console.widgets.detail_view import DetailView
 from redagent.console.widgets.trajectory import EntryList, EventSource, TrajectoryView, json_text
+from redagent.console.widgets.transcript import CONVERSATION_CHARS, PREVIEW_CHARS, conversation, pretty, shown
 from redagent.judges.evidence import (
     Mismatch,
     cited,
@@ -40,6 +41,8 @@ from redagent.judges.evidence import mismatches as find_mismatches
 from redagent.store.readmodel import RolloutEvidence, StoredDiffEntry, StoredEvent, StoredLabel, StoredReceipt
 
 # ---------------------------------------------------------------- rendering
+
+DETAIL_CHARS = CONVERSATION_CHARS  # of one value in the detail view: what a reviewer can still read through
 
 
 def _json(value: Any, limit: int = 300) -> str:
@@ -91,34 +94,68 @@ def diff_line_count(entry: StoredDiffEntry) -> int:
     return 1 + (entry.op != "added") + (entry.op != "removed")
 
 
-def event_detail(event: StoredEvent) -> Text:
-    """The whole of one event, wrapped: what the one-line trajectory view clips."""
+def event_detail(event: StoredEvent, limit: int = PREVIEW_CHARS) -> Text:
+    """The whole of one event, wrapped (what the one-line trajectory view clips), each part cut at `limit`
+    characters: the pane under the trajectory shows a preview, the detail view (`enter`) the rest."""
     text = Text()
     text.append(f"e{event.idx} {event.role}", style="bold")
     call = event.tool_call
     if event.role == "assistant" and call:
-        text.append(f"  ▶ {call['name']}\n", style="bold green")
-        text.append(orjson.dumps(call.get("args", {}), option=orjson.OPT_INDENT_2).decode())
+        text.append(f"  ▶ {shown(call.get('name'), 200)}\n", style="bold green")
+        text.append(pretty(call.get("args", {}), limit))
     elif event.role == "tool":
-        text.append(f"  ◀ {call['name'] if call else 'tool'}", style="bold magenta")
+        text.append(f"  ◀ {shown(call.get('name'), 200) if call else 'tool'}", style="bold magenta")
         if event.receipts:
             text.append(f"  receipts {', '.join(event.receipts)}", style="dim")
         text.append("\n")
         if event.tampered and event.original != event.observation:
             text.append("tampered — the agent saw a different output than the service returned\n", style="bold red")
             text.append("original: ", style="dim")
-            text.append(f"{event.original or ''}\nshown:    ", style="dim")
-        text.append(event.observation or "")
+            text.append(f"{shown(event.original or '', limit)}\nshown:    ", style="dim")
+        text.append(shown(event.observation or "", limit))
     elif event.role == "transcript":
         # A real CLI's own transcript (and the prompts and tool list it really sent), kept as an artifact.
-        text.append("  the agent CLI's own record of the rollout\n", style="bold yellow")
-        try:
-            text.append(orjson.dumps(orjson.loads(event.text or ""), option=orjson.OPT_INDENT_2).decode())
-        except orjson.JSONDecodeError:
-            text.append(event.text or "")
+        text.append("  the agent CLI's own record of the rollout, as a conversation\n", style="bold yellow")
+        text.append_text(conversation(event.text or "", limit))
+        if limit < CONVERSATION_CHARS:
+            text.append("\n\nenter opens the whole conversation", style="dim")
         return text
     if event.text:
-        text.append("\n" + event.text)
+        text.append("\n" + shown(event.text, limit))
+    return text
+
+
+def receipt_detail(receipt: StoredReceipt) -> Text:
+    """A receipt in full: the service call with every argument, the effect it had and its error."""
+    text = Text()
+    text.append(f"{receipt.id} ", style="bold")
+    text.append(shown(f"{receipt.service}.{receipt.action} ", 400))
+    text.append(receipt.outcome, style="green" if receipt.outcome == "ok" else "red")
+    text.append(f"  {shown(receipt.actor, 200)}" + (f"  step e{receipt.step}" if receipt.step is not None else ""))
+    if receipt.via:
+        text.append(f"  via {shown(receipt.via, 400)}", style="yellow")
+    text.append("\n\nargs\n", style="bold")
+    text.append(pretty(receipt.args, DETAIL_CHARS))
+    if receipt.effect:
+        text.append("\n\neffect\n", style="bold")
+        text.append(pretty(receipt.effect, DETAIL_CHARS))
+    if receipt.error:
+        text.append("\n\nerror\n", style="bold red")
+        text.append(shown(receipt.error, DETAIL_CHARS), style="red")
+    return text
+
+
+def diff_detail(entry: StoredDiffEntry) -> Text:
+    """A state change in full: the path, and the value before and after."""
+    text = Text()
+    text.append(f"{entry.op} ", style={"added": "green", "removed": "red", "changed": "yellow"}.get(entry.op, ""))
+    text.append(shown(entry.path, 2000), style="bold")
+    if entry.op != "added":
+        text.append("\n\nbefore\n", style="bold")
+        text.append(pretty(entry.before, DETAIL_CHARS))
+    if entry.op != "removed":
+        text.append("\n\nafter\n", style="bold")
+        text.append(pretty(entry.after, DETAIL_CHARS))
     return text
 
 
@@ -127,8 +164,9 @@ class Pane(Vertical):
 
     ALLOW_MAXIMIZE = True
     DEFAULT_CSS = """
-    Pane { width: 1fr; height: 1fr; border: round $panel; }
-    Pane:focus-within { border: round $accent; }
+    /* The title in the text colour: in the border's own colour ($panel) it was dark grey on dark. */
+    Pane { width: 1fr; height: 1fr; border: round $panel; border-title-color: $text; }
+    Pane:focus-within { border: round $accent; border-title-color: $text; }
     Pane.-maximized { width: 1fr; }
     """
 
@@ -160,6 +198,13 @@ class EvidencePanes(Widget):
 
     BINDINGS = [
         Binding(
+            "enter",
+            "open_detail",
+            "Detail",
+            id="evidence-detail",
+            tooltip="The entry under the cursor in full: every argument, the whole result, a CLI's conversation",
+        ),
+        Binding(
             "m",
             "maximise",
             "Maximise",
@@ -183,11 +228,16 @@ class EvidencePanes(Widget):
         ),
     ]
 
-    def __init__(self, *, judge_hints: bool = False, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self, *, judge_hints: bool = False, details: bool = False, id: str | None = None, classes: str | None = None
+    ) -> None:
         """Off by default — every screen a reviewer or adjudicator sees must show no mismatch line, no ⚠ or ◆;
-        only the researcher's rollout screen asks for `judge_hints=True`."""
+        only the researcher's rollout screen asks for `judge_hints=True`. `details` turns on `enter` for the
+        detail view; off on the labelling screens, where `enter` saves the label the reviewer chose and a stray
+        one must do nothing at all."""
         super().__init__(id=id, classes=classes)
         self.judge_hints = judge_hints
+        self.details = details
         self.receipts: list[StoredReceipt] = []
         self.diff: list[StoredDiffEntry] = []
         self.mismatches: list[Mismatch] = []
@@ -340,6 +390,8 @@ class EvidencePanes(Widget):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "switch_tab":
             return self.tabbed  # side by side there is nothing to switch: the key leaves the footer
+        if action == "open_detail":
+            return self.details  # off, the key goes on to the screen (the labelling screens' Enter)
         return True
 
     def _shown_tab(self) -> str:
@@ -361,6 +413,33 @@ class EvidencePanes(Widget):
         name = PANES[(PANES.index(self._shown_tab()) + delta) % len(PANES)]
         self._show_tab(name)
         self.query_one(f"#{name}").focus()  # j / k move in the pane now shown
+
+    # ------------------------------------------------------------ the detail view
+
+    def focused_entry(self) -> tuple[str, Text] | None:
+        """The entry under the focused pane's cursor as (title, full text); None when there is none."""
+        focused = self.screen.focused
+        if isinstance(focused, TrajectoryView):
+            event = focused.event_at(focused.cursor)
+            if event is None:
+                return None
+            return f"e{event.idx} {event.role}", event_detail(event, CONVERSATION_CHARS)
+        if isinstance(focused, EntryList) and focused.line_count:
+            number = focused.entry_of(focused.cursor)
+            if focused.id == "receipts" and 0 <= number < len(self.receipts):
+                receipt = self.receipts[number]
+                return f"receipt {receipt.id}", receipt_detail(receipt)
+            if focused.id == "diff" and 0 <= number < len(self.diff):
+                return "state change", diff_detail(self.diff[number])
+        return None
+
+    def action_open_detail(self) -> None:
+        entry = self.focused_entry()
+        if entry is None:
+            self.notify("nothing under the cursor to show", timeout=2)
+            return
+        title, text = entry
+        self.app.push_screen(DetailView(title, text))
 
     # ------------------------------------------------------------ maximise
 

@@ -102,6 +102,9 @@ def event_line(event: StoredEvent) -> Text:
         if event.tampered:
             line.append("[tampered] ", style="bold red")
         line.append(_compact(event.observation or ""))
+    elif role == "transcript":
+        # Not its JSON squeezed onto one line (every draw of the row split the whole artifact): what it is.
+        line.append("the agent CLI's own record · enter: as a conversation", style="yellow")
     else:
         line.append(_compact(event.text))
     return line

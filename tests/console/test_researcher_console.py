@@ -181,6 +181,8 @@ def test_no_key_means_two_things_across_the_console():
     from redagent.console.screens.audit import AuditScreen
     from redagent.console.screens.case_review import CaseReviewScreen
     from redagent.console.screens.runs import NewRunScreen
+    from redagent.console.widgets.detail_view import DetailView
+    from redagent.console.widgets.evidence import EvidencePanes
 
     meaning: dict[str, set[str]] = {}
     for cls in (
@@ -195,6 +197,8 @@ def test_no_key_means_two_things_across_the_console():
         CaseReviewScreen,
         ConfirmQuit,
         StoreErrorScreen,
+        EvidencePanes,
+        DetailView,
     ):
         for binding in bindings_of(cls):
             for key in binding.key.split(","):

@@ -264,3 +264,60 @@ def test_runs_screen_snapshot(tmp_path, snap_compare):
         await pilot.pause()
 
     assert snap_compare(RedAgentApp(url), terminal_size=SIZE, run_before=settle)
+
+
+def _words(renderable: object) -> str:
+    return " ".join(text_of(renderable).split())
+
+
+async def test_the_run_panel_shows_the_health_warnings_runs_show_prints(url, monkeypatch):
+    # A server that drops `tools`: the model only answers in words, so no valid rollout makes a tool call and
+    # the attack (in data the agent must read) never reaches it. `runs show` warns twice; so must the panel.
+    from redagent.engine.matrix import start_run
+    from redagent.judges.health import run_health
+    from tests.engine.openai_stub import ChatServer, text
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-test")
+    with ChatServer() as server, open_store(url) as store:
+        server.default = text("I have paid the invoice as requested.")
+        broken = start_run(
+            store,
+            RunSpec(
+                cases="banking-e2-invoice-bank-details-change",
+                models=["openai/stub-model"],
+                harnesses=["native"],
+                api_base=server.url,
+                timeout=10,
+                retries=0,
+            ),
+        )
+        await broken.run()
+        healthy = start_run(
+            store, RunSpec(cases="banking-e2-invoice-bank-details-change", models=["sim/comply"], harnesses=["native"])
+        )
+        await healthy.run()
+        expected = run_health(store, broken.run_record.id)["warnings"]
+        assert run_health(store, healthy.run_record.id)["warnings"] == []
+    assert any("no tool call in any of" in line for line in expected)  # the run is what the test is about
+
+    app = RedAgentApp(url)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_runs(pilot, app)
+        health = screen.query_one("#run-health", Static)
+        # The newest run (the healthy one) is selected first: its panel is drawn, with no warning.
+        await wait_until(pilot, lambda: screen.query_one("#run-log", Log).line_count == 1)
+        assert screen.selected_run_id == healthy.run_record.id and not health.display
+        screen.select_run(broken.run_record.id)
+        await wait_until(pilot, lambda: health.display and "no tool call" in _words(health.content))
+        for line in expected:  # every warning, in runs show's words
+            assert f"warning: {line}" in _words(health.content)
+        screen.select_run(healthy.run_record.id)
+        await wait_until(pilot, lambda: not health.display)
+    # At 80 columns the list is over the panel and each warning wraps inside it: none is cut.
+    app = RedAgentApp(url, run_id=broken.run_record.id)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_runs(pilot, app)
+        health = screen.query_one("#run-health", Static)
+        await wait_until(pilot, lambda: health.display and health.size.height >= 2 * len(expected))
+        assert health.size.width <= 80
+        assert _words(health.render()).count("warning:") == len(expected)

@@ -327,3 +327,32 @@ def test_a_100_kb_address_gets_a_bare_414_and_one_log_line(serve, browser):
     server.stop()
     assert_clean_logs(server.logs_after_the_url(), server.token)
     assert len(re.findall(r"refused a request from \S+: 414", server.err)) == 1
+
+
+def test_at_800_by_600_the_console_takes_keys_from_the_first_one(serve, browser):
+    # No click anywhere: the terminal has the keyboard once the console's first output is in, so the footer
+    # shows the screen's keys (Textual draws none while its app is unfocused) and `?` opens help.
+    server = serve()
+    page = browser.page
+    page.set_viewport_size({"width": 800, "height": 600})
+    stream: list[str] = []
+
+    def shows(*wanted: str):
+        def seen(payload: str | bytes) -> bool:
+            stream.append(payload.decode(errors="replace") if isinstance(payload, bytes) else payload)
+            text = " ".join(ANSI.sub("", "".join(stream)).split())
+            return all(part in text for part in wanted)
+
+        return seen
+
+    with page.expect_websocket(timeout=WAIT_MS) as opened:
+        page.goto(server.url)
+    socket = opened.value
+    socket.wait_for_event("framereceived", predicate=shows("REDAgentBench", "Resume"), timeout=WAIT_MS)  # footer
+    assert page.title() == "REDAgentBench"
+    page.wait_for_function("document.activeElement.classList.contains('xterm-helper-textarea')", timeout=WAIT_MS)
+    # The size the browser gave the console is the one tests/console/test_browser_size.py lays out.
+    assert "width=88&height=28" in socket.url, socket.url
+    stream.clear()
+    page.keyboard.press("?")
+    socket.wait_for_event("framereceived", predicate=shows("Every run in the store"), timeout=WAIT_MS)
