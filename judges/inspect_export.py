@@ -186,7 +186,9 @@ def cell_log(
                 "cell": asdict(cell),
                 "protocol": {
                     "benchmarks": protocol.get("benchmarks"),
-                    "harness_build": (protocol.get("harness_builds") or {}).get(cell.harness),
+                    # A real agent CLI's pinned build; an in-house harness is built from this code version.
+                    "harness_build": (protocol.get("harness_builds") or {}).get(cell.harness)
+                    or {"in_house": True, "code_version": run.code_version},
                     "cue": cell.cue,
                     "cue_text": (protocol.get("cue_text") or {}).get(cell.cue),
                     "defense": cell.defense,
