@@ -9,7 +9,12 @@ import typer
 
 from redagent.console.cli_common import DB_OPTION, Commands, examples, opened_store, out, print_json
 
-import_app = typer.Typer(cls=Commands, help="Bring runs made elsewhere into the store.")
+import_app = typer.Typer(
+    cls=Commands,
+    no_args_is_help=True,
+    help="Bring runs made elsewhere into the store.",
+    epilog=examples("redagent import inspect logs/run-3fa2"),
+)
 
 
 @import_app.command(

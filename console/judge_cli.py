@@ -177,7 +177,7 @@ def report_command(
     "export",
     epilog=examples(
         "redagent export run-3fa2 --out run-3fa2.jsonl",
-        "redagent export run-3fa2 --format inspect --out logs/run-3fa2 && inspect view --log-dir logs/run-3fa2",
+        "redagent export run-3fa2 --format inspect --out logs/run-3fa2",
     ),
 )
 def export(
@@ -189,7 +189,8 @@ def export(
     db: str | None = DB_OPTION,
 ) -> None:
     """One rollout per line with all its evidence: events, receipts, diff, snapshots, E, validity; or, with
-    `--format inspect`, the run as Inspect eval logs (needs the inspect extra: pip install -e '.[inspect]')."""
+    `--format inspect`, the run as Inspect eval logs, one per cell, that `inspect view --log-dir DIR` opens (needs
+    the inspect extra: pip install -e '.[inspect]')."""
     if fmt not in ("jsonl", "inspect"):
         fail(f"unknown export format {fmt!r} (known: jsonl, inspect)")
     if fmt == "inspect":
