@@ -92,17 +92,23 @@ def export_run(store: ExportSource, run_id: str, out_dir: Path) -> list[Path]:
     run = store.get_run(run_id)
     if run is None:
         raise InspectLogError(f"no run {run_id!r} in the store")
+    cells = store.export_cells(run_id)
+    if not cells:
+        raise InspectLogError(f"run {run_id!r} has no stored rollouts: nothing to export")
     if out_dir.exists() and not out_dir.is_dir():
         raise InspectLogError(f"{out_dir}: not a directory")
-    out_dir.mkdir(parents=True, exist_ok=True)
     labels = _judge_labels(store, run_id)
     recognition = _recognition_labels(store, run_id)
     written = []
-    for cell in store.export_cells(run_id):
-        log = cell_log(run, cell, store.iter_export(run_id, cell), labels, recognition)
-        path = out_dir / log_name(run, cell)
-        write_eval_log(log, str(path))
-        written.append(path)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for cell in cells:
+            log = cell_log(run, cell, store.iter_export(run_id, cell), labels, recognition)
+            path = out_dir / log_name(run, cell)
+            write_eval_log(log, str(path))
+            written.append(path)
+    except OSError as exc:
+        raise InspectLogError(f"{exc.filename or out_dir}: cannot write ({exc.strerror})") from exc
     return written
 
 

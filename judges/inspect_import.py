@@ -8,21 +8,25 @@ recognition labels from the samples' scores. So judging, recognition, the audit,
 work on it as on the run it came from.
 
 A log is refused with one line naming its file when it is not an Inspect log, names another task, lacks the
-export's metadata or was written by a later version of the mapping; every log must be of one run. Logs are read
-one at a time; each is bounded in size before Inspect reads it.
+export's metadata or was written by a later version of the mapping, or holds a record the store would refuse;
+every log must be of one run. Every sample is rebuilt and checked before anything is written, so a refused import
+stores nothing. Logs are read one at a time (twice: checked, then written); each is bounded in size first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from redagent.judges.inspect_export import FORMAT, META, TASK, InspectLogError, require_inspect
+from redagent.store.errors import InvalidRecord
 from redagent.store.interfaces import ImportSink
+from redagent.store.judging import judge_label_row, recognition_label_row
 from redagent.store.records import JudgeLabelRecord, RecognitionLabelRecord, RolloutRecord, RunRecord
+from redagent.store.rows import prepare_rollout
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
@@ -67,9 +71,18 @@ def import_logs(store: ImportSink, paths: Sequence[Path]) -> ImportResult:
         raise InspectLogError(f"{path}: run {run.id!r} is already in the store")
     # Every sample is rebuilt once before anything is written, so a log that is not as the export writes it
     # leaves the store untouched; the second pass writes (a log is read again rather than the run held in memory).
+    now = datetime.now(UTC)
     for path, _ in headers:
-        for _batch in _records(path, run.id):
-            pass
+        for rollouts, judge, recognition in _records(path, run.id):
+            try:  # the store's own checks of each record, which its writes would make too late to refuse whole
+                for record in rollouts:
+                    prepare_rollout(record)
+                for label in judge:
+                    judge_label_row(label, now)
+                for recognised in recognition:
+                    recognition_label_row(recognised, now)
+            except InvalidRecord as exc:
+                raise InspectLogError(f"{path}: {exc}") from exc
     store.create_run(run)
     result = ImportResult(run_id=run.id)
     for path, _ in headers:

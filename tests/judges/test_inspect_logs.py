@@ -225,7 +225,7 @@ def test_inspect_view_serves_the_folder(exported, viewer):
 
 
 def test_bad_input_is_one_line(exported, tmp_path):
-    from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSpec, write_eval_log
+    from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSpec, read_eval_log, write_eval_log
 
     def one_line(result: subprocess.CompletedProcess[str], *needles: str) -> None:
         assert result.returncode == 2, (result.stdout, result.stderr)
@@ -257,6 +257,17 @@ def test_bad_input_is_one_line(exported, tmp_path):
     text.write_text('{"not": "a log"}')
     one_line(redagent("import", "inspect", str(text), "--db", store), str(text), "not an Inspect log")
     one_line(redagent("import", "inspect", str(tmp_path / "missing.eval"), "--db", store), "missing.eval")
+    # A log of this task whose sample breaks the store's invariants (a valid rollout without E), after a good log:
+    # refused, naming the file, before anything of either is written.
+    files = sorted(exported["logs"].iterdir())
+    good, bad = files[0], next(f for f in files if "_sim-comply-native-" in f.name)
+    log = read_eval_log(str(bad))
+    valid = next(s for s in log.samples if s.metadata["redagent"]["validity"]["valid"])
+    valid.metadata["redagent"]["outcome"]["E"] = None
+    tampered = tmp_path / "tampered" / bad.name
+    tampered.parent.mkdir()
+    write_eval_log(log, str(tampered))
+    one_line(redagent("import", "inspect", str(good), str(tampered), "--db", store), str(tampered), "needs")
     # Nothing of a refused import is stored.
     with open_store(f"sqlite:///{store}", create=False) as opened:
         assert opened.list_runs() == []
