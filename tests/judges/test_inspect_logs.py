@@ -170,6 +170,10 @@ def test_the_imported_export_is_the_run_exactly(exported):
         before, after = redagent(*args, "--db", str(exported["db"])), redagent(*args, "--db", str(fresh))
         assert before.returncode == after.returncode == 0, (before.stderr, after.stderr)
         assert after.stdout == before.stdout and exported["run_id"] in after.stdout
+    # Judging reads the imported run as its own: every label it would make is already there.
+    with open_store(f"sqlite:///{fresh}", create=False) as store:
+        report = judge_run(store, exported["run_id"], ["trajectory", "state", "hybrid"])
+    assert sum(report.judged.values()) == sum(report.failed.values()) == 0 and sum(report.cached.values()) > 0
     again = redagent("import", "inspect", str(exported["logs"]), "--db", str(fresh))
     assert again.returncode == 2 and "already in the store" in again.stderr
 
