@@ -113,10 +113,11 @@ def export_run(store: ExportSource, run_id: str, out_dir: Path) -> list[Path]:
 
 
 def log_name(run: RunRecord, cell: ExportCell) -> str:
-    """`<created>_redagent-bench_<cell>.eval`: Inspect's own naming (timestamp, task, id), the cell readable."""
+    """`<created>_redagent-bench_<cell>_<task id>.eval`: Inspect's own naming (`{timestamp}_{task}_{model}_{id}`,
+    which its log listing parses without opening the file), the cell readable in the model's place."""
     stamp = run.created_at.strftime("%Y-%m-%dT%H-%M-%S")
     slug = re.sub(r"[^A-Za-z0-9.-]+", "-", f"{cell.model}-{cell.harness}-{cell.cue}-{cell.defense}").strip("-")
-    return f"{stamp}_redagent-bench_{slug}-{_cell_id(run, cell)[:8]}.eval"
+    return f"{stamp}_redagent-bench_{slug}_{_cell_id(run, cell)}.eval"
 
 
 def _cell_id(run: RunRecord, cell: ExportCell) -> str:

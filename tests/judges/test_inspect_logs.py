@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -224,8 +225,19 @@ def test_inspect_view_serves_the_folder(exported, viewer):
     response = conn.getresponse()
     body = response.read()
     assert response.status == 200, body[:500]
-    listed = {Path(entry["name"]).name for entry in json.loads(body)["files"]}
-    assert listed == {Path(name).name for name in exported["listed"]}
+    from inspect_ai.log import read_eval_log
+
+    entries = json.loads(body)["files"]
+    assert {Path(entry["name"]).name for entry in entries} == {Path(name).name for name in exported["listed"]}
+    # The listing reads task and id from the file names, as for the logs Inspect writes itself.
+    for entry in entries:
+        header = read_eval_log(str(exported["logs"] / Path(entry["name"]).name), header_only=True)
+        assert (entry["task"], entry["task_id"]) == ("redagent-bench", header.eval.task_id)
+    # And it serves a log whole, parsed by its own model.
+    conn.request("GET", "/api/logs/" + urllib.parse.quote(entries[0]["name"], safe=""))
+    response = conn.getresponse()
+    served = response.read()
+    assert response.status == 200 and json.loads(served)["eval"]["run_id"] == exported["run_id"]
 
 
 def test_bad_input_is_one_line(exported, tmp_path):
