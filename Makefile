@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 2 )))
 PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 
-.PHONY: demo test test-all lint typecheck bench setup system harnesses ray local-model
+.PHONY: demo test test-all lint typecheck bench setup system harnesses ray local-model inspect
 
 demo: setup
 	$(BIN)/redagent cases check
@@ -84,6 +84,11 @@ local-model:
 # `make test` on a laptop skips them.
 ray: setup
 	PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(BIN)/pip install -q -e '.[test,ray]'
+
+# The optional Inspect AI log format (`pip install 'redagent[inspect]'`: `export --format inspect`, `import
+# inspect`); CI installs it so the Inspect tests run there, while `make test` on a laptop skips them.
+inspect: setup
+	PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(BIN)/pip install -q -e '.[test,inspect]'
 
 setup: system $(VENV)/.installed
 

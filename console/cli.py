@@ -28,6 +28,7 @@ from redagent.console.cases_cli import cases_app
 from redagent.console.cli_common import Commands, err, examples
 from redagent.console.console_cli import console_app
 from redagent.console.harnesses_cli import harnesses_app
+from redagent.console.import_cli import import_app
 from redagent.console.judge_cli import judge_app
 from redagent.console.run_cli import run_app
 from redagent.console.runs_cli import runs_app
@@ -53,6 +54,7 @@ app.add_typer(harnesses_app, name="harnesses")
 app.add_typer(team_app, name="team")
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(runs_app, name="runs")
+app.add_typer(import_app, name="import")
 
 
 # A password in a URL (`--db postgresql://me:secret@host/db`) is not written to a bug's log file.

@@ -1,5 +1,5 @@
 """`redagent judge`, `recognize`, `stats`, `report` and `export`: label a run's rollouts, and read its results
-out — one statistics table, the full report, or every rollout with its evidence as JSON lines. The readers
+out — one statistics table, the full report, or every rollout with its evidence as JSON lines or Inspect logs. The readers
 never create a missing store. Errors take cli_common's one-line path."""
 
 from __future__ import annotations
@@ -173,16 +173,35 @@ def report_command(
         out.print(str(path), highlight=False)
 
 
-@judge_app.command("export", epilog=examples("redagent export run-3fa2 --out run-3fa2.jsonl"))
+@judge_app.command(
+    "export",
+    epilog=examples(
+        "redagent export run-3fa2 --out run-3fa2.jsonl",
+        "redagent export run-3fa2 --format inspect --out logs/run-3fa2",
+    ),
+)
 def export(
     run_id: str = typer.Argument(...),
-    fmt: str = typer.Option("jsonl", "--format", help="jsonl"),
-    output: Path | None = typer.Option(None, "--out", help="file to write (default: stdout)"),
+    fmt: str = typer.Option("jsonl", "--format", help="jsonl | inspect (Inspect AI eval logs, one per cell)"),
+    output: Path | None = typer.Option(
+        None, "--out", help="file to write (default: stdout); for inspect, the folder to write the logs into"
+    ),
     db: str | None = DB_OPTION,
 ) -> None:
-    """One rollout per line with all its evidence: events, receipts, diff, snapshots, E, validity."""
-    if fmt != "jsonl":
-        fail(f"unknown export format {fmt!r} (known: jsonl)")
+    """One rollout per line with all its evidence: events, receipts, diff, snapshots, E, validity; or, with
+    `--format inspect`, the run as Inspect eval logs, one per cell, that `inspect view --log-dir DIR` opens (needs
+    the inspect extra: pip install -e '.[inspect]')."""
+    if fmt not in ("jsonl", "inspect"):
+        fail(f"unknown export format {fmt!r} (known: jsonl, inspect)")
+    if fmt == "inspect":
+        from redagent.judges.inspect_export import export_run
+
+        if output is None:
+            fail("--format inspect writes a folder of logs: name it with --out DIR")
+        with opened_store(db, create=False) as store:
+            for path in export_run(store, run_id, output):
+                out.print(str(path), highlight=False, soft_wrap=True)
+        return
     with opened_store(db, create=False) as store:
         if store.get_run(run_id) is None:
             fail(f"no run {run_id!r} in the store")

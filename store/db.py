@@ -42,6 +42,7 @@ from redagent.store.records import (
     RUN_STATUSES,
     CellAsr,
     CellHealth,
+    ExportCell,
     InvalidReason,
     RolloutCost,
     RolloutRecord,
@@ -611,18 +612,31 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                 return None
             return rollout_record(self._with_children(conn, [row])[0])
 
-    def iter_export(self, run_id: str) -> Iterator[dict[str, Any]]:
+    def iter_export(self, run_id: str, cell: ExportCell | None = None) -> Iterator[dict[str, Any]]:
         """Every rollout of the run with its events, receipts, diff and snapshots, in cell order, as the
         export's JSON-ready dicts (`redagent export`). Dicts on purpose: this is the export's serialisation
         format (and what `rollout_record` reads back), not a read API; readers that want the rollouts
-        themselves use iter_rollouts.
+        themselves use iter_rollouts. With `cell`, only that (model, harness, cue, defense) cell's rollouts
+        (an Inspect log holds one cell).
 
         Pages of EXPORT_PAGE rollouts, keyed on the cell (keyset paging, not OFFSET), so memory
         stays flat and each page costs the same however deep into the run it is.
         """
         with self._reading() as conn:
-            for page in self._pages(conn, run_id):
+            for page in self._pages(conn, run_id, cell):
                 yield from self._with_children(conn, page)
+
+    def export_cells(self, run_id: str) -> list[ExportCell]:
+        """The run's (model, harness, cue, defense) cells that have a stored rollout, sorted."""
+        r = t.rollout
+        query = (
+            select(r.c.model, r.c.harness, r.c.cue, r.c.defense)
+            .where(r.c.run_id == run_id)
+            .distinct()
+            .order_by(r.c.model, r.c.harness, r.c.cue, r.c.defense)
+        )
+        with self._reading() as conn:
+            return [ExportCell(*row) for row in conn.execute(query)]
 
     def iter_rollouts(self, run_id: str, *, snapshots: bool = True) -> Iterator[StoredRollout]:
         """Every rollout of the run as the typed read model (events, receipts, diff and, with `snapshots`,
@@ -645,12 +659,17 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                     )
 
     @staticmethod
-    def _pages(conn: Connection, run_id: str) -> Iterator[Sequence[RowMapping]]:
-        """The run's rollout rows in cell order, EXPORT_PAGE at a time (keyset paging on the cell)."""
+    def _pages(conn: Connection, run_id: str, cell: ExportCell | None = None) -> Iterator[Sequence[RowMapping]]:
+        """The run's rollout rows in cell order, EXPORT_PAGE at a time (keyset paging on the cell); with `cell`,
+        only that cell's."""
         r = t.rollout
         after: tuple[Any, ...] | None = None
+        where = [r.c.run_id == run_id]
+        if cell is not None:
+            where += [r.c.model == cell.model, r.c.harness == cell.harness, r.c.cue == cell.cue]
+            where.append(r.c.defense == cell.defense)
         while True:
-            query = select(r).where(r.c.run_id == run_id).order_by(*_CELL).limit(EXPORT_PAGE)
+            query = select(r).where(*where).order_by(*_CELL).limit(EXPORT_PAGE)
             if after is not None:
                 query = query.where(tuple_(*_CELL) > tuple_(*after))
             page = conn.execute(query).mappings().all()

@@ -13,11 +13,13 @@ structurally (mypy checks this at the end of this module).
 - `AdjudicationQueue` — the third reviewer: the same blinded records, plus the two reviewers' labels by slot letter.
 - `ReviewRounds` — an expert's construction-round queue and write-once reviews (the case review screen).
 - `ReportSource` — the rows the statistics and the report read from a run.
+- `ExportSource`, `ImportSink` — a run read out whole (rollouts with their evidence, labels) and written back
+  whole, as the Inspect log export and import do (judges/inspect_export.py, judges/inspect_import.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -33,10 +35,12 @@ from redagent.store.records import (
     AuditRecord,
     CellAsr,
     CellHealth,
+    ExportCell,
     JudgeLabelRecord,
     LabelledRow,
     OutcomeRow,
     RecognitionLabelRecord,
+    RolloutRecord,
     RolloutSummary,
     RunCounts,
     RunListing,
@@ -181,6 +185,35 @@ class ReportSource(RunCaseSource, Protocol):
     def audits(self, run_id: str | None = None) -> list[AuditRecord]: ...
 
 
+class ExportSource(Protocol):
+    """What exporting a run reads: its record, its cells, every rollout with all its evidence (the export dicts
+    `rows.rollout_record` reads back), and every judge and recognition label with its configuration."""
+
+    def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    def export_cells(self, run_id: str) -> list[ExportCell]: ...
+
+    def iter_export(self, run_id: str, cell: ExportCell | None = None) -> Iterator[dict[str, Any]]: ...
+
+    def judged_configs(self, run_id: str) -> list[dict[str, Any]]: ...
+
+    def judge_labels(self, run_id: str, config_hash: str, backbone: str) -> list[JudgeLabelRecord]: ...
+
+    def recognition_judges(self, run_id: str) -> list[tuple[str, str]]: ...
+
+    def recognition_labels(self, run_id: str, judge: str, contract_hash: str) -> list[RecognitionLabelRecord]: ...
+
+
+class ImportSink(LabelWriter, Protocol):
+    """What importing a run writes: the run's record, its rollouts in batches (the engine's bulk write), labels."""
+
+    def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    def create_run(self, run: RunRecord) -> None: ...
+
+    def write_rollouts(self, rollouts: Iterable[RolloutRecord], *, replace_invalid: Collection[str] = ()) -> int: ...
+
+
 if TYPE_CHECKING:  # mypy proves here that the real store satisfies every interface (no runtime cost, no import cycle)
     from redagent.store.db import Store
 
@@ -191,4 +224,6 @@ if TYPE_CHECKING:  # mypy proves here that the real store satisfies every interf
         adjudication: AdjudicationQueue = store
         rounds: ReviewRounds = store
         report: ReportSource = store
-        del judging, monitor, queue, adjudication, rounds, report
+        export: ExportSource = store
+        sink: ImportSink = store
+        del judging, monitor, queue, adjudication, rounds, report, export, sink

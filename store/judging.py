@@ -323,6 +323,18 @@ class JudgingQueries:
         with self._reading() as conn:
             return [_recognition_record(row) for row in conn.execute(query)]
 
+    def recognition_judges(self, run_id: str) -> list[tuple[str, str]]:
+        """The (judge, contract hash) pairs the run has recognition labels under, sorted."""
+        rl = tj.recognition_label
+        query = (
+            select(rl.c.judge, rl.c.contract_hash)
+            .where(rl.c.run_id == run_id)
+            .distinct()
+            .order_by(rl.c.judge, rl.c.contract_hash)
+        )
+        with self._reading() as conn:
+            return [(judge, contract_hash) for judge, contract_hash in conn.execute(query)]
+
     # ------------------------------------------------------------ rows for statistics and sampling
 
     def outcome_rows(self, run_id: str) -> list[OutcomeRow]:

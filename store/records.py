@@ -93,6 +93,16 @@ class RolloutSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class ExportCell:
+    """One (model, harness, cue, defense) cell of a run: what one exported Inspect log holds."""
+
+    model: str
+    harness: str
+    cue: str
+    defense: str
+
+
+@dataclass(frozen=True, slots=True)
 class RunListing:
     """One run as a listing shows it: `status` as `shown_status` tells it ("interrupted": its process is gone)."""
 

@@ -1,0 +1,277 @@
+"""Inspect AI eval logs into the store as a run (`redagent import inspect LOG...`): the logs
+`redagent export RUN --format inspect` writes (judges/inspect_export.py), read with inspect-ai's own reader.
+
+The run is made under the id it had (its record from the logs' eval spec), its rollouts are rebuilt from the samples
+— events from the chat messages and their metadata, receipts, diff, snapshots, E and U from the sample's metadata —
+and written through the store's bulk write (`write_rollouts`, as the engine writes them), then its judge and
+recognition labels from the samples' scores. So judging, recognition, the audit, the statistics and the console
+work on it as on the run it came from.
+
+A log is refused with one line naming its file when it is not an Inspect log, names another task, lacks the
+export's metadata or was written by a later version of the mapping, or holds a record the store would refuse;
+every log must be of one run. Every sample is rebuilt and checked before anything is written, so a refused import
+stores nothing. Logs are read one at a time (twice: checked, then written); each is bounded in size first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from redagent.judges.inspect_export import FORMAT, META, TASK, InspectLogError, require_inspect
+from redagent.store.errors import InvalidRecord
+from redagent.store.interfaces import ImportSink
+from redagent.store.judging import judge_label_row, recognition_label_row
+from redagent.store.records import JudgeLabelRecord, RecognitionLabelRecord, RolloutRecord, RunRecord
+from redagent.store.rows import prepare_rollout
+
+if TYPE_CHECKING:
+    from inspect_ai.log import EvalLog, EvalSample
+    from inspect_ai.model import ChatMessage
+
+# The largest log file read: an exported cell of thousands of rollouts with their snapshots is well under it.
+MAX_LOG_BYTES = 1 << 30
+BATCH = 200  # rollouts per write transaction, as the engine's writer batches them
+
+
+@dataclass
+class ImportResult:
+    run_id: str
+    logs: int = 0
+    rollouts: int = 0
+    judge_labels: int = 0
+    recognition_labels: int = 0
+    files: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "logs": self.logs,
+            "rollouts": self.rollouts,
+            "judge_labels": self.judge_labels,
+            "recognition_labels": self.recognition_labels,
+        }
+
+
+def import_logs(store: ImportSink, paths: Sequence[Path]) -> ImportResult:
+    """Check every log's header (task, format, run), make the run, then write each log's rollouts and labels."""
+    require_inspect()
+    if not paths:
+        raise InspectLogError("no Inspect log given")
+    headers = [(path, _header(path)) for path in _log_files(paths)]
+    runs = {str(doc["id"]) for _, doc in headers}
+    if len(runs) > 1:
+        raise InspectLogError(f"the logs are of {len(runs)} runs ({', '.join(sorted(runs))}): import one run at a time")
+    path, run_doc = headers[0]
+    run = _run_record(run_doc, path)
+    if store.get_run(run.id) is not None:
+        raise InspectLogError(f"{path}: run {run.id!r} is already in the store")
+    # Every sample is rebuilt once before anything is written, so a log that is not as the export writes it
+    # leaves the store untouched; the second pass writes (a log is read again rather than the run held in memory).
+    now = datetime.now(UTC)
+    for path, _ in headers:
+        for rollouts, judge, recognition in _records(path, run.id):
+            try:  # the store's own checks of each record, which its writes would make too late to refuse whole
+                for record in rollouts:
+                    prepare_rollout(record)
+                for label in judge:
+                    judge_label_row(label, now)
+                for recognised in recognition:
+                    recognition_label_row(recognised, now)
+            except InvalidRecord as exc:
+                raise InspectLogError(f"{path}: {exc}") from exc
+    store.create_run(run)
+    result = ImportResult(run_id=run.id)
+    for path, _ in headers:
+        for rollouts, judge, recognition in _records(path, run.id):
+            result.rollouts += store.write_rollouts(rollouts)
+            result.judge_labels += store.write_judge_labels(judge)
+            result.recognition_labels += store.write_recognition_labels(recognition)
+        result.logs += 1
+        result.files.append(str(path))
+    return result
+
+
+Batch = tuple[list[RolloutRecord], list[JudgeLabelRecord], list[RecognitionLabelRecord]]
+
+
+def _records(path: Path, run_id: str) -> Iterator[Batch]:
+    """The log's rollouts and their labels, BATCH rollouts at a time (labels after their rollouts' batch)."""
+    log = _read(path)
+    batch: Batch = ([], [], [])
+    for sample in log.samples or []:
+        try:
+            record, labels, recognised = sample_records(sample, run_id)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            if isinstance(exc, InspectLogError):
+                raise
+            raise InspectLogError(
+                f"{path}: sample {sample.id!r} (epoch {sample.epoch}): not as the export writes it ({exc!r})"
+            ) from exc
+        batch[0].append(record)
+        batch[1].extend(labels)
+        batch[2].extend(recognised)
+        if len(batch[0]) >= BATCH:
+            yield batch
+            batch = ([], [], [])
+    if batch[0]:
+        yield batch
+
+
+def _log_files(paths: Sequence[Path]) -> Iterator[Path]:
+    """The logs named, a folder standing for the Inspect logs in it (as `inspect view --log-dir` reads one)."""
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.suffix in (".eval", ".json") and p.is_file())
+            if not found:
+                raise InspectLogError(f"{path}: no Inspect log (.eval or .json) in this folder")
+            yield from found
+        else:
+            yield path
+
+
+def _read(path: Path, *, header_only: bool = False) -> EvalLog:
+    from inspect_ai.log import read_eval_log
+
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise InspectLogError(f"{path}: cannot read ({exc.strerror})") from exc
+    if not path.is_file():
+        raise InspectLogError(f"{path}: not a file")
+    if size > MAX_LOG_BYTES:
+        raise InspectLogError(f"{path}: {size} bytes, more than the {MAX_LOG_BYTES} an Inspect log may have here")
+    if path.suffix not in (".eval", ".json"):
+        raise InspectLogError(f"{path}: not an Inspect log (an Inspect log is a .eval or .json file)")
+    try:
+        return read_eval_log(str(path), header_only=header_only, resolve_attachments=True)
+    except Exception as exc:  # inspect-ai raises what its parsers raise (zip, JSON, pydantic): all mean "not a log"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InspectLogError(f"{path}: not an Inspect log ({first[:200]})") from exc
+
+
+def _header(path: Path) -> Mapping[str, Any]:
+    """The log's run record, after checking it is an exported redagent log this mapping reads."""
+    log = _read(path, header_only=True)
+    if log.eval.task != TASK:
+        raise InspectLogError(f"{path}: a log of task {log.eval.task!r}, not {TASK!r}: only REDAgentBench logs import")
+    meta = (log.eval.metadata or {}).get(META)
+    if not isinstance(meta, Mapping) or not isinstance(meta.get("run"), Mapping):
+        raise InspectLogError(
+            f"{path}: a {TASK} log without the exported run's record (not written by redagent export)"
+        )
+    if meta.get("format") != FORMAT:
+        raise InspectLogError(f"{path}: export format {meta.get('format')!r}; this version reads format {FORMAT}")
+    return meta["run"]
+
+
+def _time(value: Any) -> datetime | None:
+    return datetime.fromisoformat(value) if isinstance(value, str) else None
+
+
+def _run_record(doc: Mapping[str, Any], path: Path) -> RunRecord:
+    try:
+        created = _time(doc["created_at"])
+        if created is None:
+            raise ValueError("created_at missing")
+        return RunRecord(
+            id=str(doc["id"]),
+            status=str(doc["status"]),
+            protocol=dict(doc["protocol"]),
+            case_set_hash=str(doc["case_set_hash"]),
+            code_version=str(doc["code_version"]),
+            planned=int(doc["planned"]),
+            created_at=created,
+            started_at=_time(doc.get("started_at")),
+            finished_at=_time(doc.get("finished_at")),
+            parent_run_id=doc.get("parent_run_id"),
+            manifest_hash=doc.get("manifest_hash"),
+            host=doc.get("host"),
+            pid=doc.get("pid"),
+            heartbeat_at=_time(doc.get("heartbeat_at")),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InspectLogError(f"{path}: the run's record is not as the export writes it ({exc!r})") from exc
+
+
+def sample_records(
+    sample: EvalSample, run_id: str
+) -> tuple[RolloutRecord, list[JudgeLabelRecord], list[RecognitionLabelRecord]]:
+    """One sample back into the rollout the store had, and its labels."""
+    meta = (sample.metadata or {})[META]
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"format {meta.get('format')!r}")
+    case, ivc, cell, validity, outcome = meta["case"], meta["ivc"], meta["cell"], meta["validity"], meta["outcome"]
+    usage, timing = meta["usage"], meta["timing"]
+    rollout_id = str(meta["rollout_id"])
+    started, finished = _time(timing["started_at"]), _time(timing["finished_at"])
+    if started is None or finished is None:
+        raise ValueError("started_at and finished_at are required")
+    record = RolloutRecord(
+        id=rollout_id,
+        run_id=run_id,
+        case_id=str(case["id"]),
+        case_version=int(case["version"]),
+        case_hash=str(case["hash"]),
+        strategy=str(ivc["strategy"]),
+        vulnerability=str(ivc["vulnerability"]),
+        constraint=str(ivc["constraint"]),
+        surfaces=[str(s) for s in ivc["surfaces"]],
+        channel=str(ivc["channel"]),
+        model=str(cell["model"]),
+        harness=str(cell["harness"]),
+        cue=str(cell["cue"]),
+        defense=str(cell["defense"]),
+        attempt=int(cell["attempt"]),
+        valid=bool(validity["valid"]),
+        invalid_reason=validity["invalid_reason"],
+        invalid_detail=validity["invalid_detail"],
+        E=outcome["E"],
+        evidence=dict(outcome["evidence"]),
+        expected_E=outcome["expected_E"],
+        reached=bool(outcome["reached"]),
+        final_text=str(meta["final_text"]),
+        started_at=started,
+        finished_at=finished,
+        duration_ms=float(timing["duration_ms"]),
+        prompt_tokens=int(usage["prompt_tokens"]),
+        completion_tokens=int(usage["completion_tokens"]),
+        cost_usd=float(usage["cost_usd"]),
+        baseline_rollout_id=meta["baseline_rollout_id"],
+        events=[message_event(message) for message in sample.messages],
+        receipts=list(meta["receipts"]),
+        baseline=meta["snapshots"]["baseline"],
+        final=meta["snapshots"]["final"],
+        diff=list(meta["diff"]),
+        U=outcome["U"],
+        benign=bool(case["benign"]),
+    )
+    labels: list[JudgeLabelRecord] = []
+    recognition: list[RecognitionLabelRecord] = []
+    for score in (sample.scores or {}).values():
+        doc = dict(score.metadata or {})
+        kind = doc.pop("kind", None)
+        if kind not in ("judge", "recognition"):
+            continue  # E and U (read from the metadata above), or a score another tool added
+        if doc.get("rollout_id") != rollout_id:
+            raise ValueError(f"a label of rollout {doc.get('rollout_id')!r} on rollout {rollout_id!r}")
+        doc["run_id"] = run_id
+        doc["created_at"] = _time(doc.get("created_at"))
+        if kind == "judge":
+            labels.append(JudgeLabelRecord(**doc))
+        else:
+            recognition.append(RecognitionLabelRecord(**doc))
+    return record, labels, recognition
+
+
+def message_event(message: ChatMessage) -> dict[str, Any]:
+    """A chat message back into the trajectory event it was made from (judges/inspect_export.py event_message)."""
+    rest = dict((message.metadata or {})[META])
+    content_field = rest.pop("content_field")
+    none = rest.pop("content_none")
+    content = message.content if isinstance(message.content, str) else message.text
+    rest[content_field] = None if none else content
+    return rest
