@@ -22,8 +22,10 @@ import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.engine.loopback import LoopbackServer
 
 CHAT = "/v1/chat/completions"
 
@@ -77,7 +79,7 @@ def warm_litellm() -> None:
             assert reply.content == "Done.", reply
 
 
-class HangingServer:
+class HangingServer(LoopbackServer):
     """`hold(body)` says which requests to hold (default: all); `key(body)` whose they are (default: one client).
     Requests not held are answered at once; `answer()` makes held requests (and all later ones) be answered."""
 
@@ -151,9 +153,7 @@ class HangingServer:
                 with contextlib.suppress(OSError):
                     self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.serve(Handler)
 
     def _arrive(self, body: dict[str, Any], connection: socket.socket) -> Held:
         key = self.key(body)
@@ -178,15 +178,13 @@ class HangingServer:
         with self._lock:
             return [h for h in self.held if not h.closed.is_set()]
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> HangingServer:
-        self.thread.start()
-        return self
-
     def __exit__(self, *exc: object) -> None:
         self.answer()  # held handlers answer and end; none is left waiting on a connection
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__exit__(*exc)
+
+
+class Sleeps(list[float]):
+    """A stand-in for the client's backoff sleep that records the waits instead of waiting them."""
+
+    async def __call__(self, seconds: float) -> None:
+        self.append(seconds)

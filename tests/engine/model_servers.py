@@ -36,8 +36,10 @@ import json
 import re
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.engine.loopback import LoopbackServer
 
 LONG = " ".join(f"word{i}" for i in range(200))
 
@@ -78,7 +80,7 @@ def _cut(text: str, limit: int | None) -> tuple[str, bool]:
     return text, False
 
 
-class StandIn:
+class StandIn(LoopbackServer):
     """A real HTTP server on loopback; subclasses answer in their server's protocol with its quirks."""
 
     server_name = ""
@@ -122,30 +124,11 @@ class StandIn:
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def root(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    @property
-    def url(self) -> str:
-        """What --api-base names."""
-        return f"{self.root}/v1"
+        self.serve(Handler)
 
     @property
     def litellm_model(self) -> str:
         return f"openai/{self.model}"
-
-    def __enter__(self) -> StandIn:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
     def received(self, body: dict[str, Any]) -> None:
         """Keep a chat request's body (what `requests` lists)."""

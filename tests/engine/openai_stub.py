@@ -15,8 +15,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.engine.loopback import LoopbackServer
 
 CHAT = "/v1/chat/completions"
 MODELS = "/v1/models"
@@ -52,7 +54,7 @@ def drop() -> dict[str, Any]:
     return {"drop": True}
 
 
-class ChatServer:
+class ChatServer(LoopbackServer):
     def __init__(self, *, models: set[str] | None = None, api_key: str | None = None) -> None:
         self.script: deque[dict[str, Any]] = deque()
         self.requests: list[dict[str, Any]] = []
@@ -153,26 +155,7 @@ class ChatServer:
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout)
                     self.wfile.write(payload)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def root(self) -> str:
-        """The server without the /v1 path (what a mistyped --api-base names)."""
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    @property
-    def url(self) -> str:
-        return f"{self.root}/v1"
-
-    def __enter__(self) -> ChatServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.serve(Handler)
 
 
 ATTACKER_CONTRACT = "# Attacker contract"  # the first line of engine/attacker/contract.md

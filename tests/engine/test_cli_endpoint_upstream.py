@@ -19,7 +19,7 @@ import pytest
 
 from redagent.engine.harnesses.cli.endpoint import Endpoint
 from redagent.llm.client import MODEL_TIMEOUT, LiteLLMModel, ModelFailure
-from tests.engine.hanging_server import HangingServer, warm_litellm
+from tests.engine.hanging_server import HangingServer, Sleeps, warm_litellm
 from tests.engine.test_cli_endpoint import _ctx, _tools
 
 HANG_S = 60  # far above any bound exercised here
@@ -33,11 +33,6 @@ def api_key(monkeypatch):
 @pytest.fixture(autouse=True, scope="module")
 def warm():
     warm_litellm()
-
-
-class Sleeps(list):
-    async def __call__(self, seconds: float) -> None:
-        self.append(seconds)
 
 
 def _request(ctx) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import asyncio
 import pytest
 
 from redagent.llm.client import MODEL_TIMEOUT, LiteLLMModel, ModelFailure, ModelRequest
-from tests.engine.hanging_server import HangingServer, warm_litellm
+from tests.engine.hanging_server import HangingServer, Sleeps, warm_litellm
 
 ASK = ModelRequest(messages=[{"role": "user", "content": "hello"}])
 HANG_S = 60  # far above any bound exercised here
@@ -28,11 +28,6 @@ def api_key(monkeypatch):
 @pytest.fixture(autouse=True, scope="module")
 def warm():
     warm_litellm()
-
-
-class Sleeps(list):
-    async def __call__(self, seconds: float) -> None:
-        self.append(seconds)
 
 
 def _model(server: HangingServer, *, retries: int, provider: str = "openai") -> LiteLLMModel:
