@@ -48,7 +48,7 @@ def once(signum: int, concurrency: int) -> tuple[float, int, bool]:
             if process.poll() is not None or time.monotonic() > deadline:
                 process.kill()
                 raise SystemExit(f"the run never got {concurrency} rollouts waiting on the model")
-            time.sleep(0.05)
+            server.wait_held(concurrency, 0.05)  # woken by an arrival; the bound only re-checks the process
         sent = time.perf_counter()
         process.send_signal(signum)
         try:

@@ -15,6 +15,7 @@ a timeout between reads never ends.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import select
@@ -24,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+import pytest
 
 from tests.engine.loopback import LoopbackServer
 
@@ -96,6 +99,7 @@ class HangingServer(LoopbackServer):
         self.held: list[Held] = []
         self.answered: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self._arrival = threading.Condition(self._lock)  # notified as each held request arrives
         self._answering = threading.Event()
         server = self
 
@@ -168,7 +172,23 @@ class HangingServer(LoopbackServer):
                     still_open += 1
             held = Held(body=body, key=key, open_at_arrival=still_open, connection=connection)
             self.held.append(held)
+            self._arrival.notify_all()
         return held
+
+    def wait_held(self, count: int, timeout: float) -> bool:
+        """Blocks until `count` requests are held (woken by their arrival); False if `timeout` passes first."""
+        with self._arrival:
+            return self._arrival.wait_for(lambda: len(self.held) >= count, timeout)
+
+    async def until_held(self, count: int, what: str, timeout: float, beside: asyncio.Task[Any] | None = None) -> None:
+        """From a test's event loop: returns once `count` requests are held; fails if `beside` (the call meant to
+        send them) ends first, or if none arrives within `timeout` (a hang bound)."""
+        arrived = asyncio.ensure_future(asyncio.to_thread(self.wait_held, count, timeout))
+        await asyncio.wait({arrived, *([beside] if beside else [])}, return_when=asyncio.FIRST_COMPLETED)
+        if beside is not None and beside.done() and not arrived.done():
+            pytest.fail(f"the call ended before {what}: {beside!r}")
+        if not await arrived:
+            pytest.fail(f"never {what}")
 
     def answer(self) -> None:
         self._answering.set()
@@ -188,3 +208,14 @@ class Sleeps(list[float]):
 
     async def __call__(self, seconds: float) -> None:
         self.append(seconds)
+
+
+# Fixtures for the modules that drive the real model client against this server (imported there, autouse).
+@pytest.fixture(autouse=True)
+def loopback_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-test")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def warmed_litellm() -> None:
+    warm_litellm()

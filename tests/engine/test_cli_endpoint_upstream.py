@@ -9,8 +9,10 @@ and notes how many of a client's earlier requests were still open when each arri
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,20 +21,10 @@ import pytest
 
 from redagent.engine.harnesses.cli.endpoint import Endpoint
 from redagent.llm.client import MODEL_TIMEOUT, LiteLLMModel, ModelFailure
-from tests.engine.hanging_server import HangingServer, Sleeps, warm_litellm
+from tests.engine.hanging_server import HangingServer, Sleeps, loopback_api_key, warmed_litellm  # noqa: F401
 from tests.engine.test_cli_endpoint import _ctx, _tools
 
 HANG_S = 60  # far above any bound exercised here
-
-
-@pytest.fixture(autouse=True)
-def api_key(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-test")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def warm():
-    warm_litellm()
 
 
 def _request(ctx) -> dict[str, Any]:
@@ -44,25 +36,23 @@ def _request(ctx) -> dict[str, Any]:
     }
 
 
-async def _open(ctx) -> tuple[Endpoint, aiohttp.ClientSession, tempfile.TemporaryDirectory]:
-    folder = tempfile.TemporaryDirectory()
-    endpoint = Endpoint(ctx, "test", Path(folder.name) / "model.sock")
-    await endpoint.start()
-    http = aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(endpoint.path)))
-    return endpoint, http, folder
+@contextlib.asynccontextmanager
+async def _serving(ctx) -> AsyncIterator[tuple[Endpoint, aiohttp.ClientSession]]:
+    """The endpoint on a socket in a temporary folder and a client of it; both closed, the folder removed."""
+    with tempfile.TemporaryDirectory() as folder:
+        endpoint = Endpoint(ctx, "test", Path(folder) / "model.sock")
+        await endpoint.start()
+        http = aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(endpoint.path)))
+        try:
+            yield endpoint, http
+        finally:
+            await http.close()
+            await endpoint.close()
 
 
 async def _post(http: aiohttp.ClientSession, body: dict[str, Any]) -> tuple[int, Any]:
     async with http.post("http://endpoint/v1/chat/completions", data=json.dumps(body)) as response:
         return response.status, json.loads(await response.text())
-
-
-async def _until(condition, what: str) -> None:
-    for _ in range(int(HANG_S / 0.01)):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    pytest.fail(f"never {what}")
 
 
 def test_the_upstream_call_has_the_runs_timeout_and_retries():
@@ -72,13 +62,8 @@ def test_the_upstream_call_has_the_runs_timeout_and_retries():
     async def go(server: HangingServer) -> tuple[int, Any, Endpoint]:
         model = LiteLLMModel("openai/stub-model", api_base=server.url, timeout=2, retries=1, sleep=Sleeps())
         ctx = _ctx(model)
-        endpoint, http, folder = await _open(ctx)
-        try:
+        async with _serving(ctx) as (endpoint, http):
             status, answer = await _post(http, _request(ctx))
-        finally:
-            await http.close()
-            await endpoint.close()
-            folder.cleanup()
         return status, answer, endpoint
 
     with HangingServer() as server:
@@ -96,21 +81,16 @@ def test_a_request_the_cli_gives_up_on_is_cancelled_upstream_not_left_beside_its
     async def go(server: HangingServer) -> tuple[int, Any, Endpoint]:
         model = LiteLLMModel("openai/stub-model", api_base=server.url, timeout=HANG_S, retries=3)
         ctx = _ctx(model)
-        endpoint, http, folder = await _open(ctx)
-        try:
+        async with _serving(ctx) as (endpoint, http):
             first = asyncio.create_task(_post(http, _request(ctx)))
-            await _until(lambda: len(server.held) == 1, "the first request sent upstream")
+            await server.until_held(1, "the first request sent upstream", HANG_S, beside=first)
             first.cancel()  # the CLI's own timeout: it drops the connection
             with pytest.raises(asyncio.CancelledError):
                 await first
             again = asyncio.create_task(_post(http, _request(ctx)))
-            await _until(lambda: len(server.held) == 2, "the second request sent upstream")
+            await server.until_held(2, "the second request sent upstream", HANG_S, beside=again)
             server.answer()
             status, answer = await asyncio.wait_for(again, HANG_S)
-        finally:
-            await http.close()
-            await endpoint.close()
-            folder.cleanup()
         return status, answer, endpoint
 
     with HangingServer() as server:
@@ -128,17 +108,12 @@ def test_closing_the_endpoint_cancels_a_model_call_in_flight():
     async def go(server: HangingServer) -> None:
         model = LiteLLMModel("openai/stub-model", api_base=server.url, timeout=HANG_S, retries=3)
         ctx = _ctx(model)
-        endpoint, http, folder = await _open(ctx)
-        try:
+        async with _serving(ctx) as (endpoint, http):
             pending = asyncio.create_task(_post(http, _request(ctx)))
-            await _until(lambda: len(server.held) == 1, "the request sent upstream")
+            await server.until_held(1, "the request sent upstream", HANG_S, beside=pending)
             await asyncio.wait_for(endpoint.close(), HANG_S)
             with pytest.raises(aiohttp.ClientError):
                 await asyncio.wait_for(pending, HANG_S)
-        finally:
-            await http.close()
-            await endpoint.close()
-            folder.cleanup()
 
     with HangingServer() as server:
         asyncio.run(go(server))

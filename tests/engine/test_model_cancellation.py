@@ -14,20 +14,10 @@ import asyncio
 import pytest
 
 from redagent.llm.client import MODEL_TIMEOUT, LiteLLMModel, ModelFailure, ModelRequest
-from tests.engine.hanging_server import HangingServer, Sleeps, warm_litellm
+from tests.engine.hanging_server import HangingServer, Sleeps, loopback_api_key, warmed_litellm  # noqa: F401
 
 ASK = ModelRequest(messages=[{"role": "user", "content": "hello"}])
 HANG_S = 60  # far above any bound exercised here
-
-
-@pytest.fixture(autouse=True)
-def api_key(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-test")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def warm():
-    warm_litellm()
 
 
 def _model(server: HangingServer, *, retries: int, provider: str = "openai") -> LiteLLMModel:
@@ -66,9 +56,7 @@ def test_a_cancelled_call_closes_its_connection_and_is_not_sent_again():
         call = asyncio.create_task(
             LiteLLMModel("openai/stub-model", api_base=server.url, timeout=HANG_S, retries=3).complete(ASK)
         )
-        while not server.held:  # the request reached the server: the call is in flight
-            assert not call.done(), call
-            await asyncio.sleep(0.01)
+        await server.until_held(1, "the request reached the server", HANG_S, beside=call)  # the call is in flight
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
             await call
