@@ -50,15 +50,21 @@ def kill_session(leader: int) -> None:
                 os.kill(int(entry.name), signal.SIGKILL)
 
 
+NODES_MARK = "redagent-ray-nodes: "
+
+
 def nodes(address: str, env: dict[str, str]) -> list[dict]:
     """The cluster's alive nodes as Ray's own client sees them (a subprocess: this test process stays Ray-free)."""
     probe = (
         f"import json, ray; ray.init(address={address!r}, logging_level='ERROR', log_to_driver=False); "
-        "print(json.dumps([{'id': n['NodeID'], 'head': 'node:__internal_head__' in n['Resources']} "
-        "for n in ray.nodes() if n['Alive']]))"
+        f"print({NODES_MARK!r} + json.dumps([{{'id': n['NodeID'], 'head': 'node:__internal_head__' in n['Resources']}} "
+        "for n in ray.nodes() if n['Alive']]), flush=True)"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
-    return json.loads(result.stdout.strip().splitlines()[-1]) if result.returncode == 0 and result.stdout else []
+    # Ray's own processes share the probe's stdout and may print after it (a CI run failed parsing an indented line
+    # of theirs as the last one): the answer is the one line carrying the mark, and a probe without it saw no nodes.
+    marked = [line.partition(NODES_MARK)[2] for line in result.stdout.splitlines() if NODES_MARK in line]
+    return json.loads(marked[-1]) if result.returncode == 0 and marked else []
 
 
 @pytest.fixture(scope="module")
