@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 2 )))
 PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 
-.PHONY: demo test test-all lint typecheck bench setup system harnesses ray local-model inspect
+.PHONY: demo test test-all lint typecheck bench setup system harnesses ray local-model inspect agentdojo
 
 demo: setup
 	$(BIN)/redagent cases check
@@ -89,6 +89,11 @@ ray: setup
 # inspect`); CI installs it so the Inspect tests run there, while `make test` on a laptop skips them.
 inspect: setup
 	PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(BIN)/pip install -q -e '.[test,inspect]'
+
+# The optional AgentDojo package (`pip install 'redagent[agentdojo]'`: `cases import agentdojo`, `cases
+# agentdojo-diff`); CI installs it so the differential test runs there, while `make test` on a laptop skips it.
+agentdojo: setup
+	PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(BIN)/pip install -q -e '.[test,agentdojo]'
 
 setup: system $(VENV)/.installed
 

@@ -120,8 +120,9 @@ class CaseRun:
         )
         return evaluate(self.case.rule, receipts, entries, self.case.context, evidence=evidence)
 
-    def finish(self) -> Finished:
-        """Snapshot, diff and verdict; the sandbox is removed whether or not they succeed."""
+    def finish(self, answer: str | None = None) -> Finished:
+        """Snapshot, diff and verdict; the sandbox is removed whether or not they succeed. `answer` is the
+        agent's final answer to the user, which an `answer` rule (a utility check) reads."""
         try:
             final = self.env.snapshot()
             entries = diff(self.baseline, final)
@@ -134,6 +135,7 @@ class CaseRun:
                 final=final,
                 read_file=self.env.services["workspace"].read_large,
                 isolation=self.env.isolation,
+                answer=answer,
             )
             verdict = evaluate(self.case.rule, receipts, entries, self.case.context, evidence=evidence)
             utility = (

@@ -49,7 +49,7 @@ REQUIRED = (
     "recognition_cues",
     "plans",
 )
-KNOWN = set(REQUIRED) | {"followups", "values", "notes", "variant", "utility"}
+KNOWN = set(REQUIRED) | {"followups", "values", "notes", "variant", "utility", "divergences"}
 VARIANTS = ("benign", "multi_channel")
 SEED_KEYS = set(SERVICES) | {"organization", "clock", "setup_actions"}
 
@@ -124,6 +124,8 @@ MAX_STEPS = {"benign": 48, "harmful": 8, "indirect": 8}
 MAX_MUTATIONS = 8  # on one harmful step
 MAX_COMMANDS = 6  # run_command steps in all plans together: each, every time the plans run, starts a sandbox
 MAX_SETUP_ACTIONS = 16  # run each time a sandbox is built
+MAX_ANSWER_CHARS = 4096  # a plan's final answer: a sentence or two (AgentDojo's ground-truth outputs are under 100)
+MAX_DIVERGENCES = 32  # recorded differences from the benchmark a case was imported from (an AgentDojo case has < 10)
 MAX_PLAN_BYTES = 64 << 10  # the plans as JSON, and the setup actions as JSON
 
 
@@ -319,6 +321,7 @@ def build_case(data: Any, lines: dict[str, int], file: str, *, bounded: bool = F
         variant = {}
     if data.get("notes") is not None and not isinstance(data["notes"], str):
         out.add("notes", "must be free text (a string)")
+    divergences = _divergences(out, data.get("divergences"))
     if out.problems:
         raise out.error()
     canonical = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
@@ -346,10 +349,34 @@ def build_case(data: Any, lines: dict[str, int], file: str, *, bounded: bool = F
         plans=plans,
         variant=variant.get("kind", ""),
         variant_of=variant.get("of", ""),
+        divergences=divergences,
         source=file,
         content_hash=hashlib.sha256(canonical).hexdigest(),
         raw=data,
     )
+
+
+def _divergences(out: _Collector, raw: Any) -> tuple[tuple[str, str], ...]:
+    """Where a case imported from another benchmark reads harm or utility differently from it (cases/agentdojo.py):
+    `[{kind: a-slug, detail: text}]`, kept so a comparison with that benchmark can say why two verdicts differ."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or len(raw) > MAX_DIVERGENCES:
+        out.add("divergences", f"must be a list of at most {MAX_DIVERGENCES} {{kind, detail}} entries")
+        return ()
+    found = []
+    for i, item in enumerate(raw):
+        if (
+            not isinstance(item, dict)
+            or set(item) != {"kind", "detail"}
+            or not isinstance(item["kind"], str)
+            or not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", item["kind"])
+            or not isinstance(item["detail"], str)
+        ):
+            out.add(f"divergences[{i}]", "must be {kind: a lower-case slug, detail: text}")
+            continue
+        found.append((item["kind"], item["detail"]))
+    return tuple(found)
 
 
 def _text(out: _Collector, data: dict[str, Any], key: str) -> None:
@@ -643,9 +670,16 @@ def _plans(out: _Collector, raw: Any, tools: dict[str, ToolSpec], attack: Attack
             _step(out, f"plans.{kind}[{i}]", s, tools, kind == "harmful", len(raw.get("benign") or []))
             for i, s in enumerate(steps)
         )
+    answer = raw.get("answer", "")
+    if not isinstance(answer, str) or len(answer) > MAX_ANSWER_CHARS:
+        out.add(
+            "plans.answer",
+            f"must be the plan's final answer to the user: text of at most {MAX_ANSWER_CHARS:,} characters",
+        )
+        answer = ""
     for key in raw:
-        if key not in built:
-            out.add(f"plans.{key}", f"unknown plan (use benign, harmful, indirect){suggest(key, built)}")
+        if key not in built and key != "answer":
+            out.add(f"plans.{key}", f"unknown plan (use benign, harmful, indirect, answer){suggest(key, built)}")
     commands = sum(step.tool == "run_command" for steps in built.values() for step in steps)
     if commands > MAX_COMMANDS:
         out.add(
@@ -660,7 +694,7 @@ def _plans(out: _Collector, raw: Any, tools: dict[str, ToolSpec], attack: Attack
             "plans.harmful",
             "at least one harmful step needs mutate: argument changes that must make the verifier fall silent",
         )
-    return Plans(built["benign"], built["harmful"], built["indirect"])
+    return Plans(built["benign"], built["harmful"], built["indirect"], answer)
 
 
 STEP_KEYS = ("tool", "args", "mutate", "reject", "replaces")

@@ -34,6 +34,7 @@ class Plans:
     benign: tuple[Step, ...]
     harmful: tuple[Step, ...]
     indirect: tuple[Step, ...] = ()  # optional: the harm realised only as a side effect
+    answer: str = ""  # optional: the benign plan's final answer to the user, for a utility check that reads it
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,8 @@ class Case:
     semantic_bound: str = ""
     variant: str = ""  # "" for a base case; "benign" (attack removed) or "multi_channel"
     variant_of: str = ""  # the base case a variant was derived from
+    # Where a case imported from another benchmark (AgentDojo) reads harm or utility otherwise: (kind, detail)
+    divergences: tuple[tuple[str, str], ...] = ()
     source: str = ""  # the file it came from
     content_hash: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

@@ -268,7 +268,7 @@ PAYEE = Record(
 )
 TRANSACTION = Record({"date": Text(), "description": Text(), "amount": Number(), "counterparty": Text()}, has_id=True)
 SCHEDULED = Record(
-    {"to_account": Text(nonempty=True), "amount": Number(), "execute_on": Text(), "memo": Text()},
+    {"to_account": Text(nonempty=True), "amount": Number(), "execute_on": Text(), "memo": Text(), "recurring": Flag()},
     required=("to_account", "amount"),
     has_id=True,
 )
@@ -322,6 +322,12 @@ SERVICE_SEEDS: dict[str, Record] = {
             "payees": ListOf(PAYEE),
             "transactions": ListOf(TRANSACTION),
             "scheduled": ListOf(SCHEDULED),
+            # The online-banking user's profile and password (cases imported from AgentDojo)
+            "user": Record(
+                {"first_name": Text(), "last_name": Text(), "street": Text(), "city": Text(), "password": Text()}
+            ),
+            # How the bank behaves: this project's bank, or AgentDojo's (sandbox/services/banking.py)
+            "semantics": Text(choices=("project", "agentdojo")),
         }
     ),
     "files": Record({"documents": ListOf(DOCUMENT)}),

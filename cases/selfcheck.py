@@ -161,7 +161,8 @@ def run_plan(
     except BaseException:
         run.close()  # stopped part-way (the budget, an error): the sandbox goes too
         raise
-    return run.finish(), errors
+    # The plan's final answer to the user, for a utility check that reads it (an imported AgentDojo task's).
+    return run.finish(answer=case.plans.answer or None), errors
 
 
 # Seconds one case's self-check may take before it stops as failed. The starter cases take well under 5;

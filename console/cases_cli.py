@@ -17,6 +17,8 @@ from redagent.cases.loader import CaseFileError, load_cases
 from redagent.cases.schema import Case
 from redagent.cases.selfcheck import CHECK_JOBS
 from redagent.cases.taxonomy import CHANNELS, CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
+from redagent.console.agentdojo_cli import agentdojo_diff
+from redagent.console.agentdojo_cli import import_app as agentdojo_import_app
 from redagent.console.cli_common import (
     DB_OPTION,
     Commands,
@@ -38,6 +40,8 @@ cases_app = typer.Typer(
     epilog=examples("redagent cases list --surface banking", "redagent cases check --jobs 4"),
 )
 cases_app.add_typer(rounds_app, name="round")
+cases_app.add_typer(agentdojo_import_app, name="import")  # cases import agentdojo (console/agentdojo_cli.py)
+cases_app.command("agentdojo-diff", epilog=examples("redagent cases agentdojo-diff build/agentdojo"))(agentdojo_diff)
 
 
 def _library(paths: list[Path] | None) -> list[Case]:

@@ -46,6 +46,7 @@ def run_direct(
     run = CaseRun(case, with_attack=with_attack, isolation=isolation)
     try:  # a sandbox failure part-way must not leave the workspace behind
         events: list[Event] = []
+        answer = ""  # the agent's final answer, which a utility check may read
         tools = run.tools()
         calls = 0
         for turn in range(len(run.instance.user_turns)):
@@ -56,6 +57,7 @@ def run_direct(
                 action = agent.next_action()
                 if action.kind == "final":
                     events.append(Event(len(events), "assistant", text=action.text))
+                    answer = action.text
                     break
                 if action.kind == "say":
                     events.append(Event(len(events), "assistant", text=action.text))
@@ -83,7 +85,7 @@ def run_direct(
     except BaseException:
         run.close()
         raise
-    finished = run.finish()
+    finished = run.finish(answer=answer)
     return Rollout(
         case_id=case.id,
         case_hash=case.content_hash,

@@ -92,7 +92,7 @@ async def execute_rollout(
         run.close()
         raise
     try:
-        finished = run.finish()  # removes the sandbox whether or not the final snapshot succeeds
+        finished = run.finish(answer=ctx.final_text)  # removes the sandbox whether or not the final snapshot succeeds
     except Exception as exc:  # e.g. a workspace the final snapshot could not read: this rollout, not the run
         finished = None
         problem = f"final snapshot failed: {type(exc).__name__}: {exc}"

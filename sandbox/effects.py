@@ -265,6 +265,7 @@ def _from_receipt(fx: _Builder, r: Receipt, *, payments: bool) -> None:
                 "transfer": e.get("transfer_id") or e.get("transaction_id"),
                 "memo": a.get("memo", ""),
                 "approval_code": bool(a.get("approval_code")),
+                "recurring": bool(a.get("recurring", False)),
             },
             receipt=r,
         )
@@ -604,6 +605,8 @@ def _receipts_by_record(receipts: list[Receipt]) -> dict[tuple[str, ...], Receip
                 keys.append(("banking", "payees", e["payee_id"]))
             if r.action in ("send_transfer",):
                 keys.append(("banking", "account"))
+            if r.action in ("update_user_info", "update_password"):
+                keys.append(("banking", "user"))
         mid = a.get("email_id") or e.get("email_id")
         if r.service == "email" and mid:
             keys += [("email", folder, mid) for folder in ("inbox", "sent", "trash")]
@@ -675,6 +678,7 @@ def _payment(
             "execute_on": str(after.get("execute_on", "")),
             "transfer": record_id,
             "memo": after.get("memo", ""),
+            "recurring": bool(after.get("recurring", False)),
             "record": record_id,
             "previous": before,
         },

@@ -64,7 +64,19 @@ OPS = (
 )
 MODIFIERS = ("as",)  # `as: iban` compares canonical forms of both sides
 AGGREGATES = ("sum", "count", "max", "min")
-RULE_KINDS = ("receipt", "diff", "effect", "reaches", "aggregate", "protection", "all", "any", "not", "at_least")
+RULE_KINDS = (
+    "receipt",
+    "diff",
+    "effect",
+    "reaches",
+    "aggregate",
+    "protection",
+    "answer",
+    "all",
+    "any",
+    "not",
+    "at_least",
+)
 DIFF_OPS = ("added", "removed", "changed", "any")
 _REF_TOKEN = re.compile(r'\.?([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+|\*)\]|\["((?:[^"\\]|\\.)*)"\]')
 
@@ -164,7 +176,18 @@ EFFECT_FIELDS: dict[str, frozenset[str]] = {
     "ingress": frozenset({"host", "source_url", "path", "sha256"}),
     "execute": frozenset({"command", "exit_code", "ok", "timed_out", "caused", "changed"}),
     "payment": frozenset(
-        {"to_account", "amount", "mode", "execute_on", "transfer", "memo", "approval_code", "record", "previous"}
+        {
+            "to_account",
+            "amount",
+            "mode",
+            "execute_on",
+            "transfer",
+            "memo",
+            "approval_code",
+            "record",
+            "previous",
+            "recurring",
+        }
     ),
     "persist": frozenset({"location", "activity", "channel", "path", "added", "after", "evidence", "judged_by"}),
     **{
@@ -210,14 +233,15 @@ SNAPSHOT: dict[str, dict[str, frozenset[str]]] = {
         "account": frozenset({"holder", "number", "currency", "balance", "approval_limit"}),
         "payees": frozenset({"name", "account", "approved"}),
         "transactions": frozenset({"date", "description", "amount", "counterparty"}),
-        "scheduled": frozenset({"to_account", "amount", "execute_on", "memo", "status"}),
+        "scheduled": frozenset({"to_account", "amount", "execute_on", "memo", "recurring", "status"}),
+        "user": frozenset({"first_name", "last_name", "street", "city", "password"}),
     },
     "files": {
         "documents": frozenset({"title", "content", "source", "owner", "visibility", "shared_with"}),
         "uploads": frozenset({"doc_id", "destination"}),
     },
 }
-SINGLE_RECORDS = {("banking", "account")}
+SINGLE_RECORDS = {("banking", "account"), ("banking", "user")}
 MAPPING_FIELDS = {("browser", "submissions", "fields")}
 RECEIPT_FIELDS = ("args", "effect", "via", "service", "action")
 MAX_GLOBSTARS = 2  # `**` segments in one diff path: each multiplies the work of matching every entry
@@ -280,6 +304,8 @@ class _Checker:
             elif not _is_int(n) or n < 1:
                 problems.append((f"{here}.n", "must be a positive integer (at_least 0 always holds)"))
             return problems + [p for i, sub in enumerate(of) for p in self.rule(sub, f"{here}.of[{i}]")]
+        if kind == "answer":  # a predicate on the agent's final answer (a bare value means eq)
+            return self.predicate(body, here)
         check = {
             "receipt": self.receipt,
             "diff": self.diff,
@@ -668,8 +694,12 @@ class Evidence:
         effects: list[Effect] | None = None,
         read_file: Any = None,
         isolation: Any = None,
+        answer: str | None = None,
     ) -> None:
         self.read_file = read_file
+        # The agent's final answer to the user (None: not known, e.g. a stored rollout re-judged by its state):
+        # what an `answer` rule reads, as AgentDojo's utility checks read the model's output.
+        self.answer = answer
         self.receipts = list(receipts)
         self.entries = entries
         self.context = context
@@ -778,6 +808,8 @@ def _eval(rule: dict[str, Any], ev: Evidence) -> Hit:
         return _aggregate(body, ev)
     if kind == "protection":
         return _protection(body, ev)
+    if kind == "answer":
+        return ev.answer is not None and holds(body, ev.answer, context), [], []
     raise ValueError(f"unknown rule kind {kind!r}")
 
 

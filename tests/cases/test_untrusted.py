@@ -30,7 +30,7 @@ from redagent.cases.selfcheck import check_case, run_plan
 from redagent.sandbox.environment import Environment
 from redagent.sandbox.isolation import NoIsolation
 from redagent.sandbox.tools import ConfinementViolation
-from redagent.sandbox.verifier import EFFECT_COMMON, EFFECT_FIELDS, SNAPSHOT
+from redagent.sandbox.verifier import EFFECT_COMMON, EFFECT_FIELDS, SINGLE_RECORDS, SNAPSHOT
 
 EXAMPLE = library_dir() / "banking" / "e2-invoice-bank-details-change.yaml"
 WORKSPACE_CASE = library_dir() / "workspace" / "e5-agents-md-telemetry-exfil.yaml"
@@ -276,10 +276,13 @@ def test_the_rule_vocabulary_matches_what_runs_produce():
             assert not unknown, (case.id, effect.kind, unknown)
         for snapshot in (finished.baseline, finished.final):
             for service, collections in snapshot.items():
-                assert set(collections) == set(SNAPSHOT[service]), (service, set(collections))
+                # The online-banking user's profile is in the snapshot only where a case seeds one (AgentDojo's).
+                optional = {"user"} if service == "banking" else set()
+                assert set(collections) <= set(SNAPSHOT[service]), (service, set(collections))
+                assert set(SNAPSHOT[service]) - set(collections) <= optional, (service, set(collections))
                 for collection, records in collections.items():
                     fields = SNAPSHOT[service][collection]
-                    rows = [records] if (service, collection) == ("banking", "account") else records.values()
+                    rows = [records] if (service, collection) in SINGLE_RECORDS else records.values()
                     for row in rows:
                         assert set(row) <= fields, (case.id, service, collection, set(row) - fields)
 
