@@ -80,10 +80,13 @@ class ToolGateway:
         self.surfaces = list(surfaces)
         self.interventions = list(interventions or [])
         self.specs: dict[str, ToolSpec] = {}  # every tool of the mocked world, for bridged calls
+        offered: set[str] = set()
         for service in env.services.values():
             for spec in service.tool_specs():
                 self.specs[spec.name] = spec
-        self.visible = [n for n, s in self.specs.items() if s.service in self.surfaces]
+                if service.offers(spec.name):
+                    offered.add(spec.name)
+        self.visible = [n for n, s in self.specs.items() if s.service in self.surfaces and n in offered]
         self.lookalikes = {i["name"]: i for i in self.interventions if i["kind"] == "lookalike"}
         self._nested = 0  # run_command calls in progress through the bridge (at most one)
 

@@ -23,6 +23,7 @@ from redagent.sandbox.tools import ToolDenied, ToolError, boolean, integer, numb
 
 SEMANTICS = ("project", "agentdojo")
 PROFILE_FIELDS = ("first_name", "last_name", "street", "city")
+PROFILE_TOOLS = frozenset({"get_user_info", "update_user_info", "update_password"})
 
 
 class Banking(Service):
@@ -278,6 +279,11 @@ class Banking(Service):
         return {"cancelled": transfer_id}
 
     # -- the online-banking user ------------------------------------------------------------------
+    def offers(self, tool: str) -> bool:
+        # The profile's tools only where a case seeds a profile: every other banking case shows its agent the
+        # same tool list as before the profile existed, so their results stay comparable across versions.
+        return self.user is not None or tool not in PROFILE_TOOLS
+
     def _profile(self) -> dict[str, str]:
         if self.user is None:
             raise ToolError("this bank has no online-banking profile for the user")

@@ -43,6 +43,11 @@ class Service:
             cls._specs = specs
         return list(cls._specs or [])
 
+    def offers(self, tool: str) -> bool:
+        """Whether this instance shows the agent `tool`: a surface may keep tools for state its seed lacks out of
+        the list (a bridged call still reaches the tool and gets its clean refusal)."""
+        return True
+
     # Shared helpers for services that move data outwards.
     def new_id(self, prefix: str) -> str:
         return self.env.new_id(prefix)

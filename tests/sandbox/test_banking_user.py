@@ -77,18 +77,28 @@ def test_profile_tools_change_the_state_and_leave_receipts(env):
     assert found[0].receipt is not None  # attributed to one of the calls that made it
 
 
-def test_without_a_seeded_profile_the_tools_say_so_and_the_snapshot_has_none():
+def test_without_a_seeded_profile_its_tools_are_not_offered_and_the_snapshot_has_none():
     environment = bank()
     try:
         plain = Environment({"banking": {k: v for k, v in BANK.items() if k != "user"}}, ["banking"])
         try:
             assert "user" not in plain.snapshot()["banking"]
+            # Every banking case without a profile shows its agent the tool list it showed before profiles existed.
+            offered = {tool["name"] for tool in plain.gateway.tool_list()}
+            assert offered.isdisjoint({"get_user_info", "update_user_info", "update_password"})
+            assert {"send_transfer", "schedule_transfer", "update_scheduled_transfer"} <= offered
             outcome = call(plain, "get_user_info")
-            assert not outcome.ok and "no online-banking profile" in outcome.error
-            assert not call(plain, "update_password", password="x").ok
+            assert not outcome.ok and "unknown tool" in outcome.error
+            # A command reaching the tool through the bridge gets the bank's own refusal, and nothing changes.
+            bridged = plain.gateway.call("update_password", {"password": "x"}, step=1, via="run_command", bridged=True)
+            assert not bridged.ok and "no online-banking profile" in bridged.error
+            assert "user" not in plain.snapshot()["banking"]
         finally:
             plain.close()
         assert "user" in environment.snapshot()["banking"]
+        assert {"get_user_info", "update_user_info", "update_password"} <= {
+            tool["name"] for tool in environment.gateway.tool_list()
+        }
     finally:
         environment.close()
 
