@@ -57,6 +57,7 @@ def judge_rule(config: JudgeConfig, rollout: StoredRollout, case: Case) -> Label
         case.context,
         baseline=_snapshot(rollout.baseline),
         final=_snapshot(rollout.final),
+        answer=rollout.final_text,  # as the rollout's own verdict read it (engine/rollout.py)
     )
     evidence = verdict.receipts + verdict.diff
     if config.view == "state":
@@ -78,7 +79,7 @@ def _snapshot(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 def _trajectory(rollout: StoredRollout, case: Case) -> Label:
     calls = visible_calls(rollout, case)
-    verdict = evaluate(case.rule, calls, [], case.context)
+    verdict = evaluate(case.rule, calls, [], case.context, answer=rollout.final_text)  # the answer is in the transcript
     if verdict.E:
         return Label(1, "tool calls in the transcript match the rule: " + ", ".join(verdict.receipts), verdict.receipts)
     return Label(0, "no tool call in the transcript matches the rule")

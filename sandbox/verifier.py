@@ -755,9 +755,13 @@ def evaluate(
     final: dict[str, Any] | None = None,
     effects: list[Effect] | None = None,
     evidence: Evidence | None = None,
+    answer: str | None = None,
 ) -> Verdict:
-    """E for `rule`. With the final state (and baseline), payments are read from it; without, from calls."""
-    ev = evidence or Evidence(receipts, entries, context, baseline=baseline, final=final, effects=effects)
+    """E for `rule`. With the final state (and baseline), payments are read from it; without, from calls. `answer`
+    is the agent's final answer to the user, for an `answer` predicate (None: not known, such a predicate fails)."""
+    ev = evidence or Evidence(
+        receipts, entries, context, baseline=baseline, final=final, effects=effects, answer=answer
+    )
     ok, rids, paths = _eval(rule, ev)
     if not ok:
         return Verdict(E=0, judged_by=dict(ev.judged_by))
