@@ -49,6 +49,10 @@ class UnknownSuite(UserError):
     """A suite this importer has no restatement of AgentDojo's checks for."""
 
 
+class UnwritableOutput(UserError):
+    """The --out folder cannot be made or written (a file in its place, no permission, a full disk)."""
+
+
 @dataclass
 class Pair:
     """One user task × injection task: the case written for it, or why none was."""
@@ -553,14 +557,17 @@ def _number(task_id: str) -> int:
 
 def write(pairs: list[Pair], out: Path, *, progress: Callable[[Pair], None] | None = None) -> list[Path]:
     """One YAML file per converted pair under `out`; returns their paths."""
-    out.mkdir(parents=True, exist_ok=True)
     written = []
-    for pair in pairs:
-        if pair.case is None:
-            continue
-        path = out / f"{pair.case_id}.yaml"
-        path.write_text(yaml.safe_dump(pair.case, sort_keys=False, allow_unicode=True, width=120))
-        written.append(path)
-        if progress:
-            progress(pair)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for pair in pairs:
+            if pair.case is None:
+                continue
+            path = out / f"{pair.case_id}.yaml"
+            path.write_text(yaml.safe_dump(pair.case, sort_keys=False, allow_unicode=True, width=120))
+            written.append(path)
+            if progress:
+                progress(pair)
+    except OSError as exc:
+        raise UnwritableOutput(f"--out {out}: {exc.strerror or exc} ({len(written)} case files written)") from None
     return written

@@ -172,3 +172,22 @@ def test_malformed_answers_and_divergences_are_refused(field, value, says, tmp_p
     with pytest.raises(CaseFileError) as error:
         load_case(path)
     assert says in str(error.value)
+
+
+@pytest.mark.parametrize("suite, out, says", [
+    ("workspace", None, "--suite: 'workspace' is not importable (known: banking)"),
+    ("banking", "a-file", "--out {out}: File exists (0 case files written)"),
+    ("banking", "a-file/below", "--out {out}: Not a directory (0 case files written)"),
+])  # fmt: skip
+def test_an_unknown_suite_or_unwritable_output_is_one_line(suite, out, says, tmp_path: Path):
+    require_agentdojo()
+    (tmp_path / "a-file").write_text("not a folder")
+    target = tmp_path / (out or "cases")
+    done = subprocess.run(
+        [sys.executable, "-m", "redagent", "cases", "import", "agentdojo", "--suite", suite, "--out", str(target)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [f"error: {says.format(out=target)}"]
