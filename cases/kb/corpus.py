@@ -102,14 +102,14 @@ class Corpus:
         if not stat.S_ISREG(info.st_mode):
             raise Skip("not a regular file")
         if info.st_size > MAX_FILE_BYTES:
-            raise Skip(f"file larger than {MAX_FILE_BYTES >> 20} MiB")
+            raise Skip(f"file larger than {MAX_FILE_BYTES:,} bytes")
         try:
             with open(path, "rb") as handle:
                 data = handle.read(MAX_FILE_BYTES + 1)
         except OSError as exc:
             raise Skip(f"unreadable file ({exc.strerror or exc})") from None
         if len(data) > MAX_FILE_BYTES:  # it grew since lstat
-            raise Skip(f"file larger than {MAX_FILE_BYTES >> 20} MiB")
+            raise Skip(f"file larger than {MAX_FILE_BYTES:,} bytes")
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:

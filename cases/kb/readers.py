@@ -263,7 +263,7 @@ def python_strings(kind: str, carrier: str = "") -> Reader:
         count = 0
         for node in _assignments(tree):
             name, value = node
-            if _PROBE_SKIP_NAMES.match(name) or not isinstance(value, ast.List | ast.Tuple):
+            if _PROBE_SKIP_NAMES.match(name.rsplit(".", 1)[-1]) or not isinstance(value, ast.List | ast.Tuple):
                 continue
             for i, element in enumerate(value.elts):
                 if not (isinstance(element, ast.Constant) and isinstance(element.value, str)):
@@ -279,15 +279,15 @@ def python_strings(kind: str, carrier: str = "") -> Reader:
 
 
 def _assignments(tree: ast.Module) -> Iterator[tuple[str, ast.expr]]:
-    """(name, value) of the assignments at module level and in class bodies."""
-    bodies: list[list[ast.stmt]] = [tree.body]
-    bodies += [node.body for node in tree.body if isinstance(node, ast.ClassDef)]
-    for body in bodies:
+    """(name, value) of the assignments at module level and in class bodies (named `Class.name`)."""
+    bodies: list[tuple[str, list[ast.stmt]]] = [("", tree.body)]
+    bodies += [(f"{node.name}.", node.body) for node in tree.body if isinstance(node, ast.ClassDef)]
+    for prefix, body in bodies:
         for stmt in body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                yield stmt.targets[0].id, stmt.value
+                yield prefix + stmt.targets[0].id, stmt.value
             elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-                yield stmt.target.id, stmt.value
+                yield prefix + stmt.target.id, stmt.value
 
 
 # -- AgentDojo (and inspect_evals' copy of it) --------------------------------------------------------
@@ -325,15 +325,9 @@ def agentdojo_attacks(corpus: Corpus, rel: str) -> Iterator[Item]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         yield Skip("Python source that does not parse")
         return
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            for name, value in _assignments(ast.Module(body=node.body, type_ignores=[])):
-                if isinstance(value, ast.Constant) and isinstance(value.value, str) and "{goal}" in value.value:
-                    yield _raw(corpus, rel, f"{node.name}.{name}", value.value, "injection_template")
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
-            literal = node.value.value
-            if isinstance(literal, str) and "{goal}" in literal and isinstance(node.targets[0], ast.Name):
-                yield _raw(corpus, rel, node.targets[0].id, literal, "injection_template")
+    for name, value in _assignments(tree):  # module level and class bodies, each assignment once
+        if isinstance(value, ast.Constant) and isinstance(value.value, str) and "{goal}" in value.value:
+            yield _raw(corpus, rel, name, value.value, "injection_template")
 
 
 def _string_constants(body: list[ast.stmt]) -> dict[str, str]:
