@@ -196,9 +196,8 @@ _NOT_ATTACKS = ("C006", "C009", "S001", "S002")
 
 
 def do_not_answer(corpus: Corpus, rel: str) -> Iterator[Item]:
-    """Do-Not-Answer's prompts, by their intents: requests for private or organisational information (S009, S008)
-    are privacy requests; a prompt whose every intent is in `_NOT_ATTACKS` is no attack and is skipped with
-    that reason."""
+    """Do-Not-Answer's prompts, by their intents: requests for private information (S009) are privacy requests;
+    a prompt whose every intent is in `_NOT_ATTACKS` is no attack and is skipped with that reason."""
     for number, line in _lines(corpus, rel):
         if not line.strip():
             continue
@@ -217,7 +216,7 @@ def do_not_answer(corpus: Corpus, rel: str) -> Iterator[Item]:
         if intents and all(i.startswith(_NOT_ATTACKS) and not i.startswith("S006") for i in intents):
             yield Skip("not an attack (Do-Not-Answer intent of advice, anthropomorphism or a rumour)")
             continue
-        privacy = any(i.startswith(("S009", "S008")) for i in intents)
+        privacy = any(i.startswith("S009") for i in intents)  # S008 alone is spam, malware or phishing
         yield _raw(corpus, rel, f"line {number}", row.get("prompt"), "privacy_request" if privacy else "objective")
 
 
