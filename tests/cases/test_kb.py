@@ -369,3 +369,42 @@ def test_the_pinned_corpora_give_five_thousand_sourced_licensed_mappings_over_ev
     assert len(generated) == report.written and len({normalise(m["text"]) for m in generated}) == len(generated)
     assert {m["source"]["package"] for m in generated} == {p.name for p in pins()}
     assert os.path.getsize(kb_file) < 64 << 20
+
+
+def test_kb_ingest_with_a_backbone_on_a_loopback_server(corpora, tmp_path, capsys, monkeypatch):
+    """The command line's --backbone path: a litellm model on an OpenAI-compatible loopback server classifies;
+    an answer it cannot give keeps the rules' class, and the ingest reports how many."""
+    from tests.engine.openai_stub import ChatServer, text
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-test")
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        prompt = str(body["messages"][0]["content"])
+        if "Do Anything Now" in prompt:
+            return text('{"strategy": "U2", "vulnerability": "V02", "constraints": ["*"]}')
+        return text("I would rather not say.")
+
+    kb_file = tmp_path / "kb.jsonl"
+    with ChatServer() as server:
+        server.responder = respond
+        code, out, err = cli(
+            capsys,
+            "kb",
+            "ingest",
+            "--unpacked",
+            str(corpora[0]),
+            "--backbone",
+            "openai/classifier",
+            "--api-base",
+            server.url,
+            "--kb",
+            str(kb_file),
+            "--json",
+        )
+    assert code == 0, err
+    report = json.loads(out)
+    got = by_text(kb_file)
+    assert report["classifier"] == "model:openai/classifier" and report["model_refused"] == len(got) - 1
+    assert got[DAN]["method"]["by"] == "model" and got[DAN]["vulnerability"] == "V02"
+    refused = got[PASSWORD_ASK]["method"]
+    assert refused["by"] == "rules" and refused["model_refused"] == "no JSON object in the answer"
