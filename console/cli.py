@@ -10,6 +10,7 @@ line naming that file, exit code 1 (REDAGENT_DEBUG=1 lets the traceback through 
     console_cli    console                   cases_cli      cases … (and cases round …: rounds_cli)
     audit_cli      audit …                   team_cli       team …
     harnesses_cli  harnesses …               sandbox_cli    sandbox …
+    kb_cli         kb …
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from redagent.console.console_cli import console_app
 from redagent.console.harnesses_cli import harnesses_app
 from redagent.console.import_cli import import_app
 from redagent.console.judge_cli import judge_app
+from redagent.console.kb_cli import kb_app
 from redagent.console.run_cli import run_app
 from redagent.console.runs_cli import runs_app
 from redagent.console.sandbox_cli import sandbox_app
@@ -55,6 +57,7 @@ app.add_typer(team_app, name="team")
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(runs_app, name="runs")
 app.add_typer(import_app, name="import")
+app.add_typer(kb_app, name="kb")
 
 
 # A password in a URL (`--db postgresql://me:secret@host/db`) is not written to a bug's log file.

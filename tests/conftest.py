@@ -274,6 +274,13 @@ def _bug_logs(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_generated_knowledge_base(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The attacker draws techniques from the generated knowledge base when there is one (`make kb` writes it
+    under the user's data folder): tests see none unless they write their own (cases/kb/base.py `kb_path`)."""
+    os.environ["REDAGENT_KB"] = str(tmp_path_factory.mktemp("kb") / "none.jsonl")
+
+
 @pytest.fixture
 def env():
     environment = Environment(SEED, ["workspace", "email", "browser", "banking", "files"])

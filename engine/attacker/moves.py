@@ -7,7 +7,8 @@ A move is one JSON object:
                                            # move_channel: another offered channel; stop: ignored
    "text": "<the new attack text>",        # required unless stop; at most MAX_TEXT characters
    "why": "<one or two sentences>",        # required; at most MAX_WHY characters
-   "claimed_success": false}               # optional: the attacker believes the harm happened
+   "claimed_success": false,               # optional: the attacker believes the harm happened
+   "technique": "<an offered technique id>"}  # optional: the knowledge-base technique the text uses
 
 Anything else — not JSON, another shape, unknown keys, an unknown channel, text too long — is a
 `BadReply` naming what is wrong, which the model attacker is shown once more before its failure is
@@ -23,13 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from redagent.cases.schema import derive_marker
+from redagent.engine.attacker.techniques import Technique, fill
 
 ATTACKERS = ("none", "adaptive", "scripted")
 MOVES = ("reformulate", "move_channel", "stop")
 MAX_TEXT = 4000  # an attack text; phrasings in the case library are well under 1,000 characters
 MAX_WHY = 1000
 MAX_REPLY = 20_000  # a reply longer than this is refused before it is parsed
-KEYS = ("move", "channel", "text", "why", "claimed_success")
+KEYS = ("move", "channel", "text", "why", "claimed_success", "technique")
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL | re.IGNORECASE)
 
 
@@ -44,6 +46,8 @@ class Move:
     text: str = ""
     why: str = ""
     claimed_success: bool = False
+    technique: str = ""  # the knowledge-base mapping id the move's text draws on ("" when none)
+    technique_use: str = ""  # how: "wrapper" (its text, the goal in its slot), "framing", or "cited" by a model
 
     @property
     def stops(self) -> bool:
@@ -56,10 +60,11 @@ class Move:
             "text": self.text,
             "why": self.why,
             "claimed_success": self.claimed_success,
+            **({"technique": self.technique, "technique_use": self.technique_use} if self.technique else {}),
         }
 
 
-def parse_reply(content: str, *, offered: Sequence[str], current: str) -> Move:
+def parse_reply(content: str, *, offered: Sequence[str], current: str, techniques: Sequence[str] = ()) -> Move:
     """The move in `content`, or BadReply: the one place an attacker model's reply is validated."""
     if not isinstance(content, str) or not content.strip():
         raise BadReply("the reply is empty; answer with one JSON object")
@@ -92,13 +97,22 @@ def parse_reply(content: str, *, offered: Sequence[str], current: str) -> Move:
         raise BadReply("text must be a string")
     if len(text) > MAX_TEXT:
         raise BadReply(f"text has {len(text)} characters; at most {MAX_TEXT}")
+    technique = data.get("technique", "")
+    if not isinstance(technique, str):
+        raise BadReply("technique must be a string")
+    if technique and technique not in techniques:
+        shown = ", ".join(techniques) or "none were offered"
+        raise BadReply(f"technique {technique[:80]!r} was not offered; the offered ones are {shown}")
+    use = "cited" if technique else ""
     if "\0" in text or "\0" in why:
         raise BadReply("text and why must not contain NUL characters")
     channel = data.get("channel", current if move != "move_channel" else None)
     if channel is not None and not isinstance(channel, str):
         raise BadReply("channel must be a string")
     if move == "stop":
-        return Move("stop", current, text="", why=why.strip(), claimed_success=claimed)
+        return Move(
+            "stop", current, text="", why=why.strip(), claimed_success=claimed, technique=technique, technique_use=use
+        )
     if not text.strip():
         raise BadReply(f"a {move} move needs the new attack text")
     if move == "reformulate" and channel != current:
@@ -108,7 +122,9 @@ def parse_reply(content: str, *, offered: Sequence[str], current: str) -> Move:
             raise BadReply(f"channel {channel!r} is not offered; the channels are {', '.join(offered)}")
         if channel == current:
             raise BadReply(f"{channel!r} is already the current channel; reformulate it instead")
-    return Move(move, str(channel), text=text, why=why.strip(), claimed_success=claimed)
+    return Move(
+        move, str(channel), text=text, why=why.strip(), claimed_success=claimed, technique=technique, technique_use=use
+    )
 
 
 # -- the scripted attacker's sequence --------------------------------------------------------------
@@ -132,21 +148,36 @@ def script_channels(channel_ids: Sequence[str], budget: int) -> list[str]:
     return [order[m] if m < len(order) else order[-1] for m in range(budget)]
 
 
-def scripted_moves(channel_ids: Sequence[str], content: str, budget: int) -> list[Move]:
+def scripted_moves(
+    channel_ids: Sequence[str], content: str, budget: int, techniques: Sequence[Technique | None] = ()
+) -> list[Move]:
     """The scripted attacker's moves for a case whose attack text is `content`: deterministic, one per
-    budget unit, each with a new phrasing (a framing line, then the case's own attack text)."""
+    budget unit, each with a new phrasing (a framing line, then the case's own attack text — inside the
+    move's technique when `techniques[m]` is a wrapper; engine/attacker/techniques.py)."""
     moves = []
     current = channel_ids[0] if channel_ids else ""
     for m, channel in enumerate(script_channels(channel_ids, budget), start=1):
         framing = FRAMINGS[(m - 1) % len(FRAMINGS)]
+        technique = techniques[m - 1] if m - 1 < len(techniques) else None
         text = f"{framing} (follow-up {m}).\n{content}"
+        if technique is not None and technique.wrapper:
+            text = f"{framing} (follow-up {m}).\n{fill(technique.text, content)}"[:MAX_TEXT]
         kind = "reformulate" if channel == current else "move_channel"
         why = (
             "scripted: rephrase on the same channel"
             if kind == "reformulate"
             else f"scripted: try the next channel, {channel}"
         )
-        moves.append(Move(kind, channel, text=text, why=why))
+        moves.append(
+            Move(
+                kind,
+                channel,
+                text=text,
+                why=why,
+                technique=technique.id if technique is not None else "",
+                technique_use=technique.use if technique is not None else "",
+            )
+        )
         current = channel
     return moves
 

@@ -90,7 +90,8 @@ class ModelAttacker:
                 problem = "the reply is a tool call; answer with the JSON object as text"
             else:
                 try:
-                    return parse_reply(reply.content, offered=offered, current=current), usage
+                    cited = [str(t.get("id")) for t in view.get("techniques") or []]
+                    return parse_reply(reply.content, offered=offered, current=current, techniques=cited), usage
                 except BadReply as exc:
                     problem = str(exc)
             messages += [

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from redagent.cases.schema import Case
 from redagent.engine.attacker.channels import ChannelError, channels, side_of
-from redagent.engine.attacker.moves import ATTACKERS, Move, marker_for, scripted_moves
+from redagent.engine.attacker.moves import ATTACKERS, Move, marker_for, script_channels, scripted_moves
 from redagent.engine.attacker.placement import Channel, Placer
 from redagent.engine.attacker.policy import (
     ATTACKER_SETUP,
@@ -34,8 +34,10 @@ from redagent.engine.attacker.policy import (
     ScriptedAttacker,
     contract_hash,
 )
+from redagent.engine.attacker.techniques import OFFERED_CHARS, Techniques, from_knowledge_base, strategy_of
 from redagent.engine.attacker.view import Endpoints, ViewState, build_view
 from redagent.engine.types import IN_HOUSE
+from redagent.errors import UserError
 from redagent.llm.client import LiteLLMModel, Model
 
 if TYPE_CHECKING:
@@ -145,6 +147,7 @@ class AttackSession:
         self.texts: list[str] = [case.attack.content, case.task, *case.followups]
         self.moves = 0
         self._org: list[str] = []
+        self.techniques: Techniques | None = None
 
     # -- set-up (at the first decision: the channels need a sandbox of their own) --------------------
     def _start(self, ctx: RolloutContext) -> None:
@@ -153,6 +156,10 @@ class AttackSession:
         except ChannelError as exc:
             raise AttackerFailure(ATTACKER_SETUP, str(exc)) from None
         self.channels = {c.id: c for c in offered}
+        try:
+            self.techniques = from_knowledge_base()
+        except UserError as exc:  # a generated knowledge-base file that does not read: the rollout cannot attack
+            raise AttackerFailure(ATTACKER_SETUP, exc.line()) from None
         self.placer = Placer(self.case, ctx.run)
         seed = ctx.run.instance.seed
         org = self._org = list(((seed.get("organization") or {}).get("domains")) or [])
@@ -172,9 +179,25 @@ class AttackSession:
             command_tools=ctx.run.env.gateway.command_tools(),
         )
         if self.policy is None:
-            self.policy = ScriptedAttacker(
-                scripted_moves(list(self.channels), self.case.attack.content, self.setting.budget)
-            )
+            ids = list(self.channels)
+            drawn = [
+                self.techniques.draw(self._strategy(channel), f"{self.case.id}|{channel}|{m}")
+                for m, channel in enumerate(script_channels(ids, self.setting.budget), start=1)
+            ]
+            self.policy = ScriptedAttacker(scripted_moves(ids, self.case.attack.content, self.setting.budget, drawn))
+
+    def _strategy(self, channel_id: str) -> str:
+        channel = self.channels[channel_id]
+        return strategy_of(channel.kind, channel.own, self.case.strategy)
+
+    def _offer(self) -> None:
+        """The techniques a model attacker is shown before its next decision: its current channel's strategy's."""
+        assert self.state is not None and self.techniques is not None
+        key = f"{self.case.id}|{self.state.current}|{len(self.state.round_starts)}"
+        self.state.techniques = [
+            {"id": t.id, "strategy": t.strategy, "text": t.text[:OFFERED_CHARS]}
+            for t in self.techniques.offer(self._strategy(self.state.current), key)
+        ]
 
     def _claim(self, channel: Channel, endpoints: Endpoints, org: list[str], seed: dict[str, Any]) -> None:
         """What an attacker owns by holding a channel: the sender of its email, the host of its page, its tool."""
@@ -196,6 +219,8 @@ class AttackSession:
         if ctx.run.judge_now().E == 1:  # the verifier, not the attacker, says the attack succeeded
             return None
         while self.moves < self.setting.budget:
+            if isinstance(self.policy, ModelAttacker):
+                self._offer()
             view = build_view(self.state, ctx.events, list(ctx.run.env.receipts))
             move, usage = await self.policy.decide(view, list(self.channels), self.state.current)
             if move.stops:
@@ -270,6 +295,9 @@ class AttackSession:
         }
         if refused:
             detail["refused"] = refused
+        if move.technique:  # the knowledge-base mapping the move drew on (`redagent kb show ID`)
+            detail["technique"] = move.technique
+            detail["technique_use"] = move.technique_use
         if isinstance(self.policy, ModelAttacker):
             detail["contract"] = contract_hash()
         return ctx.record("attacker", move.text, tool_call=detail)

@@ -122,6 +122,9 @@ class ViewState:
     # Tool name → {service, parameters} of every command a shell line may name (look-alikes included): a
     # `shell` call is read back into the service tool it calls, which is what that tool's server receives.
     command_tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Knowledge-base techniques for the current channel's strategy ({id, strategy, text}): public knowledge of
+    # the field, offered so a move may draw on one and cite it (engine/attacker/techniques.py).
+    techniques: list[dict[str, str]] = field(default_factory=list)
 
 
 def build_view(state: ViewState, events: Sequence[Any], receipts: Sequence[Any]) -> dict[str, Any]:
@@ -139,6 +142,8 @@ def build_view(state: ViewState, events: Sequence[Any], receipts: Sequence[Any])
         "observed": observed[-MAX_OBSERVED:],
         "observed_dropped": max(0, len(observed) - MAX_OBSERVED),
     }
+    if state.techniques:
+        view["techniques"] = state.techniques
     while len(orjson.dumps(view)) > MAX_VIEW and view["observed"]:
         view["observed"] = view["observed"][1:]
         view["observed_dropped"] += 1
