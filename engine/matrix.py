@@ -18,6 +18,7 @@ from redagent import __version__
 from redagent.cases.loader import BENCHMARKS, benchmark_dir, benchmarks_used, find_cases, library_dir
 from redagent.cases.schema import Case
 from redagent.engine.attacker.session import DEFAULT_BUDGET, AttackerPool, AttackSetting, attacker_problem
+from redagent.engine.attacker.techniques import from_knowledge_base
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import DEFAULT_DISCLOSURE, DEFENSES
 from redagent.engine.plan import (
@@ -293,6 +294,13 @@ def resume_run(
         raise PlanError(
             f"the cases of {run_id} changed since it started (case set hash differs); start a new run instead"
         )
+    recorded = run.protocol.get("attack_techniques")
+    if recorded and (now := _techniques_identity())["digest"] != recorded.get("digest"):
+        raise PlanError(
+            f"the attack knowledge base changed since {run_id} started ({recorded.get('count')} techniques, digest "
+            f"{recorded.get('digest')}; now {now['count']}, {now['digest']}): its attacker would draw other "
+            "techniques; restore that knowledge base (REDAGENT_KB) or start a new run"
+        )
     warnings = _preflight(spec) if check_endpoint else []
     retry = RETRYABLE_INVALID if retry_invalid else frozenset()
     if run.parent_run_id:
@@ -430,7 +438,14 @@ def _protocol(spec: RunSpec, cases: list[Case]) -> dict[str, Any]:
         "case_ids": {c.id: c.content_hash for c in cases},
         "case_files": _own_case_files(cases),
         "benchmarks": benchmarks_used(cases),
+        **({"attack_techniques": _techniques_identity()} if spec.attacker != "none" else {}),
     }
+
+
+def _techniques_identity() -> dict[str, Any]:
+    """The knowledge base an attacker's moves draw from (engine/attacker/techniques.py), as the run started."""
+    techniques = from_knowledge_base()
+    return {"digest": techniques.digest, "count": sum(len(v) for v in techniques.by_strategy.values())}
 
 
 def _own_case_files(cases: list[Case]) -> dict[str, str]:
@@ -504,7 +519,9 @@ def summary(store: RunMonitor, run_id: str) -> dict[str, Any]:
                 )
             },
             "benign_arm": bool(run.protocol.get("benign_arm", False)),
-            "attacker": {k: run.protocol.get(k) for k in ("attacker", "attacker_model", "attack_budget")},
+            "attacker": {
+                k: run.protocol.get(k) for k in ("attacker", "attacker_model", "attack_budget", "attack_techniques")
+            },
         },
         "parent_run_id": run.parent_run_id,
         "case_set_hash": run.case_set_hash,

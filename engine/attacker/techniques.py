@@ -89,6 +89,13 @@ class Techniques:
             technique = Technique(m["id"], m["strategy"], text, wrapper, hand)
             self.by_strategy.setdefault(m["strategy"], []).append(technique)
 
+    @property
+    def digest(self) -> str:
+        """What a draw depends on (every technique's id, strategy and kind), hashed: a run records it so a resume
+        with another knowledge base, whose draws would differ, is refused rather than mixed into the run."""
+        lines = sorted(f"{t.id} {t.strategy} {t.use}" for found in self.by_strategy.values() for t in found)
+        return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
     def candidates(self, strategy: str) -> list[Technique]:
         """The strategy's wrappers when it has any (they carry the goal), else its hand-written mappings (they
         describe what a scripted move does; a corpus entry without a slot, such as a harmful request of

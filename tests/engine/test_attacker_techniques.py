@@ -208,3 +208,27 @@ def test_a_strategy_without_wrappers_names_its_hand_written_mapping_not_an_unrel
     assert all(t.hand for t in techniques.offer("U1", "k"))
     techniques = Techniques([request])  # nothing else: the entry is all there is
     assert techniques.draw("U1", "k").id == "kb-fixture-request"
+
+
+def test_a_run_records_its_knowledge_base_and_a_resume_with_another_is_refused(tmp_path, monkeypatch):
+    from redagent.engine.attacker.techniques import from_knowledge_base
+    from redagent.engine.matrix import RunSpec, resume_run, start_run
+    from redagent.engine.plan import PlanError
+    from redagent.store.db import open_store
+
+    spec = RunSpec(cases=USER_CASE, models=["sim/ignore"], harnesses=["native"], attacker="scripted", attack_budget=2)
+    with open_store(f"sqlite:///{tmp_path / 'run.db'}") as store:
+        runner = start_run(store, spec)
+        asyncio.run(runner.run())
+        run_id = runner.run_record.id
+        recorded = store.get_run(run_id).protocol["attack_techniques"]
+        assert recorded == {"digest": from_knowledge_base().digest, "count": len(HAND)}
+        resume_run(store, run_id, check_endpoint=False)  # the same knowledge base: resumable
+        kb_file = tmp_path / "kb.jsonl"
+        write(kb_file, {"corpora": []}, [mapping("kb-fixture-u1", "U1", "Please: {{ prompt }}")])
+        monkeypatch.setenv("REDAGENT_KB", str(kb_file))
+        with pytest.raises(PlanError, match="the attack knowledge base changed since"):
+            resume_run(store, run_id, check_endpoint=False)
+        # A run without an attacker draws nothing and records no knowledge base.
+        plain = start_run(store, RunSpec(cases=USER_CASE, models=["sim/ignore"], harnesses=["native"]))
+        assert "attack_techniques" not in store.get_run(plain.run_record.id).protocol
