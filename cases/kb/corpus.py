@@ -131,15 +131,29 @@ def licence_of(dist: metadata.Distribution) -> str:
     return ""
 
 
+def find_distribution(name: str) -> metadata.Distribution | None:
+    """`name` as installed in the corpora folder (`make kb`: cases/kb/base.py corpora_path), else in this
+    environment (a researcher who pip-installed the package), else None."""
+    from redagent.cases.kb.base import corpora_path
+
+    folder = corpora_path()
+    if folder.is_dir():
+        for dist in metadata.distributions(name=name, path=[str(folder)]):
+            return dist
+    try:
+        return metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def installed(only: list[str] | None = None) -> tuple[list[Corpus], list[str]]:
     """The pinned corpora that are installed, and one line for each that is not (or is at another version)."""
     found, notes = [], []
     for pin in pins():
         if only and pin.name not in only:
             continue
-        try:
-            dist = metadata.distribution(pin.name)
-        except metadata.PackageNotFoundError:
+        dist = find_distribution(pin.name)
+        if dist is None:
             notes.append(f"{pin.name}=={pin.version} is not installed (make kb installs the corpora)")
             continue
         if dist.version != pin.version:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 
 from redagent.cases.kb import corpus as corpus_module
 from redagent.cases.kb.base import load, stats
-from redagent.cases.kb.corpus import Corpus, installed, pins
+from redagent.cases.kb.corpus import Corpus, find_distribution, installed, pins
 from redagent.cases.kb.dedup import MAX_BUCKET, deduplicate, normalise
 from redagent.cases.kb.ingest import ingest
 from redagent.cases.kb.readers import MAX_LINE
@@ -343,9 +342,7 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
 def require_corpora() -> None:
     missing = []
     for pin in pins():
-        try:
-            metadata.distribution(pin.name)
-        except metadata.PackageNotFoundError:
+        if find_distribution(pin.name) is None:
             missing.append(f"{pin.name}=={pin.version}")
     if missing:
         message = f"the attack corpora are not installed ({', '.join(missing)}): `make kb` installs them; CI does"
