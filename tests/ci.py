@@ -11,6 +11,20 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
+def require_module(module: str, message: str) -> None:
+    """Skip when `module` cannot be imported on a developer machine; fail in CI, which installs every extra."""
+    import importlib
+
+    import pytest
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        if in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
+
+
 _FULL = False  # set by tests/conftest.py's pytest_configure from --full, before any test module is imported
 
 

@@ -14,7 +14,7 @@ import yaml
 
 from redagent.cases.loader import CaseFileError, build_case, load_case
 from redagent.cases.selfcheck import check_many
-from tests.ci import in_ci
+from tests.ci import require_module
 
 # Which recorded divergence explains a disagreement of each plan kind and check: every disagreement the
 # differential finds must be one its case says it has, and nothing else.
@@ -29,13 +29,9 @@ EXPLAINED_BY = {
 
 
 def require_agentdojo() -> None:
-    try:
-        import agentdojo  # noqa: F401
-    except ImportError:
-        message = "agentdojo is not installed: the AgentDojo import tests need it (make agentdojo; CI does)"
-        if in_ci():
-            pytest.fail(message)
-        pytest.skip(message)
+    require_module(
+        "agentdojo", "agentdojo is not installed: the AgentDojo import tests need it (make agentdojo; CI does)"
+    )
 
 
 @pytest.fixture(scope="module")

@@ -5,25 +5,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
 
 from redagent.store import tables as t
 from redagent.store import tables_workers as tw
 from redagent.store.connect import create_store_engine
-from tests.ci import in_ci
+from tests.ci import require_module
 
 
 def require_ray() -> None:
     """Skip without Ray on a developer machine; fail in CI (CI=true), which installs it (`make ray`)."""
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        message = "ray is not installed: the Ray executor tests need it (pip install 'redagent[ray]'; .ci/run does)"
-        if in_ci():
-            pytest.fail(message)
-        pytest.skip(message)
+    require_module(
+        "ray", "ray is not installed: the Ray executor tests need it (pip install 'redagent[ray]'; .ci/run does)"
+    )
 
 
 class Watch:

@@ -27,7 +27,7 @@ from redagent.engine.calibration import BEHAVIOURS
 from redagent.engine.matrix import RunSpec, start_run
 from redagent.judges.labelling import judge_run, recognize_run
 from redagent.store.db import open_store
-from tests.ci import in_ci
+from tests.ci import require_module
 from tests.engine.openai_stub import ChatServer, error, text
 
 CASES = "banking-e2-invoice-bank-details-change,banking-t2-express-transfer-shadow-tool,cross-e2-contractor-asks-for-env-key"
@@ -36,13 +36,10 @@ ENV = {"COLUMNS": "200", "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
 
 
 def require_inspect() -> None:
-    try:
-        import inspect_ai.log  # noqa: F401
-    except ImportError:
-        message = "inspect-ai is not installed: the Inspect log tests need it (pip install -e '.[inspect]'; CI does)"
-        if in_ci():
-            pytest.fail(message)
-        pytest.skip(message)
+    require_module(
+        "inspect_ai.log",
+        "inspect-ai is not installed: the Inspect log tests need it (pip install -e '.[inspect]'; CI does)",
+    )
 
 
 def redagent(*args: str) -> subprocess.CompletedProcess[str]:
