@@ -163,7 +163,8 @@ def main() -> int:
     parser.add_argument(
         "--api-key",
         default=os.environ.get("REDAGENT_SMOKE_API_KEY"),
-        help="set as OPENAI_API_KEY for the runs when the environment has none (llama.cpp wants any)",
+        help="the key the runs send (as OPENAI_API_KEY, over the environment's: the server given here is the one "
+        "asked; llama.cpp wants any)",
     )
     parser.add_argument("--harnesses", help="default: native,react,shell and every installed real CLI")
     parser.add_argument("--cases", default=",".join(CASES))
@@ -178,7 +179,7 @@ def main() -> int:
         print("skipped: no --api-base given (or REDAGENT_SMOKE_API_BASE)")
         return 0
     env = dict(os.environ)
-    if args.api_key and not env.get("OPENAI_API_KEY"):
+    if args.api_key:
         env["OPENAI_API_KEY"] = args.api_key
     harnesses, skipped = harnesses_to_run(args.harnesses)
     print(f"{args.model} at {args.api_base}; cases {args.cases}; max {args.max_steps} steps, {args.max_tokens} tokens")

@@ -51,6 +51,8 @@ def test_a_server_given_by_the_environment_is_run_and_its_tool_calls_counted() -
             REDAGENT_SMOKE_API_BASE=server.url,
             REDAGENT_SMOKE_MODEL="openai/stub",
             REDAGENT_SMOKE_API_KEY="sk-smoke",
+            # The key given to the script is the one sent, over one the environment already holds.
+            OPENAI_API_KEY="sk-for-another-server",
         )
         asked = [r for r in server.requests if r.get("tools")]
     assert done.returncode == 0, done.stdout + done.stderr

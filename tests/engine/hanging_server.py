@@ -74,12 +74,21 @@ def warm_litellm() -> None:
 
     from redagent.llm.client import LiteLLMModel, ModelRequest
 
-    os.environ.setdefault("OPENAI_API_KEY", "sk-loopback-test")
-    with HangingServer(hold=lambda body: False) as server:
-        for provider in ("openai", "hosted_vllm"):
-            model = LiteLLMModel(f"{provider}/stub-model", api_base=server.url, timeout=60, retries=0)
-            reply = asyncio.run(model.complete(ModelRequest(messages=[{"role": "user", "content": "hello"}])))
-            assert reply.content == "Done.", reply
+    # The key is set for the warm-up only: left behind, it would be every later test's key in this worker
+    # (a subprocess that copies the environment then sent it to a server expecting another: HTTP 401).
+    before = os.environ.get("OPENAI_API_KEY")
+    os.environ["OPENAI_API_KEY"] = "sk-loopback-test"
+    try:
+        with HangingServer(hold=lambda body: False) as server:
+            for provider in ("openai", "hosted_vllm"):
+                model = LiteLLMModel(f"{provider}/stub-model", api_base=server.url, timeout=60, retries=0)
+                reply = asyncio.run(model.complete(ModelRequest(messages=[{"role": "user", "content": "hello"}])))
+                assert reply.content == "Done.", reply
+    finally:
+        if before is None:
+            os.environ.pop("OPENAI_API_KEY", None)
+        else:
+            os.environ["OPENAI_API_KEY"] = before
 
 
 class HangingServer(LoopbackServer):
