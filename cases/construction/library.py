@@ -29,6 +29,8 @@ from redagent.cases.construction.attacks import knowledge
 from redagent.cases.construction.compiler import Compiled, compile_case, families_for
 from redagent.cases.construction.family import REGISTRY
 from redagent.cases.construction.plans import IVCPlan, enumerate_plans
+from redagent.cases.construction.sourcing import from_knowledge_base
+from redagent.cases.kb.base import kb_path
 from redagent.cases.kb.dedup import THRESHOLD, deduplicate
 from redagent.cases.loader import CaseFileError, build_case, load_cases
 from redagent.cases.schema import Case, place_text
@@ -49,6 +51,8 @@ class BuildReport:
     def to_dict(self) -> dict[str, Any]:
         reasons = Counter(r.rejected.split(":")[0] for r in self.rejected)
         return {
+            # Whether attack texts were drawn from a generated knowledge base (cases/construction/sourcing.py).
+            "knowledge_base": str(kb_path()) if from_knowledge_base() is not None else None,
             "kept": len(self.kept),
             "rejected": len(self.rejected),
             "rejections": dict(reasons),

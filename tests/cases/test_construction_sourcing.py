@@ -14,7 +14,7 @@ import pytest
 
 from redagent.cases.construction.compiler import compile_case
 from redagent.cases.construction.family import REGISTRY
-from redagent.cases.construction.library import attack_diversity, attack_template_of
+from redagent.cases.construction.library import BuildReport, attack_diversity, attack_template_of
 from redagent.cases.construction.plans import enumerate_plans
 from redagent.cases.construction.sourcing import from_knowledge_base
 from redagent.cases.kb.base import write
@@ -139,10 +139,12 @@ def test_draws_are_deterministic_and_carriers_draw_every_wrapper(knowledge_base)
     assert sourcing.pool("U1", "C16") == []  # no U1 wrapper: a U1 case keeps its phrasings
     first = compiled(CARRIER_PLAN, 3).data
     assert compiled(CARRIER_PLAN, 3).data == first
+    assert BuildReport().to_dict()["knowledge_base"] == str(knowledge_base)  # a build says what it drew from
 
 
 def test_without_the_generated_file_nothing_is_drawn_or_cited():
     assert from_knowledge_base() is None  # tests/conftest.py points REDAGENT_KB at a missing file
+    assert BuildReport().to_dict()["knowledge_base"] is None
     result = compiled(USER_PLAN, 0)
     assert "source" not in result.data["attack"] and result.case.attack.source is None
     assert attack_template_of(result.case) == f"phrasing:U2[{result.phrasing}]"
