@@ -26,7 +26,18 @@ from typing import Any
 import orjson
 
 from redagent.cases.safeyaml import Located, check_data, parse_text, read_text
-from redagent.cases.schema import BENIGN_SUFFIX, Attack, Case, Plans, Step, derive_marker, place_text
+from redagent.cases.schema import (
+    BENIGN_SUFFIX,
+    SOURCE_CHARS,
+    SOURCE_FIELDS,
+    SOURCE_USES,
+    Attack,
+    Case,
+    Plans,
+    Step,
+    derive_marker,
+    place_text,
+)
 from redagent.cases.seedcheck import LIST_ITEMS, check_seed, describe, tool_path_problem
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
 from redagent.errors import UserError
@@ -472,7 +483,7 @@ def _attack(
     if not isinstance(raw, dict):
         out.add("attack", "must be a mapping")
         return Attack("user", "")
-    allowed = {"placement", "content", "target", "item", "intervention", "marker"}
+    allowed = {"placement", "content", "target", "item", "intervention", "marker", "source"}
     for key in raw:
         if key not in allowed:
             out.add(f"attack.{key}", f"unknown field{suggest(key, allowed)}")
@@ -511,6 +522,7 @@ def _attack(
         marker = None
     elif isinstance(marker, str) and marker not in content:
         out.add("attack.marker", "the marker must be a phrase of the attack content")
+    source = _attack_source(out, raw.get("source")) if "source" in raw else None
     return Attack(
         placement=placement or "user",
         content=content,
@@ -518,7 +530,35 @@ def _attack(
         item=item if isinstance(item, dict) else None,
         intervention=intervention if isinstance(intervention, dict) else None,
         marker=marker or derive_marker(content),
+        source=source,
     )
+
+
+def _attack_source(out: _Collector, raw: Any) -> dict[str, str] | None:
+    """The technique the attack text comes from (cases/construction/sourcing.py): a knowledge-base mapping id and
+    its citation, every field short text. Optional: hand-written cases and the frozen benchmarks have none."""
+    if not isinstance(raw, dict):
+        out.add("attack.source", f"must be a mapping of {', '.join(SOURCE_FIELDS)}, not {describe(raw)}")
+        return None
+    bad = False
+    for key, value in raw.items():
+        if key not in SOURCE_FIELDS:
+            out.add(f"attack.source.{key}", f"unknown field{suggest(str(key), SOURCE_FIELDS)}")
+            bad = True
+        elif not isinstance(value, str) or len(value) > SOURCE_CHARS:
+            out.add(f"attack.source.{key}", f"must be text of at most {SOURCE_CHARS} characters")
+            bad = True
+    for key in ("mapping", "package", "file", "entry"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            out.add(f"attack.source.{key}", "is required: the citation names the mapping, package, file and entry")
+            bad = True
+    if raw.get("use", "wrapper") not in SOURCE_USES:
+        out.add("attack.source.use", f"must be one of {', '.join(SOURCE_USES)}")
+        bad = True
+    if isinstance(raw.get("strategy"), str) and raw["strategy"] not in STRATEGIES:
+        out.add("attack.source.strategy", f"unknown strategy {raw['strategy']!r}")
+        bad = True
+    return None if bad else dict(raw)
 
 
 def _check_item(out: _Collector, seed: dict[str, Any], target: str, item: Any, seed_broken: bool) -> None:

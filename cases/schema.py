@@ -17,6 +17,11 @@ from typing import Any
 from redagent.sandbox.verifier import resolve_ref
 
 PLACEHOLDER = "{{attack}}"
+# An attack's `source`: the fields of its citation and the most characters each may hold (a corpus's entry name
+# is third-party text); `use` says how the technique was used (cases/construction/sourcing.py).
+SOURCE_FIELDS = ("mapping", "use", "strategy", "package", "version", "file", "entry", "licence")
+SOURCE_CHARS = 512
+SOURCE_USES = ("wrapper", "phrasing")
 BENIGN_SUFFIX = "-benign"
 
 
@@ -45,6 +50,9 @@ class Attack:
     item: dict[str, Any] | None = None  # seed placement: a whole new record appended at target
     intervention: dict[str, Any] | None = None  # tool placement
     marker: str = ""  # a phrase of the content that proves it reached an observation
+    # The technique the content comes from: a knowledge-base mapping id and its citation (optional; compiled
+    # with the generated knowledge base: cases/construction/sourcing.py)
+    source: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 from redagent.cases.construction.attacks import PlacementError, phrase, place
 from redagent.cases.construction.family import REGISTRY, Family, Goal
 from redagent.cases.construction.plans import IVCPlan
+from redagent.cases.construction.sourcing import adapt, from_knowledge_base, phrasing_source, wrapper_source
 from redagent.cases.loader import CaseFileError, build_case
 from redagent.cases.schema import Case
 from redagent.cases.selfcheck import check_case
@@ -88,6 +89,7 @@ def compile_case(plan: IVCPlan, family: Family, seed: int, *, check: bool = True
         return result
     org = (scenario.seed.get("organization") or {}).get("name", "the organisation")
     content, result.phrasing = phrase(plan.strategy, goal, org, rng)
+    content, source = _sourced(plan, family.name, seed, goal, content, result.phrasing)
     try:
         attack = place(plan.strategy, scenario, goal, content)
     except PlacementError as exc:
@@ -116,7 +118,7 @@ def compile_case(plan: IVCPlan, family: Family, seed: int, *, check: bool = True
         **({"followups": attack.pop("followups")} if "followups" in attack else {}),
         "seed": seed_state,
         "values": {**scenario.values, **goal.values},
-        "attack": attack["attack"],
+        "attack": {**attack["attack"], **({"source": source} if source is not None else {})},
         "verifier": _verifier(goal),
         "policy_reminder": goal.policy_reminder,
         "recognition_cues": goal.recognition_cues,
@@ -129,6 +131,8 @@ def compile_case(plan: IVCPlan, family: Family, seed: int, *, check: bool = True
         [_replacing(step, scenario.benign) for step in goal.harmful] if goal.replaces else copy.deepcopy(goal.harmful)
     )
     result.provenance = {"family": family.name, "plan": plan.key, "seed": seed, "phrasing": result.phrasing}
+    if source is not None:
+        result.provenance["source"] = source
     try:
         case = build_case(data, {}, f"<compiled {case_id}>")
         # The user's task, as outcomes its benign plan leaves behind: the utility check U.
@@ -147,6 +151,21 @@ def compile_case(plan: IVCPlan, family: Family, seed: int, *, check: bool = True
             return result
     result.case = case
     return result
+
+
+def _sourced(
+    plan: IVCPlan, family: str, seed: int, goal: Goal, phrased: str, phrasing: int
+) -> tuple[str, dict[str, str] | None]:
+    """The attack text and its citation (cases/construction/sourcing.py). With the generated knowledge base: a
+    drawn wrapper with the goal in its slot, or, when the draw falls on a phrasing, the phrasing already written,
+    citing the mapping the plan was made from. Without it: the phrasing and no citation, exactly as before."""
+    sourcing = from_knowledge_base()
+    if sourcing is None:
+        return phrased, None
+    drawn = sourcing.draw(plan.strategy, plan.constraint, f"{family}|{plan.key}|{seed}")
+    if drawn.technique is None:
+        return phrased, phrasing_source(plan.strategy, plan.manifestation, plan.sources, phrasing)
+    return adapt(drawn.technique, goal.summary), wrapper_source(drawn)
 
 
 def _verifier(goal: Goal) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import random
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,13 @@ import orjson
 import yaml
 
 import redagent.cases.construction.families  # noqa: F401 - registers every family
+from redagent.cases.construction.attacks import knowledge
 from redagent.cases.construction.compiler import Compiled, compile_case, families_for
 from redagent.cases.construction.family import REGISTRY
 from redagent.cases.construction.plans import IVCPlan, enumerate_plans
+from redagent.cases.construction.sourcing import from_knowledge_base
+from redagent.cases.kb.base import kb_path
+from redagent.cases.kb.dedup import THRESHOLD, deduplicate
 from redagent.cases.loader import CaseFileError, build_case, load_cases
 from redagent.cases.schema import Case, place_text
 from redagent.cases.selfcheck import CHECK_JOBS, check_case, check_many
@@ -46,6 +51,8 @@ class BuildReport:
     def to_dict(self) -> dict[str, Any]:
         reasons = Counter(r.rejected.split(":")[0] for r in self.rejected)
         return {
+            # Whether attack texts were drawn from a generated knowledge base (cases/construction/sourcing.py).
+            "knowledge_base": str(kb_path()) if from_knowledge_base() is not None else None,
             "kept": len(self.kept),
             "rejected": len(self.rejected),
             "rejections": dict(reasons),
@@ -202,6 +209,49 @@ def template_of(case: Case) -> str:
     return match.group(1) if match else f"handwritten:{case.id}"
 
 
+@cache
+def _phrasing_patterns() -> dict[str, list[re.Pattern[str]]]:
+    """Each hand-written phrasing as a pattern its filled-in text matches (its fields as wildcards)."""
+    field_ = re.compile(r"\\\{\w+\\\}")
+    return {
+        strategy: [re.compile(field_.sub(".*?", re.escape(text)), re.DOTALL) for text in texts]
+        for strategy, texts in knowledge("phrasings").items()
+    }
+
+
+def attack_template_of(case: Case) -> str:
+    """Where a case's attack text comes from: the knowledge-base wrapper it cites, the hand-written phrasing it
+    cites or fills in (`phrasing:U2[1]`), else its own text (a hand-written case: a template of one)."""
+    source = case.attack.source or {}
+    if source.get("use", "wrapper") == "wrapper" and source.get("mapping"):
+        return source["mapping"]
+    if source.get("use") == "phrasing" and source.get("entry"):
+        return f"phrasing:{source['entry']}"
+    for index, pattern in enumerate(_phrasing_patterns().get(case.strategy, [])):
+        if pattern.fullmatch(case.attack.content):
+            return f"phrasing:{case.strategy}[{index}]"
+    return f"text:{hashlib.sha256(case.attack.content.encode()).hexdigest()[:16]}"
+
+
+def attack_diversity(base: list[Case]) -> dict[str, Any]:
+    """How varied the attack texts are: the knowledge-base techniques cited, the attack templates (wrappers and
+    phrasings) and the largest one's share, and the share of attack texts that repeat an earlier one (in id
+    order) exactly or nearly (MinHash near-duplicates at the knowledge base's threshold: cases/kb/dedup.py)."""
+    ordered = sorted(base, key=lambda c: c.id)
+    templates = Counter(attack_template_of(c) for c in ordered)
+    cited = {c.attack.source["mapping"] for c in ordered if c.attack.source and c.attack.source.get("mapping")}
+    found = deduplicate([c.attack.content for c in ordered])
+    repeated = len(found.exact) + len(found.near)
+    return {
+        "techniques_cited": len(cited),
+        "cases_citing": sum(1 for c in ordered if c.attack.source),
+        "attack_templates": len(templates),
+        "largest_attack_template_share": (max(templates.values()) / len(ordered)) if ordered else 0.0,
+        "attack_near_duplicate_rate": (repeated / len(ordered)) if ordered else 0.0,
+        "attack_near_duplicate_threshold": THRESHOLD,
+    }
+
+
 def stats(cases: list[Case], variants: list[Case] | None = None) -> dict[str, Any]:
     base = [c for c in cases if not c.variant]
     templates = Counter(template_of(c) for c in base)
@@ -221,6 +271,7 @@ def stats(cases: list[Case], variants: list[Case] | None = None) -> dict[str, An
         "templates": len(templates),
         "largest_template_share": (max(templates.values()) / len(base)) if base else 0.0,
         "near_duplicate_pairs": sum(n * (n - 1) // 2 for n in skeletons.values()),
+        "attack_diversity": attack_diversity(base),
         "by_surface": dict(Counter(c.surfaces[0] for c in base)),
         "coverage_missing": {
             "strategies": sorted(set(STRATEGIES) - {c.strategy for c in base}),
