@@ -72,6 +72,10 @@ def bench(
         raise PlanError(f"unknown defense {defense!r} (known: {', '.join(DEFENSES)})")
     if problem := sandbox_problem(sandbox):
         raise PlanError(problem)
+    try:  # -T from the command line arrives typed (YAML); from a config file or eval()'s task_args maybe as text
+        max_steps = int(max_steps)
+    except (TypeError, ValueError):
+        raise PlanError(f"max_steps must be a whole number, not {max_steps!r}") from None
     if max_steps < 1:
         raise PlanError("max_steps must be at least 1")
     chosen = select_cases(cases)
