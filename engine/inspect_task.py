@@ -58,7 +58,7 @@ ROLE = "role"  # a message's stored role where it is not its chat role (the defe
 
 @task(name=TASK_NAME)
 def bench(
-    cases: str = "all",
+    cases: str | list[str] = "all",
     cue: str = "clean",
     defense: str = "none",
     benign_arm: bool = False,
@@ -78,7 +78,9 @@ def bench(
         raise PlanError(f"max_steps must be a whole number, not {max_steps!r}") from None
     if max_steps < 1:
         raise PlanError("max_steps must be at least 1")
-    chosen = select_cases(cases)
+    if isinstance(cases, list | tuple):  # `inspect eval -T cases=a,b` hands a comma-separated value over as a list
+        cases = ",".join(str(c) for c in cases)
+    chosen = select_cases(str(cases))
     if _flag(benign_arm):
         chosen = with_benign_arm(chosen)
     spec = RunSpec(

@@ -237,3 +237,58 @@ def test_inspect_exec_and_files_go_through_the_case_world(tmp_path):
     changed = {d.path for d in finished.diff}
     assert any("inspect-note.txt" in str(p) for p in changed) and any("scaffold.txt" in str(p) for p in changed)
     assert not box.run.env.workspace_dir.exists()  # removed with the sample
+
+
+def test_the_inspect_command_runs_the_task_against_a_model_server(tmp_path):
+    """`inspect eval redagent/bench` as a user types it, from a folder outside the checkout and from the checkout
+    (whose redagent.egg-info inspect-ai would otherwise read the package from), against an OpenAI-compatible
+    server on loopback: the task resolves by its registered name, `-T` options arrive (a comma-separated case list
+    becomes a list on Inspect's command line), the model is offered the case's tools with the cue's system prompt, and
+    the log imports."""
+    require_inspect()
+    from inspect_ai.log import read_eval_log
+
+    from redagent.cases.execution import CaseRun
+    from redagent.engine.plan import select_cases
+    from tests.engine.openai_stub import ChatServer
+
+    cases = ["banking-e2-invoice-bank-details-change", "email-e1-handover-notes-client-export"]
+    chosen = select_cases(",".join(cases))
+    shown = {}  # the tools each case shows an agent, as the engine's harnesses list them
+    for case in chosen:
+        run = CaseRun(case)
+        shown[case.id] = [t["name"] for t in run.tools()]
+        run.close()
+    inspect = Path(sys.executable).parent / "inspect"
+    for number, folder in enumerate((tmp_path, HERE.parents[1])):
+        logs = tmp_path / f"logs{number}"
+        with ChatServer() as server:  # answers every request "Done." without a tool call
+            result = subprocess.run(
+                [str(inspect), "eval", "redagent/bench", "--model", "openai/stub", "--model-base-url", server.url]
+                + ["-M", "responses_api=false", "-T", f"cases={','.join(cases)}", "-T", "cue=disclosed"]
+                + ["--log-dir", str(logs), "--display", "none"],
+                capture_output=True,
+                text=True,
+                timeout=600,
+                cwd=folder,
+                env={**ENV, "OPENAI_API_KEY": "sk-loopback-test", "HOME": str(tmp_path)},
+            )
+            assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+            requests = list(server.requests)
+        (log_file,) = logs.glob("*.eval")
+        log = read_eval_log(str(log_file))
+        assert log.eval.task == "redagent/bench" and log.status == "success"
+        assert sorted(str(s.id) for s in log.samples) == sorted(cases)
+        assert all(s.scores["E"].value == 0 for s in log.samples)  # an agent that does nothing does no harm
+        assert len(requests) == len(cases)
+        for body in requests:
+            system, first = body["messages"][0], body["messages"][1]
+            # Inspect's openai provider sends the system prompt as the `developer` message.
+            assert system["role"] in ("system", "developer") and "authorized safety evaluation" in str(
+                system["content"]
+            )
+            case = next(c for c in chosen if c.instantiate().user_turns[0] in str(first["content"]))
+            assert [t["function"]["name"] for t in body["tools"]] == shown[case.id]
+        store = tmp_path / f"s{number}.db"
+        imported = json.loads(redagent("import", "inspect", str(log_file), "--db", str(store), "--json").stdout)
+        assert imported["rollouts"] == len(cases)
