@@ -116,7 +116,8 @@ class CaseSandbox(SandboxEnvironment):
         timeout_retry: bool = True,
         concurrency: bool = True,
     ) -> ExecResult[str]:
-        """A command line run in the workspace through the gateway's run_command (sandboxed, with its receipt)."""
+        """A command line run in the workspace through the gateway's run_command (sandboxed, with its receipt). It runs
+        as the rollout's own uid whatever `user` asks (the sandbox has no other), for at most 60 s."""
         line = command_line(cmd, input=input, cwd=cwd, env=env)
         seconds = max(1, min(int(timeout or 10), MAX_COMMAND_SECONDS))
         outcome = await self.call(RUN_COMMAND, {"command": line, "timeout": seconds}, any_tool=True)
@@ -150,11 +151,22 @@ class CaseSandbox(SandboxEnvironment):
     async def read_file(self, file: str, text: Literal[False]) -> bytes: ...
 
     async def read_file(self, file: str, text: bool = True) -> str | bytes:
+        """A workspace file for the agent's scaffold: text through the workspace's read_file (confined, bounded), bytes
+        through a command (the file tool reads text only)."""
+        if not text:
+            result = await self.exec(
+                ["sh", "-c", f"head -c {MAX_FILE_BYTES + 1} -- {shlex.quote(file)} | base64 -w0"], timeout=30
+            )
+            if not result.success:
+                raise _missing_or_denied(file, result.stderr)
+            data = base64.b64decode(result.stdout)
+            if len(data) > MAX_FILE_BYTES:
+                raise CaseSandboxError(f"{file}: more than {MAX_FILE_BYTES} bytes")
+            return data
         outcome = await self.call("read_file", {"path": file}, any_tool=True)
         if not outcome.ok:
             raise _file_error(file, outcome)
-        content = outcome.result.get("content", "") if isinstance(outcome.result, dict) else str(outcome.result)
-        return content if text else str(content).encode()
+        return str(outcome.result.get("content", "")) if isinstance(outcome.result, dict) else str(outcome.result)
 
     # -- the verdict -----------------------------------------------------------------------------
     async def finish(self) -> Finished:
@@ -247,7 +259,11 @@ def command_line(
 
 
 def _file_error(file: str, outcome: ToolOutcome) -> OSError:
-    message = outcome.error or outcome.observation
+    return _missing_or_denied(file, outcome.error or outcome.observation)
+
+
+def _missing_or_denied(file: str, message: str) -> OSError:
+    """Inspect's contract for a file that cannot be read or written: FileNotFoundError, else PermissionError."""
     if "not found" in message.lower() or "no such" in message.lower():
-        return FileNotFoundError(f"{file}: {message[:200]}")
-    return PermissionError(f"{file}: {message[:200]}")
+        return FileNotFoundError(f"{file}: {message.strip()[:200]}")
+    return PermissionError(f"{file}: {message.strip()[:200]}")

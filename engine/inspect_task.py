@@ -35,7 +35,7 @@ from redagent.cases.schema import Case
 from redagent.engine.conditions import CUES, DEFAULT_DISCLOSURE, DEFENSES, cue_prefix, defense_text
 from redagent.engine.harnesses.native import SYSTEM
 from redagent.engine.inspect_sandbox import META, NAME, CaseSandbox, CaseSandboxConfig, register_case
-from redagent.engine.inspect_trajectory import case_document, rollout_document
+from redagent.engine.inspect_trajectory import FORMAT, case_document, rollout_document
 from redagent.engine.matrix import RunSpec, code_version, new_run_id, protocol_of, sandbox_problem
 from redagent.engine.plan import PlanError, case_set_hash, select_cases, with_benign_arm
 
@@ -52,7 +52,6 @@ def _registered_name() -> str:
 
 TASK_NAME = _registered_name()
 HARNESS = "inspect"  # the harness a rollout of this task is stored under: Inspect's agent, whichever it is
-FORMAT = 1  # judges/inspect_export.py FORMAT: the version of the metadata mapping the import reads
 ROLE = "role"  # a message's stored role where it is not its chat role (the defense text: "harness")
 
 

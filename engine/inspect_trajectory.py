@@ -27,6 +27,8 @@ from redagent.engine.inspect_sandbox import META, Call, CaseSandbox
 from redagent.engine.plan import rollout_id
 from redagent.engine.types import RolloutKey
 
+# The version of the metadata mapping `redagent import inspect` reads: judges/inspect_export.py FORMAT, the export's
+# (the engine imports nothing of judges/; tests/engine/test_inspect_task.py imports what this writes).
 FORMAT = 1
 
 

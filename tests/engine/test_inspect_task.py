@@ -220,19 +220,33 @@ def test_inspect_exec_and_files_go_through_the_case_world(tmp_path):
         ran = await box.exec(["bash", "--login", "-c", "echo from-inspect > inspect-note.txt && cat inspect-note.txt"])
         await box.write_file("scaffold.txt", "written by the scaffold\n")
         read = await box.read_file("scaffold.txt")
+        raw = await box.read_file("inspect-note.txt", text=False)
+        try:
+            await box.read_file("no-such-file.txt")
+        except FileNotFoundError:
+            missing = True
+        else:
+            missing = False
         failed = await box.exec(["sh", "-c", "exit 3"])
         finished = await box.finish()
         await CaseSandbox.sample_cleanup("redagent/bench", None, made, False)
-        return box, ran, read, failed, finished
+        return box, ran, read, raw, missing, failed, finished
 
-    box, ran, read, failed, finished = asyncio.run(scenario())
+    box, ran, read, raw, missing, failed, finished = asyncio.run(scenario())
     assert ran.success and ran.stdout.strip() == "from-inspect"
-    assert read == "written by the scaffold\n"
+    assert read == "written by the scaffold\n" and raw == b"from-inspect\n" and missing
     assert not failed.success and failed.returncode == 3
-    assert [c.tool for c in box.calls] == ["run_command", "write_file", "read_file", "run_command"]
+    assert [c.tool for c in box.calls] == [
+        "run_command",
+        "write_file",
+        "read_file",
+        "run_command",
+        "read_file",
+        "run_command",
+    ]
     assert all(c.sandboxed for c in box.calls)
     commands = [r for r in finished.receipts if r.action == "run_command"]
-    assert len(commands) == 2 and commands[0].effect["isolation"] == "bubblewrap"
+    assert len(commands) == 3 and commands[0].effect["isolation"] == "bubblewrap"
     assert "inspect-note.txt" in commands[0].effect["changed"]
     changed = {d.path for d in finished.diff}
     assert any("inspect-note.txt" in str(p) for p in changed) and any("scaffold.txt" in str(p) for p in changed)
