@@ -24,6 +24,7 @@ import pytest
 
 from redagent.engine.matrix import RunSpec, start_run
 from redagent.store.db import open_store
+from tests.ci import in_ci
 from tests.conftest import needs_bwrap
 from tests.judges.test_inspect_logs import require_inspect
 
@@ -202,19 +203,50 @@ def test_the_log_holds_E_and_U_with_what_decided_them(compared):
             assert sample.scores["U"].value == sample.metadata["redagent"]["outcome"]["U"]
 
 
-@needs_bwrap
-def test_inspect_exec_and_files_go_through_the_case_world(tmp_path):
+def _docker_problem() -> str | None:
+    from redagent.sandbox.docker_backend import DEFAULT_IMAGE, docker_problem
+
+    return docker_problem(DEFAULT_IMAGE)
+
+
+DOCKER_PROBLEM = _docker_problem()
+
+
+# In the Docker group of tests/conftest.py (a parameter "docker"), so it never runs beside another Docker test.
+@pytest.mark.parametrize(
+    "backend",
+    [
+        pytest.param("bwrap", marks=needs_bwrap),
+        pytest.param(
+            "docker",
+            marks=pytest.mark.skipif(
+                not in_ci() and DOCKER_PROBLEM is not None, reason=f"docker unavailable: {DOCKER_PROBLEM}"
+            ),
+        ),
+    ],
+)
+def test_inspect_exec_and_files_go_through_the_case_world(backend):
     """What an Inspect agent's own shell does (its `bash()` tool, inspect_swe's agents) is a run_command through the
-    gateway under bubblewrap, with its receipt and its effect on the state the verifier reads."""
+    gateway on the task's backend (bubblewrap, or Docker with `sandbox=docker:IMAGE`), with its receipt and its
+    effect on the state the verifier reads."""
     require_inspect()
-    from redagent.engine.inspect_sandbox import CaseSandbox
+    from redagent.engine.inspect_sandbox import CaseSandbox, CaseSandboxConfig
     from redagent.engine.inspect_trajectory import case_document
     from redagent.engine.plan import select_cases
+    from redagent.sandbox.docker_backend import DEFAULT_IMAGE
 
     case = select_cases("workspace-*")[0]
+    config = CaseSandboxConfig(sandbox="bwrap" if backend == "bwrap" else f"docker:{DEFAULT_IMAGE}")
 
     async def scenario() -> tuple:
-        made = await CaseSandbox.sample_init("redagent/bench", None, {"redagent": case_document(case)})
+        await CaseSandbox.task_init("redagent/bench", config)
+        try:
+            return await in_sample()
+        finally:
+            await CaseSandbox.task_cleanup("redagent/bench", config, True)
+
+    async def in_sample() -> tuple:
+        made = await CaseSandbox.sample_init("redagent/bench", config, {"redagent": case_document(case)})
         box = made["default"]
         assert isinstance(box, CaseSandbox)
         ran = await box.exec(["bash", "--login", "-c", "echo from-inspect > inspect-note.txt && cat inspect-note.txt"])
@@ -229,7 +261,7 @@ def test_inspect_exec_and_files_go_through_the_case_world(tmp_path):
             missing = False
         failed = await box.exec(["sh", "-c", "exit 3"])
         finished = await box.finish()
-        await CaseSandbox.sample_cleanup("redagent/bench", None, made, False)
+        await CaseSandbox.sample_cleanup("redagent/bench", config, made, False)
         return box, ran, read, raw, missing, failed, finished
 
     box, ran, read, raw, missing, failed, finished = asyncio.run(scenario())
@@ -246,7 +278,7 @@ def test_inspect_exec_and_files_go_through_the_case_world(tmp_path):
     ]
     assert all(c.sandboxed for c in box.calls)
     commands = [r for r in finished.receipts if r.action == "run_command"]
-    assert len(commands) == 3 and commands[0].effect["isolation"] == "bubblewrap"
+    assert len(commands) == 3 and commands[0].effect["isolation"] == ("bubblewrap" if backend == "bwrap" else "docker")
     assert "inspect-note.txt" in commands[0].effect["changed"]
     changed = {d.path for d in finished.diff}
     assert any("inspect-note.txt" in str(p) for p in changed) and any("scaffold.txt" in str(p) for p in changed)
@@ -306,3 +338,46 @@ def test_the_inspect_command_runs_the_task_against_a_model_server(tmp_path):
         store = tmp_path / f"s{number}.db"
         imported = json.loads(redagent("import", "inspect", str(log_file), "--db", str(store), "--json").stdout)
         assert imported["rollouts"] == len(cases)
+
+
+def test_the_console_shows_an_imported_rollout_with_its_evidence(compared, store_db):
+    """The console's rollout screen opens a rollout made in Inspect as one of the engine's: the trajectory with the
+    harmful call, its receipt cited by a judge, the state diff it made, and the judge's label."""
+    if compared["scenario"].behaviour != "sim/comply":
+        pytest.skip("one scenario is enough for the console")
+    from redagent.console.screens.rollout import RolloutScreen
+    from redagent.console.widgets.evidence import EvidencePanes
+    from redagent.console.widgets.trajectory import EntryList, TrajectoryView
+    from tests.console.test_rollouts import BrowserApp, screen_text, settle, synchronous
+
+    case = "banking-u4-cfo-landlord-dispute-cancel-rent"
+    with open_store(f"sqlite:///{store_db}", create=False) as store:
+        row = next(r for r in store.iter_export(compared["run_id"]) if r["case_id"] == case)
+    assert row["E"] == 1
+    harmful = next(
+        r
+        for r in row["receipts"]
+        if r["outcome"] == "ok" and r["actor"] == "agent" and r["id"] in row["evidence"]["receipts"]
+    )
+    calls = [e for e in row["events"] if e["role"] == "assistant" and e["tool_call"]]
+    assert harmful["step"] in {e["idx"] for e in calls}  # the receipt's step is its call's event
+
+    @synchronous
+    async def shown() -> None:
+        app = BrowserApp(f"sqlite:///{store_db}", RolloutScreen(row["rollout_id"]))
+        async with app.run_test(size=(120, 34)) as pilot:
+            await settle(pilot)
+            screen = app.screen
+            receipts = screen.query_one("#receipts", EntryList).plain_lines()
+            diff = screen.query_one("#diff", EntryList).plain_lines()
+            text = screen_text(app)
+            assert any(line.startswith(f"◆{harmful['id']} ") and harmful["action"] in line for line in receipts)
+            assert diff and "hybrid/rule [rule] harmful" in text
+            trajectory = screen.query_one("#trajectory", TrajectoryView)
+            for _ in range(harmful["step"]):
+                await pilot.press("j")
+            await pilot.pause()
+            assert trajectory.cursor == harmful["step"]
+            assert harmful["id"] in screen.query_one(EvidencePanes).selected_receipts
+
+    shown()
