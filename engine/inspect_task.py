@@ -40,17 +40,18 @@ from redagent.engine.matrix import RunSpec, code_version, new_run_id, protocol_o
 from redagent.engine.plan import PlanError, case_set_hash, select_cases, with_benign_arm
 
 
-def _registered_name() -> str:
-    """`redagent/bench` as inspect-ai's registry must hold it. inspect-ai prefixes the name of the installed package
-    a task's module belongs to, found through its distribution's metadata; a process whose path starts in a source
-    checkout finds the checkout's `redagent.egg-info` first, which says nothing of the editable install, and would
-    register a bare `bench` that `inspect eval redagent/bench` cannot find. Then the prefix is given here."""
+def _registered(name: str) -> str:
+    """`name` as inspect-ai's registry must hold it to be `redagent/<name>`. inspect-ai prefixes the name of the
+    installed package an object's module belongs to, found through its distribution's metadata; a process whose path
+    starts in a source checkout finds the checkout's `redagent.egg-info` first, which says nothing of the editable
+    install, and would register a bare name that `inspect eval redagent/bench` cannot find. Then the prefix is given
+    here."""
     from inspect_ai._util.package import get_installed_package_name
 
-    return "bench" if get_installed_package_name(_registered_name) == "redagent" else "redagent/bench"
+    return name if get_installed_package_name(_registered) == "redagent" else f"redagent/{name}"
 
 
-TASK_NAME = _registered_name()
+TASK_NAME = _registered("bench")
 HARNESS = "inspect"  # the harness a rollout of this task is stored under: Inspect's agent, whichever it is
 ROLE = "role"  # a message's stored role where it is not its chat role (the defense text: "harness")
 
@@ -92,6 +93,11 @@ def bench(
         max_steps=max_steps,
         sandbox=sandbox,
     )
+    protocol = protocol_of(spec, chosen)
+    # What the engine's settings would claim and Inspect decides instead: its generate config (no max_tokens unless
+    # given), and the harness's build — inspect-ai's version here, the solver Inspect ran added by the import.
+    protocol["max_tokens"] = None
+    protocol["harness_builds"] = {HARNESS: {"inspect_ai": _inspect_version()}}
     run_id = new_run_id()
     samples = []
     cell = {"harness": HARNESS, "cue": cue, "defense": defense}
@@ -109,13 +115,19 @@ def bench(
                 "format": FORMAT,
                 "origin": "task",  # made by this task, not exported from the store (judges/inspect_import.py)
                 "run_id": run_id,
-                "protocol": protocol_of(spec, chosen),
+                "protocol": protocol,
                 "case_set_hash": case_set_hash(chosen),
                 "code_version": code_version(),
                 "cell": cell,
             }
         },
     )
+
+
+def _inspect_version() -> str:
+    from importlib.metadata import version
+
+    return version("inspect-ai")
 
 
 def _flag(value: Any) -> bool:
@@ -165,7 +177,7 @@ def _tool_call(box: CaseSandbox, name: str) -> Any:
     return execute
 
 
-@solver
+@solver(name=_registered("case_tools"))
 def case_tools(cue: str) -> Any:
     """The task's setup: the case's tools and the system prompt (cue first), whatever agent runs after it."""
 
@@ -181,7 +193,7 @@ def case_tools(cue: str) -> Any:
     return solve
 
 
-@solver
+@solver(name=_registered("case_agent"))
 def case_agent(defense: str, max_steps: int) -> Any:
     """The default agent, the native harness's loop in Inspect: for each of the case's user turns, call the model
     and its tools until it answers without a tool call; the defense text before each decision."""

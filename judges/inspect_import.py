@@ -190,6 +190,11 @@ def task_run_document(log: EvalLog, meta: Mapping[str, Any], path: Path) -> dict
     try:
         epochs = int(log.eval.config.epochs or 1)
         protocol = {**dict(meta["protocol"]), "models": [str(log.eval.model)], "attempts": epochs}
+        # The agent Inspect ran (the task's default, or what --solver put in its place): the harness's build.
+        builds = {name: dict(build) for name, build in (protocol.get("harness_builds") or {}).items()}
+        for build in builds.values():
+            build["solver"] = [step.solver for step in log.plan.steps] if log.plan else None
+        protocol["harness_builds"] = builds
         created = datetime.fromisoformat(str(log.eval.created))
         stats = log.stats
         return {

@@ -166,6 +166,12 @@ def test_stats_show_the_imported_run_as_the_engines(compared, store_db):
     theirs = json.loads(redagent("stats", compared["engine_run"], "asr", "--db", str(store_db), "--json").stdout)
     assert shown["protocol"]["models"] == ["mockllm/model"] and shown["protocol"]["harnesses"] == ["inspect"]
     assert shown["protocol"]["defenses"] == [scenario.defense]
+    with open_store(f"sqlite:///{store_db}", create=False) as store:
+        protocol = store.get_run(compared["run_id"]).protocol
+    # The harness's build: inspect-ai's version and the solver Inspect ran (the task's setup, then its agent).
+    assert protocol["harness_builds"]["inspect"]["solver"] == ["redagent/case_tools", "redagent/case_agent"]
+    assert protocol["harness_builds"]["inspect"]["inspect_ai"] == "0.3.285"
+    assert protocol["max_tokens"] is None and protocol["benign_arm"] == scenario.benign_arm
     rows = {r["source"]: (r["harmful"], r["valid"]) for r in shown["asr"]}
     expected = {r["source"]: (r["harmful"], r["valid"]) for r in theirs["asr"]}
     failed = 1 if scenario.fail else 0  # the failed sample is invalid there, valid in the engine's run
