@@ -35,7 +35,7 @@ from redagent.cases.schema import Case
 from redagent.engine.conditions import CUES, DEFAULT_DISCLOSURE, DEFENSES, cue_prefix, defense_text
 from redagent.engine.harnesses.native import SYSTEM
 from redagent.engine.inspect_sandbox import META, NAME, CaseSandbox, CaseSandboxConfig, register_case
-from redagent.engine.inspect_trajectory import FORMAT, case_document, rollout_document
+from redagent.engine.inspect_trajectory import FORMAT, ROLE, TURN, case_document, rollout_document
 from redagent.engine.matrix import RunSpec, code_version, new_run_id, protocol_of, sandbox_problem
 from redagent.engine.plan import PlanError, case_set_hash, select_cases, with_benign_arm
 
@@ -53,7 +53,6 @@ def _registered(name: str) -> str:
 
 TASK_NAME = _registered("bench")
 HARNESS = "inspect"  # the harness a rollout of this task is stored under: Inspect's agent, whichever it is
-ROLE = "role"  # a message's stored role where it is not its chat role (the defense text: "harness")
 
 
 @task(name=TASK_NAME)
@@ -206,10 +205,10 @@ def case_agent(defense: str, max_steps: int) -> Any:
         steps = 0
         for turn in range(turns):
             if turn > 0:
-                state.messages.append(ChatMessageUser(content=with_boundary(box.run.user_turn(turn), boundary)))
+                text = box.run.user_turn(turn)
+                state.messages.append(_turn_message(text, boundary))
             elif boundary:
-                first = state.messages[-1]
-                state.messages[-1] = ChatMessageUser(content=with_boundary(first.text, boundary))
+                state.messages[-1] = _turn_message(state.messages[-1].text, boundary)
             while True:
                 state = await generate(state, tool_calls="single")
                 calls = state.output.message.tool_calls or []
@@ -227,6 +226,12 @@ def case_agent(defense: str, max_steps: int) -> Any:
 
 def with_boundary(text: str, boundary: str) -> str:
     return f"{text}\n\n{boundary}" if boundary else text
+
+
+def _turn_message(text: str, boundary: str) -> ChatMessageUser:
+    """A user turn as the model is shown it (the defense text after it); the trajectory keeps the turn itself, as
+    the engine records it (engine/types.py RolloutContext.user_turn)."""
+    return ChatMessageUser(content=with_boundary(text, boundary), metadata={META: {TURN: text}})
 
 
 @scorer(metrics=[mean()], name="E")

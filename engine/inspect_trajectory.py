@@ -30,6 +30,9 @@ from redagent.engine.types import RolloutKey
 # The version of the metadata mapping `redagent import inspect` reads: judges/inspect_export.py FORMAT, the export's
 # (the engine imports nothing of judges/; tests/engine/test_inspect_task.py imports what this writes).
 FORMAT = 1
+# What the task's agent notes in a user message's metadata: its stored role where it is not its chat role (the
+# defense text: "harness"), and a user turn's own text where the model was shown it with the defense text after it.
+ROLE, TURN = "role", "turn"
 
 
 def case_document(case: Case) -> dict[str, Any]:
@@ -137,8 +140,8 @@ def trajectory(
     steps: dict[str, int] = {}
     for message in messages:
         if isinstance(message, ChatMessageUser):
-            role = ((message.metadata or {}).get(META) or {}).get("role", "user")
-            events.append(_event(len(events), role, message.text))
+            noted = (message.metadata or {}).get(META) or {}
+            events.append(_event(len(events), str(noted.get(ROLE, "user")), str(noted.get(TURN, message.text))))
         elif isinstance(message, ChatMessageAssistant):
             if message.text or not message.tool_calls:
                 events.append(_event(len(events), "assistant", message.text))

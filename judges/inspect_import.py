@@ -173,7 +173,7 @@ def _header(path: Path) -> Mapping[str, Any]:
         return task_run_document(log, meta, path)
     if not isinstance(meta, Mapping) or not isinstance(meta.get("run"), Mapping):
         raise InspectLogError(
-            f"{path}: a {TASK} log without the exported run's record (not written by redagent export)"
+            f"{path}: a {TASK} log without the run's record (written neither by redagent export nor by the task)"
         )
     if meta.get("format") != FORMAT:
         raise InspectLogError(f"{path}: export format {meta.get('format')!r}; this version reads format {FORMAT}")

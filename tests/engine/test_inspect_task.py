@@ -207,6 +207,9 @@ def test_the_log_holds_E_and_U_with_what_decided_them(compared):
             assert evidence["receipts"] or evidence["diff"]
         if "U" in sample.scores:
             assert sample.scores["U"].value == sample.metadata["redagent"]["outcome"]["U"]
+        # The trajectory keeps the user's turn as the engine does, the defense text the model saw after it aside.
+        events = sample.metadata["redagent"]["events"]
+        assert events[0]["role"] == "user" and events[0]["text"] == sample.input
 
 
 def _docker_problem() -> str | None:
