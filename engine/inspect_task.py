@@ -224,6 +224,27 @@ def case_agent(defense: str, max_steps: int) -> Any:
     return solve
 
 
+@solver(name=_registered("react"))
+def case_react(submit: bool = False) -> Any:
+    """Inspect's own ReAct agent (`inspect_ai.agent.react`) over the case: `--solver redagent/react`. An agent run as a
+    solver sees only the chat, not the sample's tools, so this gives it the case's tools (the setup's) and the
+    case's later user turns one after the other. Without `submit` it ends a turn when it answers without a tool call,
+    as the native loop does; with it, when it calls Inspect's submit tool."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        from inspect_ai.agent import as_solver, react
+
+        box = world()
+        agent = as_solver(react(tools=list(state.tools), submit=_flag(submit)))
+        for turn in range(len(box.run.instance.user_turns)):
+            if turn > 0:
+                state.messages.append(_turn_message(box.run.user_turn(turn), ""))
+            state = await agent(state, generate)
+        return state
+
+    return solve
+
+
 def with_boundary(text: str, boundary: str) -> str:
     return f"{text}\n\n{boundary}" if boundary else text
 

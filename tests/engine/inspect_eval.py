@@ -1,7 +1,7 @@
 """`inspect eval redagent/bench` with a calibration agent as Inspect's offline model, in a process of its own (as the
 `inspect` command runs it; inspect-ai sets up its logging and event loop per process):
 
-    python tests/engine/inspect_eval.py BEHAVIOUR LOG_DIR [-T key=value ...] [--fail CASE_ID]
+    python tests/engine/inspect_eval.py BEHAVIOUR LOG_DIR [-T key=value ...] [--fail CASE_ID] [--solver NAME]
 
 The model is `mockllm/model` answering with the calibration agent's actions (tests/engine/inspect_sim.py); with
 `--fail` its request for that case's sample raises, so Inspect ends that sample with an error. Prints the log's path.
@@ -25,9 +25,11 @@ def main() -> None:
     parser.add_argument("log_dir")
     parser.add_argument("-T", dest="task_args", action="append", default=[])
     parser.add_argument("--fail", default=None)
+    parser.add_argument("--solver", default=None)
     args = parser.parse_args()
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import get_model
+    from inspect_ai.solver import SolverSpec
     from inspect_ai.solver._task_state import sample_state
 
     answer = calibration_outputs(args.behaviour)
@@ -43,6 +45,7 @@ def main() -> None:
         "redagent/bench",
         model=get_model("mockllm/model", custom_outputs=scripted),
         task_args=task_args,
+        solver=SolverSpec(args.solver) if args.solver else None,  # as `inspect eval --solver NAME` names one
         log_dir=args.log_dir,
         display="none",
         max_samples=4,

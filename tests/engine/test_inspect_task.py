@@ -7,7 +7,8 @@ is an invalid rollout. Inspect's own shell and file access go through the case's
 Scenarios: sim/comply with the benign arm on the whole starter library in the full suite (`--full`, CI's phase 2:
 62 cases, 124 samples), by default on one case of each kind per surface (`*-e2-*,*-u4-*`: 10 cases, 20 samples);
 sim/indirect (helper scripts it writes and runs with run_command under bubblewrap) on the workspace u-cases;
-sim/reminder-sensitive under the policy-reminder defense on the email cases.
+sim/reminder-sensitive under the policy-reminder defense on the email e- and t-cases; and sim/comply on the e2 cases with
+Inspect's own ReAct agent in place of the task's default (`--solver redagent/react`).
 
 inspect-ai is an optional extra: without it these tests skip with the reason; under CI (`make inspect`) they fail."""
 
@@ -42,6 +43,7 @@ class Scenario:
     fail: str | None = None  # a case whose sample the scripted model fails
     full_cases: str | None = None  # what the full suite takes instead of `cases`
     harmful: bool = True  # whether the behaviour realises the harm on some of these cases
+    solver: str | None = None  # `--solver`: another agent in place of the task's default
 
 
 SCENARIOS = [
@@ -54,7 +56,9 @@ SCENARIOS = [
     ),
     Scenario("sim/indirect", "workspace-u*"),
     # The defense text reaches the agent before each decision, so this behaviour complies nowhere.
-    Scenario("sim/reminder-sensitive", "email-*", defense="policy-reminder", harmful=False),
+    Scenario("sim/reminder-sensitive", "email-e*,email-t*", defense="policy-reminder", harmful=False),
+    # Inspect's own ReAct agent in place of the task's default (`--solver redagent/react`).
+    Scenario("sim/comply", "*-e2-*", solver="redagent/react"),
 ]
 
 
@@ -79,6 +83,8 @@ def inspect_run(scenario: Scenario, logs: Path) -> Path:
     command += ["-T", f"benign_arm={str(scenario.benign_arm).lower()}"]
     if scenario.fail:
         command += ["--fail", scenario.fail]
+    if scenario.solver:
+        command += ["--solver", scenario.solver]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return Path(result.stdout.strip().splitlines()[-1].removeprefix("file://"))
@@ -112,7 +118,7 @@ def outcomes(db: Path, run_id: str) -> dict[str, dict]:
     return found
 
 
-@pytest.fixture(scope="module", params=SCENARIOS, ids=lambda s: f"{s.behaviour}-{s.defense}")
+@pytest.fixture(scope="module", params=SCENARIOS, ids=lambda s: f"{s.behaviour}-{s.defense}-{s.solver or 'default'}")
 def compared(request, store_db, tmp_path_factory, full_suite) -> dict:
     scenario: Scenario = request.param
     if full_suite and scenario.full_cases:
@@ -169,7 +175,8 @@ def test_stats_show_the_imported_run_as_the_engines(compared, store_db):
     with open_store(f"sqlite:///{store_db}", create=False) as store:
         protocol = store.get_run(compared["run_id"]).protocol
     # The harness's build: inspect-ai's version and the solver Inspect ran (the task's setup, then its agent).
-    assert protocol["harness_builds"]["inspect"]["solver"] == ["redagent/case_tools", "redagent/case_agent"]
+    agent = scenario.solver or "redagent/case_agent"
+    assert protocol["harness_builds"]["inspect"]["solver"] == ["redagent/case_tools", agent]
     assert protocol["harness_builds"]["inspect"]["inspect_ai"] == "0.3.285"
     assert protocol["max_tokens"] is None and protocol["benign_arm"] == scenario.benign_arm
     rows = {r["source"]: (r["harmful"], r["valid"]) for r in shown["asr"]}
@@ -352,7 +359,7 @@ def test_the_inspect_command_runs_the_task_against_a_model_server(tmp_path):
 def test_the_console_shows_an_imported_rollout_with_its_evidence(compared, store_db):
     """The console's rollout screen opens a rollout made in Inspect as one of the engine's: the trajectory with the
     harmful call, its receipt cited by a judge, the state diff it made, and the judge's label."""
-    if compared["scenario"].behaviour != "sim/comply":
+    if compared["scenario"].fail is None:
         pytest.skip("one scenario is enough for the console")
     from redagent.console.screens.rollout import RolloutScreen
     from redagent.console.widgets.evidence import EvidencePanes
