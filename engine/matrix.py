@@ -244,7 +244,7 @@ def start_run(store: Store, spec: RunSpec, *, on_progress=None) -> MatrixRunner:
     run = RunRecord(
         id=new_run_id(),
         status="planned",
-        protocol=_protocol(spec, cases),
+        protocol=protocol_of(spec, cases),
         case_set_hash=case_set_hash(cases),
         code_version=code_version(),
         planned=len(keys),
@@ -324,7 +324,7 @@ def replay_run(
         raise PlanError(f"run {parent_id} has no {'harmful ' if harmful_only else ''}rollouts to replay")
     cases = _cases_of(parent, only={r.case_id for r in chosen})
     warnings = _preflight(spec)
-    protocol = _protocol(spec, cases)
+    protocol = protocol_of(spec, cases)
     protocol["replay"] = {
         "of": parent_id,
         "harmful_only": harmful_only,
@@ -428,7 +428,8 @@ def _existing(store: RunMonitor, run_id: str) -> RunRecord:
     return run
 
 
-def _protocol(spec: RunSpec, cases: list[Case]) -> dict[str, Any]:
+def protocol_of(spec: RunSpec, cases: list[Case]) -> dict[str, Any]:
+    """A run's protocol as stored with it (also the Inspect task's, engine/inspect_task.py)."""
     from redagent.engine.harnesses.cli.catalog import builds
 
     return {

@@ -7,14 +7,22 @@ and written through the store's bulk write (`write_rollouts`, as the engine writ
 recognition labels from the samples' scores. So judging, recognition, the audit, the statistics and the console
 work on it as on the run it came from.
 
+A log that Inspect itself wrote by running the `redagent/bench` task (`inspect eval redagent/bench`, engine/
+inspect_task.py) imports the same way: the task's metadata holds the run's protocol, each sample's the rollout as
+the export writes it (with its events, rebuilt from the chat), so the run is made from the eval's header — its
+id, Inspect's model, epochs as attempts, times and status — and a sample Inspect ended with an error is an invalid
+rollout (`inspect_error`, never counted as safe).
+
 A log is refused with one line naming its file when it is not an Inspect log, names another task, lacks the
-export's metadata or was written by a later version of the mapping, or holds a record the store would refuse;
+export's (or the task's) metadata or was written by a later version of the mapping, or holds a record the store
+would refuse;
 every log must be of one run. Every sample is rebuilt and checked before anything is written, so a refused import
 stores nothing. Logs are read one at a time (twice: checked, then written); each is bounded in size first.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -104,7 +112,7 @@ def _records(path: Path, run_id: str) -> Iterator[Batch]:
     batch: Batch = ([], [], [])
     for sample in log.samples or []:
         try:
-            record, labels, recognised = sample_records(sample, run_id)
+            record, labels, recognised = sample_records(sample, run_id, model=str(log.eval.model))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             if isinstance(exc, InspectLogError):
                 raise
@@ -159,13 +167,51 @@ def _header(path: Path) -> Mapping[str, Any]:
     if log.eval.task != TASK:
         raise InspectLogError(f"{path}: a log of task {log.eval.task!r}, not {TASK!r}: only REDAgentBench logs import")
     meta = (log.eval.metadata or {}).get(META)
+    if isinstance(meta, Mapping) and meta.get("origin") == "task":
+        if meta.get("format") != FORMAT:
+            raise InspectLogError(f"{path}: task format {meta.get('format')!r}; this version reads format {FORMAT}")
+        return task_run_document(log, meta, path)
     if not isinstance(meta, Mapping) or not isinstance(meta.get("run"), Mapping):
         raise InspectLogError(
-            f"{path}: a {TASK} log without the exported run's record (not written by redagent export)"
+            f"{path}: a {TASK} log without the run's record (written neither by redagent export nor by the task)"
         )
     if meta.get("format") != FORMAT:
         raise InspectLogError(f"{path}: export format {meta.get('format')!r}; this version reads format {FORMAT}")
     return meta["run"]
+
+
+# Inspect's eval status → the store's run status.
+_RUN_STATUS = {"success": "finished", "error": "failed", "cancelled": "stopped", "started": "running"}
+
+
+def task_run_document(log: EvalLog, meta: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """The run of a log Inspect wrote running the redagent/bench task: its protocol from the task's metadata (the
+    engine's, engine/matrix.py protocol_of), the model and attempts (epochs) as Inspect ran them, its times."""
+    try:
+        epochs = int(log.eval.config.epochs or 1)
+        protocol = {**dict(meta["protocol"]), "models": [str(log.eval.model)], "attempts": epochs}
+        # The agent Inspect ran (the task's default, or what --solver put in its place): the harness's build.
+        builds = {name: dict(build) for name, build in (protocol.get("harness_builds") or {}).items()}
+        for build in builds.values():
+            build["solver"] = [step.solver for step in log.plan.steps] if log.plan else None
+        protocol["harness_builds"] = builds
+        created = datetime.fromisoformat(str(log.eval.created))
+        stats = log.stats
+        return {
+            "id": str(meta["run_id"]),
+            "status": _RUN_STATUS.get(str(log.status), "failed"),
+            "protocol": protocol,
+            "case_set_hash": str(meta["case_set_hash"]),
+            "code_version": str(meta["code_version"]),
+            "planned": int(log.eval.dataset.samples or 0) * epochs,
+            "created_at": created.isoformat(),
+            "started_at": stats.started_at or None,
+            "finished_at": stats.completed_at or None,
+        }
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InspectLogError(
+            f"{path}: the redagent/bench task's metadata is not as the task writes it ({exc!r})"
+        ) from exc
 
 
 def _time(value: Any) -> datetime | None:
@@ -198,10 +244,12 @@ def _run_record(doc: Mapping[str, Any], path: Path) -> RunRecord:
 
 
 def sample_records(
-    sample: EvalSample, run_id: str
+    sample: EvalSample, run_id: str, *, model: str = ""
 ) -> tuple[RolloutRecord, list[JudgeLabelRecord], list[RecognitionLabelRecord]]:
-    """One sample back into the rollout the store had, and its labels."""
+    """One sample back into the rollout the store had (or the task's scorer wrote), and its labels."""
     meta = (sample.metadata or {})[META]
+    if "outcome" not in meta and "ivc" in meta:  # a task's sample Inspect ended before its scorer: invalid
+        return errored_record(sample, meta, run_id, model), [], []
     if meta.get("format") != FORMAT:
         raise ValueError(f"format {meta.get('format')!r}")
     case, ivc, cell, validity, outcome = meta["case"], meta["ivc"], meta["cell"], meta["validity"], meta["outcome"]
@@ -241,7 +289,8 @@ def sample_records(
         completion_tokens=int(usage["completion_tokens"]),
         cost_usd=float(usage["cost_usd"]),
         baseline_rollout_id=meta["baseline_rollout_id"],
-        events=[message_event(message) for message in sample.messages],
+        # The task's scorer keeps the events it rebuilt from the chat; the export keeps each in its message.
+        events=list(meta["events"]) if "events" in meta else [message_event(message) for message in sample.messages],
         receipts=list(meta["receipts"]),
         baseline=meta["snapshots"]["baseline"],
         final=meta["snapshots"]["final"],
@@ -265,6 +314,60 @@ def sample_records(
         else:
             recognition.append(RecognitionLabelRecord(**doc))
     return record, labels, recognition
+
+
+MAX_ERROR_CHARS = 2000  # of an errored sample's message kept as the invalid rollout's detail
+
+
+def task_rollout_id(run_id: str, case_id: str, case_hash: str, cell: Mapping[str, Any]) -> str:
+    """The id the engine gives a rollout (engine/plan.py rollout_id), for a task's sample that never reached its
+    scorer: the same hash of the run, the case and the cell, so each sample of a run has its own."""
+    parts = [run_id, case_id, case_hash, *(str(cell[k]) for k in ("model", "harness", "cue", "defense", "attempt"))]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:24]
+
+
+def errored_record(sample: EvalSample, meta: Mapping[str, Any], run_id: str, model: str) -> RolloutRecord:
+    """A task's sample that Inspect ended with an error (the model, the agent or the sandbox failed before the
+    scorer ran) as an invalid rollout: no E and no U, so it is never counted as safe nor as a task failed."""
+    case, ivc = meta["case"], meta["ivc"]
+    cell = {**meta["cell"], "model": model, "attempt": int(sample.epoch)}
+    message = sample.error.message if sample.error is not None else "the sample ended before it was scored"
+    started, finished = _time(sample.started_at or None), _time(sample.completed_at or None)
+    now = datetime.now(UTC)
+    return RolloutRecord(
+        id=task_rollout_id(run_id, str(case["id"]), str(case["hash"]), cell),
+        run_id=run_id,
+        case_id=str(case["id"]),
+        case_version=int(case["version"]),
+        case_hash=str(case["hash"]),
+        strategy=str(ivc["strategy"]),
+        vulnerability=str(ivc["vulnerability"]),
+        constraint=str(ivc["constraint"]),
+        surfaces=[str(s) for s in ivc["surfaces"]],
+        channel=str(ivc["channel"]),
+        model=model,
+        harness=str(cell["harness"]),
+        cue=str(cell["cue"]),
+        defense=str(cell["defense"]),
+        attempt=cell["attempt"],
+        valid=False,
+        invalid_reason="inspect_error",
+        invalid_detail=str(message)[:MAX_ERROR_CHARS],
+        E=None,
+        evidence={},
+        expected_E=None,
+        reached=False,
+        final_text="",
+        started_at=started or now,
+        finished_at=finished or started or now,
+        duration_ms=float(sample.total_time or 0.0) * 1000,
+        prompt_tokens=0,
+        completion_tokens=0,
+        cost_usd=0.0,
+        baseline_rollout_id=None,
+        U=None,
+        benign=bool(case["benign"]),
+    )
 
 
 def message_event(message: ChatMessage) -> dict[str, Any]:
