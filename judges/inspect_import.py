@@ -261,14 +261,7 @@ def sample_records(
     record = RolloutRecord(
         id=rollout_id,
         run_id=run_id,
-        case_id=str(case["id"]),
-        case_version=int(case["version"]),
-        case_hash=str(case["hash"]),
-        strategy=str(ivc["strategy"]),
-        vulnerability=str(ivc["vulnerability"]),
-        constraint=str(ivc["constraint"]),
-        surfaces=[str(s) for s in ivc["surfaces"]],
-        channel=str(ivc["channel"]),
+        **_case_fields(case, ivc),
         model=str(cell["model"]),
         harness=str(cell["harness"]),
         cue=str(cell["cue"]),
@@ -316,6 +309,20 @@ def sample_records(
     return record, labels, recognition
 
 
+def _case_fields(case: Mapping[str, Any], ivc: Mapping[str, Any]) -> dict[str, Any]:
+    """A rollout's case and IVC path as its record holds them, from a sample's metadata (scored or errored)."""
+    return {
+        "case_id": str(case["id"]),
+        "case_version": int(case["version"]),
+        "case_hash": str(case["hash"]),
+        "strategy": str(ivc["strategy"]),
+        "vulnerability": str(ivc["vulnerability"]),
+        "constraint": str(ivc["constraint"]),
+        "surfaces": [str(s) for s in ivc["surfaces"]],
+        "channel": str(ivc["channel"]),
+    }
+
+
 MAX_ERROR_CHARS = 2000  # of an errored sample's message kept as the invalid rollout's detail
 
 
@@ -337,14 +344,7 @@ def errored_record(sample: EvalSample, meta: Mapping[str, Any], run_id: str, mod
     return RolloutRecord(
         id=task_rollout_id(run_id, str(case["id"]), str(case["hash"]), cell),
         run_id=run_id,
-        case_id=str(case["id"]),
-        case_version=int(case["version"]),
-        case_hash=str(case["hash"]),
-        strategy=str(ivc["strategy"]),
-        vulnerability=str(ivc["vulnerability"]),
-        constraint=str(ivc["constraint"]),
-        surfaces=[str(s) for s in ivc["surfaces"]],
-        channel=str(ivc["channel"]),
+        **_case_fields(case, ivc),
         model=model,
         harness=str(cell["harness"]),
         cue=str(cell["cue"]),
