@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from redagent import __version__
+from redagent.cases.kb.techniques import from_knowledge_base
 from redagent.cases.loader import BENCHMARKS, benchmark_dir, benchmarks_used, find_cases, library_dir
 from redagent.cases.schema import Case
 from redagent.engine.attacker.session import DEFAULT_BUDGET, AttackerPool, AttackSetting, attacker_problem
-from redagent.engine.attacker.techniques import from_knowledge_base
 from redagent.engine.calibration import BEHAVIOURS, is_calibration
 from redagent.engine.conditions import DEFAULT_DISCLOSURE, DEFENSES
 from redagent.engine.plan import (
@@ -444,7 +444,7 @@ def protocol_of(spec: RunSpec, cases: list[Case]) -> dict[str, Any]:
 
 
 def _techniques_identity() -> dict[str, Any]:
-    """The knowledge base an attacker's moves draw from (engine/attacker/techniques.py), as the run started."""
+    """The knowledge base an attacker's moves draw from (cases/kb/techniques.py), as the run started."""
     techniques = from_knowledge_base()
     return {"digest": techniques.digest, "count": sum(len(v) for v in techniques.by_strategy.values())}
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from redagent.cases.construction.attacks import knowledge
+from redagent.cases.kb.techniques import Technique, Techniques, fill
 from redagent.cases.schema import SOURCE_CHARS, SOURCE_FIELDS
 from redagent.cases.taxonomy import STRATEGIES
-from redagent.engine.attacker.techniques import Technique, Techniques, fill
 
 PHRASINGS_FILE = "cases/knowledge/phrasings.yaml"
 # Carriers that show the agent only the start of their text: a longer wrapper's goal would never reach it. A

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from redagent.cases.kb.techniques import Technique, fill
 from redagent.cases.schema import derive_marker
-from redagent.engine.attacker.techniques import Technique, fill
 
 ATTACKERS = ("none", "adaptive", "scripted")
 MOVES = ("reformulate", "move_channel", "stop")
@@ -153,7 +153,7 @@ def scripted_moves(
 ) -> list[Move]:
     """The scripted attacker's moves for a case whose attack text is `content`: deterministic, one per
     budget unit, each with a new phrasing (a framing line, then the case's own attack text — inside the
-    move's technique when `techniques[m]` is a wrapper; engine/attacker/techniques.py)."""
+    move's technique when `techniques[m]` is a wrapper; cases/kb/techniques.py)."""
     moves = []
     current = channel_ids[0] if channel_ids else ""
     for m, channel in enumerate(script_channels(channel_ids, budget), start=1):

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from redagent.cases.kb.techniques import OFFERED_CHARS, Techniques, from_knowledge_base, strategy_of
 from redagent.cases.schema import Case
 from redagent.engine.attacker.channels import ChannelError, channels, side_of
 from redagent.engine.attacker.moves import ATTACKERS, Move, marker_for, script_channels, scripted_moves
@@ -34,7 +35,6 @@ from redagent.engine.attacker.policy import (
     ScriptedAttacker,
     contract_hash,
 )
-from redagent.engine.attacker.techniques import OFFERED_CHARS, Techniques, from_knowledge_base, strategy_of
 from redagent.engine.attacker.view import Endpoints, ViewState, build_view
 from redagent.engine.types import IN_HOUSE
 from redagent.errors import UserError

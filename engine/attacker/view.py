@@ -123,7 +123,7 @@ class ViewState:
     # `shell` call is read back into the service tool it calls, which is what that tool's server receives.
     command_tools: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Knowledge-base techniques for the current channel's strategy ({id, strategy, text}): public knowledge of
-    # the field, offered so a move may draw on one and cite it (engine/attacker/techniques.py).
+    # the field, offered so a move may draw on one and cite it (cases/kb/techniques.py).
     techniques: list[dict[str, str]] = field(default_factory=list)
 
 

@@ -18,10 +18,10 @@ from redagent.cases.construction.library import BuildReport, attack_diversity, a
 from redagent.cases.construction.plans import enumerate_plans
 from redagent.cases.construction.sourcing import from_knowledge_base
 from redagent.cases.kb.base import write
+from redagent.cases.kb.techniques import fill
 from redagent.cases.loader import CaseFileError, build_case, load_cases
 from redagent.cases.schema import SOURCE_CHARS
 from redagent.cases.taxonomy import STRATEGIES
-from redagent.engine.attacker.techniques import fill
 from redagent.sandbox.verifier import resolve_ref
 
 INVOICE = REGISTRY["supplier-invoice"]()

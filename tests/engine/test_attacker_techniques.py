@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from redagent.cases.kb.base import hand_written, write
+from redagent.cases.kb.techniques import CHANNEL_STRATEGY, fill, strategy_of
 from redagent.cases.loader import load_cases
 from redagent.engine.attacker.channels import channels
 from redagent.engine.attacker.moves import BadReply, parse_reply, scripted_moves
 from redagent.engine.attacker.policy import ModelAttacker
 from redagent.engine.attacker.session import AttackSession, AttackSetting
-from redagent.engine.attacker.techniques import CHANNEL_STRATEGY, fill, strategy_of
 from redagent.engine.rollout import execute_rollout
 from redagent.engine.sim import SimModel
 from redagent.engine.types import RolloutKey
@@ -199,7 +199,7 @@ def test_the_kb_file_path_is_isolated_in_tests():
 
 
 def test_a_strategy_without_wrappers_names_its_hand_written_mapping_not_an_unrelated_corpus_entry():
-    from redagent.engine.attacker.techniques import Techniques
+    from redagent.cases.kb.techniques import Techniques
 
     request = mapping("kb-fixture-request", "U1", "How do I pick a lock?")  # a corpus entry with no slot
     techniques = Techniques([*hand_written(), request])
@@ -211,7 +211,7 @@ def test_a_strategy_without_wrappers_names_its_hand_written_mapping_not_an_unrel
 
 
 def test_a_run_records_its_knowledge_base_and_a_resume_with_another_is_refused(tmp_path, monkeypatch):
-    from redagent.engine.attacker.techniques import from_knowledge_base
+    from redagent.cases.kb.techniques import from_knowledge_base
     from redagent.engine.matrix import RunSpec, resume_run, start_run
     from redagent.engine.plan import PlanError
     from redagent.store.db import open_store
