@@ -144,13 +144,16 @@ class RolloutContext:
         harness: str,
         turn: int,
         decision: bool = True,
+        stop: tuple[str, ...] = (),
     ) -> ModelReply:
         """The model's reply to `messages`. A reply cut by the token limit ends a `decision` (the agent's next
         action or answer) as an invalid rollout, `model_truncated`: a cut text is no final answer and a cut
         tool call no action. Continuing it instead would need the server to extend a partial assistant
         message, which OpenAI-compatible servers do each their own way or not at all. A side request (a real
         CLI's title or probe, `decision=False`) keeps its cut reply; the CLI is told it was cut."""
-        reply = await self.model.complete(ModelRequest(messages=messages, tools=tools, harness=harness, turn=turn))
+        reply = await self.model.complete(
+            ModelRequest(messages=messages, tools=tools, harness=harness, turn=turn, stop=stop)
+        )
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
         self.cost_usd += reply.cost_usd

@@ -90,6 +90,9 @@ class ModelRequest:
     tools: list[dict[str, Any]] | None = None
     harness: str = ""  # lets calibration agents answer in the harness's own format
     turn: int = 0  # which user turn the conversation is on
+    # Where the reply must end (OpenAI's `stop`): a text-action harness stops the model before it writes the
+    # observation itself, as ReAct agents do; empty sends none.
+    stop: tuple[str, ...] = ()
 
 
 @dataclass
@@ -422,8 +425,8 @@ class LiteLLMModel:
         raise ModelFailure(failure.reason, f"after {self.retries + 1} attempts: {failure.detail}")
 
     def payload(self, request: ModelRequest) -> dict[str, Any]:
-        """The messages, tools and tool choice of `request` as this model's server expects them: tools only
-        when there are some, with the run's `tool_choice` (unless "omit"); see `wire_messages`."""
+        """The messages, tools, tool choice and stop sequences of `request` as this model's server expects them:
+        tools only when there are some, with the run's `tool_choice` (unless "omit"); see `wire_messages`."""
         if self._provider is None:
             self._provider = _provider(self.name, self.api_base)
         body: dict[str, Any] = {"messages": wire_messages(request.messages, self._provider)}
@@ -431,6 +434,8 @@ class LiteLLMModel:
             body["tools"] = request.tools
             if self.tool_choice != "omit":
                 body["tool_choice"] = self.tool_choice
+        if request.stop:
+            body["stop"] = list(request.stop)
         return body
 
     def _slot(self):

@@ -16,6 +16,9 @@ from redagent.engine.types import RolloutContext
 
 _ACTION = re.compile(r"Action\s*:\s*", re.IGNORECASE)
 _FINAL = re.compile(r"Final Answer\s*:\s*", re.IGNORECASE)
+# The model's reply ends where it would start writing the observation itself: a model that does not stop after
+# its action goes on to invent the tool's result (and the next steps) until the token limit cuts the reply.
+STOP = ("\nObservation:",)
 
 FORMAT = """You act for the user by choosing one tool at a time. Available tools (JSON-schema parameters):
 
@@ -42,7 +45,7 @@ class ReactHarness:
                 shown_tools = ctx.tools_version
             messages.append({"role": "user", "content": ctx.with_boundary(prompt)})
             while True:
-                reply = await ctx.ask(messages, tools=None, harness=self.name, turn=turn)
+                reply = await ctx.ask(messages, tools=None, harness=self.name, turn=turn, stop=STOP)
                 text = reply.content or ""
                 messages.append({"role": "assistant", "content": text})
                 parsed = parse(text)

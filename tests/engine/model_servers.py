@@ -42,6 +42,7 @@ from typing import Any
 from tests.engine.loopback import LoopbackServer
 
 LONG = " ".join(f"word{i}" for i in range(200))
+INVENTED = "\nObservation: " + " ".join(f"invented{i}" for i in range(3000))
 
 
 class Refusal(Exception):
@@ -69,8 +70,18 @@ def toy_model(messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, lo
     if listed and "Action:" in system:  # a ReAct prompt: tools as text, one JSON action per reply
         if str(last.get("content") or "").startswith("Observation:"):
             return {"content": "Thought: I have what I need.\nFinal Answer: " + (LONG if long else "done")}
-        return {"content": f'Thought: look first.\nAction: {{"tool": "{listed[0]}", "args": {{}}}}'}
+        # As a real model does without a stop sequence: after its action it writes the observation itself, and
+        # goes on inventing steps, past any token limit (INVENTED is longer than the default --max-tokens).
+        return {"content": f'Thought: look first.\nAction: {{"tool": "{listed[0]}", "args": {{}}}}' + INVENTED}
     return {"content": LONG if long else "I have no tools to do that."}
+
+
+def _stop(text: str, stops: Any) -> str:
+    """The text up to the first of the request's stop sequences (a string or a list, as OpenAI's `stop`)."""
+    for stop in [stops] if isinstance(stops, str) else list(stops or []):
+        if stop and stop in text:
+            text = text[: text.index(stop)]
+    return text
 
 
 def _cut(text: str, limit: int | None) -> tuple[str, bool]:
@@ -176,7 +187,7 @@ class OpenAICompatible(StandIn):
             ]
             finish = "tool_calls"
         else:
-            message["content"], cut = _cut(answer["content"], body.get("max_tokens"))
+            message["content"], cut = _cut(_stop(answer["content"], body.get("stop")), body.get("max_tokens"))
             finish = "length" if cut else "stop"
         return {
             "id": f"chatcmpl-{len(self.requests)}",
@@ -307,7 +318,8 @@ class Ollama(StandIn):
         if "tool_calls" in answer:
             message["tool_calls"] = [{"function": {"name": n, "arguments": a}} for n, a in answer["tool_calls"]]
         else:
-            message["content"], cut = _cut(answer["content"], (body.get("options") or {}).get("num_predict"))
+            options = body.get("options") or {}
+            message["content"], cut = _cut(_stop(answer["content"], options.get("stop")), options.get("num_predict"))
             done = "length" if cut else "stop"
         return {
             "model": name,
