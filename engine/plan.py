@@ -28,6 +28,7 @@ from redagent.engine.conditions import CUES, DEFENSES
 from redagent.engine.types import HARNESSES, RolloutKey
 from redagent.errors import UserError
 from redagent.store.records import RolloutCost
+from redagent.store.records import rollout_id as stored_rollout_id
 
 SELECTOR_FIELDS = ("surface", "strategy", "vulnerability", "constraint", "channel")
 
@@ -39,8 +40,7 @@ class PlanError(UserError, ValueError):
 
 
 def rollout_id(run_id: str, key: RolloutKey, case_hash: str) -> str:
-    text = "|".join([run_id, key.case_id, case_hash, key.model, key.harness, key.cue, key.defense, str(key.attempt)])
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
+    return stored_rollout_id(run_id, key.case_id, case_hash, key.model, key.harness, key.cue, key.defense, key.attempt)
 
 
 def case_set_hash(cases: Iterable[Case]) -> str:

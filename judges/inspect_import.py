@@ -22,7 +22,6 @@ stores nothing. Logs are read one at a time (twice: checked, then written); each
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,7 +32,13 @@ from redagent.judges.inspect_export import FORMAT, META, TASK, InspectLogError, 
 from redagent.store.errors import InvalidRecord
 from redagent.store.interfaces import ImportSink
 from redagent.store.judging import judge_label_row, recognition_label_row
-from redagent.store.records import JudgeLabelRecord, RecognitionLabelRecord, RolloutRecord, RunRecord
+from redagent.store.records import (
+    JudgeLabelRecord,
+    RecognitionLabelRecord,
+    RolloutRecord,
+    RunRecord,
+    rollout_id,
+)
 from redagent.store.rows import prepare_rollout
 
 if TYPE_CHECKING:
@@ -327,10 +332,10 @@ MAX_ERROR_CHARS = 2000  # of an errored sample's message kept as the invalid rol
 
 
 def task_rollout_id(run_id: str, case_id: str, case_hash: str, cell: Mapping[str, Any]) -> str:
-    """The id the engine gives a rollout (engine/plan.py rollout_id), for a task's sample that never reached its
-    scorer: the same hash of the run, the case and the cell, so each sample of a run has its own."""
-    parts = [run_id, case_id, case_hash, *(str(cell[k]) for k in ("model", "harness", "cue", "defense", "attempt"))]
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:24]
+    """The id the engine gives a rollout, for a task's sample that never reached its scorer: the same hash of the
+    run, the case and the cell, so each sample of a run has its own."""
+    model, harness, cue, defense = (str(cell[k]) for k in ("model", "harness", "cue", "defense"))
+    return rollout_id(run_id, case_id, case_hash, model, harness, cue, defense, int(cell["attempt"]))
 
 
 def errored_record(sample: EvalSample, meta: Mapping[str, Any], run_id: str, model: str) -> RolloutRecord:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,6 +29,15 @@ class RunRecord:
     host: str | None = None
     pid: int | None = None
     heartbeat_at: datetime | None = None
+
+
+def rollout_id(
+    run_id: str, case_id: str, case_hash: str, model: str, harness: str, cue: str, defense: str, attempt: int
+) -> str:
+    """A rollout's id: a hash of its run, case (and the case's content) and cell, so a resumed run or an imported
+    log finds the rollout it already stored (the idempotency key). The engine and the Inspect import both use it."""
+    text = "|".join([run_id, case_id, case_hash, model, harness, cue, defense, str(attempt)])
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
 @dataclass
