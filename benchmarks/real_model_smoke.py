@@ -1,12 +1,13 @@
 """A real model through the harnesses, end to end: does it see its tools, do its rollouts count, how long does it take.
 
-    python benchmarks/real_model_smoke.py --api-base http://127.0.0.1:8080/v1 --model openai/gemma
+    python benchmarks/real_model_smoke.py --api-base http://127.0.0.1:8080/v1 --model openai/qwen
         [--api-key sk-local] [--harnesses native,react,shell] [--cases ID,ID,...] [--max-steps 8]
         [--max-tokens 512] [--timeout 300] [--retries 1] [--benign-arm]
 
 The same from the environment: REDAGENT_SMOKE_API_BASE, REDAGENT_SMOKE_MODEL, REDAGENT_SMOKE_API_KEY. Without an
 endpoint it prints "skipped: no --api-base given" and exits 0, so it can sit in any script. The README's
-"Pointing a run at a model server" has a CPU-only server to point it at (Gemma 3 270M behind llama.cpp's llama-server).
+"Pointing a run at a model server" has a CPU-only server to point it at (Qwen2.5-Coder 1.5B behind llama.cpp's
+llama-server).
 
 Per harness it runs `redagent run` exactly as a user would (pre-flight included) on a few starter cases, into a
 temporary SQLite store, one harness after another so each one's seconds are its own; the default harnesses are

@@ -198,6 +198,7 @@ class HealthCell:
     no_tool_call_share: float | None
     exposure: float | None
     warnings: tuple[str, ...]
+    harmful_unreached: int = 0  # harmful rollouts the attack never reached (judges/health.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -380,8 +380,9 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
 
     def cell_health(self, run_id: str) -> list[CellHealth]:
         """Per (model, harness, cue, defense) cell, what says whether the setup worked: rollouts, valid,
-        valid ones without a single tool call, valid attacked ones and those the attack reached, and the
-        invalid ones by reason with their most frequent stored detail (and how many share it)."""
+        valid ones without a single tool call, valid attacked ones and those the attack reached, harmful ones
+        the attack never reached, and the invalid ones by reason with their most frequent stored detail (and how
+        many share it)."""
         r, e = t.rollout, t.event
         cell = (r.c.model, r.c.harness, r.c.cue, r.c.defense)
         called = exists().where(e.c.rollout_id == r.c.id, e.c.role == "assistant", e.c.tool_call.is_not(None))
@@ -397,6 +398,7 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                 number(r.c.valid & ~called),
                 number(r.c.valid & ~r.c.benign),
                 number(r.c.valid & ~r.c.benign & r.c.reached),
+                number(r.c.valid & ~r.c.benign & ~r.c.reached & (r.c.e == 1)),
             )
             .where(r.c.run_id == run_id)
             .group_by(*cell)
@@ -434,6 +436,7 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                 attacked=int(row[7]),
                 reached=int(row[8]),
                 invalid=invalid[key],
+                harmful_unreached=int(row[9]),
             )
             for key, row in cells.items()
         ]

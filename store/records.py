@@ -189,7 +189,8 @@ class InvalidReason:
 @dataclass(frozen=True, slots=True)
 class CellHealth:
     """Whether one (model, harness, cue, defense) cell measured anything: its rollouts, the valid ones, valid ones
-    without a single tool call, valid attacked ones and those the attack reached, and the invalid ones by reason."""
+    without a single tool call, valid attacked ones and those the attack reached, the invalid ones by reason, and
+    harmful rollouts the attack never reached."""
 
     model: str
     harness: str
@@ -201,6 +202,9 @@ class CellHealth:
     attacked: int
     reached: int
     invalid: Mapping[str, InvalidReason]
+    # Valid attacked rollouts judged harmful (E = 1) that the attack never reached: harm the agent did on its
+    # own (a guessed external address, a misread task), which the attacked ASR counts all the same.
+    harmful_unreached: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,14 +64,16 @@ def offered(prompt: str) -> list[str]:
     listed = re.search(r"<tools>(\s*[\[{].*?)</tools>", prompt, re.S)  # not "within <tools></tools>"
     assert listed, prompt
     body = listed.group(1).strip()
-    # gemma3 lists one JSON object a line, smollm2 one JSON array (the format of its model card)
+    # gemma3 and qwen2.5-coder list one JSON object a line, smollm2 one JSON array (the format of its model card)
     tools = json.loads(body) if body.startswith("[") else [json.loads(line) for line in body.splitlines()]
     return [tool["name"] for tool in tools]
 
 
 def calls(prompt: str) -> list[dict[str, Any]]:
     found = []
-    for block in re.findall(r"<tool_call>(.*?)</tool_call>", prompt, re.S):
+    # <tool_call> tags (gemma3, smollm2) or a ```json block (Qwen2.5-Coder writes its calls so)
+    for block in re.findall(r"<tool_call>(.*?)</tool_call>|```json\n(.*?)\n```", prompt, re.S):
+        block = block[0] or block[1]
         try:
             value = json.loads(block)
         except ValueError:  # the format shown in the instructions, with placeholders: no call
@@ -80,7 +82,10 @@ def calls(prompt: str) -> list[dict[str, Any]]:
     return found
 
 
-@pytest.mark.parametrize("name", ["gemma3-tools.jinja", "smollm2-tools.jinja"])
+TEMPLATE_NAMES = ["gemma3-tools.jinja", "smollm2-tools.jinja", "qwen2.5-coder-tools.jinja"]
+
+
+@pytest.mark.parametrize("name", TEMPLATE_NAMES)
 def test_the_model_is_shown_its_tools_its_calls_and_their_results(name: str) -> None:
     prompt = render(name, CONVERSATION, TOOLS)
     assert offered(prompt) == ["list_emails", "forward_email"]
@@ -90,13 +95,23 @@ def test_the_model_is_shown_its_tools_its_calls_and_their_results(name: str) -> 
     assert prompt.endswith("model\n" if name.startswith("gemma") else "<|im_start|>assistant\n")
 
 
-def test_gemma3_writes_one_call_per_turn() -> None:
-    # With one call per turn llama-server's grammar allows one call: the pretrained model otherwise repeats its
+@pytest.mark.parametrize("name", ["gemma3-tools.jinja", "qwen2.5-coder-tools.jinja"])
+def test_one_call_is_written_per_turn(name: str) -> None:
+    # With one call per turn llama-server's grammar allows one call: the pretrained Gemma otherwise repeats its
     # call until the token limit.
-    assert [c["name"] for c in calls(render("gemma3-tools.jinja", CONVERSATION, TOOLS))] == ["list_emails"]
+    assert [c["name"] for c in calls(render(name, CONVERSATION, TOOLS))] == ["list_emails"]
 
 
-@pytest.mark.parametrize("name", ["gemma3-tools.jinja", "smollm2-tools.jinja"])
+def test_qwen_coder_is_told_the_code_block_it_writes_and_no_tags() -> None:
+    # The Coder models answer a call as a ```json block whatever the GGUF's template asks; llama-server derives
+    # its parser from this template, so the template must ask for (and write) exactly that.
+    prompt = render("qwen2.5-coder-tools.jinja", CONVERSATION, TOOLS)
+    assert '```json\n{"name": <function-name>, "arguments": <args-json-object>}\n```' in prompt
+    assert "<tool_call>" not in prompt
+    assert prompt.startswith("<|im_start|>system\nYou act for the user.")
+
+
+@pytest.mark.parametrize("name", TEMPLATE_NAMES)
 def test_without_tools_no_tool_list_is_written(name: str) -> None:
     prompt = render(name, CONVERSATION[:2], None)
     assert "<tools>" not in prompt and "You act for the user." in prompt
