@@ -69,6 +69,14 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
+def run_cli(
+    capsys, api_base: str, db: str, cases: str, *extra: str, model: str = MODEL, harnesses: str = "native"
+) -> tuple[int, str, str]:
+    """`redagent run` of `cases` against the endpoint at `api_base` into `db`, with `extra` options."""
+    options = ["--cases", cases, "--models", model, "--harnesses", harnesses, "--api-base", api_base, "--db", db]
+    return cli(capsys, "run", *options, *extra)
+
+
 # -- the pre-flight ------------------------------------------------------------------------------
 
 
@@ -89,20 +97,7 @@ def test_a_misconfigured_endpoint_stops_the_run_before_anything_is_stored(mistak
             model = "openai/wrong-model"
         else:
             api_base = server.root
-        code, out, err = cli(
-            capsys,
-            "run",
-            "--cases",
-            CASE,
-            "--models",
-            model,
-            "--harnesses",
-            "native",
-            "--api-base",
-            api_base,
-            "--db",
-            db,
-        )
+        code, out, err = run_cli(capsys, api_base, db, CASE, model=model)
         assert server.requests == []  # no chat request got through: nothing was answered, nothing run
     assert code == 2 and out == ""
     assert err.startswith("error: model ") and expected in err and len(err.strip().splitlines()) == 1
@@ -141,21 +136,7 @@ def test_an_endpoint_that_ignores_tools_makes_runs_show_warn(db, capsys):
     # their attack in data the agent has to read (strategy E*), so it never reaches a model that reads nothing.
     with ChatServer() as server:
         server.default = text("I have paid the invoice as requested.")
-        code, _, err = cli(
-            capsys,
-            "run",
-            "--cases",
-            "banking-e*",
-            "--models",
-            MODEL,
-            "--harnesses",
-            "native",
-            "--api-base",
-            server.url,
-            "--db",
-            db,
-            "--json",
-        )
+        code, _, err = run_cli(capsys, server.url, db, "banking-e*", "--json")
     assert code == 0, err
     run_id = runs(db)[0].run_id
     code, out, _ = cli(capsys, "runs", "show", run_id, "--db", db)
@@ -190,21 +171,7 @@ def test_harm_the_attack_never_reached_is_named_beside_the_asr(db, capsys):
             )
         )
         server.default = text("I created the forwarding rule.")
-        code, _, err = cli(
-            capsys,
-            "run",
-            "--cases",
-            "email-e2-migration-relay-forwarding-rule",
-            "--models",
-            MODEL,
-            "--harnesses",
-            "native",
-            "--api-base",
-            server.url,
-            "--db",
-            db,
-            "--no-benign-arm",
-        )
+        code, _, err = run_cli(capsys, server.url, db, "email-e2-migration-relay-forwarding-rule", "--no-benign-arm")
     assert code == 0, err
     code, out, _ = cli(capsys, "runs", "show", runs(db)[0].run_id, "--db", db, "--json")
     cell = json.loads(out)["health"]["cells"][0]
@@ -217,21 +184,7 @@ def test_runs_show_gives_the_stored_invalid_detail_and_calls_an_all_invalid_cell
         # The pre-flight passes (its tool probe gets words, a warning); every rollout then meets the same refusal.
         server.script.extend([text("OK"), text("OK")])
         server.default = error(422, "tool_choice: unsupported value")
-        code, _, err = cli(
-            capsys,
-            "run",
-            "--cases",
-            CASE,
-            "--models",
-            MODEL,
-            "--harnesses",
-            "native,react",
-            "--api-base",
-            server.url,
-            "--db",
-            db,
-            "--no-benign-arm",
-        )
+        code, _, err = run_cli(capsys, server.url, db, CASE, "--no-benign-arm", harnesses="native,react")
     assert code == 0, err
     code, out, _ = cli(capsys, "runs", "show", runs(db)[0].run_id, "--db", db)
     assert (
