@@ -366,6 +366,7 @@ class LiteLLMModel:
         self.rng = rng or random.Random()
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         self._provider: str | None = None  # litellm's provider of `name`, looked up on the first request
+        self._takes_stop: bool | None = None  # whether the model accepts `stop`, looked up on the first request
 
     def delay(self, attempt: int, failure: Failure) -> float:
         """How long to wait before attempt `attempt + 1`: the server's Retry-After where it gave one (bounded),
@@ -435,7 +436,12 @@ class LiteLLMModel:
             if self.tool_choice != "omit":
                 body["tool_choice"] = self.tool_choice
         if request.stop:
-            body["stop"] = list(request.stop)
+            if self._takes_stop is None:
+                self._takes_stop = _takes_stop(self.name, self.api_base)
+            # A model that refuses `stop` (OpenAI's reasoning models answer HTTP 400) gets none: react's parser
+            # reads the first action of a longer reply all the same.
+            if self._takes_stop:
+                body["stop"] = list(request.stop)
         return body
 
     def _slot(self):
@@ -687,6 +693,16 @@ def _provider(name: str, api_base: str | None) -> str:
         return _litellm().get_llm_provider(name, api_base=api_base)[1]
     except Exception:  # check_model has already vetted the name; this only picks a hint
         return ""
+
+
+def _takes_stop(name: str, api_base: str | None) -> bool:
+    """Whether litellm's table says the model accepts `stop`; a model it does not know (any local server) does."""
+    try:
+        model, provider, *_ = _litellm().get_llm_provider(name, api_base=api_base)
+        params = _litellm().get_supported_openai_params(model=model, custom_llm_provider=provider)
+    except Exception:  # litellm knows nothing of the model: OpenAI's protocol, which has `stop`
+        return True
+    return params is None or "stop" in params
 
 
 def _missing_keys(name: str, api_base: str | None) -> list[str]:

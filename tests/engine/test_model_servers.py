@@ -68,6 +68,15 @@ def test_without_tool_choice_llama_cpp_python_drops_the_tools_and_no_tool_call_i
     assert not any(server.shown_tools) and all("tool_choice" not in r for r in server.requests)
 
 
+def test_react_sends_its_stop_sequence_except_to_a_model_that_refuses_stop():
+    request = ModelRequest(messages=[{"role": "user", "content": "hi"}], stop=("\nObservation:",))
+    local = LiteLLMModel("openai/toy", api_base="http://127.0.0.1:9/v1")
+    assert local.payload(request)["stop"] == ["\nObservation:"]
+    assert "stop" not in local.payload(ModelRequest(messages=request.messages))  # nothing to stop at: no key
+    # OpenAI's gpt-5 answers a request with `stop` with HTTP 400 (litellm's table knows it).
+    assert "stop" not in LiteLLMModel("openai/gpt-5").payload(request)
+
+
 def test_assistant_tool_call_messages_carry_content_and_tool_results_their_id():
     with LlamaCppPython() as server:
         rollout(model_for(server), "native")
