@@ -37,8 +37,8 @@ from redagent.store.records import (
     RecognitionLabelRecord,
     RolloutRecord,
     RunRecord,
-    rollout_id,
 )
+from redagent.store.records import rollout_id as stored_rollout_id
 from redagent.store.rows import prepare_rollout
 
 if TYPE_CHECKING:
@@ -335,7 +335,7 @@ def task_rollout_id(run_id: str, case_id: str, case_hash: str, cell: Mapping[str
     """The id the engine gives a rollout, for a task's sample that never reached its scorer: the same hash of the
     run, the case and the cell, so each sample of a run has its own."""
     model, harness, cue, defense = (str(cell[k]) for k in ("model", "harness", "cue", "defense"))
-    return rollout_id(run_id, case_id, case_hash, model, harness, cue, defense, int(cell["attempt"]))
+    return stored_rollout_id(run_id, case_id, case_hash, model, harness, cue, defense, int(cell["attempt"]))
 
 
 def errored_record(sample: EvalSample, meta: Mapping[str, Any], run_id: str, model: str) -> RolloutRecord:
