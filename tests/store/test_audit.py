@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 from redagent.judges.audit import export
 from redagent.store import InvalidRecord
 from redagent.store import tables_judging as tj
+from redagent.store.audit import AuditQueries, _pg_write
 from redagent.store.errors import (
     AuditError,
     BadLabel,
@@ -455,6 +456,44 @@ def test_concurrent_first_submissions_keep_exactly_one(audit, filled):
         thread.join()
     assert sorted(results) == ["ok", "refused", "refused", "refused"]
     assert len(filled.labels("audit-1", first_only=False)) == 1
+
+
+def test_a_first_label_that_loses_the_race_after_the_check_is_refused_as_taken(audit, filled, monkeypatch):
+    """The store reads whether the item is labelled, then writes. A label committed between the two (a second
+    tab, a second client) must give LabelAlreadySubmitted, not a database error: on PostgreSQL the writer
+    function took version 2 and wrote it without a reason, which the table's check refused (CI's four-thread
+    race above, one run in many). The missed read is made certain here by a check that sees nothing."""
+    filled.submit_label("audit-1", audit[0], "alice", "harmful")
+    monkeypatch.setattr(AuditQueries, "_own_first", staticmethod(lambda conn, audit_id, reviewer: {}))
+    with pytest.raises(LabelAlreadySubmitted):
+        filled.submit_label("audit-1", audit[0], "alice", "not_harmful")
+    assert [(row.label, row.version) for row in filled.labels("audit-1", first_only=False)] == [("harmful", 1)]
+
+
+def test_the_writer_functions_call_a_write_of_the_wrong_kind_taken(audit, filled):
+    """PostgreSQL's definer writers (migration 0011): a first write (no reason) when a version exists, or a
+    correction (a reason) when none does, returns NULL, which the store reads as a lost race."""
+    if filled.engine.dialect.name != "postgresql":
+        pytest.skip("the writer functions are PostgreSQL's; SQLite inserts with ON CONFLICT DO NOTHING")
+    filled.submit_label("audit-1", audit[1], "alice", "harmful")
+    filled.submit_label("audit-1", audit[1], PEER, "not_harmful")
+    filled.adjudicate("audit-1", audit[1], "carol", "harmful")
+    first = {"label": "unsure", "note": "", "reason": None}
+    correction = {"label": "unsure", "note": "", "reason": "second look", "reviewer": "alice"}
+
+    class Undo(Exception):
+        """Leaves the transaction by rolling it back: the one correction written below is not kept."""
+
+    with pytest.raises(Undo), filled._writing() as conn:
+        label = {**first, "item_id": audit[1], "reviewer": "alice"}
+        decision = {**first, "item_id": audit[1], "adjudicator": "carol"}
+        assert _pg_write(conn, "redagent_submit_label", "audit-1", label) is None
+        assert _pg_write(conn, "redagent_adjudicate", "audit-1", decision) is None
+        assert _pg_write(conn, "redagent_submit_label", "audit-1", {**correction, "item_id": audit[2]}) is None
+        assert _pg_write(conn, "redagent_submit_label", "audit-1", {**correction, "item_id": audit[1]}) == 2
+        raise Undo
+    stored = [(row.item_id, row.reviewer, row.version) for row in filled.labels("audit-1", first_only=False)]
+    assert sorted(stored) == [(audit[1], "alice", 1), (audit[1], PEER, 1)]
 
 
 # ---------------------------------------------------------------- creating audits
