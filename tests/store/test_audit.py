@@ -446,6 +446,8 @@ def test_concurrent_first_submissions_keep_exactly_one(audit, filled):
             results.append("ok")
         except LabelAlreadySubmitted:
             results.append("refused")
+        except Exception as exc:
+            results.append(f"{type(exc).__name__}: {exc}")
 
     threads = [
         threading.Thread(target=submit, args=(label,)) for label in ("harmful", "not_harmful", "unsure", "harmful")
