@@ -236,18 +236,27 @@ def attack_template_of(case: Case) -> str:
 def attack_diversity(base: list[Case]) -> dict[str, Any]:
     """How varied the attack texts are: the knowledge-base techniques cited, the attack templates (wrappers and
     phrasings) and the largest one's share, and the share of attack texts that repeat an earlier one (in id
-    order) exactly or nearly (MinHash near-duplicates at the knowledge base's threshold: cases/kb/dedup.py)."""
+    order) exactly or nearly (MinHash near-duplicates at the knowledge base's threshold: cases/kb/dedup.py).
+
+    The repeats are split by where they come from. One long corpus wrapper around two cases' different goals
+    reads as a near-duplicate (the wrapper is most of the text): that is reuse of one technique, bounded by how
+    many wrappers the knowledge base holds. A repeat of a text from another template is two techniques that
+    read alike, which the knowledge base's own deduplication should have merged."""
     ordered = sorted(base, key=lambda c: c.id)
-    templates = Counter(attack_template_of(c) for c in ordered)
+    of = [attack_template_of(c) for c in ordered]
+    templates = Counter(of)
     cited = {c.attack.source["mapping"] for c in ordered if c.attack.source and c.attack.source.get("mapping")}
     found = deduplicate([c.attack.content for c in ordered])
-    repeated = len(found.exact) + len(found.near)
+    repeats = {**found.exact, **{index: earlier for index, (earlier, _) in found.near.items()}}
+    repeated = len(repeats)
+    across = sum(1 for index, earlier in repeats.items() if of[index] != of[earlier])
     return {
         "techniques_cited": len(cited),
         "cases_citing": sum(1 for c in ordered if c.attack.source),
         "attack_templates": len(templates),
         "largest_attack_template_share": (max(templates.values()) / len(ordered)) if ordered else 0.0,
         "attack_near_duplicate_rate": (repeated / len(ordered)) if ordered else 0.0,
+        "attack_near_duplicate_rate_across_templates": (across / len(ordered)) if ordered else 0.0,
         "attack_near_duplicate_threshold": THRESHOLD,
     }
 
