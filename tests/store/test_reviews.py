@@ -30,6 +30,7 @@ from redagent.store.reviews import (
     RoundCaseRecord,
     UnknownExpert,
     UnknownRound,
+    _pg_write_review,
 )
 from tests.store.factory import insert_as_of, make_rollout, make_run, write_as_of
 
@@ -94,6 +95,20 @@ def test_reviews_are_write_once_with_reasoned_versions_and_private_to_their_expe
     firsts = [(r.expert, r.decision) for r in store.case_reviews(round_id)]
     assert firsts == [("ann", "accept"), ("ben", "exclude")]
     assert len(store.case_reviews(round_id, first_only=False)) == 3
+
+
+def test_a_first_review_that_lost_the_race_is_taken_not_a_database_error(store, round_id):
+    """PostgreSQL's `redagent_submit_review` (migration 0011): a first review arriving after another was committed
+    (the store's own check ran before that commit) returns NULL, read as ReviewAlreadySubmitted's race, where it
+    wrote version 2 without a reason and the table's check refused it; a correction with no review yet, too."""
+    if store.engine.dialect.name != "postgresql":
+        pytest.skip("the writer functions are PostgreSQL's; SQLite inserts with ON CONFLICT DO NOTHING")
+    store.submit_review(round_id, "banking-c0", "ann", PASS, "accept")
+    row = {"round_id": round_id, "expert": "ann", "rubric": PASS, "decision": "revise", "note": ""}
+    with store._writing() as conn:
+        assert _pg_write_review(conn, {**row, "case_id": "banking-c0", "reason": None}) is None
+        assert _pg_write_review(conn, {**row, "case_id": "banking-c1", "reason": "second look"}) is None
+    assert [(r.case_id, r.version) for r in store.case_reviews(round_id, first_only=False)] == [("banking-c0", 1)]
 
 
 def test_bad_reviews_are_refused_before_anything_is_written(store, round_id):
