@@ -27,7 +27,7 @@ def import_agentdojo(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Every user task × injection task pair of the installed AgentDojo suite as a case file; the pairs not
-    converted are listed with the reason (needs the agentdojo extra: pip install -e '.[agentdojo]')."""
+    converted are listed with the reason (needs the agentdojo extra: pip install -e '.\\[agentdojo]')."""
     from redagent.cases.agentdojo import BENCHMARK_VERSION, PINNED, convert, write
 
     _, pairs = convert(suite)

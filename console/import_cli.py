@@ -30,7 +30,7 @@ def import_inspect(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """An exported run's Inspect logs into the store as that run: rollouts with their events, receipts, snapshots,
-    diff, E and U, and its judge and recognition labels (needs the inspect extra: pip install -e '.[inspect]')."""
+    diff, E and U, and its judge and recognition labels (needs the inspect extra: pip install -e '.\\[inspect]')."""
     from redagent.judges.inspect_import import import_logs
 
     with opened_store(db) as store:

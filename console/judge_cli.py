@@ -190,7 +190,7 @@ def export(
 ) -> None:
     """One rollout per line with all its evidence: events, receipts, diff, snapshots, E, validity; or, with
     `--format inspect`, the run as Inspect eval logs, one per cell, that `inspect view --log-dir DIR` opens (needs
-    the inspect extra: pip install -e '.[inspect]')."""
+    the inspect extra: pip install -e '.\\[inspect]')."""
     if fmt not in ("jsonl", "inspect"):
         fail(f"unknown export format {fmt!r} (known: jsonl, inspect)")
     if fmt == "inspect":

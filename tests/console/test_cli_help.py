@@ -4,6 +4,7 @@ example parses: its options and arguments are ones the command has."""
 
 from __future__ import annotations
 
+import re
 import shlex
 
 import pytest
@@ -77,3 +78,20 @@ def _parses(example: str) -> None:
         command.make_context(name, list(words), parent=parent)
     except typer.TyperException as exc:  # typer's click: a usage error, a bad or missing parameter
         pytest.fail(f"the example {example!r} does not parse: {exc}")
+
+
+# What Rich's markup (Typer's help renderer) reads as a style tag and drops from the page: `pip install -e
+# '.[inspect]'` was printed as `pip install -e '.'`, an install line that installs no extra.
+_MARKUP_TAG = re.compile(r"(?<!\\)\[[a-zA-Z#/@][^\[\]\n]*\]")
+
+
+@pytest.mark.parametrize("path", sorted(COMMANDS), ids=lambda path: " ".join(path) or "redagent")
+def test_help_keeps_its_brackets(path):
+    command = COMMANDS[path]
+    texts = [command.help or "", command.epilog or "", *(getattr(p, "help", None) or "" for p in command.params)]
+    swallowed = [m.group() for text in texts for m in _MARKUP_TAG.finditer(text)]
+    assert not swallowed, f"write \\[ for a bracket in help text; Rich drops {swallowed}"
+    escaped = [m.group()[1:] for text in texts for m in re.finditer(r"\\\[[^\[\]\n]*\]", text)]
+    if escaped:
+        shown = " ".join(_help(path).output.split())
+        assert all(bracket in shown for bracket in escaped), shown
