@@ -48,7 +48,7 @@ def reference(y: np.ndarray, case: np.ndarray, reps: int, seed: int = 0) -> np.n
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=10_000)
     parser.add_argument("--rollouts", type=int, default=30_000)
     parser.add_argument("--clusters", type=int, nargs="+", default=[1000, 2000, 3000])

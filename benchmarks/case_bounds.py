@@ -258,7 +258,7 @@ def hostile(pythonpath: str | None, cap: float) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skip-library", action="store_true", help="skip the real libraries' maxima (~1 min)")
     parser.add_argument("--pythonpath", help="run the CLI from this PYTHONPATH (another tree, to compare)")
     parser.add_argument("--cap", type=float, default=120.0, help="seconds after which a command is stopped")

@@ -341,7 +341,7 @@ async def scroll(url: str) -> tuple[list[float], list[float], float, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", type=Path, default=DEFAULT_STORE)
     parser.add_argument("--regenerate", action="store_true")
     parser.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)

@@ -69,7 +69,7 @@ def serve(port_queue, delay: float, calls) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--levels", default="1,16,64,128")
     options = parser.parse_args()

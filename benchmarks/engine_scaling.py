@@ -151,7 +151,7 @@ def no_command_cases() -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=128)
     parser.add_argument("--attempts", type=int, default=30, help="attempts per case against the endpoint")

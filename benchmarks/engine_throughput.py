@@ -91,7 +91,7 @@ def pg_database(admin: str):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--pg", default=os.environ.get("REDAGENT_TEST_PG"))
     options = parser.parse_args()

@@ -247,7 +247,7 @@ def line(label: str, m: Measured) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", default="all")
     parser.add_argument("--behaviour", default="sim/comply")
     parser.add_argument("--rounds", type=int, default=3)

@@ -25,7 +25,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=20)
     options = parser.parse_args()
     cases = load_cases()

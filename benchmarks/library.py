@@ -19,7 +19,7 @@ from redagent.cases.selfcheck import check_case, check_many
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skip-compile", action="store_true")
     options = parser.parse_args()
     if not options.skip_compile:

@@ -100,7 +100,7 @@ def share(cell: list[int]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="+", type=Path)
     parser.add_argument("--per", type=int, default=None, help="base cases per (surface, constraint) of a benchmark")
     parser.add_argument("--harmful", type=int, default=30)

@@ -92,7 +92,7 @@ def cli_rollouts(harness: str, sandbox: str, n: int) -> tuple[float, float, int]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rollouts", type=int, default=20)
     parser.add_argument("--commands", type=int, default=50)
     parser.add_argument("--concurrency", type=int, default=8)

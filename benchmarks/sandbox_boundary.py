@@ -168,7 +168,7 @@ def run(tree: Path, what: str, options: argparse.Namespace) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", type=Path, help="a checkout of the commit to compare with")
     parser.add_argument("--calls", type=int, default=2000, help="calls per file tool")
     parser.add_argument("--commands", type=int, default=40)

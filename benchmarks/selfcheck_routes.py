@@ -45,7 +45,7 @@ def cpu() -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--benchmark", type=Path, default=benchmark_dir())
     parser.add_argument("--per", type=int, default=1, help="base cases per (surface, constraint)")
     parser.add_argument("--cores", type=int, default=2, help="cores to project the whole benchmark onto")

@@ -63,7 +63,7 @@ def once(signum: int, concurrency: int) -> tuple[float, int, bool]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=2)
     args = parser.parse_args()
