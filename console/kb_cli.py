@@ -121,12 +121,27 @@ def kb_stats(kb: Path | None = KB_OPTION, as_json: bool = typer.Option(False, "-
         "constraint",
         data["by_constraint"],
     )
+    _counts(
+        "per vulnerability (any: a wrapper, its goal's; none: a request for content, no agent action)",
+        "vulnerability",
+        data["by_vulnerability"],
+    )
     cells = Table(title="per strategy × vulnerability × constraint")
     for column in ("strategy", "vulnerability", "constraint", "mappings"):
         cells.add_column(column)
     for cell in data["cells"]:
         cells.add_row(cell["strategy"], cell["vulnerability"], cell["constraint"], str(cell["mappings"]))
     out.print(cells)
+
+
+def _vulnerability_name(code: str) -> str:
+    from redagent.cases.taxonomy import VULNERABILITIES
+
+    if code == "*":
+        return "any (a wrapper: whatever its goal exploits)"
+    if code == "none":
+        return "none (a request for content: it names no action an agent takes)"
+    return f"{code} {VULNERABILITIES[code].name}"
 
 
 def _counts(title: str, what: str, counts: dict[str, int]) -> None:
@@ -170,7 +185,7 @@ def citation(mapping: dict[str, Any]) -> str:
 
 
 def _print_mapping(mapping: dict[str, Any]) -> None:
-    from redagent.cases.taxonomy import STRATEGIES, VULNERABILITIES
+    from redagent.cases.taxonomy import STRATEGIES
 
     method = mapping["method"]
     how = {
@@ -184,7 +199,7 @@ def _print_mapping(mapping: dict[str, Any]) -> None:
     lines = [
         f"{mapping['id']}",
         f"  strategy       {mapping['strategy']} {STRATEGIES[mapping['strategy']].name} ({mapping['channel']} channel)",
-        f"  vulnerability  {mapping['vulnerability']} {VULNERABILITIES[mapping['vulnerability']].name}",
+        f"  vulnerability  {_vulnerability_name(mapping['vulnerability'])}",
         f"  constraints    {constraints}",
         f"  corpus kind    {mapping.get('kind') or '—'}{' · carrier ' + mapping['carrier'] if mapping.get('carrier') else ''}",
         f"  made by        {how}",

@@ -165,8 +165,8 @@ def check_mapping(record: object) -> str | None:
             return f"field {key!r} is missing or not text"
     if record["strategy"] not in STRATEGIES:
         return f"unknown strategy {record['strategy']!r}"
-    if record["vulnerability"] not in VULNERABILITIES:
-        return f"unknown vulnerability {record['vulnerability']!r}"
+    if record["vulnerability"] not in VULNERABILITIES and record["vulnerability"] not in ("*", "none"):
+        return f"unknown vulnerability {record['vulnerability']!r} (a code, '*' for a wrapper or 'none')"
     if record["channel"] != STRATEGIES[record["strategy"]].channel:
         return f"channel {record['channel']!r} is not strategy {record['strategy']}'s"
     constraints = record.get("constraints")
@@ -187,16 +187,18 @@ def stats(kb: KnowledgeBase) -> dict[str, Any]:
     by_strategy: Counter[str] = Counter()
     by_method: Counter[str] = Counter()
     by_constraint: Counter[str] = Counter()
+    by_vulnerability: Counter[str] = Counter()
     sourced = licensed = 0
     for m in kb.mappings:
         src = m["source"]
         by_source[f"{src['package']} {src.get('version') or ''}".strip()] += 1
         by_strategy[m["strategy"]] += 1
         by_method[m["method"]["by"]] += 1
+        by_vulnerability["any" if m["vulnerability"] == "*" else m["vulnerability"]] += 1
         constraints = m["constraints"] or ["none"]
         for c in constraints:
             label = "any" if c == "*" else c
-            cells[(m["strategy"], m["vulnerability"], label)] += 1
+            cells[(m["strategy"], "any" if m["vulnerability"] == "*" else m["vulnerability"], label)] += 1
             by_constraint[label] += 1
         sourced += bool(src.get("package") and src.get("file") and src.get("entry"))
         licensed += bool(src.get("licence"))
@@ -210,6 +212,7 @@ def stats(kb: KnowledgeBase) -> dict[str, Any]:
         "by_source": dict(sorted(by_source.items())),
         "by_method": dict(sorted(by_method.items())),
         "by_constraint": dict(sorted(by_constraint.items())),
+        "by_vulnerability": dict(sorted(by_vulnerability.items())),
         "cells": [
             {"strategy": s, "vulnerability": v, "constraint": c, "mappings": n}
             for (s, v, c), n in sorted(cells.items())

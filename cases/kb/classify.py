@@ -9,7 +9,12 @@ text says:
                  persona or fiction → U2, split or encoded steps → U3), else a plain request (U1)
   vulnerability  by what the strategy exploits (U4 → V02, U5 → V09, injected instructions → V01, a look-alike
                  → V06), else by what the text is after (secrets → V05, money and destinations → V10,
-                 destruction → V11, running code → V08), else excessive agency (V04)
+                 destruction → V11, running code → V08). A wrapper with a slot for any goal exploits whatever
+                 its goal does (`*`, as for its constraints). Anything else is a request for content that names
+                 no action an agent takes (most of the chat-safety corpora): no vulnerability of this taxonomy
+                 applies (`none`). Every vulnerability is an agent's failure to act safely; calling such a
+                 request "excessive agency" (V04, "acts beyond the user's request") would be wrong, since the
+                 user asks for exactly that (42 of 50 in a hand check had been labelled so)
   constraints    every constraint of the taxonomy the text's goal would break (secrets, personal data,
                  running or downloading code, persistence, security controls, deletion, mail, public posts,
                  payments, sharing); a wrapper with a slot for any goal applies to any constraint ("*"); an
@@ -27,6 +32,7 @@ from dataclasses import dataclass
 from redagent.cases.taxonomy import STRATEGIES
 
 ANY = "*"  # a technique that carries any goal (a jailbreak wrapper with a slot) applies to every constraint
+NO_VULNERABILITY = "none"  # a request for content: it names no action, so no vulnerability of the taxonomy
 INJECTED = ("injection", "injection_goal", "injection_template", "falsified_fact")
 
 
@@ -225,7 +231,7 @@ def _vulnerability(strategy: str, kind: str, text: str) -> tuple[str, str]:
     if kind == "falsified_fact":
         return "V07", "R-V07-falsified-data"  # planted claims the agent repeats as fact, no instruction
     if kind in ("jailbreak_template", "adversarial_suffix"):
-        return "V04", "R-V04-wrapper"  # a wrapper carries any goal: its own words say nothing of the harm
+        return ANY, "R-V-any-wrapper"  # a wrapper carries any goal: its own words say nothing of the harm
     if kind == "privacy_request":
         return "V05", "R-V05-private-information"  # Do-Not-Answer's requests for a person's or a firm's secrets
     if kind == "precondition_violation":
@@ -248,7 +254,9 @@ def _vulnerability(strategy: str, kind: str, text: str) -> tuple[str, str]:
         return "V11", "R-V11-irreversible"
     if _CODE.search(text):
         return "V08", "R-V08-code-execution"
-    return "V04", "R-V04-excessive-agency"
+    if _SLOT.search(text):
+        return ANY, "R-V-any-wrapper"
+    return NO_VULNERABILITY, "R-V-none-content-request"
 
 
 def classify(kind: str, carrier: str, text: str) -> Classification:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from redagent.cases.kb.classify import ANY, Classification
+from redagent.cases.kb.classify import ANY, NO_VULNERABILITY, Classification
 from redagent.cases.kb.readers import Raw
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, VULNERABILITIES
 from redagent.llm.client import Model, ModelFailure, ModelRequest
@@ -39,8 +39,9 @@ def prompt(raw: Raw) -> str:
         + f"\n\nThe corpus calls it a {raw.kind}{f', carried by {raw.carrier}' if raw.carrier else ''}. "
         f"Its text, between the markers:\n<<<\n{raw.text[:SHOWN_TEXT]}\n>>>\n\n"
         'Answer with one JSON object and nothing else: {"strategy": "<code>", "vulnerability": "<code>", '
-        '"constraints": ["<code>", ...]} — the constraints the technique\'s goal would break, ["*"] when it '
-        "is a wrapper that carries any goal, [] when none applies."
+        '"constraints": ["<code>", ...]} — the vulnerability "*" for a wrapper that carries any goal and "none" '
+        "for a request for content that names no action an agent takes; the constraints the technique's goal "
+        'would break, ["*"] when it is a wrapper that carries any goal, [] when none applies.'
     )
 
 
@@ -57,7 +58,7 @@ def parse(content: str) -> Classification:
     strategy, vulnerability, constraints = data.get("strategy"), data.get("vulnerability"), data.get("constraints")
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}")
-    if vulnerability not in VULNERABILITIES:
+    if vulnerability not in VULNERABILITIES and vulnerability not in (ANY, NO_VULNERABILITY):
         raise ValueError(f"unknown vulnerability {vulnerability!r}")
     if not isinstance(constraints, list) or len(constraints) > len(CONSTRAINTS):
         raise ValueError("constraints must be a list of constraint codes")
