@@ -194,11 +194,12 @@ def stats(kb: KnowledgeBase) -> dict[str, Any]:
         by_source[f"{src['package']} {src.get('version') or ''}".strip()] += 1
         by_strategy[m["strategy"]] += 1
         by_method[m["method"]["by"]] += 1
-        by_vulnerability["any" if m["vulnerability"] == "*" else m["vulnerability"]] += 1
+        vulnerability = "any" if m["vulnerability"] == "*" else m["vulnerability"]  # "*": a wrapper, its goal's
+        by_vulnerability[vulnerability] += 1
         constraints = m["constraints"] or ["none"]
         for c in constraints:
             label = "any" if c == "*" else c
-            cells[(m["strategy"], "any" if m["vulnerability"] == "*" else m["vulnerability"], label)] += 1
+            cells[(m["strategy"], vulnerability, label)] += 1
             by_constraint[label] += 1
         sourced += bool(src.get("package") and src.get("file") and src.get("entry"))
         licensed += bool(src.get("licence"))
