@@ -25,7 +25,8 @@ from typing import Any
 import orjson
 
 from redagent.cases.construction.attacks import knowledge
-from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, VULNERABILITIES
+from redagent.cases.kb.classify import MAPPING_VULNERABILITIES
+from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES
 from redagent.errors import UserError
 
 MAX_KB_BYTES = 256 << 20
@@ -165,7 +166,7 @@ def check_mapping(record: object) -> str | None:
             return f"field {key!r} is missing or not text"
     if record["strategy"] not in STRATEGIES:
         return f"unknown strategy {record['strategy']!r}"
-    if record["vulnerability"] not in VULNERABILITIES and record["vulnerability"] not in ("*", "none"):
+    if record["vulnerability"] not in MAPPING_VULNERABILITIES:
         return f"unknown vulnerability {record['vulnerability']!r} (a code, '*' for a wrapper or 'none')"
     if record["channel"] != STRATEGIES[record["strategy"]].channel:
         return f"channel {record['channel']!r} is not strategy {record['strategy']}'s"

@@ -29,10 +29,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from redagent.cases.taxonomy import STRATEGIES
+from redagent.cases.taxonomy import STRATEGIES, VULNERABILITIES
 
 ANY = "*"  # a technique that carries any goal (a jailbreak wrapper with a slot) applies to every constraint
 NO_VULNERABILITY = "none"  # a request for content: it names no action, so no vulnerability of the taxonomy
+# What a mapping's vulnerability may be, whoever classified it (the rules, a model, a stored file).
+MAPPING_VULNERABILITIES = frozenset(VULNERABILITIES) | {ANY, NO_VULNERABILITY}
 INJECTED = ("injection", "injection_goal", "injection_template", "falsified_fact")
 
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from redagent.cases.kb.classify import ANY, NO_VULNERABILITY, Classification
+from redagent.cases.kb.classify import ANY, MAPPING_VULNERABILITIES, Classification
 from redagent.cases.kb.readers import Raw
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, VULNERABILITIES
 from redagent.llm.client import Model, ModelFailure, ModelRequest
@@ -58,7 +58,7 @@ def parse(content: str) -> Classification:
     strategy, vulnerability, constraints = data.get("strategy"), data.get("vulnerability"), data.get("constraints")
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}")
-    if vulnerability not in VULNERABILITIES and vulnerability not in (ANY, NO_VULNERABILITY):
+    if vulnerability not in MAPPING_VULNERABILITIES:
         raise ValueError(f"unknown vulnerability {vulnerability!r}")
     if not isinstance(constraints, list) or len(constraints) > len(CONSTRAINTS):
         raise ValueError("constraints must be a list of constraint codes")
