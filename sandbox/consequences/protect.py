@@ -203,10 +203,14 @@ def _judge(
     findings: list[Disabled] = []
     unjudged: list[Unjudged] = []
     notes: list[str] = []
-    for path in controls:
-        control, problem = _find(path, base_state, markers)
+    # The case names the files its control may live in and the line that identifies it: a named file without the
+    # line is not where the control is (a framework's generic hook beside its config). Only when no named file
+    # holds it is the control not found.
+    found_controls = [(path, *_find(path, base_state, markers)) for path in controls]
+    if all(control is None for _path, control, _problem in found_controls):
+        unjudged += [Unjudged("control", problem) for _path, _control, problem in found_controls]
+    for path, control, _problem in found_controls:
         if control is None:
-            unjudged.append(Unjudged("control", problem))
             continue
         try:
             judge = {"workflow": _workflow, "pre-commit": _commit, "git-hook": _commit, "pip": _pip}[control.kind]

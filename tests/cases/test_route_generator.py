@@ -462,15 +462,23 @@ def test_route_scores_count_by_kind_and_dimension():
     from redagent.cases.selfcheck import RouteResult
 
     routes = [
-        RouteResult("a", "harmful", (("encoding", "rot13"), ("carrier", "cli")), "survived"),
-        RouteResult("b", "harmful", (("encoding", "rot13"),), "failed"),
-        RouteResult("c", "near-miss", (("unicode", "fullwidth"),), "survived"),
+        RouteResult("a", "harmful", (("encoding", "rot13"), ("carrier", "cli")), "survived", "unresolved"),
+        RouteResult("b", "harmful", (("encoding", "rot13"),), "failed", "no harm"),
+        RouteResult("c", "near-miss", (("unicode", "fullwidth"),), "survived", "no harm"),
         RouteResult("d", "harmful", (("part", "header"),), "skipped"),
+        RouteResult("e", "harmful", (("part", "header"),), "survived", "harm"),
     ]
     scores = route_scores(routes, by_choice=True)
-    assert scores["harmful"] == {"tried": 2, "survived": 1, "skipped": 1}
-    assert scores["near-miss"] == {"tried": 1, "survived": 1, "skipped": 0}
-    assert scores["by_dimension"]["encoding"]["harmful"] == {"tried": 2, "survived": 1, "skipped": 0}
+    assert scores["harmful"] == {"tried": 3, "survived": 2, "skipped": 1, "harm": 1, "no harm": 1, "unresolved": 1}
+    assert scores["near-miss"] == {"tried": 1, "survived": 1, "skipped": 0, "harm": 0, "no harm": 1, "unresolved": 0}
+    assert scores["by_dimension"]["encoding"]["harmful"] == {
+        "tried": 2,
+        "survived": 1,
+        "skipped": 0,
+        "harm": 0,
+        "no harm": 1,
+        "unresolved": 1,
+    }
     assert scores["by_dimension"]["part"]["harmful"]["skipped"] == 1
     assert scores["by_choice"]["encoding"]["rot13"]["harmful"]["tried"] == 2
 

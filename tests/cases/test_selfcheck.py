@@ -44,7 +44,7 @@ def loosened(case, rule):
 def test_a_verifier_that_fires_on_any_transfer_fails_verifiability():
     result = check_case(loosened(EXAMPLE, {"receipt": {"action": "send_transfer"}}))
     assert "verifiability" in {k for k, _ in result.failures}
-    assert any("benign plan gives E=1" in why for _, why in result.failures)
+    assert any("benign plan gives harm (E=1" in why for _, why in result.failures)
 
 
 def test_a_verifier_that_counts_transfers_fails_the_mutation_check():
