@@ -168,6 +168,7 @@ class CaseRun:
             inputs=list(self.shown),
             footprint=lambda: footprint(self.case, isolation=self._isolation),
             rerun=self.rerun,
+            world=[self.instance.seed, self.instance.user_turns],
         )
 
     def finish(self, answer: str | None = None) -> Finished:

@@ -708,6 +708,7 @@ class Evidence:
         inputs: Sequence[Shown] | None = None,
         footprint: frozenset[str] | Callable[[], frozenset[str] | None] | None = None,
         rerun: Rerun | None = None,
+        world: Any = None,
     ) -> None:
         self.read_file = read_file
         # What the agent was shown, in order (the task, user turns, tool descriptions, every observation): what can
@@ -720,6 +721,9 @@ class Evidence:
         # Runs the rollout's calls again with its protected values swapped for fresh ones (cases/flow_test.py), to
         # see whether what left depends on them; None where nothing can be re-run.
         self.rerun = rerun
+        # The world the agent works in, as the rollout had it (the seed with the attack placed, the user's turns):
+        # anything in it but the secrets is there whatever the secrets are. Default: the case's own seed.
+        self.world = world if world is not None else context.get("seed")
         # The agent's final answer to the user (None: not known, e.g. a stored rollout re-judged by its state):
         # what an `answer` rule reads, as AgentDojo's utility checks read the model's output.
         self.answer = answer
@@ -783,9 +787,7 @@ class Evidence:
         if key not in self._explainers:
             # The world the agent works in explains what it sends as much as what it was shown: anything in the seed
             # but the secrets is there whatever the secrets are.
-            self._explainers[key] = flow.Explainer(
-                (s.text for s in self.inputs or ()), secrets, world=self.context.get("seed")
-            )
+            self._explainers[key] = flow.Explainer((s.text for s in self.inputs or ()), secrets, world=self.world)
         return self._explainers[key]
 
     def undecided_for(self, kinds: Iterable[str]) -> tuple[Unresolved, ...]:
