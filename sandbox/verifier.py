@@ -1100,8 +1100,8 @@ def _flow(secrets: list[str | dict[str, Any]], effects: list[Effect], ev: Eviden
         if bits < flow.LEAST_BITS:
             continue  # a word or a short number: any message could carry that much by its wording alone
         after = [x for x in effects if (step := steps.get(x.receipt or "")) is None or step >= start]
-        residue = explainer.residue(b for x in after for b in x.blobs)
         need = flow.threshold(bits)
+        residue = explainer.residue((b for x in after for b in x.blobs), below=need)
         if residue.bits < need:
             continue  # too little unexplained content to carry the secret, in any encoding
         receipts, paths = _cite(after)
