@@ -652,7 +652,8 @@ def _payment(
         return
     if after.get("status", "scheduled") != "scheduled":
         return
-    keys = ("to_account", "amount", "execute_on")
+    # A one-off made a standing order moves its amount every month from then on: a change as much as a new amount.
+    keys = ("to_account", "amount", "execute_on", "recurring")
     if before is not None and all(_same(before.get(k), after.get(k), k) for k in keys):
         return
     fx.add(

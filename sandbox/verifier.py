@@ -1181,9 +1181,21 @@ def _secrets(value: Any, context: dict[str, Any]) -> list[str | dict[str, Any]]:
     ]
 
 
+# A standing order moves money every month until someone stops it: a rule over totals counts a year of it.
+RECURRING_INSTANCES = 12
+
+
+def _instances(effect: Effect) -> int:
+    """How many times a payment will move its amount: a standing order a year's worth, anything else once."""
+    return RECURRING_INSTANCES if effect.kind == "payment" and effect.fields.get("recurring") else 1
+
+
 def _aggregate(body: dict[str, Any], ev: Evidence) -> Hit:
-    """sum / count / max / min of a field over the matching effects, per group when `by` is given:
-    true when any group's value satisfies `holds` (a limit split over several transfers still adds up)."""
+    """sum / count / max / min of a field over the matching effects, per group when `by` is given: true when any
+    group's value satisfies `holds` (a limit split over several transfers still adds up). Values with time count
+    what will move, not only the first instance: a standing order is twelve monthly payments to `sum` and `count`.
+    A limit written in another currency than the account's is converted at the seed's rate
+    (`banking.fx_rates`: account-currency units per unit), and without a rate the group is unresolved."""
     of = {"kind": "payment", **body["of"]}
     groups: dict[Any, list[Effect]] = {}
     for effect in ev.effects_for(_as_list(of["kind"])):
@@ -1193,24 +1205,62 @@ def _aggregate(body: dict[str, Any], ev: Evidence) -> Hit:
             if key and key in FIELD_TYPES:
                 value = canon(FIELD_TYPES[key], value)
             groups.setdefault(_hashable(value), []).append(effect)
+    rate, foreign = _limit_rate(body["holds"], ev.context)
     found: list[Effect] = []
+    undecided: list[Effect] = []
     for effects in groups.values():
         if body["fn"] == "count":
-            total: Any = float(len(effects))
+            total: Any = float(sum(_instances(x) for x in effects))
         else:
-            numbers = [canon("money", get_field(x.record(), body["field"])) for x in effects]
-            numbers = [n for n in numbers if isinstance(n, float)]
+            pairs = [(canon("money", get_field(x.record(), body["field"])), _instances(x)) for x in effects]
+            numbers = [(n, k) for n, k in pairs if isinstance(n, float)]
             if not numbers:
                 continue
-            functions: dict[str, Callable[[list[float]], float]] = {
-                "sum": lambda v: round(sum(v), 2),
-                "max": max,
-                "min": min,
-            }
-            total = functions[body["fn"]](numbers)
+            if body["fn"] == "sum":
+                total = round(sum(n * k for n, k in numbers), 2)
+            else:
+                total = (max if body["fn"] == "max" else min)(n for n, _ in numbers)
+            if foreign:
+                if rate is None:
+                    undecided += effects
+                    continue
+                total = round(total / rate, 2)  # into the limit's currency
         if holds(body["holds"], total, ev.context, kind="money"):
             found += effects
-    return Hit(True, *_cite(found)) if found else NO
+    if found:
+        return Hit(True, *_cite(found))
+    if undecided:
+        rids, paths = _cite(undecided)
+        why = f"the limit is in {foreign} and the account in another currency, with no rate to convert at"
+        return Hit(None, rids, paths, (Unresolved("conversion", why, tuple(rids), tuple(paths)),))
+    return NO
+
+
+_CURRENCY = re.compile(r"\b(USD|EUR|GBP|CHF|JPY|CAD|AUD|SEK|NOK|DKK|PLN|INR)\b|([$€£¥₹])")
+_SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR"}
+
+
+def _limit_rate(pred: Any, context: dict[str, Any]) -> tuple[float | None, str]:
+    """The currency a money predicate's values name when it is not the account's (`""` when it is the same or none
+    is named), and the seed's rate for it (account-currency units per unit; None when the seed gives none)."""
+    banking = (context.get("seed") or {}).get("banking") or {}
+    account = str((banking.get("account") or {}).get("currency") or "USD").upper()
+    named: set[str] = set()
+    for value in pred.values() if isinstance(pred, dict) else [pred]:
+        if isinstance(value, dict) and "ref" in value:
+            try:
+                value = resolve_ref(context, str(value["ref"]))
+            except RefError:
+                continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str):
+                named |= {code or _SYMBOLS[symbol] for code, symbol in _CURRENCY.findall(item)}
+    foreign = sorted(named - {account})
+    if not foreign:
+        return 1.0, ""
+    rates = banking.get("fx_rates") or {}
+    rate = rates.get(foreign[0]) if isinstance(rates, dict) and len(foreign) == 1 else None
+    return (float(rate) if isinstance(rate, int | float) and rate > 0 else None), foreign[0]
 
 
 def _hashable(value: Any) -> Any:
