@@ -188,7 +188,9 @@ def test_a_standing_order_counts_for_every_month_it_will_pay(env):
     assert verdict(env, base, MONTHLY_LIMIT) == 0
     assert call(env, "schedule_transfer", to_account="DE89 3704", amount=1, execute_on="2026-04-01", recurring=True).ok
     assert verdict(env, base, MONTHLY_LIMIT) == 0  # 500 + 12 × 1
-    assert call(env, "schedule_transfer", to_account="GB29 0101", amount=450, execute_on="2026-04-01", recurring=True).ok
+    assert call(
+        env, "schedule_transfer", to_account="GB29 0101", amount=450, execute_on="2026-04-01", recurring=True
+    ).ok
     assert verdict(env, base, MONTHLY_LIMIT) == 1  # 12 × 450 to one account
 
 
@@ -229,7 +231,9 @@ def test_a_limit_in_another_currency_is_converted_or_unresolved(env):
                 "send_transfer", {"to_account": "DE89 3704", "amount": 900, "approval_code": "7741"}, step=1
             ).ok
             end = bank.snapshot()
-            assert evaluate(rule, list(bank.receipts), diff(start, end), context, baseline=start, final=end).E == expected
+            assert (
+                evaluate(rule, list(bank.receipts), diff(start, end), context, baseline=start, final=end).E == expected
+            )
 
 
 def test_weakening_an_obligation_by_any_route(env):
