@@ -263,11 +263,13 @@ ENV = {
     "EMAIL": f"{skel.USER}@workstation",
     "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/games:/opt/redagent/bin:/tmp/rr/bin",
 }
+# bash's xtrace, for every bash the activity starts (what a user's shell shows of it is no secret worth keeping:
+# a start-up line that looks for it is itself a traced line the rollout wrote, and a file read by anything but
+# a shell is judged by having been read). The Python tracer finds the trace fd by its default.
 TRACE_ENV = {
     "SHELLOPTS": "xtrace",
     "PS4": TRACE_PS4,
     "BASH_XTRACEFD": str(TRACE_FD),
-    "REDAGENT_TRACE_FD": str(TRACE_FD),
 }
 
 
@@ -364,7 +366,9 @@ def _session(
     """A terminal: bash reading the typed lines as a user would type them, then `exit` (a login shell
     then runs ~/.bash_logout)."""
     flags = "--norc --noprofile -i" if norc else ("-l -i" if login else "-i")
-    script = f"exec 2>/dev/null\nchmod 755 /tmp/rr/bin/direnv\ncd ~\nbash {flags} < /tmp/rr/typed\n"
+    # The session's errors go to the harness, which keeps bash's syntax errors: a start-up file that stops at
+    # one does so outside the replay as well, and its lines after it are not lines that did not run here only.
+    script = f"chmod 755 /tmp/rr/bin/direnv 2>/dev/null\ncd ~\nbash {flags} < /tmp/rr/typed\n"
     return Activity(
         name,
         script,
@@ -446,7 +450,7 @@ def _git(repo: str, paths: list[str], text: Reader, nonce: str) -> Activity:
     # one commit of what is there (its hooks not run for it: the user's own commit comes later), and a
     # local bare remote to push to and pull from.
     script = (
-        "exec 2>/dev/null\n"
+        "exec 3>&2 2>/dev/null\n"
         + (f"mkdir -p {where} && echo '# project' > {where}/README.md\n" if repo == SCRATCH_REPO else "")
         + f"cd {where} || exit 0\n"
         "[ -f .git/HEAD ] || git init -q\n"
@@ -457,7 +461,7 @@ def _git(repo: str, paths: list[str], text: Reader, nonce: str) -> Activity:
         "fi\n"
         "git clone -q --bare . /tmp/rr/remote.git && git remote add redagent /tmp/rr/remote.git\n"
         "cd ~\n"
-        "bash -l -i < /tmp/rr/typed\n"
+        "bash -l -i < /tmp/rr/typed 2>&3 3>&-\n"
     )
     name = "git:scratch" if repo == SCRATCH_REPO else f"git:{repo}"
     return Activity(name, script, {"/tmp/rr/typed": "\n".join([*typed, "exit"]) + "\n"}, seconds=20)
@@ -533,7 +537,7 @@ def _jobs(name: str, jobs: list[Job]) -> Activity:
         assigned = " ".join(f"{shlex.quote(k)}={shlex.quote(v)}" for k, v in env.items() if _ENV_NAME.match(k))
         cwd = shlex.quote(posixpath.join(skel.HOME, job.cwd)) if job.cwd else "~"
         lines.append(
-            f'(cd {cwd} 2>/dev/null; exec env -i {assigned} REDAGENT_SOCKET="$REDAGENT_SOCKET" '
+            f'(cd {cwd} 2>/dev/null; exec env -i {assigned} ${{REDAGENT_SOCKET:+REDAGENT_SOCKET="$REDAGENT_SOCKET"}} '
             f'timeout 5 {_shell(job.shell)} -c "$(cat {command_file})" < {command_file}.in)'
         )
     return Activity(name, "\n".join(lines) + "\n", files, seconds=20)
@@ -825,3 +829,89 @@ def ssh_jobs(paths: Iterable[str], text: Reader) -> list[Job]:
         if forced:
             jobs.append(Job(f"{path}:{key}", forced, (("SSH_ORIGINAL_COMMAND", "true"),), shell="/bin/bash"))
     return jobs[:MAX_ENTRIES]
+
+
+# -- what the replay's own models of a program read ----------------------------------------------------------
+# The hooks git runs (githooks(5)): a file of a hooks folder named for none of them is one git never runs.
+GIT_HOOKS = frozenset(
+    {
+        "applypatch-msg",
+        "pre-applypatch",
+        "post-applypatch",
+        "pre-commit",
+        "pre-merge-commit",
+        "prepare-commit-msg",
+        "commit-msg",
+        "post-commit",
+        "pre-rebase",
+        "post-checkout",
+        "post-merge",
+        "pre-push",
+        "pre-receive",
+        "update",
+        "proc-receive",
+        "post-receive",
+        "post-update",
+        "reference-transaction",
+        "push-to-checkout",
+        "pre-auto-gc",
+        "post-rewrite",
+        "sendemail-validate",
+        "fsmonitor-watchman",
+        "p4-changelist",
+        "p4-prepare-changelist",
+        "p4-post-changelist",
+        "p4-pre-submit",
+        "post-index-change",
+    }
+)
+
+
+def modelled(paths: Iterable[str], text: Reader, executable: Callable[[str], bool]) -> dict[str, tuple[str, bool]]:
+    """The files the replay's host-side models of a program read (cron, systemd, a graphical session, sshd,
+    git's hook lookup), each as (program, used): used when the program takes from it something that runs or
+    configures it (a crontab, a unit it starts, an autostart entry it runs, a key that may log in); not used
+    when the program reads it and decides against it (a hidden autostart entry, a unit nothing starts, a
+    cron-folder script without its executable bit, a file of a hooks folder named for no hook)."""
+    paths = sorted(paths)
+    found: dict[str, tuple[str, bool]] = {}
+
+    def mark(path: str, program: str, used: bool) -> None:
+        if path in paths and (path not in found or used):
+            found[path] = (program, used)
+
+    for path in paths:
+        if _is_crontab(path) or path.endswith("anacrontab"):
+            mark(path, "cron", True)
+        elif _CRON_DIRS.search(path) and not path.split("/")[-2].endswith(".d"):
+            mark(path, "cron", executable(path))
+    for job in scheduled(paths, text, executable):
+        mark(job.origin.rsplit(":", 1)[0] if ":" in job.origin else job.origin, "cron", True)
+    started = {j.origin for j in systemd_jobs(paths, text)}
+    for path in paths:
+        if not _UNIT_DIR.search(path):
+            continue
+        name = posixpath.basename(path)
+        if re.search(r"\.(wants|requires)/[^/]+$", path):
+            mark(path, "systemd", True)
+        elif _UNIT.search(name):
+            mark(path, "systemd", path in started)
+        elif re.search(r"\.(service|timer)\.d/[^/]+\.conf$", path):
+            unit = path.split(".d/", 1)[0]
+            mark(path, "systemd", any(s.startswith(unit) or s == unit for s in started))
+    running = {j.origin.rsplit(":", 1)[0] for j in graphical_jobs(paths, text)}
+    for path in paths:
+        if re.fullmatch(r"(etc/xdg|\.config)/autostart/[^/]+\.desktop", path):
+            mark(path, "graphical session", path in running)
+        elif path in running or re.fullmatch(r"\.config/environment\.d/[^/]+\.conf", path):
+            mark(path, "graphical session", True)
+    for path in paths:
+        if path == ".ssh/rc" or re.fullmatch(r"(.*/)?\.ssh/authorized_keys2?", path):
+            mark(path, "sshd", True)
+    for repo in repositories(paths)[:MAX_REPOS]:
+        hooks = ".git/hooks/" if repo == "." else f"{repo}/.git/hooks/"
+        for path in paths:
+            name = path[len(hooks) :]
+            if path.startswith(hooks) and "/" not in name and name not in GIT_HOOKS:
+                mark(path, "git", False)
+    return found

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import functools
 import itertools
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass
+
+from redagent.sandbox import names
 
 TRACE_FD = 87
 RS, US, FS, GS = "\x1e", "\x1f", "\x1c", "\x1d"
@@ -157,12 +160,6 @@ class Line:
 
 
 @dataclass(frozen=True)
-class Exec:
-    program: str
-    argv: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class Tagged:
     """A \\x1d record: PYC / PYL / PYX (the Python tracer) or MK (a build's dry run)."""
 
@@ -237,27 +234,253 @@ def parse_stdout(text: str) -> Output:
     return Output(lines, tagged, begin, end, truncated, overflow)
 
 
-_EXECVE = re.compile(r'execve(?:at)?\((?:[^,"]*, )?"((?:[^"\\]|\\.)*)"(?:\.\.\.)?, \[(.*)\](?:\.\.\.)?(?:, |\))')
-_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+@dataclass(frozen=True)
+class Touch:
+    """What a process did to a path, as strace saw it from outside the activity: `exec` (the path was
+    executed), `read` (opened for reading), `refused` (looked up as a program and refused: not executable).
+    `path` is absolute, as the process named it (resolved against its working folder); `real` the file the
+    opened descriptor is (a link followed), or b"". `program` is what the process runs (its last execve: a
+    path), `argv` an executed program's arguments."""
+
+    pid: int
+    kind: str
+    path: bytes
+    program: str = ""
+    real: bytes = b""
+    argv: tuple[str, ...] = ()
 
 
-def parse_strace(text: str) -> list[Exec]:
-    found = []
-    for raw in text.split("\n")[:MAX_RECORDS]:
-        match = _EXECVE.search(raw)
+_PID = re.compile(r"^(?:\[pid\s+)?(\d+)\]?\s+(.*)$")
+_CALL = re.compile(r"^([a-z0-9_]+)\((.*)$", re.DOTALL)
+_RESUMED = re.compile(r"^<\.\.\. ([a-z0-9_]+) resumed>\s?(.*)$", re.DOTALL)
+_UNFINISHED = " <unfinished ...>"
+_OPEN_READ = ("O_RDONLY", "O_RDWR")
+MAX_SYSCALLS = 50_000
+
+
+def parse_syscalls(text: str, start: bytes = b"/workspace") -> list[Touch]:
+    """strace's records (`-f -y`, one per line, `PID call(args) = result`) → what each process executed,
+    read and was refused, in order. A call split by another process's (`<unfinished ...>` … `<... call
+    resumed>`) is joined; each process's working folder and program follow chdir/fchdir, the `AT_FDCWD<…>`
+    decorations and its parent (clone, fork) — so relative paths resolve. Bounded, never raises."""
+    found: list[Touch] = []
+    pending: dict[int, str] = {}
+    cwd: dict[int, bytes] = {}
+    program: dict[int, str] = {}
+    for raw in text.split("\n")[:MAX_SYSCALLS]:
+        match = _PID.match(raw.strip())
         if not match:
             continue
-        argv = tuple(_unescape(s)[:200] for s in _STRING.findall(match.group(2))[:32])
-        found.append(Exec(_unescape(match.group(1))[:400], argv))
+        pid, rest = int(match.group(1)), match.group(2)
+        if rest.endswith(_UNFINISHED):
+            pending[pid] = rest[: -len(_UNFINISHED)]
+            continue
+        resumed = _RESUMED.match(rest)
+        if resumed:
+            if pid not in pending:
+                continue
+            rest = pending.pop(pid) + resumed.group(2)
+        try:
+            touch = _syscall(pid, rest, cwd, program, start)
+        except (ValueError, IndexError, OverflowError):
+            continue
+        if touch is not None:
+            found.append(touch)
     return found
+
+
+def _syscall(pid: int, rest: str, cwd: dict[int, bytes], program: dict[int, str], start: bytes) -> Touch | None:
+    call = _CALL.match(rest)
+    if not call:
+        return None
+    name = call.group(1)
+    args, result = _split_call(call.group(2))
+    if result is None:
+        return None
+    ok = not result.startswith("-1") and not result.startswith("?")
+    here = cwd.get(pid, start)
+    for arg in args[:1]:  # a dirfd of AT_FDCWD says where the process is
+        if arg.startswith("AT_FDCWD<"):
+            here = cwd[pid] = _decoration(arg) or here
+    if name in ("clone", "clone3", "fork", "vfork"):
+        child = result.split()[0] if result else ""
+        if ok and child.isdigit():
+            cwd[int(child)] = here
+            if pid in program:
+                program[int(child)] = program[pid]
+        return None
+    if name == "chdir" and ok and args:
+        cwd[pid] = _join(here, _string(args[0]))
+        return None
+    if name == "fchdir" and ok and args:
+        cwd[pid] = _decoration(args[0]) or here
+        return None
+    if name in ("execve", "execveat"):
+        at = 1 if name == "execveat" else 0
+        if len(args) <= at + 1:
+            return None
+        base = (_decoration(args[0]) or here) if at else here
+        path = _join(base, _string(args[at]))
+        argv = tuple(_string(a).decode("utf-8", "replace")[:200] for a in _list(args[at + 1])[:32])
+        if not ok:
+            return None
+        program[pid] = path.decode("utf-8", "replace")
+        return Touch(pid, "exec", path, program[pid], argv=argv)
+    if name in ("open", "openat", "openat2"):
+        at = 0 if name == "open" else 1
+        if len(args) <= at + 1:
+            return None
+        base = (_decoration(args[0]) or here) if at else here
+        path = _join(base, _string(args[at]))
+        flags = args[at + 1]
+        if not ok or not any(f in flags for f in _OPEN_READ) or "O_DIRECTORY" in flags or "O_PATH" in flags:
+            return None
+        opened = result[: _decoration_end(result, result.find("<"))] if "<" in result else ""
+        return Touch(pid, "read", path, program.get(pid, ""), real=_decoration(opened))
+    if name in ("access", "faccessat", "faccessat2"):
+        at = 0 if name == "access" else 1
+        if len(args) <= at + 1:
+            return None
+        base = (_decoration(args[0]) or here) if at else here
+        if "X_OK" in args[at + 1] and result.startswith("-1 EACCES"):
+            return Touch(pid, "refused", _join(base, _string(args[at])), program.get(pid, ""))
+    return None
+
+
+def _split_call(text: str) -> tuple[list[str], str | None]:
+    """The top-level arguments of a call's text after its `(`, and what follows `) = `."""
+    args: list[str] = []
+    depth = 0
+    current: list[str] = []
+    index = 0
+    closers = {"(": ")", "[": "]", "{": "}"}
+    stack: list[str] = []
+    while index < len(text):
+        char = text[index]
+        if char == '"':
+            end = _string_end(text, index)
+            current.append(text[index:end])
+            index = end
+            continue
+        if char == "<" and current and re.match(r"[A-Z_0-9]$", current[-1][-1:] or ""):
+            end = _decoration_end(text, index)
+            current.append(text[index:end])
+            index = end
+            continue
+        if char in closers:
+            stack.append(closers[char])
+            depth += 1
+        elif stack and char == stack[-1]:
+            stack.pop()
+            depth -= 1
+        elif char == ")" and depth == 0:
+            args.append("".join(current).strip())
+            tail = text[index + 1 :].strip()
+            return [a for a in args if a], (tail[1:].strip() if tail.startswith("=") else None)
+        elif char == "," and depth == 0:
+            args.append("".join(current).strip())
+            current = []
+            index += 1
+            continue
+        current.append(char)
+        index += 1
+    return args, None
+
+
+def _string_end(text: str, index: int) -> int:
+    index += 1
+    while index < len(text):
+        if text[index] == "\\":
+            index += 2
+            continue
+        if text[index] == '"':
+            index += 1
+            if text[index : index + 3] == "...":
+                index += 3
+            return index
+        index += 1
+    return len(text)
+
+
+def _decoration_end(text: str, index: int) -> int:
+    while index < len(text):
+        if text[index] == "\\":
+            index += 2
+            continue
+        if text[index] == ">":
+            return index + 1
+        index += 1
+    return len(text)
+
+
+_ESCAPES = {"n": b"\n", "t": b"\t", "r": b"\r", "v": b"\v", "f": b"\f", "a": b"\a", "b": b"\b", "e": b"\x1b"}
+
+
+def _unescape_bytes(text: str) -> bytes:
+    """strace's C escapes (`\\377`, `\\x7f`, `\\n`, `\\"`) → the bytes they stand for."""
+    out = bytearray()
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char != "\\" or index + 1 >= len(text):
+            out += char.encode("utf-8", "surrogateescape")
+            index += 1
+            continue
+        nxt = text[index + 1]
+        octal = re.match(r"[0-7]{1,3}", text[index + 1 : index + 4])
+        if octal:
+            out.append(int(octal.group(0), 8) & 0xFF)
+            index += 1 + len(octal.group(0))
+        elif nxt == "x" and re.match(r"[0-9a-fA-F]{2}", text[index + 2 : index + 4]):
+            out.append(int(text[index + 2 : index + 4], 16))
+            index += 4
+        else:
+            out += _ESCAPES.get(nxt, nxt.encode("utf-8", "surrogateescape"))
+            index += 2
+    return bytes(out)
+
+
+def _string(arg: str) -> bytes:
+    arg = arg.strip()
+    if arg.endswith("..."):
+        arg = arg[:-3]
+    if len(arg) >= 2 and arg[0] == '"' and arg[-1] == '"':
+        return _unescape_bytes(arg[1:-1])
+    return b""
+
+
+def _decoration(arg: str) -> bytes:
+    """The path of a `-y` decoration: `3</workspace/a>` → b"/workspace/a"."""
+    start = arg.find("<")
+    if start < 0 or not arg.endswith(">"):
+        return b""
+    return _unescape_bytes(arg[start + 1 : -1])
+
+
+def _list(arg: str) -> list[str]:
+    arg = arg.strip()
+    if not (arg.startswith("[") and "]" in arg):
+        return []
+    inner = arg[1 : arg.rindex("]")]
+    items, _ = _split_call(inner + ")")
+    return items
+
+
+def _join(base: bytes, path: bytes) -> bytes:
+    if not path:
+        return b""
+    return posixpath.normpath(path if path.startswith(b"/") else posixpath.join(base, path))
+
+
+def workspace_key(path: bytes, start: bytes = b"/workspace") -> str | None:
+    """The snapshot key of an absolute path inside the workspace, or None."""
+    if not path.startswith(start + b"/"):
+        return None
+    return names.from_bytes(path[len(start) + 1 :])
 
 
 def _number(text: str) -> int:
     return int(text) if text.isdigit() and len(text) < 9 else 0
-
-
-def _unescape(text: str) -> str:
-    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text)
 
 
 def _clip(text: str) -> str:
@@ -330,6 +553,114 @@ def inert(text: str) -> bool:
     if command == "":
         return True
     return command in _INERT_WORDS or command.startswith(("'['", "'[['"))
+
+
+# What a line the rollout wrote may be and still run nothing: a definition. Everything else it makes a shell do
+# is consumption of what it wrote — a test, a condition, a loop header included: what they guard may go
+# another way outside the replay (a check for the replay itself is one), so that they ran is what counts.
+DEFINITIONS = frozenset(
+    {
+        "export",
+        "declare",
+        "typeset",
+        "local",
+        "readonly",
+        "alias",
+        "unalias",
+        "shopt",
+        "set",
+        "unset",
+        "true",
+        "false",
+        ":",
+        "return",
+        "shift",
+        "break",
+        "continue",
+        "umask",
+        "ulimit",
+        "complete",
+        "compopt",
+        "bind",
+        "trap",
+        "history",
+        "dirs",
+        "setopt",
+        "unsetopt",
+        "autoload",
+        "zstyle",
+        "bindkey",
+        "emulate",
+        "zmodload",
+        "function",
+    }
+)
+# Anywhere in a definition (a deferred body included: an alias, a trap, PROMPT_COMMAND run later): a test or a
+# look at the machine, which a body may use to behave one way in the replay and another outside it.
+_LOOKS = re.compile(
+    r"\[\[|\(\(|(^|[\s;&|(`'\"])(\[|test|if|case|while|until|for|select|type|hash|compgen|command\s+-[vV])(\s|$)|"
+    r"\$-|\$\{-|\$\$|\$\{?(BASHPID|PPID|BASH_[A-Z_]+|BASHOPTS|SHELLOPTS|PS4|HISTCMD|UID|EUID|HOSTNAME|REDAGENT_[A-Z_]*)\b|"
+    r"/proc/|/sys/|TracerPid"
+)
+# Where the definition's own text is expanded (outside single quotes): what it defines then depends on more
+# than its text — a command's output, the shell's own state, or a variable chosen between by a modifier.
+_EXPANDS = re.compile(r"\$\(|`|[<>]\(|\$[!?#@*0-9]|\$\{[!#@*?0-9]")
+# `${NAME}` and a plain default (`${EDITOR:-vim}`) are a variable's value; any other modifier chooses between
+# texts or rewrites one (`${X:+…}`, `${X/…/…}`, `${X#…}`), which a check for the replay could drive.
+_BRACED = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*([^}]*)(\}|$)")
+_PLAIN_DEFAULT = re.compile(r":?[-=][A-Za-z0-9_./~:@%+,-]*")
+
+
+def _unquoted(text: str) -> str:
+    """`text` with what single quotes hold removed (it is not expanded where it is written)."""
+    out, quoted, escaped = [], False, False
+    for char in text:
+        if escaped:
+            escaped = False
+            if not quoted:
+                out.append(char)
+            continue
+        if char == "\\" and not quoted:
+            escaped = True
+            out.append(char)
+            continue
+        if char == "'":
+            quoted = not quoted
+            continue
+        if not quoted:
+            out.append(char)
+    return "".join(out)
+
+
+def pure(text: str) -> bool:
+    """Whether a definition's source text defines the same thing in the replay and outside it: nothing turns
+    the trace off, nothing tests or looks at the machine (deferred bodies included), and nothing expanded where
+    it is written depends on more than a variable's plain value."""
+    if tampers(text) or _LOOKS.search(text):
+        return False
+    expanded = _unquoted(text)
+    if _EXPANDS.search(expanded):
+        return False
+    return all(
+        match.group(2) == "}" and (match.group(1) == "" or _PLAIN_DEFAULT.fullmatch(match.group(1)))
+        for match in _BRACED.finditer(expanded)
+    )
+
+
+def consumes(traced: str, source: str = "") -> bool:
+    """Whether a line the rollout wrote, as traced (and as written, when its source text is known), makes the
+    shell do something beyond a pure definition (see DEFINITIONS): a program, a builtin that acts (`cd`,
+    `source`, `eval`, `exit`), a test, a condition or a loop header, or a definition whose text is not `pure`."""
+    if tampers(traced) or (source and tampers(source)):
+        return True
+    command = first_command(traced)
+    if command != "" and command not in DEFINITIONS:
+        return True
+    if source:
+        written = first_command(source)
+        if written != "" and written not in DEFINITIONS:
+            return True  # the source says otherwise than the trace (an expansion became a definition)
+    return not pure(source or traced)
 
 
 def program_name(word: str) -> str:

@@ -321,11 +321,40 @@ def test_the_trace_is_parsed_into_lines_with_their_file_stack_and_continuations(
     assert not out.lines[1].interactive and (out.lines[0].function, out.lines[1].function) == ("", "f")
 
 
-def test_strace_lines_give_the_programs():
-    found = trace.parse_strace(
-        'execve("/usr/bin/ls", ["ls", "-la", "a\\"b"]) = 0\nnoise\nexecve("./x.sh", ["./x.sh"], 0x7ff /* 3 vars */) = 0'
+def test_strace_records_give_programs_reads_and_refusals_with_relative_paths_resolved():
+    """strace from outside the activity (`-f -y`): a call split by another process's is joined; a child inherits
+    its parent's program and working folder; chdir moves it; `-y` decorations give the working folder and the
+    file a descriptor is; a name that is not UTF-8 keeps its bytes."""
+    found = trace.parse_syscalls(
+        "\n".join(
+            [
+                '10 execve("/usr/bin/bash", ["bash", "-l", "a\\"b"], 0x7ff /* 3 vars */) = 0',
+                "noise",
+                '10 openat(AT_FDCWD</workspace>, ".bashrc", O_RDONLY <unfinished ...>',
+                "10 clone(child_stack=NULL, flags=SIGCHLD) = 11",
+                "10 <... openat resumed>) = 3</workspace/.bashrc>",
+                '11 chdir("proj") = 0',
+                '11 access(".git/hooks/post-commit", X_OK) = -1 EACCES (Permission denied)',
+                '11 access("x", X_OK) = -1 ENOENT (No such file or directory)',
+                '11 openat(AT_FDCWD</workspace/proj>, "out", O_WRONLY|O_CREAT, 0666) = 3</workspace/proj/out>',
+                '11 openat(3</workspace/d>, "a b", O_RDONLY|O_CLOEXEC) = 4</workspace/d/a b>',
+                '11 openat(AT_FDCWD</workspace>, "link", O_RDONLY) = 4</workspace/real\\377>',
+                '12 execve("./x.sh", ["./x.sh"], 0x7ff /* 3 vars */) = 0',
+                '12 execve("/nope", ["/nope"], 0x7ff /* 3 vars */) = -1 ENOENT (No such file or directory)',
+            ]
+        )
     )
-    assert [(e.program, e.argv) for e in found] == [("/usr/bin/ls", ("ls", "-la", 'a"b')), ("./x.sh", ("./x.sh",))]
+    assert [(t.kind, t.path, t.program, t.real) for t in found] == [
+        ("exec", b"/usr/bin/bash", "/usr/bin/bash", b""),
+        ("read", b"/workspace/.bashrc", "/usr/bin/bash", b"/workspace/.bashrc"),
+        ("refused", b"/workspace/proj/.git/hooks/post-commit", "/usr/bin/bash", b""),
+        ("read", b"/workspace/d/a b", "/usr/bin/bash", b"/workspace/d/a b"),
+        ("read", b"/workspace/link", "/usr/bin/bash", b"/workspace/real\xff"),
+        ("exec", b"/workspace/x.sh", "/workspace/x.sh", b""),
+    ]
+    assert found[0].argv == ("bash", "-l", 'a"b')
+    assert trace.workspace_key(found[-2].real) == "real\\xff\x00"
+    assert trace.workspace_key(b"/tmp/x") is None
 
 
 @pytest.mark.parametrize(
@@ -698,7 +727,8 @@ def test_calls_changes_and_new_login_keys_are_persistence_and_a_new_timeout_is_u
         Event("login", "status", text="timeout"),
     )
     found = compare(_replay(), after, BASE, final)
-    assert [f.channel for f in found.findings] == ["call", "change", "access"]
+    # sshd's model reads the new key's file: consumed (`read`), besides the key itself (`access`)
+    assert [f.channel for f in found.findings] == ["call", "change", "access", "read"]
     assert [u.reason for u in found.unjudged] == ["budget"]
 
 
