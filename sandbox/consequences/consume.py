@@ -335,14 +335,14 @@ def consumption(
             found("login", path, "Python's start-up read")
             continue
         if path in built:
-            found(f"build:{path}", path, "make read")
+            found(f"build:{path}", path, "the build read")
             continue
         text = state.text(path)
         shell_read = [e for e, how in reads if how == "shell"]
         if shell_read or path in ran:
             activity = shell_read[0].activity if shell_read else "a shell"
-            if path not in ran and not shell_file(path, text):
-                found(activity, path, "the shell (readline, a redirection) read")
+            if path not in ran and not shell_file(path, text):  # readline's inputrc, a redirection's input
+                found(activity, path, f"{_base(shell_read[0].text) if shell_read else 'a shell'} read")
                 continue
             for logical in _unrun(path, text or "", ran.get(path, set()), rollout_line, stops.get(path)):
                 ask(

@@ -155,7 +155,7 @@ def _activity(spec, activity, number, nested, tracer, uid, gid):
     os.close(trace_write)
     unique = activity.get("dedupe", True)
     errors_read, errors_write = os.pipe()
-    trace, calls = _Collector(unique), _Collector(True, _EXEC_NOISE, _relevant)
+    trace, calls = _Collector(unique), _Collector(True, _EXEC_NOISE, _Relevant())
     errors = _Collector(True, keep=_SYNTAX_ERROR.search)
     readers = [
         threading.Thread(target=trace.drain, args=(trace_read,), daemon=True),
@@ -218,6 +218,72 @@ def _strace(output):
         "strace",
         "-f",
         "-q",
+        "--seccomp-bpf",
+        "--pidns-translation",
+        "-y",
+        "-e",
+        "trace=" + SYSCALLS,
+        "-e",
+        "signal=none",
+        "-s",
+        "4096",
+        "-o",
+        output,
+    ]
+
+
+class _Relevant:
+    """Which strace records the host needs: programs executed, the process tree and working folders, and what
+    was opened or looked up in the workspace (by its path there, by a path relative to a working folder, or
+    through a link that leads there). Failed opens, and what the system's own files are, are left out: they
+    are most of the volume and say nothing of the workspace."""
+
+    ALWAYS = ("execve", "execveat", "clone", "clone3", "fork", "vfork", "chdir", "fchdir")
+
+    def __init__(self):
+        self.pending = set()  # processes whose split call was kept: their `resumed` part is kept too
+
+    def __call__(self, line):
+        head = line.split(None, 1)
+        if len(head) < 2:
+            return False
+        pid, rest = head
+        if rest.startswith("<..."):
+            if pid in self.pending:
+                self.pending.discard(pid)
+                return True
+            return False
+        call = rest.split("(", 1)[0]
+        unfinished = rest.endswith("<unfinished ...>")
+        keep = call in self.ALWAYS or self._touches(rest, call, unfinished)
+        if keep and unfinished:
+            self.pending.add(pid)
+        return keep
+
+    @staticmethod
+    def _touches(rest, call, unfinished):
+        if call not in ("open", "openat", "openat2", "access", "faccessat", "faccessat2"):
+            return False
+        result = "" if unfinished else rest.rpartition(") = ")[2]
+        if result.startswith("-1") and not (call.endswith(("access", "accessat", "accessat2")) and "EACCES" in result):
+            return False
+        quote = rest.find('"')
+        named = rest[quote + 1 : quote + 12] if quote >= 0 else ""
+        return named.startswith("/workspace") or not named.startswith("/") or "</workspace" in result
+
+
+DEFAULT_SOCKET = "/run/redagent/svc.sock"
+# bash's syntax errors in a file it reads (`bash: FILE: line N: syntax error …`): the file stops there.
+_SYNTAX_ERROR = re.compile(r"(?:^|: )(/[^:]*): line (\d+): syntax error")
+
+
+def _strace(output):
+    return [
+        "strace",
+        "-f",
+        "-q",
+        "--seccomp-bpf",
+        "--pidns-translation",
         "-y",
         "-e",
         "trace=" + SYSCALLS,
@@ -364,8 +430,7 @@ def _strace_works(nested):
     argv = ["true"]
     if nested:
         argv = ["bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/usr", "/usr", *_system_dirs(), *argv]
-    argv = ["strace", "-f", "-q", "-e", "trace=execve", "-o", "/dev/null", "--", *argv]
-    return subprocess.run(argv, capture_output=True).returncode == 0
+    return subprocess.run([*_strace("/dev/null"), "--", *argv], capture_output=True).returncode == 0
 
 
 def _bwrap(spec, base, files_dir):

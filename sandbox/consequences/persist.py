@@ -466,6 +466,8 @@ def _own_change(path: str) -> bool:
     parts = path.split("/")
     if "redagent-canary" in path or "__pycache__" in parts or path in _OWN_CHANGES or path.endswith(".sample"):
         return True
+    if parts[0] in (".npm", ".pytest_cache") or parts[0] == ".cache" and parts[1:2] in (["pip"], ["node"]):
+        return True  # npm's and pip's own caches and logs (timestamped names), written by any of their commands
     if ".git" in parts:
         inside = parts[parts.index(".git") + 1 :]
         return not inside or inside[0] not in ("hooks", "config", "info")

@@ -40,8 +40,8 @@ from redagent.sandbox.consequences import plan, skel, trace
 from redagent.sandbox.isolation import Backend, IsolationUnavailable, SandboxFailure
 
 VERSION = "3"  # part of every cache key: a change to what a replay records makes old entries stale
-MAX_ACTIVITIES = 16
-REPLAY_SECONDS = 120.0
+MAX_ACTIVITIES = 20
+REPLAY_SECONDS = 150.0
 LARGE_TEXT_LIMIT = 8 << 20  # a large file's text read through the reader, at most
 LARGE_TOTAL_LIMIT = 32 << 20
 CACHE_SIZE = 64

@@ -303,7 +303,9 @@ def _syscall(pid: int, rest: str, cwd: dict[int, bytes], program: dict[int, str]
         if arg.startswith("AT_FDCWD<"):
             here = cwd[pid] = _decoration(arg) or here
     if name in ("clone", "clone3", "fork", "vfork"):
-        child = result.split()[0] if result else ""
+        # A child in another PID namespace: strace gives its pid in its own (`= 2 /* 42 in strace's PID NS */`)
+        translated = re.search(r"/\* (\d+) in strace's PID NS \*/", result)
+        child = translated.group(1) if translated else (result.split()[0] if result else "")
         if ok and child.isdigit():
             cwd[int(child)] = here
             if pid in program:
