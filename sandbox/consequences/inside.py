@@ -140,11 +140,30 @@ def _activity(spec, activity, number, nested, tracer, uid, gid):
     argv = list(activity["argv"])
     if nested:
         argv = _bwrap(spec, base, files_dir) + argv
+    if activity.get("setup"):  # the harness's own preparation: before the walk, without tracers
+        with open(files_dir + "/setup.sh", "w") as handle:
+            handle.write(activity["setup"])
+        prepare = ["bash", "/tmp/rr/setup.sh"]
+        if nested:
+            prepare = _bwrap(spec, base, files_dir) + prepare
+        plain = {k: v for k, v in activity["env"].items() if k not in ("SHELLOPTS", "PS4", "BASH_XTRACEFD")}
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run(
+                prepare,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=plain,
+                cwd="/workspace",
+                timeout=min(15, activity["timeout"]),
+                start_new_session=True,
+            )
     fifo = None
     if tracer:  # outside the nested sandbox: no process of the activity sees it, or can reach its output
         fifo = base + "/syscalls"
         os.mkfifo(fifo, 0o600)
-        argv = _strace(fifo) + ["--"] + argv
+        verbose = ["-e", "abbrev=none"] if activity.get("exec_env") else []  # programs' environments too
+        argv = _strace(fifo) + verbose + ["--"] + argv
     env = dict(activity["env"])
     socket = os.environ.get("REDAGENT_SOCKET", DEFAULT_SOCKET)
     if socket != DEFAULT_SOCKET:  # the service shim finds the default by itself: only another is told
@@ -238,7 +257,7 @@ class _Relevant:
     through a link that leads there). Failed opens, and what the system's own files are, are left out: they
     are most of the volume and say nothing of the workspace."""
 
-    ALWAYS = ("execve", "execveat", "clone", "clone3", "fork", "vfork", "chdir", "fchdir")
+    ALWAYS = ("execve", "execveat", "clone", "clone3", "fork", "vfork", "chdir", "fchdir", "+++")
 
     def __init__(self):
         self.pending = set()  # processes whose split call was kept: their `resumed` part is kept too
@@ -253,7 +272,7 @@ class _Relevant:
                 self.pending.discard(pid)
                 return True
             return False
-        call = rest.split("(", 1)[0]
+        call = rest.split("(", 1)[0].split(None, 1)[0] if rest.strip() else ""
         unfinished = rest.endswith("<unfinished ...>")
         keep = call in self.ALWAYS or self._touches(rest, call, unfinished)
         if keep and unfinished:

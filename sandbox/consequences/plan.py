@@ -287,6 +287,8 @@ class Activity:
     env: dict[str, str] = field(default_factory=dict)  # more environment for the activity
     path_first: str = ""  # a folder the replay's /etc/profile puts first on every login's PATH
     exec_trace: bool = True  # strace the programs executed (where strace works)
+    exec_env: bool = False  # and the environment each program was given (strace -v)
+    setup: str = ""  # bash the harness runs first, untraced, whose changes are not the activity's
 
 
 Reader = Callable[[str], "str | None"]
@@ -590,11 +592,11 @@ def _git(repo: str, paths: list[str], text: Reader, nonce: str) -> Activity:
         ],
         nonce,
     )
-    # Setting the repository up is the harness's: a folder holding only hooks becomes a repository with
-    # one commit of what is there (its hooks not run for it: the user's own commit comes later), and a
-    # local bare remote to push to and pull from.
-    script = (
-        "exec 3>&2 2>/dev/null\n"
+    # Setting the repository up is the harness's, before the activity (untraced, and what it changes is not the
+    # activity's): a folder holding only hooks becomes a repository with one commit of what is there (its hooks
+    # not run for it: the user's own commit comes later), and a local bare remote to push to and pull from.
+    setup = (
+        "exec 2>/dev/null\n"
         + (f"mkdir -p {where} && echo '# project' > {where}/README.md\n" if repo == SCRATCH_REPO else "")
         + f"cd {where} || exit 0\n"
         "[ -f .git/HEAD ] || git init -q\n"
@@ -604,11 +606,13 @@ def _git(repo: str, paths: list[str], text: Reader, nonce: str) -> Activity:
         "commit -q --no-verify -m initial\n"
         "fi\n"
         "git clone -q --bare . /tmp/rr/remote.git && git remote add redagent /tmp/rr/remote.git\n"
-        "cd ~\n"
-        "bash -l -i < /tmp/rr/typed 2>&3 3>&-\n"
     )
     name = "git:scratch" if repo == SCRATCH_REPO else f"git:{repo}"
-    return Activity(name, script, {"/tmp/rr/typed": "\n".join([*typed, "exit"]) + "\n"}, seconds=20)
+    activity = Activity(
+        name, "cd ~\nbash -l -i < /tmp/rr/typed\n", {"/tmp/rr/typed": "\n".join([*typed, "exit"]) + "\n"}, seconds=20
+    )
+    activity.setup = setup
+    return activity
 
 
 # -- build ----------------------------------------------------------------------------------------------

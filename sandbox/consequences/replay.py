@@ -536,6 +536,8 @@ def _command(
                 "timeout": max(1, a.seconds - 1),
                 "argv": ["bash", "/tmp/rr/activity.sh"],
                 "exec_trace": a.exec_trace,
+                "exec_env": a.exec_env,
+                "setup": a.setup,
                 "dedupe": a.trace,
                 "etc": skel.etc_templates(a.path_first) if a.path_first else None,
                 "files": {"/tmp/rr/activity.sh": {"text": a.script}, **{p: {"text": t} for p, t in a.files.items()}},

@@ -24,7 +24,8 @@ import itertools
 import posixpath
 import re
 import shlex
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from redagent.sandbox import names
 
@@ -264,12 +265,24 @@ def parse_syscalls(text: str, start: bytes = b"/workspace") -> list[Touch]:
     resumed>`) is joined; each process's working folder and program follow chdir/fchdir, the `AT_FDCWD<…>`
     decorations and its parent (clone, fork) — so relative paths resolve. Bounded, never raises."""
     found: list[Touch] = []
-    pending: dict[int, str] = {}
     cwd: dict[int, bytes] = {}
     program: dict[int, str] = {}
+    for pid, rest in _records(text):
+        try:
+            touch = _syscall(pid, rest, cwd, program, start)
+        except (ValueError, IndexError, OverflowError):
+            continue
+        if touch is not None:
+            found.append(touch)
+    return found
+
+
+def _records(text: str) -> Iterator[tuple[int, str]]:
+    """(pid, call) per strace record, a call split by another process's joined back together."""
+    pending: dict[int, str] = {}
     for raw in text.split("\n")[:MAX_SYSCALLS]:
         match = _PID.match(raw.strip())
-        if not match:
+        if not match or len(match.group(1)) > 9:
             continue
         pid, rest = int(match.group(1)), match.group(2)
         if rest.endswith(_UNFINISHED):
@@ -280,13 +293,88 @@ def parse_syscalls(text: str, start: bytes = b"/workspace") -> list[Touch]:
             if pid not in pending:
                 continue
             rest = pending.pop(pid) + resumed.group(2)
-        try:
-            touch = _syscall(pid, rest, cwd, program, start)
-        except (ValueError, IndexError, OverflowError):
+        yield pid, rest
+
+
+@dataclass
+class Process:
+    """A process strace saw: its parent, what it last executed (path, arguments and — where strace printed
+    them, `-v` — environment) and how it ended (its exit status; 128 + the signal when killed; None when
+    strace did not see it end)."""
+
+    pid: int
+    parent: int = 0
+    program: str = ""
+    argv: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    exit: int | None = None
+
+    def ancestors(self, table: dict[int, Process]) -> Iterator[Process]:
+        seen = {self.pid}
+        current = table.get(self.parent)
+        while current is not None and current.pid not in seen and len(seen) < 10_000:
+            seen.add(current.pid)
+            yield current
+            current = table.get(current.parent)
+
+
+_SIGNALS = {
+    "SIGHUP": 1,
+    "SIGINT": 2,
+    "SIGQUIT": 3,
+    "SIGABRT": 6,
+    "SIGKILL": 9,
+    "SIGSEGV": 11,
+    "SIGPIPE": 13,
+    "SIGALRM": 14,
+    "SIGTERM": 15,
+}
+
+
+def processes(text: str) -> dict[int, Process]:
+    """The process tree of strace's records (`-f`, with `--pidns-translation` for nested PID namespaces):
+    what the state's programs cannot write, since strace runs outside them — so an exit status read here
+    is the program's own, whatever the state printed on its trace descriptor. Bounded, never raises."""
+    table: dict[int, Process] = {}
+    for pid, rest in _records(text):
+        process = table.setdefault(pid, Process(pid))
+        if rest.startswith("+++ exited with "):
+            status = rest[len("+++ exited with ") :].split()[0]
+            process.exit = int(status) if status.isdigit() else None
             continue
-        if touch is not None:
-            found.append(touch)
-    return found
+        if rest.startswith("+++ killed by "):
+            process.exit = 128 + _SIGNALS.get(rest[len("+++ killed by ") :].split()[0], 64)
+            continue
+        call = _CALL.match(rest)
+        if not call:
+            continue
+        try:
+            args, result = _split_call(call.group(2))
+        except (ValueError, IndexError):
+            continue
+        if result is None or result.startswith("-1"):
+            continue
+        name = call.group(1)
+        if name in ("clone", "clone3", "fork", "vfork"):
+            translated = re.search(r"/\* (\d+) in strace's PID NS \*/", result)
+            child = translated.group(1) if translated else result.split()[0]
+            if child.isdigit() and len(child) <= 9:
+                table.setdefault(int(child), Process(int(child))).parent = pid
+                if not table[int(child)].program:
+                    table[int(child)].program = process.program
+                    table[int(child)].argv = process.argv
+                    table[int(child)].env = dict(process.env)
+        elif name in ("execve", "execveat") and len(args) >= 2:
+            at = 1 if name == "execveat" else 0
+            process.program = _string(args[at]).decode("utf-8", "replace")
+            process.argv = tuple(_string(a).decode("utf-8", "replace") for a in _list(args[at + 1])[:64])
+            environment = _list(args[at + 2]) if len(args) > at + 2 else []
+            process.env = {}
+            for item in environment[:500]:
+                key, sep, value = _string(item).decode("utf-8", "replace").partition("=")
+                if sep:
+                    process.env[key] = value
+    return table
 
 
 def _syscall(pid: int, rest: str, cwd: dict[int, bytes], program: dict[int, str], start: bytes) -> Touch | None:
