@@ -291,42 +291,6 @@ class _Relevant:
         return named.startswith("/workspace") or not named.startswith("/") or "</workspace" in result
 
 
-DEFAULT_SOCKET = "/run/redagent/svc.sock"
-# bash's syntax errors in a file it reads (`bash: FILE: line N: syntax error …`): the file stops there.
-_SYNTAX_ERROR = re.compile(r"(?:^|: )(/[^:]*): line (\d+): syntax error")
-
-
-def _strace(output):
-    return [
-        "strace",
-        "-f",
-        "-q",
-        "--seccomp-bpf",
-        "--pidns-translation",
-        "-y",
-        "-e",
-        "trace=" + SYSCALLS,
-        "-e",
-        "signal=none",
-        "-s",
-        "4096",
-        "-o",
-        output,
-    ]
-
-
-def _relevant(line):
-    """strace records the host needs: programs executed, the process tree and working folders, and what was
-    opened or looked up in the workspace (or by a path relative to a working folder)."""
-    head = line.split(None, 2)
-    if len(head) < 2:
-        return False
-    call = head[1].split("(", 1)[0]
-    if call in ("execve", "execveat", "clone", "clone3", "fork", "vfork", "chdir", "fchdir", "+++", "<..."):
-        return True
-    return "/workspace" in line or '("' in line and not re.search(r'(\(|, )"/', line)
-
-
 _EXEC_NOISE = re.compile(r", 0x[0-9a-f]+ /\* \d+ vars \*/")
 
 
