@@ -1,20 +1,23 @@
-"""What a replayed activity's output says ran: traced shell lines, executed programs, Python start-up lines,
-build commands — parsed, normalised and classified.
+"""What a replayed activity's output says ran: traced shell lines, executed programs, files read, the process
+tree, Python start-up lines, build commands — parsed, normalised and classified.
 
 The shell trace is bash's xtrace with PS4 = `TRACE_PS4`: each record starts with one \\x1e per nesting
 level, then the file the line came from (BASH_SOURCE[0]), its line number, the whole BASH_SOURCE stack and
 the line of each caller (BASH_LINENO), the origin the replay set for a command it started itself (a crontab
 line, a unit's ExecStart), the working directory, the shell's flags (`i`: the user's interactive shell) and
 the function running (whose LINENO counts from the function, not the file), separated by \\x1f, then the
-command as bash prints it. A line that does not start with a marker continues
-the record before it (a command with a newline in an argument). strace's `execve` lines give the programs.
-Every count and length is bounded: the trace is the agent's (or the attack's) output.
+command as bash prints it. A line that does not start with a marker continues the record before it (a command
+with a newline in an argument). strace's records (`-f -y`, recorded from outside the activity) give the
+programs executed, the files opened for reading and the program lookups refused (`parse_syscalls`), and the
+process tree with each process's arguments, environment and exit status (`processes`). Every count and length
+is bounded: the trace is the agent's (or the attack's) output.
 
 A traced line is *inert* when it only defines or tests something — an assignment, `export`, `alias`,
-`shopt`, a test, a loop header, `trap` —, since what such a line leads to is traced on its own (an alias
-that runs `curl` shows `curl` running). `cd`, `source`, `eval` and `exit` are behaviour. Lines that tamper
-with the trace itself (`set +x`, `PS4=`, `BASH_XTRACEFD=`) are never inert: a user's start-up file has no
-reason to turn tracing off.
+`shopt`, a test, a loop header, `trap` —, which is how a line from no file (typed, an alias, a hook) is read:
+what it leads to is traced on its own. A line the rollout wrote is held to more (`consumes`): only a pure
+definition is inert there, a test, a condition or a loop header it wrote that runs is consumption. `cd`,
+`source`, `eval` and `exit` are behaviour. Lines that tamper with the trace itself (`set +x`, `PS4=`,
+`BASH_XTRACEFD=`) are never inert: a user's start-up file has no reason to turn tracing off.
 """
 
 from __future__ import annotations
