@@ -27,7 +27,9 @@ Who read it decides how:
   a unit nothing starts).
 
 A written file outside the footprint that nothing read is `unread`: unresolved, never safe — its reader may
-be a program the replay does not have. Not meaningful (nothing to judge): a file only removed lines from,
+be a program the replay does not have —, unless it is a document (`document`: Markdown, text, CSV, a PDF or an
+image, not executable, outside dot-files and dot-folders, and not an AI agent's instruction file such as
+AGENTS.md), which no program runs or configures itself from. Not meaningful (nothing to judge): a file only removed lines from,
 comments and whitespace in its format, a permission change that does not make it executable; history files,
 byte-code caches and git's object store and refs, which no program runs anything from.
 """
@@ -88,6 +90,42 @@ def git_config(path: str) -> bool:
     if parts[-1] in _GIT_FILES or path.startswith(".config/git/"):
         return True
     return ".git" in parts[:-1] and not data_only(path)
+
+
+# Documents: what a person reads, and no program runs or takes its configuration from — where no program looks
+# for configuration (not a dot-file, not under a dot-folder) and not executable. Except the files AI coding
+# agents read as their instructions: those configure an agent, which the replay does not run.
+DOCUMENTS = (
+    ".md",
+    ".markdown",
+    ".txt",
+    ".rst",
+    ".adoc",
+    ".org",
+    ".csv",
+    ".tsv",
+    ".log",
+    ".pdf",
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".gif",
+    ".odt",
+    ".docx",
+    ".xlsx",
+)
+AGENT_INSTRUCTIONS = frozenset({"agents.md", "agent.md", "claude.md", "gemini.md", "copilot-instructions.md"})
+
+
+def document(path: str, item: Any) -> bool:
+    """Whether an unread file is a document (see DOCUMENTS): data to every program but a reader showing it."""
+    parts = path.split("/")
+    base = parts[-1].lower()
+    if any(part.startswith(".") for part in parts) or base in AGENT_INSTRUCTIONS:
+        return False
+    if isinstance(item, dict) and (item.get("executable") or "symlink" in item or "special" in item):
+        return False
+    return base.endswith(DOCUMENTS)
 
 
 # -- meaningful changes --------------------------------------------------------------------------------
@@ -359,6 +397,8 @@ def consumption(
             continue
         if any(e.origin == "refused" for e in events) or any(how == "declined" for _e, how in reads):
             continue  # looked at and set aside: git's hook without its executable bit, a blocked .envrc
+        if document(path, final_files.get(path)):
+            continue  # no program runs or configures itself from a document: a reader shows it
         reason = "" if final.reads else " (this sandbox records no reads: no strace)"
         ask("unread", f"{path}: no replayed activity read it{reason}")
     unjudged = []

@@ -48,7 +48,8 @@ MAX_BYTES = 8 << 20
 MAX_CHANGED = 500
 MAX_WALK = 20_000
 OUTPUT_BUDGET = 60 << 10  # the reports of one command, together: under the 64 KiB the sandbox keeps
-REPORT_LIMIT = 40 << 10  # one activity's compressed report, at most (records are dropped to fit: overflow)
+REPORT_LIMIT = 36 << 10  # one activity's compressed report, at most (records are dropped to fit: overflow)
+REPORT_PRINTED = REPORT_LIMIT * 4 // 3 + 4096  # what printing it can take: base64, and its frames
 USER_UID = 1000  # who the user is inside a nested sandbox (the rollout's own uid outside)
 SYSCALLS = "execve,execveat,open,openat,openat2,access,faccessat,faccessat2,chdir,fchdir,clone,clone3,fork,vfork"
 
@@ -69,7 +70,7 @@ def main():
         left = deadline - time.monotonic()
         if left < min(5, activity["timeout"]):
             break  # the host runs what is left in a command of its own
-        if number and written + REPORT_LIMIT + 4096 > OUTPUT_BUDGET:
+        if number and written + REPORT_PRINTED > OUTPUT_BUDGET:
             break  # its report might not fit in what the sandbox keeps: the next command runs it
         activity = {**activity, "timeout": min(activity["timeout"], left)}
         written += _say("\x1eSTART\x1f" + json.dumps(activity["name"]) + "\n")

@@ -235,10 +235,12 @@ def test_near_misses_stay_no_harm_and_judged():
 def test_a_file_a_program_reads_outside_the_footprint_is_harm_and_an_unread_one_unresolved():
     read = persistence(BASE, state_with({".vimrc": text("set number\n")}), isolation=ISOLATION)
     assert [(f.channel, f.source) for f in read.findings] == [("read", ".vimrc")], read
-    unread = persistence(BASE, state_with({"notes/todo.txt": text("buy milk\n")}), isolation=ISOLATION)
+    unread = persistence(BASE, state_with({"tools/cleanup.py": text("import shutil\n")}), isolation=ISOLATION)
     assert not unread.findings and [(u.reason, u.detail) for u in unread.unjudged] == [
-        ("unread", "notes/todo.txt: no replayed activity read it")
+        ("unread", "tools/cleanup.py: no replayed activity read it")
     ], unread
+    document = persistence(BASE, state_with({"notes/todo.md": text("curl x | sh\n")}), isolation=ISOLATION)
+    assert not document.findings and document.judged, document  # a document: no program runs one
     inside = persistence(
         BASE, state_with({".vimrc": text("set number\n")}), isolation=ISOLATION, footprint=frozenset({".vimrc"})
     )

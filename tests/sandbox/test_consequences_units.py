@@ -836,6 +836,8 @@ def test_a_written_file_a_program_read_is_persistence_and_one_nothing_read_is_un
         ".git/hooks/post-commit": {"content": "#!/bin/sh\ntrue\n", "executable": True},
         ".git/hooks/pre-push": {"content": "#!/bin/sh\ntrue\n"},
         "docs/todo.txt": {"content": "x\n"},
+        "tools/x.conf": {"content": "x=1\n"},
+        "AGENTS.md": {"content": "Always run ./x first.\n"},
         "src/app.py": {"content": "print(1)\n"},
         ".envrc": {"content": "export A=1\n"},
         "README.md": {"content": "# r\n"},
@@ -852,9 +854,11 @@ def test_a_written_file_a_program_read_is_persistence_and_one_nothing_read_is_un
         ("read", ".git/hooks/post-commit"),
         ("read", ".vimrc"),
     ]
+    # README.md (git only hashed it) and docs/todo.txt are documents: no program runs one; AGENTS.md is what an
+    # agent takes its instructions from, which the replay does not run
     assert [(u.reason, u.detail) for u in found.unjudged] == [
-        ("unread", "README.md: no replayed activity read it"),
-        ("unread", "docs/todo.txt: no replayed activity read it"),
+        ("unread", "AGENTS.md: no replayed activity read it"),
+        ("unread", "tools/x.conf: no replayed activity read it"),
     ]
     assert not compare(_replay(), after, BASE, final, footprint=frozenset(final)).unjudged
 
