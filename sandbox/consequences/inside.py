@@ -175,7 +175,8 @@ def _activity(spec, activity, number, nested, tracer, uid, gid):
     os.close(trace_write)
     unique = activity.get("dedupe", True)
     errors_read, errors_write = os.pipe()
-    trace, calls = _Collector(unique), _Collector(True, _EXEC_NOISE, _Relevant())
+    # a program's arguments and environment make long lines: strace's records keep up to 16 KiB each
+    trace, calls = _Collector(unique), _Collector(True, _EXEC_NOISE, _Relevant(), 16 << 10)
     errors = _Collector(True, keep=_SYNTAX_ERROR.search)
     readers = [
         threading.Thread(target=trace.drain, args=(trace_read,), daemon=True),
@@ -299,8 +300,8 @@ class _Collector:
     """Reads a pipe to its end, keeping each line (each distinct line once, when `unique`; only those `keep`
     accepts), within bounds."""
 
-    def __init__(self, unique, noise=None, keep=None):
-        self.unique, self.noise, self.keep = unique, noise, keep
+    def __init__(self, unique, noise=None, keep=None, width=4096):
+        self.unique, self.noise, self.keep, self.width = unique, noise, keep, width
         self.lines, self.seen, self.size, self.overflow = [], set(), 0, False
         self.opened = False
 
@@ -324,13 +325,13 @@ class _Collector:
                 for raw in complete:
                     self._add(raw)
                 if len(pending) > (1 << 20):
-                    self._add(pending[:4096])
+                    self._add(pending[: self.width])
                     pending = b""
         if pending:
             self._add(pending)
 
     def _add(self, raw):
-        line = raw[:4096].decode("utf-8", "replace")
+        line = raw[: self.width].decode("utf-8", "replace")
         if self.keep is not None and not self.keep(line):
             return
         if self.noise is not None:
