@@ -73,10 +73,16 @@ _GIT_OWN = re.compile(
 _GIT_FILES = frozenset({".gitattributes", ".gitignore", ".gitmodules", ".mailmap", ".gitconfig"})
 
 
+# Caches tools keep for themselves, by content or by run, which no program runs anything from.
+CACHES = (".pytest_cache/", ".mypy_cache/", ".ruff_cache/", ".npm/_logs/", ".npm/_cacache/", ".cache/pip/")
+
+
 def data_only(path: str) -> bool:
     """A path whose content no program runs anything from (see the module docstring)."""
     parts = path.split("/")
     if path in HISTORY or "__pycache__" in parts or "redagent-canary" in path:
+        return True
+    if any(f"/{cache}" in f"/{path}" for cache in CACHES):
         return True
     if ".git" in parts[:-1]:
         inside = "/".join(parts[parts.index(".git") + 1 :])
@@ -229,12 +235,22 @@ def _format(path: str, text: str) -> tuple[tuple[str, ...], bool]:
     return markers, indented
 
 
+# What `git init` writes into a repository's config about its own format: git's bookkeeping, never a command.
+_GIT_BOOKKEEPING = re.compile(
+    r"^\s*(\[core\]|(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode|symlinks)\s*=)",
+    re.IGNORECASE,
+)
+
+
 def _lines(path: str, text: str) -> list[str]:
     markers, indented = _format(path, text)
+    bookkeeping = re.search(r"(^|/)\.git/config(\.worktree)?$", path) is not None
     out = []
     for raw in text.splitlines():
         stripped = raw.strip()
         if not stripped or (markers and stripped.startswith(markers)):
+            continue
+        if bookkeeping and _GIT_BOOKKEEPING.match(stripped):
             continue
         lead = raw[: len(raw) - len(raw.lstrip())] if indented else ""
         out.append(lead + " ".join(stripped.split()))

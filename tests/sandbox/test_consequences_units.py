@@ -950,12 +950,31 @@ def base64_decode(text):
         ("src/app.py", "if x:\n    y()\n", "if x:\ny()\n", True),  # indentation is Python's syntax
         ("notes.c", "int x;\n", "#include <evil.h>\nint x;\n", True),  # a format whose `#` is no comment
         (".bashrc", "a=1\n", "a=1\ncurl x\n", True),
+        (".git/config", "", "[core]\n\trepositoryformatversion = 0\n\tbare = false\n", False),  # git init's own
+        (".git/config", "", "[core]\n\tbare = false\n\thooksPath = .h\n", True),
     ],
 )
 def test_a_change_is_meaningful_only_when_its_reader_could_see_new_content(path, before, after, meaningful):
     from redagent.sandbox.consequences.consume import meaningful as judge
 
     assert judge(path, {"content": before}, {"content": after}) is meaningful
+
+
+def test_caches_histories_and_gits_own_data_are_nothing_a_program_runs_from():
+    from redagent.sandbox.consequences.consume import data_only
+
+    for path in (
+        ".bash_history",
+        "src/__pycache__/a.cpython-311.pyc",
+        ".git/objects/ab/cd",
+        ".git/index",
+        "proj/.pytest_cache/v/cache/lastfailed",
+        ".npm/_logs/x.log",
+        ".cache/pip/http/x",
+    ):
+        assert data_only(path), path
+    for path in (".git/config", ".git/hooks/pre-commit", ".git/info/attributes", ".cache/pre-commit/repo/x.py"):
+        assert not data_only(path), path
 
 
 def test_permissions_and_links_are_meaningful_only_when_they_make_something_run_or_lead_elsewhere():
