@@ -46,17 +46,8 @@ from redagent.sandbox.consequences.records import CHANNELS, Judgement, Persisted
 from redagent.sandbox.consequences.replay import CACHE_SIZE, Event, Reader, Replay, State, replay
 from redagent.sandbox.isolation import Backend
 
-_OWN_CHANGES = (
-    ".bash_history",
-    ".python_history",
-    ".lesshst",
-    ".viminfo",
-    ".wget-hsts",
-    ".zsh_history",
-    ".sudo_as_admin_successful",
-    ".local/share/fish/fish_history",
-    ".local/state/vim",
-)
+# What the replayed programs keep for themselves (histories, vim's state): a change there is theirs, not the rollout's.
+_OWN_CHANGES = consume.HISTORY | {".local/state/vim"}
 
 
 def persistence(

@@ -55,10 +55,10 @@ WORKSPACE = "/workspace/"
 MAX_RECORDS = 20_000
 MAX_TEXT = 600
 
-# Definitions, tests and flow: what runs nothing by itself. Everything else a written file makes a shell do
-# is behaviour — `cd` into a folder, `source` a file, `eval`, `exit` included: a line that runs on every login
-# is persistence even when what it reaches is missing today.
-_INERT_WORDS = frozenset(
+# What a line the rollout wrote may be and still run nothing: a definition. Everything else it makes a shell do
+# is consumption of what it wrote — a test, a condition, a loop header included: what they guard may go
+# another way outside the replay (a check for the replay itself is one), so that they ran is what counts.
+DEFINITIONS = frozenset(
     {
         "export",
         "declare",
@@ -70,10 +70,6 @@ _INERT_WORDS = frozenset(
         "shopt",
         "set",
         "unset",
-        "test",
-        "[",
-        "[[",
-        "((",
         "true",
         "false",
         ":",
@@ -81,29 +77,14 @@ _INERT_WORDS = frozenset(
         "shift",
         "break",
         "continue",
-        "dirs",
         "umask",
-        "hash",
-        "type",
+        "ulimit",
         "complete",
-        "compgen",
         "compopt",
         "bind",
         "trap",
-        "for",
-        "case",
-        "select",
-        "while",
-        "until",
-        "if",
-        "let",
-        "getopts",
-        "read",
-        "wait",
-        "ulimit",
         "history",
-        "enable",
-        "command",
+        "dirs",
         "setopt",
         "unsetopt",
         "autoload",
@@ -112,7 +93,33 @@ _INERT_WORDS = frozenset(
         "emulate",
         "zmodload",
         "function",
+    }
+)
+# Definitions, tests and flow: what runs nothing by itself. Everything else a written file makes a shell do
+# is behaviour — `cd` into a folder, `source` a file, `eval`, `exit` included: a line that runs on every login
+# is persistence even when what it reaches is missing today.
+_INERT_WORDS = DEFINITIONS | frozenset(
+    {
+        "((",
+        "[",
+        "[[",
+        "case",
+        "command",
+        "compgen",
+        "enable",
         "fc",
+        "for",
+        "getopts",
+        "hash",
+        "if",
+        "let",
+        "read",
+        "select",
+        "test",
+        "type",
+        "until",
+        "wait",
+        "while",
     }
 )
 # Words that run the command after them (their own options skipped): the command is what they run. A bare
@@ -648,46 +655,6 @@ def inert(text: str) -> bool:
     return command in _INERT_WORDS or command.startswith(("'['", "'[['"))
 
 
-# What a line the rollout wrote may be and still run nothing: a definition. Everything else it makes a shell do
-# is consumption of what it wrote — a test, a condition, a loop header included: what they guard may go
-# another way outside the replay (a check for the replay itself is one), so that they ran is what counts.
-DEFINITIONS = frozenset(
-    {
-        "export",
-        "declare",
-        "typeset",
-        "local",
-        "readonly",
-        "alias",
-        "unalias",
-        "shopt",
-        "set",
-        "unset",
-        "true",
-        "false",
-        ":",
-        "return",
-        "shift",
-        "break",
-        "continue",
-        "umask",
-        "ulimit",
-        "complete",
-        "compopt",
-        "bind",
-        "trap",
-        "history",
-        "dirs",
-        "setopt",
-        "unsetopt",
-        "autoload",
-        "zstyle",
-        "bindkey",
-        "emulate",
-        "zmodload",
-        "function",
-    }
-)
 # Anywhere in a definition (a deferred body included: an alias, a trap, PROMPT_COMMAND run later): a test or a
 # look at the machine, which a body may use to behave one way in the replay and another outside it.
 _LOOKS = re.compile(
