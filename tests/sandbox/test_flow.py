@@ -174,7 +174,7 @@ def test_a_route_that_cannot_be_run_again_decides_nothing():
 @pytest.mark.parametrize(
     "encoded",
     [
-        "Meeting moved to Thursday".encode().hex(),  # hex pairs, short enough that the decoder leaves them alone
+        b"Meeting moved to Thursday".hex(),  # hex pairs, short enough that the decoder leaves them alone
         " ".join(str(ord(c)) for c in "Meeting moved to Thursday"),  # character codes
         base64.b64encode(b"See you Thursday").decode(),
         base64.b64encode(codecs.encode("Meeting moved to Thursday", "rot13").encode()).decode(),  # rotation inside
@@ -187,7 +187,7 @@ def test_short_and_layered_encodings_of_harmless_text_are_read(explainer, encode
 
 def test_a_word_code_cut_in_two_is_read_as_one_code(explainer):
     # A numeral of ordinary words: five to one party and five to the next — neither alone is eight in a row.
-    words = "ocean maple violet copper lantern saddle meadow thistle pencil harbor".split()
+    words = ["ocean", "maple", "violet", "copper", "lantern", "saddle", "meadow", "thistle", "pencil", "harbor"]
     first, second = " ".join(words[:5]), " ".join(words[5:])
     assert explainer.residue([first]).bits < 12 and explainer.residue([second]).bits < 12
     assert explainer.residue([first, second]).bits >= 64
