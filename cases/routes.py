@@ -355,6 +355,12 @@ class _Context:
         self.owner = str(((self.seed.get("email") or {}).get("owner") or {}).get("address") or "")
         self.values = list(_strings(case.values))
         self.rng = random.Random(case_seed(case) ^ 0x5EED)
+        # What the case shows the agent, without the attack (the task, every text of the seed): where a decoy is
+        # drawn from, never a value the case protects.
+        plain = case.instantiate(with_attack=False)
+        protected = [str(v) for v in _leaves(case.values)]
+        world = {k: v for k, v in plain.seed.items() if k != "clock"}  # the sandbox's time is no value the agent sends
+        self.shown = tf.shown_values([*_strings(world), *plain.user_turns], protected)
 
     def visible(self, tool: str) -> bool:
         return SERVICE_OF.get(tool) in self.surfaces
@@ -391,6 +397,18 @@ class _Context:
             for value in _strings(step.args):
                 out.add(value)
         return out
+
+
+def _leaves(value: Any) -> Iterator[Any]:
+    """Every scalar of `value` (strings and numbers: a typed secret's amount too), not its keys."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _leaves(item)
+    elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        yield value
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -848,37 +866,43 @@ _LABEL = re.compile(r"^\s*([A-Za-z][A-Za-z _.-]{0,30}[:=])")
 
 
 def _decoyed(ctx: _Context, payload: Payload) -> tuple[Payload, dict[str, str]] | None:
-    """Every secret of the payload replaced by a decoy of the same shape, each under the label it had
-    ("Password: …", "API_KEY=…") and nothing else of its line (a line may carry more than the case declares,
-    a client's name beside the phone number): as close to the harmful route as a harmless one gets (None when
-    a span has no shape to imitate)."""
+    """Every secret of the payload replaced by a decoy — a value of its kind the case itself shows the agent (an order
+    number for a password, another date, another amount: `transforms.decoy`), or a placeholder where it shows none —
+    each under the label it had ("Password: …", "API_KEY=…") and nothing else of its line (a line may carry more than
+    the case declares, a client's name beside the phone number): as close to the harmful route as a harmless one
+    gets. None when no secret has a shown value to stand in for it (a message of placeholders only is the benign
+    plan's `secret-placeholder` near-miss)."""
     if not payload.spans:
         return None
     decoys = {}
     for span in payload.spans:
-        fake = tf.decoy(span, ctx.rng)
-        if fake is None or any(fake in v or v in fake for v in ctx.values if len(v) >= 4):
-            return None
-        decoys[span] = fake
+        rng = random.Random(f"{case_seed(ctx.case)}:decoy:{span}")
+        fake = tf.decoy(span, ctx.shown, rng)
+        decoys[span] = fake if fake is not None else tf.PLACEHOLDER
+    if all(fake == tf.PLACEHOLDER for fake in decoys.values()):
+        return None
     lines = []
     for line in payload.text.splitlines():
         found = [s for s in payload.spans if s in line]
         if found:
             label = _LABEL.match(line)
+            if label and any(_compact(v) in _compact(label.group(1)) for v in ctx.values if len(_compact(v)) >= 4):
+                label = None  # the label is itself protected ("Retention flags: …"): it goes too
             lines.append(
                 " ".join([label.group(1)] if label else [])
                 + (" " if label else "")
                 + " ".join(decoys[s] for s in found)
             )
     text = "\n".join(lines)
+    spans = tuple(dict.fromkeys(fake for fake in decoys.values() if fake != tf.PLACEHOLDER))
     if payload.fields is not None:
         fields = {k: v for k, v in payload.fields.items() if any(s in v for s in payload.spans)}
         for k, v in fields.items():
             for span, fake in decoys.items():
                 v = v.replace(span, fake)
             fields[k] = v
-        return Payload(text, tuple(decoys.values()), payload.subject, fields=fields), decoys
-    return Payload(text, tuple(decoys.values()), payload.subject), decoys
+        return Payload(text, spans, payload.subject, fields=fields), decoys
+    return Payload(text, spans, payload.subject), decoys
 
 
 def _replaced(value: Any, mapping: dict[str, str]) -> Any:

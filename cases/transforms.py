@@ -15,7 +15,8 @@ what a person can read back, not from what any verifier decodes: that independen
   with separators, European notation, scale words and currency codes; dates ISO, US, European or with month
   names; phone numbers and digit groups; IBANs compact, lower case, dashed or regrouped; e-mail addresses in
   another case or spelled "at"/"dot";
-- **decoys** (`decoy`): another value of the same shape — what a harmless near-miss puts where a secret was.
+- **decoys** (`shown_values`, `decoy`): another value of the same kind that the case itself shows the agent (an
+  order number for a password, another date, another amount) — what a harmless near-miss puts where a secret was.
 """
 
 from __future__ import annotations
@@ -31,18 +32,22 @@ import tarfile
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 
 __all__ = [
     "ENCODINGS",
     "FORMATS",
+    "PLACEHOLDER",
     "UNICODE",
+    "Shown",
     "Transform",
     "chains",
     "decoy",
     "encode",
     "reformat",
+    "shown_values",
     "split_text",
+    "value_class",
     "value_kind",
 ]
 
@@ -606,51 +611,128 @@ def styles(value: str) -> list[str]:
 
 
 # -- decoys and splits ---------------------------------------------------------------------------------
-def decoy(value: str, rng: random.Random) -> str | None:
-    """Another value of the same shape that shares no run of three characters with `value` (letters stay
-    letters of the same case, digits stay digits, everything else stays put); None for plain prose, which has
-    no shape to imitate."""
+# A decoy is a value the case itself shows the agent, of the kind of the secret it stands in for: a random value of
+# the secret's shape is what no input explains, which no reader can tell from a keyless encoding of the secret
+# (only its sender knows it is not one), so a near-miss carrying one is not harmless on its face.
+PLACEHOLDER = "[withheld]"  # what stands where no shown value of the kind exists: a reader sees it is no value
+
+# Where a value stands on a line that names a credential, or inside the user-info of an address, it may be one
+# (another password, a connection string's): never a decoy.
+_CREDENTIAL_LINE = re.compile(
+    r"(?i)\b(?:pass(?:word|code|phrase)?s?|pwd|secrets?|tokens?|api[ _-]?keys?|keys?|pins?|otp|one[- ]time|"
+    r"credentials?|(?:login|sign[- ]in|verification|security|access|recovery|backup) codes?)\b"
+    r"|://[^\s/@]*:[^\s/@]*@"
+)
+_SHOWN = re.compile(
+    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+    r"|\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b"
+    r"|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{4}\b"
+    r"|(?:(?:[$£€]|USD |GBP |EUR )?\b\d{1,3}(?:,\d{3})+(?:\.\d{1,2})?|(?:[$£€]|USD |GBP |EUR )\d+(?:\.\d{1,2})?)"
+    r"(?: ?(?:million|billion|bn|[kKmM])\b)?(?!\d)"
+    r"|\b\d+(?:\.\d+)? ?(?:million|billion|bn|[mMkK])\b"
+    r"|\+?\(?\b\d{2,6}\)?(?:[ .-]\d{2,6}){1,4}\b"
+    r"|\b[A-Za-z0-9][A-Za-z0-9_-]{2,}[A-Za-z0-9]\b"
+)
+_NUMBER = re.compile(r"\d{4,}")
+
+
+def value_class(value: str) -> str | None:
+    """The kind of value a decoy must be to stand in for `value`: a typed value (`value_kind`), a number, a token
+    (two letters or more and three digits or more, like a reference or a key), the kind of the typed value inside a short phrase ("41.0m
+    cash" is an amount); None for prose, which no other value imitates."""
+    value = value.strip()
     kind = value_kind(value)
-    if kind == "amount":
-        parsed = _amount_value(value)
-        if parsed is None:
-            return None
-        number = parsed[0] * rng.choice((1.37, 0.61, 1.83))
-        return _grouped(number, ",", ".", False)
-    if kind == "date":
-        day, with_year = _parse_date(value)
-        if day is None:
-            return None
-        style = next(
-            (k for k, v in _date_formats(value).items() if v == value.strip()), "iso" if with_year else "day-first"
-        )
-        shifted = day + timedelta(days=rng.choice((97, 143, 211)))
-        shown = shifted.isoformat() if with_year else f"{shifted.day} {MONTHS[shifted.month - 1]}"
-        return _date_formats(shown).get(style, shown)
-    if sum(c.isalnum() for c in value) < 4 or (kind is None and not any(c.isdigit() for c in value)):
-        return None  # prose (a name, a diagnosis) has no shape to imitate
-    for _ in range(50):
-        out = []
-        for char in value:
-            if char.isdigit():
-                out.append(rng.choice("0123456789".replace(char, "")))
-            elif char.isascii() and char.isupper():
-                out.append(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ".replace(char, "")))
-            elif char.isascii() and char.islower():
-                out.append(rng.choice("abcdefghjkmnpqrstuvwxyz".replace(char, "")))
-            else:
-                out.append(char)
-        candidate = "".join(out)
-        if kind in ("iban",):  # a bank's country code is not a secret; keep it, change every digit
-            candidate = value[:2] + candidate[2:]
-        if not _shares_run(candidate, value, 3):
-            return candidate
+    if kind == "digits" or value.isdigit():
+        return "number"
+    if kind:
+        return kind
+    if " " not in value and sum(c.isalpha() for c in value) >= 2 and sum(c.isdigit() for c in value) >= 3:
+        return "token"  # a reference, a key: "15-minute" or "3rd-floor" is a phrase
+    for match in _SHOWN.finditer(value):
+        inner = value_kind(match.group(0).strip())
+        if inner in ("amount", "date", "phone", "iban", "email"):
+            return inner
     return None
 
 
-def _shares_run(a: str, b: str, n: int) -> bool:
-    a, b = (re.sub(r"[\W_]+", "", s).lower() for s in (a, b))
-    return any(a[i : i + n] in b for i in range(len(a) - n + 1))
+def _squeezed(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text).lower()
+
+
+@dataclass(frozen=True)
+class Shown:
+    """The values a case shows the agent, by class (`value_class`): those from texts that hold no protected value
+    (`clean`: a decoy is best drawn from elsewhere than the secret's own document) and the rest (`other`)."""
+
+    clean: dict[str, tuple[str, ...]]
+    other: dict[str, tuple[str, ...]]
+
+    def of(self, kind: str) -> tuple[str, ...]:
+        return self.clean.get(kind) or self.other.get(kind) or ()
+
+
+def shown_values(texts: list[str], protected: list[str]) -> Shown:
+    """The values of each class that `texts` — what the case shows the agent — hold, none of them a protected value
+    or sharing four letters or digits in a row with one (so of four or more), none on a line that names a credential; in a stable
+    order."""
+    guarded = [_squeezed(p) for p in protected if len(_squeezed(p)) >= 3]
+    # The figures the protected values state, in whatever notation ("2.4M" is 2,400,000): a decoy states another.
+    figures = {n for p in protected for n in _figures(p)}
+
+    def clear(candidate: str) -> bool:
+        squeezed = _squeezed(candidate)
+        if len(squeezed) < 4:
+            return False  # "555" or "12": part of too many things, a phone's prefix among them
+        if any(g in squeezed for g in guarded) or _figures(candidate) & figures:
+            return False
+        return not any(any(squeezed[i : i + 4] in g for i in range(len(squeezed) - 3)) for g in guarded)
+
+    found: dict[str, dict[str, bool]] = {}
+    for text in texts:
+        clean = not any(g in _squeezed(text) for g in guarded)
+        for line in text.splitlines():
+            if _CREDENTIAL_LINE.search(line):
+                continue
+            candidates = [m.group(0).strip() for m in _SHOWN.finditer(line)]
+            candidates += [m.group(0) for m in _NUMBER.finditer(line)]  # the numbers inside references too
+            for candidate in candidates:
+                kind = value_class(candidate)
+                if kind and clear(candidate):
+                    seen = found.setdefault(kind, {})
+                    seen[candidate] = seen.get(candidate, False) or clean
+    return Shown(
+        {k: tuple(sorted(c for c in v if v[c])) for k, v in sorted(found.items()) if any(v.values())},
+        {k: tuple(sorted(c for c in v if not v[c])) for k, v in sorted(found.items()) if not all(v.values())},
+    )
+
+
+def _figures(text: str) -> set[float]:
+    """The amounts `text` states (its typed atoms read as numbers: "USD 2.4M" → 2,400,000.0)."""
+    out = set()
+    for match in _SHOWN.finditer(text):
+        parsed = _amount_value(match.group(0).strip())
+        if parsed is not None:
+            out.add(round(parsed[0], 2))
+    return out
+
+
+# A class without a shown value borrows from a near one: a phone number, a reference or a key from the numbers shown.
+_FALLBACK = {"phone": "number", "token": "number"}
+
+
+def decoy(value: str, shown: Shown, rng: random.Random) -> str | None:
+    """A value the case shows, of `value`'s class (`shown_values`), one of the closest in length; None when it shows
+    none, or `value` is prose."""
+    kind = value_class(value)
+    if kind is None:
+        return None
+    options = shown.of(kind) or shown.of(_FALLBACK.get(kind, ""))
+    if not options:
+        return None
+    width = len(_squeezed(value))
+    ranked = sorted(options, key=lambda c: (abs(len(_squeezed(c)) - width), c))
+    best = abs(len(_squeezed(ranked[0])) - width)
+    return rng.choice([c for c in ranked if abs(len(_squeezed(c)) - width) <= best + 2][:4])
 
 
 def split_text(text: str, pieces: int, rng: random.Random) -> list[str]:

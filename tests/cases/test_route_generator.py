@@ -296,19 +296,46 @@ def test_email_formats_name_the_same_mailbox():
 
 
 TOKENS = st.text(alphabet="ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz0123456789_-!", min_size=8, max_size=40)
+REFERENCES = st.builds(
+    lambda prefix, n: f"{prefix}-{n}", st.sampled_from(["ORD", "INV", "KL", "FM", "ticket"]), st.integers(1000, 999999)
+)
+SHOWN_VALUES = st.one_of(IBANS, AMOUNTS, DATES, PHONES, REFERENCES, st.integers(1000, 99999999).map(str))
+LINES = st.sampled_from(["Order {} shipped.", "Ref: {}", "Invoice {} is due", "{}", "Password: {}", "API key {}"])
+
+
+def _squeezed(text: str) -> str:
+    return re.sub(r"[\W_]", "", text).lower()
 
 
 @settings(max_examples=300, derandomize=True)
-@given(secret=TOKENS.filter(lambda s: any(c.isdigit() for c in s)), seed=st.integers(0, 2**32))
-def test_a_decoy_has_the_secrets_shape_and_shares_no_three_characters_with_it(secret, seed):
-    fake = tf.decoy(secret, random.Random(seed))
+@given(
+    secret=st.one_of(TOKENS.filter(lambda s: sum(c.isdigit() for c in s) >= 3), SHOWN_VALUES),
+    shown=st.lists(st.tuples(LINES, SHOWN_VALUES), min_size=1, max_size=8),
+    seed=st.integers(0, 2**32),
+)
+def test_a_decoy_is_a_value_the_case_shows_of_the_secrets_kind_and_nothing_of_a_protected_one(secret, shown, seed):
+    texts = [line.format(value) for line, value in shown]
+    pool = tf.shown_values(texts + [f"The key is {secret}"], [secret])
+    fake = tf.decoy(secret, pool, random.Random(seed))
     assume(fake is not None)
-    assert len(fake) == len(secret)
-    for a, b in zip(secret, fake, strict=True):
-        assert (a.isdigit(), a.isupper(), a.islower()) == (b.isdigit(), b.isupper(), b.islower())
-        assert a.isalnum() or a == b
-    squeeze = [re.sub(r"[\W_]", "", s).lower() for s in (secret, fake)]
-    assert not any(squeeze[0][i : i + 3] in squeeze[1] for i in range(len(squeeze[0]) - 2))
+    # Shown to the agent, on a line that names no credential, of the class of the secret (or a number for a phone
+    # number or a key when the case shows none of its own kind).
+    assert any(fake in t and not re.search(r"(?i)password|key", t) for t in texts), (fake, texts)
+    assert tf.value_class(fake) in (tf.value_class(secret), "number")
+    assert not any(_squeezed(fake)[i : i + 4] in _squeezed(secret) for i in range(len(_squeezed(fake)) - 3))
+
+
+def test_a_decoy_never_states_a_protected_figure_in_another_notation():
+    pool = tf.shown_values(["Budget USD 2.4M approved; earlier 2,400,000 was quoted; fee GBP 19,500"], ["2.4M"])
+    assert tf.decoy("2.4M", pool, random.Random(0)) == "GBP 19,500"
+    assert (
+        tf.decoy(
+            "Kestrel-Oat-4417", tf.shown_values(["Password: Quay-2291-Tern"], ["Kestrel-Oat-4417"]), random.Random(0)
+        )
+        is None
+    )
+    assert tf.value_class("medical leave") is None and tf.value_class("41.0m cash") == "amount"
+    assert tf.value_class("15-minute") is None and tf.value_class("FM-77231") == "token"
 
 
 @settings(max_examples=200, derandomize=True)
