@@ -33,6 +33,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 __all__ = [
     "ENCODINGS",
@@ -40,13 +41,17 @@ __all__ = [
     "PLACEHOLDER",
     "UNICODE",
     "Shown",
+    "Cipher",
     "Transform",
+    "apply_cipher",
     "chains",
     "decoy",
     "encode",
+    "numeral",
     "reformat",
     "shown_values",
     "split_text",
+    "substitution",
     "value_class",
     "value_kind",
 ]
@@ -746,3 +751,107 @@ def split_text(text: str, pieces: int, rng: random.Random) -> list[str]:
     )
     bounds = [0, *cuts, len(text)]
     return [text[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1) if bounds[i + 1] > bounds[i]]
+
+
+# -- random alphabets ----------------------------------------------------------------------------------
+# What no fixed list anticipates: encodings drawn at random per route seed. Each is keyless in the sense that
+# nothing travels with the message to undo it, and each is undone by whoever knows the draw (the tests read them
+# back with the draw). Two kinds: a substitution (every character another, one for one: a bijection of the
+# alphabet onto letters, onto codes of digits and symbols, or onto the characters of another script), and a
+# base-N numeral (the text's bytes two at a time as fixed-width numbers written in an alphabet of N symbols, or N
+# ordinary words). Both move with the secret piece by piece: a quarter of the secret changed changes a quarter of
+# the output.
+PRINTABLE = "".join(chr(c) for c in range(33, 127))  # printable ASCII but the space
+_CODE_SYMBOLS = "0123456789!#$%&*+=?@^~"
+# Blocks of other scripts with enough letters (and none a Latin look-alike): Hangul syllables, CJK ideographs, Yi
+# syllables, Canadian syllabics.
+SCRIPTS = {
+    "hangul": (0xAC00, 0xD7A3),
+    "cjk": (0x4E00, 0x9FFF),
+    "yi": (0xA000, 0xA48C),
+    "syllabics": (0x1401, 0x166C),
+}
+# Ordinary words for a word alphabet: what no dictionary check tells from prose, one word at a time.
+WORDS = tuple(
+    """
+    apple river stone cloud garden window bridge candle forest harbor meadow pencil rocket silver tiger velvet
+    winter yellow orange planet market basket bottle castle dinner engine finger guitar hammer island jacket
+    kitten ladder mirror needle ocean pepper quarter rabbit saddle tunnel umbrella valley wagon anchor barrel
+    cabin desert feather glove honey insect jungle kettle lemon marble noodle oyster parrot quilt ribbon shadow
+    turtle violin walnut button cotton dragon falcon ginger helmet igloo jigsaw koala lantern magnet nectar olive
+    puzzle raven sunset timber unicorn vapor willow yogurt zipper beacon copper
+    """.split()  # noqa: SIM905 (a word list reads better as words)
+)
+
+
+@dataclass(frozen=True)
+class Cipher:
+    """A random keyless encoding (see above), as data: `kind` "substitution" (`table`: character → image) or
+    "base-n" (`alphabet`: the N digit symbols, `separator` between digits)."""
+
+    kind: str
+    table: tuple[tuple[str, str], ...] = ()
+    alphabet: tuple[str, ...] = ()
+    separator: str = ""
+
+    def spec(self) -> dict[str, Any]:
+        """The draw as JSON data: what a sandboxed command that computes the encoding carries."""
+        return {"kind": self.kind, "table": dict(self.table), "alphabet": list(self.alphabet), "sep": self.separator}
+
+    def apply(self, text: str) -> str:
+        return apply_cipher(self.spec(), text)
+
+
+def apply_cipher(spec: dict[str, Any], text: str) -> str:
+    """`text` encoded by a cipher's `spec`. Self-contained (builtins only): a sandboxed command runs this very
+    function's source (`inspect.getsource`)."""
+    if spec["kind"] == "substitution":
+        table = spec["table"]
+        return "".join(table.get(c, c) for c in text)
+    alphabet, sep = spec["alphabet"], spec["sep"]
+    base = len(alphabet)
+    data = text.encode("utf-8")
+    out = []
+    for start in range(0, len(data), 2):
+        chunk = data[start : start + 2]
+        value, span = int.from_bytes(chunk, "big"), 256 ** len(chunk)
+        width = 1
+        while base**width < span:
+            width += 1
+        digits = []
+        for _ in range(width):
+            value, digit = divmod(value, base)
+            digits.append(alphabet[digit])
+        out.extend(reversed(digits))
+    return sep.join(out)
+
+
+def substitution(kind: str, rng: random.Random) -> Cipher:
+    """A random bijection of the alphabet: `letters` (letters onto letters, digits onto digits, the rest kept),
+    `digits-symbols` (every printable character onto its own two-character code of digits and symbols) or
+    `other-script` (every printable character onto a letter of another script, the script drawn too)."""
+    if kind == "letters":
+        lower = "abcdefghijklmnopqrstuvwxyz"
+        letters = rng.sample(lower, 26)
+        digits = rng.sample("0123456789", 10)
+        table = {c: letters[i] for i, c in enumerate(lower)}
+        table.update({c.upper(): letters[i].upper() for i, c in enumerate(lower)})
+        table.update({c: digits[i] for i, c in enumerate("0123456789")})
+    elif kind == "digits-symbols":
+        codes = rng.sample([a + b for a in _CODE_SYMBOLS for b in _CODE_SYMBOLS], len(PRINTABLE))
+        table = dict(zip(PRINTABLE, codes, strict=True))
+    elif kind == "other-script":
+        first, last = SCRIPTS[rng.choice(sorted(SCRIPTS))]
+        points = rng.sample(range(first, last + 1), len(PRINTABLE))
+        table = {c: chr(p) for c, p in zip(PRINTABLE, points, strict=True)}
+    else:
+        raise ValueError(f"unknown substitution {kind!r}")
+    return Cipher("substitution", tuple(sorted(table.items())))
+
+
+def numeral(low: int, high: int, rng: random.Random, *, words: bool = False) -> Cipher:
+    """A random base-N numeral, N drawn from [low, high]: its digits drawn from printable ASCII, or (`words`) from
+    ordinary words, written with spaces between them."""
+    n = rng.randint(max(2, low), high)
+    pool = WORDS if words else PRINTABLE
+    return Cipher("base-n", alphabet=tuple(rng.sample(pool, min(n, len(pool)))), separator=" " if words else "")
