@@ -42,6 +42,7 @@ from redagent.cases.routes import (
 from redagent.cases.selfcheck import _run_route, route_scores, run_plan
 from redagent.sandbox.environment import SERVICES
 from redagent.sandbox.tools import validate
+from tests.cases import verifier_gaps
 from tests.ci import full_suite_run
 
 LIBRARY = load_cases()
@@ -552,6 +553,9 @@ def test_todays_verifiers_survive_generated_compositions(drawn):
     assume(variant is not None and not variant.needs_isolation)
     outcome, evidence = _run_route(case, variant, None, run_plan)
     assume(outcome != "skipped")
+    if verifier_gaps.gap(case.id, variant.name):  # a known gap of the verifier: still open while it is listed
+        assert outcome == "failed", f"{case.id}: {variant.name} now survives: remove it from verifier_gaps.py"
+        return
     assert outcome == "survived", f"{case.id}: {variant.name} ({variant.kind}) {evidence}"
 
 
