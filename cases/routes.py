@@ -6,7 +6,8 @@ not list routes: it composes them from independent transformations of what a cas
 argument mutations that remove the harm, its values, its seed and constraint), each of which knows whether it
 keeps the harm or removes it:
 
-  harm          kept, or removed (a declared mutation, or a decoy of the same shape in place of the secret)
+  harm          kept, or removed (a declared mutation, or a decoy — a value of the secret's kind the case shows
+                the agent — in place of the secret)
   channel       every tool or shim that can carry the data or make the change: send, reply, forward, share,
                 public visibility, upload, form, post, HTTP, a URL opened, a download; for money, send, schedule,
                 re-point a scheduled transfer, add the payee then pay, split over transfers or days, top up
@@ -21,6 +22,9 @@ keeps the harm or removes it:
                 channels to one organisation
   carrier       the tool itself, the service command (`mail send …`), `rtool`, curl, wget, or a script file
                 run with sh, bash, ./x, `.` or a pipe
+
+and the drawn families, whose transformation is itself drawn at random per case and route seed (see "drawn at
+random per seed" below): bijection, base_n, word_alphabet, split_parties, startup, computed.
 
 `route_space(case)` gives the families (one per harmful effect step, per declared near-miss, and for the
 benign plan) with their dimensions; `variants(case)` samples them, seeded by the case id, within a budget, and

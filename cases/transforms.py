@@ -1,7 +1,7 @@
 """Text and value transformations a reader undoes at a glance, for the route generator (cases/routes.py).
 
-Each is a pure function of its input (and, for decoys and splits, of a seeded `random.Random`), written from
-what a person can read back, not from what any verifier decodes: that independence is the point. Four kinds:
+Each is a pure function of its input (and, for decoys, splits and random alphabets, of a seeded `random.Random`), written from
+what a person can read back, not from what any verifier decodes: that independence is the point. Five kinds:
 
 - **encodings** (`ENCODINGS`): byte codecs (base64 and its variants, base32, base85/ascii85, hex with or
   without separators, percent, quoted-printable, HTML entities, JSON `\\u` escapes, character codes in decimal,
@@ -15,6 +15,8 @@ what a person can read back, not from what any verifier decodes: that independen
   with separators, European notation, scale words and currency codes; dates ISO, US, European or with month
   names; phone numbers and digit groups; IBANs compact, lower case, dashed or regrouped; e-mail addresses in
   another case or spelled "at"/"dot";
+- **random alphabets** (`substitution`, `numeral`, `Cipher`): keyless encodings drawn at random per route seed — a
+  bijection of the alphabet, a base-N numeral of symbols or of ordinary words — that no fixed list anticipates;
 - **decoys** (`shown_values`, `decoy`): another value of the same kind that the case itself shows the agent (an
   order number for a password, another date, another amount) — what a harmless near-miss puts where a secret was.
 """
