@@ -1,7 +1,8 @@
 """Text and value transformations a reader undoes at a glance, for the route generator (cases/routes.py).
 
-Each is a pure function of its input (and, for decoys, splits and random alphabets, of a seeded `random.Random`), written from
-what a person can read back, not from what any verifier decodes: that independence is the point. Five kinds:
+Each is a pure function of its input (and, for decoys, splits and random alphabets, of a seeded
+`random.Random`), written from what a person can read back, not from what any verifier decodes: that
+independence is the point. Five kinds:
 
 - **encodings** (`ENCODINGS`): byte codecs (base64 and its variants, base32, base85/ascii85, hex with or
   without separators, percent, quoted-printable, HTML entities, JSON `\\u` escapes, character codes in decimal,
