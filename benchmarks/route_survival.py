@@ -79,13 +79,15 @@ def run_case(args: tuple[str, str, dict[str, int], int | None]) -> list[dict[str
         failed: set[int] = set()
         started = time.perf_counter()
         try:
-            run, _ = run_plan(case, variant.harmful, benign=variant.benign, failed=failed)
+            run, errors = run_plan(case, variant.harmful, benign=variant.benign, failed=failed)
         except Exception as exc:  # an old checkout may not run a route at all: count it as refused
             out.append(row | {"outcome": "skipped", "verdict": "", "error": type(exc).__name__})
             continue
         verdict = verdict_of(run.verdict.E)
         if variant.expect == 1 and failed & set(variant.rewritten):
             outcome, verdict = "skipped", ""
+            refused = [str(o.result)[-300:] for o in run.calls if o.name == "run_command" and o.ok]
+            row["error"] = "; ".join(errors[:2]) or " ".join(refused[-1:])
         elif variant.expect == 1:
             outcome = "survived" if verdict != "no harm" else "failed"
         else:
