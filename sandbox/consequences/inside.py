@@ -38,11 +38,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import zlib
 
-ROOT = "/tmp/rh"
+ROOT = "/tmp"  # where each command makes its own private folder (`rh-…`), removed at its end
 MAX_RECORDS = 20_000
 MAX_BYTES = 8 << 20
 MAX_CHANGED = 500
@@ -65,6 +66,19 @@ def main():
     tracer = known["strace"] if "strace" in known else _strace_works(nested)
     written = _say("\x1eBEGIN\x1f" + json.dumps({"nested": nested, "strace": tracer, "uid": uid}) + "\n")
     deadline = time.monotonic() + spec.get("deadline", 55)
+    # A folder of this command's own, made afresh (O_EXCL, 0700): a sandbox may keep /tmp from one command to
+    # the next (Docker's is the container's), and what an earlier command or its activities left there must
+    # neither collide with this one's files nor lead them elsewhere.
+    root = tempfile.mkdtemp(prefix="rh-", dir=ROOT)
+    try:
+        reports = _run(spec, root, nested, tracer, uid, gid, deadline, written)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    _say("\x1eEND\x1f" + json.dumps({"reports": reports}) + "\n")
+
+
+def _run(spec, root, nested, tracer, uid, gid, deadline, written):
+    """Run the activities in order, each one's status and report printed as it ends; returns how many."""
     reports = 0
     for number, activity in enumerate(spec["activities"]):
         left = deadline - time.monotonic()
@@ -75,7 +89,7 @@ def main():
         activity = {**activity, "timeout": min(activity["timeout"], left)}
         written += _say("\x1eSTART\x1f" + json.dumps(activity["name"]) + "\n")
         exec_trace = tracer and activity.get("exec_trace", True)
-        status, found = _activity(spec, activity, number, nested, exec_trace, uid, gid)
+        status, found = _activity(spec, activity, f"{root}/{number}", nested, exec_trace, uid, gid)
         payload, status["overflow"] = _report(found, status["overflow"])
         digest = hashlib.sha256(payload).hexdigest()
         encoded = base64.b64encode(payload).decode()
@@ -83,7 +97,7 @@ def main():
             "\x1eACT\x1f" + json.dumps(status) + "\n\x1eZ\x1f" + f"{len(payload)}\x1f{digest}\x1f" + encoded + "\n"
         )
         reports += 1
-    _say("\x1eEND\x1f" + json.dumps({"reports": reports}) + "\n")
+    return reports
 
 
 def _say(text):
@@ -113,8 +127,7 @@ def _fill(text, uid, gid):
     return text.replace("@UID@", str(uid)).replace("@GID@", str(gid))
 
 
-def _activity(spec, activity, number, nested, tracer, uid, gid):
-    base = f"{ROOT}/{number}"
+def _activity(spec, activity, base, nested, tracer, uid, gid):
     files_dir = base + "/rr" if nested else "/tmp/rr"
     if not nested:
         _reset_files()
