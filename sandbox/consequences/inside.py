@@ -33,6 +33,7 @@ import ctypes
 import hashlib
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -150,6 +151,9 @@ def _activity(spec, activity, base, nested, tracer, uid, gid):
         with open(local, "w") as handle:
             handle.write(_fill(item["text"], user_uid, user_gid))
         os.chmod(local, int(item.get("mode", "0644"), 8))
+    env = dict(activity["env"])
+    if not nested:
+        env.update(_identity(etc, uid, base))
     fd = spec["trace_fd"]
     argv = list(activity["argv"])
     if nested:
@@ -160,7 +164,7 @@ def _activity(spec, activity, base, nested, tracer, uid, gid):
         prepare = ["bash", "/tmp/rr/setup.sh"]
         if nested:
             prepare = _bwrap(spec, base, files_dir) + prepare
-        plain = {k: v for k, v in activity["env"].items() if k not in ("SHELLOPTS", "PS4", "BASH_XTRACEFD")}
+        plain = {k: v for k, v in env.items() if k not in ("SHELLOPTS", "PS4", "BASH_XTRACEFD")}
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             subprocess.run(
                 prepare,
@@ -178,7 +182,6 @@ def _activity(spec, activity, base, nested, tracer, uid, gid):
         os.mkfifo(fifo, 0o600)
         verbose = ["-e", "abbrev=none"] if activity.get("exec_env") else []  # programs' environments too
         argv = _strace(fifo) + verbose + ["--"] + argv
-    env = dict(activity["env"])
     socket = os.environ.get("REDAGENT_SOCKET", DEFAULT_SOCKET)
     if socket != DEFAULT_SOCKET:  # the service shim finds the default by itself: only another is told
         env["REDAGENT_SOCKET"] = socket
@@ -240,6 +243,27 @@ def _activity(spec, activity, base, nested, tracer, uid, gid):
     status["reads"] = fifo is not None  # whether the report can say which files were read
     found = {"trace": trace.lines, "syscalls": calls.lines, "changed": changed[:MAX_CHANGED]}
     return status, {**found, "errors": errors.lines[:50]}
+
+
+def _identity(etc, uid, base):
+    """Without a nested sandbox the activity sees the sandbox's own /etc, where its uid may have no passwd
+    entry (Docker's image has none): git then finds no name for the user and refuses every commit, hooks
+    unrun. The name the replay's passwd entry gives goes into a system git configuration of the harness's —
+    the level below the user's own (~/.gitconfig, the repository's), which still decide, as they do over
+    the passwd entry's name. Nothing when the uid has an entry."""
+    try:
+        pwd.getpwuid(uid)
+        return {}
+    except KeyError:
+        pass
+    fields = next((line.split(":") for line in etc.get("passwd", "").splitlines() if "@UID@" in line), [])
+    name = fields[4].split(",")[0] if len(fields) > 4 else ""
+    if not name:
+        return {}
+    path = base + "/gitconfig"
+    with open(path, "w") as handle:
+        handle.write(f"[user]\n\tname = {name}\n")
+    return {"GIT_CONFIG_SYSTEM": path}
 
 
 DEFAULT_SOCKET = "/run/redagent/svc.sock"
