@@ -130,8 +130,7 @@ def _fill(text, uid, gid):
 
 def _activity(spec, activity, base, nested, tracer, uid, gid):
     files_dir = base + "/rr" if nested else "/tmp/rr"
-    if not nested:
-        _reset_files()
+    own = None if nested else _reset_files()
     os.makedirs(base + "/etc/alternatives", exist_ok=True)
     os.makedirs(files_dir, exist_ok=True)
     etc = spec["etc"] if not activity.get("etc") else activity["etc"]
@@ -177,18 +176,29 @@ def _activity(spec, activity, base, nested, tracer, uid, gid):
                 start_new_session=True,
             )
     fifo = None
-    if tracer:  # outside the nested sandbox: no process of the activity sees it, or can reach its output
+    syscalls_read = None
+    verbose = ["-e", "abbrev=none"] if activity.get("exec_env") else []  # programs' environments too
+    if tracer and nested:  # outside the nested sandbox: no process of the activity sees it, or can reach its output
         fifo = base + "/syscalls"
         os.mkfifo(fifo, 0o600)
-        verbose = ["-e", "abbrev=none"] if activity.get("exec_env") else []  # programs' environments too
         argv = _strace(fifo) + verbose + ["--"] + argv
     socket = os.environ.get("REDAGENT_SOCKET", DEFAULT_SOCKET)
     if socket != DEFAULT_SOCKET:  # the service shim finds the default by itself: only another is told
         env["REDAGENT_SOCKET"] = socket
-    before = _walk()
+    before = _walk(own)
     trace_read, trace_write = os.pipe()
     os.dup2(trace_write, fd)  # the activity's trace fd; bash and the tracers write there
     os.close(trace_write)
+    passed = (fd,)
+    if tracer and not nested:
+        # Beside the activity (no PID or mount namespace between them) a FIFO's path would be the activity's to
+        # open too, to read records away or write false ones: strace is handed a pipe instead, at a fixed
+        # descriptor (the same command line in every replay), and a launcher closes it before the activity runs.
+        syscalls_read, syscalls_write = os.pipe()
+        os.dup2(syscalls_write, STRACE_FD)
+        os.close(syscalls_write)
+        argv = _strace(f"/proc/self/fd/{STRACE_FD}") + verbose + ["--", *_CLOSING, *argv]
+        passed = (fd, STRACE_FD)
     unique = activity.get("dedupe", True)
     errors_read, errors_write = os.pipe()
     # a program's arguments and environment make long lines: strace's records keep up to 16 KiB each
@@ -200,6 +210,8 @@ def _activity(spec, activity, base, nested, tracer, uid, gid):
     ]
     if fifo is not None:
         readers.append(threading.Thread(target=calls.drain_path, args=(fifo,), daemon=True))
+    if syscalls_read is not None:
+        readers.append(threading.Thread(target=calls.drain, args=(syscalls_read,), daemon=True))
     for reader in readers:
         reader.start()
     status = {"name": activity["name"], "exit": None, "ended": "ok", "start": time.monotonic()}
@@ -210,7 +222,7 @@ def _activity(spec, activity, base, nested, tracer, uid, gid):
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=errors_write,
-            pass_fds=(fd,),
+            pass_fds=passed,
             env=env,
             cwd="/workspace",
             start_new_session=True,
@@ -220,6 +232,8 @@ def _activity(spec, activity, base, nested, tracer, uid, gid):
         status.update(ended="failed", detail=str(exc)[:200])
     os.close(fd)
     os.close(errors_write)
+    if syscalls_read is not None:
+        os.close(STRACE_FD)
     if proc is not None:
         try:
             status["exit"] = proc.wait(timeout=activity["timeout"])
@@ -228,6 +242,9 @@ def _activity(spec, activity, base, nested, tracer, uid, gid):
             with contextlib.suppress(OSError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        if not nested:  # what it left running ends with it, as a nested sandbox's PID namespace ends
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
     if fifo is not None and not calls.opened:
         # strace never opened its output (it failed to start): let the reader's open return
         with contextlib.suppress(OSError):
@@ -235,14 +252,23 @@ def _activity(spec, activity, base, nested, tracer, uid, gid):
     for reader in readers:  # outside the nested namespace a descendant may hold a pipe: bounded wait
         reader.join(timeout=2)
     status["end"] = time.monotonic()
-    if not nested:
-        shutil.rmtree(OWN, ignore_errors=True)
-    after = _walk()
+    if syscalls_read is not None and status["ended"] == "ok" and not calls.overflow and not _ended(calls.lines):
+        # Beside the activity, a process of its uid can kill strace: its tracees then run on unrecorded
+        status.update(ended="interrupted", detail="strace ended before the activity did")
+    if own is not None:
+        shutil.rmtree(own, ignore_errors=True)
+    after = _walk(own)
     changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
     status["overflow"] = trace.overflow or calls.overflow or len(changed) > MAX_CHANGED
-    status["reads"] = fifo is not None  # whether the report can say which files were read
+    status["reads"] = fifo is not None or syscalls_read is not None  # whether the report says which files were read
     found = {"trace": trace.lines, "syscalls": calls.lines, "changed": changed[:MAX_CHANGED]}
     return status, {**found, "errors": errors.lines[:50]}
+
+
+def _ended(lines):
+    """Whether strace's records hold the end of the process it started (the first one they name)."""
+    root = lines[0].split(None, 1)[0] if lines else None
+    return root is not None and any(line.split(None, 2)[:2] == [root, "+++"] for line in lines)
 
 
 def _identity(etc, uid, base):
@@ -267,6 +293,16 @@ def _identity(etc, uid, base):
 
 
 DEFAULT_SOCKET = "/run/redagent/svc.sock"
+STRACE_FD = 86  # where strace's output pipe is handed to it without a nested sandbox (beside TRACE_FD)
+# Closes that descriptor, then runs the activity: what the activity starts cannot reach strace's output.
+_CLOSING = [
+    sys.executable or "python3",
+    "-I",
+    "-S",
+    "-c",
+    "import os,sys;os.close(int(sys.argv[1]));os.execvp(sys.argv[2],sys.argv[2:])",
+    str(STRACE_FD),
+]
 # bash's syntax errors in a file it reads (`bash: FILE: line N: syntax error …`): the file stops there.
 _SYNTAX_ERROR = re.compile(r"(?:^|: )(/[^:]*): line (\d+): syntax error")
 
@@ -383,24 +419,26 @@ class _Collector:
         self.size += len(line)
 
 
-OWN = "/workspace/.redagent-rr"
-
-
 def _reset_files():
     """Without a nested sandbox the activity's files go to /tmp/rr itself; where /tmp cannot hold programs
-    (Docker mounts it noexec), /tmp/rr is a link to a folder of the workspace, removed after the activity."""
-    if os.path.islink("/tmp/rr"):
-        os.unlink("/tmp/rr")
-    shutil.rmtree("/tmp/rr", ignore_errors=True)
-    shutil.rmtree(OWN, ignore_errors=True)
+    (Docker mounts it noexec), /tmp/rr is a link to a folder the harness makes in the workspace — a new name,
+    so never an entry of the state — removed after the activity; that folder is returned. Whatever /tmp/rr
+    was (a sandbox may keep /tmp between commands, and an earlier activity could write there) is moved aside
+    first, so nothing it holds fails or redirects this activity's files."""
+    if os.path.lexists("/tmp/rr"):
+        aside = tempfile.mkdtemp(prefix="rr-old-", dir="/tmp")
+        os.rename("/tmp/rr", aside + "/rr")
+        shutil.rmtree(aside, ignore_errors=True)
     if os.statvfs("/tmp").f_flag & getattr(os, "ST_NOEXEC", 8):
-        os.makedirs(OWN)
-        os.symlink(OWN, "/tmp/rr")
+        own = tempfile.mkdtemp(prefix=".redagent-rr-", dir="/workspace")
+        os.symlink(own, "/tmp/rr")
+        return own
+    return None
 
 
-def _walk():
+def _walk(own=None):
     """Each workspace path's fingerprint (size, mtime, mode, link target), bounded; the harness's own folder
-    (OWN) is not the workspace's."""
+    (`own`) is not the workspace's."""
     found: dict[str, tuple[int, int, int, str]] = {}  # a local annotation: never evaluated in the sandbox
     stack = [("/workspace", "")]
     while stack and len(found) < MAX_WALK:
@@ -411,7 +449,7 @@ def _walk():
             continue
         for entry in entries:
             rel = prefix + entry.name
-            if rel == OWN[len("/workspace/") :]:
+            if own is not None and entry.path == own:
                 continue
             try:
                 st = entry.stat(follow_symlinks=False)
