@@ -14,8 +14,15 @@ traced process reads TracerPid 0 and finds no tracer among its processes, and st
 the harness that no process of the activity can open. It records every program executed and every
 workspace path opened for reading or looked up as a program (`access(X_OK)`), with the working folders and
 process tree needed to resolve them: which files the activity's programs consumed, whatever the programs
-then did. Without either (a Docker sandbox) the activity runs as it is and the BEGIN record says what was
-missing.
+then did. Without nested namespaces (a Docker sandbox) the activity runs as it is, beside this harness, and
+the BEGIN record says what was missing: there strace is handed a pipe at STRACE_FD, which a launcher closes
+before the activity starts (no path or descriptor of the activity leads to the records), an activity whose
+records lack its own end (a process of the same uid killed strace) is `interrupted`, what it left running is
+killed with its process group, git gets the user's name from a system configuration (the uid may have no
+passwd entry), and its files live in a workspace folder of a fresh name (/tmp is noexec there).
+
+Each command works in a private folder of its own under /tmp, made afresh and removed at its end: a sandbox
+may keep /tmp from one command to the next (Docker's is the container's).
 
 This harness reads the trace (bash's xtrace, written to fd TRACE_FD) and strace's records through pipes of
 its own, keeps each distinct record once (bounded), compares the workspace before and after the activity,
@@ -189,7 +196,7 @@ def _activity(spec, activity, base, nested, tracer, uid, gid):
     trace_read, trace_write = os.pipe()
     os.dup2(trace_write, fd)  # the activity's trace fd; bash and the tracers write there
     os.close(trace_write)
-    passed = (fd,)
+    passed = [fd]
     if tracer and not nested:
         # Beside the activity (no PID or mount namespace between them) a FIFO's path would be the activity's to
         # open too, to read records away or write false ones: strace is handed a pipe instead, at a fixed
@@ -198,7 +205,7 @@ def _activity(spec, activity, base, nested, tracer, uid, gid):
         os.dup2(syscalls_write, STRACE_FD)
         os.close(syscalls_write)
         argv = _strace(f"/proc/self/fd/{STRACE_FD}") + verbose + ["--", *_CLOSING, *argv]
-        passed = (fd, STRACE_FD)
+        passed.append(STRACE_FD)
     unique = activity.get("dedupe", True)
     errors_read, errors_write = os.pipe()
     # a program's arguments and environment make long lines: strace's records keep up to 16 KiB each
@@ -282,7 +289,7 @@ def _identity(etc, uid, base):
         return {}
     except KeyError:
         pass
-    fields = next((line.split(":") for line in etc.get("passwd", "").splitlines() if "@UID@" in line), [])
+    fields: list[str] = next((line.split(":") for line in etc.get("passwd", "").splitlines() if "@UID@" in line), [])
     name = fields[4].split(",")[0] if len(fields) > 4 else ""
     if not name:
         return {}
