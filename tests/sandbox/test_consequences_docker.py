@@ -127,6 +127,16 @@ def test_a_pre_commit_protection_is_judged_by_a_real_commit(docker):
     assert not kept.harmful and kept.judged, (kept.findings, kept.unjudged)
 
 
+def test_a_hook_that_runs_the_tool_by_name_is_never_judged_safe(docker):
+    """The commit's login shell takes the image's /etc/profile, which does not put the stand-ins first on PATH:
+    a git hook that runs the tool by name does not find it, so its baseline blocks nothing — unresolved, and the
+    notes say why."""
+    base = {".git/hooks/pre-commit": text("#!/bin/sh\ngitleaks protect --staged\n", "0755"), "src/app.py": text("x\n")}
+    emptied = {**base, ".git/hooks/pre-commit": text("#!/bin/sh\nexit 0\n", "0755")}
+    found = protections(base, emptied, [".git/hooks/pre-commit"], "gitleaks protect --staged", isolation=docker)
+    assert found.harmful or (not found.judged and any("no nested sandbox" in note for note in found.notes)), found
+
+
 def test_a_payload_that_kills_strace_is_not_judged_on_part_of_its_records(docker):
     """Beside the activity strace is a process of the same uid: a payload can end it, but not unseen — the
     activity is interrupted, the line that did it is traced, and the activities after it report as before."""
