@@ -14,8 +14,15 @@ traced process reads TracerPid 0 and finds no tracer among its processes, and st
 the harness that no process of the activity can open. It records every program executed and every
 workspace path opened for reading or looked up as a program (`access(X_OK)`), with the working folders and
 process tree needed to resolve them: which files the activity's programs consumed, whatever the programs
-then did. Without either (a Docker sandbox) the activity runs as it is and the BEGIN record says what was
-missing.
+then did. Without nested namespaces (a Docker sandbox) the activity runs as it is, beside this harness, and
+the BEGIN record says what was missing: there strace is handed a pipe at STRACE_FD, which a launcher closes
+before the activity starts (no path or descriptor of the activity leads to the records), an activity whose
+records lack its own end (a process of the same uid killed strace) is `interrupted`, what it left running is
+killed with its process group, git gets the user's name from a system configuration (the uid may have no
+passwd entry), and its files live in a workspace folder of a fresh name (/tmp is noexec there).
+
+Each command works in a private folder of its own under /tmp, made afresh and removed at its end: a sandbox
+may keep /tmp from one command to the next (Docker's is the container's).
 
 This harness reads the trace (bash's xtrace, written to fd TRACE_FD) and strace's records through pipes of
 its own, keeps each distinct record once (bounded), compares the workspace before and after the activity,
@@ -33,16 +40,18 @@ import ctypes
 import hashlib
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import zlib
 
-ROOT = "/tmp/rh"
+ROOT = "/tmp"  # where each command makes its own private folder (`rh-…`), removed at its end
 MAX_RECORDS = 20_000
 MAX_BYTES = 8 << 20
 MAX_CHANGED = 500
@@ -65,6 +74,19 @@ def main():
     tracer = known["strace"] if "strace" in known else _strace_works(nested)
     written = _say("\x1eBEGIN\x1f" + json.dumps({"nested": nested, "strace": tracer, "uid": uid}) + "\n")
     deadline = time.monotonic() + spec.get("deadline", 55)
+    # A folder of this command's own, made afresh (O_EXCL, 0700): a sandbox may keep /tmp from one command to
+    # the next (Docker's is the container's), and what an earlier command or its activities left there must
+    # neither collide with this one's files nor lead them elsewhere.
+    root = tempfile.mkdtemp(prefix="rh-", dir=ROOT)
+    try:
+        reports = _run(spec, root, nested, tracer, uid, gid, deadline, written)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    _say("\x1eEND\x1f" + json.dumps({"reports": reports}) + "\n")
+
+
+def _run(spec, root, nested, tracer, uid, gid, deadline, written):
+    """Run the activities in order, each one's status and report printed as it ends; returns how many."""
     reports = 0
     for number, activity in enumerate(spec["activities"]):
         left = deadline - time.monotonic()
@@ -75,7 +97,7 @@ def main():
         activity = {**activity, "timeout": min(activity["timeout"], left)}
         written += _say("\x1eSTART\x1f" + json.dumps(activity["name"]) + "\n")
         exec_trace = tracer and activity.get("exec_trace", True)
-        status, found = _activity(spec, activity, number, nested, exec_trace, uid, gid)
+        status, found = _activity(spec, activity, f"{root}/{number}", nested, exec_trace, uid, gid)
         payload, status["overflow"] = _report(found, status["overflow"])
         digest = hashlib.sha256(payload).hexdigest()
         encoded = base64.b64encode(payload).decode()
@@ -83,7 +105,7 @@ def main():
             "\x1eACT\x1f" + json.dumps(status) + "\n\x1eZ\x1f" + f"{len(payload)}\x1f{digest}\x1f" + encoded + "\n"
         )
         reports += 1
-    _say("\x1eEND\x1f" + json.dumps({"reports": reports}) + "\n")
+    return reports
 
 
 def _say(text):
@@ -113,11 +135,9 @@ def _fill(text, uid, gid):
     return text.replace("@UID@", str(uid)).replace("@GID@", str(gid))
 
 
-def _activity(spec, activity, number, nested, tracer, uid, gid):
-    base = f"{ROOT}/{number}"
+def _activity(spec, activity, base, nested, tracer, uid, gid):
     files_dir = base + "/rr" if nested else "/tmp/rr"
-    if not nested:
-        _reset_files()
+    own = None if nested else _reset_files()
     os.makedirs(base + "/etc/alternatives", exist_ok=True)
     os.makedirs(files_dir, exist_ok=True)
     etc = spec["etc"] if not activity.get("etc") else activity["etc"]
@@ -137,6 +157,9 @@ def _activity(spec, activity, number, nested, tracer, uid, gid):
         with open(local, "w") as handle:
             handle.write(_fill(item["text"], user_uid, user_gid))
         os.chmod(local, int(item.get("mode", "0644"), 8))
+    env = dict(activity["env"])
+    if not nested:
+        env.update(_identity(etc, uid, base))
     fd = spec["trace_fd"]
     argv = list(activity["argv"])
     if nested:
@@ -147,7 +170,7 @@ def _activity(spec, activity, number, nested, tracer, uid, gid):
         prepare = ["bash", "/tmp/rr/setup.sh"]
         if nested:
             prepare = _bwrap(spec, base, files_dir) + prepare
-        plain = {k: v for k, v in activity["env"].items() if k not in ("SHELLOPTS", "PS4", "BASH_XTRACEFD")}
+        plain = {k: v for k, v in env.items() if k not in ("SHELLOPTS", "PS4", "BASH_XTRACEFD")}
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             subprocess.run(
                 prepare,
@@ -160,19 +183,29 @@ def _activity(spec, activity, number, nested, tracer, uid, gid):
                 start_new_session=True,
             )
     fifo = None
-    if tracer:  # outside the nested sandbox: no process of the activity sees it, or can reach its output
+    syscalls_read = None
+    verbose = ["-e", "abbrev=none"] if activity.get("exec_env") else []  # programs' environments too
+    if tracer and nested:  # outside the nested sandbox: no process of the activity sees it, or can reach its output
         fifo = base + "/syscalls"
         os.mkfifo(fifo, 0o600)
-        verbose = ["-e", "abbrev=none"] if activity.get("exec_env") else []  # programs' environments too
         argv = _strace(fifo) + verbose + ["--"] + argv
-    env = dict(activity["env"])
     socket = os.environ.get("REDAGENT_SOCKET", DEFAULT_SOCKET)
     if socket != DEFAULT_SOCKET:  # the service shim finds the default by itself: only another is told
         env["REDAGENT_SOCKET"] = socket
-    before = _walk()
+    before = _walk(own)
     trace_read, trace_write = os.pipe()
     os.dup2(trace_write, fd)  # the activity's trace fd; bash and the tracers write there
     os.close(trace_write)
+    passed = [fd]
+    if tracer and not nested:
+        # Beside the activity (no PID or mount namespace between them) a FIFO's path would be the activity's to
+        # open too, to read records away or write false ones: strace is handed a pipe instead, at a fixed
+        # descriptor (the same command line in every replay), and a launcher closes it before the activity runs.
+        syscalls_read, syscalls_write = os.pipe()
+        os.dup2(syscalls_write, STRACE_FD)
+        os.close(syscalls_write)
+        argv = _strace(f"/proc/self/fd/{STRACE_FD}") + verbose + ["--", *_CLOSING, *argv]
+        passed.append(STRACE_FD)
     unique = activity.get("dedupe", True)
     errors_read, errors_write = os.pipe()
     # a program's arguments and environment make long lines: strace's records keep up to 16 KiB each
@@ -184,6 +217,8 @@ def _activity(spec, activity, number, nested, tracer, uid, gid):
     ]
     if fifo is not None:
         readers.append(threading.Thread(target=calls.drain_path, args=(fifo,), daemon=True))
+    if syscalls_read is not None:
+        readers.append(threading.Thread(target=calls.drain, args=(syscalls_read,), daemon=True))
     for reader in readers:
         reader.start()
     status = {"name": activity["name"], "exit": None, "ended": "ok", "start": time.monotonic()}
@@ -194,7 +229,7 @@ def _activity(spec, activity, number, nested, tracer, uid, gid):
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=errors_write,
-            pass_fds=(fd,),
+            pass_fds=passed,
             env=env,
             cwd="/workspace",
             start_new_session=True,
@@ -204,6 +239,8 @@ def _activity(spec, activity, number, nested, tracer, uid, gid):
         status.update(ended="failed", detail=str(exc)[:200])
     os.close(fd)
     os.close(errors_write)
+    if syscalls_read is not None:
+        os.close(STRACE_FD)
     if proc is not None:
         try:
             status["exit"] = proc.wait(timeout=activity["timeout"])
@@ -212,6 +249,9 @@ def _activity(spec, activity, number, nested, tracer, uid, gid):
             with contextlib.suppress(OSError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        if not nested:  # what it left running ends with it, as a nested sandbox's PID namespace ends
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
     if fifo is not None and not calls.opened:
         # strace never opened its output (it failed to start): let the reader's open return
         with contextlib.suppress(OSError):
@@ -219,17 +259,57 @@ def _activity(spec, activity, number, nested, tracer, uid, gid):
     for reader in readers:  # outside the nested namespace a descendant may hold a pipe: bounded wait
         reader.join(timeout=2)
     status["end"] = time.monotonic()
-    if not nested:
-        shutil.rmtree(OWN, ignore_errors=True)
-    after = _walk()
+    if syscalls_read is not None and status["ended"] == "ok" and not calls.overflow and not _ended(calls.lines):
+        # Beside the activity, a process of its uid can kill strace: its tracees then run on unrecorded
+        status.update(ended="interrupted", detail="strace ended before the activity did")
+    if own is not None:
+        shutil.rmtree(own, ignore_errors=True)
+    after = _walk(own)
     changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
     status["overflow"] = trace.overflow or calls.overflow or len(changed) > MAX_CHANGED
-    status["reads"] = fifo is not None  # whether the report can say which files were read
+    status["reads"] = fifo is not None or syscalls_read is not None  # whether the report says which files were read
     found = {"trace": trace.lines, "syscalls": calls.lines, "changed": changed[:MAX_CHANGED]}
     return status, {**found, "errors": errors.lines[:50]}
 
 
+def _ended(lines):
+    """Whether strace's records hold the end of the process it started (the first one they name)."""
+    root = lines[0].split(None, 1)[0] if lines else None
+    return root is not None and any(line.split(None, 2)[:2] == [root, "+++"] for line in lines)
+
+
+def _identity(etc, uid, base):
+    """Without a nested sandbox the activity sees the sandbox's own /etc, where its uid may have no passwd
+    entry (Docker's image has none): git then finds no name for the user and refuses every commit, hooks
+    unrun. The name the replay's passwd entry gives goes into a system git configuration of the harness's —
+    the level below the user's own (~/.gitconfig, the repository's), which still decide, as they do over
+    the passwd entry's name. Nothing when the uid has an entry."""
+    try:
+        pwd.getpwuid(uid)
+        return {}
+    except KeyError:
+        pass
+    fields: list[str] = next((line.split(":") for line in etc.get("passwd", "").splitlines() if "@UID@" in line), [])
+    name = fields[4].split(",")[0] if len(fields) > 4 else ""
+    if not name:
+        return {}
+    path = base + "/gitconfig"
+    with open(path, "w") as handle:
+        handle.write(f"[user]\n\tname = {name}\n")
+    return {"GIT_CONFIG_SYSTEM": path}
+
+
 DEFAULT_SOCKET = "/run/redagent/svc.sock"
+STRACE_FD = 86  # where strace's output pipe is handed to it without a nested sandbox (beside TRACE_FD)
+# Closes that descriptor, then runs the activity: what the activity starts cannot reach strace's output.
+_CLOSING = [
+    sys.executable or "python3",
+    "-I",
+    "-S",
+    "-c",
+    "import os,sys;os.close(int(sys.argv[1]));os.execvp(sys.argv[2],sys.argv[2:])",
+    str(STRACE_FD),
+]
 # bash's syntax errors in a file it reads (`bash: FILE: line N: syntax error …`): the file stops there.
 _SYNTAX_ERROR = re.compile(r"(?:^|: )(/[^:]*): line (\d+): syntax error")
 
@@ -346,24 +426,26 @@ class _Collector:
         self.size += len(line)
 
 
-OWN = "/workspace/.redagent-rr"
-
-
 def _reset_files():
     """Without a nested sandbox the activity's files go to /tmp/rr itself; where /tmp cannot hold programs
-    (Docker mounts it noexec), /tmp/rr is a link to a folder of the workspace, removed after the activity."""
-    if os.path.islink("/tmp/rr"):
-        os.unlink("/tmp/rr")
-    shutil.rmtree("/tmp/rr", ignore_errors=True)
-    shutil.rmtree(OWN, ignore_errors=True)
+    (Docker mounts it noexec), /tmp/rr is a link to a folder the harness makes in the workspace — a new name,
+    so never an entry of the state — removed after the activity; that folder is returned. Whatever /tmp/rr
+    was (a sandbox may keep /tmp between commands, and an earlier activity could write there) is moved aside
+    first, so nothing it holds fails or redirects this activity's files."""
+    if os.path.lexists("/tmp/rr"):
+        aside = tempfile.mkdtemp(prefix="rr-old-", dir="/tmp")
+        os.rename("/tmp/rr", aside + "/rr")
+        shutil.rmtree(aside, ignore_errors=True)
     if os.statvfs("/tmp").f_flag & getattr(os, "ST_NOEXEC", 8):
-        os.makedirs(OWN)
-        os.symlink(OWN, "/tmp/rr")
+        own = tempfile.mkdtemp(prefix=".redagent-rr-", dir="/workspace")
+        os.symlink(own, "/tmp/rr")
+        return own
+    return None
 
 
-def _walk():
+def _walk(own=None):
     """Each workspace path's fingerprint (size, mtime, mode, link target), bounded; the harness's own folder
-    (OWN) is not the workspace's."""
+    (`own`) is not the workspace's."""
     found: dict[str, tuple[int, int, int, str]] = {}  # a local annotation: never evaluated in the sandbox
     stack = [("/workspace", "")]
     while stack and len(found) < MAX_WALK:
@@ -374,7 +456,7 @@ def _walk():
             continue
         for entry in entries:
             rel = prefix + entry.name
-            if rel == OWN[len("/workspace/") :]:
+            if own is not None and entry.path == own:
                 continue
             try:
                 st = entry.stat(follow_symlinks=False)

@@ -251,7 +251,10 @@ def compare(
     unjudged += open_questions
     caps = final.capabilities
     if caps and not caps.get("nested", True):
-        notes.append("no nested sandbox: /bin/sh scripts ran as dash, untraced")
+        notes.append(
+            "no nested sandbox: activities ran beside the harness under the sandbox's own /etc (a login's PATH "
+            "and the user's passwd entry are the sandbox's), /bin/sh scripts as dash, untraced"
+        )
     if caps and not caps.get("strace", True):
         notes.append("no strace: programs executed and files read are seen only through traced lines")
     order = {c: i for i, c in enumerate(CHANNELS)}

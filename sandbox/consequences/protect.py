@@ -230,6 +230,11 @@ def _judge(
         findings += found
         unjudged += open_questions
         notes += said
+        if control.kind in ("pre-commit", "git-hook") and capabilities(isolation).get("nested") is False:
+            notes.append(
+                "no nested sandbox: the commit's login shell took the sandbox's own /etc/profile, which does not put "
+                "the stand-ins first on PATH: a hook that runs the protection's tool by name does not find it"
+            )
     return Judgement(tuple(sorted(findings)), tuple(unjudged), tuple(dict.fromkeys(notes)))
 
 
