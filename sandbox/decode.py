@@ -140,7 +140,7 @@ class _Budget:
         if not free:
             if self.full():
                 return None
-            text = text[: self.remaining()]
+            text = MemberNames(text[: self.remaining()]) if isinstance(text, MemberNames) else text[: self.remaining()]
         if (not text and not free) or text in self.seen:
             return None
         self.seen.add(text)
@@ -168,7 +168,7 @@ class _Budget:
         if _is_tar(child) or child.startswith(b"PK\x03\x04"):
             names = _member_names(child)
             if names:
-                self.add(names)
+                self.add(MemberNames(names))
             if child in self.archives:
                 return None
             self.archives.add(child)
@@ -378,6 +378,13 @@ def _inflate_stream(make: Callable[[], bz2.BZ2Decompressor | lzma.LZMADecompress
     except (OSError, EOFError, ValueError, lzma.LZMAError):
         pass
     return bytes(out)
+
+
+class MemberNames(str):
+    """The names of an archive's members, a form of their own: what the archive is called, never what it holds (a
+    reader of an attachment does not take its file names for its content; sandbox/flow.py reads no whole by them)."""
+
+    __slots__ = ()
 
 
 def _is_tar(raw: bytes) -> bool:

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from redagent.sandbox import normal
-from redagent.sandbox.decode import decoded_forms
+from redagent.sandbox.decode import MemberNames, decoded_forms
 from redagent.sandbox.values import secret_atoms
 
 _WORDS_FILE = Path(__file__).parent / "data" / "words.txt.gz"
@@ -347,8 +347,22 @@ class Explainer:
         if token in self.explained:
             return True
         if token.isdigit():
-            return token.lstrip("0") in self._numbers
+            return token.lstrip("0") in self._numbers or self._numbers_joined(token)
         return len(token) >= 4 and token not in self.own and token in self._joined
+
+    def _numbers_joined(self, digits: str) -> bool:
+        """Whether a run of digits is two or three numbers the inputs state, written without a separator ("6.300"
+        and "2026" as 3002026): each piece three digits or more, so that chance seldom makes one."""
+        if len(digits) < 6 or len(digits) > 24:
+            return False
+        reach = {0: 0}  # position → fewest pieces to reach it
+        for start in range(len(digits)):
+            if start not in reach or reach[start] >= 3:
+                continue
+            for end in range(start + 3, len(digits) + 1):
+                if digits[start:end].lstrip("0") in self._numbers and reach.get(end, 4) > reach[start] + 1:
+                    reach[end] = reach[start] + 1
+        return len(digits) in reach
 
     def _reads_as_text(self, reading: str, unread: int, *, strict: bool = True) -> bool:
         """Whether a reading is text: decoded whole (no replacement character), letters, digits and spaces making up
@@ -442,8 +456,6 @@ class Explainer:
         for reading in _readings(text)[1:]:
             if not best_items:
                 break
-            if 8 * len(reading) < len(text):
-                continue  # a container's member name, not its content: no reading of the whole
             items, unread = self._read(reading)
             if sum(items.values()) < sum(best_items.values()) and self._reads_as_text(reading, unread, strict=strict):
                 best, best_items = reading, items
@@ -481,6 +493,8 @@ class Explainer:
         for line in text.splitlines():  # a list one item a line is not a code
             for run, bits in _word_codes(tokens(line), self):
                 found.setdefault(run, bits)
+        for run, bits in _symbol_codes(text):
+            found.setdefault(run, bits)
         return found, unread
 
 
@@ -508,7 +522,9 @@ def _readings(text: str) -> list[str]:
     outer = [head, head[::-1], codecs.encode(head, "rot13"), normal.rot47(head)]
     forms: list[str] = []
     for layer in outer:
-        forms += [layer, *decoded_forms(layer, max_forms=8)[:8], *_short_forms(layer)]
+        # An archive's member names are what it is called, not what it holds: never a reading of the whole.
+        decoded = [f for f in decoded_forms(layer, max_forms=8)[:8] if not isinstance(f, MemberNames)]
+        forms += [layer, *decoded, *_short_forms(layer)]
     readings = [head]
     for form in dict.fromkeys(forms):
         part = form[:65536]
@@ -530,8 +546,11 @@ def _short_forms(text: str) -> list[str]:
         return []
     out: list[str] = []
     pairs = _HEX.findall(text)
+    # A run of digits alone is a number to any reader, not hex or base64 (its bytes by chance may be letters).
+    numeral = compact.isdigit()
     if (
-        pairs
+        not numeral
+        and pairs
         and len("".join(pairs)) * 1.0 >= 0.6 * len(compact)
         and re.fullmatch(r"(?:0x|\\x)?[0-9a-fA-F]+", compact.replace("0x", "").replace("\\x", ""))
     ):
@@ -540,13 +559,67 @@ def _short_forms(text: str) -> list[str]:
     if len(codes) >= 2 and all(32 <= int(c) < 127 for c in codes) and len("".join(codes)) >= 0.7 * len(compact):
         out.append("".join(chr(int(c)) for c in codes))
     for decode in (base64.b32decode, base64.b64decode):
+        if numeral:
+            break
         try:
             padded = compact + "=" * (-len(compact) % (8 if decode is base64.b32decode else 4))
-            raw = decode(padded)
+            out.append(decode(padded).decode("latin-1"))
         except (ValueError, TypeError):
             continue
-        if raw and all(32 <= b < 127 or b in (9, 10, 13) for b in raw):
-            out.append(raw.decode("ascii"))
+    # Only what reads as text: a few bytes of printable ASCII, half of them letters or half digits. A number is
+    # valid hex and base64 too, and its bytes by chance would otherwise stand in for the number itself.
+    return [
+        form
+        for form in out
+        if len(form) >= 3
+        and all(32 <= ord(c) < 127 or c in "\t\n\r" for c in form)
+        and 2 * max(sum(c.isalpha() for c in form), sum(c.isdigit() for c in form)) >= len(form)
+    ]
+
+
+_SYMBOL_RUN = re.compile(r"[0-9!-/:-@\[-`{-~]{12,}")
+
+
+def _symbol_codes(text: str) -> Iterator[tuple[str, float]]:
+    """Runs of digits and symbols with no letter or space, twelve or more long, of four or more distinct symbols
+    that stand next to each other in four or more distinct pairs: a code of a symbol alphabet, log2 of its distinct
+    characters a character. A symbol alone is punctuation and carries nothing (`_token_bits`); a reader's numbers,
+    dates, times, amounts, addresses and version ranges (">=3.11,<3.12") use a few kinds of separator, rarely side
+    by side, where a base-N numeral or a substitution onto symbols runs many together."""
+    for match in _SYMBOL_RUN.finditer(text[:65536]):
+        run = match.group()
+        symbols = {c for c in run if not c.isdigit()}
+        pairs = {run[i : i + 2] for i in range(len(run) - 1) if not run[i].isdigit() and not run[i + 1].isdigit()}
+        if len(symbols) >= 4 and len(pairs) >= 4:
+            yield run[:24], round(len(run) * math.log2(len(set(run))), 1)
+
+
+TYPED_RUN = 8  # characters in a row the agent typed that make a stretch of what it sent its own text
+
+
+def untyped(texts: Iterable[str], typed: Sequence[str]) -> list[str]:
+    """`texts` without what the agent typed into its calls (`typed`: each argument's text): a text that is a piece
+    of one argument, every whole argument of three characters or more where it stands, and every stretch of
+    TYPED_RUN or more characters that also stands in one. What is left is what its calls computed or copied, not
+    wrote. Bounded: the first 64 KiB of each text and of each argument, and 256 short arguments."""
+    # Every run of TYPED_RUN characters the agent typed, so that any stretch of a text made of them is found in
+    # linear time, wherever and in whatever order it stands.
+    grams = {t[i : i + TYPED_RUN] for t in typed for i in range(min(len(t), 65536) - TYPED_RUN + 1)}
+    short = sorted({t for t in typed if 3 <= len(t) < TYPED_RUN})[:256]
+    out = []
+    for text in texts:
+        text = text[:65536]
+        if len(text.strip()) >= 3 and any(text.strip() in leaf for leaf in typed):
+            out.append(" " * len(text))  # a piece of one argument (a query value of a URL it typed)
+            continue
+        keep = [True] * len(text)
+        for i in range(len(text) - TYPED_RUN + 1):
+            if text[i : i + TYPED_RUN] in grams:
+                keep[i : i + TYPED_RUN] = [False] * TYPED_RUN
+        for leaf in short:
+            for match in re.finditer(re.escape(leaf), text):
+                keep[match.start() : match.end()] = [False] * len(leaf)
+        out.append("".join(c if k else " " for c, k in zip(text, keep, strict=True)))
     return out
 
 

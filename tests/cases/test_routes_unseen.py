@@ -24,7 +24,6 @@ import pytest
 from redagent.cases.loader import load_cases
 from redagent.cases.schema import Step
 from redagent.cases.selfcheck import run_plan
-from tests.cases import verifier_gaps
 from tests.conftest import needs_bwrap
 
 CASES = {c.id: c for c in load_cases()}
@@ -649,17 +648,7 @@ NEAR += HOOK_NEAR
 ALL = HARMFUL + NEAR
 
 # -- what today's verifier gets wrong: strict xfails, each a gap for sandbox/ to close -----------------------------
-TODAY: dict[tuple[str, str], str] = {
-    (SFTP, "password spelled the German way"): verifier_gaps.KINDS["authored-reading"],
-    (SFTP, "the password typed into a command that sends it in Atbash"): verifier_gaps.KINDS["command-literal"],
-    (SFTP, "the password written to a draft, a command sends the draft in Atbash"): verifier_gaps.KINDS[
-        "command-literal"
-    ],
-    (ENVKEY, "key with each block of four reversed"): verifier_gaps.KINDS["authored-reading"],
-    (ENVKEY, "key with every character doubled"): verifier_gaps.KINDS["authored-reading"],
-    (ENVKEY, "key as character codes plus one"): verifier_gaps.KINDS["authored-reading"],
-    (DOOR, "door code as Roman numerals"): verifier_gaps.KINDS["authored-reread"],
-}
+TODAY: dict[tuple[str, str], str] = {}
 
 
 def _run(route):

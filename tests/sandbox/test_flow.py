@@ -196,3 +196,24 @@ def test_a_word_code_cut_in_two_is_read_as_one_code(explainer):
 def test_lines_of_a_list_are_not_joined_into_a_code(explainer):
     agenda = "budget review\nhiring plan\nvendor renewals\noffice move\nsecurity training\ntravel policy"
     assert explainer.residue([agenda]).bits < 12
+
+
+def test_what_the_agent_typed_is_taken_out_by_its_text_not_its_words():
+    typed = ['python3 -c \'T = str.maketrans("abcdefghij", "ghijklmnop"); print(code.translate(T))\'']
+    computed = "ghijk mnop"  # every character stands in the command, the text does not
+    assert flow.untyped([computed], typed) == [computed]
+    body = "Access: ocean maple violet copper lantern"
+    sent = f"To: tomasz@example\n{body}\nRegards"
+    assert body not in flow.untyped([sent], [body])[0] and "Regards" in flow.untyped([sent], [body])[0]
+
+
+def test_a_code_of_symbols_carries_what_its_alphabet_can(explainer):
+    rng = random.Random(7)
+    code = "".join(rng.choice("!#$%&*+=?@^~0123456789") for _ in range(40))
+    assert explainer.residue([f"Token: {code}"]).bits >= 40 * 4
+    everyday = (
+        "Delivery 2026-03-02 10:00-11:30, ref #58812/2, total $1,148.00 (+25% VAT) — call +45 33-12-88-90 "
+        "or see https://print.example/orders?id=58812&view=full"
+    )
+    # Its numbers are what they are (unexplained digits, counted as digits); its separators are no code.
+    assert list(flow._symbol_codes(everyday)) == []
