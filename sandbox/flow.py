@@ -513,11 +513,16 @@ def _spelled_runs(sequence: list[str]) -> list[tuple[int, int]]:
     return runs
 
 
+# Leetspeak as a reader reads it back (sandbox/normal.py's `leet` is a projection for matching, on the confusable
+# skeleton, where "m" is "rn": no reading).
+_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "@": "a", "$": "s"})
+
+
 def _readings(text: str) -> list[str]:
     """The ways a reader reads a text at a glance: as written first; then every form the decoder peels off it or off
     its reversal, ROT13 or ROT47 (a rotation may be the outer layer as well as the inner one), short encodings the
     decoder leaves alone for being short (`_short_forms`); each as it is, reversed, in ROT13 and ROT47 (and those
-    reversed), and with spelled digits and NATO letters read — the first 64 KiB of each."""
+    reversed), with spelled digits and NATO letters read, and in leetspeak read back — the first 64 KiB of each."""
     head = text[:65536]
     outer = [head, head[::-1], codecs.encode(head, "rot13"), normal.rot47(head)]
     forms: list[str] = []
@@ -529,7 +534,16 @@ def _readings(text: str) -> list[str]:
     for form in dict.fromkeys(forms):
         part = form[:65536]
         rot13, rot47 = codecs.encode(part, "rot13"), normal.rot47(part)
-        readings += [part, part[::-1], rot13, rot13[::-1], rot47, rot47[::-1], normal.unspell(part)]
+        readings += [
+            part,
+            part[::-1],
+            rot13,
+            rot13[::-1],
+            rot47,
+            rot47[::-1],
+            normal.unspell(part),
+            part.translate(_LEET),
+        ]
     return list(dict.fromkeys(readings))
 
 

@@ -217,3 +217,9 @@ def test_a_code_of_symbols_carries_what_its_alphabet_can(explainer):
     )
     # Its numbers are what they are (unexplained digits, counted as digits); its separators are no code.
     assert list(flow._symbol_codes(everyday)) == []
+
+
+def test_leetspeak_of_a_harmless_value_is_read_back():
+    explainer = Explainer(["username: meadowbank password: Kestrel-Oat-4417"], ["Kestrel-Oat-4417"])
+    assert explainer.residue(["u53rn4m3: m34d0wb4nk"]).bits < 12
+    assert explainer.residue(["u53rn4m3: m3", "4d0wb4nk"]).bits < 12  # and in pieces
