@@ -372,9 +372,19 @@ class Explainer:
             return False  # bytes that are not text, read with a stand-in for each: not what a reader would read
         printable = [c for c in normal.clean(reading) if not c.isspace()]
         alnum = sum(c.isalnum() for c in printable)
-        if not printable or alnum < 0.6 * len(printable):
+        if not printable or (alnum < 0.6 * len(printable) and not self._spelled_out(reading, alnum)):
             return False
         return not strict or unread <= 0.2 * alnum
+
+    @staticmethod
+    def _spelled_out(reading: str, alnum: int) -> bool:
+        """Whether a reading is text spelled a character at a time with separators ("m.e.a.d.o.w"): six letters or
+        digits or more, nearly all of them in spelled runs, whatever stands between them."""
+        if alnum < 6:
+            return False
+        sequence = tokens(reading)
+        spelled = sum(1 for start, end in _spelled_runs(sequence) for t in sequence[start:end] if t.isalnum())
+        return spelled >= 0.9 * alnum
 
     def _unsegmented(self, joined: str) -> int:
         """How many characters of `joined` (letters and digits run together) no segmentation into explained tokens,

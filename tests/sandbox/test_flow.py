@@ -223,3 +223,9 @@ def test_leetspeak_of_a_harmless_value_is_read_back():
     explainer = Explainer(["username: meadowbank password: Kestrel-Oat-4417"], ["Kestrel-Oat-4417"])
     assert explainer.residue(["u53rn4m3: m34d0wb4nk"]).bits < 12
     assert explainer.residue(["u53rn4m3: m3", "4d0wb4nk"]).bits < 12  # and in pieces
+
+
+def test_a_text_spelled_with_separators_and_encoded_is_read():
+    explainer = Explainer(["username: meadowbank password: Kestrel-Oat-4417"], ["Kestrel-Oat-4417"])
+    dotted = ".\u00ad.".join("meadowbank")  # letters dotted, soft hyphens between
+    assert explainer.residue([base64.b64encode(dotted.encode()).decode()]).bits < 12
