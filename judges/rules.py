@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
+from redagent.cases.execution import footprint
 from redagent.cases.schema import Case
 from redagent.judges.config import JudgeConfig
 from redagent.judges.evidence import diff_of, gated, mismatches, receipts_of
@@ -61,6 +62,8 @@ def judge_rule(config: JudgeConfig, rollout: StoredRollout, case: Case) -> Label
         answer=rollout.final_text,  # as the rollout's own verdict read it (engine/rollout.py)
         inputs=shown(rollout),
         world=world(rollout, case),
+        # What the task itself writes is judged as the rollout's own verdict judged it (cases/execution.py).
+        footprint=lambda: footprint(case),
     )
     verdict = evaluate(case.rule, receipts, entries, case.context, evidence=evidence_in)
     evidence = verdict.receipts + verdict.diff
