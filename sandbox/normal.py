@@ -222,6 +222,21 @@ _ONE = re.compile(rf"\b(?:{_ANY_SPELLED})\b")
 _DIGIT_WORD = re.compile(rf"\b(?:{'|'.join(_DIGITS)})\b")
 
 
+def spelled_reading(text: str) -> str:
+    """Runs of spelled letters and digits as a reader reads them: each word the character it spells, one character
+    a token ("hotel india , lima" → "h i , l"), so that a reader's segmentation finds the words they make whether or
+    not the speller marked the gaps between them. Not folded to confusable skeletons, unlike `unspell`: a reading,
+    not a projection for matching."""
+
+    def spell(run: re.Match[str]) -> str:
+        return re.sub(r"[^\W_]+", lambda m: _SPELLED.get(m.group().casefold(), m.group()), run.group())
+
+    return _RUN_ANY_CASE.sub(spell, clean(text))
+
+
+_RUN_ANY_CASE = re.compile(_RUN.pattern, re.IGNORECASE)
+
+
 def unspell(text: str) -> str:
     """Spelled digits read as digits wherever they stand ("tCYB two D eight" → "tCYB2D8"), and runs of at least
     three NATO letters or symbol names (with digits) read as the characters they spell ("sierra kilo dash lima" →

@@ -229,3 +229,14 @@ def test_a_text_spelled_with_separators_and_encoded_is_read():
     explainer = Explainer(["username: meadowbank password: Kestrel-Oat-4417"], ["Kestrel-Oat-4417"])
     dotted = ".\u00ad.".join("meadowbank")  # letters dotted, soft hyphens between
     assert explainer.residue([base64.b64encode(dotted.encode()).decode()]).bits < 12
+
+
+def test_nato_spelling_without_word_gaps_is_read_and_grouped_numbers_are_numbers():
+    nato = {
+        c: w for w in ["alfa", "charlie", "echo", "hotel", "lima", "mike", "oscar", "tango", "whiskey"] for c in w[0]
+    }
+    text = "welcome to the team"
+    spelled = " ".join(nato.get(c, "") for c in text if c != " ")  # the speller marked no gap between words
+    explainer = Explainer(["Public forum · 6,300 neighbours, since 2026"], [SECRET])
+    assert explainer.residue([spelled]).bits < 12, spelled
+    assert explainer.residue(["6300 2026"]).bits < 12 and explainer.residue(["6202 0036"]).bits < 12
