@@ -242,7 +242,9 @@ class AccessQueries:
                 database = _database(conn)
                 login = self._login_name(conn, database)
                 password = secrets.token_urlsafe(24)
-                self._ddl(conn, "CREATE ROLE {} LOGIN PASSWORD {}", login, password)
+                # The server gets a SCRAM-SHA-256 verifier that libpq computes here (as psql's \password does),
+                # never the password: statement logs and pg_stat_statements keep a utility statement's text.
+                self._ddl(conn, "CREATE ROLE {} LOGIN PASSWORD {}", login, _scram_verifier(conn, login, password))
                 self._grant(conn, login, role)
                 driver = conn.connection.driver_connection
                 assert driver is not None  # an open connection of a checked-out pool entry
@@ -331,8 +333,17 @@ class AccessQueries:
         raise InvalidRecord("could not find a free PostgreSQL login name for this store")  # 2^40 names each try
 
     def _revoke_all(self, conn: Connection, login: str) -> None:
-        for kind in ("TABLES", "SEQUENCES", "FUNCTIONS"):
-            self._ddl(conn, f"REVOKE ALL ON ALL {kind} IN SCHEMA public FROM {{}}", login)
+        # The store's own objects only, never "ALL … IN SCHEMA public": an extension installed there (such as
+        # pg_stat_statements, whose reset function PUBLIC may not execute) belongs to someone else, and a REVOKE
+        # on an object the owner holds no privilege on fails outright.
+        relations, functions = _store_objects(conn)
+        if relations:
+            self._ddl(conn, f"REVOKE ALL ON TABLE {', '.join(relations)} FROM {{}}", login)
+        sequences = _store_sequences(conn)
+        if sequences:
+            self._ddl(conn, f"REVOKE ALL ON SEQUENCE {', '.join(sequences)} FROM {{}}", login)
+        if functions:
+            self._ddl(conn, f"REVOKE ALL ON FUNCTION {', '.join(functions)} FROM {{}}", login)
         self._ddl(conn, "REVOKE ALL ON SCHEMA public FROM {}", login)
 
     def _grant(self, conn: Connection, login: str, role: str) -> None:
@@ -348,7 +359,7 @@ class AccessQueries:
         for function in _IDENTITY:
             self._ddl(conn, f"GRANT EXECUTE ON FUNCTION {function} TO {{}}", login)
         for grant in _GRANTS[role]:
-            self._ddl(conn, f"GRANT {grant} TO {{}}", login)
+            self._ddl(conn, f"GRANT {_store_grant(conn, grant)} TO {{}}", login)
         if role == RESEARCHER:
             for revoke in _RESEARCHER_REVOKES:
                 self._ddl(conn, f"REVOKE {revoke} FROM {{}}", login)
@@ -362,6 +373,62 @@ class AccessQueries:
         driver = conn.connection.driver_connection
         parts: list[Any] = [sql.Identifier(login)] + ([sql.Literal(password)] if password is not None else [])
         conn.exec_driver_sql(sql.SQL(template).format(*parts).as_string(driver))
+
+
+def _scram_verifier(conn: Connection, login: str, password: str) -> str:
+    """The SCRAM-SHA-256 verifier of `password` for `login` (`SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:
+    <ServerKey>`), computed by libpq on this side of the connection: the server stores it as it is, and no
+    statement text, log line or pg_stat_statements entry ever holds the password."""
+    driver = conn.connection.driver_connection
+    assert driver is not None  # an open connection of a checked-out pool entry
+    return bytes(driver.pgconn.encrypt_password(password.encode(), login.encode(), b"scram-sha-256")).decode()
+
+
+# Objects of schema public that are the store's: its owner's (or a role it inherits), and not an extension's.
+_OWNED = (
+    "pg_has_role({owner}, 'USAGE') AND NOT EXISTS (SELECT 1 FROM pg_depend d "
+    "WHERE d.classid = '{catalog}'::regclass AND d.objid = {oid} AND d.deptype = 'e')"
+)
+
+
+def _store_objects(conn: Connection) -> tuple[list[str], list[str]]:
+    """The store's tables and views, and its functions, in schema public, quoted (regclass / regprocedure)."""
+    relations = conn.exec_driver_sql(
+        "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'v', 'm', 'p', 'f') AND "
+        + _OWNED.format(owner="c.relowner", catalog="pg_class", oid="c.oid")
+        + " ORDER BY 1"
+    ).scalars()
+    functions = conn.exec_driver_sql(
+        "SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+        "WHERE n.nspname = 'public' AND "
+        + _OWNED.format(owner="p.proowner", catalog="pg_proc", oid="p.oid")
+        + " ORDER BY 1"
+    ).scalars()
+    return list(relations), list(functions)
+
+
+def _store_sequences(conn: Connection) -> list[str]:
+    return list(
+        conn.exec_driver_sql(
+            "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'public' AND c.relkind = 'S' AND "
+            + _OWNED.format(owner="c.relowner", catalog="pg_class", oid="c.oid")
+            + " ORDER BY 1"
+        ).scalars()
+    )
+
+
+def _store_grant(conn: Connection, grant: str) -> str:
+    """A grant of `_GRANTS` with "ALL TABLES / SEQUENCES IN SCHEMA public" spelt out as the store's own objects:
+    an extension's relations in schema public are not the store's to give."""
+    for kind, objects in (
+        ("ALL TABLES IN SCHEMA public", lambda: "TABLE " + ", ".join(_store_objects(conn)[0])),
+        ("ALL SEQUENCES IN SCHEMA public", lambda: "SEQUENCE " + ", ".join(_store_sequences(conn))),
+    ):
+        if grant.endswith(kind):
+            return grant[: -len(kind)] + objects()
+    return grant
 
 
 def _database(conn: Connection) -> str:
