@@ -312,6 +312,11 @@ class AccessQueries:
 
     # ------------------------------------------------------------ helpers
 
+    def _made_by(self) -> str:
+        """Who a recorded action names: the login on PostgreSQL, "owner" on SQLite (one person)."""
+        identity = self.identity()
+        return identity.login or identity.name or identity.role
+
     def _require_owner(self, doing: str) -> None:
         identity = self.identity()
         if identity.role != OWNER:

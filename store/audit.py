@@ -30,9 +30,10 @@ final labels use each person's latest version.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,8 @@ from redagent.store import tables_judging as tj
 from redagent.store import tables_team as tv
 from redagent.store.connect import DialectInsert
 from redagent.store.errors import (
+    AuditClosed,
+    AuditStateError,
     BadLabel,
     CorrectionWithoutReason,
     InvalidRecord,
@@ -53,6 +56,7 @@ from redagent.store.errors import (
     UnknownAudit,
     UnknownReviewer,
     UnknownRun,
+    WriteRejected,
 )
 from redagent.store.judging import chunks
 from redagent.store.readmodel import (
@@ -70,6 +74,7 @@ from redagent.store.records import (
     AUDIT_SLOTS,
     HUMAN_LABELS,
     Adjudication,
+    AuditClosureRecord,
     AuditItem,
     AuditItemRecord,
     AuditRecord,
@@ -174,6 +179,16 @@ def _pg_write(conn: Connection, function: str, audit_id: str, row: dict[str, Any
     ).scalar_one_or_none()
 
 
+def _refusal(exc: WriteRejected, audit_id: str, item_id: int | None) -> Exception:
+    """The database's refusal of a label or decision (migration 0012's triggers, which every write path meets) as
+    the API's error: a closed audit, or a correction without a reason; anything else as it was."""
+    if "is closed" in exc.reason and "redagent: audit" in exc.reason:
+        return AuditClosed(audit_id)
+    if "redagent: a correction needs a reason" in exc.reason:
+        return CorrectionWithoutReason(item_id if item_id is not None else 0)
+    return exc
+
+
 class AuditQueries:
     """Store methods for human audits (mixed into `Store`, which provides the plumbing)."""
 
@@ -184,6 +199,19 @@ class AuditQueries:
 
         @staticmethod
         def _insert(conn: Connection, table: Table) -> DialectInsert: ...
+
+        def _require_owner(self, doing: str) -> None: ...
+
+        def _made_by(self) -> str: ...
+
+    @contextmanager
+    def _label_writing(self, audit_id: str, item_id: int | None = None) -> Iterator[Connection]:
+        """A write transaction for labels and decisions whose refusals by the database's rules are typed."""
+        try:
+            with self._writing() as conn:
+                yield conn
+        except WriteRejected as exc:
+            raise _refusal(exc, audit_id, item_id) from exc
 
     # ------------------------------------------------------------ creating and reading audits (analysts)
 
@@ -414,7 +442,7 @@ class AuditQueries:
         if not wanted:
             return 0
         al = tj.audit_label
-        with self._writing() as conn:
+        with self._label_writing(audit_id, None) as conn:
             self._check_reviewer(conn, self._blind_audit_row(conn, audit_id), reviewer)
             queue = self._queue_ids(conn, audit_id, reviewer)
             for item_id in wanted:
@@ -464,7 +492,7 @@ class AuditQueries:
         check_label(label)
         if not reason or not reason.strip():
             raise CorrectionWithoutReason(item_id)
-        with self._writing() as conn:
+        with self._label_writing(audit_id, item_id) as conn:
             self._check_reviewer(conn, self._blind_audit_row(conn, audit_id), reviewer)
             self._position(conn, audit_id, item_id, reviewer)
             al, own = tj.audit_label, tv.own_label
@@ -530,7 +558,7 @@ class AuditQueries:
         """The adjudicator's label for an item in the adjudication queue (write-once, like reviewer labels)."""
         check_label(label)
         ad = tj.adjudication
-        with self._writing() as conn:
+        with self._label_writing(audit_id, item_id) as conn:
             self._check_adjudicator(self._blind_audit_row(conn, audit_id), adjudicator)
             self._check_disputed(conn, audit_id, item_id, adjudicator)
             row = {
@@ -567,7 +595,7 @@ class AuditQueries:
         if not reason or not reason.strip():
             raise CorrectionWithoutReason(item_id)
         ad = tj.adjudication
-        with self._writing() as conn:
+        with self._label_writing(audit_id, item_id) as conn:
             self._check_adjudicator(self._blind_audit_row(conn, audit_id), adjudicator)
             self._check_disputed(conn, audit_id, item_id, adjudicator)
             own = tv.own_adjudication
@@ -584,6 +612,51 @@ class AuditQueries:
                 mine_in=own,
             )
         return self._adjudication_one(audit_id, item_id)
+
+    # ------------------------------------------------------------ closing and re-opening (analysts; the owner acts)
+
+    def audit_closures(self, audit_id: str) -> list[AuditClosureRecord]:
+        """The audit's closes and re-opens, oldest first; the last says whether it is closed (analyst view)."""
+        ac = tj.audit_closure
+        with self._reading() as conn:
+            self._audit_row(conn, audit_id)
+            return [
+                AuditClosureRecord(action=row.action, made_by=row.made_by, reason=row.reason, created_at=row.created_at)
+                for row in conn.execute(
+                    select(ac.c.action, ac.c.made_by, ac.c.reason, ac.c.created_at)
+                    .where(ac.c.audit_id == audit_id)
+                    .order_by(ac.c.id)
+                )
+            ]
+
+    def close_audit(self, audit_id: str, reason: str) -> AuditClosureRecord:
+        """The owner closes an audit by hand (it closes by itself once every item has its final label)."""
+        return self._closure(audit_id, "close", reason)
+
+    def reopen_audit(self, audit_id: str, reason: str) -> AuditClosureRecord:
+        """The owner re-opens a closed audit, recording why; the next write that completes it closes it again."""
+        return self._closure(audit_id, "reopen", reason)
+
+    def _closure(self, audit_id: str, action: str, reason: str) -> AuditClosureRecord:
+        self._require_owner("close or re-open an audit")
+        if not reason or not reason.strip():
+            raise AuditStateError(f"audit {audit_id}: to {'close' if action == 'close' else 're-open'} it, say why")
+        closures = self.audit_closures(audit_id)
+        closed = bool(closures) and closures[-1].action == "close"
+        if closed == (action == "close"):
+            raise AuditStateError(f"audit {audit_id} is already {'closed' if closed else 'open'}")
+        record = AuditClosureRecord(
+            action=action,
+            made_by=self._made_by(),
+            reason=clean_text(reason.strip()) or "",
+            created_at=datetime.now(UTC),
+        )
+        try:
+            with self._writing() as conn:
+                conn.execute(tj.audit_closure.insert(), {"audit_id": audit_id, **dataclasses.asdict(record)})
+        except WriteRejected as exc:  # a concurrent close or re-open came first
+            raise AuditStateError(f"audit {audit_id}: {exc.reason}") from exc
+        return record
 
     # ------------------------------------------------------------ results (analysts)
 

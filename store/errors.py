@@ -122,3 +122,19 @@ class LabelConflict(AuditError):
     def __init__(self, item_id: int, name: str) -> None:
         self.item_id, self.name = item_id, name
         super().__init__(f"item {item_id}: another label by {name} was saved at the same time; reload and retry")
+
+
+class AuditClosed(AuditError):
+    """A label, correction or decision for an audit that is closed (migration 0012: every item has its final label,
+    or the owner closed it). The database refuses the write; this is its refusal as one line."""
+
+    def __init__(self, audit_id: str) -> None:
+        self.audit_id = audit_id
+        super().__init__(
+            f"audit {audit_id} is closed: every item has its final label, and nothing more is written to it "
+            f"(the store's owner re-opens it: redagent audit reopen {audit_id} --reason …)"
+        )
+
+
+class AuditStateError(AuditError):
+    """A close or re-open that cannot be made: the audit is already so, no reason, or not the owner."""

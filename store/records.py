@@ -366,6 +366,17 @@ class FinalLabel:
     human: int | None
 
 
+@dataclass(frozen=True, slots=True)
+class AuditClosureRecord:
+    """An audit closed or re-opened: "close" by "redagent" when its last item got a final label, or by the owner
+    (their login, "owner" on SQLite) with a reason; "reopen" only by the owner, with a reason."""
+
+    action: str  # close | reopen
+    made_by: str
+    reason: str
+    created_at: datetime
+
+
 @dataclass
 class AuditItemRecord:
     """One sampled rollout of an audit, with its stratum bookkeeping and each reviewer's position (1-based).

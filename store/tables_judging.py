@@ -201,6 +201,25 @@ class Adjudication(StoreModel, table=True):
     created_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
 
 
+class AuditClosure(StoreModel, table=True):
+    """An audit closed or re-opened (migration 0012, append-only): closed by itself when a write gives its last item
+    a final label (`made_by` "redagent"), or by the owner with a reason; re-opened only by the owner, with a reason.
+    The latest row is the audit's state; while it says "close", no label, correction or decision is written."""
+
+    __tablename__ = "audit_closure"
+    __table_args__ = (
+        CheckConstraint("action IN ('close', 'reopen')", name="action"),
+        Index("ix_audit_closure_audit_id", "audit_id", "id"),
+    )
+
+    id: int | None = Field(default=None, sa_column=_int_pk())
+    audit_id: str = Field(sa_column=Column(Text, ForeignKey("audit.id"), nullable=False))
+    action: str = Field(sa_type=Text, nullable=False)
+    made_by: str = Field(sa_type=Text, nullable=False)
+    reason: str = Field(sa_type=Text, nullable=False)
+    created_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
+
+
 judge_label = table_of(JudgeLabel)
 recognition_label = table_of(RecognitionLabel)
 audit = table_of(Audit)
@@ -208,3 +227,4 @@ audit_item = table_of(AuditItem)
 audit_assignment = table_of(AuditAssignment)
 audit_label = table_of(AuditLabel)
 adjudication = table_of(Adjudication)
+audit_closure = table_of(AuditClosure)
