@@ -261,7 +261,17 @@ def status_cmd(
             return
         result = status(store, audit_id)
         closures = store.audit_closures(audit_id)
+        seeded = store.get_audit(audit_id).seeded_order
     result["state"] = _state(closures)
+    result["seeded_order"] = seeded
+    if seeded:
+        err.print(
+            f"warning: {audit_id} was drawn before issue 34: its item ids and queue orders follow its seed, so a "
+            "reviewer who knows the seed can tell which of her items is which; draw the audit again (audit sample) "
+            "before anyone labels it",
+            highlight=False,
+            soft_wrap=True,
+        )
     if as_json:
         print_json(result)
         return

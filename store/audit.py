@@ -97,6 +97,20 @@ def new_alias(taken: set[str]) -> str:
             return alias
 
 
+ITEM_IDS = 2**31 - 1  # item ids are drawn from 1 .. 2^31 - 1, what the INTEGER column holds
+
+
+def _new_item_ids(conn: Connection, count: int) -> list[int]:
+    """`count` item ids from the CSPRNG, unique in the store: what a reviewer sees of an item besides its alias,
+    so it may say nothing of the sample's order, its seed or how many items other audits hold."""
+    ids: list[int] = []
+    while len(ids) < count:
+        wanted = {secrets.randbelow(ITEM_IDS) + 1 for _ in range(count - len(ids))} - set(ids)
+        taken = set(conn.execute(select(tj.audit_item.c.id).where(tj.audit_item.c.id.in_(sorted(wanted)))).scalars())
+        ids += sorted(wanted - taken, key=lambda _: secrets.randbits(32))
+    return ids
+
+
 def check_label(value: object) -> str:
     if not isinstance(value, str) or value not in HUMAN_LABELS:
         raise BadLabel(value, HUMAN_LABELS)
@@ -132,6 +146,7 @@ def _audit_record(row: Any) -> AuditRecord:
         blind_attack=bool(row.blind_attack),
         created_at=row.created_at,
         design=row.design,
+        seeded_order=bool(row.seeded_order),
     )
 
 
@@ -218,8 +233,9 @@ class AuditQueries:
     def create_audit(self, audit: AuditRecord, items: Sequence[AuditItemRecord]) -> str:
         """Store an audit with its items and both reviewers' assignments in one transaction; returns its id.
 
-        Items are inserted in the order given, which should carry no information (item ids are shown
-        to reviewers). Each item's judge label is copied from the stored ok label of the audited
+        Item ids are shown to reviewers, so the store draws them from the operating system's CSPRNG (unique in
+        the store): neither the order items are given in nor how many items the store held before says anything
+        through them. Each item's judge label is copied from the stored ok label of the audited
         configuration; a rollout without one, invalid or from another run is refused (InvalidRecord).
         """
         _validate_audit(audit, items)
@@ -271,8 +287,10 @@ class AuditQueries:
                 },
             )
             taken: set[str] = set()
+            drawn = _new_item_ids(conn, len(items))
             rows = [
                 {
+                    "id": drawn[n],
                     "audit_id": audit.id,
                     "rollout_id": item.rollout_id,
                     "stratum": item.stratum,
@@ -282,7 +300,7 @@ class AuditQueries:
                     "judge_label": labels[item.rollout_id],
                     "alias": new_alias(taken),
                 }
-                for item in items
+                for n, item in enumerate(items)
             ]
             inserted = conn.execute(
                 tj.audit_item.insert().returning(

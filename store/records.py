@@ -304,6 +304,8 @@ class AuditRecord:
     # How the sample was drawn: {"unit": "case", "min_cases", "merges": [{strata, into, why}], "merged":
     # {stratum: merged stratum}}; None for audits drawn before cases were the unit (rollouts were).
     design: dict[str, Any] | None = None
+    # Drawn before issue 34 (migration 0013): item ids and queue orders follow the seed (new audits: never).
+    seeded_order: bool = False
 
 
 @dataclass(frozen=True, slots=True)

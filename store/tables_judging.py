@@ -22,6 +22,7 @@ from sqlalchemy import (
     Integer,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlmodel import Field
 
@@ -115,6 +116,9 @@ class Audit(StoreModel, table=True):
     created_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
     # How the sample was drawn (cases within strata, merged strata); NULL for audits drawn before (migration 0008).
     design: dict[str, Any] | None = Field(default=None, sa_type=JSONDocument, nullable=True)
+    # Drawn before issue 34 (migration 0013): its item ids and queue orders follow its seed, so a reviewer who knows
+    # the seed can tell her items apart; audits drawn since take them from the CSPRNG.
+    seeded_order: bool = Field(default=False, sa_column=Column(Boolean, nullable=False, server_default=false()))
 
 
 class AuditItem(StoreModel, table=True):
