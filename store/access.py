@@ -19,8 +19,8 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -30,6 +30,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError
 
 from redagent.store import tables_team as tt
+from redagent.store.connect import describe_db_error
 from redagent.store.errors import InvalidRecord, StoreError
 
 OWNER = "owner"
@@ -63,6 +64,9 @@ _GRANTS: dict[str, list[str]] = {
         "SELECT ON ALL TABLES IN SCHEMA public",
         "INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public",
         "USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public",
+        # The blinded and own-row views as analysts read them (migration 0014): every row.
+        f"USAGE ON SCHEMA {tt.ANALYST_SCHEMA}",
+        f"SELECT ON ALL TABLES IN SCHEMA {tt.ANALYST_SCHEMA}",
     ]
     + _reads(
         *_BLIND_VIEWS, "blind_slot_label", "own_label", "own_adjudication", "own_review", "my_round", "my_round_case"
@@ -182,6 +186,15 @@ class AccessQueries:
     def dialect(self) -> str:
         return str(self.engine.dialect.name)
 
+    @contextmanager
+    def _identifying(self) -> Iterator[Connection]:
+        """A plain read connection for `identity` (the store's `_reading` asks the identity which views to read)."""
+        try:
+            with self.engine.connect() as conn:
+                yield conn
+        except DBAPIError as exc:
+            raise StoreError(self.url, describe_db_error(exc, self.url), doing="read from") from exc
+
     def identity(self) -> Identity:
         """Who this connection is. SQLite: the owner. PostgreSQL: the team member its login belongs to, or
         the owner when the login is no member but can read the runs; StoreError for a login that is neither."""
@@ -190,7 +203,7 @@ class AccessQueries:
         if self.dialect != "postgresql":
             self._identity = Identity(OWNER)
             return self._identity
-        with self._reading() as conn:
+        with self._identifying() as conn:
             login = conn.exec_driver_sql("SELECT current_user").scalar_one()
             try:
                 with conn.begin_nested():
@@ -341,15 +354,16 @@ class AccessQueries:
         # The store's own objects only, never "ALL … IN SCHEMA public": an extension installed there (such as
         # pg_stat_statements, whose reset function PUBLIC may not execute) belongs to someone else, and a REVOKE
         # on an object the owner holds no privilege on fails outright.
-        relations, functions = _store_objects(conn)
-        if relations:
-            self._ddl(conn, f"REVOKE ALL ON TABLE {', '.join(relations)} FROM {{}}", login)
-        sequences = _store_sequences(conn)
-        if sequences:
-            self._ddl(conn, f"REVOKE ALL ON SEQUENCE {', '.join(sequences)} FROM {{}}", login)
-        if functions:
-            self._ddl(conn, f"REVOKE ALL ON FUNCTION {', '.join(functions)} FROM {{}}", login)
-        self._ddl(conn, "REVOKE ALL ON SCHEMA public FROM {}", login)
+        for schema in _store_schemas(conn):
+            relations, functions = _store_objects(conn, schema)
+            if relations:
+                self._ddl(conn, f"REVOKE ALL ON TABLE {', '.join(relations)} FROM {{}}", login)
+            sequences = _store_sequences(conn, schema)
+            if sequences:
+                self._ddl(conn, f"REVOKE ALL ON SEQUENCE {', '.join(sequences)} FROM {{}}", login)
+            if functions:
+                self._ddl(conn, f"REVOKE ALL ON FUNCTION {', '.join(functions)} FROM {{}}", login)
+            self._ddl(conn, f"REVOKE ALL ON SCHEMA {schema} FROM {{}}", login)
 
     def _grant(self, conn: Connection, login: str, role: str) -> None:
         """Exactly the role's grants: whatever the login held before (an older revision's grants, a role it
@@ -396,43 +410,55 @@ _OWNED = (
 )
 
 
-def _store_objects(conn: Connection) -> tuple[list[str], list[str]]:
-    """The store's tables and views, and its functions, in schema public, quoted (regclass / regprocedure)."""
+def _store_schemas(conn: Connection) -> list[str]:
+    """public, and the analysts' schema of migration 0014 where the store has it."""
+    analyst = conn.exec_driver_sql(
+        "SELECT 1 FROM pg_namespace WHERE nspname = %(name)s", {"name": tt.ANALYST_SCHEMA}
+    ).first()
+    return ["public"] + ([tt.ANALYST_SCHEMA] if analyst is not None else [])
+
+
+def _store_objects(conn: Connection, schema: str = "public") -> tuple[list[str], list[str]]:
+    """The store's tables and views, and its functions, in `schema`, quoted (regclass / regprocedure)."""
     relations = conn.exec_driver_sql(
         "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'v', 'm', 'p', 'f') AND "
+        "WHERE n.nspname = %(schema)s AND c.relkind IN ('r', 'v', 'm', 'p', 'f') AND "
         + _OWNED.format(owner="c.relowner", catalog="pg_class", oid="c.oid")
-        + " ORDER BY 1"
+        + " ORDER BY 1",
+        {"schema": schema},
     ).scalars()
     functions = conn.exec_driver_sql(
         "SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-        "WHERE n.nspname = 'public' AND "
+        "WHERE n.nspname = %(schema)s AND "
         + _OWNED.format(owner="p.proowner", catalog="pg_proc", oid="p.oid")
-        + " ORDER BY 1"
+        + " ORDER BY 1",
+        {"schema": schema},
     ).scalars()
     return list(relations), list(functions)
 
 
-def _store_sequences(conn: Connection) -> list[str]:
+def _store_sequences(conn: Connection, schema: str = "public") -> list[str]:
     return list(
         conn.exec_driver_sql(
             "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = 'public' AND c.relkind = 'S' AND "
+            "WHERE n.nspname = %(schema)s AND c.relkind = 'S' AND "
             + _OWNED.format(owner="c.relowner", catalog="pg_class", oid="c.oid")
-            + " ORDER BY 1"
+            + " ORDER BY 1",
+            {"schema": schema},
         ).scalars()
     )
 
 
 def _store_grant(conn: Connection, grant: str) -> str:
-    """A grant of `_GRANTS` with "ALL TABLES / SEQUENCES IN SCHEMA public" spelt out as the store's own objects:
+    """A grant of `_GRANTS` with "ALL TABLES / SEQUENCES IN SCHEMA s" spelt out as the store's own objects there:
     an extension's relations in schema public are not the store's to give."""
     for kind, objects in (
-        ("ALL TABLES IN SCHEMA public", lambda: "TABLE " + ", ".join(_store_objects(conn)[0])),
-        ("ALL SEQUENCES IN SCHEMA public", lambda: "SEQUENCE " + ", ".join(_store_sequences(conn))),
+        (" ON ALL TABLES IN SCHEMA ", lambda schema: "TABLE " + ", ".join(_store_objects(conn, schema)[0])),
+        (" ON ALL SEQUENCES IN SCHEMA ", lambda schema: "SEQUENCE " + ", ".join(_store_sequences(conn, schema))),
     ):
-        if grant.endswith(kind):
-            return grant[: -len(kind)] + objects()
+        if kind in grant:
+            privileges, schema = grant.split(kind)
+            return f"{privileges} ON {objects(schema)}"
     return grant
 
 

@@ -69,6 +69,7 @@ from redagent.store.rows import (
     stored_receipt,
     stored_rollout,
 )
+from redagent.store.tables_team import ANALYST_SCHEMA, VIEW_SCHEMA
 from redagent.store.workers import WorkerQueries
 
 __all__ = ["DEFAULT_URL", "Store", "StoreError", "open_store", "resolve_url"]
@@ -188,22 +189,30 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
 
     @contextmanager
     def _reading(self) -> Iterator[Connection]:
+        views = self._view_schemas()
         try:
             with self.engine.connect() as conn:
-                yield conn
+                yield conn.execution_options(schema_translate_map=views)
         except DBAPIError as exc:
             raise StoreError(self.url, describe_db_error(exc, self.url), doing="read from") from exc
 
     @contextmanager
     def _writing(self) -> Iterator[Connection]:
         """One write transaction (BEGIN IMMEDIATE on SQLite); any database error rolls it all back."""
+        views = self._view_schemas()
         try:
             with self.engine.connect() as conn:
-                conn = conn.execution_options(**{WRITE: True})
+                conn = conn.execution_options(**{WRITE: True}, schema_translate_map=views)
                 with conn.begin():
                     yield conn
         except DBAPIError as exc:
             raise WriteRejected(self.url, describe_db_error(exc, self.url)) from exc
+
+    def _view_schemas(self) -> dict[str | None, str | None]:
+        """Where the blinded and own-row views are for this connection's user (tables_team.VIEW_SCHEMA): a
+        PostgreSQL analyst reads schema redagent_analyst (every row); a member, and SQLite, the default schema."""
+        analyst = self.dialect == "postgresql" and self.identity().analyst
+        return {VIEW_SCHEMA: ANALYST_SCHEMA if analyst else None}
 
     @staticmethod
     def _insert(conn: Connection, table: Table) -> DialectInsert:
