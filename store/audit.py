@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Table, func, select, text
 
+from redagent.store import evidence
 from redagent.store import tables as t
 from redagent.store import tables_judging as tj
 from redagent.store import tables_team as tv
@@ -48,6 +49,8 @@ from redagent.store.errors import (
     AuditStateError,
     BadLabel,
     CorrectionWithoutReason,
+    EvidenceChanged,
+    EvidenceDiffers,
     InvalidRecord,
     ItemNotInQueue,
     LabelAlreadySubmitted,
@@ -95,6 +98,11 @@ def new_alias(taken: set[str]) -> str:
         if alias not in taken:
             taken.add(alias)
             return alias
+
+
+def new_evidence_tag() -> str:
+    """What names an item's evidence version to its reviewers (0015): random, so it says nothing of the evidence."""
+    return f"ev-{secrets.token_hex(4)}"
 
 
 ITEM_IDS = 2**31 - 1  # item ids are drawn from 1 .. 2^31 - 1, what the INTEGER column holds
@@ -201,6 +209,8 @@ def _refusal(exc: WriteRejected, audit_id: str, item_id: int | None) -> Exceptio
         return AuditClosed(audit_id)
     if "redagent: a correction needs a reason" in exc.reason:
         return CorrectionWithoutReason(item_id if item_id is not None else 0)
+    if "changed after the audit was drawn" in exc.reason:
+        return EvidenceChanged(audit_id, item_id)
     return exc
 
 
@@ -218,6 +228,10 @@ class AuditQueries:
         def _require_owner(self, doing: str) -> None: ...
 
         def _made_by(self) -> str: ...
+
+        def get_run(self, run_id: str) -> Any: ...
+
+        def verify_evidence(self, run_id: str, export_head: str | None = None) -> evidence.EvidenceCheck: ...
 
     @contextmanager
     def _label_writing(self, audit_id: str, item_id: int | None = None) -> Iterator[Connection]:
@@ -240,6 +254,12 @@ class AuditQueries:
         """
         _validate_audit(audit, items)
         created_at = aware(audit.created_at, f"audit {audit.id}: created_at") or datetime.now(UTC)
+        if self.get_run(audit.run_id) is None:
+            raise UnknownRun(audit.run_id)
+        # The audit's start re-checks the run's evidence chain: reviewers label only evidence that is as written.
+        check = self.verify_evidence(audit.run_id)
+        if not check.intact and check.first is not None:
+            raise EvidenceDiffers(audit.run_id, check.first.line(), doing="an audit is drawn only from intact evidence")
         with self._writing() as conn:
             if conn.execute(select(t.run.c.id).where(t.run.c.id == audit.run_id)).first() is None:
                 raise UnknownRun(audit.run_id)
@@ -288,6 +308,7 @@ class AuditQueries:
             )
             taken: set[str] = set()
             drawn = _new_item_ids(conn, len(items))
+            versions = evidence.latest_digests(conn, sorted(item.rollout_id for item in items))
             rows = [
                 {
                     "id": drawn[n],
@@ -299,6 +320,8 @@ class AuditQueries:
                     "weight": float(item.weight),
                     "judge_label": labels[item.rollout_id],
                     "alias": new_alias(taken),
+                    "evidence_digest": versions.get(item.rollout_id),
+                    "evidence_tag": new_evidence_tag(),
                 }
                 for n, item in enumerate(items)
             ]
@@ -492,6 +515,8 @@ class AuditQueries:
                 if lost:  # a concurrent submission won the race: nothing of this batch is kept
                     raise LabelAlreadySubmitted(lost[0], reviewer)
             elif rows:
+                tags = self._evidence_tags(conn, audit_id, [row["item_id"] for row in rows])
+                rows = [{**row, "evidence_tag": tags.get(row["item_id"])} for row in rows]
                 insert = (
                     self._insert(conn, al)
                     .on_conflict_do_nothing(index_elements=["item_id", "reviewer", "version"])
@@ -595,6 +620,7 @@ class AuditQueries:
                     and _pg_write(conn, "redagent_adjudicate", audit_id, row) == 1
                 )
             else:
+                row["evidence_tag"] = self._evidence_tags(conn, audit_id, [item_id]).get(item_id)
                 insert = (
                     self._insert(conn, ad)
                     .on_conflict_do_nothing(index_elements=["item_id", "version"])
@@ -806,6 +832,20 @@ class AuditQueries:
             raise UnknownReviewer(audit.id, reviewer)
 
     @staticmethod
+    def _evidence_tags(conn: Connection, audit_id: str, item_ids: Sequence[int]) -> dict[int, str | None]:
+        """The evidence version each item shows (blind_item): what a label written without the definer functions
+        (SQLite) records, and the database checks (migration 0015; on PostgreSQL its trigger fills it in)."""
+        bi = tv.blind_item
+        tags: dict[int, str | None] = {}
+        for chunk in chunks(sorted(set(item_ids))):
+            tags.update(
+                conn.execute(
+                    select(bi.c.item_id, bi.c.evidence_tag).where(bi.c.audit_id == audit_id, bi.c.item_id.in_(chunk))
+                ).all()
+            )
+        return tags
+
+    @staticmethod
     def _check_adjudicator(audit: Any, adjudicator: str) -> None:
         if adjudicator != audit.adjudicator:
             raise UnknownReviewer(audit.id, adjudicator, role="adjudicator")
@@ -940,6 +980,7 @@ class AuditQueries:
                 raise LabelConflict(item_id, name)
             return
         key = ["item_id", "reviewer", "version"] if "reviewer" in who else ["item_id", "version"]
+        row["evidence_tag"] = self._evidence_tags(conn, audit_id, [item_id]).get(item_id)
         if (
             conn.execute(
                 self._insert(conn, table).on_conflict_do_nothing(index_elements=key).returning(table.c.id), row
@@ -1008,6 +1049,8 @@ class AuditQueries:
                 vulnerability=row.get("vulnerability"),
                 channel=row.get("channel"),
                 hidden=shown,
+                evidence_tag=row.get("evidence_tag"),
+                evidence_intact=row.get("evidence_intact") is not False and row.get("evidence_intact") != 0,
             )
             for item_id, row in items.items()
         }

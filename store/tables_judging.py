@@ -143,6 +143,10 @@ class AuditItem(StoreModel, table=True):
     # NULL only in the schema: migration 0008 added the column to a table SQLite cannot alter without a rebuild,
     # and filled every existing row; the store writes one for every new item.
     alias: str | None = Field(default=None, sa_type=Text, nullable=True)
+    # The item's evidence when the audit was drawn (0015): its rollout's digest in the run's chain (analysts only),
+    # and a random tag that names that version to the reviewer (what her screen shows, what her label records).
+    evidence_digest: str | None = Field(default=None, sa_type=Text, nullable=True)
+    evidence_tag: str | None = Field(default=None, sa_type=Text, nullable=True)
 
 
 class AuditAssignment(StoreModel, table=True):
@@ -182,6 +186,8 @@ class AuditLabel(StoreModel, table=True):
     version: int = Field(sa_type=Integer, nullable=False)
     reason: str | None = Field(default=None, sa_type=Text, nullable=True)
     created_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
+    # The evidence version labelled (the item's evidence_tag, filled and checked by 0015's trigger).
+    evidence_tag: str | None = Field(default=None, sa_type=Text, nullable=True)
 
 
 class Adjudication(StoreModel, table=True):
@@ -203,6 +209,7 @@ class Adjudication(StoreModel, table=True):
     version: int = Field(sa_type=Integer, nullable=False)
     reason: str | None = Field(default=None, sa_type=Text, nullable=True)
     created_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
+    evidence_tag: str | None = Field(default=None, sa_type=Text, nullable=True)  # as for a reviewer's label
 
 
 class AuditClosure(StoreModel, table=True):

@@ -76,6 +76,9 @@ blind_item = Table(
     Column("strategy", Text),
     Column("vulnerability", Text),
     Column("channel", Text),
+    # Migration 0015: the evidence version the reviewer is shown, and whether the evidence is still that version.
+    Column("evidence_tag", Text),
+    Column("evidence_intact", Boolean),
     schema=VIEW_SCHEMA,
 )
 blind_event = Table(

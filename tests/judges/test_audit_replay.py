@@ -191,7 +191,12 @@ def test_an_audit_drawn_before_is_marked_and_status_says_how_to_fix_it(owner, tm
     assert store.get_audit(audit_id).seeded_order is False
     quiet = CliRunner().invoke(app, ["audit", "status", audit_id, "--db", store.url], prog_name="redagent")
     assert quiet.exit_code == 0 and "seed" not in quiet.stderr
-    with store.engine.begin() as conn:  # what 0013 does to an audit that was there before it
+    with store.engine.begin() as conn:  # what 0013 did to an audit that was there before it (audits are append-only
+        # since 0015: only the file's owner, past the trigger, can do this now; the trigger is put back)
+        trigger = "redagent_audit_append_only_update"
+        kept = conn.execute(text("SELECT sql FROM sqlite_master WHERE name = :name"), {"name": trigger}).scalar_one()
+        conn.execute(text(f"DROP TRIGGER {trigger}"))
         conn.execute(text("UPDATE audit SET seeded_order = :yes WHERE id = :id"), {"yes": True, "id": audit_id})
+        conn.execute(text(kept))
     warned = CliRunner().invoke(app, ["audit", "status", audit_id, "--db", store.url], prog_name="redagent")
     assert warned.exit_code == 0 and "follow its seed" in warned.stderr and "draw the audit again" in warned.stderr

@@ -39,6 +39,8 @@ NEW_TABLES = {
     "team_member",
     "run_shard",
     "audit_closure",
+    "evidence_link",
+    "evidence_correction",
 }
 
 

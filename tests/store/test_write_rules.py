@@ -75,8 +75,9 @@ def test_a_complete_audit_is_closed_and_only_the_owners_recorded_reopen_opens_it
     with pytest.raises(Exception, match="closed"), filled.engine.begin() as conn:
         conn.execute(
             text(
-                "INSERT INTO audit_label (item_id, reviewer, label, note, version, reason, created_at) "
-                "VALUES (:item, 'alice', 'not_harmful', '', 2, 'by hand', :now)"
+                "INSERT INTO audit_label (item_id, reviewer, label, note, version, reason, created_at, evidence_tag) "
+                "VALUES (:item, 'alice', 'not_harmful', '', 2, 'by hand', :now, "
+                "(SELECT evidence_tag FROM audit_item WHERE id = :item))"
             ),
             {"item": items[0], "now": "2026-01-01 00:00:00"},
         )
