@@ -428,3 +428,23 @@ def test_a_researchers_login_changes_no_evidence_unseen(written):
         unseen[what] = int(store.verify_evidence("run-1").intact)
     assert unseen == dict.fromkeys(tries, 0), unseen
     assert store.verify_evidence("run-1").intact
+
+
+def test_every_exported_line_carries_its_place_in_the_chain_and_the_head(written, tmp_path):
+    from typer.testing import CliRunner
+
+    from redagent.console.cli import app
+
+    store = written.store
+    out = tmp_path / "run.jsonl"
+    result = CliRunner().invoke(app, ["export", "run-1", "--out", str(out), "--db", store.url], prog_name="redagent")
+    assert result.exit_code == 0, result.output
+    check = store.verify_evidence("run-1")
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == 7
+    seqs = set()
+    for line in lines:
+        chain = line["chain"]
+        assert (chain["head"], chain["records"]) == (check.head, check.records) and len(chain["digest"]) == 64
+        seqs.add(chain["seq"])
+    assert len(seqs) == 7
