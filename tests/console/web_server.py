@@ -58,12 +58,14 @@ class WebConsole:
                 text=True,
             )
         deadline = time.monotonic() + timeout
-        while not (match := re.search(r"(https?://\S+?:\d+/) — sign in there with the token (\S+) ", self.out)):
+        # The address, and the token printed beside it (a server before issue 34 printed it in the address).
+        printed = r"(https?://\S+?:\d+/)(?: — sign in there with the token (\S+) |\?token=(\S+))"
+        while not (match := re.search(printed, self.out)):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 pytest.fail(f"the web console printed no URL: {self.out!r} {self.err!r}")
             time.sleep(0.05)
-        self.url, self.token = match.group(1), match.group(2)
+        self.url, self.token = match.group(1), match.group(2) or match.group(3)
         # The line is printed once the server listens.
         socket.create_connection(("127.0.0.1", self.port), timeout=5).close()
         self.origin = f"http://127.0.0.1:{self.port}"
