@@ -263,11 +263,11 @@ def _named(check: Any, expect: tuple[str, str | None, str], written: Written, he
 def tamper(written: Written, *, past_triggers: bool) -> dict[str, str]:
     """Each change, in a transaction rolled back after: "refused" (the triggers), "named" (it went through and
     verify named it), or "MISSED". (A store without evidence chains — the code before issue 34 — names nothing.)"""
-    try:
-        from redagent.store import evidence
-    except ImportError:
-        evidence = None  # type: ignore[assignment]
     store = written.store
+    if hasattr(store, "verify_evidence"):
+        from redagent.store import evidence
+    else:
+        evidence = None  # type: ignore[assignment]
     head = (store.verify_evidence("run-1").head or "") if evidence is not None else ""
     found: dict[str, str] = {}
     for what, (change, expect) in CHANGES.items():
@@ -425,7 +425,12 @@ def test_a_researchers_login_changes_no_evidence_unseen(written):
         except psycopg.Error:
             unseen[what] = 0
             continue
-        unseen[what] = int(store.verify_evidence("run-1").intact)
+        # It went through: unseen unless verify names it (a store without chains names nothing).
+        unseen[what] = int(not hasattr(store, "verify_evidence") or store.verify_evidence("run-1").intact)
+    out = os.environ.get("REDAGENT_EVIDENCE_OUT")
+    if out:
+        with open(out, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"dialect": "postgresql", "researcher": True, **unseen}) + "\n")
     assert unseen == dict.fromkeys(tries, 0), unseen
     assert store.verify_evidence("run-1").intact
 
