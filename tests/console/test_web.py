@@ -356,7 +356,8 @@ def test_open_consoles_close_when_the_member_is_removed_or_the_session_idles(tmp
             ws = await session.ws_connect(f"{origin}/ws/{key}?width=100&height=30", headers={"Origin": origin})
             assert wanted in await read_screen(ws, {wanted}, 60)
             change()
-            while not ws.closed:  # the sweep closes it; anything else the console sends is read past
+            deadline = time.monotonic() + 120  # a hang bound: the sweep closes it within a second
+            while not ws.closed and time.monotonic() < deadline:  # what else the console sends is read past
                 await ws.receive(timeout=60)
             return ws.close_code
 
@@ -477,7 +478,8 @@ def test_sign_out_ends_the_session_on_the_server_and_only_its_own_page_may_ask(s
                 f"{server.origin}/logout", data="", headers={**empty, "Origin": server.origin}
             ) as out:
                 signed_out = (out.status, out.headers.get("Set-Cookie", ""), await out.text())
-            while not ws.closed:  # the server closes the session's console
+            deadline = time.monotonic() + 120  # a hang bound: the server closes it within a second
+            while not ws.closed and time.monotonic() < deadline:
                 await ws.receive(timeout=60)
             return {
                 "another site's sign-out": foreign,
