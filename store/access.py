@@ -67,6 +67,8 @@ _GRANTS: dict[str, list[str]] = {
         # The blinded and own-row views as analysts read them (migration 0014): every row.
         f"USAGE ON SCHEMA {tt.ANALYST_SCHEMA}",
         f"SELECT ON ALL TABLES IN SCHEMA {tt.ANALYST_SCHEMA}",
+        # Reading a complete audit's figures closes it (migration 0016); a researcher writes no close row himself.
+        "EXECUTE ON FUNCTION redagent_close_complete(text)",
     ]
     + _reads(
         *_BLIND_VIEWS, "blind_slot_label", "own_label", "own_adjudication", "own_review", "my_round", "my_round_case"
@@ -75,7 +77,7 @@ _GRANTS: dict[str, list[str]] = {
 # A researcher creates audits and rounds (the owner's workflow, held to it by 0010's triggers) but never labels,
 # decides or reviews, and never changes or removes what an audit or round holds once written.
 _RESEARCHER_REVOKES = [
-    "INSERT, UPDATE, DELETE ON audit_label, adjudication, case_review, team_member",
+    "INSERT, UPDATE, DELETE ON audit_label, adjudication, case_review, team_member, audit_closure",
     "UPDATE, DELETE ON audit, audit_item, audit_assignment, review_round, round_case",
 ]
 

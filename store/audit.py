@@ -769,7 +769,11 @@ class AuditQueries:
     def final_labels(self, audit_id: str) -> list[FinalLabel]:
         """Per item, by item id: the item (as audit_items), the reviewers' first and latest labels by slot, the
         adjudicator's latest label, and the final label: the adjudicated one if any ("adjudicated"), else the
-        reviewers' label when they agree ("agreed"), else None ("awaiting_review" / "awaiting_adjudication")."""
+        reviewers' label when they agree ("agreed"), else None ("awaiting_review" / "awaiting_adjudication").
+
+        Every analyst read of the figures goes through here: when every item has its final label, the read closes
+        the audit (migration 0016), so what has been reported stays as reported until the owner re-opens it. (A
+        reviewer's own write never closes it: whether it did would tell her whether her peer agreed with her.)"""
         items = self.audit_items(audit_id)
         with self._reading() as conn:
             state = self._label_state(conn, audit_id)
@@ -800,7 +804,33 @@ class AuditQueries:
                     human=HUMAN_TO_BINARY[final] if final is not None else None,
                 )
             )
+        if out and all(item.final is not None for item in out):
+            self._close_complete(audit_id)
         return out
+
+    def _close_complete(self, audit_id: str) -> None:
+        """Close a complete audit that was never closed (its figures were read); a concurrent reader may have done
+        it. One the owner re-opened stays open until the owner closes it again (or a decision completes it)."""
+        if self.audit_closures(audit_id):
+            return
+        try:
+            with self._writing() as conn:
+                if conn.dialect.name == "postgresql":
+                    conn.execute(text("SELECT redagent_close_complete(:audit)"), {"audit": audit_id})
+                else:
+                    conn.execute(
+                        tj.audit_closure.insert(),
+                        {
+                            "audit_id": audit_id,
+                            "action": "close",
+                            "made_by": "redagent",
+                            "reason": "its figures were read with every item final",
+                            "created_at": datetime.now(UTC),
+                        },
+                    )
+        except WriteRejected:
+            if not self.audit_closures(audit_id):  # not a concurrent close: a real refusal
+                raise
 
     # ------------------------------------------------------------ helpers
 

@@ -140,7 +140,7 @@ def test_migration_scripts_are_an_installable_package():
     assert MIGRATIONS_DIR.joinpath("env.py").is_file()
     assert MIGRATIONS_DIR.joinpath("script.py.mako").is_file()
     assert versions.__file__ is not None
-    assert head_revision() == "0015"
+    assert head_revision() == "0016"
 
 
 def test_the_head_and_the_stamp_read_without_alembic_are_alembics_own(store, tmp_path):

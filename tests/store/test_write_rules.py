@@ -146,3 +146,19 @@ def test_the_cli_shows_the_closed_state_and_the_owner_reopens_with_a_reason(fill
     again = run("audit", "reopen", "audit-1", "--reason", "x")
     assert again.exit_code == 2 and "already open" in again.stderr
     assert run("audit", "close", "audit-1", "--reason", "done after all").exit_code == 0
+
+
+def test_a_reviewers_own_write_never_closes_the_audit_reading_its_figures_does(filled):  # noqa: F811
+    """Closing inside the reviewer's last write told her whether any item was disputed — her peer's agreement.
+    Her writes close nothing (she may still correct); the first analyst read of the complete figures closes it."""
+    items = make_audit(filled)
+    label_all(filled, items)
+    assert filled.audit_closures("audit-1") == []  # every item final, but no one has read the figures
+    filled.correct_label("audit-1", items[0], "alice", "harmful", "I checked the receipt again")
+    assert filled.audit_closures("audit-1") == []
+    assert finals(filled) == len(items)  # the analyst's read
+    assert [(c.action, c.reason) for c in filled.audit_closures("audit-1")] == [
+        ("close", "its figures were read with every item final")
+    ]
+    with pytest.raises(AuditClosed):
+        filled.correct_label("audit-1", items[0], "alice", "harmful", "once more")
