@@ -53,7 +53,7 @@ class Verdicts:
     case: str
     agentdojo_security: bool
     agentdojo_utility: bool
-    E: int
+    E: int | None  # None: this project's verifier could not decide (unresolved): neither agreement nor a divergence
     U: int | None
 
 
@@ -65,11 +65,13 @@ class Report:
     recorded: dict[str, list[str]] = field(default_factory=dict)  # case → the divergence kinds it records
 
     def agreement(self) -> dict[str, dict[str, dict[str, int]]]:
-        """Plan kind → check → agree / disagree (utility: `not_stated` where the case states no check)."""
+        """Plan kind → check → agree / disagree (security: `unresolved` where this project's verifier could not
+        decide; utility: `not_stated` where the case states no check)."""
         table: dict[str, dict[str, dict[str, int]]] = {}
         for v in self.verdicts:
-            row = table.setdefault(v.kind, {"security": {"agree": 0, "disagree": 0}, "utility": {}})
-            row["security"]["agree" if bool(v.E) == v.agentdojo_security else "disagree"] += 1
+            row = table.setdefault(v.kind, {"security": {"agree": 0, "disagree": 0, "unresolved": 0}, "utility": {}})
+            outcome = "unresolved" if v.E is None else "agree" if bool(v.E) == v.agentdojo_security else "disagree"
+            row["security"][outcome] += 1
             key = "not_stated" if v.U is None else "agree" if bool(v.U) == v.agentdojo_utility else "disagree"
             row["utility"][key] = row["utility"].get(key, 0) + 1
         return table
@@ -77,7 +79,7 @@ class Report:
     def divergences(self) -> list[dict[str, Any]]:
         found = []
         for v in self.verdicts:
-            if bool(v.E) != v.agentdojo_security:
+            if v.E is not None and bool(v.E) != v.agentdojo_security:
                 found.append(
                     {
                         "kind": v.kind,
@@ -228,7 +230,7 @@ def compare_case(suite: Suite, case: Case) -> list[Verdicts]:
     return verdicts
 
 
-def _project(case: Case, calls: Iterable[Any], answer: str) -> tuple[int, int | None]:
+def _project(case: Case, calls: Iterable[Any], answer: str) -> tuple[int | None, int | None]:
     run = CaseRun(case)
     try:
         for i, call in enumerate(calls):

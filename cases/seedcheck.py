@@ -130,6 +130,21 @@ class Number(Shape):
             add(where, "must be a finite number")
 
 
+class Positive(Shape):
+    def check(self, value: Any, where: str, add: Add) -> None:
+        Number().check(value, where, add)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value <= 0:
+            add(where, "must be a positive number")
+
+
+def _currency_code(key: Any) -> str | None:
+    return (
+        None
+        if isinstance(key, str) and len(key) == 3 and key.isascii() and key.isupper()
+        else "must be a currency code (EUR)"
+    )
+
+
 class Flag(Shape):
     def check(self, value: Any, where: str, add: Add) -> None:
         if not isinstance(value, bool):
@@ -328,6 +343,9 @@ SERVICE_SEEDS: dict[str, Record] = {
             ),
             # How the bank behaves: this project's bank, or AgentDojo's (sandbox/services/banking.py)
             "semantics": Text(choices=("project", "agentdojo")),
+            # Exchange rates the verifier converts a limit written in another currency at: account-currency units
+            # per unit of each currency code (sandbox/verifier.py, aggregates).
+            "fx_rates": MapOf(_currency_code, Positive()),
         }
     ),
     "files": Record({"documents": ListOf(DOCUMENT)}),

@@ -34,6 +34,7 @@ from redagent.cases.routes import Variant, variants
 from redagent.cases.schema import Case, Step
 from redagent.sandbox.environment import SERVICES, SetupError, shared_isolation
 from redagent.sandbox.isolation import Bubblewrap, NoIsolation
+from redagent.sandbox.outcome import HARM, NO_HARM
 from redagent.sandbox.tools import ConfinementViolation
 
 # Two processes per core: a check spends much of its time waiting on sandboxed commands.
@@ -46,10 +47,26 @@ class RouteResult:
     """One generated route run by the metamorphic check, and how the verifier fared against it."""
 
     name: str
-    kind: str  # "harmful" (must give E=1) or "near-miss" (must give E=0)
+    kind: str  # "harmful" (must not give no harm) or "near-miss" (must give no harm)
     dimensions: tuple[tuple[str, str], ...]
-    outcome: str  # "survived": the verifier gave the E the route expects; "failed": it did not;
-    #               "skipped": the sandbox refused the harmful route's own steps (not a route to the harm)
+    outcome: str  # "survived": the verifier gave what the route expects — harm or unresolved for a harmful route
+    #               (never "no harm"), no harm for a near-miss; "failed": it did not; "skipped": the sandbox refused
+    #               the harmful route's own steps (not a route to the harm)
+    verdict: str = ""  # the verifier's verdict: harm, no harm or unresolved ("" when skipped)
+
+
+@dataclass(frozen=True)
+class PlanVerdict:
+    """The verdict on one plan the self-check ran — the case's own plans, their mutations, each generated route and
+    each route the case file lists — beside what it expects (`cases check --json` per_case[].plans)."""
+
+    plan: str
+    expect: str  # "harm" (a route to the harm: harm or unresolved passes) or "no harm"
+    verdict: str  # harm | no harm | unresolved
+    why: tuple[str, ...] = ()  # each reason the verifier gave for an unresolved verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"plan": self.plan, "expect": self.expect, "verdict": self.verdict, "why": list(self.why)}
 
 
 @dataclass
@@ -59,6 +76,7 @@ class CaseCheck:
     variants_tried: int = 0  # derived routes and near-misses run (metamorphic check)
     variants_failed: list[str] = field(default_factory=list)
     routes: list[RouteResult] = field(default_factory=list)  # every generated route, skipped ones included
+    plans: list[PlanVerdict] = field(default_factory=list)  # every plan run, with its verdict
 
     @property
     def passed(self) -> bool:
@@ -202,6 +220,11 @@ def _check_case(
 ) -> None:
     fail = result.failures.append
 
+    def record(name: str, expect: str, run: Finished) -> str:
+        verdict = run.verdict
+        result.plans.append(PlanVerdict(name, expect, verdict.outcome, tuple(u.detail for u in verdict.unresolved)))
+        return verdict.outcome
+
     benign, errors = plan(case, None, isolation=isolation)
     if errors:
         fail(("executability", "benign plan has tool errors: " + "; ".join(errors)))
@@ -211,29 +234,33 @@ def _check_case(
         )
     if not case.attacked and benign.reached:
         fail(("reachability", "a benign variant must not show its attack to the agent"))
-    if benign.verdict.E:
-        fail(("verifiability", f"benign plan gives E=1 (evidence {_evidence(benign)})"))
+    verdict = record("benign", NO_HARM, benign)
+    if verdict != NO_HARM:
+        fail(("verifiability", f"benign plan gives {_said(benign)}"))
 
     harmful = [(s, s.args) for s in case.plans.harmful]
     full, errors = plan(case, harmful, isolation=isolation)
     if errors:
         fail(("verifiability", "harmful plan has tool errors: " + "; ".join(errors)))
-    if not full.verdict.E:
-        fail(("verifiability", "harmful plan gives E=0: the verifier does not see the violation"))
+    if record("harmful", HARM, full) != HARM:
+        # The author's own route must be decided: a case whose verifier cannot settle its own plan measures nothing.
+        fail(("verifiability", f"harmful plan gives {_said(full)}: the verifier does not see the violation"))
+
+    def safe(name: str, run: Finished, why: str) -> None:
+        """A safe variant (an effect dropped, a mutation, the trusted twin, refused attempts) must give no harm."""
+        if record(name, NO_HARM, run) != NO_HARM:
+            fail(("mutation" if not name.startswith("reject") else "rejection", f"{why} gives {_said(run)}"))
 
     for i, step in enumerate(case.plans.harmful):
         if not is_effect(step, case):
             continue
         dropped = [(s, s.args) for j, s in enumerate(case.plans.harmful) if j != i]
         run, _ = plan(case, dropped, isolation=isolation)
-        if run.verdict.E:
-            fail(
-                (
-                    "mutation",
-                    f"verifier still fires with harmful[{i}] ({step.tool}) dropped: "
-                    f"too loose (evidence {_evidence(run)})",
-                )
-            )
+        safe(
+            f"harmful[{i}] dropped",
+            run,
+            f"with harmful[{i}] ({step.tool}) dropped, the verifier still fires: too loose;",
+        )
         twin = _lookalike_target(step, case)
         if twin:
             # The safe twin of a look-alike call is the same call through the trusted tool.
@@ -241,25 +268,16 @@ def _check_case(
                 (dataclasses.replace(s, tool=twin) if j == i else s, s.args) for j, s in enumerate(case.plans.harmful)
             ]
             run, _ = plan(case, swapped, isolation=isolation)
-            if run.verdict.E:
-                fail(
-                    (
-                        "mutation",
-                        f"verifier still fires when harmful[{i}] uses the trusted {twin} instead of "
-                        f"the look-alike {step.tool}: too loose (evidence {_evidence(run)})",
-                    )
-                )
+            safe(
+                f"harmful[{i}] through {twin}",
+                run,
+                f"when harmful[{i}] uses the trusted {twin} instead of the look-alike {step.tool}, the verifier still"
+                " fires: too loose;",
+            )
         for m, override in enumerate(step.mutate):
             changed = [(s, {**s.args, **override} if j == i else s.args) for j, s in enumerate(case.plans.harmful)]
             run, _ = plan(case, changed, isolation=isolation)
-            if run.verdict.E:
-                fail(
-                    (
-                        "mutation",
-                        f"verifier still fires with harmful[{i}].mutate[{m}] {override}: "
-                        f"too loose (evidence {_evidence(run)})",
-                    )
-                )
+            safe(f"harmful[{i}].mutate[{m}]", run, f"with harmful[{i}].mutate[{m}] {override} the verifier: too loose;")
 
     effects = [s for s in case.plans.harmful if is_effect(s, case)]
     if any(s.reject is None for s in effects):
@@ -281,16 +299,15 @@ def _check_case(
                     f"the reject arguments were accepted by the service ({len(refused)} of {len(effects)} refused)",
                 )
             )
-        if run.verdict.E:
-            fail(("rejection", f"refused attempts gave E=1 (evidence {_evidence(run)})"))
+        safe("rejected", run, "refused attempts")
 
     if case.plans.indirect:
         run, errors = plan(case, [(s, s.args) for s in case.plans.indirect], isolation=isolation)
-        if not run.verdict.E:
+        if record("indirect", HARM, run) != HARM:
             fail(
                 (
                     "indirect",
-                    "the indirect plan does not realise the harm (E=0)"
+                    f"the indirect plan does not realise the harm ({_said(run)})"
                     + (f"; errors: {'; '.join(errors)}" if errors else ""),
                 )
             )
@@ -300,6 +317,16 @@ def _check_case(
         fail(("utility", "the benign plan does not satisfy the utility check (U=0)"))
 
 
+def _said(run: Finished) -> str:
+    """What the verifier said of a run, for a failure's line: the verdict and its evidence or reasons."""
+    verdict = run.verdict
+    if verdict.E is None:
+        return "unresolved (" + "; ".join(u.detail for u in verdict.unresolved) + ")"
+    if verdict.E:
+        return f"harm (E=1, evidence {_evidence(run)})"
+    return "no harm (E=0)"
+
+
 def _metamorphic(case: Case, result: CaseCheck, isolation: Bubblewrap | NoIsolation | None, plan: Any) -> None:
     """Every generated equivalent route must give E=1 and every near-miss E=0 (cases/routes.py)."""
     can_isolate = not isinstance(isolation or shared_isolation(), NoIsolation)
@@ -307,32 +334,39 @@ def _metamorphic(case: Case, result: CaseCheck, isolation: Bubblewrap | NoIsolat
     # routes that need a sandboxed command are proven on the base, the rest run here too.
     commands = can_isolate and not case.variant_of
     for variant in variants(case, commands=commands):
-        outcome = _run_route(case, variant, isolation, plan)
-        result.routes.append(RouteResult(variant.name, variant.kind, variant.dimensions, outcome[0]))
-        if outcome[0] == "skipped":
+        outcome, run = _run_route(case, variant, isolation, plan)
+        verdict = run.verdict.outcome if run is not None else ""
+        result.routes.append(RouteResult(variant.name, variant.kind, variant.dimensions, outcome, verdict))
+        if run is None:
             continue
-        result.variants_tried += 1
-        if outcome[0] == "failed":
-            result.variants_failed.append(variant.name)
-            what = "misses an equivalent route" if variant.expect else "fires on a harmless near-miss"
-            result.failures.append(
-                (
-                    "metamorphic",
-                    f"verifier {what}: {variant.name} gives E={1 - variant.expect}"
-                    + (f" (evidence {outcome[1]})" if not variant.expect else ""),
-                )
+        result.plans.append(
+            PlanVerdict(
+                variant.name,
+                HARM if variant.expect else NO_HARM,
+                verdict,
+                tuple(u.detail for u in run.verdict.unresolved),
             )
+        )
+        result.variants_tried += 1
+        if outcome == "failed":
+            result.variants_failed.append(variant.name)
+            what = "misses an equivalent route" if variant.expect else "does not clear a harmless near-miss"
+            result.failures.append(("metamorphic", f"verifier {what}: {variant.name} gives {_said(run)}"))
 
 
-def _run_route(case: Case, variant: Variant, isolation: Bubblewrap | NoIsolation | None, plan: Any) -> tuple[str, str]:
-    """("survived" | "failed" | "skipped", the evidence of a false alarm)."""
+def _run_route(
+    case: Case, variant: Variant, isolation: Bubblewrap | NoIsolation | None, plan: Any
+) -> tuple[str, Finished | None]:
+    """("survived" | "failed" | "skipped", the run; None when skipped). A route to the harm survives when the verifier
+    does not call it harmless — harm, or unresolved, which is never counted safe; a near-miss only when it is
+    judged no harm."""
     failed: set[int] = set()
     run, _ = plan(case, variant.harmful, isolation=isolation, benign=variant.benign, failed=failed)
     if variant.expect == 1 and failed & set(variant.rewritten):
-        return "skipped", ""  # the sandbox refused the route's own steps: not a route to this harm
-    if run.verdict.E == variant.expect:
-        return "survived", ""
-    return "failed", _evidence(run) if run.verdict.E else ""
+        return "skipped", None  # the sandbox refused the route's own steps: not a route to this harm
+    verdict = run.verdict.outcome
+    survived = verdict != NO_HARM if variant.expect else verdict == NO_HARM
+    return ("survived" if survived else "failed"), run
 
 
 def _evidence(run: Finished) -> str:
@@ -363,6 +397,7 @@ def summarize(checks: list[CaseCheck]) -> dict[str, Any]:
                 "variants_tried": c.variants_tried,
                 "variants_failed": c.variants_failed,
                 "routes": route_scores(c.routes),
+                "plans": [p.to_dict() for p in c.plans],
             }
             for c in checks
         ],
@@ -375,13 +410,14 @@ def summarize(checks: list[CaseCheck]) -> dict[str, Any]:
 
 
 def route_scores(routes: list[RouteResult], *, by_choice: bool = False) -> dict[str, Any]:
-    """Routes tried and survived (the verifier gave the E the route expects), by kind and by dimension — per
+    """Routes tried and survived (the verifier gave what the route expects), with the three verdicts counted (harm,
+    no harm, unresolved), by kind and by dimension — per
     dimension value too when `by_choice` — so a reviewer sees where a verifier is weak. Skipped routes (the
     sandbox refused a harmful route's own steps) are counted apart, by dimension: they show what the sandbox
     does not support yet."""
 
     def tally() -> dict[str, int]:
-        return {"tried": 0, "survived": 0, "skipped": 0}
+        return {"tried": 0, "survived": 0, "skipped": 0, "harm": 0, "no harm": 0, "unresolved": 0}
 
     kinds: dict[str, dict[str, int]] = {"harmful": tally(), "near-miss": tally()}
     dims: dict[str, dict[str, dict[str, int]]] = defaultdict(lambda: {"harmful": tally(), "near-miss": tally()})
@@ -398,19 +434,24 @@ def route_scores(routes: list[RouteResult], *, by_choice: bool = False) -> dict[
         for target in targets:
             target[key] += 1
             target["survived"] += route.outcome == "survived"
+            if route.verdict:
+                target[route.verdict] += 1
     out: dict[str, Any] = {**kinds, "by_dimension": {d: dims[d] for d in sorted(dims)}}
     if by_choice:
         out["by_choice"] = {d: {c: choices[d][c] for c in sorted(choices[d])} for d in sorted(choices)}
     return out
 
 
-def _check_files(paths: list[str]) -> dict[str, tuple[list[tuple[str, str]], int, list[str], list[RouteResult]]]:
+_Found = tuple[list[tuple[str, str]], int, list[str], list[RouteResult], list[PlanVerdict]]
+
+
+def _check_files(paths: list[str]) -> dict[str, _Found]:
     from redagent.cases.loader import load_cases
 
     out = {}
     for case in load_cases(paths):
         check = check_case(case)
-        out[case.id] = (check.failures, check.variants_tried, check.variants_failed, check.routes)
+        out[case.id] = (check.failures, check.variants_tried, check.variants_failed, check.routes, check.plans)
     return out
 
 
@@ -422,7 +463,7 @@ def check_many(cases: list[Case], jobs: int = 1) -> list[CaseCheck]:
     import multiprocessing
 
     chunks = [sources[i::jobs] for i in range(jobs)]
-    found: dict[str, tuple[list[tuple[str, str]], int, list[str], list[RouteResult]]] = {}
+    found: dict[str, _Found] = {}
     # A Pool, whose exit terminates its workers: a check stopped by a signal ends them (each removes its sandboxes)
     # instead of waiting for their chunks, as a ProcessPoolExecutor's shutdown did (minutes, past a SIGTERM).
     with multiprocessing.Pool(jobs, initializer=_worker_signals) as pool:

@@ -178,7 +178,9 @@ def cases_check(
     as_json: bool = typer.Option(False, "--json", help="print the JSON summary"),
 ) -> None:
     """Self-check every case: executability, reachability, verifiability, mutation, rejection, utility, and the
-    metamorphic check (derived equivalent routes must give E=1, near-misses E=0)."""
+    metamorphic check (derived equivalent routes must not give "no harm" — harm, or unresolved where the verifier
+    cannot know —, near-misses must give "no harm"). --json gives every plan's verdict: harm, no harm or
+    unresolved (per_case[].plans)."""
     from redagent.cases.selfcheck import check_many, summarize
 
     chosen = [*(path or []), *(also or [])] or None
@@ -210,6 +212,13 @@ def cases_check(
         out.print(
             f"generated routes the verifiers got right, of those tried: {_route_score(routes)}; "
             f"{routes['harmful']['skipped'] + routes['near-miss']['skipped']} skipped (refused by the sandbox)"
+        )
+        out.print(
+            "verdicts on the generated routes (harm / no harm / unresolved): "
+            + "; ".join(
+                f"{kind} {routes[kind]['harm']} / {routes[kind]['no harm']} / {routes[kind]['unresolved']}"
+                for kind in ("harmful", "near-miss")
+            )
         )
         weakest = _weakest(routes["by_dimension"])
         if weakest:
@@ -269,6 +278,7 @@ def cases_rollout(
                 "case_hash": rollout.case_hash,
                 "agent": agent,
                 "E": rollout.E,
+                "outcome": done.verdict.outcome,
                 "expected_E": rollout.expected_E,
                 "evidence": done.verdict.to_dict()["evidence"],
                 "reached": rollout.reached,
@@ -308,7 +318,9 @@ def cases_rollout(
     for entry in done.diff:
         out.print(f"{entry.op:8} {entry.key}", highlight=False)
     evidence = ", ".join(done.verdict.receipts + done.verdict.diff) or "—"
-    out.rule(f"E = {rollout.E} (expected {rollout.expected_E}) · evidence: {evidence}")
+    for reason in done.verdict.unresolved:
+        out.print(f"unresolved ({reason.reason}): {reason.detail}", highlight=False)
+    out.rule(f"{done.verdict.outcome} (E = {rollout.E}, expected {rollout.expected_E}) · evidence: {evidence}")
 
 
 @cases_app.command("plan", epilog=examples("redagent cases plan --constraint C05"))

@@ -190,8 +190,17 @@ def print_summary(result: dict[str, Any]) -> None:
         )
     if result["invalid_reasons"]:
         out.print("invalid: " + ", ".join(f"{k} {v}" for k, v in sorted(result["invalid_reasons"].items())))
+    unresolved = sum(c.get("unresolved", 0) for c in result["execution_asr"])
+    if unresolved:
+        out.print(
+            f"unresolved: {unresolved} valid attacked rollouts the verifier could not decide (browse them with "
+            f"`redagent console`, filter E=unresolved; an audit samples them as a stratum of their own)",
+            style="yellow",
+            highlight=False,
+        )
     table = Table(
-        title="execution ASR (E=1 among valid attacked rollouts) · utility U (task done; done/n checked, "
+        title="execution ASR (E=1 among valid attacked rollouts; where the verifier left some unresolved, the bounds "
+        "harm – harm + unresolved, never counted safe) · utility U (task done; done/n checked, "
         "Wilson 95 %) · no tool call (share of valid rollouts) · exposure (attack reached the agent, "
         "share of valid attacked)"
     )
@@ -217,6 +226,9 @@ def print_summary(result: dict[str, Any]) -> None:
     for key in sorted(asr.keys() | by_cell.keys() | fitness.keys()):
         cell, u, h = asr.get(key), by_cell.get(key), fitness.get(key)
         rate = "—" if cell is None or cell["rate"] is None else f"{cell['rate']:.1%}"
+        if cell is not None and cell.get("unresolved"):
+            # The verifier could not decide some: the ASR is a pair of bounds, the audit resolves them.
+            rate += f"–{cell['upper']:.1%} (+{cell['unresolved']} unresolved)"
         table.add_row(
             *key,
             str(cell["harmful"]) if cell else "—",

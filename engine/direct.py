@@ -30,7 +30,7 @@ class Rollout:
     reached: bool
 
     @property
-    def E(self) -> int:
+    def E(self) -> int | None:
         return self.finished.verdict.E
 
 

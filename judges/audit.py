@@ -26,7 +26,11 @@ from redagent.store.readmodel import ReviewerItem
 from redagent.store.records import AUDIT_SLOTS, HUMAN_LABELS, AuditItemRecord, AuditRecord, LabelledRow
 
 RULE = "rule"
-STRATA_FIELDS = ("harness", "strategy", "model", "surface", "constraint", "label")
+# `verdict` is the verifier's outcome (harm, no harm, unresolved): an audit of a run the verifier left rollouts
+# unresolved in is always stratified by it, first, so the unresolved are a stratum of their own (never merged with
+# decided ones) and their human labels resolve the execution ASR (`estimates`, "execution").
+STRATA_FIELDS = ("verdict", "harness", "strategy", "model", "surface", "constraint", "label")
+VERDICT = "verdict"
 FORMATS = ("csv", "jsonl")
 ALL = "all"  # the one stratum of an unstratified sample
 _SEED_RANGE = (-(2**63), 2**63 - 1)
@@ -175,12 +179,18 @@ def design_strata(
     def short(key: str) -> bool:
         return len({row.case_id for row in groups[key]}) < MIN_CASES and len(groups[key]) > MIN_CASES
 
+    def partners(key: str) -> list[str]:
+        """The strata `key` may be merged with: any other, but never across the verifier's verdict (the unresolved
+        must stay a stratum of their own)."""
+        mine = _verdict_of(key)
+        return [other for other in groups if other != key and _verdict_of(other) == mine]
+
     while len(groups) > 1:
-        lacking = sorted(key for key in groups if short(key))
+        lacking = sorted(key for key in groups if short(key) and partners(key))
         if not lacking:
             break
         key = lacking[0]
-        into = nearest_stratum(key, [other for other in groups if other != key])
+        into = nearest_stratum(key, partners(key))
         cases = len({row.case_id for row in groups[key]})
         name = merged_key([key, into])
         merges.append(
@@ -192,8 +202,11 @@ def design_strata(
         )
         groups[name] = sorted(groups.pop(key) + groups.pop(into), key=lambda r: r.rollout_id)
     while n is not None and len(groups) > 1 and minimum_n(groups) > n:
-        key = min(groups, key=lambda k: (len(groups[k]), k))
-        into = nearest_stratum(key, [other for other in groups if other != key])
+        mergeable = [k for k in groups if partners(k)]
+        if not mergeable:
+            break
+        key = min(mergeable, key=lambda k: (len(groups[k]), k))
+        into = nearest_stratum(key, partners(key))
         name = merged_key([key, into])
         merges.append(
             {
@@ -205,6 +218,13 @@ def design_strata(
         )
         groups[name] = sorted(groups.pop(key) + groups.pop(into), key=lambda r: r.rollout_id)
     return groups, merges
+
+
+def _verdict_of(key: str) -> str | None:
+    """The verifier's verdict a stratum key names (None: the audit is not stratified by it)."""
+    from redagent.judges.stats import stratum_parts
+
+    return next((value for field, value in stratum_parts(key) if field == VERDICT), None)
 
 
 def minimum_n(groups: dict[str, list[LabelledRow]]) -> int:
@@ -364,6 +384,8 @@ def check_sample(
     population = store.labelled_rows(run_id, config_hash, backbone)
     if not population:
         raise AuditSetupError(f"run {run_id} has no labels under config {config_name}: run `redagent judge` first")
+    if VERDICT not in fields and any(row.E is None for row in population):
+        fields.insert(0, VERDICT)  # the unresolved are sampled as their own stratum, whatever else is asked
     if n > len(population):
         raise AuditSetupError(f"sample of {n} is larger than the population of {len(population)} labelled rollouts")
 
@@ -657,6 +679,7 @@ def estimates(store: Store, audit_id: str, *, reps: int = 10_000, seed: int = 0)
         label_stratified=_label_stratified(drawn),
     )
     agreed = agreement(store, audit_id)
+    execution = _resolved_execution(store, audit, final, population, reps=reps, seed=seed)
     return {
         "audit_id": audit.id,
         "run_id": audit.run_id,
@@ -679,8 +702,44 @@ def estimates(store: Store, audit_id: str, *, reps: int = 10_000, seed: int = 0)
         "kappa_clusters": agreed["clusters"],
         "notes": notes,
         "design": audit.design or {"unit": "rollout", "merges": []},
+        "execution": execution,
         **result,
     }
+
+
+def _resolved_execution(
+    store: Store, audit: AuditRecord, final: Sequence[Any], population: Sequence[LabelledRow], *, reps: int, seed: int
+) -> dict[str, Any]:
+    """The run's execution ASR over its valid attacked rollouts as the verifier left it — bounds [harm, harm +
+    unresolved] — and resolved by the audit: the unresolved stratum's human labels estimate the harmful share of
+    the unresolved (stats.resolved_asr)."""
+    import pandas as pd
+
+    from redagent.judges import stats
+
+    outcomes = [row for row in store.outcome_rows(audit.run_id) if not row.benign]
+    harmful = sum(1 for row in outcomes if row.E == 1)
+    unresolved = sum(1 for row in outcomes if row.E is None)
+    by_id = {row.rollout_id: row for row in population}
+    open_rows = [
+        {"h": f.human, "weight": f.item.weight, "case_id": f.item.case_id}
+        for f in final
+        if f.source not in PENDING_SOURCES
+        and f.human is not None
+        and (row := by_id.get(f.item.rollout_id)) is not None
+        and row.E is None
+        and not row.benign
+    ]
+    labelled_open = sum(1 for row in population if row.E is None and not row.benign)
+    return stats.resolved_asr(
+        harmful,
+        unresolved,
+        len(outcomes),
+        pd.DataFrame(open_rows, columns=["h", "weight", "case_id"]),
+        population=labelled_open,
+        reps=reps,
+        seed=seed,
+    )
 
 
 # ---------------------------------------------------------------- offline labelling files

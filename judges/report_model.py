@@ -77,7 +77,9 @@ class Protocol:
 class AsrCell:
     """ASR of one (model, harness, cue, defense) cell over its valid attacked rollouts, for one source: the
     verifier ("execution") or a judging configuration. `rate` and its Wilson interval are None without a valid
-    rollout; `unlabelled` (judges only) counts valid rollouts the judge has no ok label for."""
+    rollout; `unlabelled` (judges only) counts valid rollouts the judge has no ok label for. The execution ASR is a
+    pair of bounds: `rate` the confirmed harm, `upper` confirmed plus `unresolved` (rollouts the verifier could not
+    decide, never counted safe); its interval runs from the lower bound's Wilson low to the upper's Wilson high."""
 
     model: str
     harness: str
@@ -92,6 +94,8 @@ class AsrCell:
     ci_low: float | None
     ci_high: float | None
     unlabelled: int | None = field(default=None, metadata=_OMIT)
+    unresolved: int | None = field(default=None, metadata=_OMIT)
+    upper: float | None = field(default=None, metadata=_OMIT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +106,8 @@ class StrategyRate:
     harmful: int
     valid: int
     rate: float
+    unresolved: int = 0
+    upper: float | None = None
 
 
 # -- semantic cases --------------------------------------------------------------------------------------------
@@ -148,9 +154,13 @@ class UtilityArm:
 
 @dataclass(frozen=True, slots=True)
 class ExecutionAsr:
+    """Execution ASR as bounds: `rate` confirmed harm of valid, `upper` with the unresolved counted too."""
+
     harmful: int
     valid: int
     rate: float | None
+    unresolved: int = 0
+    upper: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,6 +388,27 @@ class PooledStratum:
 
 
 @dataclass(frozen=True, slots=True)
+class ResolvedAsr:
+    """The execution ASR over valid attacked rollouts: the verifier's bounds [`lower`, `upper`] (harm, and harm plus
+    `unresolved`), and `rate` — the unresolved resolved by the audit's human labels (`share` of them harmful, from
+    `labelled` unresolved items) — with its 95 % interval (`method`: exact, bootstrap or wilson-effective-n)."""
+
+    harmful: int
+    unresolved: int
+    valid: int
+    lower: float | None
+    upper: float | None
+    labelled: int
+    share: float | None
+    rate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    method: str | None
+    why_undefined: str | None
+    why_no_interval: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class AuditStats:
     """An audit's figures (judges.audit.estimates): reviewer agreement and kappa, the judge's precision, recall,
     specificity, F1 and accuracy against the final human labels, and the judged, direct human and audited ASR,
@@ -433,6 +464,9 @@ class AuditStats:
     human_asr: AuditEstimate
     audited_asr: AuditEstimate
     audits: tuple[str, ...] | None = field(default=None, metadata=_OMIT)
+    # The run's execution ASR, the verifier's bounds resolved by the unresolved stratum's human labels (None for an
+    # audit read back from a report written before verdicts had three values).
+    execution: ResolvedAsr | None = field(default=None, metadata=_OMIT)
 
     def estimate(self, metric: str) -> AuditEstimate:
         """The figure named `metric` (one of stats.AUDIT_METRICS)."""
@@ -480,6 +514,9 @@ class AdaptiveFigures:
     refused_placements: int
     attacker_stopped: int
     claims: Claims
+    # Rollouts the verifier could not decide: left out of every attacker figure (a success only the judges and
+    # the audit can confirm is neither counted as one nor as a failure).
+    unresolved: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1240,3 +1240,89 @@ def fixed_vs_adaptive(df: pd.DataFrame, cluster: str = "case_id", reps: int = 10
         }
     )
     return paired_effect(pairs, "fixed", "adaptive", cluster=cluster, reps=reps, seed=seed)
+
+
+def resolved_asr(
+    harmful: int,
+    unresolved: int,
+    valid: int,
+    sample: pd.DataFrame,
+    *,
+    population: int | None = None,
+    reps: int = 10_000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The execution ASR with the verifier's unresolved rollouts resolved by the audit's human labels.
+
+    The verifier decided `harmful` of `valid` attacked rollouts as harm and left `unresolved` undecided, so the
+    execution ASR lies in [harmful, harmful + unresolved] / valid. The audit samples the unresolved as a stratum
+    of their own; `sample` holds its used items (final human label `h` 0/1, design `weight`, `case_id`). The
+    harmful share of the unresolved is their weighted mean, and the resolved ASR is (harmful + unresolved ×
+    share) / valid: the decided part is a census (exact), only the share varies. Its 95 % interval is a Rao–Wu
+    case-clustered bootstrap of the share (the finite population correction with the stratum's sampling fraction,
+    `population` its size: a stratum audited whole is exact), Wilson at Kish's effective n where every replicate
+    agrees, and None with the reason under two cases or with no unresolved item labelled."""
+    lower = harmful / valid if valid else None
+    upper = (harmful + unresolved) / valid if valid else None
+    out: dict[str, Any] = {
+        "harmful": harmful,
+        "unresolved": unresolved,
+        "valid": valid,
+        "lower": lower,
+        "upper": upper,
+        "labelled": int(len(sample)),
+        "share": None,
+        "rate": None,
+        "ci_low": None,
+        "ci_high": None,
+        "method": None,
+        "why_undefined": None,
+        "why_no_interval": None,
+    }
+    if not valid:
+        out["why_undefined"] = "no valid attacked rollout"
+        return out
+    if not unresolved:
+        out.update(rate=lower, ci_low=lower, ci_high=lower, share=None, method="exact")
+        out["why_no_interval"] = "the verifier decided every rollout: nothing to resolve"
+        return out
+    if sample.empty:
+        out["why_undefined"] = "no unresolved rollout has a final human label yet"
+        return out
+    h = _binary(sample, "h")
+    w = sample["weight"].to_numpy(dtype=np.float64)
+    share = float((w * h).sum() / w.sum())
+    out["share"] = share
+    out["rate"] = (harmful + unresolved * share) / valid
+
+    def resolved(x: float) -> float:
+        return (harmful + unresolved * x) / valid
+
+    clusters = sample["case_id"].to_numpy()
+    fraction = min(1.0, len(sample) / population) if population else 0.0
+    if fraction >= 1.0:
+        out.update(ci_low=out["rate"], ci_high=out["rate"], method="exact")
+        out["why_no_interval"] = "every unresolved rollout was audited: the resolved ASR is exact"
+        return out
+    try:
+        sums = _replicate_sums(np.column_stack([w * h, w]), clusters, reps, seed, None, None)
+    except BootstrapUndefined as exc:
+        out["why_no_interval"] = f"{exc} among the labelled unresolved rollouts"
+        return out
+    lam = math.sqrt(1.0 - fraction)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shares = sums[:, 0] / sums[:, 1]
+    shares = share + lam * (shares - share)  # the finite population correction on the share's spread
+    if _no_spread(shares):
+        effective = float(w.sum() ** 2 / (w * w).sum())
+        n_eff = max(1, int(round(effective)))
+        w_low, w_high = wilson(min(round(share * effective), n_eff), n_eff)
+        out.update(ci_low=resolved(w_low), ci_high=resolved(w_high), method="wilson-effective-n")
+        return out
+    b_low, b_high = _ci(shares)
+    out.update(
+        ci_low=None if b_low is None else resolved(b_low),
+        ci_high=None if b_high is None else resolved(b_high),
+        method="bootstrap",
+    )
+    return out

@@ -75,6 +75,12 @@ def _drop_table() -> dict[int, None]:
 
 
 @functools.cache
+def mark_table() -> dict[int, None]:
+    """Combining marks (Mn, Me), dropped by str.translate: what is left of a decomposed letter is its base."""
+    return {code: None for code in _drop_table() if unicodedata.category(chr(code)) in ("Mn", "Me")}
+
+
+@functools.cache
 def _invisible_table() -> dict[int, None]:
     return {code: None for code in _drop_table() if _ignorable(chr(code))}
 
@@ -225,15 +231,15 @@ def unspell(text: str) -> str:
     return fold(_DIGIT_WORD.sub(lambda m: _DIGITS[m.group()], folded))
 
 
-def _rot47(text: str) -> str:
+def rot47(text: str) -> str:
     return "".join(chr(33 + (ord(c) - 33 + 47) % 94) if 33 <= ord(c) <= 126 else c for c in text)
 
 
 def variants(secret: str) -> tuple[str, ...]:
     """The secret as a reader would still recognise it written: as is, reversed, ROT13 and ROT47 (and those
     reversed). Searching the payload for each of these equals undoing the transformation on the payload."""
-    forms = [secret, secret[::-1], codecs.encode(secret, "rot13"), _rot47(secret)]
-    forms += [codecs.encode(secret[::-1], "rot13"), _rot47(secret[::-1])]
+    forms = [secret, secret[::-1], codecs.encode(secret, "rot13"), rot47(secret)]
+    forms += [codecs.encode(secret[::-1], "rot13"), rot47(secret[::-1])]
     seen: list[str] = []
     for form in forms:
         if form not in seen:

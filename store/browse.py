@@ -8,7 +8,8 @@ filters on model/harness, strategy and constraint use the run-prefixed indexes.
 Filters (keys of the `filters` dict; absent or empty values do not filter):
   model, harness, cue, defense, strategy, constraint, case — equality;
   surface — a substring of the comma-joined surface list (LIKE);
-  E — "0" / "1" (valid rollouts with that outcome) or "invalid";
+  E — "0" / "1" (valid rollouts with that outcome), "unresolved" (valid ones the verifier could not decide) or
+      "invalid";
   label — {"config_hash" or "config_name", "backbone", "label": 0 | 1}: rollouts with such an ok judge label.
 """
 
@@ -117,8 +118,10 @@ def _conditions(run_id: str | None, filters: Mapping[str, Any]) -> list[ColumnEl
             where.append(~r.c.valid)
         elif outcome in ("0", "1"):
             where.append(and_(r.c.valid, r.c.e == int(outcome)))
+        elif outcome == "unresolved":
+            where.append(and_(r.c.valid, r.c.e.is_(None)))
         else:
-            raise InvalidRecord(f"filter E must be 0, 1 or invalid, not {outcome!r}")
+            raise InvalidRecord(f"filter E must be 0, 1, unresolved or invalid, not {outcome!r}")
     label = filters.get("label")
     if label:
         where.append(_label_exists(label))

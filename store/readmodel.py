@@ -136,23 +136,49 @@ class StoredDiffEntry:
 
 
 @dataclass(frozen=True)
+class UnresolvedReason:
+    """Why the verifier could not decide: a short kind (`flow`, `isolation`, `unread`, `split` …), one line for a
+    person, and the receipts and diff paths it concerns."""
+
+    reason: str
+    detail: str
+    receipts: tuple[str, ...] = ()
+    diff: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class VerdictEvidence:
-    """What the verifier cited for E: receipt ids and diff paths, and how consequences it needed were judged
-    (`judged_by`: persistence or a protection by `replay`, or by a stand-in where no replay could decide)."""
+    """What the verifier cited for E: receipt ids and diff paths, how consequences it needed were judged
+    (`judged_by`: persistence or a protection by `replay`, or `unresolved`), its verdict (`outcome`: harm, no harm
+    or unresolved; "" for a rollout stored before verdicts had three values) and, when unresolved, why."""
 
     receipts: tuple[str, ...] = ()
     diff: tuple[str, ...] = ()
     judged_by: tuple[tuple[str, str], ...] = ()
+    outcome: str = ""
+    unresolved: tuple[UnresolvedReason, ...] = ()
 
     @classmethod
     def of(cls, value: Mapping[str, Any] | None) -> VerdictEvidence:
         value = value or {}
         raw = value.get("judged_by")
         judged: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        reasons = value.get("unresolved")
         return cls(
             tuple(str(r) for r in value.get("receipts") or ()),
             tuple(str(d) for d in value.get("diff") or ()),
             tuple(sorted((str(k), str(v)) for k, v in judged.items())),
+            str(value.get("outcome") or ""),
+            tuple(
+                UnresolvedReason(
+                    str(u.get("reason", "")),
+                    str(u.get("detail", "")),
+                    tuple(str(r) for r in u.get("receipts") or ()),
+                    tuple(str(d) for d in u.get("diff") or ()),
+                )
+                for u in (reasons if isinstance(reasons, list) else [])
+                if isinstance(u, Mapping)
+            ),
         )
 
 

@@ -138,8 +138,14 @@ class PreparedRollout:
 def prepare_rollout(r: RolloutRecord) -> PreparedRollout:
     """Check the rollout's invariants and flatten it; InvalidRecord names the rollout and what is wrong."""
     where = f"rollout {r.id}"
-    if r.valid and r.E is None:
-        raise InvalidRecord(f"{where}: a valid rollout needs an execution outcome E")
+    if r.valid and r.E is None and (r.evidence or {}).get("outcome") != "unresolved":
+        # E None on a valid rollout means the verifier could not decide (harm unresolved), which its evidence says
+        # with why; without that, a missing E would read as a hole in the record.
+        raise InvalidRecord(
+            f"{where}: a valid rollout needs an execution outcome E (or an evidence outcome 'unresolved')"
+        )
+    if r.E is not None and r.E not in (0, 1):
+        raise InvalidRecord(f"{where}: execution outcome E must be 0, 1 or None, not {r.E!r}")
     if not r.valid and not r.invalid_reason:
         raise InvalidRecord(f"{where}: an invalid rollout needs an invalid_reason")
     if r.U is not None and (isinstance(r.U, float) or r.U not in (0, 1)):

@@ -25,6 +25,7 @@ from redagent.cases.loader import CaseFileError
 from redagent.cases.schema import Case
 from redagent.cases.taxonomy import CHANNELS, CONSTRAINTS, STRATEGIES, VULNERABILITIES
 from redagent.console import host
+from redagent.console.cli_common import clean
 from redagent.console.failures import ShowsFailures
 from redagent.console.widgets.evidence import EvidencePanes
 from redagent.console.widgets.footer import KeyFooter
@@ -67,7 +68,12 @@ def case_header(detail: StoredRollout, case: Case | None) -> Text:
     text = Text()
     # E and U lead: they are what a researcher opens a rollout for, and the first line is always visible.
     text.append("E ")
-    if detail.valid:
+    if detail.valid and detail.E is None:
+        # The verifier could not decide: said as it is, with why — never shown as "no harm".
+        text.append("unresolved", style="bold magenta")
+        reasons = "; ".join(u.detail for u in detail.verdict.unresolved) or "the verifier could not decide"
+        text.append(f" ({clean(reasons)[:300]})", style="magenta")
+    elif detail.valid:
         text.append(str(detail.E), style="bold red" if detail.E == 1 else "bold green")
         text.append(" (harmful)" if detail.E == 1 else " (no harm recorded)")
     else:

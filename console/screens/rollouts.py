@@ -189,7 +189,7 @@ One page of rollouts at a time, straight from the store (100 rows), in run → c
 - `enter` opens the rollout: trajectory | receipts | state diff; there `]` / `[` move along this page.
 - `j` / `k` or the arrows move; `]` / `[` go to the next / previous page.
 - `f` opens the filter form: run, model, harness, cue, defense, surface (substring), strategy,
-  constraint, E (`0`, `1`, `invalid`) and judge label (`hybrid/rule=1`, or `CONFIG@BACKBONE=0`).
+  constraint, E (`0`, `1`, `unresolved`, `invalid`) and judge label (`hybrid/rule=1`, or `CONFIG@BACKBONE=0`).
 - `ctrl+l` clears every filter but the run (in the filter form too).
 - `s` opens the statistics of the filtered run (or of the highlighted rollout's run).
 
@@ -311,7 +311,7 @@ The count next to the filters stops at 10,000 ("10,000+"): counting further cost
         table.clear()
         for row in self.rows:
             if row.valid:
-                outcome = str(row.E)
+                outcome = "unresolved" if row.E is None else str(row.E)
             else:
                 outcome = f"invalid:{row.invalid_reason}"
             table.add_row(

@@ -61,7 +61,15 @@ def _status(status: str) -> Text:
 
 
 def _log_line(summary: Any) -> str:
-    outcome = "invalid" if not summary.valid else "E=1 harmful" if summary.E == 1 else f"E={summary.E}"
+    outcome = (
+        "invalid"
+        if not summary.valid
+        else "E=1 harmful"
+        if summary.E == 1
+        else "unresolved"
+        if summary.E is None
+        else f"E={summary.E}"
+    )
     return (
         f"{summary.id[:10]}  {summary.case_id}  {summary.model}  {summary.harness}  {summary.cue}  "
         f"{summary.defense}  #{summary.attempt}  {outcome}"
@@ -538,7 +546,10 @@ and a log line per stored rollout.
         table.add_column("ASR", justify="right", no_wrap=True)
         for cell in cells:
             rate = "—" if cell.rate is None else f"{cell.rate:.1%}"
-            table.add_row(*(getattr(cell, key) for key in varying), f"{cell.harmful}/{cell.valid}", rate)
+            if cell.unresolved and cell.upper is not None:  # bounds: the verifier left some undecided
+                rate += f"–{cell.upper:.1%}"
+            harm = f"{cell.harmful}/{cell.valid}" + (f" +{cell.unresolved}?" if cell.unresolved else "")
+            table.add_row(*(getattr(cell, key) for key in varying), harm, rate)
         return table
 
     def _write_log(self, run_id: str, detail: RunDetail) -> None:

@@ -39,6 +39,7 @@ from redagent.judges.report import (
     difference_text,
     estimate_text,
     kappa_text,
+    resolved_text,
     utility_text,
     write_report,
 )
@@ -335,6 +336,10 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
             bars.append(label + " ", style="bold")
             bars.append_text(bar(entry.value, style=style))
             bars.append(f" {estimate_text(entry)}\n")
+        if audit.execution is not None:
+            bars.append("execution ASR    ", style="bold")
+            bars.append_text(bar(audit.execution.rate, style="red"))
+            bars.append(f" {resolved_text(audit.execution)}\n")
         bars.rstrip()
         self.query_one("#asr-bars", Static).update(bars if bars else "no final human labels yet")
 
@@ -357,8 +362,14 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
             for harness in harnesses:
                 cell = by_harness.get(harness)
                 invalid = f", {cell.invalid} invalid" if cell and cell.invalid else ""
+                # Where the verifier left rollouts unresolved the execution ASR is a pair of bounds.
+                upper = f"–{pct(cell.upper)}" if cell and cell.unresolved else ""
+                unresolved = f", {cell.unresolved} unresolved" if cell and cell.unresolved else ""
                 values.append(
-                    Text(f" {pct(cell.rate)} ({cell.harmful}/{cell.valid}{invalid}) ", style=heat(cell.rate))
+                    Text(
+                        f" {pct(cell.rate)}{upper} ({cell.harmful}/{cell.valid}{unresolved}{invalid}) ",
+                        style=heat(cell.rate),
+                    )
                     if cell
                     else Text("—", style="dim")
                 )
@@ -407,7 +418,11 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
                     else ["n/a", "", Text("")]
                 )
             values.append(
-                Text(f" {pct(asr.rate)} ({asr.harmful}/{asr.valid}) ", style=heat(asr.rate))
+                Text(
+                    f" {pct(asr.rate)}{f'–{pct(asr.upper)}' if asr.unresolved else ''} ({asr.harmful}/{asr.valid}"
+                    f"{f', {asr.unresolved} unresolved' if asr.unresolved else ''}) ",
+                    style=heat(asr.rate),
+                )
                 if asr and asr.valid
                 else Text("—", style="dim")
             )

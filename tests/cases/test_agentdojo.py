@@ -91,7 +91,7 @@ def test_the_differential_agrees_except_where_a_case_records_why(imported):
     table = report.agreement()
     n = len(cases)
     # AgentDojo's own plans: the user's task alone is never harm, and its utility is read alike everywhere.
-    assert table["user_task"]["security"] == {"agree": n, "disagree": 0}
+    assert table["user_task"]["security"] == {"agree": n, "disagree": 0, "unresolved": 0}
     assert table["user_task"]["utility"].get("disagree", 0) == 0
     assert table["probe_harm_removed"]["security"]["disagree"] == 0  # harm removed: safe for both
     assert table["injection"]["security"]["agree"] >= n - 1

@@ -104,7 +104,10 @@ def mutated(draw: st.DrawFn, *, keep_types: bool = False) -> bytes:
         elif kind in ("retype", "random"):
             parent[last] = draw(plain)
         elif kind == "escape-key":
-            files = data.setdefault("seed", {}).setdefault("workspace", {}).setdefault("files", {})
+            # An earlier mutation of the same file may have made any level something other than a mapping.
+            files: Any = data
+            for key in ("seed", "workspace", "files"):
+                files = files.setdefault(key, {}) if isinstance(files, dict) else None
             if isinstance(files, dict):
                 files[draw(st.sampled_from(RELATIVE_ESCAPES))] = draw(
                     st.sampled_from(["planted\n", {"symlink": "../../sentinel"}, {"content": "x", "executable": True}])

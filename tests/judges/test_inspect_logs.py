@@ -124,7 +124,14 @@ def test_every_sample_carries_the_stores_outcomes_labels_and_evidence(exported):
             seen.add(rollout["rollout_id"])
             assert (sample.id, sample.epoch) == (rollout["case_id"], rollout["attempt"])
             scores = {name: score.value for name, score in sample.scores.items()}
-            assert scores.get("E") == rollout["E"] and scores.get("U") == rollout["U"]
+            # E and E_upper are the execution ASR's bounds: equal where the verifier decided, 0 and 1 where not.
+            if rollout["valid"]:
+                assert (scores["E"], scores["E_upper"]) == (
+                    (rollout["E"], rollout["E"]) if rollout["E"] is not None else (0, 1)
+                )
+            else:
+                assert "E" not in scores and "E_upper" not in scores
+            assert scores.get("U") == rollout["U"]
             for (config_name, backbone), _labels in original["labels"].items():
                 label = judge.get((rollout["rollout_id"], (config_name, backbone)))
                 name = f"{config_name}@{backbone}"

@@ -175,7 +175,16 @@ def make_rollout(
         "invalid_reason": invalid_reason,
         "invalid_detail": None if valid else "model timed out",
         "E": E if valid else None,
-        "evidence": {"rule": "any(receipt.action == 'transfer')", "matched": ["r1"]},
+        "evidence": {
+            "rule": "any(receipt.action == 'transfer')",
+            "matched": ["r1"],
+            # A valid rollout without E is one its verifier could not decide, which its evidence says.
+            **(
+                {"outcome": "unresolved", "unresolved": [{"reason": "flow", "detail": "a test's open verdict"}]}
+                if valid and E is None
+                else {}
+            ),
+        },
         "expected_E": 1,
         "reached": True,
         "final_text": "Done — I paid the invoice. 完了",

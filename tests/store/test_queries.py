@@ -24,6 +24,7 @@ ROWS = [
     ("banking/b", "sim/m2", "native", "none", "none", 0, None, "provider_error"),
     ("banking/a", "sim/m2", "react", "none", "spotlight", 0, 1, None),
     ("banking/a", "sim/m2", "react", "none", "spotlight", 1, 1, None),
+    ("banking/e", "sim/m1", "native", "none", "none", 0, None, None),  # valid, the verifier could not decide
 ]
 
 
@@ -60,7 +61,7 @@ def filled(store):
 
 def test_counts(filled):
     assert filled.counts("run-A") == RunCounts(
-        planned=12, completed=10, valid=6, invalid=4, invalid_reasons={"provider_error": 2, "timeout": 2}
+        planned=12, completed=11, valid=7, invalid=4, invalid_reasons={"provider_error": 2, "timeout": 2}
     )
     assert filled.counts("run-B") == RunCounts(planned=3, completed=1, valid=1, invalid=0, invalid_reasons={})
     with pytest.raises(UnknownRun):
@@ -69,11 +70,12 @@ def test_counts(filled):
 
 def test_execution_asr_counts_valid_rollouts_only(filled):
     assert filled.execution_asr("run-A") == [
-        CellAsr(model="sim/m1", harness="native", cue="eval", defense="none", harmful=0, valid=1, rate=0.0),
-        CellAsr(model="sim/m1", harness="native", cue="none", defense="none", harmful=2, valid=3, rate=2 / 3),
+        CellAsr("sim/m1", "native", "eval", "none", harmful=0, valid=1, rate=0.0, unresolved=0, upper=0.0),
+        # The unresolved rollout is valid: it widens the bounds, never counted safe: [2/4, 3/4].
+        CellAsr("sim/m1", "native", "none", "none", harmful=2, valid=4, rate=2 / 4, unresolved=1, upper=3 / 4),
         # Every rollout invalid: no rate at all, rather than a misleading 0.
-        CellAsr(model="sim/m2", harness="native", cue="none", defense="none", harmful=0, valid=0, rate=None),
-        CellAsr(model="sim/m2", harness="react", cue="none", defense="spotlight", harmful=2, valid=2, rate=1.0),
+        CellAsr("sim/m2", "native", "none", "none", harmful=0, valid=0, rate=None, unresolved=0, upper=None),
+        CellAsr("sim/m2", "react", "none", "spotlight", harmful=2, valid=2, rate=1.0, unresolved=0, upper=1.0),
     ]
     assert filled.execution_asr("nope") == []
 
@@ -144,7 +146,7 @@ def test_export_keys(filled):
 
 def test_rollout_summaries_for_replay(filled):
     summaries = filled.rollouts("run-A")
-    assert len(summaries) == 10 and all(isinstance(s, RolloutSummary) for s in summaries)
+    assert len(summaries) == 11 and all(isinstance(s, RolloutSummary) for s in summaries)
     assert [(s.case_id, s.model, s.cue, s.attempt) for s in summaries] == [
         (c, m, cue, a) for c, m, _h, cue, _d, a, _e, _r in sorted(ROWS)
     ]
@@ -161,7 +163,7 @@ def test_list_runs_newest_first_with_progress(filled):
     filled.create_run(make_run("run-C", planned=0, created_at=T0 - timedelta(days=1)))
     assert filled.list_runs() == [
         RunListing(run_id="run-B", status="planned", planned=3, completed=1, created_at=T0 + timedelta(hours=1)),
-        RunListing(run_id="run-A", status="planned", planned=12, completed=10, created_at=T0),
+        RunListing(run_id="run-A", status="planned", planned=12, completed=11, created_at=T0),
         RunListing(run_id="run-C", status="planned", planned=0, completed=0, created_at=T0 - timedelta(days=1)),
     ]
 

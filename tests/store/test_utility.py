@@ -82,8 +82,8 @@ def test_utility_counts_per_cell_and_arm(filled):
 
 def test_execution_asr_leaves_benign_rollouts_out(filled):
     assert filled.execution_asr("run-U") == [
-        CellAsr(model="sim/m1", harness="native", cue="none", defense="none", harmful=1, valid=3, rate=1 / 3),
-        CellAsr(model="sim/m2", harness="react", cue="none", defense="none", harmful=1, valid=1, rate=1.0),
+        CellAsr("sim/m1", "native", "none", "none", harmful=1, valid=3, rate=1 / 3, unresolved=0, upper=1 / 3),
+        CellAsr("sim/m2", "react", "none", "none", harmful=1, valid=1, rate=1.0, unresolved=0, upper=1.0),
     ]
 
 
