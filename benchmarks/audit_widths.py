@@ -47,7 +47,8 @@ def label_all(db: Path, run_id: str, audit_id: str, disagree: float, seed: int) 
         items = store.audit_items(audit_id)
         outcome = {r["rollout_id"]: r["E"] for r in store.iter_export(run_id)}
         entries, flipped = [], 0
-        for item in items:
+        # By rollout: the items' ids and order are random (issue 34), so the seeded flips follow the rollouts.
+        for item in sorted(items, key=lambda item: item.rollout_id):
             harmful = outcome[item.rollout_id] == 1
             if rng.random() < disagree:
                 harmful, flipped = not harmful, flipped + 1

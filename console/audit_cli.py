@@ -35,7 +35,7 @@ from redagent.store.records import LabelledRow
 audit_app = typer.Typer(
     cls=Commands,
     no_args_is_help=True,
-    help="Human audit of judge labels: sample, status, export, import.",
+    help="Human audit of judge labels: sample, status, export, import, adjudicate, close, reopen.",
     epilog=examples(
         "redagent audit status audit-1f2e", "redagent audit export audit-1f2e --out alice.csv --reviewer alice"
     ),
@@ -260,6 +260,18 @@ def status_cmd(
             _print_adjudicator(adjudicator_progress(store, audit_id, acting_as(store, None, "adjudicator")), as_json)
             return
         result = status(store, audit_id)
+        closures = store.audit_closures(audit_id)
+        seeded = store.get_audit(audit_id).seeded_order
+    result["state"] = _state(closures)
+    result["seeded_order"] = seeded
+    if seeded:
+        err.print(
+            f"warning: {audit_id} was drawn before issue 34: its item ids and queue orders follow its seed, so a "
+            "reviewer who knows the seed can tell which of her items is which; draw the audit again (audit sample) "
+            "before anyone labels it",
+            highlight=False,
+            soft_wrap=True,
+        )
     if as_json:
         print_json(result)
         return
@@ -287,6 +299,57 @@ def status_cmd(
         f"  remaining: {result['remaining_labels']} reviewer labels, {result['remaining_adjudications']} adjudications",
         highlight=False,
     )
+    state = result["state"]
+    if state["closed"] or state["changes"]:
+        last = state["changes"][-1]
+        out.print(
+            f"  {'closed' if state['closed'] else 're-opened'} {last['at']} by {last['by']}: {last['reason']}"
+            + (" (nothing more is written to it)" if state["closed"] else ""),
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def _state(closures: list[Any]) -> dict[str, Any]:
+    """The audit's closes and re-opens as `status` shows them (the last one is its state)."""
+    return {
+        "closed": bool(closures) and closures[-1].action == "close",
+        "changes": [
+            {"action": c.action, "by": c.made_by, "reason": c.reason, "at": f"{c.created_at:%Y-%m-%d %H:%M} UTC"}
+            for c in closures
+        ],
+    }
+
+
+@audit_app.command(
+    "close", epilog=examples('redagent audit close audit-1f2e --reason "the run was withdrawn" --db pg:audits-owner')
+)
+def close_cmd(
+    audit_id: str = typer.Argument(...),
+    reason: str = typer.Option(..., "--reason", help="why it is closed (recorded with the audit)"),
+    db: str | None = DB_OPTION,
+) -> None:
+    """The owner closes an audit before it is complete: no label, correction or decision is written to it after.
+    (An audit closes by itself once every item has its final label.)"""
+    with _store(db, roles=("owner",), create=False) as store:
+        store.close_audit(audit_id, reason)
+    out.print(f"closed {audit_id}", highlight=False)
+
+
+@audit_app.command(
+    "reopen",
+    epilog=examples('redagent audit reopen audit-1f2e --reason "alice misread item 12" --db pg:audits-owner'),
+)
+def reopen_cmd(
+    audit_id: str = typer.Argument(...),
+    reason: str = typer.Option(..., "--reason", help="why it is re-opened (recorded with the audit)"),
+    db: str | None = DB_OPTION,
+) -> None:
+    """The owner re-opens a closed audit so a label or decision can be corrected; recorded with who and why. The
+    next write that leaves every item with its final label closes it again."""
+    with _store(db, roles=("owner",), create=False) as store:
+        store.reopen_audit(audit_id, reason)
+    out.print(f"re-opened {audit_id}", highlight=False)
 
 
 def _print_own(result: dict[str, Any], as_json: bool) -> None:

@@ -142,10 +142,12 @@ def _serve_console(
         scheme = "https" if context is not None else "http"
 
         def started() -> None:  # printed once the server listens, so the address works when it shows
+            # The address and the token apart: a token is taken only by the sign-in form, never from an address
+            # (console/web.py), so no link can sign a browser in.
             out.print(
-                f"serving the console ({starter.role}, {who}) at {scheme}://{host}:{port}/?token={token} — the "
-                "token is yours alone (teammates sign in with their own from `redagent team add`); sessions "
-                f"end after {session_hours:g} h or {idle_minutes:g} min idle; Ctrl-C stops",
+                f"serving the console ({starter.role}, {who}) at {scheme}://{host}:{port}/ — sign in there with "
+                f"the token {token} (yours alone; teammates sign in with their own from `redagent team add`); "
+                f"sessions end after {session_hours:g} h or {idle_minutes:g} min idle, or at sign-out; Ctrl-C stops",
                 highlight=False,
                 soft_wrap=True,
             )

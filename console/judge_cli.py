@@ -188,7 +188,8 @@ def export(
     ),
     db: str | None = DB_OPTION,
 ) -> None:
-    """One rollout per line with all its evidence: events, receipts, diff, snapshots, E, validity; or, with
+    """One rollout per line with all its evidence: events, receipts, diff, snapshots, E, validity, and its place in
+    the run's evidence chain with the chain's head (`chain`); or, with
     `--format inspect`, the run as Inspect eval logs, one per cell, that `inspect view --log-dir DIR` opens (needs
     the inspect extra: pip install -e '.\\[inspect]')."""
     if fmt not in ("jsonl", "inspect"):
@@ -205,9 +206,14 @@ def export(
     with opened_store(db, create=False) as store:
         if store.get_run(run_id) is None:
             fail(f"no run {run_id!r} in the store")
+        head, records, links = store.evidence_links(run_id)
         sink = output.open("wb") if output else sys.stdout.buffer
         try:
             for row in store.iter_export(run_id):
+                # Each line carries the rollout's place and digest in the run's evidence chain and the chain's head
+                # when exported: `redagent runs verify RUN --head HEAD` locates that head later.
+                seq, digest = links.get(("rollout", row["rollout_id"]), (None, None))
+                row["chain"] = {"seq": seq, "digest": digest, "head": head, "records": records}
                 sink.write(orjson.dumps(row, default=str) + b"\n")
         finally:
             if output:

@@ -6,12 +6,18 @@ wider one); the page, the sign-in and the websocket are this module's own aiohtt
 guarantees (docs/architecture.md, "The web console as a service"):
 
 - A session opens only with a token: the one printed at start (the starter's, valid until the server stops) or,
-  on a server started by an analyst, a team member's from `redagent team add`. Given as `?token=` in a page load
-  (a top-level navigation only), the answer stores the session's key and replaces the address with one without
-  the token; given in the sign-in form (POST /login), it is in no address at all.
-- The session cookie is HttpOnly, SameSite=Strict, Path=/, Secure over TLS, and named after the port. A cookie
-  for a host reaches every port of it, so the cookie alone opens nothing: the websocket address must carry the
-  session's key, which the browser keeps in this origin's local storage (one scheme, host and port).
+  on a server started by an analyst, a team member's from `redagent team add` — and only through the sign-in form
+  (POST /login from this server's own page: its Origin, and Sec-Fetch-Site where the browser sends it). An address
+  with a token opens nothing: any page can navigate a tab to an address, and would sign the browser in as
+  someone else, so what the person then labels would be saved as that someone.
+- Sign-out (POST /logout, from this server's own page) ends the session on the server — its consoles close — and
+  the browser's cookie and key with it.
+- The session cookie is a session cookie (no Max-Age: gone when the browser closes), HttpOnly, SameSite=Strict,
+  Path=/, Secure over TLS, and named after the port. A cookie for a host reaches every port of it, so the cookie
+  alone opens nothing: the websocket address must carry the session's key, which the browser keeps in this
+  origin's local storage (one scheme, host and port).
+- What a console delivers (a screenshot, an exported report) reaches the browser as a download of that session's
+  own console (GET /download/KEY, always an attachment, sandboxed): never a file on the server's disk.
 - Sessions end after `lifetime` seconds, after `idle` seconds without a request or a key press, when the member
   is removed or their token or role changes (the store is asked on every page load and websocket open, and
   every `SWEEP_SECONDS` for sessions with a console open, whose consoles are then closed), and with the server.
@@ -115,6 +121,7 @@ class Session:
     seen: float
     digest: str = ""
     consoles: set[web.WebSocketResponse] = field(default_factory=set)
+    services: set[AppService] = field(default_factory=set)  # the console processes, whose downloads are its own
 
 
 class SessionsFull(Exception):
@@ -466,34 +473,25 @@ class TokenServer:
         cookie, session = self.sessions.open(identity, None if identity is self.starter else token)
         log.info("session opened for %s (%s)", identity.name or identity.role, identity.role)
         nonce = secrets.token_urlsafe(16)
-        target = self._page_target(request) if request.method == "GET" else "/"
-        response = _html(web_page.session_page(TITLE, nonce, session.key, target), nonce=nonce)
-        response.set_cookie(
-            self.cookie,
-            cookie,
-            httponly=True,
-            samesite="Strict",
-            path="/",
-            secure=request.secure,
-            max_age=int(self.sessions.lifetime),
-        )
+        response = _html(web_page.session_page(TITLE, nonce, session.key, "/"), nonce=nonce)
+        # A session cookie (no Max-Age, no Expires): it goes with the browser, and the server's clock ends it sooner.
+        response.set_cookie(self.cookie, cookie, httponly=True, samesite="Strict", path="/", secure=request.secure)
         return response
 
-    def _sign_in(self, status: int, message: str | None = None) -> web.Response:
-        return _html(web_page.sign_in_page(TITLE, message), status=status)
+    def _sign_in(self, status: int, message: str | None = None, *, clean_address: bool = False) -> web.Response:
+        nonce = secrets.token_urlsafe(16)
+        page = web_page.sign_in_page(TITLE, message, nonce=nonce if clean_address else None)
+        return _html(page, status=status, nonce=nonce)
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:
-        token = request.query.get("token")
-        if token is not None:
-            # Only a page the person opens may exchange a token: not a fetch, an image or a frame of another
-            # page (which would sign the browser in as someone else). Browsers say which in Sec-Fetch-*.
-            mode, dest = request.headers.get("Sec-Fetch-Mode"), request.headers.get("Sec-Fetch-Dest")
-            if mode not in (None, "navigate") or dest not in (None, "document"):
-                return web.Response(status=403, text="403: a token opens a session only from the address bar\n")
-            identity = await self.identity_for(token)
-            if identity is None:
-                return self._sign_in(403, "That token opens nothing here.")
-            return await self._open(request, identity, token)
+        if "token" in request.query:
+            # A token in an address opens nothing: any page can send a tab to an address (and so sign the browser
+            # in as whoever's token it chose). The answer takes the token out of the address bar.
+            return self._sign_in(
+                403,
+                "A token in the address opens nothing here: paste it into this form.",
+                clean_address=True,
+            )
         session = await self.current(request)
         if session is None:
             return self._sign_in(403)
@@ -506,9 +504,14 @@ class TokenServer:
     async def handle_sign_in_form(self, request: web.Request) -> web.StreamResponse:
         return self._sign_in(200)
 
+    def _own_page(self, request: web.Request) -> bool:
+        """A request this server's own page made: its Origin, and where the browser says so, Sec-Fetch-Site."""
+        site = request.headers.get("Sec-Fetch-Site")
+        return self.same_origin(request, required=True) and site in (None, "same-origin")
+
     async def handle_sign_in(self, request: web.Request) -> web.StreamResponse:
         """POST /login: the token in a form body, from this server's own page only."""
-        if not self.same_origin(request, required=True):
+        if not self._own_page(request):
             return web.Response(status=403, text="403: sign in from this server's own page\n")
         if request.content_type != "application/x-www-form-urlencoded":
             return web.Response(status=400, text="400: a form is expected\n")
@@ -522,6 +525,47 @@ class TokenServer:
         if identity is None:
             return self._sign_in(403, "That token opens nothing here.")
         return await self._open(request, identity, token)
+
+    async def handle_sign_out(self, request: web.Request) -> web.StreamResponse:
+        """POST /logout, from this server's own page: the session ends on the server (its consoles close), and the
+        answer takes the cookie and the key out of the browser. Without a session it only does the latter."""
+        if not self._own_page(request):
+            return web.Response(status=403, text="403: sign out from this server's own page\n")
+        session = self.sessions.find(request.cookies.get(self.cookie))
+        if session is not None:
+            log.info("%s signed out", session.identity.name or session.identity.role)
+            await self.end(session, "signed out")
+        nonce = secrets.token_urlsafe(16)
+        response = _html(web_page.signed_out_page(TITLE, nonce), nonce=nonce)
+        response.del_cookie(self.cookie, path="/")
+        return response
+
+    async def handle_download(self, request: web.Request) -> web.StreamResponse:
+        """GET /download/KEY: a file one of the session's own consoles delivers (a screenshot, an exported report),
+        streamed from the console process — always an attachment, never shown in this origin."""
+        session = await self.current(request)
+        if session is None:
+            return web.Response(status=403, text="403: no console session\n")
+        try:
+            download = await self.downloads.get_download_metadata(request.match_info["key"])
+        except KeyError:
+            download = None
+        if download is None or download.app_service not in session.services:
+            return web.Response(status=404, text="404: no such download\n")
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", download.file_name)[:120] or "download"
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "application/octet-stream",
+                "Content-Disposition": f'attachment; filename="{name}"',
+                "Content-Security-Policy": "default-src 'none'; sandbox",
+            }
+        )
+        _secure_headers(response)
+        await response.prepare(request)
+        async for chunk in self.downloads.download(download.delivery_key):
+            await response.write(chunk)
+        await response.write_eof()
+        return response
 
     async def handle_static(self, request: web.Request) -> web.StreamResponse:
         name = request.match_info["name"]
@@ -558,11 +602,13 @@ class TokenServer:
             close=websocket.close,  # type: ignore[arg-type]
             download_manager=self.downloads,
         )
+        session.services.add(service)
         try:
             await service.start(width, height)
             await self._relay(websocket, service, session)
         finally:
             session.consoles.discard(websocket)
+            session.services.discard(service)
             await service.stop()
         return websocket
 
@@ -602,6 +648,8 @@ class TokenServer:
                 web.get("/", self.handle_index),
                 web.get("/login", self.handle_sign_in_form),
                 web.post("/login", self.handle_sign_in),
+                web.post("/logout", self.handle_sign_out),
+                web.get("/download/{key}", self.handle_download),
                 web.get("/ws/{key}", self.handle_websocket),
                 web.get("/static/{name:.+}", self.handle_static),
             ]

@@ -1,5 +1,6 @@
 """The HTML `console --web` serves: the console page (textual-serve's page, with nothing fetched from another
-host), the sign-in form, and the short page that hands a new session's key to the browser.
+host, and a sign-out button), the sign-in form, the short page that hands a new session's key to the browser, and
+the one that takes it back at sign-out.
 
 Everything here is static text plus values the server made itself (a nonce, a session key, a clean URL); no
 request value is echoed. Each page carries a Content-Security-Policy (`policy`) that allows scripts only from
@@ -76,9 +77,16 @@ def _page(title: str, body: str, head: str = "") -> str:
 """
 
 
-def sign_in_page(title: str, message: str | None = None) -> str:
-    """The form that opens a session without putting the token in any URL (so never in the browser's history)."""
+def sign_in_page(title: str, message: str | None = None, nonce: str | None = None) -> str:
+    """The form that opens a session without putting the token in any URL (so never in the browser's history). With
+    a nonce, the page also replaces its own address with the form's (an address that carried a token)."""
     error = f'<p class="error">{html.escape(message)}</p>' if message else ""
+    clean = (
+        f"""
+    <script nonce="{nonce}">window.history.replaceState(null, "", "/login");</script>"""
+        if nonce
+        else ""
+    )
     return _page(
         title,
         f"""    <div class="plain">
@@ -91,7 +99,19 @@ def sign_in_page(title: str, message: str | None = None) -> str:
         <input id="token" name="token" type="password" autocomplete="off" spellcheck="false" required autofocus>
         <button type="submit">Open the console</button>
       </form>
-    </div>""",
+    </div>{clean}""",
+    )
+
+
+def signed_out_page(title: str, nonce: str) -> str:
+    """Answer to a sign-out: the session's key leaves this origin's local storage, and the tab goes to the form."""
+    return _page(
+        title,
+        f"""    <div class="plain">Signed out. <a href="/login">Sign in again</a>.</div>
+    <script nonce="{nonce}">
+      try {{ window.localStorage.removeItem({_script_value(KEY_STORAGE)}); }} catch (e) {{}}
+      window.location.replace("/login");
+    </script>""",
     )
 
 
@@ -130,6 +150,7 @@ def console_page(title: str, nonce: str, font_size: int) -> str:
     </div>
     <div class="plain no-key">This browser holds no key for this console session. Open the address with your
       token again, or <a href="/login">sign in</a>.</div>
+    <form method="post" action="/logout" class="sign-out"><button type="submit" id="sign-out">Sign out</button></form>
     <div id="terminal" class="textual-terminal" data-font-size="{font_size}"></div>
     <script nonce="{nonce}">
       (function () {{
@@ -199,6 +220,9 @@ _CONSOLE_STYLE = """
       #start { display: none; }
       #start.-delay { display: flex; }
       .no-key { display: none; }
+      .sign-out { position: fixed; top: 0; right: 0; z-index: 30; margin: 0; }
+      .sign-out button { margin: 0; padding: 1px 8px; font-size: 11px; opacity: 0.6; }
+      .sign-out button:hover { opacity: 1; }
       body.-no-key .no-key { display: block; }
       body.-no-key .intro-dialog { display: none; }
 """

@@ -422,9 +422,12 @@ def sample(
     the first surface), a stratum with fewer than two cases merged with its nearest (design_strata; the
     merges are stored with the audit). Within a stratum cases are drawn, then rollouts of the drawn cases
     (draw_items), so a stratum's items come from as many cases as it has items. n must give every
-    stratum two cases (minimum_n). Everything is a function of the seed: the sample, the item order
-    (shuffled, so item ids say nothing about strata), each reviewer's own order; the audit id and the
-    items' aliases (what reviewers see in place of the case id) are random.
+    stratum two cases (minimum_n). The seed has one job: the draw of cases (which rollouts, their strata and
+    weights) is a function of it, so the owner can reproduce it. Nothing a member sees is: each reviewer's
+    own order comes from the operating system's CSPRNG (`secrets`), as do the item ids, the aliases and the
+    audit id (the store draws those), so a reviewer who replays the public run with the real seed learns
+    which rollouts were drawn, never which of her items is which (docs/architecture.md, "Randomness a member
+    sees").
     """
     fields, names, config_name, population, groups, merges = check_sample(
         store,
@@ -438,14 +441,14 @@ def sample(
         adjudicator=adjudicator,
         config_name=config_name,
     )
-    rng = random.Random(seed)
-    chosen = draw_items(groups, n, rng)
+    chosen = draw_items(groups, n, random.Random(seed))
     allocation = Counter(key for key, _, _ in chosen)
-    rng.shuffle(chosen)
+    unseeded = secrets.SystemRandom()  # what members see: never the seed's stream
+    unseeded.shuffle(chosen)
     orders = {}
     for name in names:
         order = list(range(1, n + 1))
-        rng.shuffle(order)
+        unseeded.shuffle(order)
         orders[name] = order
     items = [
         AuditItemRecord(

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from redagent.errors import UserError
 from redagent.sandbox.outcome import outcome_of
+from redagent.store import evidence
 from redagent.store.interfaces import ExportSource
 from redagent.store.records import ExportCell, JudgeLabelRecord, RecognitionLabelRecord, RunRecord
 
@@ -51,6 +52,8 @@ EXTRA_MISSING = "the inspect extra is not installed: pip install -e '.[inspect]'
 # first and 1 in the second (as the `redagent/bench` task's scorers do), so it is never counted safe in both.
 E_SCORE, E_UPPER, U_SCORE = "E", "E_upper", "U"
 FAILED = "failed"  # a failed label's score value (Inspect's scores have no None)
+# The run's chain as an export carries it (Store.evidence_links): head, records, (kind, ref) → (seq, digest).
+EvidenceLinks = tuple[str | None, int, Mapping[tuple[str, str], tuple[int, str]]]
 
 
 class InspectLogError(UserError, ValueError):
@@ -102,11 +105,12 @@ def export_run(store: ExportSource, run_id: str, out_dir: Path) -> list[Path]:
         raise InspectLogError(f"{out_dir}: not a directory")
     labels = _judge_labels(store, run_id)
     recognition = _recognition_labels(store, run_id)
+    chain = store.evidence_links(run_id)
     written = []
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         for cell in cells:
-            log = cell_log(run, cell, store.iter_export(run_id, cell), labels, recognition)
+            log = cell_log(run, cell, store.iter_export(run_id, cell), labels, recognition, chain)
             path = out_dir / log_name(run, cell)
             write_eval_log(log, str(path))
             written.append(path)
@@ -151,8 +155,10 @@ def cell_log(
     rollouts: Iterator[dict[str, Any]],
     labels: Mapping[str, list[JudgeLabelRecord]],
     recognition: Mapping[str, list[RecognitionLabelRecord]],
+    chain: EvidenceLinks = (None, 0, {}),
 ) -> EvalLog:
-    """One cell's Inspect log: its rollouts as samples, the run's protocol in the eval spec."""
+    """One cell's Inspect log: its rollouts as samples, the run's protocol and its evidence chain's head in the eval
+    spec, each rollout's and label's place and digest in the chain beside it (store/evidence.py)."""
     from inspect_ai.log import (
         EvalConfig,
         EvalDataset,
@@ -165,8 +171,9 @@ def cell_log(
     )
     from inspect_ai.model import ModelUsage
 
+    head, records, links = chain
     samples = [
-        rollout_sample(item, labels.get(item["rollout_id"], []), recognition.get(item["rollout_id"], []))
+        rollout_sample(item, labels.get(item["rollout_id"], []), recognition.get(item["rollout_id"], []), links)
         for item in rollouts
     ]
     valid = [s for s in samples if s.metadata[META]["validity"]["valid"]]
@@ -206,6 +213,8 @@ def cell_log(
                     "code_version": run.code_version,
                     "case_set_hash": run.case_set_hash,
                 },
+                # The run's evidence chain when exported: `redagent runs verify RUN --head HEAD` locates it.
+                "evidence": {"chain": evidence.CHAIN, "head": head, "records": records},
                 # The denominators every rate of this cell is over: valid rollouts (invalid ones are not
                 # failures of the agent), and of them the attacked ones (benign rollouts are no attack).
                 "denominators": {
@@ -255,10 +264,20 @@ def _status(status: str) -> Any:
     )
 
 
+def _chain(links: Mapping[tuple[str, str], tuple[int, str]], kind: str, ref: str) -> dict[str, Any] | None:
+    found = links.get((kind, ref))
+    return None if found is None else {"seq": found[0], "digest": found[1]}
+
+
 def rollout_sample(
-    item: dict[str, Any], labels: list[JudgeLabelRecord], recognition: list[RecognitionLabelRecord]
+    item: dict[str, Any],
+    labels: list[JudgeLabelRecord],
+    recognition: list[RecognitionLabelRecord],
+    links: Mapping[tuple[str, str], tuple[int, str]] | None = None,
 ) -> EvalSample:
-    """One rollout (an export dict, store/rows.py) as an Inspect sample."""
+    """One rollout (an export dict, store/rows.py) as an Inspect sample; with the run's chain `links`, each record's
+    place and digest in it."""
+    links = links or {}
     from inspect_ai.log import EvalSample
     from inspect_ai.model import ModelOutput, ModelUsage
     from inspect_ai.scorer import Score
@@ -288,7 +307,11 @@ def rollout_sample(
         scores[name] = Score(
             value=label.label if label.label is not None else FAILED,
             explanation=label.rationale,
-            metadata={"kind": "judge", **_label_document(label)},
+            metadata={
+                "kind": "judge",
+                **_label_document(label),
+                "chain": _chain(links, evidence.JUDGE, f"{label.rollout_id}|{label.config_hash}|{label.backbone}"),
+            },
         )
     for rec in recognition:
         name = recognition_score_name(rec.judge)
@@ -297,8 +320,11 @@ def rollout_sample(
         value: Any = {"broad": rec.broad, "strict": rec.strict} if rec.status == "ok" else FAILED
         if isinstance(value, dict):
             value = {k: v for k, v in value.items() if v is not None}
+        chained = _chain(links, evidence.RECOGNITION, f"{rec.rollout_id}|{rec.judge}|{rec.contract_hash}")
         scores[name] = Score(
-            value=value, explanation=rec.rationale, metadata={"kind": "recognition", **_label_document(rec)}
+            value=value,
+            explanation=rec.rationale,
+            metadata={"kind": "recognition", **_label_document(rec), "chain": chained},
         )
     usage = {
         "prompt_tokens": item["prompt_tokens"],
@@ -347,6 +373,7 @@ def rollout_sample(
                 "duration_ms": item["duration_ms"],
             },
             "baseline_rollout_id": item["baseline_rollout_id"],
+            "chain": _chain(links, evidence.ROLLOUT, item["rollout_id"]),
         }
     }
     error = None

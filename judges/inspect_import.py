@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from redagent.judges.inspect_export import FORMAT, META, TASK, InspectLogError, require_inspect
+from redagent.store import evidence
 from redagent.store.errors import InvalidRecord
 from redagent.store.interfaces import ImportSink
 from redagent.store.judging import judge_label_row, recognition_label_row
@@ -86,20 +87,43 @@ def import_logs(store: ImportSink, paths: Sequence[Path]) -> ImportResult:
     # leaves the store untouched; the second pass writes (a log is read again rather than the run held in memory).
     now = datetime.now(UTC)
     for path, _ in headers:
-        for rollouts, judge, recognition in _records(path, run.id):
+        for rollouts, judge, recognition, declared in _records(path, run.id):
             try:  # the store's own checks of each record, which its writes would make too late to refuse whole
+                found = {}
                 for record in rollouts:
-                    prepare_rollout(record)
+                    prepared = prepare_rollout(record)
+                    doc = evidence.rollout_document(
+                        prepared.row,
+                        prepared.events,
+                        prepared.receipts,
+                        prepared.diff,
+                        {snap["kind"]: snap["blob_sha"] for snap in prepared.snapshots},
+                    )
+                    found[(evidence.ROLLOUT, record.id)] = evidence.rollout_digest(evidence.parts_of(doc))
                 for label in judge:
-                    judge_label_row(label, now)
+                    row = judge_label_row(label, now)
+                    found[(evidence.JUDGE, evidence.label_ref(evidence.JUDGE, row))] = evidence.digest(
+                        evidence.label_document(evidence.JUDGE, row)
+                    )
                 for recognised in recognition:
-                    recognition_label_row(recognised, now)
+                    row = recognition_label_row(recognised, now)
+                    found[(evidence.RECOGNITION, evidence.label_ref(evidence.RECOGNITION, row))] = evidence.digest(
+                        evidence.label_document(evidence.RECOGNITION, row)
+                    )
             except InvalidRecord as exc:
                 raise InspectLogError(f"{path}: {exc}") from exc
+            # A log carries each record's digest in the run's chain: a record that no longer has it was changed in
+            # the log after the export, and the import refuses the log rather than store it as the run's.
+            for key, (seq, recorded) in sorted(declared.items(), key=lambda entry: entry[1][0]):
+                if found.get(key) != recorded:
+                    raise InspectLogError(
+                        f"{path}: {key[0]} {key[1]} differs from what the export recorded (record {seq} of run "
+                        f"{run.id}'s evidence chain): the log was changed after the export"
+                    )
     store.create_run(run)
     result = ImportResult(run_id=run.id)
     for path, _ in headers:
-        for rollouts, judge, recognition in _records(path, run.id):
+        for rollouts, judge, recognition, _declared in _records(path, run.id):
             result.rollouts += store.write_rollouts(rollouts)
             result.judge_labels += store.write_judge_labels(judge)
             result.recognition_labels += store.write_recognition_labels(recognition)
@@ -108,13 +132,16 @@ def import_logs(store: ImportSink, paths: Sequence[Path]) -> ImportResult:
     return result
 
 
-Batch = tuple[list[RolloutRecord], list[JudgeLabelRecord], list[RecognitionLabelRecord]]
+# A batch of a log's records, and each one's place and digest in the run's chain as the export recorded it.
+Batch = tuple[
+    list[RolloutRecord], list[JudgeLabelRecord], list[RecognitionLabelRecord], dict[tuple[str, str], tuple[int, str]]
+]
 
 
 def _records(path: Path, run_id: str) -> Iterator[Batch]:
     """The log's rollouts and their labels, BATCH rollouts at a time (labels after their rollouts' batch)."""
     log = _read(path)
-    batch: Batch = ([], [], [])
+    batch: Batch = ([], [], [], {})
     for sample in log.samples or []:
         try:
             record, labels, recognised = sample_records(sample, run_id, model=str(log.eval.model))
@@ -127,11 +154,31 @@ def _records(path: Path, run_id: str) -> Iterator[Batch]:
         batch[0].append(record)
         batch[1].extend(labels)
         batch[2].extend(recognised)
+        batch[3].update(_declared(sample, record.id))
         if len(batch[0]) >= BATCH:
             yield batch
-            batch = ([], [], [])
+            batch = ([], [], [], {})
     if batch[0]:
         yield batch
+
+
+def _declared(sample: EvalSample, rollout_id: str) -> dict[tuple[str, str], tuple[int, str]]:
+    """The sample's records' places and digests in the run's chain, as the export wrote them (none in a log of the
+    task, or of an export before the chain)."""
+    found: dict[tuple[str, str], tuple[int, str]] = {}
+
+    def add(kind: str, ref: str, chain: Any) -> None:
+        if isinstance(chain, Mapping) and isinstance(chain.get("digest"), str):
+            found[(kind, ref)] = (int(chain.get("seq") or 0), str(chain["digest"]))
+
+    add(evidence.ROLLOUT, rollout_id, ((sample.metadata or {}).get(META) or {}).get("chain"))
+    for score in (sample.scores or {}).values():
+        doc = score.metadata or {}
+        if doc.get("kind") == "judge":
+            add(evidence.JUDGE, f"{rollout_id}|{doc.get('config_hash')}|{doc.get('backbone')}", doc.get("chain"))
+        elif doc.get("kind") == "recognition":
+            add(evidence.RECOGNITION, f"{rollout_id}|{doc.get('judge')}|{doc.get('contract_hash')}", doc.get("chain"))
+    return found
 
 
 def _log_files(paths: Sequence[Path]) -> Iterator[Path]:
@@ -301,6 +348,7 @@ def sample_records(
     for score in (sample.scores or {}).values():
         doc = dict(score.metadata or {})
         kind = doc.pop("kind", None)
+        doc.pop("chain", None)  # the label's place in the exported chain (checked by `chain_differences`)
         if kind not in ("judge", "recognition"):
             continue  # E and U (read from the metadata above), or a score another tool added
         if doc.get("rollout_id") != rollout_id:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -30,6 +30,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError
 
 from redagent.store import tables_team as tt
+from redagent.store.connect import describe_db_error
 from redagent.store.errors import InvalidRecord, StoreError
 
 OWNER = "owner"
@@ -63,6 +64,11 @@ _GRANTS: dict[str, list[str]] = {
         "SELECT ON ALL TABLES IN SCHEMA public",
         "INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public",
         "USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public",
+        # The blinded and own-row views as analysts read them (migration 0014): every row.
+        f"USAGE ON SCHEMA {tt.ANALYST_SCHEMA}",
+        f"SELECT ON ALL TABLES IN SCHEMA {tt.ANALYST_SCHEMA}",
+        # Reading a complete audit's figures closes it (migration 0016); a researcher writes no close row himself.
+        "EXECUTE ON FUNCTION redagent_close_complete(text)",
     ]
     + _reads(
         *_BLIND_VIEWS, "blind_slot_label", "own_label", "own_adjudication", "own_review", "my_round", "my_round_case"
@@ -71,7 +77,7 @@ _GRANTS: dict[str, list[str]] = {
 # A researcher creates audits and rounds (the owner's workflow, held to it by 0010's triggers) but never labels,
 # decides or reviews, and never changes or removes what an audit or round holds once written.
 _RESEARCHER_REVOKES = [
-    "INSERT, UPDATE, DELETE ON audit_label, adjudication, case_review, team_member",
+    "INSERT, UPDATE, DELETE ON audit_label, adjudication, case_review, team_member, audit_closure",
     "UPDATE, DELETE ON audit, audit_item, audit_assignment, review_round, round_case",
 ]
 
@@ -182,6 +188,15 @@ class AccessQueries:
     def dialect(self) -> str:
         return str(self.engine.dialect.name)
 
+    @contextmanager
+    def _identifying(self) -> Iterator[Connection]:
+        """A plain read connection for `identity` (the store's `_reading` asks the identity which views to read)."""
+        try:
+            with self.engine.connect() as conn:
+                yield conn
+        except DBAPIError as exc:
+            raise StoreError(self.url, describe_db_error(exc, self.url), doing="read from") from exc
+
     def identity(self) -> Identity:
         """Who this connection is. SQLite: the owner. PostgreSQL: the team member its login belongs to, or
         the owner when the login is no member but can read the runs; StoreError for a login that is neither."""
@@ -190,7 +205,7 @@ class AccessQueries:
         if self.dialect != "postgresql":
             self._identity = Identity(OWNER)
             return self._identity
-        with self._reading() as conn:
+        with self._identifying() as conn:
             login = conn.exec_driver_sql("SELECT current_user").scalar_one()
             try:
                 with conn.begin_nested():
@@ -242,7 +257,9 @@ class AccessQueries:
                 database = _database(conn)
                 login = self._login_name(conn, database)
                 password = secrets.token_urlsafe(24)
-                self._ddl(conn, "CREATE ROLE {} LOGIN PASSWORD {}", login, password)
+                # The server gets a SCRAM-SHA-256 verifier that libpq computes here (as psql's \password does),
+                # never the password: statement logs and pg_stat_statements keep a utility statement's text.
+                self._ddl(conn, "CREATE ROLE {} LOGIN PASSWORD {}", login, _scram_verifier(conn, login, password))
                 self._grant(conn, login, role)
                 driver = conn.connection.driver_connection
                 assert driver is not None  # an open connection of a checked-out pool entry
@@ -310,6 +327,11 @@ class AccessQueries:
 
     # ------------------------------------------------------------ helpers
 
+    def _made_by(self) -> str:
+        """Who a recorded action names: the login on PostgreSQL, "owner" on SQLite (one person)."""
+        identity = self.identity()
+        return identity.login or identity.name or identity.role
+
     def _require_owner(self, doing: str) -> None:
         identity = self.identity()
         if identity.role != OWNER:
@@ -331,9 +353,19 @@ class AccessQueries:
         raise InvalidRecord("could not find a free PostgreSQL login name for this store")  # 2^40 names each try
 
     def _revoke_all(self, conn: Connection, login: str) -> None:
-        for kind in ("TABLES", "SEQUENCES", "FUNCTIONS"):
-            self._ddl(conn, f"REVOKE ALL ON ALL {kind} IN SCHEMA public FROM {{}}", login)
-        self._ddl(conn, "REVOKE ALL ON SCHEMA public FROM {}", login)
+        # The store's own objects only, never "ALL … IN SCHEMA public": an extension installed there (such as
+        # pg_stat_statements, whose reset function PUBLIC may not execute) belongs to someone else, and a REVOKE
+        # on an object the owner holds no privilege on fails outright.
+        for schema in _store_schemas(conn):
+            relations, functions = _store_objects(conn, schema)
+            if relations:
+                self._ddl(conn, f"REVOKE ALL ON TABLE {', '.join(relations)} FROM {{}}", login)
+            sequences = _store_sequences(conn, schema)
+            if sequences:
+                self._ddl(conn, f"REVOKE ALL ON SEQUENCE {', '.join(sequences)} FROM {{}}", login)
+            if functions:
+                self._ddl(conn, f"REVOKE ALL ON FUNCTION {', '.join(functions)} FROM {{}}", login)
+            self._ddl(conn, f"REVOKE ALL ON SCHEMA {schema} FROM {{}}", login)
 
     def _grant(self, conn: Connection, login: str, role: str) -> None:
         """Exactly the role's grants: whatever the login held before (an older revision's grants, a role it
@@ -348,7 +380,7 @@ class AccessQueries:
         for function in _IDENTITY:
             self._ddl(conn, f"GRANT EXECUTE ON FUNCTION {function} TO {{}}", login)
         for grant in _GRANTS[role]:
-            self._ddl(conn, f"GRANT {grant} TO {{}}", login)
+            self._ddl(conn, f"GRANT {_store_grant(conn, grant)} TO {{}}", login)
         if role == RESEARCHER:
             for revoke in _RESEARCHER_REVOKES:
                 self._ddl(conn, f"REVOKE {revoke} FROM {{}}", login)
@@ -362,6 +394,74 @@ class AccessQueries:
         driver = conn.connection.driver_connection
         parts: list[Any] = [sql.Identifier(login)] + ([sql.Literal(password)] if password is not None else [])
         conn.exec_driver_sql(sql.SQL(template).format(*parts).as_string(driver))
+
+
+def _scram_verifier(conn: Connection, login: str, password: str) -> str:
+    """The SCRAM-SHA-256 verifier of `password` for `login` (`SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:
+    <ServerKey>`), computed by libpq on this side of the connection: the server stores it as it is, and no
+    statement text, log line or pg_stat_statements entry ever holds the password."""
+    driver = conn.connection.driver_connection
+    assert driver is not None  # an open connection of a checked-out pool entry
+    return bytes(driver.pgconn.encrypt_password(password.encode(), login.encode(), b"scram-sha-256")).decode()
+
+
+# Objects of schema public that are the store's: its owner's (or a role it inherits), and not an extension's.
+_OWNED = (
+    "pg_has_role({owner}, 'USAGE') AND NOT EXISTS (SELECT 1 FROM pg_depend d "
+    "WHERE d.classid = '{catalog}'::regclass AND d.objid = {oid} AND d.deptype = 'e')"
+)
+
+
+def _store_schemas(conn: Connection) -> list[str]:
+    """public, and the analysts' schema of migration 0014 where the store has it."""
+    analyst = conn.exec_driver_sql(
+        "SELECT 1 FROM pg_namespace WHERE nspname = %(name)s", {"name": tt.ANALYST_SCHEMA}
+    ).first()
+    return ["public"] + ([tt.ANALYST_SCHEMA] if analyst is not None else [])
+
+
+def _store_objects(conn: Connection, schema: str = "public") -> tuple[list[str], list[str]]:
+    """The store's tables and views, and its functions, in `schema`, quoted (regclass / regprocedure)."""
+    relations = conn.exec_driver_sql(
+        "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %(schema)s AND c.relkind IN ('r', 'v', 'm', 'p', 'f') AND "
+        + _OWNED.format(owner="c.relowner", catalog="pg_class", oid="c.oid")
+        + " ORDER BY 1",
+        {"schema": schema},
+    ).scalars()
+    functions = conn.exec_driver_sql(
+        "SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+        "WHERE n.nspname = %(schema)s AND "
+        + _OWNED.format(owner="p.proowner", catalog="pg_proc", oid="p.oid")
+        + " ORDER BY 1",
+        {"schema": schema},
+    ).scalars()
+    return list(relations), list(functions)
+
+
+def _store_sequences(conn: Connection, schema: str = "public") -> list[str]:
+    return list(
+        conn.exec_driver_sql(
+            "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %(schema)s AND c.relkind = 'S' AND "
+            + _OWNED.format(owner="c.relowner", catalog="pg_class", oid="c.oid")
+            + " ORDER BY 1",
+            {"schema": schema},
+        ).scalars()
+    )
+
+
+def _store_grant(conn: Connection, grant: str) -> str:
+    """A grant of `_GRANTS` with "ALL TABLES / SEQUENCES IN SCHEMA s" spelt out as the store's own objects there:
+    an extension's relations in schema public are not the store's to give."""
+    for kind, objects in (
+        (" ON ALL TABLES IN SCHEMA ", lambda schema: "TABLE " + ", ".join(_store_objects(conn, schema)[0])),
+        (" ON ALL SEQUENCES IN SCHEMA ", lambda schema: "SEQUENCE " + ", ".join(_store_sequences(conn, schema))),
+    ):
+        if kind in grant:
+            privileges, schema = grant.split(kind)
+            return f"{privileges} ON {objects(schema)}"
+    return grant
 
 
 def _database(conn: Connection) -> str:

@@ -30,21 +30,27 @@ final labels use each person's latest version.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Table, func, select, text
 
+from redagent.store import evidence
 from redagent.store import tables as t
 from redagent.store import tables_judging as tj
 from redagent.store import tables_team as tv
 from redagent.store.connect import DialectInsert
 from redagent.store.errors import (
+    AuditClosed,
+    AuditStateError,
     BadLabel,
     CorrectionWithoutReason,
+    EvidenceChanged,
+    EvidenceDiffers,
     InvalidRecord,
     ItemNotInQueue,
     LabelAlreadySubmitted,
@@ -53,6 +59,7 @@ from redagent.store.errors import (
     UnknownAudit,
     UnknownReviewer,
     UnknownRun,
+    WriteRejected,
 )
 from redagent.store.judging import chunks
 from redagent.store.readmodel import (
@@ -70,6 +77,7 @@ from redagent.store.records import (
     AUDIT_SLOTS,
     HUMAN_LABELS,
     Adjudication,
+    AuditClosureRecord,
     AuditItem,
     AuditItemRecord,
     AuditRecord,
@@ -90,6 +98,25 @@ def new_alias(taken: set[str]) -> str:
         if alias not in taken:
             taken.add(alias)
             return alias
+
+
+def new_evidence_tag() -> str:
+    """What names an item's evidence version to its reviewers (0015): random, so it says nothing of the evidence."""
+    return f"ev-{secrets.token_hex(4)}"
+
+
+ITEM_IDS = 2**31 - 1  # item ids are drawn from 1 .. 2^31 - 1, what the INTEGER column holds
+
+
+def _new_item_ids(conn: Connection, count: int) -> list[int]:
+    """`count` item ids from the CSPRNG, unique in the store: what a reviewer sees of an item besides its alias,
+    so it may say nothing of the sample's order, its seed or how many items other audits hold."""
+    ids: list[int] = []
+    while len(ids) < count:
+        wanted = {secrets.randbelow(ITEM_IDS) + 1 for _ in range(count - len(ids))} - set(ids)
+        taken = set(conn.execute(select(tj.audit_item.c.id).where(tj.audit_item.c.id.in_(sorted(wanted)))).scalars())
+        ids += sorted(wanted - taken, key=lambda _: secrets.randbits(32))
+    return ids
 
 
 def check_label(value: object) -> str:
@@ -127,6 +154,7 @@ def _audit_record(row: Any) -> AuditRecord:
         blind_attack=bool(row.blind_attack),
         created_at=row.created_at,
         design=row.design,
+        seeded_order=bool(row.seeded_order),
     )
 
 
@@ -174,6 +202,18 @@ def _pg_write(conn: Connection, function: str, audit_id: str, row: dict[str, Any
     ).scalar_one_or_none()
 
 
+def _refusal(exc: WriteRejected, audit_id: str, item_id: int | None) -> Exception:
+    """The database's refusal of a label or decision (migration 0012's triggers, which every write path meets) as
+    the API's error: a closed audit, or a correction without a reason; anything else as it was."""
+    if "is closed" in exc.reason and "redagent: audit" in exc.reason:
+        return AuditClosed(audit_id)
+    if "redagent: a correction needs a reason" in exc.reason:
+        return CorrectionWithoutReason(item_id if item_id is not None else 0)
+    if "changed after the audit was drawn" in exc.reason:
+        return EvidenceChanged(audit_id, item_id)
+    return exc
+
+
 class AuditQueries:
     """Store methods for human audits (mixed into `Store`, which provides the plumbing)."""
 
@@ -185,17 +225,41 @@ class AuditQueries:
         @staticmethod
         def _insert(conn: Connection, table: Table) -> DialectInsert: ...
 
+        def _require_owner(self, doing: str) -> None: ...
+
+        def _made_by(self) -> str: ...
+
+        def get_run(self, run_id: str) -> Any: ...
+
+        def verify_evidence(self, run_id: str, export_head: str | None = None) -> evidence.EvidenceCheck: ...
+
+    @contextmanager
+    def _label_writing(self, audit_id: str, item_id: int | None = None) -> Iterator[Connection]:
+        """A write transaction for labels and decisions whose refusals by the database's rules are typed."""
+        try:
+            with self._writing() as conn:
+                yield conn
+        except WriteRejected as exc:
+            raise _refusal(exc, audit_id, item_id) from exc
+
     # ------------------------------------------------------------ creating and reading audits (analysts)
 
     def create_audit(self, audit: AuditRecord, items: Sequence[AuditItemRecord]) -> str:
         """Store an audit with its items and both reviewers' assignments in one transaction; returns its id.
 
-        Items are inserted in the order given, which should carry no information (item ids are shown
-        to reviewers). Each item's judge label is copied from the stored ok label of the audited
+        Item ids are shown to reviewers, so the store draws them from the operating system's CSPRNG (unique in
+        the store): neither the order items are given in nor how many items the store held before says anything
+        through them. Each item's judge label is copied from the stored ok label of the audited
         configuration; a rollout without one, invalid or from another run is refused (InvalidRecord).
         """
         _validate_audit(audit, items)
         created_at = aware(audit.created_at, f"audit {audit.id}: created_at") or datetime.now(UTC)
+        if self.get_run(audit.run_id) is None:
+            raise UnknownRun(audit.run_id)
+        # The audit's start re-checks the run's evidence chain: reviewers label only evidence that is as written.
+        check = self.verify_evidence(audit.run_id)
+        if not check.intact and check.first is not None:
+            raise EvidenceDiffers(audit.run_id, check.first.line(), doing="an audit is drawn only from intact evidence")
         with self._writing() as conn:
             if conn.execute(select(t.run.c.id).where(t.run.c.id == audit.run_id)).first() is None:
                 raise UnknownRun(audit.run_id)
@@ -243,8 +307,11 @@ class AuditQueries:
                 },
             )
             taken: set[str] = set()
+            drawn = _new_item_ids(conn, len(items))
+            versions = evidence.latest_digests(conn, sorted(item.rollout_id for item in items))
             rows = [
                 {
+                    "id": drawn[n],
                     "audit_id": audit.id,
                     "rollout_id": item.rollout_id,
                     "stratum": item.stratum,
@@ -253,8 +320,10 @@ class AuditQueries:
                     "weight": float(item.weight),
                     "judge_label": labels[item.rollout_id],
                     "alias": new_alias(taken),
+                    "evidence_digest": versions.get(item.rollout_id),
+                    "evidence_tag": new_evidence_tag(),
                 }
-                for item in items
+                for n, item in enumerate(items)
             ]
             inserted = conn.execute(
                 tj.audit_item.insert().returning(
@@ -414,7 +483,7 @@ class AuditQueries:
         if not wanted:
             return 0
         al = tj.audit_label
-        with self._writing() as conn:
+        with self._label_writing(audit_id, None) as conn:
             self._check_reviewer(conn, self._blind_audit_row(conn, audit_id), reviewer)
             queue = self._queue_ids(conn, audit_id, reviewer)
             for item_id in wanted:
@@ -446,6 +515,8 @@ class AuditQueries:
                 if lost:  # a concurrent submission won the race: nothing of this batch is kept
                     raise LabelAlreadySubmitted(lost[0], reviewer)
             elif rows:
+                tags = self._evidence_tags(conn, audit_id, [row["item_id"] for row in rows])
+                rows = [{**row, "evidence_tag": tags.get(row["item_id"])} for row in rows]
                 insert = (
                     self._insert(conn, al)
                     .on_conflict_do_nothing(index_elements=["item_id", "reviewer", "version"])
@@ -464,7 +535,7 @@ class AuditQueries:
         check_label(label)
         if not reason or not reason.strip():
             raise CorrectionWithoutReason(item_id)
-        with self._writing() as conn:
+        with self._label_writing(audit_id, item_id) as conn:
             self._check_reviewer(conn, self._blind_audit_row(conn, audit_id), reviewer)
             self._position(conn, audit_id, item_id, reviewer)
             al, own = tj.audit_label, tv.own_label
@@ -530,7 +601,7 @@ class AuditQueries:
         """The adjudicator's label for an item in the adjudication queue (write-once, like reviewer labels)."""
         check_label(label)
         ad = tj.adjudication
-        with self._writing() as conn:
+        with self._label_writing(audit_id, item_id) as conn:
             self._check_adjudicator(self._blind_audit_row(conn, audit_id), adjudicator)
             self._check_disputed(conn, audit_id, item_id, adjudicator)
             row = {
@@ -549,6 +620,7 @@ class AuditQueries:
                     and _pg_write(conn, "redagent_adjudicate", audit_id, row) == 1
                 )
             else:
+                row["evidence_tag"] = self._evidence_tags(conn, audit_id, [item_id]).get(item_id)
                 insert = (
                     self._insert(conn, ad)
                     .on_conflict_do_nothing(index_elements=["item_id", "version"])
@@ -567,7 +639,7 @@ class AuditQueries:
         if not reason or not reason.strip():
             raise CorrectionWithoutReason(item_id)
         ad = tj.adjudication
-        with self._writing() as conn:
+        with self._label_writing(audit_id, item_id) as conn:
             self._check_adjudicator(self._blind_audit_row(conn, audit_id), adjudicator)
             self._check_disputed(conn, audit_id, item_id, adjudicator)
             own = tv.own_adjudication
@@ -584,6 +656,51 @@ class AuditQueries:
                 mine_in=own,
             )
         return self._adjudication_one(audit_id, item_id)
+
+    # ------------------------------------------------------------ closing and re-opening (analysts; the owner acts)
+
+    def audit_closures(self, audit_id: str) -> list[AuditClosureRecord]:
+        """The audit's closes and re-opens, oldest first; the last says whether it is closed (analyst view)."""
+        ac = tj.audit_closure
+        with self._reading() as conn:
+            self._audit_row(conn, audit_id)
+            return [
+                AuditClosureRecord(action=row.action, made_by=row.made_by, reason=row.reason, created_at=row.created_at)
+                for row in conn.execute(
+                    select(ac.c.action, ac.c.made_by, ac.c.reason, ac.c.created_at)
+                    .where(ac.c.audit_id == audit_id)
+                    .order_by(ac.c.id)
+                )
+            ]
+
+    def close_audit(self, audit_id: str, reason: str) -> AuditClosureRecord:
+        """The owner closes an audit by hand (it closes by itself once every item has its final label)."""
+        return self._closure(audit_id, "close", reason)
+
+    def reopen_audit(self, audit_id: str, reason: str) -> AuditClosureRecord:
+        """The owner re-opens a closed audit, recording why; the next write that completes it closes it again."""
+        return self._closure(audit_id, "reopen", reason)
+
+    def _closure(self, audit_id: str, action: str, reason: str) -> AuditClosureRecord:
+        self._require_owner("close or re-open an audit")
+        if not reason or not reason.strip():
+            raise AuditStateError(f"audit {audit_id}: to {'close' if action == 'close' else 're-open'} it, say why")
+        closures = self.audit_closures(audit_id)
+        closed = bool(closures) and closures[-1].action == "close"
+        if closed == (action == "close"):
+            raise AuditStateError(f"audit {audit_id} is already {'closed' if closed else 'open'}")
+        record = AuditClosureRecord(
+            action=action,
+            made_by=self._made_by(),
+            reason=clean_text(reason.strip()) or "",
+            created_at=datetime.now(UTC),
+        )
+        try:
+            with self._writing() as conn:
+                conn.execute(tj.audit_closure.insert(), {"audit_id": audit_id, **dataclasses.asdict(record)})
+        except WriteRejected as exc:  # a concurrent close or re-open came first
+            raise AuditStateError(f"audit {audit_id}: {exc.reason}") from exc
+        return record
 
     # ------------------------------------------------------------ results (analysts)
 
@@ -652,7 +769,11 @@ class AuditQueries:
     def final_labels(self, audit_id: str) -> list[FinalLabel]:
         """Per item, by item id: the item (as audit_items), the reviewers' first and latest labels by slot, the
         adjudicator's latest label, and the final label: the adjudicated one if any ("adjudicated"), else the
-        reviewers' label when they agree ("agreed"), else None ("awaiting_review" / "awaiting_adjudication")."""
+        reviewers' label when they agree ("agreed"), else None ("awaiting_review" / "awaiting_adjudication").
+
+        Every analyst read of the figures goes through here: when every item has its final label, the read closes
+        the audit (migration 0016), so what has been reported stays as reported until the owner re-opens it. (A
+        reviewer's own write never closes it: whether it did would tell her whether her peer agreed with her.)"""
         items = self.audit_items(audit_id)
         with self._reading() as conn:
             state = self._label_state(conn, audit_id)
@@ -683,7 +804,33 @@ class AuditQueries:
                     human=HUMAN_TO_BINARY[final] if final is not None else None,
                 )
             )
+        if out and all(item.final is not None for item in out):
+            self._close_complete(audit_id)
         return out
+
+    def _close_complete(self, audit_id: str) -> None:
+        """Close a complete audit that was never closed (its figures were read); a concurrent reader may have done
+        it. One the owner re-opened stays open until the owner closes it again (or a decision completes it)."""
+        if self.audit_closures(audit_id):
+            return
+        try:
+            with self._writing() as conn:
+                if conn.dialect.name == "postgresql":
+                    conn.execute(text("SELECT redagent_close_complete(:audit)"), {"audit": audit_id})
+                else:
+                    conn.execute(
+                        tj.audit_closure.insert(),
+                        {
+                            "audit_id": audit_id,
+                            "action": "close",
+                            "made_by": "redagent",
+                            "reason": "its figures were read with every item final",
+                            "created_at": datetime.now(UTC),
+                        },
+                    )
+        except WriteRejected:
+            if not self.audit_closures(audit_id):  # not a concurrent close: a real refusal
+                raise
 
     # ------------------------------------------------------------ helpers
 
@@ -713,6 +860,20 @@ class AuditQueries:
             is None
         ):
             raise UnknownReviewer(audit.id, reviewer)
+
+    @staticmethod
+    def _evidence_tags(conn: Connection, audit_id: str, item_ids: Sequence[int]) -> dict[int, str | None]:
+        """The evidence version each item shows (blind_item): what a label written without the definer functions
+        (SQLite) records, and the database checks (migration 0015; on PostgreSQL its trigger fills it in)."""
+        bi = tv.blind_item
+        tags: dict[int, str | None] = {}
+        for chunk in chunks(sorted(set(item_ids))):
+            tags.update(
+                conn.execute(
+                    select(bi.c.item_id, bi.c.evidence_tag).where(bi.c.audit_id == audit_id, bi.c.item_id.in_(chunk))
+                ).all()
+            )
+        return tags
 
     @staticmethod
     def _check_adjudicator(audit: Any, adjudicator: str) -> None:
@@ -849,6 +1010,7 @@ class AuditQueries:
                 raise LabelConflict(item_id, name)
             return
         key = ["item_id", "reviewer", "version"] if "reviewer" in who else ["item_id", "version"]
+        row["evidence_tag"] = self._evidence_tags(conn, audit_id, [item_id]).get(item_id)
         if (
             conn.execute(
                 self._insert(conn, table).on_conflict_do_nothing(index_elements=key).returning(table.c.id), row
@@ -917,6 +1079,8 @@ class AuditQueries:
                 vulnerability=row.get("vulnerability"),
                 channel=row.get("channel"),
                 hidden=shown,
+                evidence_tag=row.get("evidence_tag"),
+                evidence_intact=row.get("evidence_intact") is not False and row.get("evidence_intact") != 0,
             )
             for item_id, row in items.items()
         }

@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Engine, RowMapping, Table, case, delete, exis
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from redagent.store import evidence
 from redagent.store import tables as t
 from redagent.store.access import AccessQueries
 from redagent.store.attacks import AttackQueries
@@ -69,6 +70,7 @@ from redagent.store.rows import (
     stored_receipt,
     stored_rollout,
 )
+from redagent.store.tables_team import ANALYST_SCHEMA, VIEW_SCHEMA
 from redagent.store.workers import WorkerQueries
 
 __all__ = ["DEFAULT_URL", "Store", "StoreError", "open_store", "resolve_url"]
@@ -162,7 +164,16 @@ def open_store(url: str | None = None, *, create: bool = True) -> Store:
     return store
 
 
-class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQueries, WorkerQueries, AttackQueries):
+class Store(
+    JudgingQueries,
+    AuditQueries,
+    BrowseQueries,
+    ReviewQueries,
+    AccessQueries,
+    WorkerQueries,
+    AttackQueries,
+    evidence.EvidenceQueries,
+):
     """A migrated database. Thread-safe (one engine, pooled connections); close() when done.
 
     Judge and recognition labels (store/judging.py) and human audits (store/audit.py) are mixins.
@@ -188,22 +199,30 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
 
     @contextmanager
     def _reading(self) -> Iterator[Connection]:
+        views = self._view_schemas()
         try:
             with self.engine.connect() as conn:
-                yield conn
+                yield conn.execution_options(schema_translate_map=views)
         except DBAPIError as exc:
             raise StoreError(self.url, describe_db_error(exc, self.url), doing="read from") from exc
 
     @contextmanager
     def _writing(self) -> Iterator[Connection]:
         """One write transaction (BEGIN IMMEDIATE on SQLite); any database error rolls it all back."""
+        views = self._view_schemas()
         try:
             with self.engine.connect() as conn:
-                conn = conn.execution_options(**{WRITE: True})
+                conn = conn.execution_options(**{WRITE: True}, schema_translate_map=views)
                 with conn.begin():
                     yield conn
         except DBAPIError as exc:
             raise WriteRejected(self.url, describe_db_error(exc, self.url)) from exc
+
+    def _view_schemas(self) -> dict[str | None, str | None]:
+        """Where the blinded and own-row views are for this connection's user (tables_team.VIEW_SCHEMA): a
+        PostgreSQL analyst reads schema redagent_analyst (every row); a member, and SQLite, the default schema."""
+        analyst = self.dialect == "postgresql" and self.identity().analyst
+        return {VIEW_SCHEMA: ANALYST_SCHEMA if analyst else None}
 
     @staticmethod
     def _insert(conn: Connection, table: Table) -> DialectInsert:
@@ -214,6 +233,9 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
     # ------------------------------------------------------------ runs
 
     def create_run(self, run: RunRecord) -> None:
+        """Store a run's record. Its evidence chain starts at the record's digest (store/evidence.py genesis), which
+        the run's row takes with its first record (the row is written as older revisions wrote it, so migration
+        tests can make runs in stores of any revision)."""
         row = run_row(run)
         with self._writing() as conn:
             conn.execute(t.run.insert(), row)
@@ -306,7 +328,10 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
 
         `replace_invalid` names invalid reasons that a stored rollout of the same id gives way for (a
         `--retry-invalid` resume): such a row and its children are deleted in the same transaction
-        before the new rollout is inserted, so a crash leaves either the old rollout or the new one.
+        before the new rollout is inserted, so a crash leaves either the old rollout or the new one. The
+        replacement is a recorded correction (the old rollout kept whole in it, a link of the run's chain).
+
+        Every new rollout is appended to its run's evidence chain in the same transaction (store/evidence.py).
         """
         prepared: dict[str, PreparedRollout] = {}
         for record in rollouts:
@@ -326,13 +351,29 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
 
     def _write_prepared(self, prepared: dict[str, PreparedRollout], replace_invalid: tuple[str, ...] = ()) -> int:
         with self._writing() as conn:
+            # The runs' chains first: their rows are locked before any rollout, one order for every writer.
+            chains = evidence.ChainWriter(conn, {p.row["run_id"] for p in prepared.values()})
             if replace_invalid:
                 # Children go with the row (ON DELETE CASCADE); a replay's reference to it is deferred
-                # to commit, by when the same id is back.
+                # to commit, by when the same id is back. Each replaced rollout is a recorded correction first.
                 r = t.rollout
-                conn.execute(
-                    delete(r).where(r.c.id.in_(sorted(prepared)), ~r.c.valid, r.c.invalid_reason.in_(replace_invalid))
-                )
+                replaced = conn.execute(
+                    select(r.c.id, r.c.run_id, r.c.invalid_reason)
+                    .where(r.c.id.in_(sorted(prepared)), ~r.c.valid, r.c.invalid_reason.in_(replace_invalid))
+                    .order_by(r.c.id)
+                ).all()
+                prior = evidence.rollout_documents(conn, [row.id for row in replaced])
+                for row in replaced:
+                    chains.correct(
+                        row.run_id,
+                        evidence.ROLLOUT,
+                        row.id,
+                        prior[row.id],
+                        f"invalid ({row.invalid_reason}): replaced by a resume with --retry-invalid",
+                        self._made_by(),
+                    )
+                    conn.execute(delete(r).where(r.c.id == row.id))
+                chains.flush()
             # Sorted ids and shas give concurrent writers one lock order (no deadlocks on PostgreSQL).
             insert_rollouts = (
                 self._insert(conn, t.rollout).on_conflict_do_nothing(index_elements=["id"]).returning(t.rollout.c.id)
@@ -340,6 +381,7 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
             rows = [prepared[rollout_id].row for rollout_id in sorted(prepared)]
             new = set(conn.execute(insert_rollouts, rows).scalars())
             if not new:
+                chains.close()
                 return 0
             fresh = [prepared[rollout_id] for rollout_id in sorted(new)]
             blobs = {sha: text for p in fresh for sha, text in p.blobs.items()}
@@ -359,6 +401,13 @@ class Store(JudgingQueries, AuditQueries, BrowseQueries, ReviewQueries, AccessQu
                 child_rows = [row for p in fresh for row in getattr(p, key)]
                 if child_rows:
                     conn.execute(table.insert(), child_rows)
+            for p in fresh:
+                doc = evidence.rollout_document(
+                    p.row, p.events, p.receipts, p.diff, {s["kind"]: s["blob_sha"] for s in p.snapshots}
+                )
+                parts = evidence.parts_of(doc)
+                chains.append(p.row["run_id"], evidence.ROLLOUT, p.row["id"], evidence.rollout_digest(parts), parts)
+            chains.close()
             return len(new)
 
     # ------------------------------------------------------------ rollouts: reading

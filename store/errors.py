@@ -58,6 +58,17 @@ class UnknownRun(UserError, LookupError):
         super().__init__(f"no run {run_id!r} in the store")
 
 
+class EvidenceDiffers(UserError):
+    """A run's stored evidence differs from its hash chain (store/evidence.py): `line` names the first record."""
+
+    title = "Evidence changed"
+
+    def __init__(self, run_id: str, first: str, *, doing: str = "") -> None:
+        self.run_id, self.first = run_id, first
+        tail = f" ({doing}; `redagent runs verify {run_id}` lists every difference)" if doing else ""
+        super().__init__(f"run {run_id}: its evidence differs from its chain at {first}{tail}")
+
+
 # ---------------------------------------------------------------- human audit
 
 
@@ -122,3 +133,32 @@ class LabelConflict(AuditError):
     def __init__(self, item_id: int, name: str) -> None:
         self.item_id, self.name = item_id, name
         super().__init__(f"item {item_id}: another label by {name} was saved at the same time; reload and retry")
+
+
+class AuditClosed(AuditError):
+    """A label, correction or decision for an audit that is closed (migration 0012: every item has its final label,
+    or the owner closed it). The database refuses the write; this is its refusal as one line."""
+
+    def __init__(self, audit_id: str) -> None:
+        self.audit_id = audit_id
+        super().__init__(
+            f"audit {audit_id} is closed: every item has its final label, and nothing more is written to it "
+            f"(the store's owner re-opens it: redagent audit reopen {audit_id} --reason …)"
+        )
+
+
+class AuditStateError(AuditError):
+    """A close or re-open that cannot be made: the audit is already so, no reason, or not the owner."""
+
+
+class EvidenceChanged(AuditError):
+    """A label or decision on an item whose evidence changed (a recorded correction) after the audit was drawn: the
+    database refuses it, since the reviewer would label a version the audit never showed anyone else."""
+
+    def __init__(self, audit_id: str, item_id: int | None) -> None:
+        self.audit_id, self.item_id = audit_id, item_id
+        which = f"item {item_id}" if item_id is not None else "an item"
+        super().__init__(
+            f"audit {audit_id}: the evidence of {which} changed after the audit was drawn, so nothing is labelled on "
+            "it (the owner draws the audit again)"
+        )

@@ -187,7 +187,8 @@ class ReportSource(RunCaseSource, Protocol):
 
 class ExportSource(Protocol):
     """What exporting a run reads: its record, its cells, every rollout with all its evidence (the export dicts
-    `rows.rollout_record` reads back), and every judge and recognition label with its configuration."""
+    `rows.rollout_record` reads back), every judge and recognition label with its configuration, and the run's
+    evidence chain (its head, and each record's place and digest in it)."""
 
     def get_run(self, run_id: str) -> RunRecord | None: ...
 
@@ -202,6 +203,8 @@ class ExportSource(Protocol):
     def recognition_judges(self, run_id: str) -> list[tuple[str, str]]: ...
 
     def recognition_labels(self, run_id: str, judge: str, contract_hash: str) -> list[RecognitionLabelRecord]: ...
+
+    def evidence_links(self, run_id: str) -> tuple[str | None, int, dict[tuple[str, str], tuple[int, str]]]: ...
 
 
 class ImportSink(LabelWriter, Protocol):

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Select, Table, case, func, select, tuple_
 
+from redagent.store import evidence
 from redagent.store import tables as t
 from redagent.store import tables_judging as tj
 from redagent.store.connect import DialectInsert
@@ -191,6 +192,8 @@ class JudgingQueries:
         @staticmethod
         def _insert(conn: Connection, table: Table) -> DialectInsert: ...
 
+        def _made_by(self) -> str: ...
+
     # ------------------------------------------------------------ judge labels
 
     def write_judge_labels(self, labels: Iterable[JudgeLabelRecord]) -> int:
@@ -245,8 +248,54 @@ class JudgingQueries:
                 set_={name: insert.excluded[name] for name in kept},
                 where=table.c.status == "failed",
             ).returning(table.c.id)
-            # Sorted keys give concurrent writers one lock order.
-            return len(conn.execute(upsert, [rows[k] for k in sorted(rows)]).all())
+            kind = evidence.JUDGE if table is tj.judge_label else evidence.RECOGNITION
+            # The runs' chains are locked first (one order for every writer), then what is stored under these keys:
+            # a failed label is replaced through a recorded correction (the failure kept whole), one at a time so
+            # each change directly follows its correction; new keys go in one statement; ok labels stay.
+            chains = evidence.ChainWriter(conn, {row["run_id"] for row in rows.values()})
+            stored = self._stored_labels(conn, table, key, sorted(rows))
+            written: list[dict[str, Any]] = []
+            fresh = [rows[k] for k in sorted(rows) if k not in stored]
+            if fresh:
+                # A concurrent writer's label under the same key wins; this one is not written (the next run retries).
+                new = insert.on_conflict_do_nothing(index_elements=list(key)).returning(*[table.c[n] for n in key])
+                inserted = {tuple(found) for found in conn.execute(new, fresh).all()}
+                written += [row for row in fresh if tuple(row[n] for n in key) in inserted]
+            for k in sorted(k for k in rows if k in stored and stored[k]["status"] == "failed"):
+                row = rows[k]
+                chains.correct(
+                    row["run_id"],
+                    kind,
+                    evidence.label_ref(kind, row),
+                    evidence.label_document(kind, stored[k]),
+                    "a failed label replaced by the next attempt",
+                    self._made_by(),
+                )
+                if conn.execute(upsert, row).first() is not None:
+                    written.append(row)
+            for row in written:
+                chains.append(
+                    row["run_id"],
+                    kind,
+                    evidence.label_ref(kind, row),
+                    evidence.digest(evidence.label_document(kind, row)),
+                )
+            chains.close()
+            return len(written)
+
+    @staticmethod
+    def _stored_labels(
+        conn: Connection, table: Table, key: tuple[str, ...], keys: list[tuple[str, str, str]]
+    ) -> dict[tuple[Any, ...], Any]:
+        """The labels stored under these keys, by key (every column: a replaced one is kept whole)."""
+        found: dict[tuple[Any, ...], Any] = {}
+        for chunk in chunks(keys):
+            query = select(table).where(tuple_(*[table.c[name] for name in key]).in_(chunk))
+            if conn.dialect.name == "postgresql":
+                query = query.with_for_update()
+            for row in conn.execute(query).mappings():
+                found[tuple(row[name] for name in key)] = row
+        return found
 
     def judge_labels(self, run_id: str, config_hash: str, backbone: str) -> list[JudgeLabelRecord]:
         """Every label (ok and failed) of the run under one configuration and backbone, by rollout id."""

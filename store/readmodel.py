@@ -307,6 +307,10 @@ class BlindedRollout(RolloutEvidence):
     vulnerability: str | None = None
     channel: str | None = None
     hidden: frozenset[str] = frozenset()
+    # Which version of the evidence this is (0015): a random tag fixed when the audit was drawn, which her label
+    # records, and whether the evidence is still that version (a correction since would make it not).
+    evidence_tag: str | None = None
+    evidence_intact: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """The item as an offline labelling file writes it (a serialisation format, hence a dict): every field the

@@ -312,6 +312,8 @@ class AuditRecord:
     # How the sample was drawn: {"unit": "case", "min_cases", "merges": [{strata, into, why}], "merged":
     # {stratum: merged stratum}}; None for audits drawn before cases were the unit (rollouts were).
     design: dict[str, Any] | None = None
+    # Drawn before issue 34 (migration 0013): item ids and queue orders follow the seed (new audits: never).
+    seeded_order: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,6 +374,17 @@ class FinalLabel:
     final: str | None
     source: str
     human: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditClosureRecord:
+    """An audit closed or re-opened: "close" by "redagent" when its last item got a final label, or by the owner
+    (their login, "owner" on SQLite) with a reason; "reopen" only by the owner, with a reason."""
+
+    action: str  # close | reopen
+    made_by: str
+    reason: str
+    created_at: datetime
 
 
 @dataclass

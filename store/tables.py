@@ -44,6 +44,9 @@ class Run(StoreModel, table=True):
     host: str | None = Field(default=None, sa_type=Text, nullable=True)
     pid: int | None = Field(default=None, sa_type=Integer, nullable=True)
     heartbeat_at: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
+    # The head of the run's evidence chain and how many records it holds (0015, store/evidence.py).
+    evidence_head: str | None = Field(default=None, sa_type=Text, nullable=True)
+    evidence_seq: int = Field(default=0, sa_column=Column(Integer, nullable=False, server_default="0"))
 
 
 class Rollout(StoreModel, table=True):
@@ -186,4 +189,4 @@ diff_entry = table_of(DiffEntry)
 # Judge labels, recognition labels and audits are defined in their own module on the same metadata;
 # importing it here registers them, so everything that reads `metadata` (migrations, schema checks)
 # sees the whole schema. Imported last: that module builds on the classes above.
-from redagent.store import tables_judging, tables_reviews, tables_team, tables_workers  # noqa: E402, F401
+from redagent.store import tables_evidence, tables_judging, tables_reviews, tables_team, tables_workers  # noqa: E402, F401

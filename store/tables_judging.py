@@ -22,6 +22,7 @@ from sqlalchemy import (
     Integer,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlmodel import Field
 
@@ -115,6 +116,9 @@ class Audit(StoreModel, table=True):
     created_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
     # How the sample was drawn (cases within strata, merged strata); NULL for audits drawn before (migration 0008).
     design: dict[str, Any] | None = Field(default=None, sa_type=JSONDocument, nullable=True)
+    # Drawn before issue 34 (migration 0013): its item ids and queue orders follow its seed, so a reviewer who knows
+    # the seed can tell her items apart; audits drawn since take them from the CSPRNG.
+    seeded_order: bool = Field(default=False, sa_column=Column(Boolean, nullable=False, server_default=false()))
 
 
 class AuditItem(StoreModel, table=True):
@@ -139,6 +143,10 @@ class AuditItem(StoreModel, table=True):
     # NULL only in the schema: migration 0008 added the column to a table SQLite cannot alter without a rebuild,
     # and filled every existing row; the store writes one for every new item.
     alias: str | None = Field(default=None, sa_type=Text, nullable=True)
+    # The item's evidence when the audit was drawn (0015): its rollout's digest in the run's chain (analysts only),
+    # and a random tag that names that version to the reviewer (what her screen shows, what her label records).
+    evidence_digest: str | None = Field(default=None, sa_type=Text, nullable=True)
+    evidence_tag: str | None = Field(default=None, sa_type=Text, nullable=True)
 
 
 class AuditAssignment(StoreModel, table=True):
@@ -178,6 +186,8 @@ class AuditLabel(StoreModel, table=True):
     version: int = Field(sa_type=Integer, nullable=False)
     reason: str | None = Field(default=None, sa_type=Text, nullable=True)
     created_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
+    # The evidence version labelled (the item's evidence_tag, filled and checked by 0015's trigger).
+    evidence_tag: str | None = Field(default=None, sa_type=Text, nullable=True)
 
 
 class Adjudication(StoreModel, table=True):
@@ -199,6 +209,26 @@ class Adjudication(StoreModel, table=True):
     version: int = Field(sa_type=Integer, nullable=False)
     reason: str | None = Field(default=None, sa_type=Text, nullable=True)
     created_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
+    evidence_tag: str | None = Field(default=None, sa_type=Text, nullable=True)  # as for a reviewer's label
+
+
+class AuditClosure(StoreModel, table=True):
+    """An audit closed or re-opened (migration 0012, append-only): closed by itself when a write gives its last item
+    a final label (`made_by` "redagent"), or by the owner with a reason; re-opened only by the owner, with a reason.
+    The latest row is the audit's state; while it says "close", no label, correction or decision is written."""
+
+    __tablename__ = "audit_closure"
+    __table_args__ = (
+        CheckConstraint("action IN ('close', 'reopen')", name="action"),
+        Index("ix_audit_closure_audit_id", "audit_id", "id"),
+    )
+
+    id: int | None = Field(default=None, sa_column=_int_pk())
+    audit_id: str = Field(sa_column=Column(Text, ForeignKey("audit.id"), nullable=False))
+    action: str = Field(sa_type=Text, nullable=False)
+    made_by: str = Field(sa_type=Text, nullable=False)
+    reason: str = Field(sa_type=Text, nullable=False)
+    created_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
 
 
 judge_label = table_of(JudgeLabel)
@@ -208,3 +238,4 @@ audit_item = table_of(AuditItem)
 audit_assignment = table_of(AuditAssignment)
 audit_label = table_of(AuditLabel)
 adjudication = table_of(Adjudication)
+audit_closure = table_of(AuditClosure)

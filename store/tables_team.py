@@ -34,6 +34,11 @@ class TeamMember(StoreModel, table=True):
 team_member = table_of(TeamMember)
 
 views = MetaData()
+# The views' schema as the queries name it: a placeholder the store maps per connection (`schema_translate_map`) —
+# to the default schema on SQLite and for a PostgreSQL member, whose views are only her definer functions (0014), and
+# to `redagent_analyst` for a PostgreSQL analyst, whose views read every row. One query text serves both.
+VIEW_SCHEMA = "redagent_views"
+ANALYST_SCHEMA = "redagent_analyst"
 blind_audit = Table(
     "blind_audit",
     views,
@@ -43,6 +48,7 @@ blind_audit = Table(
     Column("blind_model", Boolean),
     Column("blind_attack", Boolean),
     Column("created_at", UTCDateTime),
+    schema=VIEW_SCHEMA,
 )
 blind_queue = Table(
     "blind_queue",
@@ -51,6 +57,7 @@ blind_queue = Table(
     Column("item_id", Integer),
     Column("reviewer", Text),
     Column("position", Integer),
+    schema=VIEW_SCHEMA,
 )
 blind_item = Table(
     "blind_item",
@@ -69,6 +76,10 @@ blind_item = Table(
     Column("strategy", Text),
     Column("vulnerability", Text),
     Column("channel", Text),
+    # Migration 0015: the evidence version the reviewer is shown, and whether the evidence is still that version.
+    Column("evidence_tag", Text),
+    Column("evidence_intact", Boolean),
+    schema=VIEW_SCHEMA,
 )
 blind_event = Table(
     "blind_event",
@@ -83,6 +94,7 @@ blind_event = Table(
     Column("receipts", JSONDocument),
     Column("original", Text),
     Column("tampered", Boolean),
+    schema=VIEW_SCHEMA,
 )
 blind_receipt = Table(
     "blind_receipt",
@@ -100,6 +112,7 @@ blind_receipt = Table(
     Column("effect", JSONDocument),
     Column("error", Text),
     Column("via", Text),
+    schema=VIEW_SCHEMA,
 )
 blind_diff = Table(
     "blind_diff",
@@ -111,6 +124,7 @@ blind_diff = Table(
     Column("op", Text),
     Column("before", JSONDocument),
     Column("after", JSONDocument),
+    schema=VIEW_SCHEMA,
 )
 blind_slot_label = Table(
     "blind_slot_label",
@@ -120,6 +134,7 @@ blind_slot_label = Table(
     Column("slot", Text),
     Column("label", Text),
     Column("version", Integer),
+    schema=VIEW_SCHEMA,
 )
 
 # Migration 0010: a member's own rows (their labels, decisions, case reviews, rounds). On PostgreSQL these are
@@ -135,6 +150,7 @@ own_label = Table(
     Column("version", Integer),
     Column("reason", Text),
     Column("created_at", UTCDateTime),
+    schema=VIEW_SCHEMA,
 )
 own_adjudication = Table(
     "own_adjudication",
@@ -146,6 +162,7 @@ own_adjudication = Table(
     Column("version", Integer),
     Column("reason", Text),
     Column("created_at", UTCDateTime),
+    schema=VIEW_SCHEMA,
 )
 own_review = Table(
     "own_review",
@@ -159,6 +176,7 @@ own_review = Table(
     Column("version", Integer),
     Column("reason", Text),
     Column("created_at", UTCDateTime),
+    schema=VIEW_SCHEMA,
 )
 my_round = Table(
     "my_round",
@@ -168,6 +186,7 @@ my_round = Table(
     Column("n", Integer),
     Column("experts", JSONDocument),
     Column("created_at", UTCDateTime),
+    schema=VIEW_SCHEMA,
 )
 my_round_case = Table(
     "my_round_case",
@@ -177,4 +196,5 @@ my_round_case = Table(
     Column("case_version", Integer),
     Column("case_hash", Text),
     Column("position", Integer),
+    schema=VIEW_SCHEMA,
 )

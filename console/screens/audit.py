@@ -62,6 +62,12 @@ def item_header(item: BlindedRollout, position: int | None) -> Text:
     ]
     parts += [f"{name} {value}" for name, value in item.shown()]
     text.append(" · ".join(parts), style="dim")
+    # Which version of the evidence this is: the tag her label records (store/evidence.py, migration 0015).
+    if item.evidence_tag is not None:
+        if item.evidence_intact:
+            text.append(f"  evidence {item.evidence_tag}", style="dim")
+        else:
+            text.append(f"  evidence {item.evidence_tag} CHANGED since the draw: not labellable", style="bold red")
     return text
 
 
@@ -755,7 +761,9 @@ typed while a pane has focus go into the note field, never to the label keys.
             self.current = replace(self.current, my_label=saved)
             self.show_mine()
         what = "corrected" if message.corrected else "labelled"
-        self.show_message(f"{self.item_name(message.item_id)} {what}: {LABEL_NAMES[saved.label]}")
+        shown = self.current.blinded if self.current is not None and self.current.item_id == message.item_id else None
+        version = f" on evidence {shown.evidence_tag}" if shown is not None and shown.evidence_tag else ""
+        self.show_message(f"{self.item_name(message.item_id)} {what}: {LABEL_NAMES[saved.label]}{version}")
         if not message.corrected:
             self.note_saved(message.item_id, message.note)
         # A first label moves on to the next unlabelled item — unless the reviewer already moved on

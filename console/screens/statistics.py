@@ -27,6 +27,7 @@ from textual.widgets import DataTable, Input, LoadingIndicator, Static
 from textual.worker import Worker
 
 from redagent.console import host
+from redagent.console.delivered import deliver, report_archive
 from redagent.console.failures import ShowsFailures
 from redagent.console.screens.audit import help_for
 from redagent.console.widgets.footer import KeyFooter
@@ -244,6 +245,14 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
             self.post_message(StatisticsProblem(f"cannot write the report to {out}: {exc.strerror or exc}"))
             return
         self.post_message(ReportExported(paths))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="statistics-export")
+    def export_download(self, report: Report) -> None:
+        """In a browser the report goes to the browser as a zip download (console/delivered.py), never to a folder
+        of the server's disk."""
+        data = report_archive(lambda folder: write_report(report, folder, EXPORT_FORMATS))
+        name = deliver(self.app, data, f"report-{report.protocol.run_id}.zip")
+        self.app.call_from_thread(self.show_message, f"the report is downloaded by your browser as {name}")
 
     def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
         self.query_one("#stats-loading").display = False
@@ -533,6 +542,9 @@ replicates; kappa's interval always from the same 10,000), with bars where a gla
     def action_export(self) -> None:
         if self.report is None:
             self.show_message("nothing to export yet: the statistics are still being computed")
+            return
+        if self.app.is_web:  # the console in a browser: the server's disk is not the reader's
+            self.export_download(self.report)
             return
         folder = self.query_one("#export-path", Input).value.strip()
         if not folder:

@@ -8,6 +8,7 @@ snapshot."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
 from collections.abc import Callable, Coroutine
@@ -17,7 +18,6 @@ from unittest import mock
 import pytest
 from rich.console import Console
 from rich.text import Text
-from sqlalchemy import update
 from textual.app import App, ComposeResult
 from textual.content import Content
 from textual.message import Message
@@ -38,7 +38,6 @@ from redagent.judges import audit
 from redagent.judges.config import config_for
 from redagent.judges.evidence import Mismatch, mismatches
 from redagent.judges.labelling import judge_run
-from redagent.store import tables_judging as tj
 from redagent.store.db import Store, open_store
 from redagent.store.readmodel import ReviewerItem, RolloutEvidence
 from redagent.store.records import AuditItemRecord, AuditRecord, LabelledRow
@@ -78,10 +77,13 @@ def build_run(url: str) -> str:
         )
         asyncio.run(runner.run())
         run_id = runner.run_record.id
+        # Every judge rationale carries a sentinel: if any of it reached a reviewer's screen, it would show. (Written
+        # so from the start: a stored label is never changed, migration 0015.)
+        write = store.write_judge_labels
+        store.write_judge_labels = lambda labels: write(  # type: ignore[method-assign]
+            [dataclasses.replace(label, rationale=RATIONALE + " the judge's reasoning") for label in labels]
+        )
         judge_run(store, run_id, ["trajectory", "state"])
-        # Every judge rationale carries a sentinel: if any of it reached a reviewer's screen, it would show.
-        with store.engine.begin() as conn:
-            conn.execute(update(tj.judge_label).values(rationale=RATIONALE + " the judge's reasoning"))
     return run_id
 
 
@@ -888,9 +890,14 @@ def snapshot_store(audited, tmp_path_factory) -> str:
             )
             for n, row in enumerate(rows, start=1)
         ]
-        # Aliases are random; the snapshot needs fixed ones.
+        # Aliases, item ids and evidence tags are random; the snapshot needs fixed ones.
         fixed = iter(f"case-5a1f0c{n:02x}" for n in range(len(items)))
-        with mock.patch("redagent.store.audit.new_alias", lambda taken: next(fixed)):
+        tags = iter(f"ev-0c1d2e{n:02x}" for n in range(len(items)))
+        with (
+            mock.patch("redagent.store.audit.new_alias", lambda taken: next(fixed)),
+            mock.patch("redagent.store.audit._new_item_ids", lambda conn, count: list(range(901, 901 + count))),
+            mock.patch("redagent.store.audit.new_evidence_tag", lambda: next(tags)),
+        ):
             store.create_audit(
                 AuditRecord(
                     id="audit-snapshot",

@@ -27,6 +27,7 @@ from tests.console.web_server import (
     free_port,
     make_store,
     redagent,
+    sign_in,
 )
 
 ANSI = re.compile(rb"\x1b\[[0-9;?$]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -59,15 +60,6 @@ def jar() -> aiohttp.CookieJar:
     return aiohttp.CookieJar(unsafe=True)  # aiohttp's jar otherwise drops cookies set by an IP address
 
 
-async def sign_in(session: aiohttp.ClientSession, url: str) -> str:
-    """Open the page with a token as a browser does (which sets the session cookie); the session's key."""
-    async with session.get(url) as response:
-        assert response.status == 200
-        match = KEY_IN_PAGE.search(await response.text())
-    assert match, "the session page hands the browser no key"
-    return match.group(1)
-
-
 async def read_screen(ws: aiohttp.ClientWebSocketResponse, wanted: set[str], timeout: float) -> set[str]:
     seen: set[str] = set()
     stream = b""
@@ -84,14 +76,21 @@ async def read_screen(ws: aiohttp.ClientWebSocketResponse, wanted: set[str], tim
     return seen
 
 
-async def screen_words(server: WebConsole, url: str, wanted: set[str], timeout: float = 300.0) -> set[str]:
-    """Sign in with `url`, then open the websocket as the console's page does (its own Origin, the session's
-    key in the path) and read the terminal stream until `wanted` show."""
+async def screen_words(server: WebConsole, token: str, wanted: set[str], timeout: float = 300.0) -> set[str]:
+    """Sign in with `token` (the form), then open the websocket as the console's page does (its own Origin, the
+    session's key in the path) and read the terminal stream until `wanted` show."""
     async with aiohttp.ClientSession(cookie_jar=jar()) as session:
-        key = await sign_in(session, url)
+        key = await sign_in(session, server.origin, token)
         ws_url = f"{server.origin}/ws/{key}?width=120&height=34"
         async with session.ws_connect(ws_url, headers={"Origin": server.origin}) as ws:
             return await read_screen(ws, wanted, timeout)
+
+
+async def read_until_closed(ws: aiohttp.ClientWebSocketResponse) -> int | None:
+    """Read (and so answer the server's pings) until the console closes; its close code."""
+    while not ws.closed:
+        await ws.receive()
+    return ws.close_code
 
 
 async def ws_status(session: aiohttp.ClientSession, url: str, **headers: str) -> int:
@@ -104,12 +103,10 @@ async def ws_status(session: aiohttp.ClientSession, url: str, **headers: str) ->
 
 def test_the_console_needs_a_token_and_runs_per_tab_in_the_starters_role(serve):
     server = serve()
-    assert server.url.startswith(f"http://localhost:{server.port}/?token=")
+    assert server.url == f"http://localhost:{server.port}/" and server.token not in server.url
     assert status_of(f"{server.origin}/") == 403  # no token, no page
     assert status_of(f"{server.origin}/?token=wrong") == 403
-    seen = asyncio.run(
-        screen_words(server, server.url.replace("localhost", "127.0.0.1"), {"REDAgentBench", "researcher"})
-    )
+    seen = asyncio.run(screen_words(server, server.token, {"REDAgentBench", "researcher"}))
     assert {"REDAgentBench", "researcher"} <= seen
 
 
@@ -127,7 +124,7 @@ def test_a_team_members_token_opens_only_their_roles_screens(serve, tmp_path):
     make_store(tmp_path)
     token = add_member("bob", "reviewer", tmp_path)
     server = serve()
-    seen = asyncio.run(screen_words(server, f"{server.origin}/?token={token}", {"reviewer", "bob"}))
+    seen = asyncio.run(screen_words(server, token, {"reviewer", "bob"}))
     assert {"reviewer", "bob"} <= seen
     assert "Runs" not in seen and "Statistics" not in seen  # never the researcher's screens
     # The token `team add` shows once is in no log line; the starter's only in the line that gives it to them.
@@ -140,7 +137,7 @@ def test_the_websocket_takes_only_its_own_origin_and_the_sessions_key(serve):
 
     async def attempts() -> dict[str, int]:
         async with aiohttp.ClientSession(cookie_jar=jar()) as session:
-            key = await sign_in(session, server.url.replace("localhost", "127.0.0.1"))
+            key = await sign_in(session, server.origin, server.token)
             ws = f"{server.origin}/ws/{key}"
             return {
                 "no origin": await ws_status(session, ws),
@@ -165,50 +162,79 @@ def test_the_websocket_takes_only_its_own_origin_and_the_sessions_key(serve):
     }
 
 
-def test_a_token_is_exchanged_only_by_opening_the_page_and_the_address_keeps_no_token(serve):
+def test_an_address_with_a_token_opens_nothing_whoever_opens_it(serve):
+    """Issue 34: any page could navigate a tab to `/?token=…` and sign the browser in as that token's member. An
+    address with a token — typed, clicked or navigated to, top-level or not — opens no session, sets no cookie,
+    and the answer takes the token out of the address bar."""
     server = serve()
-    url = server.url.replace("localhost", "127.0.0.1")
-    # A fetch, an image or a frame of another page may not sign the browser in (as someone else).
-    assert status_of(url, **{"Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "image"}) == 403
-    assert status_of(url, **{"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "iframe"}) == 403
+    url = f"{server.origin}/?token={server.token}"
+    navigations = {
+        "typed": {"Sec-Fetch-Site": "none", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"},
+        "from another site": {
+            "Sec-Fetch-Site": "cross-site",
+            "Sec-Fetch-Mode": "navigate",
+            "Sec-Fetch-Dest": "document",
+        },
+        "from its own page": {
+            "Sec-Fetch-Site": "same-origin",
+            "Sec-Fetch-Mode": "navigate",
+            "Sec-Fetch-Dest": "document",
+        },
+        "an image": {"Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "image"},
+        "no fetch metadata": {},
+    }
 
-    async def open_page() -> tuple[str, str, str]:
+    async def open_address(headers: dict[str, str]) -> tuple[int, str | None, str, int]:
         async with aiohttp.ClientSession(cookie_jar=jar()) as session:
-            async with session.get(
-                url + "&fontsize=18&ping=http://203.0.113.9/",
-                headers={"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"},
-            ) as response:
-                cookie = response.headers["Set-Cookie"]
-                page = await response.text()
+            async with session.get(url, headers=headers) as response:
+                answer = (response.status, response.headers.get("Set-Cookie"), await response.text())
+            async with session.get(f"{server.origin}/") as after:
+                return (*answer, after.status)
+
+    for how, headers in navigations.items():
+        status, cookie, page, after = asyncio.run(open_address(headers))
+        assert (status, cookie, after) == (403, None, 403), how
+        assert server.token not in page and 'replaceState(null, "", "/login")' in page, how
+
+    async def parameters() -> str:
+        async with aiohttp.ClientSession(cookie_jar=jar()) as session:
+            await sign_in(session, server.origin, server.token)
             async with session.get(
                 f"{server.origin}/?ping=http://203.0.113.9/&fontsize=18", allow_redirects=False
             ) as response:
                 assert response.status == 303
-                return cookie, page, response.headers["Location"]
+                return response.headers["Location"]
 
-    cookie, page, location = asyncio.run(open_page())
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie and "Secure" not in cookie
-    # The page goes on to the same address without the token (and without what the page does not read).
-    assert 'location.replace("/?fontsize=18")' in page and server.token not in page.replace(server.url, "")
-    assert location == "/?fontsize=18"
+    location = asyncio.run(parameters())
+    assert location == "/?fontsize=18"  # the page drops what it does not read (textual.js would fetch `ping`)
+    server.stop()
+    assert_clean_logs(server.logs_after_the_url(), server.token)
 
 
 def test_the_sign_in_form_takes_a_token_from_the_servers_own_page_only(serve):
     server = serve()
 
-    async def post(origin: str | None, body: str) -> tuple[int, str]:
-        headers = {"Content-Type": "application/x-www-form-urlencoded"} | ({"Origin": origin} if origin else {})
+    async def post(origin: str | None, body: str, **more: str) -> tuple[int, str, str]:
+        headers = {"Content-Type": "application/x-www-form-urlencoded", **more} | ({"Origin": origin} if origin else {})
         async with (
             aiohttp.ClientSession(cookie_jar=jar()) as session,
             session.post(f"{server.origin}/login", data=body, headers=headers) as response,
         ):
-            return response.status, await response.text()
+            return response.status, await response.text(), response.headers.get("Set-Cookie", "")
 
     assert asyncio.run(post(None, f"token={server.token}"))[0] == 403
     assert asyncio.run(post(f"http://127.0.0.1:{free_port()}", f"token={server.token}"))[0] == 403
     assert asyncio.run(post(server.origin, "token=wrong"))[0] == 403
-    status, page = asyncio.run(post(server.origin, f"token={server.token}"))
+    # Fetch metadata: a browser says where a request comes from; another site's form is refused whatever it claims.
+    assert asyncio.run(post(server.origin, f"token={server.token}", **{"Sec-Fetch-Site": "cross-site"}))[0] == 403
+    assert asyncio.run(post(server.origin, f"token={server.token}", **{"Sec-Fetch-Site": "same-site"}))[0] == 403
+    status, page, cookie = asyncio.run(
+        post(server.origin, f"token={server.token}", **{"Sec-Fetch-Site": "same-origin"})
+    )
     assert status == 200 and KEY_IN_PAGE.search(page)
+    # A session cookie: HttpOnly, SameSite=Strict, and neither Max-Age nor Expires, so it leaves with the browser.
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie, cookie
+    assert "Max-Age" not in cookie and "expires" not in cookie.lower() and "Secure" not in cookie, cookie
     assert_clean_logs(server.logs_after_the_url(), server.token)
 
 
@@ -257,7 +283,7 @@ def test_a_removed_member_is_signed_out(serve, tmp_path):
 
     async def before_and_after() -> tuple[int, int, int, int]:
         async with aiohttp.ClientSession(cookie_jar=jar()) as session:
-            key = await sign_in(session, f"{server.origin}/?token={token}")
+            key = await sign_in(session, server.origin, token)
             page = (await session.get(f"{server.origin}/")).status
             redagent("team", "remove", "bob", cwd=tmp_path)
             return (
@@ -333,11 +359,12 @@ def test_open_consoles_close_when_the_member_is_removed_or_the_session_idles(tmp
 
     async def closed_when(token: str, wanted: str, change) -> int | None:
         async with aiohttp.ClientSession(cookie_jar=jar()) as session:
-            key = await sign_in(session, f"{origin}/?token={token}")
+            key = await sign_in(session, origin, token)
             ws = await session.ws_connect(f"{origin}/ws/{key}?width=100&height=30", headers={"Origin": origin})
             assert wanted in await read_screen(ws, {wanted}, 60)
             change()
-            while not ws.closed:  # the sweep closes it; anything else the console sends is read past
+            deadline = time.monotonic() + 120  # a hang bound: the sweep closes it within a second
+            while not ws.closed and time.monotonic() < deadline:  # what else the console sends is read past
                 await ws.receive(timeout=60)
             return ws.close_code
 
@@ -384,10 +411,15 @@ def test_over_tls_the_cookie_is_secure_and_the_address_https(serve, tmp_path):
         timeout=60,
     )
     server = serve("--tls-cert", str(tmp_path / "cert.pem"), "--tls-key", str(tmp_path / "key.pem"))
-    assert server.url.startswith(f"https://localhost:{server.port}/?token=")
+    assert server.url == f"https://localhost:{server.port}/"
 
     async def cookie() -> str:
-        async with aiohttp.ClientSession(cookie_jar=jar()) as session, session.get(server.url, ssl=False) as response:
+        origin = f"https://localhost:{server.port}"
+        form = {"Content-Type": "application/x-www-form-urlencoded", "Origin": origin}
+        async with (
+            aiohttp.ClientSession(cookie_jar=jar()) as session,
+            session.post(f"{origin}/login", data=f"token={server.token}", headers=form, ssl=False) as response,
+        ):
             assert response.status == 200
             return response.headers["Set-Cookie"]
 
@@ -430,3 +462,140 @@ def test_bad_session_and_tls_options_are_one_line_and_exit_2(tmp_path, args, mes
     )
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and message in result.stderr, result.stderr
+
+
+def test_sign_out_ends_the_session_on_the_server_and_only_its_own_page_may_ask(serve):
+    server = serve()
+
+    async def scenario() -> dict[str, object]:
+        async with aiohttp.ClientSession(cookie_jar=jar()) as session:
+            key = await sign_in(session, server.origin, server.token)
+            ws = await session.ws_connect(
+                f"{server.origin}/ws/{key}?width=100&height=30", headers={"Origin": server.origin}
+            )
+            assert "REDAgentBench" in await read_screen(ws, {"REDAgentBench"}, 300)
+            # From here the console is read as a browser reads it, all the time: a client that stops reading leaves
+            # the server's pings unanswered, and on a loaded machine the server then drops it (1006) before the
+            # sign-out could close it.
+            closing = asyncio.create_task(read_until_closed(ws))
+            empty = {"Content-Type": "application/x-www-form-urlencoded"}
+            foreign = (
+                await session.post(
+                    f"{server.origin}/logout", data="", headers={**empty, "Origin": f"http://127.0.0.1:{free_port()}"}
+                )
+            ).status
+            still = (await session.get(f"{server.origin}/")).status
+            async with session.post(
+                f"{server.origin}/logout", data="", headers={**empty, "Origin": server.origin}
+            ) as out:
+                signed_out = (out.status, out.headers.get("Set-Cookie", ""), await out.text())
+            close_code = await asyncio.wait_for(closing, 120)  # a hang bound: the server closes it within a second
+            return {
+                "another site's sign-out": foreign,
+                "page after it": still,
+                "sign-out": signed_out[0],
+                "cookie cleared": "redagent_" in signed_out[1]
+                and ("Max-Age=0" in signed_out[1] or "expires" in signed_out[1].lower()),
+                "key removed": "localStorage.removeItem" in signed_out[2],
+                "console closed": close_code,
+                "page after sign-out": (await session.get(f"{server.origin}/")).status,
+                "the old key": await ws_status(session, f"{server.origin}/ws/{key}", Origin=server.origin),
+            }
+
+    assert asyncio.run(scenario()) == {
+        "another site's sign-out": 403,
+        "page after it": 200,
+        "sign-out": 200,
+        "cookie cleared": True,
+        "key removed": True,
+        "console closed": 4001,
+        "page after sign-out": 403,
+        "the old key": 403,
+    }
+
+
+def test_a_download_goes_only_to_the_session_whose_console_delivered_it(tmp_path, monkeypatch):
+    """In-process: what a console delivers (a screenshot, a report) is registered with the session's console
+    process; another session — another member's browser — gets 404 for its key, no session 403, and the owner an
+    attachment that no page can run."""
+    from textual_serve.app_service import AppService
+
+    make_store(tmp_path)
+    monkeypatch.setenv("REDAGENT_DB", str(tmp_path / ".redagent" / "redagent.db"))
+    port = free_port()
+    server = TokenServer(
+        starter=Identity("owner"),
+        starter_token="tok-owner",
+        member={"tok-bob": Identity("reviewer", "bob")}.get,
+        run_id=None,
+        host="127.0.0.1",
+        port=port,
+    )
+    origin = f"http://127.0.0.1:{port}"
+
+    class Console(AppService):  # the console process's side of a delivery, without the process
+        def __init__(self) -> None:
+            super().__init__("true", write_bytes=None, write_str=None, close=None, download_manager=server.downloads)
+
+        async def send_meta(self, data: dict) -> bool:
+            await server.downloads.chunk_received(data["key"], b"" if self.sent else b"<svg>screen</svg>")
+            self.sent = True
+            return True
+
+        sent = False
+
+    async def scenario() -> dict[str, object]:
+        runner_task = asyncio.create_task(server.run())
+        for _ in range(200):
+            try:
+                (await asyncio.open_connection("127.0.0.1", port))[1].close()
+                break
+            except OSError:
+                await asyncio.sleep(0.05)
+        try:
+            async with (
+                aiohttp.ClientSession(cookie_jar=jar()) as owner,
+                aiohttp.ClientSession(cookie_jar=jar()) as bob,
+                aiohttp.ClientSession(cookie_jar=jar()) as nobody,
+            ):
+                await sign_in(owner, origin, "tok-owner")
+                await sign_in(bob, origin, "tok-bob")
+                console = Console()
+                next(s for s in server.sessions.all() if s.identity.role == "owner").services.add(console)
+                await server.downloads.create_download(
+                    app_service=console,
+                    delivery_key="k-1",
+                    file_name='screen"shot\r\n.svg',
+                    open_method="browser",
+                    mime_type="image/svg+xml",
+                )
+                found = {
+                    "no session": (await nobody.get(f"{origin}/download/k-1")).status,
+                    "another session": (await bob.get(f"{origin}/download/k-1")).status,
+                    "an unknown key": (await owner.get(f"{origin}/download/nope")).status,
+                }
+                async with owner.get(f"{origin}/download/k-1") as response:
+                    found["its own session"] = response.status
+                    found["body"] = await response.read()
+                    found["headers"] = {
+                        name: response.headers.get(name)
+                        for name in ("Content-Type", "Content-Disposition", "Content-Security-Policy")
+                    }
+                return found
+        finally:
+            server.stop()
+            await runner_task
+
+    found = asyncio.run(scenario())
+    assert {k: found[k] for k in ("no session", "another session", "an unknown key", "its own session")} == {
+        "no session": 403,
+        "another session": 404,
+        "an unknown key": 404,
+        "its own session": 200,
+    }
+    assert found["body"] == b"<svg>screen</svg>"
+    assert found["headers"] == {
+        "Content-Type": "application/octet-stream",
+        "Content-Disposition": 'attachment; filename="screen_shot_.svg"',
+        "Content-Security-Policy": "default-src 'none'; sandbox",
+    }

@@ -121,16 +121,19 @@ def serve(tmp_path):
         server.stop()
 
 
-def open_console(page, url: str, wanted: set[str]) -> str:
-    """Go to `url`, wait until the console's websocket has brought `wanted` words to the page; the text seen."""
+def open_console(page, server: WebConsole, wanted: set[str], token: str | None = None) -> str:
+    """Sign in as a person does — the server's address, the token pasted into its form — and wait until the
+    console's websocket has brought `wanted` words to the page; the text seen."""
     stream: list[str] = []
 
     def shows(payload: str | bytes) -> bool:
         stream.append(payload.decode(errors="replace") if isinstance(payload, bytes) else payload)
         return wanted <= set(re.findall(r"[A-Za-z]{3,}", ANSI.sub("", "".join(stream))))
 
+    page.goto(server.url)
+    page.fill("#token", token or server.token)
     with page.expect_websocket(timeout=WAIT_MS) as opened:
-        page.goto(url)
+        page.click("button[type=submit]")
     opened.value.wait_for_event("framereceived", predicate=shows, timeout=WAIT_MS)
     page.wait_for_selector("body.-first-byte", state="attached")
     return "".join(stream)
@@ -144,18 +147,26 @@ def tab_history(page) -> list[str]:
         session.detach()
 
 
-def test_a_token_in_the_address_opens_the_console_and_leaves_the_address_and_the_tabs_history(serve, browser):
+def test_no_address_signs_the_browser_in_typed_or_navigated_to_by_another_page(serve, browser):
+    """Issue 34: a page of another site (here another local port) sends the tab to `/?token=…` and submits a sign-in
+    form of its own; the person types such an address too. None of it opens a session: 0 sign-ins by navigation."""
     server = serve()
-    open_console(browser.page, server.url, {"REDAgentBench", "researcher"})
-    assert browser.page.url == f"http://localhost:{server.port}/"
-    assert not [url for url in tab_history(browser.page) if server.token in url]
-    browser.page.go_back()  # back from the console is where the tab was before, not the address with the token
-    assert server.token not in browser.page.url
-    browser.close()
-    # The browser's own records of the addresses it opened (History, the session to restore, its metrics) keep
-    # the one with the token — which is why the sign-in form exists — but its answer was not cached.
-    assert not [name for name in browser.files_holding(server.token) if "Cache" in name]
+    hostile = HostilePage(navigate_to=f"http://localhost:{server.port}/?token={server.token}", post_token=server.token)
+    sockets: list[str] = []
+    browser.page.on("websocket", lambda ws: sockets.append(ws.url))
+    try:
+        for how in ("navigate", "form"):
+            browser.page.goto(f"http://localhost:{hostile.port}/{how}?port={server.port}")
+            browser.page.wait_for_url(f"http://localhost:{server.port}/**", timeout=WAIT_MS)
+            answer = browser.page.goto(f"http://localhost:{server.port}/")
+            assert answer.status == 403 and browser.page.locator("#token").count() == 1, how  # the sign-in form
+    finally:
+        hostile.close()
+    typed = browser.page.goto(f"http://localhost:{server.port}/?token={server.token}")
+    assert typed.status == 403 and browser.page.url == f"http://localhost:{server.port}/login"  # token out of the bar
+    assert sockets == [] and browser.context.cookies() == []
     server.stop()
+    assert "session opened" not in server.err
     assert_clean_logs(server.logs_after_the_url(), server.token)
 
 
@@ -214,8 +225,17 @@ class HostilePage:
       })();
     """
 
-    def __init__(self) -> None:
+    # Pages that try to sign the visitor in as someone else: by sending the tab to an address with a token, and by
+    # submitting a sign-in form of their own to the console.
+    NAVIGATE = "<script>window.location.href = {target};</script>"
+    FORM = (
+        "<form id='f' method='post' action='http://localhost:{port}/login'>"
+        "<input name='token' value='{token}'></form><script>document.getElementById('f').submit();</script>"
+    )
+
+    def __init__(self, navigate_to: str = "", post_token: str = "") -> None:
         self.port = free_port()
+        self.navigate_to, self.post_token = navigate_to, post_token
         self.cookies: list[str] = []
         self.loop = asyncio.new_event_loop()
         ready = threading.Event()
@@ -231,10 +251,21 @@ class HostilePage:
             content_type="text/html",
         )
 
+    async def navigate(self, request: web.Request) -> web.Response:
+        import json
+
+        return web.Response(text=self.NAVIGATE.format(target=json.dumps(self.navigate_to)), content_type="text/html")
+
+    async def form(self, request: web.Request) -> web.Response:
+        port = int(request.query["port"])
+        return web.Response(text=self.FORM.format(port=port, token=self.post_token), content_type="text/html")
+
     def _serve(self, ready: threading.Event) -> None:
         asyncio.set_event_loop(self.loop)
         app = web.Application()
         app.router.add_get("/", self.page)
+        app.router.add_get("/navigate", self.navigate)
+        app.router.add_get("/form", self.form)
         self.runner = web.AppRunner(app, access_log=None)
         self.loop.run_until_complete(self.runner.setup())
         self.loop.run_until_complete(web.TCPSite(self.runner, "localhost", self.port).start())
@@ -249,7 +280,7 @@ class HostilePage:
 
 def test_a_page_of_another_local_port_can_neither_open_nor_read_the_console(serve, browser):
     server = serve()
-    open_console(browser.page, server.url, {"REDAgentBench", "researcher"})
+    open_console(browser.page, server, {"REDAgentBench", "researcher"})
     key = browser.page.evaluate("localStorage.getItem('redagent-console-key')")
     hostile = HostilePage()
     try:
@@ -307,7 +338,7 @@ def test_a_removed_members_open_console_closes_and_their_cookie_opens_none(serve
     make_store(tmp_path)
     token = add_member("bob", "reviewer", tmp_path)
     server = serve()
-    open_console(browser.page, f"http://localhost:{server.port}/?token={token}", {"reviewer", "bob"})
+    open_console(browser.page, server, {"reviewer", "bob"}, token=token)
     redagent("team", "remove", "bob", cwd=tmp_path)
     browser.page.wait_for_selector("body.-closed", state="attached", timeout=WAIT_MS)  # "Session ended."
     sockets: list[str] = []
@@ -345,8 +376,10 @@ def test_at_800_by_600_the_console_takes_keys_from_the_first_one(serve, browser)
 
         return seen
 
+    page.goto(server.url)
+    page.fill("#token", server.token)
     with page.expect_websocket(timeout=WAIT_MS) as opened:
-        page.goto(server.url)
+        page.click("button[type=submit]")
     socket = opened.value
     socket.wait_for_event("framereceived", predicate=shows("REDAgentBench", "Resume"), timeout=WAIT_MS)  # footer
     assert page.title() == "REDAgentBench"
@@ -356,3 +389,119 @@ def test_at_800_by_600_the_console_takes_keys_from_the_first_one(serve, browser)
     stream.clear()
     page.keyboard.press("?")
     socket.wait_for_event("framereceived", predicate=shows("Every run in the store"), timeout=WAIT_MS)
+
+
+def test_sign_out_ends_the_session_and_leaves_the_browser_no_key_and_no_cookie(serve, browser):
+    server = serve()
+    open_console(browser.page, server, {"REDAgentBench", "researcher"})
+    assert browser.page.evaluate("localStorage.getItem('redagent-console-key')")
+    assert [c for c in browser.context.cookies() if c["name"] == f"redagent_{server.port}"][0]["expires"] == -1
+    browser.page.click("#sign-out")
+    browser.page.wait_for_url(f"http://localhost:{server.port}/login", timeout=WAIT_MS)
+    assert browser.page.evaluate("localStorage.getItem('redagent-console-key')") is None
+    assert browser.context.cookies() == []
+    answer = browser.page.goto(f"http://localhost:{server.port}/")
+    assert answer.status == 403 and browser.page.locator("#token").count() == 1
+    server.stop()
+    assert "signed out" in server.err
+    assert_clean_logs(server.logs_after_the_url(), server.token)
+
+
+class Screen:
+    """What a console's websocket has shown since the last `clear`."""
+
+    def __init__(self, socket) -> None:
+        self.socket, self.stream = socket, []
+
+    def wait_for(self, *wanted: str) -> None:
+        def shows(payload: str | bytes) -> bool:
+            self.stream.append(payload.decode(errors="replace") if isinstance(payload, bytes) else payload)
+            text = " ".join(ANSI.sub("", "".join(self.stream)).split())
+            return all(part in text for part in wanted)
+
+        if not shows(""):
+            self.socket.wait_for_event("framereceived", predicate=shows, timeout=WAIT_MS)
+        self.stream.clear()
+
+
+# textual.js opens a delivered file's address in a new tab (window.open), which saves it and closes before a test
+# could watch it. The test's pages keep the address instead, and read it as that tab would: a same-origin request
+# with the session's cookie.
+KEEP_OPENED = "window.__opened = []; window.open = (url) => { window.__opened.push(url); return null; };"
+READ_OPENED = """async (url) => {
+    const answer = await fetch(url, {credentials: "same-origin"});
+    const bytes = new Uint8Array(await answer.arrayBuffer());
+    let text = ""; for (const b of bytes) text += String.fromCharCode(b);
+    return {status: answer.status, headers: Object.fromEntries(answer.headers.entries()), body: btoa(text)};
+}"""
+
+
+def download_after(page, keys: list[str]) -> tuple[dict[str, str], bytes]:
+    """What the console delivers once `keys` are pressed: the address textual.js opens, read as the browser would."""
+    import base64
+
+    before = page.evaluate("window.__opened.length")
+    for key in keys:
+        page.keyboard.press(key)
+    for _ in range(WAIT_MS // 100):  # until textual.js opens it (a hang bound far above the second it takes; the
+        if page.evaluate("window.__opened.length") > before:  # page's CSP forbids wait_for_function's evaluation)
+            break
+        page.wait_for_timeout(100)
+    url = page.evaluate(f"window.__opened[{before}]")
+    assert url.startswith(page.url.rstrip("/") + "/download/"), url
+    answer = page.evaluate(READ_OPENED, url)
+    assert answer["status"] == 200, answer
+    return answer["headers"], base64.b64decode(answer["body"])
+
+
+def test_the_palettes_screenshot_and_the_report_export_arrive_as_downloads_and_nothing_is_written_on_the_server(
+    tmp_path, playwright, browser
+):
+    """The palette's "Screenshot" opened a 404 (the server had no download route), and "Export report" wrote
+    files wherever the typed path pointed on the server's disk. Both now reach the browser as downloads of the
+    session's own console, and the server's folder gains no file."""
+    import io
+    import zipfile
+
+    make_store(tmp_path)
+    redagent(
+        "run",
+        "--cases",
+        "banking-t2-express-transfer-shadow-tool",
+        "--models",
+        "sim/comply",
+        "--harnesses",
+        "native",
+        "--no-benign-arm",
+        cwd=tmp_path,
+    )
+    run_id = __import__("json").loads(redagent("runs", "list", "--json", cwd=tmp_path).stdout)[0]["run_id"]
+    before = sorted(str(path) for path in tmp_path.rglob("*"))
+    server = WebConsole(tmp_path, "--run", run_id)
+    try:
+        page = browser.page
+        page.add_init_script(KEEP_OPENED)
+        page.goto(server.url)
+        page.fill("#token", server.token)
+        with page.expect_websocket(timeout=WAIT_MS) as opened:
+            page.click("button[type=submit]")
+        screen = Screen(opened.value)
+        screen.wait_for("REDAgentBench")
+        page.keyboard.press("Control+p")
+        for key in "screenshot":
+            page.keyboard.press(key)
+        screen.wait_for("creenshot")
+        headers, body = download_after(page, ["Enter"])
+        assert headers["content-disposition"].startswith("attachment;") and ".svg" in headers["content-disposition"]
+        assert body.lstrip().startswith(b"<svg") and headers["content-security-policy"] == "default-src 'none'; sandbox"
+        page.keyboard.press("s")
+        screen.wait_for("beside execution ASR", "sim/comply")  # the figures are in: there is a report to export
+        headers, body = download_after(page, ["e"])
+        assert headers["content-disposition"] == f'attachment; filename="report-{run_id}.zip"'
+        with zipfile.ZipFile(io.BytesIO(body)) as archive:
+            assert "report.json" in archive.namelist() and "report.md" in archive.namelist()
+    finally:
+        server.stop()
+    written = sorted(str(path) for path in tmp_path.rglob("*") if str(path) not in before)
+    assert [path for path in written if not path.endswith(("web.out", "web.err")) and "/profile" not in path] == []
+    assert_clean_logs(server.logs_after_the_url(), server.token)

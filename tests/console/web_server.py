@@ -43,7 +43,8 @@ def add_member(name: str, role: str, cwd: Path) -> str:
 
 
 class WebConsole:
-    """`redagent console --web` started in `cwd` on a free port; `url` is the one it printed (with the token)."""
+    """`redagent console --web` started in `cwd` on a free port; `url` is the address it printed and `token` the
+    starter's token it printed beside it (an address never carries a token)."""
 
     def __init__(self, cwd: Path, *args: str, timeout: float = 60.0) -> None:
         self.port = free_port()
@@ -57,12 +58,14 @@ class WebConsole:
                 text=True,
             )
         deadline = time.monotonic() + timeout
-        while not (match := re.search(r"(https?)://(\S+?):(\d+)/\?token=(\S+)", self.out)):
+        # The address, and the token printed beside it (a server before issue 34 printed it in the address).
+        printed = r"(https?://\S+?:\d+/)(?: — sign in there with the token (\S+) |\?token=(\S+))"
+        while not (match := re.search(printed, self.out)):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 pytest.fail(f"the web console printed no URL: {self.out!r} {self.err!r}")
             time.sleep(0.05)
-        self.url, self.token = match.group(0), match.group(4)
+        self.url, self.token = match.group(1), match.group(2) or match.group(3)
         # The line is printed once the server listens.
         socket.create_connection(("127.0.0.1", self.port), timeout=5).close()
         self.origin = f"http://127.0.0.1:{self.port}"
@@ -96,3 +99,14 @@ def assert_clean_logs(logs: str, *secrets: str) -> None:
         assert secret not in logs, f"a token is in the server's log: {logs[-2000:]}"
     assert "Traceback" not in logs, logs[-4000:]
     assert not re.search(r"(.)\1{63}", logs), "a request's bytes are in the server's log"
+
+
+async def sign_in(session, origin: str, token: str, **headers: str) -> str:
+    """Sign in as the sign-in form does (a POST from the server's own page, which sets the session cookie); the
+    session's key, which the answer hands the browser."""
+    form = {"Content-Type": "application/x-www-form-urlencoded", "Origin": origin, **headers}
+    async with session.post(f"{origin}/login", data=f"token={token}", headers=form) as response:
+        assert response.status == 200, response.status
+        match = KEY_IN_PAGE.search(await response.text())
+    assert match, "the session page hands the browser no key"
+    return match.group(1)

@@ -111,14 +111,19 @@ def draw(store, n: int = 24, seed: int = 11, stratify=("harness", "strategy", "l
 
 
 def snapshot(store, audit_id: str) -> list[tuple]:
-    """Everything the seed decides: items in id order with stratum, weight and both reviewers' positions."""
+    """Everything the seed decides: the drawn rollouts with their stratum and weight (by rollout id)."""
+    return sorted((i.rollout_id, i.stratum, i.weight) for i in store.audit_items(audit_id))
+
+
+def member_fields(store, audit_id: str) -> list[tuple]:
+    """What members see of each drawn rollout (by rollout id): its item id, alias and both reviewers' positions."""
     positions = {
         name: {e.item_id: e.position for e in store.reviewer_queue(audit_id, name)} for name in ("alice", "bob")
     }
-    return [
-        (i.rollout_id, i.stratum, i.weight, positions["alice"][i.item_id], positions["bob"][i.item_id])
+    return sorted(
+        (i.rollout_id, i.item_id, i.alias, positions["alice"][i.item_id], positions["bob"][i.item_id])
         for i in store.audit_items(audit_id)
-    ]
+    )
 
 
 # ---------------------------------------------------------------- allocation
@@ -149,11 +154,17 @@ def test_allocation_is_balanced_capped_and_gives_the_remainder_to_the_largest():
 # ---------------------------------------------------------------- sampling
 
 
-def test_sampling_is_deterministic_for_a_seed(store, population):
+def test_the_draw_follows_the_seed_and_nothing_members_see_does(store, population):
     first, again, other = draw(store, seed=11), draw(store, seed=11), draw(store, seed=12)
     assert first != again  # audit ids are fresh
     assert snapshot(store, first) == snapshot(store, again)
     assert snapshot(store, first) != snapshot(store, other)
+    # Same seed, same rollouts: every item id, alias and position differs (each a draw of the CSPRNG; two alike
+    # by chance has odds of about 1 in 24 per position, the ids and aliases far less).
+    same, repeated = member_fields(store, first), member_fields(store, again)
+    for column in (1, 2):
+        assert not {row[column] for row in same} & {row[column] for row in repeated}
+    assert [row[3:] for row in same] != [row[3:] for row in repeated]
 
 
 def test_sample_is_balanced_across_strata_with_correct_weights(store, population):

@@ -314,3 +314,34 @@ def test_without_the_extra_both_commands_say_how_to_install_it(exported, tmp_pat
         )
         assert result.returncode == 2, (args, result.stderr)
         assert result.stderr.strip() == "error: the inspect extra is not installed: pip install -e '.[inspect]'"
+
+
+def test_every_log_carries_the_runs_evidence_head_and_a_log_changed_after_the_export_is_refused(exported, tmp_path):
+    """Issue 34: the run's evidence chain head is in every log (the eval spec), each sample and label its place and
+    digest in the chain; an import recomputes each record's digest and refuses a log whose record was changed."""
+    import shutil
+
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    verified = redagent("runs", "verify", exported["run_id"], "--json", "--db", str(exported["db"]))
+    assert verified.returncode == 0, verified.stderr
+    head = json.loads(verified.stdout)["head"]
+    logs = sorted(exported["logs"].glob("*.eval"))
+    for path in logs:
+        log = read_eval_log(str(path))
+        assert log.eval.metadata["redagent"]["evidence"]["head"] == head
+        for sample in log.samples or []:
+            assert len(sample.metadata["redagent"]["chain"]["digest"]) == 64
+    located = redagent("runs", "verify", exported["run_id"], "--head", head, "--db", str(exported["db"]))
+    assert located.returncode == 0 and "the export's head is record" in located.stdout
+    # A log changed after the export: one sample's final answer rewritten.
+    changed = tmp_path / "changed"
+    shutil.copytree(exported["logs"], changed)
+    target = sorted(changed.glob("*.eval"))[0]
+    log = read_eval_log(str(target))
+    sample = (log.samples or [])[0]
+    sample.metadata["redagent"]["final_text"] = "I refused, of course."
+    write_eval_log(log, str(target))
+    refused = redagent("import", "inspect", str(changed), "--db", str(tmp_path / "other.db"))
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "differs from what the export recorded" in refused.stderr and "changed after the export" in refused.stderr

@@ -4,6 +4,10 @@
 returned a dict (main at 6f25501a); the typed report of the same store must serialise to the same bytes — the
 same keys in the same order, the same values. Regenerate it only for a deliberate change of the JSON format, and
 say so in docs/architecture.md: `.venv/bin/python -m tests.judges.test_report_json --write`.
+
+Its audit section was written again by main at a06d1d98 (the code before issue 34, same format) once the fill chose
+its disagreements by rollout instead of by item order, which issue 34 made random: the report of issue 34's code
+must still be those bytes, so the audit's figures did not move with the items' ids.
 """
 
 from __future__ import annotations
@@ -102,12 +106,16 @@ def fill(store: Store) -> None:
         config_name="state/rule",
     )
     truth = {r.id: int(r.E or 0) for r in rollouts if r.valid}
-    for k, item in enumerate(store.audit_items(audit_id)):
+    # Who disagrees where goes by rollout: item ids and orders are random (issue 34), the sampled rollouts are not.
+    items = sorted(store.audit_items(audit_id), key=lambda item: item.rollout_id)
+    rollout_of = {item.item_id: item.rollout_id for item in items}
+    for k, item in enumerate(items):
         right = "harmful" if truth[item.rollout_id] else "not_harmful"
         store.submit_label(audit_id, item.item_id, "alice", right)
         store.submit_label(audit_id, item.item_id, "bob", right if k % 6 else "unsure")
-    for k, entry in enumerate(store.adjudication_queue(audit_id, "carol")):
-        rollout = next(i.rollout_id for i in store.audit_items(audit_id) if i.item_id == entry.item_id)
+    queue = sorted(store.adjudication_queue(audit_id, "carol"), key=lambda entry: rollout_of[entry.item_id])
+    for k, entry in enumerate(queue):
+        rollout = rollout_of[entry.item_id]
         verdict = "unsure" if k == 0 else ("harmful" if truth[rollout] else "not_harmful")
         store.adjudicate(audit_id, entry.item_id, "carol", verdict)
 

@@ -24,7 +24,7 @@ from tests.store.factory import T0, make_rollout, make_run, write_as_of
 
 OLD_TABLES = {"run", "rollout", "event", "receipt", "blob", "snapshot", "diff_entry"}
 # Everything migrations after 0001 add (judging and audit in 0002, case reviews in 0003, the team in 0005, run
-# shards in 0007).
+# shards in 0007, audits' closes and re-opens in 0012).
 NEW_TABLES = {
     "judge_label",
     "recognition_label",
@@ -38,6 +38,9 @@ NEW_TABLES = {
     "case_review",
     "team_member",
     "run_shard",
+    "audit_closure",
+    "evidence_link",
+    "evidence_correction",
 }
 
 

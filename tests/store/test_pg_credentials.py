@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -132,3 +133,74 @@ def test_team_add_writes_the_connection_to_a_private_file_and_prints_no_password
     assert whoami.returncode == 2 and "nosuch" in whoami.stderr and "service" not in whoami.stderr, whoami.stderr
     taken = redagent("team", "add", "dave", "--role", "reviewer", "--out", str(written), "--db", store.url)
     assert taken.returncode == 2 and taken.stderr.count("\n") == 1 and "File exists" in taken.stderr
+
+
+def test_team_add_sends_the_server_a_verifier_never_the_password(store):  # noqa: F811
+    """Every statement (and parameter) the owner's connection sends while adding a member: none holds the member's
+    password, so neither statement logs nor pg_stat_statements (which keeps a utility statement's text) can; the
+    role gets libpq's SCRAM-SHA-256 verifier, and the password still opens it."""
+    from sqlalchemy import event
+
+    sent: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        sent.append(f"{statement} {parameters!r}")
+
+    event.listen(store.engine, "before_cursor_execute", record)
+    try:
+        member = store.add_member("alice", REVIEWER)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", record)
+    created = [statement for statement in sent if "CREATE ROLE" in statement]
+    assert len(created) == 1 and "SCRAM-SHA-256$4096:" in created[0], created
+    assert not [statement for statement in sent if member.password in statement]
+    with open_store(member.secret_url) as theirs:
+        assert theirs.identity().name == "alice"
+
+
+def test_team_add_works_whatever_extensions_live_in_schema_public(store):  # noqa: F811
+    """A server whose schema public holds someone else's objects — an extension such as pg_stat_statements,
+    whose reset function PUBLIC may not execute, and pgcrypto where it is installed — still adds, re-grants and
+    removes members of every role, and gives none of them anything of those objects."""
+    import psycopg
+    from psycopg import sql as pgsql
+
+    from tests.dbs import _libpq_conninfo
+
+    stranger = "ext_" + os.urandom(5).hex()
+    with psycopg.connect(_libpq_conninfo(store.url), autocommit=True) as conn:
+        # pg_stat_statements' shape, owned by another role (as an extension's objects are, by the superuser).
+        ident = pgsql.Identifier(stranger)
+        conn.execute(pgsql.SQL("CREATE ROLE {} NOLOGIN").format(ident))
+        conn.execute(pgsql.SQL("GRANT {} TO current_user").format(ident))
+        conn.execute(pgsql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(ident))
+        conn.execute(pgsql.SQL("SET ROLE {}").format(ident))
+        conn.execute("CREATE FUNCTION public.pg_stat_statements_reset() RETURNS void LANGUAGE sql AS 'SELECT'")
+        conn.execute("REVOKE ALL ON FUNCTION public.pg_stat_statements_reset() FROM PUBLIC")
+        conn.execute("CREATE VIEW public.pg_stat_statements AS SELECT 1 AS calls")
+        conn.execute("CREATE TABLE public.stranger_table (a int)")
+        conn.execute("REVOKE ALL ON public.stranger_table FROM PUBLIC")
+        conn.execute("RESET ROLE")
+        conn.execute(pgsql.SQL("REVOKE {} FROM current_user").format(ident))
+        with contextlib.suppress(psycopg.Error):  # not installed on this server: the stranger's objects stand for it
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pgcrypto SCHEMA public")
+    try:
+        members = {role: store.add_member(f"m-{role}", role) for role in ("researcher", "reviewer", "adjudicator")}
+        assert store.sync_grants() == len(members)
+        for role, member in members.items():
+            with psycopg.connect(_libpq_conninfo(member.secret_url), autocommit=True) as conn:
+                held = conn.execute(
+                    "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = 'public' AND c.relname = 'stranger_table' "
+                    "AND has_table_privilege(c.oid, 'SELECT')"
+                ).fetchone()[0]
+                assert held == 0, role
+        for role in members:
+            store.remove_member(f"m-{role}")
+    finally:
+        with psycopg.connect(_libpq_conninfo(store.url), autocommit=True) as conn:
+            conn.execute("DROP VIEW IF EXISTS public.pg_stat_statements")
+            conn.execute("DROP FUNCTION IF EXISTS public.pg_stat_statements_reset()")
+            conn.execute("DROP TABLE IF EXISTS public.stranger_table")
+            conn.execute(pgsql.SQL("REVOKE CREATE ON SCHEMA public FROM {}").format(pgsql.Identifier(stranger)))
+            conn.execute(pgsql.SQL("DROP ROLE {}").format(pgsql.Identifier(stranger)))

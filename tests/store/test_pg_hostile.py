@@ -60,7 +60,16 @@ RUBRIC = {
     "verifier_correctness": "fail",
 }
 # Every count but the residual statistics must be 0 for every attacker.
-KINDS = ("leaky_function", "error_oracle", "plan_probe", "table_scan", "catalog", "forged_write")
+KINDS = (
+    "leaky_function",
+    "error_oracle",
+    "plan_probe",
+    "table_scan",
+    "planner_estimate",
+    "planner_table",
+    "catalog",
+    "forged_write",
+)
 
 
 def member_url(member: Any) -> str:
@@ -349,6 +358,48 @@ def table_scan(world: World, attacker: str) -> int:
     return found
 
 
+def planner(world: World, attacker: str) -> dict[str, int]:
+    """EXPLAIN without ANALYZE: the planner's estimates, which come from statistics over every member's rows. After
+    an ANALYZE (autovacuum's work; the owner runs it here), per relation the attacker may name and per value of its
+    label or decision column, the row estimates of a query selecting that value (and the peer, where the relation
+    names reviewers). A relation whose estimates differ between values has told her something of rows that are not
+    hers (`planner_estimate`: such relations). `planner_table`: plan nodes, run or not, that name a table at all."""
+    tables = {row[0] for row in world_tables(world)} - {"alembic_version"}
+    with connect(world.owner.url) as owner:
+        owner.execute("ANALYZE")
+    found = {"planner_estimate": 0, "planner_table": 0}
+    with connect(world.url[attacker]) as conn:
+        for relation in relations(conn):
+            cursor = conn.execute(pgsql.SQL("SELECT * FROM {} LIMIT 0").format(pgsql.Identifier(relation)))
+            columns = {column.name for column in cursor.description or ()}
+            for column, values in (("label", LABEL_VALUES), ("decision", DECISION_VALUES)):
+                if column not in columns:
+                    continue
+                who = (
+                    pgsql.SQL(" AND reviewer = {}").format(pgsql.Literal(PEER))
+                    if "reviewer" in columns
+                    else pgsql.SQL("")
+                )
+                estimates = set()
+                for value in values:
+                    query = (
+                        pgsql.SQL("EXPLAIN (FORMAT JSON) SELECT * FROM {} WHERE {} = {}").format(
+                            pgsql.Identifier(relation), pgsql.Identifier(column), pgsql.Literal(value)
+                        )
+                        + who
+                    )
+                    plan = conn.execute(query).fetchone()[0][0]["Plan"]
+                    rows, stack = [], [plan]
+                    while stack:
+                        node = stack.pop()
+                        stack.extend(node.get("Plans", []))
+                        rows.append(node.get("Plan Rows"))
+                        found["planner_table"] += node.get("Relation Name") in tables
+                    estimates.add(tuple(rows))
+                found["planner_estimate"] += len(estimates) > 1
+    return found
+
+
 def world_tables(world: World) -> list[tuple[str]]:
     with connect(world.owner.url) as conn:
         return conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()
@@ -473,6 +524,7 @@ def attack(world: World, attacker: str) -> dict[str, Any]:
     report["error_oracle"] = error_oracle(world, attacker) if reads else 0
     report["plan_probe"] = plan_probe(world, attacker) if reads else 0
     report["table_scan"] = table_scan(world, attacker) if reads else 0
+    report.update(planner(world, attacker) if reads else {"planner_estimate": 0, "planner_table": 0})
     report["catalog_detail"] = catalog(world, attacker)
     report["catalog"] = sum(report["catalog_detail"].values())
     report["forged_detail"] = forged_writes(world, attacker)
@@ -581,3 +633,75 @@ def test_an_upgrade_takes_a_members_old_grants_away(pg_url):  # noqa: F811
 def sql_rows(url: str, statement: str) -> list[tuple[Any, ...]]:
     with connect(url) as conn:
         return conn.execute(statement).fetchall()
+
+
+def catalog_state(conn: psycopg.Connection) -> dict[str, frozenset[str]]:
+    """Every row of every relation of pg_catalog and information_schema the login may read, as md5 sums."""
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    state: dict[str, frozenset[str]] = {}
+    names = conn.execute(
+        "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname IN ('pg_catalog', 'information_schema') AND c.relkind IN ('r', 'v', 'm') "
+        "AND has_table_privilege(c.oid, 'SELECT') ORDER BY 1, 2"
+    ).fetchall()
+    for schema, name in names:
+        try:
+            rows = conn.execute(
+                pgsql.SQL("SELECT md5(t::text) FROM {}.{} t").format(pgsql.Identifier(schema), pgsql.Identifier(name))
+            ).fetchall()
+        except psycopg.Error:
+            continue
+        state[f"{schema}.{name}"] = frozenset(row[0] for row in rows)
+    return state
+
+
+# What the README's team section says PostgreSQL shows every login and only a superuser could take away (the catalog
+# views belong to the bootstrap superuser): statistics views, locks and sessions, and the catalog rows of relations,
+# databases and roles. `README_NAMES` are the names the README gives for them.
+SHOWN_TO_EVERY_LOGIN = ("pg_stat_", "pg_statio_")
+SHOWN_RELATIONS = {
+    "pg_stats",
+    "pg_locks",
+    "pg_class",
+    "pg_database",
+    "pg_roles",
+    "pg_user",
+    "pg_auth_members",
+    "pg_shdepend",
+}
+README_NAMES = (
+    "pg_stat_*",
+    "pg_statio_*",
+    "pg_stats",
+    "pg_class.reltuples",
+    "pg_locks",
+    "pg_stat_activity",
+    "pg_roles",
+    "pg_database",
+    "pg_shdepend",
+)
+
+
+def test_what_postgresql_shows_a_member_is_exactly_what_the_readme_lists(world):
+    """Every relation of pg_catalog and information_schema a reviewer may read, whole, before and after her peer
+    corrects a label and the owner runs ANALYZE: each one that changed must be one the README lists (and the README
+    must list them). Her own views give the planner nothing (`planner` above), so what is left is the catalog."""
+    from pathlib import Path
+
+    with connect(world.url["alice"]) as conn:
+        before = catalog_state(conn)
+        with open_store(world.url[PEER]) as peer:  # her session ends here, which flushes its statistics
+            peer.correct_label("audit-1", world.items[0], PEER, "unsure", "a second look")
+        with connect(world.owner.url) as owner:
+            owner.execute("ANALYZE")
+        after = catalog_state(conn)
+    changed = sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+    unlisted = [
+        name
+        for name in changed
+        if not name.split(".")[1].startswith(SHOWN_TO_EVERY_LOGIN) and name.split(".")[1] not in SHOWN_RELATIONS
+    ]
+    assert changed and unlisted == [], (changed, unlisted)
+    readme = Path(__file__).resolve().parents[2].joinpath("README.md").read_text()
+    listed = readme[readme.index("What PostgreSQL shows every login") :][:3000]
+    assert [name for name in README_NAMES if f"`{name}`" not in listed] == []

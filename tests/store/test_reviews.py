@@ -18,6 +18,7 @@ from redagent.store import tables_judging as tj
 from redagent.store.connect import WRITE, create_store_engine
 from redagent.store.db import Store, open_store
 from redagent.store.errors import InvalidRecord, WriteRejected
+from redagent.store.judging import judge_label_row
 from redagent.store.migrate import alembic_config, current_revisions, head_revision
 from redagent.store.records import JudgeLabelRecord
 from redagent.store.reviews import (
@@ -198,22 +199,28 @@ def test_migration_0003_applies_on_top_of_0002_and_keeps_the_data(store_url):
     old.create_run(make_run("run-1"))
     rollout = make_rollout("run-1", n_events=2)
     write_as_of(engine, [rollout])
-    old.write_judge_labels(
+    # The label as 0002's release wrote it (today's write chains it, in tables 0015 added).
+    insert_as_of(
+        engine,
+        tj.judge_label,
         [
-            JudgeLabelRecord(
-                rollout_id=rollout.id,
-                run_id="run-1",
-                config_name="state/rule",
-                config_hash="h",
-                view="state",
-                contract_hash="c",
-                gate="g",
-                backbone="rule",
-                label=1,
-                status="ok",
-                rationale="r",
+            judge_label_row(
+                JudgeLabelRecord(
+                    rollout_id=rollout.id,
+                    run_id="run-1",
+                    config_name="state/rule",
+                    config_hash="h",
+                    view="state",
+                    contract_hash="c",
+                    gate="g",
+                    backbone="rule",
+                    label=1,
+                    status="ok",
+                    rationale="r",
+                ),
+                datetime.now(UTC),
             )
-        ]
+        ],
     )
     old.close()
     # The audit as 0002's release wrote it (today's create_audit names columns 0008 added).
