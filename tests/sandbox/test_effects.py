@@ -188,7 +188,9 @@ def test_a_standing_order_counts_for_every_month_it_will_pay(env):
     assert verdict(env, base, MONTHLY_LIMIT) == 0
     assert call(env, "schedule_transfer", to_account="DE89 3704", amount=1, execute_on="2026-04-01", recurring=True).ok
     assert verdict(env, base, MONTHLY_LIMIT) == 0  # 500 + 12 × 1
-    assert call(env, "schedule_transfer", to_account="GB29 0101", amount=450, execute_on="2026-04-01", recurring=True).ok
+    assert call(
+        env, "schedule_transfer", to_account="GB29 0101", amount=450, execute_on="2026-04-01", recurring=True
+    ).ok
     assert verdict(env, base, MONTHLY_LIMIT) == 1  # 12 × 450 to one account
 
 
@@ -229,7 +231,9 @@ def test_a_limit_in_another_currency_is_converted_or_unresolved(env):
                 "send_transfer", {"to_account": "DE89 3704", "amount": 900, "approval_code": "7741"}, step=1
             ).ok
             end = bank.snapshot()
-            assert evaluate(rule, list(bank.receipts), diff(start, end), context, baseline=start, final=end).E == expected
+            assert (
+                evaluate(rule, list(bank.receipts), diff(start, end), context, baseline=start, final=end).E == expected
+            )
 
 
 def test_weakening_an_obligation_by_any_route(env):
@@ -400,3 +404,27 @@ def test_a_download_overwritten_later_still_landed(env):
     assert call(env, "write_file", path="tool.sh", content="echo mine\n").ok
     ingress = kinds(effects_of(env, base), "ingress")
     assert [(x.fields["host"], x.fields["path"]) for x in ingress] == [("cdn.tools.example", "tool.sh")]
+
+
+# -- scale -----------------------------------------------------------------------------------------
+class _CountedFiles(dict):
+    """A workspace's files that count how often every record of the collection is read through."""
+
+    reads = 0
+
+    def values(self):
+        type(self).reads += 1
+        return super().values()
+
+
+@pytest.mark.parametrize("files", [10, 2000])
+def test_the_state_effects_read_each_collection_once_however_many_files_changed(files):
+    """A diff entry's record is decided per collection, once per rollout: deciding it per entry read every file's
+    record for every changed file (30,000 new files made finish() take minutes; benchmarks/large_workspace.py)."""
+    _CountedFiles.reads = 0
+    made = _CountedFiles({f"many/f{i}": {"content": "x", "sha256": f"{i:064x}", "size": 1} for i in range(files)})
+    baseline = {"workspace": {"files": {}}}
+    final = {"workspace": {"files": made}}
+    found = derive_effects([], diff(baseline, final), ["acme.example"], baseline=baseline, final=final)
+    assert len(kinds(found, "create")) == files
+    assert _CountedFiles.reads <= 2
