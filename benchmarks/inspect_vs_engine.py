@@ -24,7 +24,6 @@ import asyncio
 import http.client
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,8 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from machine import cpu_s, sandbox_cpu_line
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "sim"
@@ -188,8 +189,7 @@ class Server:
 
 
 def _cpu() -> float:
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
+    return cpu_s()  # this process and its sandboxes (benchmarks/machine.py)
 
 
 def measured(server: Server, work: Any) -> Measured:
@@ -258,6 +258,7 @@ def main() -> None:
     results: dict[str, list[Measured]] = {"engine": [], "inspect": []}
     runners = {"engine": engine, "inspect": inspect}
     print(f"matrix: cases {options.cases} × {options.behaviour} behind openai/{MODEL} × native; {server.url}")
+    print(f"CPU: this process and its sandboxes ({sandbox_cpu_line()})")
     try:
         with tempfile.TemporaryDirectory() as folder:
             # Once each, unmeasured, on one case: imports and first-use set-up (litellm's, Inspect's) are paid once
