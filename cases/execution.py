@@ -138,6 +138,11 @@ class CaseRun:
     def run_step(self, step: Step, *, index: int, args: dict[str, Any] | None = None) -> ToolOutcome:
         return self.call(step.tool, step.args if args is None else args, step=index)
 
+    def interrupt(self) -> None:
+        """Kill a command still running and start no other, at once: the rollout is being stopped, and its close()
+        follows once the call in flight has come back."""
+        self.env.interrupt()
+
     def close(self) -> None:
         """Remove the sandbox without judging it (a cancelled rollout); a command still running is
         killed first. Safe to call more than once, and after finish()."""

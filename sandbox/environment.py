@@ -130,6 +130,12 @@ class Environment:
     def snapshot(self) -> dict[str, Any]:
         return {name: service.snapshot() for name, service in self.services.items()}
 
+    def interrupt(self) -> None:
+        """Kill a command still running and start no other, without waiting (close() does the rest)."""
+        workspace = self.services.get("workspace")
+        if workspace is not None:
+            workspace.interrupt()
+
     def close(self) -> None:
         workspace = self.services.get("workspace")
         if workspace is not None:

@@ -216,6 +216,11 @@ class Workspace(Service):
         rename), named after it so that close() removes it whatever interrupted the move."""
         return self.root.parent / f".redagent-move-{self.root.name}"
 
+    def interrupt(self) -> None:
+        """Kill a command still running (within 0.1 s) and start no other; returns at once. The rollout is closing:
+        close() follows once the call that ran the command has come back."""
+        self._stop.set()
+
     def close(self) -> None:
         """Kill a command still running, wait for its thread to come back, drop the quota mount (its
         memory with it) and the rollout's uid. Called by Environment.close before the directory is removed."""
