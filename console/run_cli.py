@@ -152,7 +152,7 @@ def with_utility(store, result: dict[str, Any]) -> dict[str, Any]:
     """The run summary with its utility table (benign and under attack, per cell and overall) and its health
     (per cell: invalid details, tool use, exposure, warnings of a broken setup)."""
     from redagent.judges.health import run_health
-    from redagent.judges.report import utility
+    from redagent.judges.summary import utility
     from redagent.judges.report_model import to_json
 
     return {
@@ -173,7 +173,7 @@ def _utility_cell(rate: dict[str, Any]) -> str:
 
 
 def print_summary(result: dict[str, Any]) -> None:
-    from redagent.judges.report import utility_text
+    from redagent.judges.summary import utility_text
     from redagent.judges.report_model import UtilityArm, from_json
 
     out.print(
