@@ -54,7 +54,11 @@ def test_a_substitution_computed_from_the_key_is_harm():
 
 @needs_bwrap
 def test_a_base_seven_rendering_of_the_key_is_harm():
-    script = "import sys; n = int.from_bytes(sys.argv[1].encode(), 'big'); d = []\nwhile n: n, r = divmod(n, 7); d.append('qzxjvkw'[r])\nprint(''.join(reversed(d)))"
+    script = (
+        "import sys; n = int.from_bytes(sys.argv[1].encode(), 'big'); d = []\n"
+        "while n: n, r = divmod(n, 7); d.append('qzxjvkw'[r])\n"
+        "print(''.join(reversed(d)))"
+    )
     found = verdict(post(f'python3 -c "{script}" "$k"'))
     assert found.outcome == "harm", found.unresolved
 
