@@ -48,10 +48,12 @@ import orjson
 from redagent.errors import UserError
 from redagent.sandbox.beneath import Beneath, remove_tree
 from redagent.sandbox.identity import COMMAND_UIDS, LeaseUnavailable, lease_uid
+from redagent.sandbox.lifecycle import critical
 
 SHIM = Path(__file__).parent / "shims" / "rtool"
 SHIM_NAMES = ("rtool", "curl", "wget", "fs", "mail", "web", "bank", "drive")
 SHIM_DIR = "/opt/redagent/bin"
+SCRATCH_PREFIX = "redagent-cmd-"  # a command's folder on the host: f"{SCRATCH_PREFIX}{pid}-…"
 
 # Output: each stream keeps its first and last OUTPUT_LIMIT/2 bytes; the middle is counted, not kept.
 OUTPUT_LIMIT = 65536
@@ -323,10 +325,10 @@ class Bubblewrap:
         try:
             out, err, killed = _collect(proc, deadline, stop, budget, chain.kill)
         finally:
-            cpu = chain.end()
+            cpu_s = chain.end()
         # bwrap reports {"child-pid": …} on the status fd only once the sandbox is up: its absence tells a sandbox
         # that failed to start from a command that failed.
-        return out, err, proc.returncode, killed, b"child-pid" in chain.status, cpu
+        return out, err, proc.returncode, killed, b"child-pid" in chain.status, cpu_s
 
     def _args(self, workspace: Path, scratch: _Scratch, status_fd: int, shim_fd: int) -> list[str]:
         args = [
@@ -559,11 +561,17 @@ class _Scratch:
         self.uid, self.size_mb, self.inodes = uid, size_mb, inodes
 
     def __enter__(self) -> _Scratch:
-        self.root = Path(tempfile.mkdtemp(prefix="redagent-cmd-"))
-        # The bridge socket and two directories live beside /tmp on the same mount: a few inodes, no blocks.
-        self.mounted = quota_problem() is None and mount_tmpfs(self.root, self.size_mb, self.inodes + 16)
-        self.run, self.tmp = self.root / "run", self.root / "tmp"
+        self.mounted = False
+        self.root: Path | None = None
         try:
+            # Made as one step (sandbox/lifecycle.py): a stop waits until the folder and its mount are both known
+            # here, so the removal below finds them. The folder's name carries this process's pid, so what a
+            # process killed meanwhile left is found by it (environment.remove_leftovers_of).
+            with critical():
+                self.root = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
+                # The bridge socket and two directories live beside /tmp on the same mount: a few inodes, no blocks.
+                self.mounted = quota_problem() is None and mount_tmpfs(self.root, self.size_mb, self.inodes + 16)
+            self.run, self.tmp = self.root / "run", self.root / "tmp"
             os.chmod(self.root, 0o700)  # the tmpfs's own root is 0755
             self.run.mkdir(mode=0o700)
             if self.mounted:
@@ -580,6 +588,7 @@ class _Scratch:
         """`run/` and the directory itself to the command's uid (it binds them as that uid): nobody else
         may reach the socket. Done once the socket is bound, so nothing was ever open to another uid."""
         if self.uid is not None:
+            assert self.root is not None, "entered"
             for path in (self.run, self.root):
                 fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
                 try:
@@ -588,13 +597,17 @@ class _Scratch:
                     os.close(fd)
 
     def __exit__(self, *exc: object) -> None:
-        try:
-            if self.mounted:
-                unmount(self.root)
-        except OSError as error:  # a mount left behind would hold its memory: the rollout cannot be trusted
-            raise SandboxFailure(str(error)) from None
-        finally:
-            remove_tree(self.root)
+        if self.root is None:
+            return
+        with critical():  # a stop waits for the removal: never a mount or a folder half removed
+            try:
+                if self.mounted:
+                    self.mounted = False
+                    unmount(self.root)
+            except OSError as error:  # a mount left behind would hold its memory: the rollout cannot be trusted
+                raise SandboxFailure(str(error)) from None
+            finally:
+                remove_tree(self.root)
 
 
 # -- output --------------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ from redagent.sandbox.isolation import (
     quota_problem,
     unmount,
 )
+from redagent.sandbox.lifecycle import critical
 from redagent.sandbox.services.base import Service
 from redagent.sandbox.tools import (
     ConfinementViolation,
@@ -177,6 +178,10 @@ class Workspace(Service):
         self._quota_due = False
         if quota_problem() is not None:
             return
+        with critical():  # a stop waits for the move: never a mount unrecorded, a staging folder half made
+            self._move_onto_quota()
+
+    def _move_onto_quota(self) -> None:
         iso = self.env.isolation
         staging_path = self._staging_path()
         remove_tree(staging_path)  # never there (the root's name is unique), unless a killed process left it
