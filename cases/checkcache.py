@@ -7,7 +7,7 @@ an unchanged case under unchanged code is never checked twice, and any change re
 more (a route the generator still draws the same way is found again by its content), no less (the code versions are
 digests of the source files, never a number someone must remember to bump).
 
-The store is a folder of JSON files (`$REDAGENT_CHECK_CACHE`, else `$XDG_CACHE_HOME/redagent/check`, else
+The store is a folder of compressed JSON files (`$REDAGENT_CHECK_CACHE`, else `$XDG_CACHE_HOME/redagent/check`, else
 `~/.cache/redagent/check`), owned by the user and closed to everyone else (0700), which may be shared by any number of
 concurrent checks: an entry is written whole to a temporary file and renamed into place (readers see the old entry,
 the new one or none, never half of one), and it carries its own key and a digest of its payload, so an entry that
@@ -26,6 +26,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import zlib
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -33,9 +34,9 @@ from typing import Any
 
 import orjson
 
-FORMAT = 1
-MAX_BYTES = 512 << 20  # the whole store; a v3 check's results take ~60 MB
-MAX_ENTRY_BYTES = 64 << 20
+FORMAT = 2
+MAX_BYTES = 512 << 20  # the whole store; a v3 check's results and parsed case files take ~60 MB compressed
+MAX_ENTRY_BYTES = 64 << 20  # an entry, compressed and as JSON
 _PACKAGE = Path(__file__).resolve().parents[1]  # the folder holding cases/, sandbox/, …
 
 
@@ -169,7 +170,11 @@ class CheckCache:
                 raise ValueError("not a regular entry")
             with os.fdopen(fd, "rb", closefd=False) as handle:
                 raw = handle.read(MAX_ENTRY_BYTES + 1)
-            entry = orjson.loads(raw)
+            inflate = zlib.decompressobj()
+            text = inflate.decompress(raw, MAX_ENTRY_BYTES)
+            if inflate.unconsumed_tail or not inflate.eof:
+                raise ValueError("larger than an entry may be, or cut short")
+            entry = orjson.loads(text)
             payload = entry["payload"]
             if (
                 entry.get("format") != FORMAT
@@ -177,12 +182,11 @@ class CheckCache:
                 or entry.get("sha256") != hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
             ):
                 raise ValueError("not this entry")
-        except (OSError, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+        except (OSError, ValueError, KeyError, TypeError, zlib.error, orjson.JSONDecodeError):
             os.close(fd)
             self.misses += 1
             self.dropped += 1
-            with contextlib.suppress(OSError):
-                os.unlink(path)  # a corrupt entry is rewritten by the check that misses it
+            _remove(path)  # a corrupt entry is rewritten by the check that misses it
             return None
         with contextlib.suppress(OSError):
             os.utime(fd)  # least recently used goes first when the store is full
@@ -192,13 +196,16 @@ class CheckCache:
 
     def put(self, key: str, payload: Any) -> None:
         """Store `payload` (JSON data) under `key`, whole or not at all; a store that cannot be written is skipped."""
-        body = orjson.dumps(
-            {
-                "format": FORMAT,
-                "key": key,
-                "sha256": hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest(),
-                "payload": payload,
-            }
+        body = zlib.compress(
+            orjson.dumps(
+                {
+                    "format": FORMAT,
+                    "key": key,
+                    "sha256": hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest(),
+                    "payload": payload,
+                }
+            ),
+            1,
         )
         path = self._path(key)
         try:
@@ -249,6 +256,16 @@ class CheckCache:
                 removed += 1
                 total -= size
         return removed
+
+
+def _remove(path: Path) -> None:
+    """Remove what stands at an entry's place in the store (a file, a link, a folder), quietly."""
+    try:
+        os.unlink(path)
+    except IsADirectoryError:
+        shutil.rmtree(path, ignore_errors=True)  # rmtree never follows a link out of it
+    except OSError:
+        pass
 
 
 def _now() -> float:

@@ -64,6 +64,7 @@ class CheckStats:
     units_cached: int = 0
     workers_lost: int = 0
     ran: dict[str, int] = field(default_factory=dict)  # case id → units run for it
+    replayed: dict[str, int] = field(default_factory=dict)  # case id → units run whose verdict replayed activity
 
 
 # -- what a case's check is keyed by -----------------------------------------------------------
@@ -182,6 +183,7 @@ class _CaseWork:
     results: dict[int, UnitResult] = field(default_factory=dict)  # id(unit) → result
     spent: float = 0.0  # seconds its units took: what its budget counts
     ran: int = 0
+    replayed: int = 0
 
     def units(self) -> list[Unit]:
         return self.static + (self.routes or [])
@@ -239,6 +241,7 @@ def check_many(
             )
             done[item.index] = check
             stats.ran[item.case.id] = item.ran
+            stats.replayed[item.case.id] = item.replayed
             if cache is not None and _all_settled(item, check):
                 replay = any(r.replay for r in item.results.values())
                 cache.put(
@@ -326,6 +329,7 @@ def _serially(
             result = run_unit(item.case, unit, deadline=deadline)
             item.results[id(unit)] = result
             item.ran += 1
+            item.replayed += result.replay
             stats.units_run += 1
             _store_unit(cache, item, unit, result)
             if result.stop:
@@ -351,7 +355,6 @@ class _Worker:
     task: _Task | None = None
     group: str | None = None
     started: float = 0.0
-    sent: set[str] = field(default_factory=set)  # case keys this worker holds
 
 
 class _Dispatch:
@@ -446,11 +449,11 @@ class _Dispatch:
                     continue
             else:
                 left = self.budget
-            case = None if item.key in worker.sent else item.case
-            worker.sent.add(item.key)
             worker.task, worker.started = task, time.monotonic()
             try:
-                worker.conn.send((item.key, case, task.unit, left))
+                # The case goes with every unit (~10 KB pickled): a worker keeps the last few it was given, and uses
+                # the one it holds (with its instantiated seed) when the key is the same.
+                worker.conn.send((item.key, item.case, task.unit, left))
             except (OSError, ValueError):
                 self._lost(worker)
             return
@@ -478,6 +481,7 @@ class _Dispatch:
         item.results[id(task.unit)] = result
         item.spent += result.seconds
         item.ran += 1
+        item.replayed += result.replay
         self.stats.units_run += 1
         _store_unit(self.cache, item, task.unit, result)
 
@@ -556,14 +560,11 @@ def _worker_main(conn: Connection, parent: int) -> None:
         if message is None:
             return
         key, case, unit, budget = message
-        if case is not None:
-            cases[key] = case
+        held = cases.get(key)
+        if held is None:
+            held = cases[key] = case
             while len(cases) > _CASES_KEPT:
                 cases.popitem(last=False)
-        held = cases.get(key)
-        if held is None:  # evicted here meanwhile: the parent sends each case once, so this is a bug
-            conn.send(("error", RuntimeError(f"case {key} is not held by this worker")))
-            continue
         cases.move_to_end(key)
         try:
             if unit is None:

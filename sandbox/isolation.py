@@ -812,13 +812,15 @@ def _descendants(pid: int) -> list[int]:
 # exit code PID 1 sends it, without waiting for it —, so its CPU (the command's, and that of everything the command
 # started, which PID 1 reaps) went to whichever process adopted it: init, never this one. This small program runs
 # between this process and the chain: it makes itself a child subreaper (prctl PR_SET_CHILD_SUBREAPER, by system call
-# number: Perl has no prctl), runs the chain in a process group of its own, adopts PID 1 when the outer bwrap exits,
+# number: Perl has no prctl) that dies with its parent (PR_SET_PDEATHSIG; bwrap's --die-with-parent takes the sandbox
+# with it), runs the chain in a process group of its own, adopts PID 1 when the outer bwrap exits,
 # reaps every process until none is left and exits as the chain did (a signal death by the same signal). Its rusage
 # (wait4) then holds the whole sandbox's CPU, and this process's RUSAGE_CHILDREN with it. SIGTERM makes it kill the
 # chain's group and go on reaping. Perl (perl-base, essential on Debian) starts in ~2 ms of CPU, Python in ~10.
 _REAPER = r"""
 my $nr = shift @ARGV;
 syscall($nr, 36, 1, 0, 0, 0) == 0 or exit 125;
+syscall($nr, 1, 9, 0, 0, 0);
 my $pid = fork;
 defined $pid or exit 125;
 if ($pid == 0) { setpgrp(0, 0); exec { $ARGV[0] } @ARGV; exit 127; }
