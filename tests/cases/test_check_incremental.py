@@ -259,3 +259,30 @@ def _children(pid: int) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def test_a_variant_reuses_the_footprint_its_base_took():
+    """The footprint (the paths the user's task itself writes: the benign plan run once without the attack, a sandbox
+    of its own) is keyed by the world and the plan it is taken from, which a benign variant shares with its base."""
+    from redagent.cases import execution
+    from redagent.cases.loader import load_case
+
+    base = load_case(library_dir() / REPLAYED)
+    variant = base.benign_counterpart()
+    execution._footprints.clear()
+    made = []
+    real = execution.CaseRun
+
+    class Counted(real):  # type: ignore[misc,valid-type]
+        def __init__(self, *args, **kwargs):
+            made.append(args[0].id)
+            super().__init__(*args, **kwargs)
+
+    try:
+        execution.CaseRun = Counted
+        first = execution.footprint(base)
+        again = execution.footprint(variant)
+    finally:
+        execution.CaseRun = real
+    assert first is not None and again == first
+    assert made == [base.id]  # taken once, for the base
