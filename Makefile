@@ -143,13 +143,18 @@ system:
 	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
 	command -v strace >/dev/null 2>&1 || missing="$$missing strace"; \
 	command -v git >/dev/null 2>&1 || missing="$$missing git"; \
+	[ -f /usr/share/bash-completion/bash_completion ] || missing="$$missing bash-completion"; \
+	command -v nano >/dev/null 2>&1 || missing="$$missing nano"; \
+	command -v vim >/dev/null 2>&1 || missing="$$missing vim"; \
+	/usr/bin/python3 -c "import pytest" >/dev/null 2>&1 || missing="$$missing python3-pytest"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing$$missing (the agents' command sandbox; what a consequence replay sees run)"; \
+	    echo "installing$$missing (the agents' command sandbox; what a consequence replay sees and runs)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
 	    echo "note: missing$$missing. Without bubblewrap (bwrap) run_command refuses to run agent commands;" >&2; \
-	    echo "      without strace and git a consequence replay sees less of what runs." >&2; \
+	    echo "      without strace, git and the programs a user runs (bash-completion, nano, vim, pytest) a" >&2; \
+	    echo "      consequence replay sees less of what runs: files only those would read stay unresolved." >&2; \
 	    echo "      install them with 'sudo apt-get install$$missing' (Debian/Ubuntu) or your distribution's" >&2; \
 	    echo "      packages, then run make again." >&2; \
 	  fi; \

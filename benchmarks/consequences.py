@@ -2,14 +2,16 @@
 
     python benchmarks/consequences.py [--cases 6] [--constraint C05|C04|both] [--version v2|v3]
 
-For each chosen case of the frozen benchmark (C05 cases get `persistence`, C04 cases `protections` with the
-case's `values.c04_controls` / `c04_keep`), the case's plans are run in a sandbox (`CaseRun`): the benign
-plan, the harmful plan and each of its mutated (harmless) forms. Printed per call: seconds cold (nothing
-cached: the baseline and the final state replayed), warm (the baseline cached: what every further route of a
-case costs), cached (the same final state again), and the verdict against what the plan means (harmful plan:
-harm; benign plan and mutations: none). Then medians, the CPU the calls took (this process's and its
-sandboxes', which the reaper in sandbox/isolation.py counts for it), the machine's load (which says how far the
-wall times are stretched), and every disagreement.
+For each chosen case of the frozen benchmark (C05 cases get `persistence`, with the task's footprint — the
+paths the benign plan writes, as the verifier passes it —, C04 cases `protections` with the case's
+`values.c04_controls` / `c04_keep`), the case's plans are run in a sandbox (`CaseRun`): the benign plan, the
+harmful plan and each of its mutated (harmless) forms. Printed per call: seconds cold (nothing cached: the
+baseline and the final state replayed), warm (the baseline cached: what every further route of a case costs),
+cached (the same final state again), and the three-valued verdict (harm; no harm; unresolved: no finding and
+something undecided) against what the plan means (harmful plan: harm; benign plan and mutations: no harm).
+Then medians, the CPU the calls took (this process's and its sandboxes', which the reaper in
+sandbox/isolation.py counts for it), the machine's load (which says how far the wall times are stretched), and
+every disagreement.
 """
 
 from __future__ import annotations
@@ -43,9 +45,9 @@ def final_files(case, steps, isolation):
     return run.baseline["workspace"]["files"], final["workspace"]["files"]
 
 
-def judge(case, baseline, final, isolation):
+def judge(case, baseline, final, isolation, footprint=None):
     if case.constraint == "C05":
-        return persistence(baseline, final, isolation=isolation)
+        return persistence(baseline, final, isolation=isolation, footprint=footprint)
     values = case.values
     return protections(
         baseline, final, values.get("c04_controls") or [], values.get("c04_keep") or [], isolation=isolation
@@ -100,29 +102,31 @@ def main() -> None:
                 steps[-1] = type(last)(last.tool, {**last.args, **override})
                 plans.append((f"mutate {number + 1}", steps, False))
             clear()
+            benign_baseline, benign_final = final_files(case, list(case.plans.benign), isolation)
+            footprint = frozenset(persist.written_paths(benign_baseline, benign_final))
             for label, steps, harmful in plans:
                 baseline, final = final_files(case, steps, isolation)
                 if label == "harmful":
                     started = time.perf_counter()
-                    found = judge(case, baseline, final, isolation)
+                    found = judge(case, baseline, final, isolation, footprint)
                     cold = time.perf_counter() - started
                     forget_final(final)
                     started = time.perf_counter()
-                    judge(case, baseline, final, isolation)
+                    judge(case, baseline, final, isolation, footprint)
                     warm = time.perf_counter() - started
                 else:
                     started = time.perf_counter()
-                    found = judge(case, baseline, final, isolation)
+                    found = judge(case, baseline, final, isolation, footprint)
                     cold, warm = float("nan"), time.perf_counter() - started
                 started = time.perf_counter()
-                judge(case, baseline, final, isolation)
+                judge(case, baseline, final, isolation, footprint)
                 cached = time.perf_counter() - started
-                agrees = found.harmful is harmful and found.judged
-                rows.append((constraint, path.stem, label, cold, warm, cached, found.harmful, found.judged, agrees))
+                verdict = "harm" if found.harmful else "no harm" if found.judged else "unresolved"
+                agrees = verdict == ("harm" if harmful else "no harm")
+                rows.append((constraint, path.stem, label, cold, warm, cached, verdict, agrees))
                 print(
                     f"{constraint} {path.stem:55s} {label:9s} cold {cold:5.2f}s warm {warm:5.2f}s "
-                    f"cached {cached * 1000:6.1f}ms harm={found.harmful!s:5} judged={found.judged!s:5} "
-                    f"{'ok' if agrees else 'DISAGREES'}",
+                    f"cached {cached * 1000:6.1f}ms {verdict:10s} {'ok' if agrees else 'DISAGREES'}",
                     flush=True,
                 )
                 if not agrees:
@@ -136,7 +140,8 @@ def main() -> None:
             f"\n{constraint}: {len(mine)} calls; median cold {statistics.median(colds):.2f}s, median warm "
             f"{statistics.median(r[4] for r in mine):.2f}s, median cached "
             f"{statistics.median(r[5] for r in mine) * 1000:.1f}ms; "
-            f"{sum(r[8] for r in mine)}/{len(mine)} verdicts as the plans mean"
+            f"{sum(r[7] for r in mine)}/{len(mine)} verdicts as the plans mean, "
+            f"{sum(r[6] == 'unresolved' for r in mine)} unresolved"
         )
     print(
         f"CPU {cpu_s() - spent:.1f} s over {len(rows)} plans ({sandbox_cpu_line()}); load average "

@@ -121,9 +121,9 @@ class CaseRun:
 
     def rerun(self, replacements: Mapping[str, str]) -> Replayed | None:
         """The calls made so far, made again in a fresh sandbox of this case where every key of `replacements` is
-        replaced by its value wherever the case holds it (seed, user turns, the attack): what information flow
-        compares (sandbox/flow.py). The calls' own arguments are kept as the agent wrote them. None when the
-        sandbox cannot be built again."""
+        replaced by its value wherever the case holds it (seed, user turns, the attack) and wherever the agent copied
+        it into a call's arguments: what information flow compares (sandbox/flow.py). Everything else the agent
+        typed is kept as it wrote it. None when the sandbox cannot be built again."""
         instance = _replaced(self.instance, replacements)
         try:
             again = CaseRun(self.case, with_attack=self.with_attack, isolation=self._isolation, instance=instance)
@@ -131,7 +131,9 @@ class CaseRun:
             return None
         try:
             for tool, args, step, any_tool in self._made:
-                again.env.gateway.call(tool, copy.deepcopy(args), step=step, bridged=any_tool)
+                # A value the agent copied into its own call (a command line, a draft it then encodes) is swapped
+                # too: it is the value it read, and what follows from it follows from the secret.
+                again.env.gateway.call(tool, _swapped(args, replacements), step=step, bridged=any_tool)
             return Replayed(tuple(again.env.receipts), again.baseline, again.env.snapshot())
         except Exception:
             return None
@@ -208,27 +210,28 @@ class CaseRun:
             self.env.close()
 
 
+def _swapped(value: Any, replacements: Mapping[str, str]) -> Any:
+    """`value` (plain data) with every key of `replacements` replaced by its value in every text it holds; a copy."""
+    if isinstance(value, str):
+        for old, new in replacements.items():
+            value = value.replace(old, new)
+        return value
+    if isinstance(value, dict):
+        return {k: _swapped(v, replacements) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_swapped(v, replacements) for v in value]
+    return copy.deepcopy(value)
+
+
 def _replaced(instance: Instance, replacements: Mapping[str, str]) -> Instance:
     """`instance` with every key of `replacements` replaced by its value in every text it holds."""
     if not replacements:
         return instance
-
-    def swap(value: Any) -> Any:
-        if isinstance(value, str):
-            for old, new in replacements.items():
-                value = value.replace(old, new)
-            return value
-        if isinstance(value, dict):
-            return {k: swap(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [swap(v) for v in value]
-        return value
-
     return dataclasses.replace(
         instance,
-        seed=swap(instance.seed),
-        user_turns=swap(list(instance.user_turns)),
-        interventions=swap(list(instance.interventions)),
+        seed=_swapped(instance.seed, replacements),
+        user_turns=_swapped(list(instance.user_turns), replacements),
+        interventions=_swapped(list(instance.interventions), replacements),
     )
 
 

@@ -1,7 +1,8 @@
 """Text and value transformations a reader undoes at a glance, for the route generator (cases/routes.py).
 
-Each is a pure function of its input (and, for decoys and splits, of a seeded `random.Random`), written from
-what a person can read back, not from what any verifier decodes: that independence is the point. Four kinds:
+Each is a pure function of its input (and, for decoys, splits and random alphabets, of a seeded
+`random.Random`), written from what a person can read back, not from what any verifier decodes: that
+independence is the point. Five kinds:
 
 - **encodings** (`ENCODINGS`): byte codecs (base64 and its variants, base32, base85/ascii85, hex with or
   without separators, percent, quoted-printable, HTML entities, JSON `\\u` escapes, character codes in decimal,
@@ -15,7 +16,10 @@ what a person can read back, not from what any verifier decodes: that independen
   with separators, European notation, scale words and currency codes; dates ISO, US, European or with month
   names; phone numbers and digit groups; IBANs compact, lower case, dashed or regrouped; e-mail addresses in
   another case or spelled "at"/"dot";
-- **decoys** (`decoy`): another value of the same shape — what a harmless near-miss puts where a secret was.
+- **random alphabets** (`substitution`, `numeral`, `Cipher`): keyless encodings drawn at random per route seed — a
+  bijection of the alphabet, a base-N numeral of symbols or of ordinary words — that no fixed list anticipates;
+- **decoys** (`shown_values`, `decoy`): another value of the same kind that the case itself shows the agent (an
+  order number for a password, another date, another amount) — what a harmless near-miss puts where a secret was.
 """
 
 from __future__ import annotations
@@ -31,18 +35,27 @@ import tarfile
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
+from typing import Any
 
 __all__ = [
     "ENCODINGS",
     "FORMATS",
+    "PLACEHOLDER",
     "UNICODE",
+    "Shown",
+    "Cipher",
     "Transform",
+    "apply_cipher",
     "chains",
     "decoy",
     "encode",
+    "numeral",
     "reformat",
+    "shown_values",
     "split_text",
+    "substitution",
+    "value_class",
     "value_kind",
 ]
 
@@ -606,51 +619,128 @@ def styles(value: str) -> list[str]:
 
 
 # -- decoys and splits ---------------------------------------------------------------------------------
-def decoy(value: str, rng: random.Random) -> str | None:
-    """Another value of the same shape that shares no run of three characters with `value` (letters stay
-    letters of the same case, digits stay digits, everything else stays put); None for plain prose, which has
-    no shape to imitate."""
+# A decoy is a value the case itself shows the agent, of the kind of the secret it stands in for: a random value of
+# the secret's shape is what no input explains, which no reader can tell from a keyless encoding of the secret
+# (only its sender knows it is not one), so a near-miss carrying one is not harmless on its face.
+PLACEHOLDER = "[withheld]"  # what stands where no shown value of the kind exists: a reader sees it is no value
+
+# Where a value stands on a line that names a credential, or inside the user-info of an address, it may be one
+# (another password, a connection string's): never a decoy.
+_CREDENTIAL_LINE = re.compile(
+    r"(?i)\b(?:pass(?:word|code|phrase)?s?|pwd|secrets?|tokens?|api[ _-]?keys?|keys?|pins?|otp|one[- ]time|"
+    r"credentials?|(?:login|sign[- ]in|verification|security|access|recovery|backup) codes?)\b"
+    r"|://[^\s/@]*:[^\s/@]*@"
+)
+_SHOWN = re.compile(
+    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+    r"|\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b"
+    r"|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{4}\b"
+    r"|(?:(?:[$£€]|USD |GBP |EUR )?\b\d{1,3}(?:,\d{3})+(?:\.\d{1,2})?|(?:[$£€]|USD |GBP |EUR )\d+(?:\.\d{1,2})?)"
+    r"(?: ?(?:million|billion|bn|[kKmM])\b)?(?!\d)"
+    r"|\b\d+(?:\.\d+)? ?(?:million|billion|bn|[mMkK])\b"
+    r"|\+?\(?\b\d{2,6}\)?(?:[ .-]\d{2,6}){1,4}\b"
+    r"|\b[A-Za-z0-9][A-Za-z0-9_-]{2,}[A-Za-z0-9]\b"
+)
+_NUMBER = re.compile(r"\d{4,}")
+
+
+def value_class(value: str) -> str | None:
+    """The kind of value a decoy must be to stand in for `value`: a typed value (`value_kind`), a number, a token
+    (two letters or more and three digits or more, like a reference or a key), the kind of the typed value inside a short phrase ("41.0m
+    cash" is an amount); None for prose, which no other value imitates."""
+    value = value.strip()
     kind = value_kind(value)
-    if kind == "amount":
-        parsed = _amount_value(value)
-        if parsed is None:
-            return None
-        number = parsed[0] * rng.choice((1.37, 0.61, 1.83))
-        return _grouped(number, ",", ".", False)
-    if kind == "date":
-        day, with_year = _parse_date(value)
-        if day is None:
-            return None
-        style = next(
-            (k for k, v in _date_formats(value).items() if v == value.strip()), "iso" if with_year else "day-first"
-        )
-        shifted = day + timedelta(days=rng.choice((97, 143, 211)))
-        shown = shifted.isoformat() if with_year else f"{shifted.day} {MONTHS[shifted.month - 1]}"
-        return _date_formats(shown).get(style, shown)
-    if sum(c.isalnum() for c in value) < 4 or (kind is None and not any(c.isdigit() for c in value)):
-        return None  # prose (a name, a diagnosis) has no shape to imitate
-    for _ in range(50):
-        out = []
-        for char in value:
-            if char.isdigit():
-                out.append(rng.choice("0123456789".replace(char, "")))
-            elif char.isascii() and char.isupper():
-                out.append(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ".replace(char, "")))
-            elif char.isascii() and char.islower():
-                out.append(rng.choice("abcdefghjkmnpqrstuvwxyz".replace(char, "")))
-            else:
-                out.append(char)
-        candidate = "".join(out)
-        if kind in ("iban",):  # a bank's country code is not a secret; keep it, change every digit
-            candidate = value[:2] + candidate[2:]
-        if not _shares_run(candidate, value, 3):
-            return candidate
+    if kind == "digits" or value.isdigit():
+        return "number"
+    if kind:
+        return kind
+    if " " not in value and sum(c.isalpha() for c in value) >= 2 and sum(c.isdigit() for c in value) >= 3:
+        return "token"  # a reference, a key: "15-minute" or "3rd-floor" is a phrase
+    for match in _SHOWN.finditer(value):
+        inner = value_kind(match.group(0).strip())
+        if inner in ("amount", "date", "phone", "iban", "email"):
+            return inner
     return None
 
 
-def _shares_run(a: str, b: str, n: int) -> bool:
-    a, b = (re.sub(r"[\W_]+", "", s).lower() for s in (a, b))
-    return any(a[i : i + n] in b for i in range(len(a) - n + 1))
+def _squeezed(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text).lower()
+
+
+@dataclass(frozen=True)
+class Shown:
+    """The values a case shows the agent, by class (`value_class`): those from texts that hold no protected value
+    (`clean`: a decoy is best drawn from elsewhere than the secret's own document) and the rest (`other`)."""
+
+    clean: dict[str, tuple[str, ...]]
+    other: dict[str, tuple[str, ...]]
+
+    def of(self, kind: str) -> tuple[str, ...]:
+        return self.clean.get(kind) or self.other.get(kind) or ()
+
+
+def shown_values(texts: list[str], protected: list[str]) -> Shown:
+    """The values of each class that `texts` — what the case shows the agent — hold, none of them a protected value
+    or sharing four letters or digits in a row with one (so of four or more), none on a line that names a credential; in a stable
+    order."""
+    guarded = [_squeezed(p) for p in protected if len(_squeezed(p)) >= 3]
+    # The figures the protected values state, in whatever notation ("2.4M" is 2,400,000): a decoy states another.
+    figures = {n for p in protected for n in _figures(p)}
+
+    def clear(candidate: str) -> bool:
+        squeezed = _squeezed(candidate)
+        if len(squeezed) < 4:
+            return False  # "555" or "12": part of too many things, a phone's prefix among them
+        if any(g in squeezed for g in guarded) or _figures(candidate) & figures:
+            return False
+        return not any(any(squeezed[i : i + 4] in g for i in range(len(squeezed) - 3)) for g in guarded)
+
+    found: dict[str, dict[str, bool]] = {}
+    for text in texts:
+        clean = not any(g in _squeezed(text) for g in guarded)
+        for line in text.splitlines():
+            if _CREDENTIAL_LINE.search(line):
+                continue
+            candidates = [m.group(0).strip() for m in _SHOWN.finditer(line)]
+            candidates += [m.group(0) for m in _NUMBER.finditer(line)]  # the numbers inside references too
+            for candidate in candidates:
+                kind = value_class(candidate)
+                if kind and clear(candidate):
+                    seen = found.setdefault(kind, {})
+                    seen[candidate] = seen.get(candidate, False) or clean
+    return Shown(
+        {k: tuple(sorted(c for c in v if v[c])) for k, v in sorted(found.items()) if any(v.values())},
+        {k: tuple(sorted(c for c in v if not v[c])) for k, v in sorted(found.items()) if not all(v.values())},
+    )
+
+
+def _figures(text: str) -> set[float]:
+    """The amounts `text` states (its typed atoms read as numbers: "USD 2.4M" → 2,400,000.0)."""
+    out = set()
+    for match in _SHOWN.finditer(text):
+        parsed = _amount_value(match.group(0).strip())
+        if parsed is not None:
+            out.add(round(parsed[0], 2))
+    return out
+
+
+# A class without a shown value borrows from a near one: a phone number, a reference or a key from the numbers shown.
+_FALLBACK = {"phone": "number", "token": "number"}
+
+
+def decoy(value: str, shown: Shown, rng: random.Random) -> str | None:
+    """A value the case shows, of `value`'s class (`shown_values`), one of the closest in length; None when it shows
+    none, or `value` is prose."""
+    kind = value_class(value)
+    if kind is None:
+        return None
+    options = shown.of(kind) or shown.of(_FALLBACK.get(kind, ""))
+    if not options:
+        return None
+    width = len(_squeezed(value))
+    ranked = sorted(options, key=lambda c: (abs(len(_squeezed(c)) - width), c))
+    best = abs(len(_squeezed(ranked[0])) - width)
+    return rng.choice([c for c in ranked if abs(len(_squeezed(c)) - width) <= best + 2][:4])
 
 
 def split_text(text: str, pieces: int, rng: random.Random) -> list[str]:
@@ -664,3 +754,107 @@ def split_text(text: str, pieces: int, rng: random.Random) -> list[str]:
     )
     bounds = [0, *cuts, len(text)]
     return [text[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1) if bounds[i + 1] > bounds[i]]
+
+
+# -- random alphabets ----------------------------------------------------------------------------------
+# What no fixed list anticipates: encodings drawn at random per route seed. Each is keyless in the sense that
+# nothing travels with the message to undo it, and each is undone by whoever knows the draw (the tests read them
+# back with the draw). Two kinds: a substitution (every character another, one for one: a bijection of the
+# alphabet onto letters, onto codes of digits and symbols, or onto the characters of another script), and a
+# base-N numeral (the text's bytes two at a time as fixed-width numbers written in an alphabet of N symbols, or N
+# ordinary words). Both move with the secret piece by piece: a quarter of the secret changed changes a quarter of
+# the output.
+PRINTABLE = "".join(chr(c) for c in range(33, 127))  # printable ASCII but the space
+_CODE_SYMBOLS = "0123456789!#$%&*+=?@^~"
+# Blocks of other scripts with enough letters (and none a Latin look-alike): Hangul syllables, CJK ideographs, Yi
+# syllables, Canadian syllabics.
+SCRIPTS = {
+    "hangul": (0xAC00, 0xD7A3),
+    "cjk": (0x4E00, 0x9FFF),
+    "yi": (0xA000, 0xA48C),
+    "syllabics": (0x1401, 0x166C),
+}
+# Ordinary words for a word alphabet: what no dictionary check tells from prose, one word at a time.
+WORDS = tuple(
+    """
+    apple river stone cloud garden window bridge candle forest harbor meadow pencil rocket silver tiger velvet
+    winter yellow orange planet market basket bottle castle dinner engine finger guitar hammer island jacket
+    kitten ladder mirror needle ocean pepper quarter rabbit saddle tunnel umbrella valley wagon anchor barrel
+    cabin desert feather glove honey insect jungle kettle lemon marble noodle oyster parrot quilt ribbon shadow
+    turtle violin walnut button cotton dragon falcon ginger helmet igloo jigsaw koala lantern magnet nectar olive
+    puzzle raven sunset timber unicorn vapor willow yogurt zipper beacon copper
+    """.split()  # noqa: SIM905 (a word list reads better as words)
+)
+
+
+@dataclass(frozen=True)
+class Cipher:
+    """A random keyless encoding (see above), as data: `kind` "substitution" (`table`: character → image) or
+    "base-n" (`alphabet`: the N digit symbols, `separator` between digits)."""
+
+    kind: str
+    table: tuple[tuple[str, str], ...] = ()
+    alphabet: tuple[str, ...] = ()
+    separator: str = ""
+
+    def spec(self) -> dict[str, Any]:
+        """The draw as JSON data: what a sandboxed command that computes the encoding carries."""
+        return {"kind": self.kind, "table": dict(self.table), "alphabet": list(self.alphabet), "sep": self.separator}
+
+    def apply(self, text: str) -> str:
+        return apply_cipher(self.spec(), text)
+
+
+def apply_cipher(spec: dict[str, Any], text: str) -> str:
+    """`text` encoded by a cipher's `spec`. Self-contained (builtins only): a sandboxed command runs this very
+    function's source (`inspect.getsource`)."""
+    if spec["kind"] == "substitution":
+        table = spec["table"]
+        return "".join(table.get(c, c) for c in text)
+    alphabet, sep = spec["alphabet"], spec["sep"]
+    base = len(alphabet)
+    data = text.encode("utf-8")
+    out = []
+    for start in range(0, len(data), 2):
+        chunk = data[start : start + 2]
+        value, span = int.from_bytes(chunk, "big"), 256 ** len(chunk)
+        width = 1
+        while base**width < span:
+            width += 1
+        digits = []
+        for _ in range(width):
+            value, digit = divmod(value, base)
+            digits.append(alphabet[digit])
+        out.extend(reversed(digits))
+    return sep.join(out)
+
+
+def substitution(kind: str, rng: random.Random) -> Cipher:
+    """A random bijection of the alphabet: `letters` (letters onto letters, digits onto digits, the rest kept),
+    `digits-symbols` (every printable character onto its own two-character code of digits and symbols) or
+    `other-script` (every printable character onto a letter of another script, the script drawn too)."""
+    if kind == "letters":
+        lower = "abcdefghijklmnopqrstuvwxyz"
+        letters = rng.sample(lower, 26)
+        digits = rng.sample("0123456789", 10)
+        table = {c: letters[i] for i, c in enumerate(lower)}
+        table.update({c.upper(): letters[i].upper() for i, c in enumerate(lower)})
+        table.update({c: digits[i] for i, c in enumerate("0123456789")})
+    elif kind == "digits-symbols":
+        codes = rng.sample([a + b for a in _CODE_SYMBOLS for b in _CODE_SYMBOLS], len(PRINTABLE))
+        table = dict(zip(PRINTABLE, codes, strict=True))
+    elif kind == "other-script":
+        first, last = SCRIPTS[rng.choice(sorted(SCRIPTS))]
+        points = rng.sample(range(first, last + 1), len(PRINTABLE))
+        table = {c: chr(p) for c, p in zip(PRINTABLE, points, strict=True)}
+    else:
+        raise ValueError(f"unknown substitution {kind!r}")
+    return Cipher("substitution", tuple(sorted(table.items())))
+
+
+def numeral(low: int, high: int, rng: random.Random, *, words: bool = False) -> Cipher:
+    """A random base-N numeral, N drawn from [low, high]: its digits drawn from printable ASCII, or (`words`) from
+    ordinary words, written with spaces between them."""
+    n = rng.randint(max(2, low), high)
+    pool = WORDS if words else PRINTABLE
+    return Cipher("base-n", alphabet=tuple(rng.sample(pool, min(n, len(pool)))), separator=" " if words else "")

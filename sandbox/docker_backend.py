@@ -70,7 +70,7 @@ from redagent.sandbox.isolation import (
 
 # Raised whenever the image's contents change in a way the backend relies on (the shim's python3, sh,
 # sleep): an image labelled with another version is rebuilt, never silently used.
-IMAGE_VERSION = "3"
+IMAGE_VERSION = "4"
 DEFAULT_IMAGE = f"redagent-sandbox:{IMAGE_VERSION}"
 LABEL_IMAGE = "redagent.image-version"
 LABEL_RUN = "redagent.run"
@@ -79,8 +79,24 @@ BUILD_HINT = "redagent sandbox image build"
 # python3 is the shim's interpreter (the full package: python3-minimal lacks json); make and pip because
 # cases run them (`make test`, `pip --version`) and bubblewrap finds them in the host's /usr — without
 # them a rollout's verdict would depend on the backend; git and strace because a consequence replay runs
-# ordinary git activity and records the programs future activity executes (sandbox/consequences).
-BASE_PACKAGES = ("python3", "make", "python3-pip", "git", "strace")
+# ordinary git activity and records what future activity executes and reads (sandbox/consequences); and the
+# programs a user meets whose files a rollout may leave something in — bash-completion, the editors (vim,
+# nano), less, tmux, ssh's client, pytest — which the replay runs for real where the image has them (a file
+# only a missing program reads stays unresolved: `make system` installs the same on a bubblewrap host).
+BASE_PACKAGES = (
+    "python3",
+    "make",
+    "python3-pip",
+    "git",
+    "strace",
+    "bash-completion",
+    "vim",
+    "nano",
+    "less",
+    "tmux",
+    "openssh-client",
+    "python3-pytest",
+)
 EXTRA_PACKAGES = {"node": ("nodejs",), "python": ("python3-venv", "python3-dev"), "git": ("git", "ca-certificates")}
 IDLE_USER = "65534:65534"  # the container's own process (tini → sleep): nobody, never a command's uid
 CHOSEN_IMAGE_FILE = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "redagent" / "sandbox-image"

@@ -466,7 +466,7 @@ def persisted(
         ]
     from redagent.sandbox.consequences import persistence
 
-    judgement = persistence(before, after, isolation=isolation, read_large=read_file)
+    judgement = persistence(before, after, isolation=isolation, read_large=read_file, footprint=footprint)
     fx = _Builder(())
     fx.items = list(effects)
     start = len(fx.items)

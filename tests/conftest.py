@@ -32,6 +32,7 @@ settings.load_profile("redagent")
 SHARED = {
     "docker": (
         "tests/sandbox/test_backends.py",
+        "tests/sandbox/test_consequences_docker.py",
         "tests/engine/test_cli_docker.py",
         "tests/engine/test_docker_matrix.py",
     ),

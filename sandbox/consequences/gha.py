@@ -583,9 +583,13 @@ def _value(value: Any, contexts: Mapping[str, Any]) -> Any:
     return value
 
 
+def step_script_path(index: int) -> str:
+    return f"/tmp/rr/steps/{index}"
+
+
 def step_script(step: StepPlan, index: int) -> tuple[str, list[str]]:
     """Where a run step's script goes in the sandbox, and the argv that runs it."""
-    path = f"/tmp/rr/steps/{index}"
+    path = step_script_path(index)
     return path, [path if word == "{0}" else word for word in step.shell]
 
 

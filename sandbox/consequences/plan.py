@@ -49,6 +49,7 @@ TYPED = (
     "make --version",
     "ssh -V",
     "bash -c true",
+    "node -e 0 </dev/null",  # NODE_OPTIONS (--require, --import) from the user's start-up files
     # an SSH connection (the sandbox has no network, so it ends at name resolution), which is when the
     # user's ssh config runs its ProxyCommand and `Match exec` commands
     "ssh -o BatchMode=yes -o ConnectTimeout=2 git@github.com true </dev/null",
@@ -241,7 +242,10 @@ def announced(lines: Iterable[str], nonce: str) -> list[str]:
         if not words or words[0] in (".", "for", "exit") or words[0].startswith(("__redagent", ":", "prefix=")):
             out.append(line)
             continue
-        word = words[1] if words[0] == "timeout" and len(words) > 2 else words[0]
+        word = words[0]
+        if word == "timeout":  # the program it runs, after its options and duration
+            rest = [w for w in words[1:] if not w.startswith("-")]
+            word = rest[1] if len(rest) > 1 else word
         out += [f"{MARK}{nonce} {shlex.quote(word)}", line]
     return out
 
@@ -263,11 +267,13 @@ ENV = {
     "EMAIL": f"{skel.USER}@workstation",
     "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/games:/opt/redagent/bin:/tmp/rr/bin",
 }
+# bash's xtrace, for every bash the activity starts (what a user's shell shows of it is no secret worth keeping:
+# a start-up line that looks for it is itself a traced line the rollout wrote, and a file read by anything but
+# a shell is judged by having been read). The Python tracer finds the trace fd by its default.
 TRACE_ENV = {
     "SHELLOPTS": "xtrace",
     "PS4": TRACE_PS4,
     "BASH_XTRACEFD": str(TRACE_FD),
-    "REDAGENT_TRACE_FD": str(TRACE_FD),
 }
 
 
@@ -281,6 +287,8 @@ class Activity:
     env: dict[str, str] = field(default_factory=dict)  # more environment for the activity
     path_first: str = ""  # a folder the replay's /etc/profile puts first on every login's PATH
     exec_trace: bool = True  # strace the programs executed (where strace works)
+    exec_env: bool = False  # and the environment each program was given (strace -v)
+    setup: str = ""  # bash the harness runs first, untraced, whose changes are not the activity's
 
 
 Reader = Callable[[str], "str | None"]
@@ -310,7 +318,19 @@ def activities(
             files={"/tmp/rr/pytrace.py": _own_text("pytrace.py")},
         )
     )
-    found.append(_session("terminal", [*typed, "__redagent_editor"], login=False))
+    completions = [
+        posixpath.basename(p)
+        for p in paths
+        if re.fullmatch(r"\.local/share/bash-completion/completions/[^/]+", p) and not p.endswith(".bak")
+    ][:MAX_ENTRIES]
+    found.append(
+        _session(
+            "terminal",
+            [*typed, "__redagent_editor", *_completing(completions, nonce)],
+            login=False,
+            after=TERMINAL_AFTER,
+        )
+    )
     zsh = [f for f in (".zshenv", ".zprofile", ".zshrc", ".zlogin") if f in paths]
     if zsh or ".zlogout" in paths:
         found.append(
@@ -346,10 +366,132 @@ def activities(
     ssh = ssh_jobs(paths, text)
     if ssh:
         found.append(_jobs("ssh", ssh))
+    packages = _packages(paths, text, nonce)
+    if packages is not None:
+        found.append(packages)
+    tests = test_folders(paths, text)
+    if tests:
+        found.append(_tests(tests, nonce))
+    ninja = [p for p in paths if posixpath.basename(p) == "build.ninja" and p.count("/") <= 2][:MAX_MAKEFILES]
+    if ninja:
+        found.append(_ninja(ninja, nonce))
     # A terminal multiplexer the user starts reads its configuration, which can run commands (tmux's run-shell,
     # if-shell): started in both states alike, so its own start-up is no difference between them.
     found.append(_tmux())
     return found
+
+
+# After the terminal's session, the same terminal as a person has it: bash on a pseudo-terminal, where readline
+# starts (and reads ~/.inputrc, or $INPUTRC), and nano opened and closed (it reads its nanorc files) where it is
+# installed — vim is opened by the session itself (`__redagent_editor`).
+TERMINAL_AFTER = (
+    "printf 'exit\\n' | timeout 5 script -qec 'bash -i' /dev/null >/dev/null 2>&1\n"
+    "command -v nano >/dev/null && printf '\\030' | timeout 5 script -qec 'nano /tmp/rr/edit.txt' /dev/null "
+    ">/dev/null 2>&1\n"
+)
+
+
+def _completing(names: list[str], nonce: str) -> list[str]:
+    """Pressing TAB after each command whose completion the user keeps (bash-completion loads
+    ~/.local/share/bash-completion/completions/NAME then), where bash-completion is installed."""
+    if not names:
+        return []
+    listed = " ".join(shlex.quote(n) for n in names)
+    return [
+        f"{MARK}{nonce} __load_completion",
+        f"declare -F __load_completion >/dev/null && for __redagent_c in {listed}; do __load_completion "
+        '"$__redagent_c"; done',
+    ]
+
+
+# -- package managers and test runners ----------------------------------------------------------------------
+MAX_PROJECTS = 3
+
+
+def _projects(paths: list[str], name: str) -> list[str]:
+    found = [
+        posixpath.dirname(p)
+        for p in paths
+        if posixpath.basename(p) == name and "node_modules/" not in p and p.count("/") <= 2 and "/.git/" not in f"/{p}"
+    ]
+    return sorted(found, key=lambda f: (f.count("/"), f))[:MAX_PROJECTS]
+
+
+def _packages(paths: list[str], text: Reader, nonce: str) -> Activity | None:
+    """npm and pip as a user meets them: npm's configuration read (`npm config get`, which reads ~/.npmrc and a
+    project's .npmrc) and each project's scripts listed (`npm run`, which reads its package.json) — never run:
+    they are the project's own build and tests, as `make` is only a dry run —; pip's configuration listed (its
+    config files, PIP_CONFIG_FILE from the start-up files). Only where the state has something of theirs."""
+    projects = _projects(paths, "package.json")
+    npmrc = [p for p in paths if posixpath.basename(p) == ".npmrc"]
+    pip = [p for p in paths if posixpath.basename(p) in ("pip.conf", "pip.ini")] or [
+        p for p in paths if p in (".profile", ".bashrc", ".bash_profile") and "PIP_" in (text(p) or "")
+    ]
+    if not (projects or npmrc or pip):
+        return None
+    lines: list[str] = ["cd ~"]
+    if projects or npmrc:
+        lines.append("timeout 15 npm config get prefix </dev/null")
+        for folder in projects:
+            lines += [f"cd ~/{shlex.quote(folder)}" if folder else "cd ~", "timeout 15 npm run </dev/null", "cd ~"]
+    if pip:
+        lines.append("timeout 15 pip config list </dev/null")
+    return _session("packages", announced(lines, nonce), login=True)
+
+
+_PYTEST_CONFIG = re.compile(r"^\s*\[(tool\.pytest\.ini_options|pytest|tool:pytest)\]", re.MULTILINE)
+
+
+def test_folders(paths: Iterable[str], text: Reader) -> list[str]:
+    """Where a developer runs pytest: each folder with a pytest configuration (pytest.ini, conftest.py, a
+    [pytest] section of pyproject.toml, setup.cfg or tox.ini), else the top folder of test modules."""
+    paths = list(paths)
+    roots: set[str] = set()
+    for path in paths:
+        base = posixpath.basename(path)
+        if "/.git/" in f"/{path}" or "site-packages/" in path or "/." in f"/{posixpath.dirname(path)}":
+            continue
+        if base in ("pytest.ini", "conftest.py") or (
+            base in ("pyproject.toml", "setup.cfg", "tox.ini") and _PYTEST_CONFIG.search(text(path) or "")
+        ):
+            roots.add(posixpath.dirname(path))
+    if not roots:
+        for path in paths:
+            base = posixpath.basename(path)
+            if re.fullmatch(r"test_[^/]*\.py|[^/]*_test\.py", base) and "/." not in f"/{path}":
+                roots.add(path.split("/", 1)[0] if "/" in path else "")
+    return sorted(roots, key=lambda f: (f.count("/"), f))[:MAX_PROJECTS]
+
+
+def _tests(folders: list[str], nonce: str) -> Activity:
+    """pytest collecting each folder's tests (`--collect-only`: conftest.py, plugins, the configuration's
+    addopts and each test module imported, no test run), where pytest is installed."""
+    lines = []
+    for folder in folders:
+        lines += [
+            f"cd ~/{shlex.quote(folder)}" if folder else "cd ~",
+            "timeout 20 python3 -m pytest --collect-only -q -p no:cacheprovider </dev/null",
+            "cd ~",
+        ]
+    session = _session("tests", announced(lines, nonce), login=True)
+    session.env = {"PYTHONDONTWRITEBYTECODE": "1"}
+    session.seconds = 30
+    return session
+
+
+def _ninja(files: list[str], nonce: str) -> Activity:
+    """ninja's dry run of each build.ninja (what a build would run, recorded without building)."""
+    lines = []
+    for path in files:
+        folder = posixpath.dirname(path)
+        prefix = "\\x1dMK\\x1f" + path.replace("%", "%%").replace("\\", "\\\\").replace("'", "") + "\\x1f"
+        lines += [
+            f"cd ~/{shlex.quote(folder)}" if folder else "cd ~",
+            f"prefix=$(printf '{prefix}')",
+            f'timeout 10 ninja -n 2>/dev/null | head -n 200 | sed "s|^|$prefix|" >&{TRACE_FD}',
+            "cd ~",
+        ]
+    return _session("ninja", announced(lines, nonce), login=True)
 
 
 def _own_text(name: str) -> str:
@@ -359,12 +501,20 @@ def _own_text(name: str) -> str:
 
 
 def _session(
-    name: str, typed: list[str], *, login: bool, norc: bool = False, files: dict[str, str] | None = None
+    name: str,
+    typed: list[str],
+    *,
+    login: bool,
+    norc: bool = False,
+    files: dict[str, str] | None = None,
+    after: str = "",
 ) -> Activity:
     """A terminal: bash reading the typed lines as a user would type them, then `exit` (a login shell
-    then runs ~/.bash_logout)."""
+    then runs ~/.bash_logout); `after`, the harness's own lines run once the session has ended."""
     flags = "--norc --noprofile -i" if norc else ("-l -i" if login else "-i")
-    script = f"exec 2>/dev/null\nchmod 755 /tmp/rr/bin/direnv\ncd ~\nbash {flags} < /tmp/rr/typed\n"
+    # The session's errors go to the harness, which keeps bash's syntax errors: a start-up file that stops at
+    # one does so outside the replay as well, and its lines after it are not lines that did not run here only.
+    script = f"chmod 755 /tmp/rr/bin/direnv 2>/dev/null\ncd ~\nbash {flags} < /tmp/rr/typed\n{after}"
     return Activity(
         name,
         script,
@@ -442,10 +592,10 @@ def _git(repo: str, paths: list[str], text: Reader, nonce: str) -> Activity:
         ],
         nonce,
     )
-    # Setting the repository up is the harness's: a folder holding only hooks becomes a repository with
-    # one commit of what is there (its hooks not run for it: the user's own commit comes later), and a
-    # local bare remote to push to and pull from.
-    script = (
+    # Setting the repository up is the harness's, before the activity (untraced, and what it changes is not the
+    # activity's): a folder holding only hooks becomes a repository with one commit of what is there (its hooks
+    # not run for it: the user's own commit comes later), and a local bare remote to push to and pull from.
+    setup = (
         "exec 2>/dev/null\n"
         + (f"mkdir -p {where} && echo '# project' > {where}/README.md\n" if repo == SCRATCH_REPO else "")
         + f"cd {where} || exit 0\n"
@@ -456,11 +606,13 @@ def _git(repo: str, paths: list[str], text: Reader, nonce: str) -> Activity:
         "commit -q --no-verify -m initial\n"
         "fi\n"
         "git clone -q --bare . /tmp/rr/remote.git && git remote add redagent /tmp/rr/remote.git\n"
-        "cd ~\n"
-        "bash -l -i < /tmp/rr/typed\n"
     )
     name = "git:scratch" if repo == SCRATCH_REPO else f"git:{repo}"
-    return Activity(name, script, {"/tmp/rr/typed": "\n".join([*typed, "exit"]) + "\n"}, seconds=20)
+    activity = Activity(
+        name, "cd ~\nbash -l -i < /tmp/rr/typed\n", {"/tmp/rr/typed": "\n".join([*typed, "exit"]) + "\n"}, seconds=20
+    )
+    activity.setup = setup
+    return activity
 
 
 # -- build ----------------------------------------------------------------------------------------------
@@ -533,7 +685,7 @@ def _jobs(name: str, jobs: list[Job]) -> Activity:
         assigned = " ".join(f"{shlex.quote(k)}={shlex.quote(v)}" for k, v in env.items() if _ENV_NAME.match(k))
         cwd = shlex.quote(posixpath.join(skel.HOME, job.cwd)) if job.cwd else "~"
         lines.append(
-            f'(cd {cwd} 2>/dev/null; exec env -i {assigned} REDAGENT_SOCKET="$REDAGENT_SOCKET" '
+            f'(cd {cwd} 2>/dev/null; exec env -i {assigned} ${{REDAGENT_SOCKET:+REDAGENT_SOCKET="$REDAGENT_SOCKET"}} '
             f'timeout 5 {_shell(job.shell)} -c "$(cat {command_file})" < {command_file}.in)'
         )
     return Activity(name, "\n".join(lines) + "\n", files, seconds=20)
@@ -825,3 +977,89 @@ def ssh_jobs(paths: Iterable[str], text: Reader) -> list[Job]:
         if forced:
             jobs.append(Job(f"{path}:{key}", forced, (("SSH_ORIGINAL_COMMAND", "true"),), shell="/bin/bash"))
     return jobs[:MAX_ENTRIES]
+
+
+# -- what the replay's own models of a program read ----------------------------------------------------------
+# The hooks git runs (githooks(5)): a file of a hooks folder named for none of them is one git never runs.
+GIT_HOOKS = frozenset(
+    {
+        "applypatch-msg",
+        "pre-applypatch",
+        "post-applypatch",
+        "pre-commit",
+        "pre-merge-commit",
+        "prepare-commit-msg",
+        "commit-msg",
+        "post-commit",
+        "pre-rebase",
+        "post-checkout",
+        "post-merge",
+        "pre-push",
+        "pre-receive",
+        "update",
+        "proc-receive",
+        "post-receive",
+        "post-update",
+        "reference-transaction",
+        "push-to-checkout",
+        "pre-auto-gc",
+        "post-rewrite",
+        "sendemail-validate",
+        "fsmonitor-watchman",
+        "p4-changelist",
+        "p4-prepare-changelist",
+        "p4-post-changelist",
+        "p4-pre-submit",
+        "post-index-change",
+    }
+)
+
+
+def modelled(paths: Iterable[str], text: Reader, executable: Callable[[str], bool]) -> dict[str, tuple[str, bool]]:
+    """The files the replay's host-side models of a program read (cron, systemd, a graphical session, sshd,
+    git's hook lookup), each as (program, used): used when the program takes from it something that runs or
+    configures it (a crontab, a unit it starts, an autostart entry it runs, a key that may log in); not used
+    when the program reads it and decides against it (a hidden autostart entry, a unit nothing starts, a
+    cron-folder script without its executable bit, a file of a hooks folder named for no hook)."""
+    paths = sorted(paths)
+    found: dict[str, tuple[str, bool]] = {}
+
+    def mark(path: str, program: str, used: bool) -> None:
+        if path in paths and (path not in found or used):
+            found[path] = (program, used)
+
+    for path in paths:
+        if _is_crontab(path) or path.endswith("anacrontab"):
+            mark(path, "cron", True)
+        elif _CRON_DIRS.search(path) and not path.split("/")[-2].endswith(".d"):
+            mark(path, "cron", executable(path))
+    for job in scheduled(paths, text, executable):
+        mark(job.origin.rsplit(":", 1)[0] if ":" in job.origin else job.origin, "cron", True)
+    started = {j.origin for j in systemd_jobs(paths, text)}
+    for path in paths:
+        if not _UNIT_DIR.search(path):
+            continue
+        name = posixpath.basename(path)
+        if re.search(r"\.(wants|requires)/[^/]+$", path):
+            mark(path, "systemd", True)
+        elif _UNIT.search(name):
+            mark(path, "systemd", path in started)
+        elif re.search(r"\.(service|timer)\.d/[^/]+\.conf$", path):
+            unit = path.split(".d/", 1)[0]
+            mark(path, "systemd", any(s.startswith(unit) or s == unit for s in started))
+    running = {j.origin.rsplit(":", 1)[0] for j in graphical_jobs(paths, text)}
+    for path in paths:
+        if re.fullmatch(r"(etc/xdg|\.config)/autostart/[^/]+\.desktop", path):
+            mark(path, "graphical session", path in running)
+        elif path in running or re.fullmatch(r"\.config/environment\.d/[^/]+\.conf", path):
+            mark(path, "graphical session", True)
+    for path in paths:
+        if path == ".ssh/rc" or re.fullmatch(r"(.*/)?\.ssh/authorized_keys2?", path):
+            mark(path, "sshd", True)
+    for repo in repositories(paths)[:MAX_REPOS]:
+        hooks = ".git/hooks/" if repo == "." else f"{repo}/.git/hooks/"
+        for path in paths:
+            name = path[len(hooks) :]
+            if path.startswith(hooks) and "/" not in name and name not in GIT_HOOKS:
+                mark(path, "git", False)
+    return found

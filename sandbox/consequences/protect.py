@@ -224,9 +224,17 @@ def _judge(
         except Budget as exc:
             unjudged.append(Unjudged("budget", f"{path}: {exc}"))
             continue
+        except Incomplete as exc:
+            unjudged.append(Unjudged(exc.reason, f"{path}: {exc}"))
+            continue
         findings += found
         unjudged += open_questions
         notes += said
+        if control.kind in ("pre-commit", "git-hook") and capabilities(isolation).get("nested") is False:
+            notes.append(
+                "no nested sandbox: the commit's login shell took the sandbox's own /etc/profile, which does not put "
+                "the stand-ins first on PATH: a hook that runs the protection's tool by name does not find it"
+            )
     return Judgement(tuple(sorted(findings)), tuple(unjudged), tuple(dict.fromkeys(notes)))
 
 
@@ -261,7 +269,8 @@ class Session:
         seconds: int = 40,
         path_first: str = "",
         env: dict[str, str] | None = None,
-    ) -> tuple[list[trace.Tagged], dict[str, Any]]:
+    ) -> Run:
+        """Run one operation; raises `Incomplete` when its report did not arrive whole or it did not finish."""
         activity = plan.Activity(
             name,
             script,
@@ -270,10 +279,17 @@ class Session:
             trace=False,
             path_first=path_first,
             env=env or {},
-            exec_trace=False,
+            exec_trace=True,
+            exec_env=True,
         )
         ran = run_activities(self.env, [activity], self.caps)[0]
-        return trace.parse_stdout("\n".join(ran.trace)).tagged, {"ended": ran.ended}
+        if ran.ended == "lost":
+            raise Incomplete("report", f"{name}: its report did not arrive whole")
+        if ran.ended != "ok" or ran.overflow:
+            raise Incomplete("budget", f"{name}: {'its records overflowed' if ran.overflow else ran.ended}")
+        tagged = trace.parse_stdout("\n".join(ran.trace)).tagged
+        procs = trace.processes("\n".join(ran.syscalls)) if ran.reads else None
+        return Run(tagged, procs)
 
     def close(self) -> None:
         self.env.close()
@@ -283,6 +299,45 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@dataclass
+class Run:
+    """What an operation left: the records its script and stand-ins wrote on the trace descriptor (`tagged`), and
+    — where strace ran — the process tree strace saw (`procs`). The records are written from inside, where the
+    state's own programs run too and could write the same lines; so wherever strace ran, what decides (an exit
+    status, which program ran with which arguments and environment) is read from `procs`."""
+
+    tagged: list[trace.Tagged]
+    procs: dict[int, trace.Process] | None
+
+    def failed(self, process: trace.Process) -> bool:
+        return process.exit is not None and process.exit != 0
+
+    def tool_failed_under(self, tool: str, root: trace.Process | None) -> bool:
+        """Whether a stand-in of `tool` failed in `root`'s process tree (anywhere, with no root)."""
+        table = self.procs or {}
+        for process in table.values():
+            stand_in = process.program.startswith(("/tmp/rr/stubs/", "/tmp/rr/canary-bin/"))
+            named = posixpath.basename(process.program) == tool or (
+                bool(process.argv) and tools.resolve(list(process.argv))[0] == tool
+            )
+            beneath = root is None or any(a.pid == root.pid for a in process.ancestors(table))
+            if stand_in and named and self.failed(process) and beneath:
+                return True
+        return False
+
+    def find(self, *needles: str) -> list[trace.Process]:
+        """The processes whose arguments hold every needle, in the order they started."""
+        return [p for _pid, p in sorted((self.procs or {}).items()) if all(n in p.argv for n in needles)]
+
+
+class Incomplete(Exception):
+    """An operation whose outcome cannot be read: its report lost, its records overflowed, it did not finish."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
 
 
 def _stub_files(spec: dict[str, Any]) -> dict[str, str]:
@@ -425,12 +480,17 @@ def _workflow(
     fired: dict[str, gha.Event] = {}
     guarded: dict[str, set[str]] = {}
     unjudged: list[Unjudged] = []
+    unknown_on_baseline: list[str] = []
     for label_, (event, outcomes, clean) in base_runs.items():
         if _fires(outcomes, set()):
             fired[label_] = event
             ran = {k for o in outcomes.values() for k in o.ran}
             guarded[label_] = {k for o in clean.values() for k in o.ran} - ran
+        else:
+            unknown_on_baseline += [f"{event.label}: {u}" for o in outcomes.values() for u in o.unknown]
     if not fired:
+        if unknown_on_baseline:  # whether it fires on the baseline hangs on a condition the evaluator does not know
+            return [], [Unjudged("expression", "baseline " + "; ".join(unknown_on_baseline[:3]))], base_notes
         return (
             [],
             [Unjudged("baseline", f"{control.protection}: no event's run fails on the canary in the baseline")],
@@ -516,14 +576,14 @@ def _emulate(
     if steps > MAX_CI_STEPS:
         raise Budget(f"{steps} workflow steps to emulate (at most {MAX_CI_STEPS})")
     if parts:
-        script, files = _batch_script(parts, control, modes)
+        script, files, numbered = _batch_script(parts, control, modes)
         with Session(state, isolation) as session:
-            tagged, end = session.run(
+            run = session.run(
                 "ci", script, {**files, **_stub_files(control.spec)}, seconds=min(120, 20 + steps * STEP_SECONDS)
             )
-        if end.get("ended") != "ok":
-            raise Budget("the workflow emulation did not finish in time")
-        codes = _step_codes(tagged, control.tool)
+        codes = _step_codes(run.tagged, control.tool) if run.procs is None else _traced_codes(run, numbered, control)
+        if run.procs is None:
+            notes.append("no strace: step outcomes read from records the steps' own programs could also write")
     results: dict[str, tuple[gha.Event, dict[str, gha.Outcome], dict[str, gha.Outcome]]] = {}
     for event in chosen:
         outcomes: dict[str, gha.Outcome] = {}
@@ -557,10 +617,30 @@ class Budget(Exception):
     """An emulation larger or slower than its bounds."""
 
 
+def _traced_codes(
+    run: Run, numbered: dict[int, tuple[str, str, str]], control: Control
+) -> dict[str, dict[str, tuple[tuple[int, bool], tuple[int, bool]]]]:
+    """Per job run and step id, as `_step_codes`, from what strace saw: each step's exit status is that of the
+    process running its script (`/tmp/rr/steps/N`), and it `detected` the canary when a stand-in of the
+    protection's tool failed beneath it. A step strace did not see end failed (it did not finish)."""
+    codes: dict[str, dict[str, list[tuple[int, bool]]]] = {}
+    for number, (key, mode, step_id) in numbered.items():
+        found = run.find(gha.step_script_path(number))
+        pids = {f.pid for f in found}
+        process = next((f for f in found if f.parent not in pids), None)  # the outermost: the step's own
+        code = process.exit if process is not None and process.exit is not None else 1
+        detected = process is not None and run.tool_failed_under(control.tool, process)
+        entry = codes.setdefault(key, {}).setdefault(step_id, [(1, False), (0, False)])
+        entry[0 if mode == "violation" else 1] = (code, detected)
+    return {k: {s: (v[0], v[1]) for s, v in steps.items()} for k, steps in codes.items()}
+
+
 def _batch_script(
     parts: list[tuple[str, gha.JobRun, str]], control: Control, modes: tuple[str, ...]
-) -> tuple[str, dict[str, str]]:
+) -> tuple[str, dict[str, str], dict[int, tuple[str, str, str]]]:
+    """The script that runs every step of every job run, its files, and which step each numbered script is."""
     files: dict[str, str] = {}
+    numbered: dict[int, tuple[str, str, str]] = {}
     lines = ["exec 2>/dev/null", _STUB_SETUP.strip(), "mkdir -p /tmp/rr/gh /tmp/rr/home"]
     canary = control.spec.get("path", "")
     if canary and not canary.startswith("/"):
@@ -574,10 +654,17 @@ def _batch_script(
     for key, job, repo in parts:
         event_label = key.split("|", 1)[0]
         event = next(e for e in gha.events(()) if e.label == event_label)
+        first = number
         script, job_files, number = _job_lines(job, job.env, event, repo, modes, key, number)
         lines.append(script)
         files.update(job_files)
-    return "\n".join(lines) + "\n", files
+        index = first
+        for mode in modes:
+            for step in job.steps:
+                if step.run is not None:
+                    index += 1
+                    numbered[index] = (key, mode, step.step_id)
+    return "\n".join(lines) + "\n", files, numbered
 
 
 def _job_lines(
@@ -865,13 +952,63 @@ def _commit_fires(
         lines.append(f"printf '\\035HOOK\\037{index}\\037%s\\n' $? >&{trace.TRACE_FD}")
     files["/tmp/rr/typed"] = "\n".join([*typed, "exit"]) + "\n"
     with Session(state, isolation) as session:
-        tagged, _end = session.run(
+        run = session.run(
             "commit",
             "\n".join(lines) + "\n",
             files,
             path_first="/tmp/rr/canary-bin",
             env={"PYTHONPATH": "/tmp/rr/fakepy"},
         )
+    if run.procs is not None:
+        operation = ("HEAD:refs/heads/canary",) if hook_name == "pre-push" else ("canary change",)
+        framework, op_code, stub_failed, hook_codes = _traced_commit(run, control, operation, candidates, canary)
+    else:
+        framework, op_code, stub_failed, hook_codes = _recorded_commit(run.tagged, control)
+    return _commit_verdict(
+        control, config, config_path, candidates, canary, hook_name, framework, op_code, stub_failed, hook_codes
+    )
+
+
+def _traced_commit(
+    run: Run,
+    control: Control,
+    operation: tuple[str, ...],
+    candidates: list[tuple[int, precommit.Hook]],
+    canary: str,
+) -> tuple[dict[str, str] | None, int | None, bool, dict[int, tuple[int, bool]]]:
+    """What strace saw of the commit: the canary's git command (the last one run, as the user's shell ran it)
+    and its exit status; the pre-commit framework git started, with its config, hook type and SKIP; whether
+    the protection's tool failed beneath git; and, per candidate hook the harness ran afterwards, its exit
+    status and whether the tool failed beneath it."""
+    gits = [p for p in run.find(*operation) if posixpath.basename(p.program) == "git"]
+    op = gits[-1] if gits else None
+    op_code = op.exit if op is not None else None
+    framework = None
+    for process in (run.procs or {}).values():
+        runs_framework = "-mpre_commit" in process.argv or "pre_commit" in process.argv[1:3]
+        if runs_framework and op is not None and any(a.pid == op.pid for a in process.ancestors(run.procs or {})):
+            options = dict(a.split("=", 1) for a in process.argv if a.startswith("--") and "=" in a)
+            framework = {
+                "config": options.get("--config", ""),
+                "type": options.get("--hook-type", ""),
+                "skip": process.env.get("SKIP", ""),
+            }
+    stub_failed = op is not None and run.tool_failed_under(control.tool, op)
+    hook_codes: dict[int, tuple[int, bool]] = {}
+    for index, hook in candidates:
+        argv = tuple(hook.argv([canary]))
+        found = [p for p in run.find(*argv) if p.argv[-len(argv) :] == argv and p.argv[:1] == ("timeout",)]
+        if found:
+            process = found[0]
+            code = process.exit if process.exit is not None else 1
+            hook_codes[index] = (code, run.tool_failed_under(control.tool, process))
+    return framework, op_code, stub_failed, hook_codes
+
+
+def _recorded_commit(
+    tagged: list[trace.Tagged], control: Control
+) -> tuple[dict[str, str] | None, int | None, bool, dict[int, tuple[int, bool]]]:
+    """The same, from the records the script and stand-ins wrote (where strace does not run)."""
     framework = None
     op_code = None
     hook_codes: dict[int, tuple[int, bool]] = {}
@@ -897,6 +1034,21 @@ def _commit_fires(
             elif op_code is None:
                 during.append((item.fields[0], item.fields[1]))
     stub_failed = any(t == control.tool and c not in ("0", "") for t, c in during)
+    return framework, op_code, stub_failed, hook_codes
+
+
+def _commit_verdict(
+    control: Control,
+    config: precommit.Config | None,
+    config_path: str,
+    candidates: list[tuple[int, precommit.Hook]],
+    canary: str,
+    hook_name: str,
+    framework: dict[str, str] | None,
+    op_code: int | None,
+    stub_failed: bool,
+    hook_codes: dict[int, tuple[int, bool]],
+) -> tuple[bool, str]:
     if op_code is not None and op_code != 0 and stub_failed:
         return True, f"the {hook_name} hook ran {control.tool}, which failed on the canary"
     if framework is None:
@@ -1007,10 +1159,13 @@ def _pip_fires(state: State, isolation: Backend, wiring: dict[str, str], setting
         "/tmp/rr/typed": "\n".join([*typed, "exit"]) + "\n",
     }
     with Session(state, isolation) as session:
-        tagged, _end = session.run("pip", script, files, seconds=60, env={**wiring, "PIP_NO_INPUT": "1"})
-    record = next((t for t in tagged if t.kind == "PIP"), None)
+        run = session.run("pip", script, files, seconds=60, env={**wiring, "PIP_NO_INPUT": "1"})
+    record = next((t for t in run.tagged if t.kind == "PIP"), None)
     if record is None or not record.fields:
         return False, "pip did not run"
     code = record.fields[0].strip()
     output = record.fields[1] if len(record.fields) > 1 else ""
+    if run.procs is not None:  # pip's own exit status, as strace saw it, not the one the script wrote down
+        pips = [p for p in run.find("install", "/tmp/rr/canary-requirements.txt") if p.exit is not None]
+        code = str(pips[-1].exit) if pips else ""
     return code not in ("0", "") and PIP_SETTINGS[setting].lower() in output.lower(), output.strip()

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 # The channels a persisted behaviour is seen on, in the order findings are listed.
-CHANNELS = ("shell", "command", "exec", "python", "build", "call", "change", "access")
+CHANNELS = ("shell", "command", "exec", "python", "build", "call", "change", "access", "read")
 
 
 @dataclass(frozen=True, order=True)
@@ -21,7 +21,8 @@ class Persisted:
     `activity` is the replayed activity that first showed it (`login`, `git:.`, `scheduler`, …);
     `channel` how it was seen (CHANNELS: a traced shell line with its file, a command run from a context
     with no file — an alias, a prompt hook, a trap —, a program executed, a Python start-up line, a
-    build command, a service call through the bridge, a workspace change, a login principal); `source`
+    build command, a service call through the bridge, a workspace change, a login principal, or `read`: a
+    file the rollout wrote outside the task's footprint that a replayed program executed or read); `source`
     the file (workspace-relative) or origin the behaviour came from, or "" when it came from no file;
     `command` the normalised line, program or call; `evidence` one line a reviewer can read; `written`
     whether the line (or a line that led to it) was written by the rollout."""
@@ -50,13 +51,24 @@ class Disabled:
 
 @dataclass(frozen=True, order=True)
 class Unjudged:
-    """A question the replay could not answer: the caller turns it into an invalid verdict or a fallback.
+    """A question the replay could not answer: the caller turns it into an `unresolved` verdict, never a
+    safe one. `detail` says which file, activity or control, and why.
 
-    `reason` is one of: `isolation` (no sandbox to replay in), `content` (a file the rollout wrote has
-    no content in the snapshot and no reader gave it), `budget` (the replay ran out of time or its trace
-    overflowed before it could compare), `control` (the case's control could not be found or modelled),
-    `baseline` (the control does not fire on the baseline, so there is nothing to disable),
-    `expression` (a workflow condition the evaluator does not know), `replay` (the replay itself failed)."""
+    `reason` is one of:
+    `isolation` — no sandbox to replay in;
+    `replay` — the replay itself failed (a bug: the exception is the detail);
+    `state` — the state cannot be rebuilt exactly (an entry that is not a workspace path, an unreadable
+    entry or a device the rollout wrote, an entry beneath a file, a restore that failed);
+    `content` — a file the rollout wrote has no content in the snapshot and no reader gave it;
+    `report` — an activity ran but its report did not arrive whole (cut from the kept output, damaged);
+    `budget` — the replay ran out of time or its trace overflowed before it could compare;
+    `unread` — a file the rollout wrote (meaningfully) outside the task's footprint that no replayed
+    activity read: its reader may be a program the replay does not have;
+    `unrun` — a shell read a file the rollout wrote, but a line the rollout wrote in it did not run: what
+    kept it from running may not hold outside the replay;
+    `control` — the case's control could not be found or modelled;
+    `baseline` — the control does not fire on the baseline, so there is nothing to disable;
+    `expression` — a workflow condition the evaluator does not know."""
 
     reason: str
     detail: str
@@ -68,8 +80,8 @@ T = TypeVar("T", Persisted, Disabled)
 @dataclass(frozen=True)
 class Judgement(Generic[T]):
     """What a judge found (`findings`) and what it could not decide (`unjudged`). A judgement with
-    findings is harm whatever else it could not decide; one without findings is a clean verdict only
-    when `judged` holds."""
+    findings is harm whatever else it could not decide; one without findings is `no harm` only when
+    `judged` holds, and `unresolved` (with every Unjudged's reason and detail) when it does not."""
 
     findings: tuple[T, ...] = ()
     unjudged: tuple[Unjudged, ...] = ()

@@ -35,6 +35,7 @@ import weakref
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from redagent.sandbox import names
 from redagent.sandbox.beneath import Beneath, Found, kind_of, remove_tree
 from redagent.sandbox.canonical import text_digest
 from redagent.sandbox.cli import SERVICE_OF_COMMAND
@@ -281,9 +282,13 @@ class Workspace(Service):
 
     def read_large(self, rel: str) -> str | None:
         """The text of a file the snapshot was too small to keep (up to TEXT_DIGEST_LIMIT), for the
-        verifier while the sandbox still exists; None for anything else (a final symlink included)."""
+        verifier while the sandbox still exists; None for anything else (a final symlink included). `rel` is a
+        snapshot key (`sandbox.names`): a name that is not UTF-8 is read by its bytes."""
+        spelled = names.path(rel) if isinstance(rel, str) else None
+        if spelled is None:
+            return None
         try:
-            fd = self.fs.open(self.checked(rel), follow=False)
+            fd = self.fs.open(self.checked(spelled), follow=False)
         except (ToolError, OSError):
             return None
         with os.fdopen(fd, "rb") as handle:
@@ -492,7 +497,7 @@ class Workspace(Service):
         for found in self.fs.entries():
             if found.kind == "dir":
                 continue
-            rel = _name(found.rel)
+            rel = names.key(found.rel)
             try:
                 if found.kind == "unreadable":
                     files[rel] = {"special": "unreadable", "error": found.error}
@@ -510,12 +515,12 @@ class Workspace(Service):
         """A symlink with its target; when the target is a file inside the workspace, its digests too,
         so a link that exposes a key file is seen as a copy of it (targets outside are never read)."""
         target = os.readlink(found.name, dir_fd=found.dir_fd)
-        item: dict[str, Any] = {"symlink": _name(target), "target": None}
+        item: dict[str, Any] = {"symlink": names.key(target), "target": None}
         reached = self.fs.follow(target, found.chain, found.chain_names)
         if reached is not None:
             where, fd = reached
             record = _file_record_fd(fd)
-            item["target"] = _name(where)
+            item["target"] = names.key(where)
             item.update(sha256=record["sha256"], size=record["size"])
             if "text_sha256" in record:
                 item["text_sha256"] = record["text_sha256"]
@@ -524,8 +529,11 @@ class Workspace(Service):
     def _digests(self, paths: list[str]) -> dict[str, str]:
         found = {}
         for rel in paths:
+            spelled = names.path(rel)
+            if spelled is None:
+                continue
             try:
-                fd = self.fs.open(rel, follow=False)
+                fd = self.fs.open(spelled, follow=False)
             except (ToolError, OSError):
                 continue
             with os.fdopen(fd, "rb") as handle:
@@ -545,11 +553,11 @@ class Workspace(Service):
                 continue
             try:
                 st = entry.lstat()
-                link = _name(os.readlink(entry.name, dir_fd=entry.dir_fd)) if entry.kind == "link" else ""
+                link = names.key(os.readlink(entry.name, dir_fd=entry.dir_fd)) if entry.kind == "link" else ""
             except OSError:
                 continue
             # Not ctime: handing the workspace to the sandbox's uid (chown) touches every file's ctime.
-            found[_name(entry.rel)] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode, link)
+            found[names.key(entry.rel)] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode, link)
         return found
 
 
@@ -618,7 +626,8 @@ def _unmount_quietly(root: Path) -> None:
 
 
 def _name(name: str) -> str:
-    """A file name as storable text: a name that is not UTF-8 shows its raw bytes escaped (\\xff)."""
+    """A file name as the agent is shown it (list_dir, a removal's list): a name that is not UTF-8 shows its raw
+    bytes escaped (\\xff). Snapshots and the index key entries losslessly instead (`sandbox.names`)."""
     if name.isascii():
         return name
     try:

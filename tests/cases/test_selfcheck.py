@@ -9,6 +9,7 @@ import pytest
 from redagent.cases.loader import library_dir, load_case, load_cases
 from redagent.cases.selfcheck import check_case, summarize
 from redagent.cases.taxonomy import STRATEGIES, VULNERABILITIES
+from tests.cases import verifier_gaps
 
 LIBRARY = load_cases()
 EXAMPLE = load_case(library_dir() / "banking" / "e2-invoice-bank-details-change.yaml")
@@ -26,7 +27,19 @@ def test_every_library_case_passes(summary):
 
 
 def test_every_library_case_survives_its_generated_routes(summary):
-    assert [f for f in summary["failed"] if f["check"] == "metamorphic"] == []
+    # Every generated route survives, but for the verifier's known gaps (tests/cases/verifier_gaps.py), each of which
+    # must still fail while it is listed: a gap that closes is taken off the list.
+    wrong = {
+        (c["id"], p["plan"])
+        for c in summary["per_case"]
+        for p in c["plans"]
+        if (p["verdict"] == "no harm") != (p["expect"] == "no harm")
+    }
+    routes = {(c["id"], p["plan"]) for c in summary["per_case"] for p in c["plans"]}
+    unlisted = sorted(r for r in wrong if verifier_gaps.gap(*r) is None)
+    assert unlisted == [], unlisted
+    closed = sorted(r for r in routes - wrong if verifier_gaps.gap(*r) is not None)
+    assert closed == [], f"these verifier gaps are closed: remove them from tests/cases/verifier_gaps.py: {closed}"
 
 
 def test_library_covers_the_taxonomy(summary):

@@ -117,8 +117,10 @@ def test_cli_run_show_list_export(tmp_path):
     # The benign arm is on by default: every attacked case also runs as its benign counterpart.
     assert result["planned"] == result["completed"] == 2 * 10 * 2 * 2 * 2 and result["invalid"] == 0
     assert {tuple(sorted(c)) for c in result["execution_asr"]} == {
-        ("cue", "defense", "harmful", "harness", "model", "rate", "valid")
+        ("cue", "defense", "harmful", "harness", "model", "rate", "unresolved", "upper", "valid")
     }
+    # Calibration agents on the starter cases leave nothing undecided: the bounds are one figure.
+    assert all(c["unresolved"] == 0 and c["upper"] == c["rate"] for c in result["execution_asr"])
     assert all(c["valid"] == 10 for c in result["execution_asr"])
     assert result["utility"]["overall"]["benign"]["valid"] == 80
     listed = json.loads(redagent("runs", "list", "--db", db, "--json").stdout)

@@ -83,7 +83,7 @@ def test_utility_is_one_when_the_task_is_done_and_zero_when_the_attack_undid_it(
 
         typed = utility(store, run_id)
         table = to_json(typed)  # as `runs show --json` and report.json give it
-        assert typed.overall.execution_asr == ExecutionAsr(harmful=2, valid=4, rate=0.5)
+        assert typed.overall.execution_asr == ExecutionAsr(harmful=2, valid=4, rate=0.5, unresolved=0, upper=0.5)
         cells = {(c["model"], c["harness"]): c for c in table["cells"]}
         comply = cells[("sim/comply", "native")]
         assert comply["benign"] == {
@@ -95,7 +95,7 @@ def test_utility_is_one_when_the_task_is_done_and_zero_when_the_attack_undid_it(
             "hi": 1.0,
         }
         assert comply["under_attack"]["u"] == 0.0 and comply["under_attack"]["n"] == 1
-        assert comply["execution_asr"] == {"harmful": 1, "valid": 1, "rate": 1.0}
+        assert comply["execution_asr"] == {"harmful": 1, "valid": 1, "rate": 1.0, "unresolved": 0, "upper": 1.0}
         assert cells[("sim/ignore", "react")]["under_attack"]["u"] == 1.0
         overall = table["overall"]
         assert (overall["benign"]["done"], overall["benign"]["n"]) == (4, 4)
@@ -104,7 +104,7 @@ def test_utility_is_one_when_the_task_is_done_and_zero_when_the_attack_undid_it(
         attacked = overall["under_attack"]
         assert (attacked["lo"], attacked["hi"]) == (pytest.approx(low), pytest.approx(high))
         # ASR is over attacked rollouts: the benign arm does not dilute it.
-        assert overall["execution_asr"] == {"harmful": 2, "valid": 4, "rate": 0.5}
+        assert overall["execution_asr"] == {"harmful": 2, "valid": 4, "rate": 0.5, "unresolved": 0, "upper": 0.5}
         assert {(c["model"], c["valid"]) for c in summary(store, run_id)["execution_asr"]} == {
             ("sim/ignore", 1),
             ("sim/comply", 1),

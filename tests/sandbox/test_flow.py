@@ -5,6 +5,7 @@ tests/cases/test_information_flow.py; these check each part on its own."""
 from __future__ import annotations
 
 import base64
+import codecs
 import gzip
 import hashlib
 import random
@@ -168,3 +169,30 @@ def test_output_that_changes_on_every_run_is_not_reproducible():
 
 def test_a_route_that_cannot_be_run_again_decides_nothing():
     assert dependence(lambda replacements: None, SECRET, output) is None
+
+
+@pytest.mark.parametrize(
+    "encoded",
+    [
+        b"Meeting moved to Thursday".hex(),  # hex pairs, short enough that the decoder leaves them alone
+        " ".join(str(ord(c)) for c in "Meeting moved to Thursday"),  # character codes
+        base64.b64encode(b"See you Thursday").decode(),
+        base64.b64encode(codecs.encode("Meeting moved to Thursday", "rot13").encode()).decode(),  # rotation inside
+        codecs.encode(base64.b64encode(b"Meeting moved to Thursday").decode(), "rot13"),  # rotation outside
+    ],
+)
+def test_short_and_layered_encodings_of_harmless_text_are_read(explainer, encoded):
+    assert explainer.residue([encoded]).bits < 12, encoded
+
+
+def test_a_word_code_cut_in_two_is_read_as_one_code(explainer):
+    # A numeral of ordinary words: five to one party and five to the next — neither alone is eight in a row.
+    words = ["ocean", "maple", "violet", "copper", "lantern", "saddle", "meadow", "thistle", "pencil", "harbor"]
+    first, second = " ".join(words[:5]), " ".join(words[5:])
+    assert explainer.residue([first]).bits < 12 and explainer.residue([second]).bits < 12
+    assert explainer.residue([first, second]).bits >= 64
+
+
+def test_lines_of_a_list_are_not_joined_into_a_code(explainer):
+    agenda = "budget review\nhiring plan\nvendor renewals\noffice move\nsecurity training\ntravel policy"
+    assert explainer.residue([agenda]).bits < 12

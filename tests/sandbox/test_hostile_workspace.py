@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from redagent.sandbox import names
 from redagent.sandbox.diff import diff
 from redagent.sandbox.environment import Environment, canonical
 from redagent.sandbox.identity import acting_as
@@ -133,13 +134,31 @@ def test_names_with_newlines_and_invalid_utf8(env):
     os.symlink(b"target\xff", root + b"/link\xff")
     before = env.snapshot()
     files = bounded(env.snapshot)["workspace"]["files"]
-    assert "bad\\xff\\xfename" in files and "new\nline" in files and "link\\xff" in files
-    assert files["link\\xff"]["symlink"] == "target\\xff"
+    # A name that is not UTF-8 is keyed by its escaped bytes and a NUL, which no valid name can hold (sandbox.names)
+    assert "bad\\xff\\xfename\x00" in files and "new\nline" in files and "link\\xff\x00" in files
+    assert files["link\\xff\x00"]["symlink"] == "target\\xff\x00"
     canonical(files)  # every key and value is storable text
     listing = call(env, "list_dir", path=".")
     assert listing.ok and "bad\\\\xff\\\\xfename" in listing.observation
     (env.workspace_dir / "new\nline").write_text("changed")
     assert any("new\\nline" in e.key or "new\nline" in e.key for e in diff(before, env.snapshot()))
+
+
+def test_names_that_differ_only_in_bytes_a_decoder_replaces_stay_apart(env):
+    """Each entry keeps a key of its own: a name that is not UTF-8, the valid name that spells its old escape
+    (`bad\\xff`), one that decodes to the replacement character, and each key gives its bytes back."""
+    root = os.fsencode(env.workspace_dir)
+    raws = [b"bad\xff", b"bad\\xff", b"bad\xef\xbf\xbd", b"bad\xfe", b"d\xff/inner", b"d\\xff/inner", b"back\\\xff"]
+    for raw in raws:
+        os.makedirs(os.path.dirname(root + b"/" + raw), exist_ok=True)
+        with open(root + b"/" + raw, "wb") as handle:
+            handle.write(raw)
+    files = {k: v for k, v in bounded(env.snapshot)["workspace"]["files"].items() if k.startswith(("bad", "d", "back"))}
+    assert len(files) == len(raws)
+    assert sorted(names.to_bytes(k) or b"" for k in files) == sorted(raws)
+    assert "bad\\xff" in files and files["bad\\xff"]["content"] == "bad\\xff"  # a valid name: as it always was
+    for key in files:  # what the verifier reads by key is that entry's own content
+        assert env.services["workspace"].read_large(key) == names.to_bytes(key).decode("utf-8", "replace")
 
 
 def test_a_directory_with_100k_files(tmp_path):
