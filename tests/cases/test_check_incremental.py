@@ -286,3 +286,42 @@ def test_a_variant_reuses_the_footprint_its_base_took():
         execution.CaseRun = real
     assert first is not None and again == first
     assert made == [base.id]  # taken once, for the base
+
+
+CHECKED_IN = r"""
+import importlib, pkgutil, sys
+from pathlib import Path
+from redagent.cases.checkpool import check_many
+from redagent.cases.loader import load_case
+import redagent.sandbox.consequences as consequences
+for module in ("redagent.sandbox.verifier", "redagent.sandbox.flow", "redagent.sandbox.outcome", "redagent.cases.routes"):
+    importlib.import_module(module)
+for found in pkgutil.iter_modules(consequences.__path__):
+    importlib.import_module(f"redagent.sandbox.consequences.{found.name}")
+check_many([load_case(Path(sys.argv[1]))], 1, metamorphic=True)
+for name, module in sorted(sys.modules.items()):
+    if name.startswith("redagent.") and getattr(module, "__file__", None):
+        print(Path(module.__file__).resolve())
+"""
+
+
+def test_every_source_a_verdict_is_read_from_is_in_a_code_version():
+    """A changed verifier never serves a stale result: every module of the package that a check loads — the
+    verifier, information flow, the three-valued outcome, the consequence replay, the route generator, whatever they
+    import — is a file of some code version the cache's keys hold (cases/checkcache.py COMPONENTS)."""
+    from redagent.cases import checkcache
+
+    covered = {name: {p.resolve() for p in checkcache._files(*parts)} for name, parts in checkcache.COMPONENTS.items()}
+    loaded = subprocess.run(
+        [sys.executable, "-c", CHECKED_IN, str(library_dir() / FAST[0])],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=HANG_S,
+    ).stdout.split()
+    every = set().union(*covered.values())
+    assert loaded and [p for p in loaded if Path(p) not in every] == []
+    package = Path(checkcache.__file__).resolve().parents[1]
+    assert {package / "sandbox" / n for n in ("flow.py", "outcome.py", "names.py", "verifier.py")} <= covered["check"]
+    assert {p for p in (package / "sandbox" / "consequences").glob("*.py")} <= covered["replay"]
+    assert {package / "cases" / "routes.py", package / "cases" / "transforms.py"} <= covered["routes"]
