@@ -11,9 +11,11 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import itertools
 import os
 import tempfile
 import threading
+import weakref
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -93,8 +95,12 @@ def workspace_root() -> str | None:
 # Every environment this process made and has not closed: what a stop left open is closed at exit (`close_made_here`),
 # never what a parent process made before a fork (each entry names its maker). Its workspace's name carries the
 # maker's pid too, so what a process that died left behind can be found and removed (`remove_leftovers_of`).
-_made: dict[int, tuple[int, Environment]] = {}
+# An entry holds its environment weakly (with its folder): one dropped without close() is still collected — its
+# workspace's finalizer drops the quota mount then, not at exit — and its folder is removed at exit. A number, not
+# id(), names the entry: a dropped environment's id can be a later one's.
+_made: dict[int, tuple[int, weakref.ref[Environment], Path]] = {}
 _made_lock = threading.Lock()
+_made_numbers = itertools.count()
 WORKSPACE_PREFIX = "redagent-ws-"
 
 
@@ -121,7 +127,8 @@ class Environment:
                         tempfile.mkdtemp(prefix=_workspace_prefix(os.getpid()), dir=workspace_root())
                     )
                     with _made_lock:
-                        _made[id(self)] = (os.getpid(), self)
+                        self._made_as = next(_made_numbers)
+                        _made[self._made_as] = (os.getpid(), weakref.ref(self), self.workspace_dir)
             except BaseException:
                 if hasattr(self, "workspace_dir"):
                     self.close()
@@ -173,7 +180,7 @@ class Environment:
             if self._owns_dir:
                 remove_tree(self.workspace_dir)
                 with _made_lock:
-                    _made.pop(id(self), None)
+                    _made.pop(getattr(self, "_made_as", -1), None)
 
     def __enter__(self) -> Environment:
         return self
@@ -187,10 +194,16 @@ def close_made_here() -> int:
     many. Those a parent process made before a fork are its own, and left alone."""
     me = os.getpid()
     with _made_lock:
-        mine = [env for pid, env in _made.values() if pid == me]
-    for env in mine:
+        mine = [(number, ref(), folder) for number, (pid, ref, folder) in _made.items() if pid == me]
+    for number, env, folder in mine:
         with contextlib.suppress(Exception):
-            env.close()
+            if env is not None:
+                env.close()
+            else:  # collected without close(): its mount went with it, its folder is left
+                with critical():
+                    remove_tree(folder)
+                with _made_lock:
+                    _made.pop(number, None)
     return len(mine)
 
 
