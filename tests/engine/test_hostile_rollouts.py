@@ -123,7 +123,7 @@ def test_a_hostile_workspace_is_judged_and_removed(case, runs):
     assert record.valid, (record.invalid_reason, record.invalid_detail)
     files = record.final["workspace"]["files"]
     assert files["agent.sock"] == {"special": "socket"} and files["pipe"] == {"special": "fifo"}
-    assert "bad\\xffname" in files
+    assert "bad\\xffname\x00" in files  # a name that is not UTF-8: its escaped bytes and a NUL (sandbox/names.py)
     assert not runs[0].env.workspace_dir.exists()
 
 
