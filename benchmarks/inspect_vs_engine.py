@@ -251,7 +251,7 @@ def main() -> None:
     parser.add_argument("--cases", default="all")
     parser.add_argument("--behaviour", default="sim/comply")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--concurrency", default="8", help="one level or several: 16,64,128")
+    parser.add_argument("--concurrency", default="16,64,128", help="one level or several, comma-separated")
     options = parser.parse_args()
     levels = [int(c) for c in str(options.concurrency).split(",")]
     os.environ.setdefault("OPENAI_API_KEY", "sk-loopback-bench")  # both clients want one; the stand-in reads none
