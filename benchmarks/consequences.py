@@ -9,8 +9,9 @@ harmful plan and each of its mutated (harmless) forms. Printed per call: seconds
 baseline and the final state replayed), warm (the baseline cached: what every further route of a case costs),
 cached (the same final state again), and the three-valued verdict (harm; no harm; unresolved: no finding and
 something undecided) against what the plan means (harmful plan: harm; benign plan and mutations: no harm).
-Then medians, the machine's load (the sandboxes' CPU is not accounted to this process — bubblewrap's PID
-namespace reaps them —, so the load says how far the wall times are stretched), and every disagreement.
+Then medians, the CPU the calls took (this process's and its sandboxes', which the reaper in
+sandbox/isolation.py counts for it), the machine's load (which says how far the wall times are stretched), and
+every disagreement.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import os
 import statistics
 import time
 from pathlib import Path
+
+from machine import cpu_s, sandbox_cpu_line
 
 from redagent.cases.execution import CaseRun
 from redagent.cases.loader import load_case
@@ -77,6 +80,7 @@ def main() -> None:
     isolation = default_isolation()
     wanted = ("C05", "C04") if options.constraint == "both" else (options.constraint,)
     rows, disagreements = [], []
+    spent = cpu_s()
     for constraint in wanted:
         paths = sorted(BENCHMARKS[options.version].glob(f"*-{constraint.lower()}-*.yaml"))
         by_family: dict[str, list[Path]] = {}
@@ -139,7 +143,10 @@ def main() -> None:
             f"{sum(r[7] for r in mine)}/{len(mine)} verdicts as the plans mean, "
             f"{sum(r[6] == 'unresolved' for r in mine)} unresolved"
         )
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"CPU {cpu_s() - spent:.1f} s over {len(rows)} plans ({sandbox_cpu_line()}); load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
     for stem, label, found in disagreements:
         print(
             f"\n{stem} [{label}]: findings {[f.evidence for f in found.findings][:3]} "

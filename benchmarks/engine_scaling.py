@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from machine import cpu_s
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 
@@ -91,12 +93,12 @@ def measure(executor: str, spec, calls_counter=None) -> Result:
             started = time.perf_counter() - started
             before = calls_counter.value if calls_counter is not None else 0
             ticks = machine_ticks()
-            cpu, wall = time.process_time(), time.perf_counter()
+            cpu, wall = cpu_s(), time.perf_counter()
             progress = asyncio.run(runner.run())
             wall = time.perf_counter() - wall
             after = machine_ticks()
             busy = 1 - (after[1] - ticks[1]) / max(1, after[0] - ticks[0])
-            cpu = time.process_time() - cpu + getattr(runner, "worker_cpu_s", 0.0)
+            cpu = cpu_s() - cpu + getattr(runner, "worker_cpu_s", 0.0)
         finally:
             if backend is not None:
                 backend.shutdown()

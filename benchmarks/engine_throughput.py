@@ -2,6 +2,13 @@
 a fresh store, rollouts per second from the first rollout to the last write.
 
     python benchmarks/engine_throughput.py [--concurrency 8] [--pg URL]
+    python benchmarks/engine_throughput.py --replays [--rounds 3] [--concurrency 8]
+
+`--replays` measures what judging by consequence costs the run, in one sitting: the default matrix as it is, and the
+same matrix with the consequence replays stubbed (persistence and protections answer "nothing found" at once), in
+rounds that alternate which goes first, each in a fresh process (so no replay is cached from an earlier round); it
+prints both rates per round with the load average, the medians, and their ratio (the target: ≥ 0.9, replays off
+the event loop). The stubbed arm's verdicts on C04/C05 cases are wrong by construction: it is a speed reference.
 
 SQLite always; PostgreSQL too when --pg or $REDAGENT_TEST_PG gives a server URL whose role may
 create databases (a fresh database is made and dropped).
@@ -16,7 +23,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -90,11 +101,69 @@ def pg_database(admin: str):
     return make_url(admin).set(database=name).render_as_string(hide_password=False), drop
 
 
+def stub_replays() -> None:
+    """Persistence and protections answer "nothing found" at once (the package's functions, which the verifier
+    looks up when it calls them)."""
+    import redagent.sandbox.consequences as consequences
+
+    def nothing(*_args: object, **_kwargs: object) -> object:
+        return consequences.Judgement()
+
+    consequences.persistence = nothing  # type: ignore[assignment]
+    consequences.protections = nothing  # type: ignore[assignment]
+
+
+def one_arm(arm: str, concurrency: int) -> None:
+    """One measurement in this process, printed as JSON (a child of `replays`)."""
+    if arm == "stubbed":
+        stub_replays()
+    with tempfile.TemporaryDirectory() as folder:
+        m = measure(f"sqlite:///{folder}/bench.db", concurrency)
+    print(json.dumps({"done": m.done, "elapsed": m.elapsed, "wrong": m.wrong, "cpu": m.cpu}))
+
+
+def replays(rounds: int, concurrency: int) -> None:
+    rates: dict[str, list[float]] = {"default": [], "stubbed": []}
+    for number in range(rounds):
+        order = ["default", "stubbed"] if number % 2 == 0 else ["stubbed", "default"]
+        for arm in order:
+            before = os.getloadavg()[0]
+            done = subprocess.run(
+                [sys.executable, __file__, "--arm", arm, "--concurrency", str(concurrency)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            m = json.loads(done.stdout.strip().splitlines()[-1])
+            rate = m["done"] / m["elapsed"]
+            rates[arm].append(rate)
+            print(
+                f"round {number + 1} {arm:8s} {m['done']} rollouts in {m['elapsed']:6.2f} s = {rate:6.1f} rollouts/s "
+                f"(E != expected_E: {m['wrong']}); load {before:.2f} → {os.getloadavg()[0]:.2f}; {m['cpu']}",
+                flush=True,
+            )
+    medians = {arm: statistics.median(v) for arm, v in rates.items()}
+    print(
+        f"medians: default {medians['default']:.1f}, replays stubbed {medians['stubbed']:.1f} rollouts/s; "
+        f"default / stubbed = {medians['default'] / medians['stubbed']:.2f} (target ≥ 0.90); "
+        f"per-round ratios {[round(a / b, 2) for a, b in zip(rates['default'], rates['stubbed'], strict=True)]}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--pg", default=os.environ.get("REDAGENT_TEST_PG"))
+    parser.add_argument("--replays", action="store_true", help="default against replays stubbed, interleaved")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--arm", choices=("default", "stubbed"), help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.arm:
+        one_arm(options.arm, options.concurrency)
+        return
+    if options.replays:
+        replays(options.rounds, options.concurrency)
+        return
     with tempfile.TemporaryDirectory() as folder:
         report(f"sqlite:///{folder}/bench.db", options.concurrency, "SQLite")
     if options.pg:

@@ -17,10 +17,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import resource
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+from machine import cpu_s
 
 from redagent.cases.loader import load_cases
 from redagent.engine.harnesses.cli import CLI_HARNESSES, profile
@@ -62,8 +63,9 @@ async def _rollouts(name: str, case, count: int, concurrency: int, pool) -> list
 
 
 def _cpu() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    return own.ru_utime + own.ru_stime
+    """The engine's CPU with its sandboxed commands' (reaped through the reaper); the CLI's own is sampled apart (its
+    PID 1 is bubblewrap's, reaped by init, so it is not in here twice)."""
+    return cpu_s()
 
 
 def _turns(records) -> list[dict]:

@@ -1,7 +1,7 @@
 """The same matrix through Inspect (`inspect eval redagent/bench`) and through the engine (`redagent run`),
 interleaved in one sitting: rollouts per second and this process's CPU per model call.
 
-    python benchmarks/inspect_vs_engine.py [--cases all] [--behaviour sim/comply] [--rounds 3] [--concurrency 8]
+    python benchmarks/inspect_vs_engine.py [--cases all] [--behaviour sim/comply] [--rounds 3] [--concurrency 16,64,128]
 
 Both drive the same model: a loopback OpenAI-compatible server (a process of its own, so its CPU is counted for
 neither) behind which a calibration agent answers each conversation (engine/sim.py SimModel, picked by the case whose
@@ -24,7 +24,6 @@ import asyncio
 import http.client
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,8 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from machine import cpu_s, sandbox_cpu_line
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "sim"
@@ -188,8 +189,7 @@ class Server:
 
 
 def _cpu() -> float:
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
+    return cpu_s()  # this process and its sandboxes (benchmarks/machine.py)
 
 
 def measured(server: Server, work: Any) -> Measured:
@@ -251,13 +251,15 @@ def main() -> None:
     parser.add_argument("--cases", default="all")
     parser.add_argument("--behaviour", default="sim/comply")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--concurrency", default="16,64,128", help="one level or several, comma-separated")
     options = parser.parse_args()
+    levels = [int(c) for c in str(options.concurrency).split(",")]
     os.environ.setdefault("OPENAI_API_KEY", "sk-loopback-bench")  # both clients want one; the stand-in reads none
     server = Server(options.cases, options.behaviour)
-    results: dict[str, list[Measured]] = {"engine": [], "inspect": []}
+    results: dict[tuple[str, int], list[Measured]] = {(n, c): [] for n in ("engine", "inspect") for c in levels}
     runners = {"engine": engine, "inspect": inspect}
     print(f"matrix: cases {options.cases} × {options.behaviour} behind openai/{MODEL} × native; {server.url}")
+    print(f"CPU: this process and its sandboxes ({sandbox_cpu_line()}); concurrency {levels}")
     try:
         with tempfile.TemporaryDirectory() as folder:
             # Once each, unmeasured, on one case: imports and first-use set-up (litellm's, Inspect's) are paid once
@@ -267,30 +269,42 @@ def main() -> None:
 
             warm = first or select_cases(options.cases)[0].id
             for name in ("engine", "inspect"):
-                runners[name](server, warm, options.concurrency, folder)
+                runners[name](server, warm, levels[0], folder)
+            # Rounds alternate which goes first, and each round visits every concurrency: a machine that gets busier
+            # or quieter during the sitting weighs on both and on every level alike.
             for number in range(options.rounds):
                 order = ["engine", "inspect"] if number % 2 == 0 else ["inspect", "engine"]
-                for name in order:
-                    m = runners[name](server, options.cases, options.concurrency, folder)
-                    results[name].append(m)
-                    print(f"round {number + 1}  {line(name, m)}", flush=True)
-                ours, theirs = results["engine"][-1].outcomes, results["inspect"][-1].outcomes
-                differ = sorted(c for c in ours if ours[c] != theirs.get(c))
-                print(f"round {number + 1}  E differs between the two on {len(differ)} cases {differ[:5]}", flush=True)
+                for level in levels:
+                    load = os.getloadavg()[0]
+                    for name in order:
+                        m = runners[name](server, options.cases, level, folder)
+                        results[(name, level)].append(m)
+                        print(f"round {number + 1} C={level:<4d}{line(name, m)}; load {load:.2f}", flush=True)
+                    ours, theirs = results[("engine", level)][-1].outcomes, results[("inspect", level)][-1].outcomes
+                    differ = sorted(c for c in ours if ours[c] != theirs.get(c))
+                    if differ:
+                        print(
+                            f"round {number + 1} C={level:<4d}E differs on {len(differ)} cases {differ[:5]}", flush=True
+                        )
     finally:
         server.close()
-    print("medians:")
-    medians = {}
-    for name, runs in results.items():
-        rate = statistics.median(m.rate for m in runs)
-        cpu = statistics.median(m.cpu_ms_per_call for m in runs)
-        medians[name] = (rate, cpu)
-        print(f"  {name:<8s}{rate:6.2f} rollouts/s, {cpu:6.1f} ms CPU per model call")
-    (engine_rate, engine_cpu), (inspect_rate, inspect_cpu) = medians["engine"], medians["inspect"]
-    print(
-        f"  engine / Inspect: {engine_rate / inspect_rate:.2f}× the rollouts per second, "
-        f"{engine_cpu / inspect_cpu:.2f}× the CPU per model call"
-    )
+    print(f"medians (load average now {os.getloadavg()[0]:.2f}):")
+    for level in levels:
+        medians = {}
+        for name in ("engine", "inspect"):
+            runs = results[(name, level)]
+            medians[name] = (
+                statistics.median(m.rate for m in runs),
+                statistics.median(m.cpu_ms_per_call for m in runs),
+            )
+            print(
+                f"  C={level:<4d}{name:<8s}{medians[name][0]:7.2f} rollouts/s, {medians[name][1]:6.1f} ms CPU per model call"
+            )
+        (engine_rate, engine_cpu), (inspect_rate, inspect_cpu) = medians["engine"], medians["inspect"]
+        print(
+            f"  C={level:<4d}engine / Inspect: {engine_rate / inspect_rate:.2f}× the rollouts per second; "
+            f"{inspect_cpu / engine_cpu:.2f}× the model calls per CPU-second (Inspect's CPU per call / the engine's)"
+        )
 
 
 if __name__ == "__main__":

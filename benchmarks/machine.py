@@ -18,11 +18,27 @@ def _busy_and_total() -> tuple[float, float]:
     return sum(fields) - idle, sum(fields)
 
 
+def cpu_s() -> float:
+    """CPU seconds this process has used, with the sandboxes of its commands (reaped children): what every CPU
+    figure per call or per case counts (sandbox/isolation.py `cpu_spent`)."""
+    from redagent.sandbox.isolation import cpu_spent
+
+    return cpu_spent()
+
+
+def sandbox_cpu_line() -> str:
+    """Whether the sandboxes' CPU is in the figures, for the line printed beside them."""
+    from redagent.sandbox.isolation import sandbox_cpu_problem
+
+    problem = sandbox_cpu_problem()
+    return "sandboxes' CPU counted" if problem is None else f"lower bounds: {problem}"
+
+
 @dataclass
 class CpuUse:
     wall_s: float
     busy_core_s: float  # the whole machine, every process: the engine, its sandboxes, a model server
-    own_core_s: float  # this process only (all its threads)
+    own_core_s: float  # this process (all its threads) and the sandboxes it ran
     cores: int
 
     @property
@@ -32,7 +48,7 @@ class CpuUse:
     def line(self) -> str:
         return (
             f"machine CPU {self.busy_core_s:.1f} core-s in {self.wall_s:.1f} s = {self.utilisation:.0%} of "
-            f"{self.cores} cores busy; this process {self.own_core_s:.1f} core-s"
+            f"{self.cores} cores busy; this process and its sandboxes {self.own_core_s:.1f} core-s"
         )
 
 
@@ -41,7 +57,7 @@ class CpuMeter:
 
     def __enter__(self) -> CpuMeter:
         self._wall = time.perf_counter()
-        self._own = time.process_time()
+        self._own = cpu_s()
         self._busy, self._total = _busy_and_total()
         return self
 
@@ -51,6 +67,6 @@ class CpuMeter:
         self.use = CpuUse(
             wall_s=time.perf_counter() - self._wall,
             busy_core_s=(busy - self._busy) / ticks,
-            own_core_s=time.process_time() - self._own,
+            own_core_s=cpu_s() - self._own,
             cores=os.cpu_count() or 1,
         )

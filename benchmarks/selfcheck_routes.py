@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import argparse
 import random
-import resource
 import time
 from collections import defaultdict
 from pathlib import Path
+
+from machine import cpu_s, sandbox_cpu_line
 
 from redagent.cases.loader import benchmark_dir, case_files, load_cases
 from redagent.cases.routes import variants
@@ -40,8 +41,7 @@ def sample(root: Path, per: int, seed: int = 22) -> list[Case]:
 
 def cpu() -> float:
     """CPU seconds used so far by this process and by the children it has waited for (the sandboxes)."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return cpu_s()
 
 
 def main() -> None:
@@ -80,7 +80,7 @@ def main() -> None:
     scale = total / len(cases)
     print(
         f"{len(cases)} sampled cases of {total} in {options.benchmark}: {one:.1f} CPU-seconds ({wall:.1f} s on "
-        f"the clock)"
+        f"the clock; {sandbox_cpu_line()})"
     )
     for what, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
         runs = f", {count[what]} runs, {1000 * seconds / count[what]:.1f} ms each" if count[what] else ""

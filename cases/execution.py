@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from redagent.cases.schema import Case, Instance, Step
 from redagent.sandbox.diff import DiffEntry, diff
@@ -140,6 +143,11 @@ class CaseRun:
     def run_step(self, step: Step, *, index: int, args: dict[str, Any] | None = None) -> ToolOutcome:
         return self.call(step.tool, step.args if args is None else args, step=index)
 
+    def interrupt(self) -> None:
+        """Kill a command still running and start no other, at once: the rollout is being stopped, and its close()
+        follows once the call in flight has come back."""
+        self.env.interrupt()
+
     def close(self) -> None:
         """Remove the sandbox without judging it (a cancelled rollout); a command still running is
         killed first. Safe to call more than once, and after finish()."""
@@ -227,18 +235,29 @@ def _replaced(instance: Instance, replacements: Mapping[str, str]) -> Instance:
     )
 
 
-_footprints: dict[tuple[str, str], frozenset[str]] = {}
+_footprints: dict[str, frozenset[str]] = {}
 
 
 def footprint(case: Case, *, isolation: Bubblewrap | NoIsolation | None = None) -> frozenset[str] | None:
     """The workspace paths the user's task itself writes: what the case's benign plan, run without the attack,
-    changes (cached per case content). What a rollout writes beyond it is judged by what consumes it
-    (sandbox/consequences). None when the case has no benign plan or it cannot run."""
-    key = (case.id, case.content_hash)
-    if key in _footprints:
-        return _footprints[key]
+    changes. What a rollout writes beyond it is judged by what consumes it (sandbox/consequences). None when the
+    case has no benign plan or it cannot run.
+
+    Cached by what it is computed from — the world without the attack and the benign plan —, not by the case: a
+    compiled variant (benign, multi-channel) has its base's world and task, so it reuses the footprint its base
+    already took (the self-check hands a base and its variants to one worker process)."""
     if not case.plans.benign:
         return None
+    world = case.instantiate(with_attack=False)
+    key = hashlib.sha256(
+        orjson.dumps(
+            [world.seed, world.user_turns, sorted(world.surfaces), world.interventions, case.plans.benign],
+            option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
+            default=repr,
+        )
+    ).hexdigest()
+    if key in _footprints:
+        return _footprints[key]
     try:
         run = CaseRun(case, with_attack=False, isolation=isolation)
     except Exception:

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from redagent.cases.execution import CaseRun, Finished
@@ -189,6 +189,212 @@ def run_plan(
 CHECK_BUDGET = 120.0
 
 
+# -- units: one plan in one sandbox ------------------------------------------------------------
+@dataclass(frozen=True)
+class Unit:
+    """One plan the self-check runs in a sandbox of its own: the smallest piece of work, run anywhere and in any
+    order (each gets a fresh sandbox), cached by what it depends on (cases/checkcache.py).
+
+    `role` says what its verdict is for: "benign" and "harmful" (the case's own plans), "dropped", "twin" and
+    "mutate" (a safe form of the harmful plan: an effect dropped, the trusted twin of a look-alike, a declared
+    mutation), "rejected" (the refused attempts), "indirect", "route" (a generated route or near-miss), and
+    "no-reject" (no run: some effect step has no `reject`, which the check reports where it stands)."""
+
+    name: str  # the plan's name in `cases check --json` per_case[].plans
+    role: str
+    harmful: tuple[tuple[Step, Any], ...] | None = None  # steps inserted once the attack is seen (None: none)
+    benign: tuple[Step, ...] | None = None  # a replaced benign plan (None: the case's own)
+    why: str = ""  # the start of the failure line when a safe form is judged harmful
+    variant: Variant | None = None  # a route's
+
+    @property
+    def runs(self) -> bool:
+        return self.role != "no-reject"
+
+    def identity(self) -> Any:
+        """What the unit runs, as data: a route's content (so a route the generator draws again is found again), else
+        its name (the case's own plans are named by what they are)."""
+        if self.variant is None:
+            return self.name
+        v = self.variant
+        return [v.name, v.expect, _steps_data(v.harmful), _steps_data(v.benign), list(v.rewritten)]
+
+
+def _steps_data(steps: Any) -> Any:
+    if steps is None:
+        return None
+    out = []
+    for item in steps:
+        step, args = item if isinstance(item, tuple) else (item, None)
+        out.append([dataclasses.asdict(step), args])
+    return out
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """What the self-check needs to know of one unit's run: plain data, the same whether the unit ran here, in a
+    worker process or long ago (a cache entry)."""
+
+    outcome: str = ""  # harm | no harm | unresolved
+    why: tuple[str, ...] = ()  # the unresolved verdict's reasons, as details
+    said: str = ""  # the verdict as a failure line gives it (`_said`)
+    errors: tuple[str, ...] = ()  # the tool errors met, as `label tool: error`
+    reached: bool = False
+    U: int | None = None
+    refused: int = 0  # the agent's receipts that failed or were denied (rejection)
+    failed: tuple[int, ...] = ()  # positions of the harmful steps that failed (a route's own steps)
+    replay: bool = False  # the verdict replayed future activity (sandbox/consequences): its result depends on it
+    stop: str = ""  # "setup": the seed cannot be built (`detail` says why); "budget": out of time
+    detail: str = ""
+    seconds: float = 0.0  # how long the unit took (not cached: a budget counts time spent now)
+
+    def to_data(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data.pop("seconds")
+        return data
+
+    @classmethod
+    def from_data(cls, data: Any) -> UnitResult:
+        if not isinstance(data, dict):
+            raise ValueError("not a unit result")
+        U = data.get("U")
+        return cls(
+            outcome=str(data["outcome"]),
+            why=tuple(str(x) for x in data["why"]),
+            said=str(data["said"]),
+            errors=tuple(str(x) for x in data["errors"]),
+            reached=bool(data["reached"]),
+            U=None if U is None else int(U),
+            refused=int(data["refused"]),
+            failed=tuple(int(x) for x in data["failed"]),
+            replay=bool(data["replay"]),
+            stop=str(data["stop"]),
+            detail=str(data["detail"]),
+        )
+
+    @property
+    def settled(self) -> bool:
+        """Whether the result is a function of what the unit depends on alone — worth keeping: not a stop for time,
+        and no verdict left unresolved because a replay ran out of time on a busy machine."""
+        return self.stop != "budget" and not any(_TIMED.search(w) for w in self.why)
+
+
+# Reasons a replay gives when it ran out of its own time (sandbox/consequences: `budget`, activities cut short, an
+# activity that timed out or was interrupted): a busy machine decides them, not the case.
+_TIMED = re.compile(r"cut short|timed out|time limit|timeout|interrupted|out of time|deadline", re.IGNORECASE)
+
+
+def plan_units(case: Case) -> list[Unit]:
+    """The units of a case's check before its generated routes, in the order the check reports them."""
+    units = [
+        Unit("benign", "benign"),
+        Unit("harmful", "harmful", harmful=tuple((s, s.args) for s in case.plans.harmful)),
+    ]
+    for i, step in enumerate(case.plans.harmful):
+        if not is_effect(step, case):
+            continue
+        dropped = tuple((s, s.args) for j, s in enumerate(case.plans.harmful) if j != i)
+        units.append(
+            Unit(
+                f"harmful[{i}] dropped",
+                "dropped",
+                harmful=dropped,
+                why=f"with harmful[{i}] ({step.tool}) dropped, the verifier still fires: too loose;",
+            )
+        )
+        twin = _lookalike_target(step, case)
+        if twin:
+            # The safe twin of a look-alike call is the same call through the trusted tool.
+            swapped = tuple(
+                (dataclasses.replace(s, tool=twin) if j == i else s, s.args) for j, s in enumerate(case.plans.harmful)
+            )
+            units.append(
+                Unit(
+                    f"harmful[{i}] through {twin}",
+                    "twin",
+                    harmful=swapped,
+                    why=f"when harmful[{i}] uses the trusted {twin} instead of the look-alike {step.tool}, the verifier "
+                    "still fires: too loose;",
+                )
+            )
+        for m, override in enumerate(step.mutate):
+            changed = tuple((s, {**s.args, **override} if j == i else s.args) for j, s in enumerate(case.plans.harmful))
+            units.append(
+                Unit(
+                    f"harmful[{i}].mutate[{m}]",
+                    "mutate",
+                    harmful=changed,
+                    why=f"with harmful[{i}].mutate[{m}] {override} the verifier: too loose;",
+                )
+            )
+    effects = [s for s in case.plans.harmful if is_effect(s, case)]
+    if any(s.reject is None for s in effects):
+        units.append(Unit("no-reject", "no-reject"))
+    else:
+        attempted = tuple((s, {**s.args, **s.reject} if s.reject else s.args) for s in case.plans.harmful)
+        units.append(Unit("rejected", "rejected", harmful=attempted, why="refused attempts"))
+    if case.plans.indirect:
+        units.append(Unit("indirect", "indirect", harmful=tuple((s, s.args) for s in case.plans.indirect)))
+    return units
+
+
+def route_units(case: Case, isolation: Bubblewrap | NoIsolation | None = None) -> list[Unit]:
+    """The units of a case's metamorphic check: every generated equivalent route and near-miss (cases/routes.py)."""
+    can_isolate = not isinstance(isolation or shared_isolation(), NoIsolation)
+    # A compiled variant (benign, multi-channel) carries its base case's verifier and harmful steps: the routes
+    # that need a sandboxed command are proven on the base, the rest run here too.
+    commands = can_isolate and not case.variant_of
+    return [
+        Unit(v.name, "route", harmful=v.harmful, benign=v.benign, variant=v) for v in variants(case, commands=commands)
+    ]
+
+
+def run_unit(
+    case: Case, unit: Unit, *, isolation: Bubblewrap | NoIsolation | None = None, deadline: float | None = None
+) -> UnitResult:
+    """Run one unit in a fresh sandbox. A seed the sandbox refuses and a deadline passed are results too (`stop`);
+    a sandbox that fails to start (SandboxFailure) is not, and propagates."""
+    started = time.monotonic()
+    failed: set[int] = set()
+    try:
+        if deadline is not None and started > deadline:
+            raise _OverBudget
+        run, errors = run_plan(
+            case,
+            list(unit.harmful) if unit.harmful is not None else None,
+            isolation=isolation,
+            benign=unit.benign,
+            failed=failed,
+            deadline=deadline,
+        )
+    except (SetupError, ConfinementViolation) as exc:
+        return UnitResult(stop="setup", detail=str(exc), seconds=time.monotonic() - started)
+    except _OverBudget:
+        return UnitResult(stop="budget", seconds=time.monotonic() - started)
+    verdict = run.verdict
+    return UnitResult(
+        outcome=verdict.outcome,
+        why=tuple(u.detail for u in verdict.unresolved),
+        said=_said(run),
+        errors=tuple(errors),
+        reached=run.reached,
+        U=run.U,
+        refused=sum(1 for r in run.receipts if r.outcome in ("failed", "denied") and r.actor == "agent"),
+        failed=tuple(sorted(failed)),
+        replay=bool(verdict.judged_by) or bool(run.utility is not None and run.utility.judged_by),
+        seconds=time.monotonic() - started,
+    )
+
+
+class _Stopped(Exception):
+    """A unit's run stopped the case's check: its seed cannot be built, or its time is up."""
+
+    def __init__(self, result: UnitResult) -> None:
+        super().__init__(result.stop)
+        self.result = result
+
+
+# -- the check: one order of judging, whoever ran the units ---------------------------------------
 def check_case(
     case: Case,
     *,
@@ -196,124 +402,142 @@ def check_case(
     metamorphic: bool = True,
     budget: float = CHECK_BUDGET,
 ) -> CaseCheck:
-    result = CaseCheck(case)
+    """The case's whole check, here and now: its units run one after another, under one deadline."""
     deadline = time.monotonic() + budget
 
-    def plan(*args: Any, **kwargs: Any) -> tuple[Finished, list[str]]:
-        if time.monotonic() > deadline:
-            raise _OverBudget
-        return run_plan(*args, deadline=deadline, **kwargs)
+    def run(unit: Unit) -> UnitResult:
+        return run_unit(case, unit, isolation=isolation, deadline=deadline)
 
+    def routes() -> list[Unit]:
+        return route_units(case, isolation)
+
+    return judge(case, run, routes if metamorphic else None, budget=budget)
+
+
+def judge(
+    case: Case,
+    result_of: Callable[[Unit], UnitResult],
+    routes: Callable[[], list[Unit]] | None,
+    *,
+    units: list[Unit] | None = None,
+    budget: float = CHECK_BUDGET,
+) -> CaseCheck:
+    """The check's verdict on a case from its units' results, in the order the check has always reported them:
+    executability, reachability, verifiability, mutation, rejection, indirect, metamorphic, utility. `result_of`
+    runs a unit (or looks up its result); a unit that stops (a seed the sandbox refuses, a budget spent) ends the
+    check there, as one failure. `units` are the case's units before its routes (default: `plan_units`), `routes`
+    gives the route units (None: no metamorphic check). Whoever ran the units — here one after another
+    (`check_case`), worker processes, or an earlier check (the cache: cases/checkpool.py) —, the verdict is formed
+    here, the one way."""
+    result = CaseCheck(case)
     try:
-        _check_case(case, result, isolation, metamorphic, plan)
-    except (SetupError, ConfinementViolation) as exc:
-        # A seed the sandbox refuses to build (a setup action that fails, a seed file it will not write) is
-        # a case that fails its check, never a crash of the whole check.
-        result.failures.append(("executability", f"the seed cannot be built: {exc}"))
-    except _OverBudget:
-        result.failures.append(("budget", f"the self-check took longer than {budget:g} s and was stopped"))
+        _judge(case, result, result_of, routes, plan_units(case) if units is None else units)
+    except _Stopped as stopped:
+        if stopped.result.stop == "setup":
+            # A seed the sandbox refuses to build (a setup action that fails, a seed file it will not write) is a
+            # case that fails its check, never a crash of the whole check.
+            result.failures.append(("executability", f"the seed cannot be built: {stopped.result.detail}"))
+        else:
+            result.failures.append(("budget", f"the self-check took longer than {budget:g} s and was stopped"))
     return result
 
 
-def _check_case(
-    case: Case, result: CaseCheck, isolation: Bubblewrap | NoIsolation | None, metamorphic: bool, plan: Any
+def _judge(
+    case: Case,
+    result: CaseCheck,
+    result_of: Callable[[Unit], UnitResult],
+    routes: Callable[[], list[Unit]] | None,
+    units: list[Unit],
 ) -> None:
     fail = result.failures.append
 
-    def record(name: str, expect: str, run: Finished) -> str:
-        verdict = run.verdict
-        result.plans.append(PlanVerdict(name, expect, verdict.outcome, tuple(u.detail for u in verdict.unresolved)))
-        return verdict.outcome
+    def get(unit: Unit) -> UnitResult:
+        found = result_of(unit)
+        if found.stop:
+            raise _Stopped(found)
+        return found
 
-    benign, errors = plan(case, None, isolation=isolation)
-    if errors:
-        fail(("executability", "benign plan has tool errors: " + "; ".join(errors)))
-    if case.attacked and not benign.reached:
-        fail(
-            ("reachability", f"the attack marker {case.attack.marker!r} never reaches the agent along the benign plan")
-        )
-    if not case.attacked and benign.reached:
-        fail(("reachability", "a benign variant must not show its attack to the agent"))
-    verdict = record("benign", NO_HARM, benign)
-    if verdict != NO_HARM:
-        fail(("verifiability", f"benign plan gives {_said(benign)}"))
+    def record(name: str, expect: str, run: UnitResult) -> str:
+        result.plans.append(PlanVerdict(name, expect, run.outcome, run.why))
+        return run.outcome
 
-    harmful = [(s, s.args) for s in case.plans.harmful]
-    full, errors = plan(case, harmful, isolation=isolation)
-    if errors:
-        fail(("verifiability", "harmful plan has tool errors: " + "; ".join(errors)))
-    if record("harmful", HARM, full) != HARM:
-        # The author's own route must be decided: a case whose verifier cannot settle its own plan measures nothing.
-        fail(("verifiability", f"harmful plan gives {_said(full)}: the verifier does not see the violation"))
-
-    def safe(name: str, run: Finished, why: str) -> None:
-        """A safe variant (an effect dropped, a mutation, the trusted twin, refused attempts) must give no harm."""
-        if record(name, NO_HARM, run) != NO_HARM:
-            fail(("mutation" if not name.startswith("reject") else "rejection", f"{why} gives {_said(run)}"))
-
-    for i, step in enumerate(case.plans.harmful):
-        if not is_effect(step, case):
-            continue
-        dropped = [(s, s.args) for j, s in enumerate(case.plans.harmful) if j != i]
-        run, _ = plan(case, dropped, isolation=isolation)
-        safe(
-            f"harmful[{i}] dropped",
-            run,
-            f"with harmful[{i}] ({step.tool}) dropped, the verifier still fires: too loose;",
-        )
-        twin = _lookalike_target(step, case)
-        if twin:
-            # The safe twin of a look-alike call is the same call through the trusted tool.
-            swapped = [
-                (dataclasses.replace(s, tool=twin) if j == i else s, s.args) for j, s in enumerate(case.plans.harmful)
-            ]
-            run, _ = plan(case, swapped, isolation=isolation)
-            safe(
-                f"harmful[{i}] through {twin}",
-                run,
-                f"when harmful[{i}] uses the trusted {twin} instead of the look-alike {step.tool}, the verifier still"
-                " fires: too loose;",
-            )
-        for m, override in enumerate(step.mutate):
-            changed = [(s, {**s.args, **override} if j == i else s.args) for j, s in enumerate(case.plans.harmful)]
-            run, _ = plan(case, changed, isolation=isolation)
-            safe(f"harmful[{i}].mutate[{m}]", run, f"with harmful[{i}].mutate[{m}] {override} the verifier: too loose;")
-
-    effects = [s for s in case.plans.harmful if is_effect(s, case)]
-    if any(s.reject is None for s in effects):
-        fail(
-            (
-                "rejection",
-                "every effect step of the harmful plan needs reject: arguments the "
-                "service refuses, so failed attempts can be shown not to count",
-            )
-        )
-    else:
-        attempted = [(s, {**s.args, **s.reject} if s.reject else s.args) for s in case.plans.harmful]
-        run, errors = plan(case, attempted, isolation=isolation)
-        refused = [r for r in run.receipts if r.outcome in ("failed", "denied") and r.actor == "agent"]
-        if len(refused) < len(effects):
+    benign_result: UnitResult | None = None
+    for unit in units:
+        if unit.role == "no-reject":
             fail(
                 (
                     "rejection",
-                    f"the reject arguments were accepted by the service ({len(refused)} of {len(effects)} refused)",
+                    "every effect step of the harmful plan needs reject: arguments the "
+                    "service refuses, so failed attempts can be shown not to count",
                 )
             )
-        safe("rejected", run, "refused attempts")
-
-    if case.plans.indirect:
-        run, errors = plan(case, [(s, s.args) for s in case.plans.indirect], isolation=isolation)
-        if record("indirect", HARM, run) != HARM:
-            fail(
-                (
-                    "indirect",
-                    f"the indirect plan does not realise the harm ({_said(run)})"
-                    + (f"; errors: {'; '.join(errors)}" if errors else ""),
+            continue
+        run = get(unit)
+        if unit.role == "benign":
+            benign_result = run
+            if run.errors:
+                fail(("executability", "benign plan has tool errors: " + "; ".join(run.errors)))
+            if case.attacked and not run.reached:
+                fail(
+                    (
+                        "reachability",
+                        f"the attack marker {case.attack.marker!r} never reaches the agent along the benign plan",
+                    )
                 )
-            )
-    if metamorphic:
-        _metamorphic(case, result, isolation, plan)
-    if case.utility is not None and benign.U != 1:
+            if not case.attacked and run.reached:
+                fail(("reachability", "a benign variant must not show its attack to the agent"))
+            if record("benign", NO_HARM, run) != NO_HARM:
+                fail(("verifiability", f"benign plan gives {run.said}"))
+        elif unit.role == "harmful":
+            if run.errors:
+                fail(("verifiability", "harmful plan has tool errors: " + "; ".join(run.errors)))
+            if record("harmful", HARM, run) != HARM:
+                # The author's own route must be decided: a case whose verifier cannot settle its own plan measures
+                # nothing.
+                fail(("verifiability", f"harmful plan gives {run.said}: the verifier does not see the violation"))
+        elif unit.role == "rejected":
+            effects = [s for s in case.plans.harmful if is_effect(s, case)]
+            if run.refused < len(effects):
+                fail(
+                    (
+                        "rejection",
+                        f"the reject arguments were accepted by the service ({run.refused} of {len(effects)} refused)",
+                    )
+                )
+            if record(unit.name, NO_HARM, run) != NO_HARM:
+                fail(("rejection", f"{unit.why} gives {run.said}"))
+        elif unit.role == "indirect":
+            if record("indirect", HARM, run) != HARM:
+                fail(
+                    (
+                        "indirect",
+                        f"the indirect plan does not realise the harm ({run.said})"
+                        + (f"; errors: {'; '.join(run.errors)}" if run.errors else ""),
+                    )
+                )
+        else:  # a safe form of the harmful plan: an effect dropped, the trusted twin, a declared mutation
+            if record(unit.name, NO_HARM, run) != NO_HARM:
+                fail(("mutation", f"{unit.why} gives {run.said}"))
+    if routes is not None:
+        for unit in routes():
+            variant = unit.variant
+            assert variant is not None, "a route unit carries its route"
+            run = get(unit)
+            if variant.expect == 1 and set(run.failed) & set(variant.rewritten):
+                # The sandbox refused the route's own steps: not a route to this harm.
+                result.routes.append(RouteResult(variant.name, variant.kind, variant.dimensions, "skipped", ""))
+                continue
+            verdict = run.outcome
+            survived = verdict != NO_HARM if variant.expect else verdict == NO_HARM
+            outcome = "survived" if survived else "failed"
+            result.routes.append(RouteResult(variant.name, variant.kind, variant.dimensions, outcome, verdict))
+            result.plans.append(PlanVerdict(variant.name, HARM if variant.expect else NO_HARM, verdict, run.why))
+            result.variants_tried += 1
+            if outcome == "failed":
+                result.variants_failed.append(variant.name)
+                what = "misses an equivalent route" if variant.expect else "does not clear a harmless near-miss"
+                result.failures.append(("metamorphic", f"verifier {what}: {variant.name} gives {run.said}"))
+    if case.utility is not None and benign_result is not None and benign_result.U != 1:
         fail(("utility", "the benign plan does not satisfy the utility check (U=0)"))
 
 
@@ -325,33 +549,6 @@ def _said(run: Finished) -> str:
     if verdict.E:
         return f"harm (E=1, evidence {_evidence(run)})"
     return "no harm (E=0)"
-
-
-def _metamorphic(case: Case, result: CaseCheck, isolation: Bubblewrap | NoIsolation | None, plan: Any) -> None:
-    """Every generated equivalent route must give E=1 and every near-miss E=0 (cases/routes.py)."""
-    can_isolate = not isinstance(isolation or shared_isolation(), NoIsolation)
-    # A compiled variant (benign, multi-channel) carries its base case's verifier and harmful steps: the
-    # routes that need a sandboxed command are proven on the base, the rest run here too.
-    commands = can_isolate and not case.variant_of
-    for variant in variants(case, commands=commands):
-        outcome, run = _run_route(case, variant, isolation, plan)
-        verdict = run.verdict.outcome if run is not None else ""
-        result.routes.append(RouteResult(variant.name, variant.kind, variant.dimensions, outcome, verdict))
-        if run is None:
-            continue
-        result.plans.append(
-            PlanVerdict(
-                variant.name,
-                HARM if variant.expect else NO_HARM,
-                verdict,
-                tuple(u.detail for u in run.verdict.unresolved),
-            )
-        )
-        result.variants_tried += 1
-        if outcome == "failed":
-            result.variants_failed.append(variant.name)
-            what = "misses an equivalent route" if variant.expect else "does not clear a harmless near-miss"
-            result.failures.append(("metamorphic", f"verifier {what}: {variant.name} gives {_said(run)}"))
 
 
 def _run_route(
@@ -445,41 +642,9 @@ def route_scores(routes: list[RouteResult], *, by_choice: bool = False) -> dict[
 _Found = tuple[list[tuple[str, str]], int, list[str], list[RouteResult], list[PlanVerdict]]
 
 
-def _check_files(paths: list[str]) -> dict[str, _Found]:
-    from redagent.cases.loader import load_cases
+def check_many(cases: list[Case], jobs: int = 1, **options: Any) -> list[CaseCheck]:
+    """Self-check many cases, in `jobs` worker processes, a unit at a time (cases/checkpool.py); the same results,
+    in the same order, as `check_case` on each. `cache` (cases/checkcache.py) makes it incremental."""
+    from redagent.cases.checkpool import check_many as checked
 
-    out = {}
-    for case in load_cases(paths):
-        check = check_case(case)
-        out[case.id] = (check.failures, check.variants_tried, check.variants_failed, check.routes, check.plans)
-    return out
-
-
-def check_many(cases: list[Case], jobs: int = 1) -> list[CaseCheck]:
-    """Self-check many cases, in `jobs` processes (by case file) when that pays; same results as serial."""
-    sources = sorted({c.source for c in cases})
-    if jobs <= 1 or len(cases) < 50 or not all(Path(s).is_file() for s in sources):
-        return [check_case(c) for c in cases]
-    import multiprocessing
-
-    chunks = [sources[i::jobs] for i in range(jobs)]
-    found: dict[str, _Found] = {}
-    # A Pool, whose exit terminates its workers: a check stopped by a signal ends them (each removes its sandboxes)
-    # instead of waiting for their chunks, as a ProcessPoolExecutor's shutdown did (minutes, past a SIGTERM).
-    with multiprocessing.Pool(jobs, initializer=_worker_signals) as pool:
-        for part in pool.imap_unordered(_check_files, chunks):
-            found.update(part)
-    return [CaseCheck(c, *found[c.id]) for c in cases]
-
-
-def _worker_signals() -> None:
-    """A check worker leaves stopping to the process that started it: Ctrl-C at a terminal reaches the whole
-    process group, and the parent decides; the parent's SIGTERM (Pool.terminate) ends the worker's check through
-    its cleanup, as a SystemExit, which the pool's worker loop lets through."""
-    import signal
-
-    def leave(signum: int, _frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, leave)
+    return checked(cases, jobs, **options)

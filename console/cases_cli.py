@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import orjson
 import typer
@@ -44,13 +45,13 @@ cases_app.add_typer(agentdojo_import_app, name="import")  # cases import agentdo
 cases_app.command("agentdojo-diff", epilog=examples("redagent cases agentdojo-diff build/agentdojo"))(agentdojo_diff)
 
 
-def _library(paths: list[Path] | None) -> list[Case]:
+def _library(paths: list[Path] | None, cache: Any = None) -> list[Case]:
     from redagent.cases.loader import BENCHMARKS, benchmark_dir
 
     # `benchmark` (the latest frozen benchmark) and `benchmark@v1` name the installed libraries from anywhere.
     named = {"benchmark": benchmark_dir(), **{f"benchmark@v{v}": benchmark_dir(v) for v in BENCHMARKS}}
     paths = [named.get(str(p), p) for p in paths or []] or None
-    return load_cases(paths)
+    return load_cases(paths, cache=cache)
 
 
 def _select(cases: list[Case], surface: str | None, strategy: str | None, constraint: str | None = None) -> list[Case]:
@@ -176,17 +177,39 @@ def cases_check(
     strategy: str | None = typer.Option(None),
     jobs: int = typer.Option(CHECK_JOBS, "--jobs", help="processes to check in (default: two per core)"),
     as_json: bool = typer.Option(False, "--json", help="print the JSON summary"),
+    no_cache: bool = typer.Option(
+        False,
+        "--no-cache",
+        help="check everything again, and keep nothing (default: what an earlier check proved "
+        "under the same code is not run again; $REDAGENT_CHECK_CACHE moves the cache, `off` turns it off)",
+    ),
 ) -> None:
     """Self-check every case: executability, reachability, verifiability, mutation, rejection, utility, and the
     metamorphic check (derived equivalent routes must not give "no harm" — harm, or unresolved where the verifier
     cannot know —, near-misses must give "no harm"). --json gives every plan's verdict: harm, no harm or
-    unresolved (per_case[].plans)."""
+    unresolved (per_case[].plans). Results are kept per case content, code version and route seed, so an
+    unchanged library re-checks in seconds and a change re-checks what it can affect."""
+    from redagent.cases.checkcache import open_cache
+    from redagent.cases.checkpool import CheckStats
     from redagent.cases.selfcheck import check_many, summarize
 
+    if jobs < 1:
+        fail(f"--jobs must be at least 1, not {jobs}")
+    cache = None if no_cache else open_cache()
     chosen = [*(path or []), *(also or [])] or None
-    cases = _select(_library(chosen), surface, strategy)
+    cases = _select(_library(chosen, cache), surface, strategy)
+    stats = CheckStats()
     with stoppable("the check was interrupted; its sandboxes are removed and nothing is kept"):
-        checks = check_many(cases, jobs)
+        checks = check_many(cases, jobs, cache=cache, stats=stats)
+    if cache is not None:
+        cache.trim()
+        err.print(
+            f"{stats.cases} case(s): {stats.cases_cached} from the cache; {stats.units_run} plan(s) run, "
+            f"{stats.units_cached} found in the cache ({cache.folder})",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     summary = summarize(checks)
     if as_json:
         print_json(summary)

@@ -139,18 +139,23 @@ def stoppable(what: str) -> Iterator[None]:
         return
     received: list[int] = []
 
+    from redagent.sandbox import lifecycle
+    from redagent.sandbox.environment import close_made_here
+
     def handler(signum: int, _frame: Any) -> None:
         received.append(signum)
         if len(received) > 1:
             err.print(f"stopped by {signal.Signals(signum).name} again: ended at once", highlight=False)
             os._exit(128 + signum)
-        raise Stopped(signum)
+        # Raised now, or — while a sandbox is being made or removed — as soon as that is done (sandbox/lifecycle.py).
+        lifecycle.interrupt(Stopped(signum))
 
     signums = (signal.SIGINT, signal.SIGTERM)
     previous = {signum: signal.signal(signum, handler) for signum in signums}
     try:
         yield
     except Stopped as exc:
+        close_made_here()  # whatever the cleanup on the way out did not reach (it is done before the line is said)
         err.print(f"stopped by {signal.Signals(exc.signum).name}: {what}", highlight=False, soft_wrap=True)
         raise typer.Exit(128 + exc.signum) from None
     finally:

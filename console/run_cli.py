@@ -152,8 +152,8 @@ def with_utility(store, result: dict[str, Any]) -> dict[str, Any]:
     """The run summary with its utility table (benign and under attack, per cell and overall) and its health
     (per cell: invalid details, tool use, exposure, warnings of a broken setup)."""
     from redagent.judges.health import run_health
-    from redagent.judges.report import utility
     from redagent.judges.report_model import to_json
+    from redagent.judges.summary import utility
 
     return {
         **result,
@@ -173,8 +173,8 @@ def _utility_cell(rate: dict[str, Any]) -> str:
 
 
 def print_summary(result: dict[str, Any]) -> None:
-    from redagent.judges.report import utility_text
     from redagent.judges.report_model import UtilityArm, from_json
+    from redagent.judges.summary import utility_text
 
     out.print(
         f"[bold]{escape(result['run_id'])}[/] {result['status']} · {result['completed']}/{result['planned']} "

@@ -21,7 +21,7 @@ from redagent.engine.calibration import expected_E, is_calibration
 from redagent.engine.conditions import DEFAULT_DISCLOSURE, cue_prefix, defense_text
 from redagent.engine.harnesses import get_harness
 from redagent.engine.plan import rollout_id
-from redagent.engine.types import HarnessError, RolloutContext, RolloutKey
+from redagent.engine.types import HarnessError, RolloutContext, RolloutKey, off_loop
 from redagent.llm.client import Model, ModelFailure
 from redagent.sandbox.environment import SetupError
 from redagent.sandbox.isolation import SandboxFailure
@@ -43,18 +43,72 @@ async def execute_rollout(
     executor: Executor | None = None,
     baseline_rollout_id: str | None = None,
     attackers: AttackerFactory | None = None,
+    opened: set[CaseRun] | None = None,
 ) -> RolloutRecord:
+    """One rollout. Everything that blocks — the sandbox's set-up, every tool call, the finish (snapshot, diff,
+    verdict, consequence replays, re-runs) and the removal — runs on `executor`'s threads (`off_loop`): the event
+    loop only schedules, so one rollout's replay never stalls the others in flight. `opened` (the runner's) holds
+    the sandbox while it is open, so that whatever a stop leaves open is closed by the runner."""
     started = datetime.now(UTC)
     clock = time.perf_counter()
-    valid, reason, detail = True, None, None
     try:
-        run = CaseRun(case)
+        run = await _set_up(case, executor)
     except SetupError as exc:
         return _invalid_before_start(run_id, case, key, started, clock, "sandbox_error", str(exc), baseline_rollout_id)
     except (OSError, SandboxFailure) as exc:  # no workspace could be made, or its baseline not be read
         return _invalid_before_start(
             run_id, case, key, started, clock, "sandbox_error", f"{type(exc).__name__}: {exc}", baseline_rollout_id
         )
+    if opened is not None:
+        opened.add(run)
+    try:
+        return await _drive(
+            run_id,
+            case,
+            key,
+            models,
+            run,
+            disclosure,
+            max_steps,
+            executor,
+            baseline_rollout_id,
+            attackers,
+            started,
+            clock,
+        )
+    finally:
+        if opened is not None:
+            opened.discard(run)
+
+
+async def _set_up(case: Case, executor: Executor | None) -> CaseRun:
+    """The case's sandbox and its baseline, built on the pool. A cancellation meanwhile waits for the build and
+    removes what it made."""
+    future = asyncio.get_running_loop().run_in_executor(executor, CaseRun, case)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        await asyncio.wait([future])
+        if not future.cancelled() and future.exception() is None:
+            await off_loop(executor, future.result().close)
+        raise
+
+
+async def _drive(
+    run_id: str,
+    case: Case,
+    key: RolloutKey,
+    models: ModelFactory,
+    run: CaseRun,
+    disclosure: str,
+    max_steps: int,
+    executor: Executor | None,
+    baseline_rollout_id: str | None,
+    attackers: AttackerFactory | None,
+    started: datetime,
+    clock: float,
+) -> RolloutRecord:
+    valid, reason, detail = True, None, None
     # From here on every way out closes the sandbox: killed commands, unmounted quota, removed workspace.
     try:
         ctx = RolloutContext(
@@ -68,7 +122,7 @@ async def execute_rollout(
             attack=attackers(case) if attackers is not None else None,
         )  # engine/attacker/
     except BaseException:
-        run.close()
+        await off_loop(executor, run.close)
         raise
     try:
         await get_harness(key.harness).run(ctx)
@@ -82,24 +136,29 @@ async def execute_rollout(
         if _stopping():
             # The run is stopping (or a caller's timeout fired): clean up and let the cancellation
             # through. Not stored, so a resume runs it again (a stored rollout is never re-run).
-            run.close()
+            run.interrupt()
+            await off_loop(executor, run.close)
             raise
         # Cancelled from inside (a future the harness awaited was cancelled): this rollout failed.
         valid, reason, detail = False, "cancelled", "the harness was cancelled while the run went on"
     except Exception as exc:  # a harness bug must cost one rollout, not the run; the reason says so
         valid, reason, detail = False, "harness_error", f"{type(exc).__name__}: {exc}"
     except BaseException:  # interrupted: nothing to judge, nothing left behind
-        run.close()
+        run.interrupt()
+        await off_loop(executor, run.close)
         raise
     try:
-        finished = run.finish(answer=ctx.final_text)  # removes the sandbox whether or not the final snapshot succeeds
+        # Removes the sandbox whether or not the final snapshot succeeds. A stop meanwhile waits for it: finish()
+        # closes the sandbox itself, and nothing may close it under a finish in flight.
+        finished = await off_loop(executor, lambda: run.finish(answer=ctx.final_text))
+    except asyncio.CancelledError:
+        raise
     except Exception as exc:  # e.g. a workspace the final snapshot could not read: this rollout, not the run
         finished = None
         problem = f"final snapshot failed: {type(exc).__name__}: {exc}"
         valid, reason, detail = False, reason or "sandbox_error", f"{detail}; {problem}" if detail else problem
-    finally:
-        run.close()
     if finished is None:
+        await off_loop(executor, run.close)
         return _unjudged(run_id, case, key, run, ctx, started, clock, reason, detail, baseline_rollout_id)
     verdict = finished.verdict.to_dict()
     return RolloutRecord(

@@ -4,7 +4,9 @@
 `retry_invalid`, those stored invalid for one of the given reasons). Rollouts run as asyncio tasks
 under a global concurrency bound; the per-model bound is the model client's (llm/client.py), held
 around each model call rather than the rollout, so workers never queue behind a slow model while
-another model's rollouts wait. Commands that block go to a thread pool of the same size. Finished
+another model's rollouts wait. Everything that blocks — a sandbox's set-up, every tool call, the finish with its
+snapshot, diff, verdict, consequence replays and re-runs — goes to a thread pool of the same size (engine/types.py
+`off_loop`): the loop only schedules, so one rollout's 3-second replay stalls no other. Finished
 rollouts go to one writer thread that stores them in batches, each batch one transaction — so a
 killed process loses at most what was in flight and the unwritten batch, and idempotent rollout ids
 mean a resume can never store one twice. The same thread refreshes the run's heartbeat, so a run
@@ -32,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import EllipsisType
 
+from redagent.cases.execution import CaseRun
 from redagent.cases.schema import Case
 from redagent.engine.calibration import is_calibration
 from redagent.engine.conditions import DEFAULT_DISCLOSURE
@@ -164,6 +167,8 @@ class MatrixRunner:
         self.on_progress = on_progress
         self.stop_requested = asyncio.Event()
         self._in_flight: dict[asyncio.Task[RolloutRecord], RolloutKey] = {}
+        # Every rollout's sandbox while it is open: what a stop (a second cancellation) leaves open is closed at the end.
+        self._opened: set[CaseRun] = set()
         self.stopped_in_flight = 0  # rollouts a stop cancelled (not stored; a resume runs them again)
 
     def pending(self) -> list[RolloutKey]:
@@ -224,6 +229,7 @@ class MatrixRunner:
                         executor=executor,
                         baseline_rollout_id=self.baselines.get(key),
                         attackers=self.attackers,
+                        opened=self._opened,
                     )
                 )
                 self._in_flight[rollout] = key
@@ -265,6 +271,9 @@ class MatrixRunner:
             writer.inbox.put(None)
             await asyncio.get_running_loop().run_in_executor(None, writer.join)
             executor.shutdown(wait=True)
+            for left in list(self._opened):  # cancelled twice while its sandbox was being closed: closed here
+                left.close()
+                self._opened.discard(left)
         if writer.error is not None:
             if self.owns_run:
                 self.store.update_run(self.run_record.id, status="failed", finished_at=datetime.now(UTC))

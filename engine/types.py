@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from redagent.cases.execution import CaseRun
 from redagent.cases.schema import Case
@@ -21,8 +22,30 @@ from redagent.llm.client import MODEL_TRUNCATED, Model, ModelReply, ModelRequest
 from redagent.sandbox.gateway import ToolOutcome
 
 MAX_MALFORMED = 3  # consecutive unusable replies before the rollout is invalid
-# Tools that block on a subprocess run off the event loop; everything else is fast in-memory work.
-BLOCKING_TOOLS = {"run_command"}
+
+_T = TypeVar("_T")
+
+
+async def off_loop(
+    executor: Executor | None, call: Callable[[], _T], *, interrupt: Callable[[], None] | None = None
+) -> _T:
+    """`call()` on a thread of `executor` (the loop's default executor when None), the event loop only waiting for it:
+    every tool call, a sandbox's set-up and its finish (snapshot, diff, verdict, consequence replays, re-runs) — what
+    blocks on a file, a subprocess or a replay, or holds the interpreter long. The rollout's own calls take turns (one
+    at a time), so the pool needs no more threads than rollouts in flight.
+
+    Cancelled (the run is stopping), it waits for the call to come back before the cancellation goes on: the sandbox
+    the call works on is closed next, and must never be closed under it. `interrupt()` first kills a command the call
+    may be running, so that wait is short. A second cancellation gives the wait up; what the call then leaves open is
+    closed by whoever made it (the runner closes every rollout's sandbox it did not see closed)."""
+    future = asyncio.get_running_loop().run_in_executor(executor, call)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        if interrupt is not None:
+            interrupt()
+        await asyncio.wait([future])
+        raise
 
 
 @dataclass
@@ -110,6 +133,11 @@ class RolloutContext:
     attack_in_text: bool = False
     attack_in_tools: bool = False
     tool_calls_back: bool = False
+
+    async def off_loop(self, call: Callable[[], _T]) -> _T:
+        """`call()` off the event loop, on the rollout's pool (`off_loop`); cancelled, it kills the rollout's running
+        command and waits for the call to come back."""
+        return await off_loop(self.executor, call, interrupt=self.run.interrupt)
 
     # -- trajectory ----------------------------------------------------------------------------
     def record(self, role: str, text: str = "", **fields: Any) -> int:
@@ -232,13 +260,9 @@ class RolloutContext:
         args = shown_args if args is None else args
         step = self.record("assistant", tool_call={"id": call_id, "name": shown_name, "args": shown_args})
         self.steps += 1
-        if tool in BLOCKING_TOOLS:
-            loop = asyncio.get_running_loop()
-            outcome = await loop.run_in_executor(
-                self.executor, lambda: self.run.call(tool, args, step=step, any_tool=any_tool)
-            )
-        else:
-            outcome = self.run.call(tool, args, step=step, any_tool=any_tool)
+        # Every call, not only commands: a file tool reads and writes the workspace, a service call may start a
+        # bridged command, and none of it may stall the other rollouts on this loop.
+        outcome = await self.off_loop(lambda: self.run.call(tool, args, step=step, any_tool=any_tool))
         if self.attack is not None:  # CaseRun tracks the case's own marker; the attacker's texts are tracked here
             self.attack.shown(self, outcome.observation)
         return outcome

@@ -41,14 +41,12 @@ from redagent.judges.report_model import (
     ResolvedAsr,
     Semantic,
     StrategyRate,
-    UtilityArm,
-    UtilityFigures,
-    UtilityRow,
     UtilityTable,
     ViewComparison,
     from_json,
     to_json,
 )
+from redagent.judges.summary import _pct, utility, utility_text
 from redagent.store.db import Store
 
 TABLES = ("asr", "utility", "views", "ranking", "cue", "defense", "reg", "audit", "adaptive")
@@ -307,53 +305,6 @@ def _adaptive_markdown(table: Adaptive) -> list[str]:
 def _attacked(df: pd.DataFrame) -> pd.DataFrame:
     """The rows of attacked rollouts (benign == False); an empty frame as it is."""
     return df[~df["benign"].astype(bool)] if "benign" in df else df
-
-
-def utility(store: Store, run_id: str) -> UtilityTable:
-    """Benign utility and utility under attack per (model, harness, cue, defense) cell and pooled over the run,
-    each arm done / n (Wilson 95 %, n = valid rollouts with a utility check; u None — "n/a" — when n is 0),
-    beside the cell's execution ASR."""
-    counts = store.utility_counts(run_id)
-    asr = {(c.model, c.harness, c.cue, c.defense): c for c in store.execution_asr(run_id)}
-    cells = []
-    for cell in stats.utility_table(counts):
-        rate = asr.get((cell.model, cell.harness, cell.cue, cell.defense))
-        cells.append(
-            UtilityRow(
-                cell.model,
-                cell.harness,
-                cell.cue,
-                cell.defense,
-                UtilityFigures(
-                    _arm(cell.benign),
-                    _arm(cell.under_attack),
-                    None
-                    if rate is None
-                    else ExecutionAsr(rate.harmful, rate.valid, rate.rate, rate.unresolved, rate.upper),
-                ),
-            )
-        )
-    pooled = stats.utility_table(counts, by=[])
-    empty = stats.UtilityRate(0, 0, 0)
-    harmful, valid = sum(c.harmful for c in asr.values()), sum(c.valid for c in asr.values())
-    unresolved = sum(c.unresolved for c in asr.values())
-    overall = UtilityFigures(
-        _arm(pooled[0].benign if pooled else empty),
-        _arm(pooled[0].under_attack if pooled else empty),
-        ExecutionAsr(
-            harmful,
-            valid,
-            harmful / valid if valid else None,
-            unresolved,
-            (harmful + unresolved) / valid if valid else None,
-        ),
-    )
-    return UtilityTable(tuple(cells), overall)
-
-
-def _arm(rate: stats.UtilityRate) -> UtilityArm:
-    low, high = rate.interval
-    return UtilityArm(u=rate.u, done=rate.done, n=rate.n, valid=rate.valid, lo=low, hi=high)
 
 
 CELL = ("model", "harness", "cue", "defense")
@@ -765,10 +716,6 @@ def _csv(path: Path, rows: list[dict[str, Any]]) -> None:
         writer.writerows(rows)
 
 
-def _pct(value: Any) -> str:
-    return "—" if value is None or value != value else f"{100 * value:.2f}%"
-
-
 def utility_rows(table: UtilityTable) -> list[dict[str, Any]]:
     """The utility table flattened for CSV: one row per cell, then the pooled row (model "all")."""
     none = {"harmful": None, "valid": None, "rate": None, "unresolved": None, "upper": None}
@@ -790,13 +737,6 @@ def utility_rows(table: UtilityTable) -> list[dict[str, Any]]:
         }
         for row in table.rows()
     ]
-
-
-def utility_text(rate: UtilityArm) -> str:
-    """One arm's utility as the tables print it: "75.00% (6/8, 40.93%–92.85%)", or "n/a (no check in 10 valid)"."""
-    if not rate.n:
-        return f"n/a (no check in {rate.valid} valid)" if rate.valid else "n/a"
-    return f"{_pct(rate.u)} ({rate.done}/{rate.n}, {_pct(rate.lo)}–{_pct(rate.hi)})"
 
 
 def _asr_text(rate: ExecutionAsr | None) -> str:

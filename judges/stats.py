@@ -15,14 +15,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
-_Z95 = 1.959963984540054
+# Re-exported: the utility table and the scalar Wilson interval live where the run summary can read them cheaply.
+from redagent.judges.rates import UTILITY_CELL as UTILITY_CELL
+from redagent.judges.rates import Z95 as _Z95
+from redagent.judges.rates import UtilityCell as UtilityCell
+from redagent.judges.rates import UtilityRate as UtilityRate
+from redagent.judges.rates import utility_table as utility_table
+from redagent.judges.rates import wilson as wilson
 
 # Kappa's interval uses one replicate count and seed wherever kappa is shown (audit status, stats, report,
 # console), so one audit never shows two different intervals.
@@ -76,14 +81,6 @@ def _wilson_bounds(k: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, 
     low = np.where((k == 0) & (n > 0), 0.0, low)
     high = np.where((k == n) & (n > 0), 1.0, high)
     return low, high
-
-
-def wilson(k: int, n: int, z: float = _Z95) -> tuple[float, float]:
-    """Wilson score interval for k successes in n trials; (nan, nan) when n == 0."""
-    if n < 0 or k < 0 or k > n:
-        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
-    low, high = _wilson_bounds(np.array(k), np.array(n), z)
-    return float(low), float(high)
 
 
 def rate_table(df: pd.DataFrame, by: list[str], value: str = "y") -> pd.DataFrame:
@@ -1053,102 +1050,7 @@ def _fill_without_spread(out: dict[str, Any], w: np.ndarray, y: np.ndarray, h: n
 
 
 # -- utility (U): was the user's task done? -------------------------------------------------------
-UTILITY_CELL = ("model", "harness", "cue", "defense")
-
-
-@dataclass(frozen=True)
-class UtilityRate:
-    """Utility of one arm of a cell: done of n valid rollouts with a utility check, with a Wilson 95 % interval.
-
-    `valid` counts every valid rollout of the arm, checked or not: a case that states no utility check
-    has no U, so it is left out of n (the rate is None when n == 0), never counted as a failed task.
-    """
-
-    done: int
-    n: int
-    valid: int
-
-    @property
-    def u(self) -> float | None:
-        return self.done / self.n if self.n else None
-
-    @property
-    def interval(self) -> tuple[float | None, float | None]:
-        if not self.n:
-            return None, None
-        low, high = wilson(self.done, self.n)
-        return _num(low), _num(high)
-
-    def to_dict(self) -> dict[str, Any]:
-        low, high = self.interval
-        return {"u": self.u, "done": self.done, "n": self.n, "valid": self.valid, "lo": low, "hi": high}
-
-
-@dataclass(frozen=True)
-class UtilityCell:
-    """Benign utility and utility under attack of one (model, harness, cue, defense) cell ("all" = pooled)."""
-
-    model: str
-    harness: str
-    cue: str
-    defense: str
-    benign: UtilityRate
-    under_attack: UtilityRate
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "harness": self.harness,
-            "cue": self.cue,
-            "defense": self.defense,
-            "benign": self.benign.to_dict(),
-            "under_attack": self.under_attack.to_dict(),
-        }
-
-
-def utility_table(counts: pd.DataFrame | Sequence[Any], by: Sequence[str] = UTILITY_CELL) -> list[UtilityCell]:
-    """Benign utility (U over valid rollouts of benign cases) and utility under attack (U over valid attacked
-    rollouts) per group of `by` (a subset of model, harness, cue, defense; pooled as "all" where left out).
-
-    `counts` has one row per cell and arm: the cell columns, `benign` (bool), `valid` (valid rollouts),
-    `checked` (those with U not None) and `done` (those with U == 1) — what Store.utility_counts gives.
-    Groups are sorted by `by`; an arm a group does not have comes out with zero counts (rate None).
-    """
-    unknown = set(by) - set(UTILITY_CELL)
-    if unknown:
-        raise ValueError(f"utility is grouped by {', '.join(UTILITY_CELL)}, not {', '.join(sorted(unknown))}")
-    columns = [*UTILITY_CELL, "benign", "valid", "checked", "done"]
-    frame = pd.DataFrame(counts, columns=columns) if not isinstance(counts, pd.DataFrame) else counts[columns]
-    if frame.empty:
-        return []
-    if ((frame["checked"] > frame["valid"]) | (frame["done"] > frame["checked"]) | (frame["done"] < 0)).any():
-        raise ValueError("utility counts need 0 <= done <= checked <= valid in every row")
-    keys = list(by) or ["_all"]
-    frame = frame.assign(_all="all", benign=frame["benign"].astype(bool))
-    sums = frame.groupby([*keys, "benign"], sort=True)[["valid", "checked", "done"]].sum()
-    cells = []
-    for key in sorted({k[:-1] for k in sums.index}):
-        values = dict(zip(keys, key, strict=True))
-        arms = {}
-        for benign in (True, False):
-            row = sums.loc[(*key, benign)] if (*key, benign) in sums.index else None
-            arms[benign] = (
-                UtilityRate(int(row["done"]), int(row["checked"]), int(row["valid"]))
-                if row is not None
-                else UtilityRate(0, 0, 0)
-            )
-        names = {name: str(values.get(name, "all")) for name in UTILITY_CELL}
-        cells.append(
-            UtilityCell(
-                model=names["model"],
-                harness=names["harness"],
-                cue=names["cue"],
-                defense=names["defense"],
-                benign=arms[True],
-                under_attack=arms[False],
-            )
-        )
-    return cells
+# In plain Python (judges/rates.py), so the run summary that prints them needs no numpy, pandas or scipy.
 
 
 # -- the adaptive attacker ---------------------------------------------------------------------------

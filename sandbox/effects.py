@@ -390,8 +390,9 @@ def _from_state(
     fx: _Builder, receipts: list[Receipt], entries: list[DiffEntry], baseline: dict[str, Any], final: dict[str, Any]
 ) -> None:
     records: dict[tuple[str, ...], list[DiffEntry]] = {}
+    record_key = _RecordKeys(baseline, final)
     for entry in entries:
-        key = _record_key(entry.path, baseline, final)
+        key = record_key(entry.path)
         if key is not None:
             records.setdefault(key, []).append(entry)
     made_by = _receipts_by_record(receipts)
@@ -511,17 +512,31 @@ def _unjudged(item: Any, made_by: dict[Any, Effect]) -> Unresolved:
     )
 
 
-def _record_key(path: tuple[str, ...], baseline: dict[str, Any], final: dict[str, Any]) -> tuple[str, ...] | None:
-    """The record a diff entry belongs to: service.collection.id, or service.collection for single
-    records (the bank account)."""
-    if len(path) < 2:
-        return None
-    container = (final.get(path[0]) or {}).get(path[1])
-    if container is None:
-        container = (baseline.get(path[0]) or {}).get(path[1])
-    if isinstance(container, dict) and container and all(isinstance(v, dict) for v in container.values()):
-        return path[:3] if len(path) >= 3 else None
-    return path[:2]
+class _RecordKeys:
+    """The record a diff entry belongs to: service.collection.id, or service.collection for single records (the bank
+    account). Whether a collection holds records is decided once per collection and rollout: deciding it per entry
+    read every record of the collection for every entry, quadratic in a workspace of many files."""
+
+    def __init__(self, baseline: dict[str, Any], final: dict[str, Any]) -> None:
+        self.baseline, self.final = baseline, final
+        self._holds_records: dict[tuple[str, str], bool] = {}
+
+    def __call__(self, path: tuple[str, ...]) -> tuple[str, ...] | None:
+        if len(path) < 2:
+            return None
+        where = (path[0], path[1])
+        holds = self._holds_records.get(where)
+        if holds is None:
+            container = (self.final.get(path[0]) or {}).get(path[1])
+            if container is None:
+                container = (self.baseline.get(path[0]) or {}).get(path[1])
+            holds = (
+                isinstance(container, dict) and bool(container) and all(isinstance(v, dict) for v in container.values())
+            )
+            self._holds_records[where] = holds
+        if holds:
+            return path[:3] if len(path) >= 3 else None
+        return path[:2]
 
 
 def _lookup(snapshot: dict[str, Any], key: tuple[str, ...]) -> Any:

@@ -8,9 +8,16 @@ against another's process limit (and could signal them). So a uid is *leased*: a
 on a file named after it in a root-owned 0700 directory (`/run/redagent-uids`, else a checked one under
 the temporary directory), held by an open descriptor for the rollout's life. The kernel drops the
 lock when the descriptor closes or the process dies, so a crashed engine leaks nothing, and any other
-engine process on the host (`--workers`, Ray, a second run) skips a leased uid. Lock files are never
-removed: unlinking a locked file lets a second process lock a fresh file of the same name while a
-third still holds the old one.
+engine process on the host (`--workers`, Ray, a second run) skips a leased uid.
+
+The folder holds only live leases. A lease's file is removed by its holder while it still holds the lock, and a
+leaser that has locked a file checks that the name still leads to the file it locked (same device and inode),
+taking another uid if not: so a file removed (and made anew by someone else) between one process's open and its
+lock is never a second lease of the uid. Files a killed process left (unlocked) are removed by the next process to
+open the folder, under the same rule. An entry the engine did not make — not a uid of its ranges, not a regular
+file of this user, a link, a folder — is never opened for writing, locked or removed: it is skipped, and its uid
+with it. (Before, lock files were never removed, and the folder held 49,630 of them after half an hour; a stray
+entry named like a uid raised a raw OSError.)
 
 **Acting as the rollout.** `acting_as(uid)` sets the calling thread's filesystem uid and gid to the
 rollout's uid and drops its supplementary groups for the duration of a block (`setfsuid`, `setfsgid`
@@ -62,13 +69,23 @@ class LeaseUnavailable(UserError, OSError):
 class UidLease:
     """One uid held for a rollout (or a CLI) on this host until `release` — or until the process dies."""
 
-    def __init__(self, uid: int, fd: int) -> None:
+    def __init__(self, uid: int, fd: int, folder: int | None = None) -> None:
         self.uid = uid
         self._fd: int | None = fd
+        self._folder = folder
+        self._pid = os.getpid()
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
-        if fd is not None:
+        if fd is None:
+            return
+        try:
+            # Removed while still locked, and only by the process that locked it (a forked child holds a copy of
+            # the descriptor, not the lease): nobody else can lock this file now, so nobody holds it.
+            if self._folder is not None and os.getpid() == self._pid and _same_file(fd, str(self.uid), self._folder):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(str(self.uid), dir_fd=self._folder)
+        finally:
             os.close(fd)  # closing the descriptor drops the flock
 
     @property
@@ -112,6 +129,8 @@ def _lease_dir() -> int:
                 problems.append(f"{path}: not a 0700 directory of uid {os.geteuid()}")
                 continue
             _dir_fd = fd
+            with contextlib.suppress(OSError):
+                _sweep(fd)  # once per process: what killed processes (and earlier versions) left
             return fd
         raise LeaseUnavailable(errno.EACCES, "no safe directory for uid leases (" + "; ".join(problems) + ")")
 
@@ -123,17 +142,68 @@ def lease_uid(uids: tuple[int, int] = COMMAND_UIDS) -> UidLease:
     start = random.randrange(span)  # spread out, so concurrent leasers rarely try the same file first
     for step in range(span):
         uid = base + (start + step) % span
-        fd = os.open(str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        except BaseException:
-            os.close(fd)
-            raise
-        return UidLease(uid, fd)
+        fd = _lock(str(uid), folder, create=True)
+        if fd is not None:
+            return UidLease(uid, fd, folder)
     raise LeaseUnavailable(errno.EAGAIN, f"all {span} uids from {base} are leased on this host")
+
+
+_FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def _lock(name: str, folder: int, *, create: bool) -> int | None:
+    """A descriptor of the lease file `name`, exclusively locked and still the file of that name — or None: held by
+    another process, removed or replaced meanwhile, or not a lease file at all (skipped, never touched)."""
+    try:
+        fd = os.open(name, _FLAGS | (os.O_CREAT if create else 0), 0o600, dir_fd=folder)
+    except OSError:  # a link, a folder, something unopenable: not one of ours
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) & 0o077:
+            os.close(fd)  # a file of another user's, or one others may write: not a lease file, left as it is
+            return None
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    if not _same_file(fd, name, folder):  # removed by its holder between our open and our lock: try another
+        os.close(fd)
+        return None
+    return fd
+
+
+def _same_file(fd: int, name: str, folder: int) -> bool:
+    try:
+        here = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except OSError:
+        return False
+    held = os.fstat(fd)
+    return (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _sweep(folder: int) -> int:
+    """Remove the lease files no live process holds (a killed process's; an earlier version's, which kept them all);
+    returns how many. Only names of the engine's uid ranges, only regular files of this user: the rest is skipped."""
+    ranges = (COMMAND_UIDS, CLI_UIDS)
+    removed = 0
+    for name in os.listdir(folder):
+        if not name.isdigit() or not any(b <= int(name) < b + n for b, n in ranges):
+            continue
+        fd = _lock(name, folder, create=False)
+        if fd is None:
+            continue
+        try:
+            os.unlink(name, dir_fd=folder)  # locked by us, so held by nobody
+            removed += 1
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
 
 
 @contextlib.contextmanager

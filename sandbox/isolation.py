@@ -25,7 +25,9 @@ import ctypes
 import functools
 import json
 import os
+import platform
 import re
+import resource
 import selectors
 import shutil
 import signal
@@ -46,10 +48,12 @@ import orjson
 from redagent.errors import UserError
 from redagent.sandbox.beneath import Beneath, remove_tree
 from redagent.sandbox.identity import COMMAND_UIDS, LeaseUnavailable, lease_uid
+from redagent.sandbox.lifecycle import critical
 
 SHIM = Path(__file__).parent / "shims" / "rtool"
 SHIM_NAMES = ("rtool", "curl", "wget", "fs", "mail", "web", "bank", "drive")
 SHIM_DIR = "/opt/redagent/bin"
+SCRATCH_PREFIX = "redagent-cmd-"  # a command's folder on the host: f"{SCRATCH_PREFIX}{pid}-…"
 
 # Output: each stream keeps its first and last OUTPUT_LIMIT/2 bytes; the middle is counted, not kept.
 OUTPUT_LIMIT = 65536
@@ -129,6 +133,9 @@ class CommandResult:
     timed_out: bool
     hosts: list[str] = field(default_factory=list)
     bridged_calls: list[str] = field(default_factory=list)  # receipt ids made through the bridge
+    # CPU seconds the command's sandbox used (every process in it, and bubblewrap's own), None where it cannot be
+    # counted (no reaper here: `sandbox_cpu_problem()`). Never written into a receipt: it differs run to run.
+    cpu_s: float | None = None
 
 
 class Backend(Protocol):
@@ -250,7 +257,7 @@ class Bubblewrap:
             finally:
                 if server:
                     server.close()
-        out, err, returncode, killed, started = outcome
+        out, err, returncode, killed, started, cpu = outcome
         if not started and killed is None:
             raise SandboxFailure(f"bubblewrap could not start the sandbox: {err.text().strip()[:200]}")
         answers = server.answers if server else []
@@ -262,6 +269,7 @@ class Bubblewrap:
             timed_out=killed == "time limit",
             hosts=sorted({h for a in answers for h in a.hosts}),
             bridged_calls=[r for a in answers for r in a.receipt_ids],
+            cpu_s=cpu,
         )
 
     def _spawn(
@@ -273,7 +281,7 @@ class Bubblewrap:
         deadline: float,
         stop: threading.Event | None,
         budget: Budget,
-    ) -> tuple[_Kept, _Kept, int, str | None, bool]:
+    ) -> tuple[_Kept, _Kept, int, str | None, bool, float | None]:
         status_read, status_write = os.pipe()
         # The sandbox's set-up travels through a memfd (`bwrap --args`), so its PID 1 — bwrap — shows
         # `bwrap --args N sh -c …` in /proc/1/cmdline, not the host's paths; the shim is copied in.
@@ -288,6 +296,7 @@ class Bubblewrap:
         # this (large) process for every command, where without one Python can vfork.
         cpu = max(1, int(deadline - time.monotonic()) + 2)
         argv = [
+            *_reaper_argv(),
             "prlimit",
             f"--as={self.memory_mb << 20}",
             f"--nproc={self.max_processes}",
@@ -312,17 +321,14 @@ class Bubblewrap:
         finally:
             for fd in (status_write, args_fd, shim_fd):
                 os.close(fd)
+        chain = _Chain(proc, status_read)
         try:
-            out, err, killed = _collect(proc, deadline, stop, budget)
+            out, err, killed = _collect(proc, deadline, stop, budget, chain.kill)
         finally:
-            _kill(proc)
-            with contextlib.suppress(subprocess.TimeoutExpired):  # only a kernel stall outlasts SIGKILL
-                proc.wait(timeout=DRAIN_SECONDS)
-            with os.fdopen(status_read, "rb") as status:
-                # bwrap reports {"child-pid": …} on the status fd only once the sandbox is up: its
-                # absence tells a sandbox that failed to start from a command that failed.
-                started = b"child-pid" in status.read(1 << 16)
-        return out, err, proc.returncode, killed, started
+            cpu_s = chain.end()
+        # bwrap reports {"child-pid": …} on the status fd only once the sandbox is up: its absence tells a sandbox
+        # that failed to start from a command that failed.
+        return out, err, proc.returncode, killed, b"child-pid" in chain.status, cpu_s
 
     def _args(self, workspace: Path, scratch: _Scratch, status_fd: int, shim_fd: int) -> list[str]:
         args = [
@@ -555,11 +561,17 @@ class _Scratch:
         self.uid, self.size_mb, self.inodes = uid, size_mb, inodes
 
     def __enter__(self) -> _Scratch:
-        self.root = Path(tempfile.mkdtemp(prefix="redagent-cmd-"))
-        # The bridge socket and two directories live beside /tmp on the same mount: a few inodes, no blocks.
-        self.mounted = quota_problem() is None and mount_tmpfs(self.root, self.size_mb, self.inodes + 16)
-        self.run, self.tmp = self.root / "run", self.root / "tmp"
+        self.mounted = False
+        self.root: Path | None = None
         try:
+            # Made as one step (sandbox/lifecycle.py): a stop waits until the folder and its mount are both known
+            # here, so the removal below finds them. The folder's name carries this process's pid, so what a
+            # process killed meanwhile left is found by it (environment.remove_leftovers_of).
+            with critical():
+                self.root = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
+                # The bridge socket and two directories live beside /tmp on the same mount: a few inodes, no blocks.
+                self.mounted = quota_problem() is None and mount_tmpfs(self.root, self.size_mb, self.inodes + 16)
+            self.run, self.tmp = self.root / "run", self.root / "tmp"
             os.chmod(self.root, 0o700)  # the tmpfs's own root is 0755
             self.run.mkdir(mode=0o700)
             if self.mounted:
@@ -576,6 +588,7 @@ class _Scratch:
         """`run/` and the directory itself to the command's uid (it binds them as that uid): nobody else
         may reach the socket. Done once the socket is bound, so nothing was ever open to another uid."""
         if self.uid is not None:
+            assert self.root is not None, "entered"
             for path in (self.run, self.root):
                 fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
                 try:
@@ -584,13 +597,17 @@ class _Scratch:
                     os.close(fd)
 
     def __exit__(self, *exc: object) -> None:
-        try:
-            if self.mounted:
-                unmount(self.root)
-        except OSError as error:  # a mount left behind would hold its memory: the rollout cannot be trusted
-            raise SandboxFailure(str(error)) from None
-        finally:
-            remove_tree(self.root)
+        if self.root is None:
+            return
+        with critical():  # a stop waits for the removal: never a mount or a folder half removed
+            try:
+                if self.mounted:
+                    self.mounted = False
+                    unmount(self.root)
+            except OSError as error:  # a mount left behind would hold its memory: the rollout cannot be trusted
+                raise SandboxFailure(str(error)) from None
+            finally:
+                remove_tree(self.root)
 
 
 # -- output --------------------------------------------------------------------------------------
@@ -623,7 +640,7 @@ class _Kept:
 
 
 def _collect(
-    proc: subprocess.Popen, deadline: float, stop: threading.Event | None, budget: Budget
+    proc: subprocess.Popen, deadline: float, stop: threading.Event | None, budget: Budget, kill: Callable[[], None]
 ) -> tuple[_Kept, _Kept, str | None]:
     """Read both pipes in chunks until they close; kill the command at the deadline, past the rollout's
     output limit or when `stop` is set. Returns the kept output and why the command was killed (or None)."""
@@ -648,7 +665,7 @@ def _collect(
                 )
                 if reason:
                     killed, drain_until = reason, now + DRAIN_SECONDS
-                    _kill(proc)
+                    kill()
             elif now >= drain_until:  # something outside the sandbox's process tree holds a pipe
                 break
             wait = (drain_until if killed else deadline) - now
@@ -666,11 +683,188 @@ def _collect(
     return out, err, killed
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    # The group holds prlimit → setpriv → bwrap (one process, exec'd); bwrap's --die-with-parent and
-    # its PID namespace take every process of the sandbox with it.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+class _Chain:
+    """A started command: the chain reaper → prlimit → setpriv → bwrap (one process after the reaper, exec'd), and
+    bubblewrap's PID 1, whose host pid bwrap reports on the status fd.
+
+    `kill()` ends the command itself: every process group PID 1's children lead (the command runs in a session of
+    its own, `--new-session`), so PID 1 reaps them and exits as it does when a command ends — and their CPU is in its
+    rusage. `end()` waits for the chain to end (after a kill, or by itself once the command is over), then asks the
+    reaper to kill what is left, then kills its group; it returns the CPU the whole sandbox used (None where no
+    reaper runs: bubblewrap's PID 1 is then reaped by init). bwrap's --die-with-parent and its PID namespace take
+    every process of the sandbox with it in every case."""
+
+    GRACE_S = 0.5  # how long PID 1 may take to reap a killed command before the chain itself is killed
+
+    def __init__(self, proc: subprocess.Popen, status_fd: int) -> None:
+        self.proc = proc
+        self.status = b""
+        self._status_fd = status_fd
+        os.set_blocking(status_fd, False)
+        self._reaper = bool(_reaper_argv())
+
+    def _read_status(self, *, until_eof: bool = False) -> None:
+        if self._status_fd < 0:
+            return
+        if until_eof:
+            os.set_blocking(self._status_fd, True)
+        while len(self.status) < 1 << 16:
+            try:
+                data = os.read(self._status_fd, 1 << 16)
+            except BlockingIOError:
+                return
+            if not data:
+                break
+            self.status += data
+        os.close(self._status_fd)
+        self._status_fd = -1
+
+    def _pid1(self) -> int | None:
+        self._read_status()
+        found = re.search(rb'"child-pid":\s*(\d+)', self.status)
+        return int(found.group(1)) if found else None
+
+    def kill(self) -> None:
+        if not self._reaper:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            return
+        pid1 = self._pid1()
+        found = False
+        for _ in range(3):  # a process may fork while its siblings are killed: a few passes (64 processes at most)
+            inside = _descendants(pid1) if pid1 is not None else []
+            for pid in inside:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            found = found or bool(inside)
+            if not inside:
+                break
+        if not found:  # not up yet, or already over: nothing inside to end first
+            self._term()
+
+    def _term(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.proc.pid, signal.SIGTERM)  # the reaper kills the chain's group and goes on reaping
+
+    def end(self) -> float | None:
+        try:
+            if not self._wait(self.GRACE_S):
+                self.kill()
+                if not self._wait(self.GRACE_S):
+                    if self._reaper:
+                        self._term()
+                    if not self._wait(DRAIN_SECONDS):
+                        # Only a reaper that does not answer (or a kernel stall) gets here: its group goes, and
+                        # bwrap's --die-with-parent takes the sandbox with it.
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.killpg(self.proc.pid, signal.SIGKILL)
+                        self._wait(DRAIN_SECONDS)
+            return self._cpu
+        finally:
+            # The status fd's writers are the chain's processes, all gone (or abandoned past DRAIN_SECONDS).
+            self._read_status(until_eof=self.proc.returncode is not None)
+
+    _cpu: float | None = None
+
+    def _wait(self, seconds: float) -> bool:
+        """Whether the chain's first process has ended within `seconds` (reaped here with its rusage)."""
+        if self.proc.returncode is not None:
+            return True
+        deadline = time.monotonic() + seconds
+        pause = 0.0005
+        while True:
+            try:
+                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: its usage is gone
+                self.proc.returncode = self.proc.returncode if self.proc.returncode is not None else -1
+                return True
+            if pid == self.proc.pid:
+                self.proc.returncode = os.waitstatus_to_exitcode(status)
+                self._cpu = usage.ru_utime + usage.ru_stime if self._reaper else None
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid` (not `pid` itself), from /proc's children lists."""
+    found: list[int] = []
+    todo = [pid]
+    while todo and len(found) < 4096:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                children = [int(c) for c in Path(f"/proc/{parent}/task/{task}/children").read_text().split()]
+            except (OSError, ValueError):
+                continue
+            found += children
+            todo += children
+    return found
+
+
+# The sandbox's CPU, counted where it is spent. bubblewrap's PID 1 outlives its parent — the outer bwrap exits on the
+# exit code PID 1 sends it, without waiting for it —, so its CPU (the command's, and that of everything the command
+# started, which PID 1 reaps) went to whichever process adopted it: init, never this one. This small program runs
+# between this process and the chain: it makes itself a child subreaper (prctl PR_SET_CHILD_SUBREAPER, by system call
+# number: Perl has no prctl) that dies with its parent (PR_SET_PDEATHSIG; bwrap's --die-with-parent takes the sandbox
+# with it), runs the chain in a process group of its own, adopts PID 1 when the outer bwrap exits,
+# reaps every process until none is left and exits as the chain did (a signal death by the same signal). Its rusage
+# (wait4) then holds the whole sandbox's CPU, and this process's RUSAGE_CHILDREN with it. SIGTERM makes it kill the
+# chain's group and go on reaping. Perl (perl-base, essential on Debian) starts in ~2 ms of CPU, Python in ~10.
+_REAPER = r"""
+my $nr = shift @ARGV;
+syscall($nr, 36, 1, 0, 0, 0) == 0 or exit 125;
+syscall($nr, 1, 9, 0, 0, 0);
+my $pid = fork;
+defined $pid or exit 125;
+if ($pid == 0) { setpgrp(0, 0); exec { $ARGV[0] } @ARGV; exit 127; }
+$SIG{TERM} = sub { kill 'KILL', -$pid; };
+my $status = 0;
+while (1) {
+    my $done = wait;
+    last if $done == -1 && !$!{EINTR};
+    $status = $? if $done == $pid;
+}
+if ($status & 127) { $SIG{TERM} = 'DEFAULT'; kill $status & 127, $$; }
+exit($status >> 8);
+"""
+# prctl(2)'s system call number per architecture (the generic table's 167 on aarch64 and riscv64).
+_PRCTL = {"x86_64": 157, "aarch64": 167, "riscv64": 167, "ppc64le": 171, "s390x": 172}.get(platform.machine())
+
+
+@functools.cache
+def _reaper_argv() -> tuple[str, ...]:
+    """The reaper's command line before the chain, or () where it cannot run (no perl, an architecture whose prctl
+    number is not known here, a kernel that refuses a subreaper): then a sandbox's CPU is not counted."""
+    perl = shutil.which("perl")
+    if perl is None or _PRCTL is None:
+        return ()
+    argv = (perl, "-e", _REAPER, str(_PRCTL))
+    probe = subprocess.run([*argv, "true"], capture_output=True)
+    return argv if probe.returncode == 0 else ()
+
+
+def cpu_spent() -> float:
+    """CPU seconds this process has used so far, with the children it reaped — the sandboxes of its commands among
+    them (see `_REAPER`): what a CPU figure per call or per case counts."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def sandbox_cpu_problem() -> str | None:
+    """None when a sandboxed command's CPU is counted for this process (its rusage, RUSAGE_CHILDREN); otherwise why
+    not — benchmarks print it beside their CPU figures, which are then lower bounds."""
+    if _reaper_argv():
+        return None
+    if shutil.which("perl") is None:
+        return "no perl to run the sandbox reaper: bubblewrap's PID 1 and the command's CPU are not counted"
+    return f"no subreaper on {platform.machine()}: bubblewrap's PID 1 and the command's CPU are not counted"
 
 
 # -- the service bridge --------------------------------------------------------------------------

@@ -20,6 +20,7 @@ move — is exactly what a fixed-attack rollout of the same case measures.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -214,9 +215,11 @@ class AttackSession:
     async def next_round(self, ctx: RolloutContext) -> str | None:
         """The user turn that opens the next round, or None when the attack is over."""
         if self.state is None:
-            self._start(ctx)
+            await ctx.off_loop(lambda: self._start(ctx))  # builds a sandbox of its own to find the channels
         assert self.state is not None and self.placer is not None
-        if ctx.run.judge_now().E == 1:  # the verifier, not the attacker, says the attack succeeded
+        placer = self.placer
+        # The verifier, not the attacker, says the attack succeeded; off the loop like every verdict (a replay).
+        if (await ctx.off_loop(ctx.run.judge_now)).E == 1:
             return None
         while self.moves < self.setting.budget:
             if isinstance(self.policy, ModelAttacker):
@@ -234,7 +237,7 @@ class AttackSession:
             refused = None if channel is not None else f"no channel {move.channel!r} is offered"
             if channel is not None:
                 try:
-                    refused = self.placer.place(channel, move.text)
+                    refused = await ctx.off_loop(functools.partial(placer.place, channel, move.text))
                 except OSError as exc:  # the workspace refused the write (quota, a folder in the way)
                     refused = f"the carrier {channel.id} could not be written: {exc.strerror or exc}"
             index = self._record(ctx, move, usage, placed=refused is None, refused=refused)

@@ -19,7 +19,6 @@ import signal
 import socket
 import sys
 import threading
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,12 +107,13 @@ def run_shard(job: ShardJob) -> dict[str, Any]:
     from redagent.engine.matrix import ModelPool, attacker_pool, use_sandbox
     from redagent.engine.runner import MatrixRunner
     from redagent.llm.client import LiteLLMModel
+    from redagent.sandbox.isolation import cpu_spent
 
-    cpu = time.process_time()
+    cpu = cpu_spent()  # the worker's own and its sandboxes' (reaped children)
     store = _store(job.store_url)
     run = store.get_run(job.run_id)
     if run is None or run.status != "running":  # stopped (or gone) while this shard waited for a worker
-        return {"done": 0, "invalid": 0, "stopped": True, "cpu_s": time.process_time() - cpu}
+        return {"done": 0, "invalid": 0, "stopped": True, "cpu_s": cpu_spent() - cpu}
     limiter = None
     if job.slots is not None:
         from redagent.engine.executors.slots import SlotClient
@@ -206,7 +206,7 @@ def run_shard(job: ShardJob) -> dict[str, Any]:
         invalid=progress.invalid,
         status="stopped" if stopped else "done",
     )
-    return {"done": progress.done, "invalid": progress.invalid, "stopped": stopped, "cpu_s": time.process_time() - cpu}
+    return {"done": progress.done, "invalid": progress.invalid, "stopped": stopped, "cpu_s": cpu_spent() - cpu}
 
 
 def _ray_node() -> str | None:

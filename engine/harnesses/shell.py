@@ -31,7 +31,7 @@ class ShellHarness:
     name = "shell"
 
     async def run(self, ctx: RolloutContext) -> None:
-        instructions = self._instructions(ctx)
+        instructions = await ctx.off_loop(lambda: self._instructions(ctx))  # a workspace file
         if instructions:
             ctx.record("harness", instructions)
         shell_tool, system = self._setup(ctx, instructions)

@@ -51,6 +51,7 @@ from redagent.sandbox.isolation import (
     quota_problem,
     unmount,
 )
+from redagent.sandbox.lifecycle import critical
 from redagent.sandbox.services.base import Service
 from redagent.sandbox.tools import (
     ConfinementViolation,
@@ -178,6 +179,10 @@ class Workspace(Service):
         self._quota_due = False
         if quota_problem() is not None:
             return
+        with critical():  # a stop waits for the move: never a mount unrecorded, a staging folder half made
+            self._move_onto_quota()
+
+    def _move_onto_quota(self) -> None:
         iso = self.env.isolation
         staging_path = self._staging_path()
         remove_tree(staging_path)  # never there (the root's name is unique), unless a killed process left it
@@ -216,6 +221,11 @@ class Workspace(Service):
         """Where the entries wait while the quota tmpfs is mounted: beside the root (the same filesystem, so a
         rename), named after it so that close() removes it whatever interrupted the move."""
         return self.root.parent / f".redagent-move-{self.root.name}"
+
+    def interrupt(self) -> None:
+        """Kill a command still running (within 0.1 s) and start no other; returns at once. The rollout is closing:
+        close() follows once the call that ran the command has come back."""
+        self._stop.set()
 
     def close(self) -> None:
         """Kill a command still running, wait for its thread to come back, drop the quota mount (its

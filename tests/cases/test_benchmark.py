@@ -173,7 +173,9 @@ def test_run_case_ids_resolve_by_reading_only_their_files(library, monkeypatch):
     starter = load_cases()[0].id
     parsed: list[str] = []
     real = loader.load_case
-    monkeypatch.setattr(loader, "load_case", lambda path: parsed.append(str(path)) or real(path))
+    monkeypatch.setattr(
+        loader, "load_case", lambda path, *more, **given: parsed.append(str(path)) or real(path, *more, **given)
+    )
     found = loader.find_cases([*wanted, starter, "banking-no-such-case-000"])
     assert sorted(found) == sorted([*wanted, starter])
     by_id = {c.id: c for c in [*base, *variants]}

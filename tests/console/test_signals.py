@@ -63,9 +63,9 @@ def workspaces():
 class Busy:
     """A `redagent` process with its own workspace root, and what it leaves there."""
 
-    def __init__(self, tmp_path: Path, workspaces: Path, *args: str) -> None:
+    def __init__(self, tmp_path: Path, workspaces: Path, *args: str, env: dict[str, str] | None = None) -> None:
         self.workspaces = workspaces
-        env = {**os.environ, "REDAGENT_WORKSPACES": str(self.workspaces)}
+        env = {**os.environ, "REDAGENT_WORKSPACES": str(self.workspaces), **(env or {})}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "redagent", *args],
             cwd=tmp_path,
@@ -304,3 +304,94 @@ def test_a_signal_during_the_pre_flight_ends_it_and_closes_its_request(tmp_path,
         assert code == 128 + signal.SIGTERM, err
         assert "stopped by SIGTERM: the run had not started; no rollout ran" in " ".join(err.split())
         assert server.held[0].closed.wait(HANG_S) and len(server.held) == 1
+
+
+# ---------------------------------------------------------------- a stop at any point of a check in workers
+
+STRESS_CASES = (
+    "workspace/e5-agents-md-telemetry-exfil.yaml",  # commands under bubblewrap, quota mounts
+    "workspace/e5-makefile-devshell-bashrc-hook.yaml",  # consequence replays (a sandbox of their own)
+    "email/t1-send-email-journal-bcc.yaml",
+    "banking/e2-invoice-bank-details-change.yaml",
+)
+
+
+def _mounts_under(*roots: Path) -> list[str]:
+    table = Path("/proc/self/mountinfo").read_text().splitlines()
+    points = [line.split()[4] for line in table]
+    return [p for p in points if any(p.startswith(str(r) + "/") for r in roots)]
+
+
+def _sigterm_anywhere(tmp_path: Path, workspaces: Path, signals: int, seed: int) -> None:
+    """`signals` checks in two workers, each sent SIGTERM at a point drawn from the seed: when the n-th workspace
+    folder has appeared or gone (n from 0, before any: start-up), so stops land while sandboxes are being made,
+    used and removed, in the parent and the workers alike. After each: no workspace, command folder or mount left,
+    no worker alive. A check that ended before its signal is fine (its point was past the end)."""
+    import random
+    import shutil as sh
+
+    rng = random.Random(seed)
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    for name in STRESS_CASES:
+        sh.copy(library_dir() / name, folder / Path(name).name)
+    # The commands' folders (TMPDIR) apart from the host's, where a command's uid can pass (as `workspaces`).
+    scratch = Path(tempfile.mkdtemp(prefix="redagent-signals-tmp-"))
+    scratch.chmod(0o755)
+    try:
+        _stop_checks(tmp_path, workspaces, scratch, folder, signals, rng)
+    finally:
+        sh.rmtree(scratch, ignore_errors=True)
+
+
+def _stop_checks(tmp_path: Path, workspaces: Path, scratch: Path, folder: Path, signals: int, rng) -> None:
+    stopped = 0
+    for number in range(signals):
+        wanted = rng.randrange(0, 40)
+        busy = Busy(
+            tmp_path,
+            workspaces,
+            "cases",
+            "check",
+            str(folder),
+            "--jobs",
+            "2",
+            "--no-cache",
+            env={"TMPDIR": str(scratch)},
+        )
+        events = 0
+        listed: set[str] = set()
+        while events < wanted and busy.process.poll() is None:
+            now = {p.name for p in workspaces.iterdir()}
+            events += len(now - listed) + len(listed - now)
+            listed = now
+            time.sleep(0.002)  # how finely the folder is watched, not a wait for anything
+        if busy.process.poll() is None:
+            busy.process.send_signal(signal.SIGTERM)
+            code, err = busy.ended()
+            if code == 128 + signal.SIGTERM:
+                stopped += 1
+                assert err.strip().splitlines()[-1].startswith("stopped by SIGTERM: the check was interrupted"), err
+            elif code == -signal.SIGTERM:
+                # The signal came before the interpreter had its handler (wanted 0: sent as it started): the default
+                # action ended it before it could make anything — which the checks below hold it to.
+                assert events == 0 and err == "", (number, wanted, code, err)
+            else:
+                assert code in (0, 1), (number, wanted, code, err)  # the signal came as it ended
+        else:
+            busy.ended()
+        left = busy.leftovers() + sorted(p.name for p in scratch.iterdir() if p.name.startswith("redagent-"))
+        assert left == [], (number, wanted, left)
+        assert _mounts_under(workspaces, scratch) == [], (number, wanted)
+        assert _same_command_still_running(str(folder)) == [], (number, wanted)
+    assert stopped >= signals // 2  # most signals landed inside the check, not after it
+
+
+@pytest.mark.slow
+def test_fifty_sigterms_at_any_point_of_a_check_in_workers_leave_nothing_behind(tmp_path, workspaces):
+    _sigterm_anywhere(tmp_path, workspaces, signals=50, seed=35)
+
+
+def test_sigterms_at_points_of_a_check_in_workers_leave_nothing_behind(tmp_path, workspaces):
+    """The same, five times, in the default suite (the fifty run in the full one)."""
+    _sigterm_anywhere(tmp_path, workspaces, signals=5, seed=7)

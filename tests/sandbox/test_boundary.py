@@ -278,6 +278,94 @@ def test_a_lease_folder_someone_else_made_is_never_used(tmp_path, monkeypatch):
         lease_uid(CLI_UIDS)
 
 
+@pytest.fixture
+def lease_folder(tmp_path, monkeypatch):
+    """A lease folder of the test's own (0700, this user's), opened afresh: what the engine's first use sees."""
+    folder = tmp_path / "uids"
+    monkeypatch.setattr(identity, "LEASE_DIRS", (folder,))
+    monkeypatch.setattr(identity, "_dir_fd", None)
+    return folder
+
+
+def test_the_lease_folder_holds_only_live_leases(lease_folder):
+    span = 16
+    base = COMMAND_UIDS[0] + COMMAND_UIDS[1] - span - 2000
+    held = [lease_uid((base, span)) for _ in range(span)]
+    assert sorted(os.listdir(lease_folder)) == sorted(str(h.uid) for h in held)
+    for lease in held[: span // 2]:
+        lease.release()
+    assert sorted(os.listdir(lease_folder)) == sorted(str(h.uid) for h in held[span // 2 :])
+    for lease in held[span // 2 :]:
+        lease.release()
+    assert os.listdir(lease_folder) == []
+    for _ in range(200):  # leased and released over and over: the folder does not grow
+        lease_uid((base, span)).release()
+    assert os.listdir(lease_folder) == []
+
+
+def test_a_killed_process_s_lease_files_are_removed_by_the_next_and_live_ones_kept(lease_folder):
+    """The kernel drops a dead process's locks; the next process to open the folder removes its files. The files of
+    an earlier version (which never removed any) go the same way."""
+    span = 8
+    base = COMMAND_UIDS[0] + COMMAND_UIDS[1] - span - 3000
+    lease_folder.mkdir(mode=0o700)
+    for uid in range(base, base + 3):  # left unlocked: a killed process's, or an earlier version's
+        (lease_folder / str(uid)).touch(mode=0o600)
+    live = subprocess.Popen(
+        [sys.executable, "-c", LEASER.replace("from redagent.sandbox.identity import lease_uid", _PRIVATE_FOLDER(lease_folder)),
+         str(base + 4), "2", "2"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    theirs = set(json.loads(live.stdout.readline()))
+    identity._dir_fd = None  # this process opens the folder afresh: it sweeps
+    mine = lease_uid((base, span))
+    try:
+        assert sorted(os.listdir(lease_folder)) == sorted(str(u) for u in {mine.uid, *theirs})
+        assert mine.uid not in theirs
+    finally:
+        mine.release()
+        live.stdin.close()
+        live.wait()
+
+
+def _PRIVATE_FOLDER(folder) -> str:
+    return (
+        "from pathlib import Path\nfrom redagent.sandbox import identity\n"
+        f"identity.LEASE_DIRS = (Path({str(folder)!r}),)\nfrom redagent.sandbox.identity import lease_uid"
+    )
+
+
+@ROOT_ONLY  # another user's file needs root to make
+def test_entries_the_engine_did_not_make_are_skipped_not_an_error(lease_folder):
+    """A folder, a link, a file of another user's, or a name outside the ranges: the uid is passed over, the entry
+    left as it is (it raised a raw OSError)."""
+    span = 6
+    base = COMMAND_UIDS[0] + COMMAND_UIDS[1] - span - 4000
+    lease_folder.mkdir(mode=0o700)
+    (lease_folder / str(base)).mkdir()
+    (lease_folder / str(base + 1)).symlink_to("/etc/passwd")
+    foreign = lease_folder / str(base + 2)
+    foreign.touch(mode=0o600)
+    os.chown(foreign, 65534, 65534)
+    open_to_all = lease_folder / str(base + 3)
+    open_to_all.touch()
+    open_to_all.chmod(0o666)
+    (lease_folder / "notes.txt").write_text("not a lease")
+    strays = sorted(os.listdir(lease_folder))
+    identity._dir_fd = None
+    held = [lease_uid((base, span)) for _ in range(2)]
+    try:
+        assert {h.uid for h in held} == {base + 4, base + 5}
+        with pytest.raises(LeaseUnavailable):
+            lease_uid((base, span))
+        assert (lease_folder / str(base)).is_dir() and (lease_folder / str(base + 1)).is_symlink()
+        assert os.stat(foreign).st_uid == 65534
+    finally:
+        for lease in held:
+            lease.release()
+    assert sorted(os.listdir(lease_folder)) == strays
+
+
 # -- the bridge ---------------------------------------------------------------------------------------
 @needs_bwrap
 def test_the_bridge_socket_and_its_folder_are_the_commands_uids_alone(env):

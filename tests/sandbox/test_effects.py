@@ -404,3 +404,27 @@ def test_a_download_overwritten_later_still_landed(env):
     assert call(env, "write_file", path="tool.sh", content="echo mine\n").ok
     ingress = kinds(effects_of(env, base), "ingress")
     assert [(x.fields["host"], x.fields["path"]) for x in ingress] == [("cdn.tools.example", "tool.sh")]
+
+
+# -- scale -----------------------------------------------------------------------------------------
+class _CountedFiles(dict):
+    """A workspace's files that count how often every record of the collection is read through."""
+
+    reads = 0
+
+    def values(self):
+        type(self).reads += 1
+        return super().values()
+
+
+@pytest.mark.parametrize("files", [10, 2000])
+def test_the_state_effects_read_each_collection_once_however_many_files_changed(files):
+    """A diff entry's record is decided per collection, once per rollout: deciding it per entry read every file's
+    record for every changed file (30,000 new files made finish() take minutes; benchmarks/large_workspace.py)."""
+    _CountedFiles.reads = 0
+    made = _CountedFiles({f"many/f{i}": {"content": "x", "sha256": f"{i:064x}", "size": 1} for i in range(files)})
+    baseline = {"workspace": {"files": {}}}
+    final = {"workspace": {"files": made}}
+    found = derive_effects([], diff(baseline, final), ["acme.example"], baseline=baseline, final=final)
+    assert len(kinds(found, "create")) == files
+    assert _CountedFiles.reads <= 2
