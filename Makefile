@@ -25,7 +25,7 @@ test: setup
 	@$(MAKE) --no-print-directory typecheck
 	$(PYTEST)
 
-# The full suite, as CI runs it once it has installed the optional parts (.ci/run): every test and every case.
+# The full suite, as CI runs it once it has installed the optional parts (.ci/run): every test, and the self-check over a fifth of the benchmark.
 test-all: setup
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory typecheck

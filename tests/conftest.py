@@ -62,7 +62,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="the full suite (make test-all, CI): also the tests marked slow, and whole-benchmark "
-        "checks over every case instead of a stratified sample",
+        "checks over a larger stratified sample",
     )
     parser.addoption(
         "--record-passed",
@@ -184,7 +184,7 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     if not config.getoption("--full"):
         terminalreporter.write_line(
             "the default suite: the tests marked slow, and the whole-benchmark checks over "
-            "every case, run with `make test-all` (pytest --full), as in CI"
+            "a larger sample, run with `make test-all` (pytest --full), as in CI"
         )
 
 
