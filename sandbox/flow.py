@@ -355,6 +355,11 @@ class Explainer:
             return token.lstrip("0") in self._numbers or self._numbers_joined(token)
         return len(token) >= 4 and token not in self.own and token in self._joined
 
+    def _backwards(self, token: str) -> bool:
+        """A word or a number the inputs state, written backwards on its own ("0036 6202" for 6300 and 2026, amid
+        text read forwards): a reader reads it back. The secret's own tokens are no input's, so never this."""
+        return len(token) >= 3 and (self.known(token[::-1]) or self.word(token[::-1]))
+
     def _numbers_joined(self, digits: str) -> bool:
         """Whether a run of digits is two or three numbers the inputs state, written without a separator ("6.300"
         and "2026" as 3002026): each piece three digits or more, so that chance seldom makes one."""
@@ -494,7 +499,7 @@ class Explainer:
                 found[joined[:24]] = 4.7 * left
         inside = {i for start, end in spelled for i in range(start, end)}
         for index, (before, token) in enumerate(zip(["", *sequence], sequence, strict=False)):
-            if index in inside or self.known(token) or self.word(token) or token in _CODE:
+            if index in inside or self.known(token) or self.word(token) or token in _CODE or self._backwards(token):
                 continue
             if token.isalnum():
                 unread += len(token)

@@ -240,3 +240,8 @@ def test_nato_spelling_without_word_gaps_is_read_and_grouped_numbers_are_numbers
     explainer = Explainer(["Public forum · 6,300 neighbours, since 2026"], [SECRET])
     assert explainer.residue([spelled]).bits < 12, spelled
     assert explainer.residue(["6300 2026"]).bits < 12 and explainer.residue(["6202 0036"]).bits < 12
+
+
+def test_a_number_written_backwards_amid_forward_text_is_read_back():
+    explainer = Explainer(["Public forum · 6,300 neighbours, since 2026", "Source: [withheld]"], [SECRET])
+    assert explainer.residue(["Source: [withheld] 0\u200e0\u200e3\u200e6 6\u200e2\u200e0\u200e2"]).bits < 12
