@@ -245,3 +245,8 @@ def test_nato_spelling_without_word_gaps_is_read_and_grouped_numbers_are_numbers
 def test_a_number_written_backwards_amid_forward_text_is_read_back():
     explainer = Explainer(["Public forum · 6,300 neighbours, since 2026", "Source: [withheld]"], [SECRET])
     assert explainer.residue(["Source: [withheld] 0\u200e0\u200e3\u200e6 6\u200e2\u200e0\u200e2"]).bits < 12
+
+
+def test_a_word_in_leetspeak_beside_a_number_is_read_back():
+    explainer = Explainer(["Order 58812 ready for pickup, invoice enclosed"], [SECRET])
+    assert explainer.residue(["Drawings 1\u00adn\u00adv\u00ad0\u00ad1\u00adc\u00ad3-58812"]).bits < 12
