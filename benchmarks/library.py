@@ -13,9 +13,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from redagent.cases.checkpool import check_many
 from redagent.cases.construction.library import build
 from redagent.cases.loader import benchmark_dir, load_cases
-from redagent.cases.selfcheck import check_case, check_many
+from redagent.cases.selfcheck import check_case
 
 
 def main() -> None:

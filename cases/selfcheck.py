@@ -640,11 +640,3 @@ def route_scores(routes: list[RouteResult], *, by_choice: bool = False) -> dict[
 
 
 _Found = tuple[list[tuple[str, str]], int, list[str], list[RouteResult], list[PlanVerdict]]
-
-
-def check_many(cases: list[Case], jobs: int = 1, **options: Any) -> list[CaseCheck]:
-    """Self-check many cases, in `jobs` worker processes, a unit at a time (cases/checkpool.py); the same results,
-    in the same order, as `check_case` on each. `cache` (cases/checkcache.py) makes it incremental."""
-    from redagent.cases.checkpool import check_many as checked
-
-    return checked(cases, jobs, **options)

@@ -190,8 +190,8 @@ def cases_check(
     unresolved (per_case[].plans). Results are kept per case content, code version and route seed, so an
     unchanged library re-checks in seconds and a change re-checks what it can affect."""
     from redagent.cases.checkcache import open_cache
-    from redagent.cases.checkpool import CheckStats
-    from redagent.cases.selfcheck import check_many, summarize
+    from redagent.cases.checkpool import CheckStats, check_many
+    from redagent.cases.selfcheck import summarize
 
     if jobs < 1:
         fail(f"--jobs must be at least 1, not {jobs}")

@@ -25,6 +25,7 @@ import orjson
 import yaml
 
 import redagent.cases.construction.families  # noqa: F401 - registers every family
+from redagent.cases.checkpool import check_many
 from redagent.cases.construction.attacks import knowledge
 from redagent.cases.construction.compiler import Compiled, compile_case, families_for
 from redagent.cases.construction.family import REGISTRY
@@ -34,7 +35,7 @@ from redagent.cases.kb.base import kb_path
 from redagent.cases.kb.dedup import THRESHOLD, deduplicate
 from redagent.cases.loader import CaseFileError, build_case, load_cases
 from redagent.cases.schema import Case, place_text
-from redagent.cases.selfcheck import CHECK_JOBS, check_case, check_many
+from redagent.cases.selfcheck import CHECK_JOBS, check_case
 from redagent.cases.taxonomy import CONSTRAINTS, STRATEGIES, SURFACES, VULNERABILITIES
 from redagent.errors import UserError
 from redagent.sandbox import normal

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from redagent.cases.checkpool import check_many
 from redagent.cases.loader import CaseFileError, build_case, load_case
-from redagent.cases.selfcheck import check_many
 from tests.ci import require_module
 
 # Which recorded divergence explains a disagreement of each plan kind and check: every disagreement the

@@ -22,7 +22,10 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import redagent
 
 BLOCKING_EVENTS = frozenset(
     {
@@ -127,6 +130,15 @@ def _describe(handle: asyncio.Handle) -> str:
     return repr(callback)[:200]
 
 
+# The project's own code is what lies under the checkout the package is imported from (wherever it was cloned),
+# not the virtual environment inside it.
+_PROJECT = str(Path(redagent.__file__).resolve().parent.parent) + "/"
+
+
+def _ours(filename: str) -> bool:
+    return filename.startswith(_PROJECT) and "/.venv/" not in filename
+
+
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     probe = _active
     if probe is None or event not in BLOCKING_EVENTS or not _state.depth:
@@ -134,7 +146,7 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     detail = str(args[0]) if args else ""
     if event == "open" and (detail.endswith(_IMPORTED) or "/__pycache__/" in detail):
         return
-    frames = [f for f in traceback.extract_stack(limit=40) if "/redagent" in f.filename or "/wt-" in f.filename]
+    frames = [f for f in traceback.extract_stack(limit=40) if _ours(f.filename)]
     frames = [f for f in frames if not f.filename.endswith("loop_probe.py")]
     where = " < ".join(
         f"{f.filename.rsplit('/', 2)[-2]}/{f.filename.rsplit('/', 1)[-1]}:{f.lineno}" for f in frames[-4:][::-1]
