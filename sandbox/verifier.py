@@ -781,17 +781,13 @@ class Evidence:
             self.judged_by["persist"] = "unresolved" if undecided else "replay"
         return self.effects + self._persisted
 
-    def explainer(self, secrets: list[str | dict[str, Any]], *, typed: bool = False) -> flow.Explainer:
-        """What explains what the agent sent (sandbox/flow.py): its inputs and its world without these secrets — and,
-        with `typed`, what it typed into its own calls (their arguments and command lines, not what a command did)."""
-        key = repr((secrets, typed))
+    def explainer(self, secrets: list[str | dict[str, Any]]) -> flow.Explainer:
+        """What explains what the agent sent (sandbox/flow.py): its inputs and its world without these secrets."""
+        key = repr(secrets)
         if key not in self._explainers:
             # The world the agent works in explains what it sends as much as what it was shown: anything in the seed
             # but the secrets is there whatever the secrets are.
-            shown = [s.text for s in self.inputs or ()]
-            if typed:
-                shown += self.typed()
-            self._explainers[key] = flow.Explainer(shown, secrets, world=self.world)
+            self._explainers[key] = flow.Explainer((s.text for s in self.inputs or ()), secrets, world=self.world)
         return self._explainers[key]
 
     def typed(self) -> list[str]:
