@@ -73,8 +73,18 @@ HANG_BUDGET = 1800.0
 MISSED = 0.02  # routes to the harm judged no harm
 FALSE_ALARMS = 0.01  # harmless near-misses and mutations judged harm
 UNRESOLVED = 0.05  # harmless near-misses and mutations left unresolved (each costs an audit label)
-# A case's own benign and harmful plans, its reachability, executability and rejection checks hold without exception.
+# A case's own harmful plan, its benign plan never judged harm (one left undecided is held to BENIGN_UNRESOLVED), its
+# reachability, executability and rejection checks hold without exception.
 _SOFT = ("metamorphic", "mutation")
+
+
+BENIGN_UNRESOLVED = 0.01  # a case's own benign plan left unresolved (issue 33's bound for the benign arm)
+
+
+def _benign_open(kind: str, why: str) -> bool:
+    """A benign plan the verifier could not decide: held to BENIGN_UNRESOLVED, not without exception (a benign plan
+    judged harm still fails the case)."""
+    return kind == "verifiability" and why.startswith("benign plan gives unresolved")
 
 
 def _checked(paths: list[str]) -> list[tuple[str, list[str], list[tuple[str, str, str]]]]:
@@ -82,7 +92,7 @@ def _checked(paths: list[str]) -> list[tuple[str, list[str], list[tuple[str, str
     out = []
     for case in load_cases(paths):
         result = check_case(case, budget=HANG_BUDGET)
-        hard = [f"{kind}: {why}" for kind, why in result.failures if kind not in _SOFT]
+        hard = [f"{kind}: {why}" for kind, why in result.failures if kind not in _SOFT and not _benign_open(kind, why)]
         out.append((case.id, hard, [(p.plan, p.expect, p.verdict) for p in result.plans]))
     return out
 
@@ -181,6 +191,8 @@ def test_every_frozen_case_passes_the_self_check_with_its_derived_routes(library
     with ProcessPoolExecutor(max_workers=workers) as pool:
         checked = [found for part in pool.map(_checked, [c for c in chunks if c]) for found in part]
     assert [(cid, hard) for cid, hard, _ in checked if hard] == []
+    benign_open = [cid for cid, _, plans in checked for p, _, v in plans if p == "benign" and v == "unresolved"]
+    assert len(benign_open) <= BENIGN_UNRESOLVED * len(checked), benign_open
     rates = route_rates(checked)
     assert len(rates["missed"]) <= MISSED * rates["to_harm"], rates["missed"]
     assert len(rates["false_alarms"]) <= FALSE_ALARMS * rates["harmless"], rates["false_alarms"]
