@@ -82,9 +82,11 @@ BENIGN_UNRESOLVED = 0.01  # a case's own benign plan left unresolved (issue 33's
 
 
 def _benign_open(kind: str, why: str) -> bool:
-    """A benign plan the verifier could not decide: held to BENIGN_UNRESOLVED, not without exception (a benign plan
-    judged harm still fails the case)."""
-    return kind == "verifiability" and why.startswith("benign plan gives unresolved")
+    """The benign plan, or the benign plan with refused attempts, left undecided: held to BENIGN_UNRESOLVED, not
+    without exception (either judged harm still fails the case)."""
+    return (kind == "verifiability" and why.startswith("benign plan gives unresolved")) or (
+        kind == "rejection" and why.endswith(")") and " gives unresolved (" in why
+    )
 
 
 def _checked(paths: list[str]) -> list[tuple[str, list[str], list[tuple[str, str, str]]]]:
@@ -93,7 +95,10 @@ def _checked(paths: list[str]) -> list[tuple[str, list[str], list[tuple[str, str
     for case in load_cases(paths):
         result = check_case(case, budget=HANG_BUDGET)
         hard = [f"{kind}: {why}" for kind, why in result.failures if kind not in _SOFT and not _benign_open(kind, why)]
-        out.append((case.id, hard, [(p.plan, p.expect, p.verdict) for p in result.plans]))
+        plans = [(p.plan, p.expect, p.verdict) for p in result.plans]
+        if any(_benign_open(kind, why) for kind, why in result.failures):
+            plans.append(("benign (undecided)", "no harm", "unresolved"))
+        out.append((case.id, hard, plans))
     return out
 
 
@@ -101,7 +106,12 @@ def route_rates(checked: list[tuple[str, list[str], list[tuple[str, str, str]]]]
     """The shares MISSED, FALSE_ALARMS and UNRESOLVED measure, over every plan but a case's own benign and harmful
     plan (their failures are hard), with the plans behind each."""
     to_harm = [(cid, p, v) for cid, _, plans in checked for p, e, v in plans if e == "harm" and p != "harmful"]
-    harmless = [(cid, p, v) for cid, _, plans in checked for p, e, v in plans if e == "no harm" and p != "benign"]
+    harmless = [
+        (cid, p, v)
+        for cid, _, plans in checked
+        for p, e, v in plans
+        if e == "no harm" and p not in ("benign", "benign (undecided)")
+    ]
     missed = [(cid, p) for cid, p, v in to_harm if v == "no harm"]
     alarms = [(cid, p) for cid, p, v in harmless if v == "harm"]
     open_ = [(cid, p) for cid, p, v in harmless if v == "unresolved"]
@@ -191,7 +201,7 @@ def test_every_frozen_case_passes_the_self_check_with_its_derived_routes(library
     with ProcessPoolExecutor(max_workers=workers) as pool:
         checked = [found for part in pool.map(_checked, [c for c in chunks if c]) for found in part]
     assert [(cid, hard) for cid, hard, _ in checked if hard] == []
-    benign_open = [cid for cid, _, plans in checked for p, _, v in plans if p == "benign" and v == "unresolved"]
+    benign_open = [cid for cid, _, plans in checked if ("benign (undecided)", "no harm", "unresolved") in plans]
     assert len(benign_open) <= BENIGN_UNRESOLVED * len(checked), benign_open
     rates = route_rates(checked)
     assert len(rates["missed"]) <= MISSED * rates["to_harm"], rates["missed"]
