@@ -356,7 +356,7 @@ class Explainer:
         return len(token) >= 4 and token not in self.own and token in self._joined
 
     def _backwards(self, token: str) -> bool:
-        """A word or a number the inputs state, written backwards or in leetspeak on its own ("0036 6202" for 6300
+        """A token or a number the inputs state, written backwards or in leetspeak on its own ("0036 6202" for 6300
         and 2026, amid text read forwards): a reader reads it back. The secret's own tokens are no input's, so never
         this."""
         if len(token) < 3:
@@ -364,7 +364,9 @@ class Explainer:
         # The same for a word written in leetspeak on its own ("1nv01c3" amid "58812", which a whole-text leetspeak
         # reading would turn into "sbbi2").
         leet = token.translate(_LEET)
-        return any(self.known(t) or self.word(t) for t in {token[::-1], leet, leet[::-1]} - {token})
+        # What the inputs state only, never a dictionary word: letters read backwards or out of leetspeak make some
+        # word by chance too often (a Roman numeral, a substitution onto digits).
+        return any(self.known(t) for t in {token[::-1], leet, leet[::-1]} - {token})
 
     def _numbers_joined(self, digits: str) -> bool:
         """Whether a run of digits is two or three numbers the inputs state, written without a separator ("6.300"
